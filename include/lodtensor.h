@@ -1,0 +1,291 @@
+/*
+ * lodtensor: tensors of variable-length sequences (LoD tensors) with a C ABI.
+ *
+ * Generated from the library's Rust sources by cbindgen; do not edit by hand.
+ *
+ * Conventions, for every function below:
+ * - Fallible functions return a lodtensor_status_t (0 = LODTENSOR_OK). On failure,
+ *   lodtensor_last_error_message() names the argument and the rule it broke, and no output
+ *   argument is written.
+ * - Every pointer argument is checked; NULL gives LODTENSOR_NULL_ARGUMENT unless the
+ *   documentation says NULL is allowed (a buffer whose length is 0 may always be NULL).
+ * - Every buffer is followed by its length. Variable-length results are copied out as
+ *   (buf, buf_len, out_len): with buf NULL only *out_len is written; otherwise buf_len must be
+ *   at least the result's length (else LODTENSOR_BUFFER_TOO_SMALL).
+ * - Handles returned through `out` arguments belong to the caller and are destroyed with their
+ *   _destroy function, which accepts NULL.
+ * - Exported symbols start with one of: lodtensor_, tensor_array_, rank_table_, sequence_,
+ *   beam_search_.
+ */
+
+#ifndef LODTENSOR_H
+#define LODTENSOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LODTENSOR_VERSION_MAJOR 0
+#define LODTENSOR_VERSION_MINOR 1
+#define LODTENSOR_VERSION_PATCH 0
+#define LODTENSOR_VERSION_STRING "0.1.0"
+
+
+// DLPack dtype code of signed integers.
+#define LODTENSOR_DTYPE_CODE_INT 0
+
+// DLPack dtype code of unsigned integers.
+#define LODTENSOR_DTYPE_CODE_UINT 1
+
+// DLPack dtype code of IEEE floats.
+#define LODTENSOR_DTYPE_CODE_FLOAT 2
+
+// DLPack dtype code of bfloat16.
+#define LODTENSOR_DTYPE_CODE_BFLOAT 4
+
+// DLPack dtype code of bool (stored as one byte, 0 or 1).
+#define LODTENSOR_DTYPE_CODE_BOOL 6
+
+// DLPack device type of host memory.
+#define LODTENSOR_DEVICE_CPU 1
+
+// DLPack device type of CUDA device memory.
+#define LODTENSOR_DEVICE_CUDA 2
+
+// The most dimensions a tensor may have.
+#define LODTENSOR_MAX_DIMS 9
+
+// LoD values are offsets: each level starts at 0 and never decreases.
+#define LODTENSOR_LOD_OFFSETS 0
+
+// LoD values are lengths: each level lists the size of each sequence.
+#define LODTENSOR_LOD_LENGTHS 1
+
+// Status code returned by every fallible function. 0 is success; any other value is a failure
+// whose detail is in `lodtensor_last_error_message()`.
+enum lodtensor_status_t
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // Success.
+  LODTENSOR_OK = 0,
+  // A required pointer argument was NULL.
+  LODTENSOR_NULL_ARGUMENT = 1,
+  // An argument broke a documented rule (bad code, shape, size, mismatch).
+  LODTENSOR_INVALID_ARGUMENT = 2,
+  // A LoD broke a validity rule or does not match the tensor's rows.
+  LODTENSOR_INVALID_LOD = 3,
+  // An index, level or range is out of range.
+  LODTENSOR_OUT_OF_RANGE = 4,
+  // A caller's output buffer is too small; query the needed length with a NULL buffer.
+  LODTENSOR_BUFFER_TOO_SMALL = 5,
+  // The request is valid but not supported by this build, dtype or place.
+  LODTENSOR_UNSUPPORTED = 6,
+  // Memory could not be allocated, or a size overflowed.
+  LODTENSOR_OUT_OF_MEMORY = 7,
+  // A bug inside the library (for example a caught panic).
+  LODTENSOR_INTERNAL = 8,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum lodtensor_status_t lodtensor_status_t;
+#else
+typedef int32_t lodtensor_status_t;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+// A tensor of variable-length sequences: a dense row-major array (up to `LODTENSOR_MAX_DIMS`
+// dims, of one dtype, on one place) plus a LoD that always matches its row count.
+//
+// Threads: any number of threads may read one handle at once; a call that changes it
+// (`lodtensor_set_lod`, `lodtensor_clear_lod`, writing through `lodtensor_data_mut`) needs
+// exclusive access. Handles sharing memory (`lodtensor_share`, `lodtensor_slice`,
+// `lodtensor_split`) see each other's element writes.
+typedef struct lodtensor_t lodtensor_t;
+
+// An element type in DLPack form (`DLDataType`): `code` is one of the `LODTENSOR_DTYPE_CODE_*`
+// values, `bits` the element size in bits, `lanes` must be 1.
+// Supported: bool {6,8}, uint8 {1,8}, int8/16/32/64 {0,N}, float16/32/64 {2,N}, bfloat16 {4,16}.
+typedef struct lodtensor_dtype_t {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+} lodtensor_dtype_t;
+
+// A memory location in DLPack form (`DLDevice`): `device_type` 1 = CPU (device_id 0),
+// 2 = CUDA (device_id = the GPU ordinal).
+typedef struct lodtensor_place_t {
+  int32_t device_type;
+  int32_t device_id;
+} lodtensor_place_t;
+
+// Called exactly once with the caller's buffer and `user_data` when the last tensor using a
+// buffer given to `lodtensor_from_buffer` is destroyed, on the thread that destroys it.
+typedef void (*lodtensor_release_fn)(void *data, void *user_data);
+
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+// The library version as "MAJOR.MINOR.PATCH" (static storage; never NULL). Compare with
+// `LODTENSOR_VERSION_STRING` to detect a header/library mismatch.
+const char *lodtensor_version(void);
+
+// A static, human-readable name for a status code ("unknown status" for values that are not
+// codes). Never NULL.
+const char *lodtensor_status_str(int32_t code);
+
+// The message of the last failed call on the calling thread: which argument broke which rule.
+// Never NULL ("" before any failure). Successful calls leave it unchanged. The pointer stays
+// valid until the next failing call on the same thread; copy it to keep it.
+const char *lodtensor_last_error_message(void);
+
+// Panics inside the library on purpose and returns what the caller sees: always
+// `LODTENSOR_INTERNAL`, with the panic's text in the last error message. It shows that a panic
+// never unwinds into (and aborts) the host program; bindings call it in their tests.
+lodtensor_status_t lodtensor_selftest_panic(void);
+
+// Creates a host tensor holding a copy of `data`.
+//
+// `dtype`: the element type. `dims`/`ndim`: the shape (`ndim` <= `LODTENSOR_MAX_DIMS`, every
+// dim >= 0; `dims` may be NULL when `ndim` is 0). `data`/`data_len`: exactly
+// `numel * element size` bytes (NULL allowed when that is 0). The LoD: `lod_kind` is
+// `LODTENSOR_LOD_OFFSETS` or `LODTENSOR_LOD_LENGTHS`; `level_sizes[i]` is the number of values of
+// level i (top level first); `lod` holds all levels' values concatenated, `lod_len` in total.
+// `num_levels` 0 means no LoD. On success `*out` is a new handle the caller destroys with
+// `lodtensor_destroy`; on failure `*out` is untouched.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`out`, or a buffer with a non-zero length is NULL),
+// LODTENSOR_UNSUPPORTED (unknown dtype), LODTENSOR_INVALID_ARGUMENT (more than 9 dims, a
+// negative dim, `data_len` wrong, bad `lod_kind`, level sizes not adding up to `lod_len`),
+// LODTENSOR_INVALID_LOD (a LoD rule broken, or the LoD does not end at `dims[0]`),
+// LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t lodtensor_create(struct lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim, const void *data, size_t data_len, int32_t lod_kind, const size_t *level_sizes, size_t num_levels, const size_t *lod, size_t lod_len, struct lodtensor_t **out);
+
+// Creates a tensor over the caller's buffer without copying it (zero copy).
+//
+// `place` says where `data` lives (CPU, or a CUDA device in builds with CUDA). `data`/`data_len`
+// must be exactly `numel * element size` bytes, aligned to the element size, and stay valid and
+// unmoved until `release` runs. Arguments as in `lodtensor_create`. On success the library owns
+// the buffer's lifetime: `release(data, user_data)` runs exactly once, when the last handle using
+// the buffer (this one, its shares, slices and split pieces) is destroyed. `release` may be NULL
+// when the caller keeps the buffer alive longer than every such handle. On failure nothing is
+// taken: `release` is not called, the buffer stays the caller's, and `*out` is untouched.
+//
+// Returns the statuses of `lodtensor_create`, plus LODTENSOR_INVALID_ARGUMENT for an unknown
+// place or a misaligned `data`, and LODTENSOR_UNSUPPORTED for a CUDA place in a build without
+// CUDA.
+lodtensor_status_t lodtensor_from_buffer(struct lodtensor_place_t place, struct lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim, void *data, size_t data_len, int32_t lod_kind, const size_t *level_sizes, size_t num_levels, const size_t *lod, size_t lod_len, lodtensor_release_fn release, void *user_data, struct lodtensor_t **out);
+
+// Destroys a handle. NULL is accepted and ignored. The memory is freed (or released to its
+// owner) when the last handle using it is destroyed.
+void lodtensor_destroy(struct lodtensor_t *t);
+
+// A new handle on the same memory and the same LoD (no element is copied). Element writes
+// through one are seen by the other; each is destroyed on its own.
+// Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t lodtensor_share(const struct lodtensor_t *t, struct lodtensor_t **out);
+
+// A new handle with its own host copy of the elements and the same LoD.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_UNSUPPORTED (memory not on the host),
+// LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t lodtensor_copy(const struct lodtensor_t *t, struct lodtensor_t **out);
+
+// The element type. Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t lodtensor_dtype(const struct lodtensor_t *t, struct lodtensor_dtype_t *out);
+
+// Where the elements live. Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t lodtensor_place(const struct lodtensor_t *t, struct lodtensor_place_t *out);
+
+// The number of dimensions (0 to `LODTENSOR_MAX_DIMS`). Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t lodtensor_ndim(const struct lodtensor_t *t, size_t *out);
+
+// Copies the shape into `buf` and its length into `*out_ndim`. With `buf` NULL only `*out_ndim`
+// is written (a buffer of `LODTENSOR_MAX_DIMS` always suffices).
+// Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_ndim`), LODTENSOR_BUFFER_TOO_SMALL (`buf_len` < ndim).
+lodtensor_status_t lodtensor_dims(const struct lodtensor_t *t, int64_t *buf, size_t buf_len, size_t *out_ndim);
+
+// The number of elements (product of the dims; 1 for a 0-d tensor).
+// Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t lodtensor_numel(const struct lodtensor_t *t, size_t *out);
+
+// The size of the elements in bytes (numel * element size). Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t lodtensor_nbytes(const struct lodtensor_t *t, size_t *out);
+
+// The address of the first element, for reading (a device address for a CUDA place). Borrowed:
+// valid while any handle sharing the memory lives. Rows are contiguous, row-major.
+// Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t lodtensor_data(const struct lodtensor_t *t, const void **out);
+
+// The address of the first element, for writing. Writes are seen by every handle sharing the
+// memory (shares, slices, split pieces); copy first to write privately. Lifetime as in
+// `lodtensor_data`. Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t lodtensor_data_mut(struct lodtensor_t *t, void **out);
+
+// The number of LoD levels (0 for a plain dense tensor). Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t lodtensor_lod_num_levels(const struct lodtensor_t *t, size_t *out);
+
+// The offsets of LoD level `level` (top level is 0): `*out_len` values starting at 0, the last
+// level indexing rows and every other level indexing sequences of the level below. Borrowed:
+// valid until the handle's LoD is changed or the handle is destroyed.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_OUT_OF_RANGE (`level` >= number of levels).
+lodtensor_status_t lodtensor_lod_offsets(const struct lodtensor_t *t, size_t level, const size_t **out, size_t *out_len);
+
+// Copies the sequence lengths of LoD level `level` into `buf` and their count (the number of
+// sequences) into `*out_len`. With `buf` NULL only `*out_len` is written.
+// Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_len`), LODTENSOR_OUT_OF_RANGE (`level`),
+// LODTENSOR_BUFFER_TOO_SMALL.
+lodtensor_status_t lodtensor_lod_lengths(const struct lodtensor_t *t, size_t level, size_t *buf, size_t buf_len, size_t *out_len);
+
+// Replaces the LoD (encoded as in `lodtensor_create`; `num_levels` 0 removes it). The new LoD is
+// validated against the rows first; on failure the old one stays.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (bad `lod_kind`, sizes not adding
+// up), LODTENSOR_INVALID_LOD (a rule broken, or not ending at the row count).
+lodtensor_status_t lodtensor_set_lod(struct lodtensor_t *t, int32_t lod_kind, const size_t *level_sizes, size_t num_levels, const size_t *lod, size_t lod_len);
+
+// Removes every LoD level, leaving a dense tensor. Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t lodtensor_clear_lod(struct lodtensor_t *t);
+
+// The rows `[*out_begin, *out_end)` of sequence `index` at LoD level `level`.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_OUT_OF_RANGE (`level` or `index`).
+lodtensor_status_t lodtensor_sequence_rows(const struct lodtensor_t *t, size_t level, size_t index, size_t *out_begin, size_t *out_end);
+
+// Sequences `[begin, end)` of LoD level `level` as a new handle sharing `t`'s memory (no copy).
+// Its LoD has levels `level..` of `t`'s LoD, re-based to start at 0; its rows are the rows of
+// those sequences. Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_OUT_OF_RANGE (`level` >= number of
+// levels, `begin` >= `end`, or `end` > number of sequences at `level`).
+lodtensor_status_t lodtensor_slice(const struct lodtensor_t *t, size_t level, size_t begin, size_t end, struct lodtensor_t **out);
+
+// Splits the batch into at most `num_pieces` pieces of whole top-level sequences (whole rows
+// without a LoD), each `ceil(batch / num_pieces)` sequences but the last. Pieces share `t`'s
+// memory. `out_pieces` must hold `num_pieces` handles; the first `*out_count` are written, each
+// destroyed by the caller. An empty batch (0 rows, no LoD) gives `num_pieces` shares of `t`.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (`num_pieces` 0, a 0-d tensor),
+// LODTENSOR_BUFFER_TOO_SMALL (`out_pieces_len` < `num_pieces`).
+lodtensor_status_t lodtensor_split(const struct lodtensor_t *t, size_t num_pieces, struct lodtensor_t **out_pieces, size_t out_pieces_len, size_t *out_count);
+
+// Concatenates `count` tensors along rows into a new tensor with its own memory; LoD levels are
+// appended level by level. All need the same number of LoD levels; those with rows need the same
+// dtype, row shape (dims[1..]) and place; 0-row tensors are not checked.
+// Returns LODTENSOR_NULL_ARGUMENT (`tensors`, any `tensors[i]`, `out`),
+// LODTENSOR_INVALID_ARGUMENT (`count` 0, mismatched dtype/shape/place, a 0-d tensor),
+// LODTENSOR_INVALID_LOD (different numbers of LoD levels), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t lodtensor_merge(const struct lodtensor_t *const *tensors, size_t count, struct lodtensor_t **out);
+
+// Paddle's `lod_reset`: a new handle on `x`'s memory (shared, not copied) with a new LoD.
+//
+// If `y` is not NULL and has a LoD, the result takes `y`'s LoD (its last level must end at `x`'s
+// row count). Otherwise the target level is `y`'s elements (int32 or int64) when `y` is given,
+// else `target_lod[0..target_len]` (offsets). The target needs at least 2 offsets, starts at 0,
+// never decreases and ends at `x`'s row count. With `append` false the target is the only level;
+// with `append` true it is added below `x`'s LoD, and the result must pass every LoD rule.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (0-d `x`),
+// LODTENSOR_UNSUPPORTED (`y` not int32/int64), LODTENSOR_INVALID_LOD (any rule above).
+lodtensor_status_t lodtensor_lod_reset(const struct lodtensor_t *x, const struct lodtensor_t *y, const int64_t *target_lod, size_t target_len, bool append, struct lodtensor_t **out);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
+#endif  /* LODTENSOR_H */

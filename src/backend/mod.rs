@@ -1,0 +1,3 @@
+//! Compute backends. The CPU needs no setup; CUDA is a stand-in until the `cuda` feature exists.
+
+pub mod cuda;

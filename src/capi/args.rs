@@ -1,0 +1,106 @@
+//! Argument checks shared by every export: NULL checks that name the argument, C buffers as
+//! slices, output pointers written only on success, and the flat LoD encoding.
+
+use super::types::{LODTENSOR_LOD_LENGTHS, LODTENSOR_LOD_OFFSETS};
+use crate::error::{ensure, err, Error, Result};
+use crate::lod::Lod;
+
+/// `&*p`, or `NullArgument` naming `name`.
+pub(crate) unsafe fn get<'a, T>(p: *const T, name: &str) -> Result<&'a T> {
+    p.as_ref().ok_or_else(|| null(name))
+}
+
+/// `&mut *p`, or `NullArgument` naming `name`.
+pub(crate) unsafe fn get_mut<'a, T>(p: *mut T, name: &str) -> Result<&'a mut T> {
+    p.as_mut().ok_or_else(|| null(name))
+}
+
+pub(crate) fn null(name: &str) -> Error {
+    err!(NullArgument, "{name}: must not be NULL")
+}
+
+/// A caller's buffer of `len` elements as a slice. NULL is accepted when `len` is 0.
+pub(crate) unsafe fn slice<'a, T>(p: *const T, len: usize, name: &str) -> Result<&'a [T]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    ensure!(!p.is_null(), NullArgument, "{name}: must not be NULL when its length is {len}");
+    ensure!(
+        len.checked_mul(std::mem::size_of::<T>()).is_some_and(|b| b <= isize::MAX as usize),
+        InvalidArgument,
+        "{name}: length {len} is larger than any buffer can be"
+    );
+    ensure!(
+        p as usize % std::mem::align_of::<T>() == 0,
+        InvalidArgument,
+        "{name}: address {p:p} is not aligned to {} bytes",
+        std::mem::align_of::<T>()
+    );
+    Ok(std::slice::from_raw_parts(p, len))
+}
+
+/// An output slot that is written only once the call has succeeded.
+pub(crate) struct Out<T>(*mut T);
+
+impl<T> Out<T> {
+    /// Checks the output pointer up front, so no work is done for a call that cannot report it.
+    pub(crate) fn new(p: *mut T, name: &str) -> Result<Out<T>> {
+        if p.is_null() {
+            return Err(null(name));
+        }
+        Ok(Out(p))
+    }
+
+    pub(crate) fn write(self, value: T) {
+        // SAFETY: checked non-NULL in `new`; the caller promised a writable slot.
+        unsafe { self.0.write(value) }
+    }
+}
+
+/// The copy-out convention for variable-length results: with `buf` NULL only the length is
+/// reported; otherwise `buf_len` must hold all `values`, which are copied and their count reported.
+pub(crate) unsafe fn copy_out<T: Copy>(values: &[T], buf: *mut T, buf_len: usize, out_len: Out<usize>, name: &str) -> Result<()> {
+    if !buf.is_null() {
+        ensure!(
+            buf_len >= values.len(),
+            BufferTooSmall,
+            "{name}: holds {buf_len} value(s), {} are needed",
+            values.len()
+        );
+        std::ptr::copy_nonoverlapping(values.as_ptr(), buf, values.len());
+    }
+    out_len.write(values.len());
+    Ok(())
+}
+
+/// A LoD passed as `num_levels` level sizes plus all levels' values concatenated, in offsets or
+/// lengths form (`kind`). `num_levels == 0` means no LoD. The result is validated on its own; the
+/// caller checks it against the tensor's rows.
+pub(crate) unsafe fn lod(kind: i32, level_sizes: *const usize, num_levels: usize, values: *const usize, values_len: usize) -> Result<Lod> {
+    ensure!(
+        kind == LODTENSOR_LOD_OFFSETS || kind == LODTENSOR_LOD_LENGTHS,
+        InvalidArgument,
+        "lod_kind: {kind} is neither LODTENSOR_LOD_OFFSETS (0) nor LODTENSOR_LOD_LENGTHS (1)"
+    );
+    let sizes = slice(level_sizes, num_levels, "level_sizes")?;
+    let values = slice(values, values_len, "lod")?;
+    let total = sizes.iter().try_fold(0usize, |acc, &s| acc.checked_add(s));
+    ensure!(
+        total == Some(values_len),
+        InvalidArgument,
+        "lod_len: {values_len} value(s) given, but level_sizes add up to {}",
+        total.map_or("more than usize::MAX".to_string(), |t| t.to_string())
+    );
+    let mut levels = Vec::with_capacity(sizes.len());
+    let mut rest = values;
+    for &n in sizes {
+        let (level, tail) = rest.split_at(n);
+        levels.push(level.to_vec());
+        rest = tail;
+    }
+    if kind == LODTENSOR_LOD_LENGTHS {
+        Lod::from_lengths(&levels)
+    } else {
+        Lod::from_offsets(levels)
+    }
+}

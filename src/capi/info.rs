@@ -1,0 +1,54 @@
+//! Library-wide exports: version, status texts, the last error, and the panic self-test.
+
+use super::types::lodtensor_status_t;
+use super::{boundary, boundary_str, last_error_ptr};
+use std::ffi::{c_char, CStr};
+
+const VERSION: &CStr = match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
+    Ok(v) => v,
+    Err(_) => panic!("version string has an interior NUL"),
+};
+
+/// The library version as "MAJOR.MINOR.PATCH" (static storage; never NULL). Compare with
+/// `LODTENSOR_VERSION_STRING` to detect a header/library mismatch.
+#[no_mangle]
+pub extern "C" fn lodtensor_version() -> *const c_char {
+    boundary_str(c"unknown", || VERSION.as_ptr())
+}
+
+/// A static, human-readable name for a status code ("unknown status" for values that are not
+/// codes). Never NULL.
+#[no_mangle]
+pub extern "C" fn lodtensor_status_str(code: i32) -> *const c_char {
+    boundary_str(c"unknown status", || {
+        let text: &CStr = match code {
+            0 => c"ok",
+            1 => c"null argument",
+            2 => c"invalid argument",
+            3 => c"invalid LoD",
+            4 => c"out of range",
+            5 => c"buffer too small",
+            6 => c"unsupported",
+            7 => c"out of memory",
+            8 => c"internal error",
+            _ => c"unknown status",
+        };
+        text.as_ptr()
+    })
+}
+
+/// The message of the last failed call on the calling thread: which argument broke which rule.
+/// Never NULL ("" before any failure). Successful calls leave it unchanged. The pointer stays
+/// valid until the next failing call on the same thread; copy it to keep it.
+#[no_mangle]
+pub extern "C" fn lodtensor_last_error_message() -> *const c_char {
+    boundary_str(c"", last_error_ptr)
+}
+
+/// Panics inside the library on purpose and returns what the caller sees: always
+/// `LODTENSOR_INTERNAL`, with the panic's text in the last error message. It shows that a panic
+/// never unwinds into (and aborts) the host program; bindings call it in their tests.
+#[no_mangle]
+pub extern "C" fn lodtensor_selftest_panic() -> lodtensor_status_t {
+    boundary(|| panic!("lodtensor_selftest_panic was called"))
+}

@@ -1,0 +1,81 @@
+//! The C API: handles, status codes, argument checks and conversions. Nothing here computes; each
+//! export validates its arguments, calls the Rust API and converts the result.
+//!
+//! Every export runs inside [`boundary`], so a panic becomes `LODTENSOR_INTERNAL` instead of
+//! unwinding into C (which would abort the host process).
+
+#![allow(non_camel_case_types)]
+#![allow(clippy::missing_safety_doc)]
+
+mod args;
+mod types;
+mod info;
+mod tensor;
+mod lod;
+
+pub use types::*;
+pub use info::*;
+pub use tensor::*;
+pub use lod::*;
+
+use crate::error::Error;
+use std::cell::RefCell;
+use std::ffi::{CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+fn set_last_error(message: &str) {
+    // Interior NULs would truncate the C string; they never come from our messages, but be safe.
+    let c = CString::new(message.replace('\0', " ")).unwrap_or_default();
+    LAST_ERROR.with(|e| *e.borrow_mut() = c);
+}
+
+/// The text of the last failure on this thread (valid until the next failure on this thread).
+pub(crate) fn last_error_ptr() -> *const std::ffi::c_char {
+    LAST_ERROR.with(|e| e.borrow().as_ptr())
+}
+
+impl Error {
+    pub fn status(&self) -> lodtensor_status_t {
+        use lodtensor_status_t::*;
+        match self {
+            Error::NullArgument(_) => LODTENSOR_NULL_ARGUMENT,
+            Error::InvalidArgument(_) => LODTENSOR_INVALID_ARGUMENT,
+            Error::InvalidLod(_) => LODTENSOR_INVALID_LOD,
+            Error::OutOfRange(_) => LODTENSOR_OUT_OF_RANGE,
+            Error::BufferTooSmall(_) => LODTENSOR_BUFFER_TOO_SMALL,
+            Error::Unsupported(_) => LODTENSOR_UNSUPPORTED,
+            Error::OutOfMemory(_) => LODTENSOR_OUT_OF_MEMORY,
+            Error::Internal(_) => LODTENSOR_INTERNAL,
+        }
+    }
+}
+
+/// Runs an export body: `Ok` is `LODTENSOR_OK`; an error or a panic records its message for
+/// `lodtensor_last_error_message` and becomes a status code.
+pub(crate) fn boundary(f: impl FnOnce() -> crate::Result<()>) -> lodtensor_status_t {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => lodtensor_status_t::LODTENSOR_OK,
+        Ok(Err(e)) => {
+            set_last_error(&e.to_string());
+            e.status()
+        }
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            set_last_error(&format!("internal error: a panic was caught at the C boundary: {what}"));
+            lodtensor_status_t::LODTENSOR_INTERNAL
+        }
+    }
+}
+
+/// Runs an infallible export that returns a static C string; a panic yields `fallback`.
+pub(crate) fn boundary_str(fallback: &'static CStr, f: impl FnOnce() -> *const std::ffi::c_char) -> *const std::ffi::c_char {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(fallback.as_ptr())
+}

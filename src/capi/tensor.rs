@@ -1,0 +1,272 @@
+//! Tensor handles: construction, sharing, copying, destruction and the dense accessors.
+
+use super::args::{self, copy_out, get, get_mut, Out};
+use super::boundary;
+use super::types::{lodtensor_dtype_t, lodtensor_place_t, lodtensor_status_t};
+use crate::dim::{Dim, MAX_DIMS};
+use crate::error::{ensure, Result};
+use crate::lod_tensor::{check_lod_for_dims, LoDTensor};
+use crate::memory::Allocation;
+use crate::tensor::Tensor;
+use std::ffi::c_void;
+
+/// A tensor of variable-length sequences: a dense row-major array (up to `LODTENSOR_MAX_DIMS`
+/// dims, of one dtype, on one place) plus a LoD that always matches its row count.
+///
+/// Threads: any number of threads may read one handle at once; a call that changes it
+/// (`lodtensor_set_lod`, `lodtensor_clear_lod`, writing through `lodtensor_data_mut`) needs
+/// exclusive access. Handles sharing memory (`lodtensor_share`, `lodtensor_slice`,
+/// `lodtensor_split`) see each other's element writes.
+pub struct lodtensor_t {
+    pub(crate) inner: LoDTensor,
+}
+
+/// Called exactly once with the caller's buffer and `user_data` when the last tensor using a
+/// buffer given to `lodtensor_from_buffer` is destroyed, on the thread that destroys it.
+pub type lodtensor_release_fn = Option<unsafe extern "C" fn(data: *mut c_void, user_data: *mut c_void)>;
+
+pub(crate) fn new_handle(out: Out<*mut lodtensor_t>, inner: LoDTensor) {
+    out.write(Box::into_raw(Box::new(lodtensor_t { inner })));
+}
+
+unsafe fn dims_arg(dims: *const i64, ndim: usize) -> Result<Dim> {
+    ensure!(
+        ndim <= MAX_DIMS,
+        InvalidArgument,
+        "ndim: a tensor has at most {MAX_DIMS} dimensions, got {ndim}"
+    );
+    Dim::from_i64(args::slice(dims, ndim, "dims")?)
+}
+
+/// Creates a host tensor holding a copy of `data`.
+///
+/// `dtype`: the element type. `dims`/`ndim`: the shape (`ndim` <= `LODTENSOR_MAX_DIMS`, every
+/// dim >= 0; `dims` may be NULL when `ndim` is 0). `data`/`data_len`: exactly
+/// `numel * element size` bytes (NULL allowed when that is 0). The LoD: `lod_kind` is
+/// `LODTENSOR_LOD_OFFSETS` or `LODTENSOR_LOD_LENGTHS`; `level_sizes[i]` is the number of values of
+/// level i (top level first); `lod` holds all levels' values concatenated, `lod_len` in total.
+/// `num_levels` 0 means no LoD. On success `*out` is a new handle the caller destroys with
+/// `lodtensor_destroy`; on failure `*out` is untouched.
+///
+/// Returns LODTENSOR_NULL_ARGUMENT (`out`, or a buffer with a non-zero length is NULL),
+/// LODTENSOR_UNSUPPORTED (unknown dtype), LODTENSOR_INVALID_ARGUMENT (more than 9 dims, a
+/// negative dim, `data_len` wrong, bad `lod_kind`, level sizes not adding up to `lod_len`),
+/// LODTENSOR_INVALID_LOD (a LoD rule broken, or the LoD does not end at `dims[0]`),
+/// LODTENSOR_OUT_OF_MEMORY.
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_create(
+    dtype: lodtensor_dtype_t,
+    dims: *const i64,
+    ndim: usize,
+    data: *const c_void,
+    data_len: usize,
+    lod_kind: i32,
+    level_sizes: *const usize,
+    num_levels: usize,
+    lod: *const usize,
+    lod_len: usize,
+    out: *mut *mut lodtensor_t,
+) -> lodtensor_status_t {
+    boundary(|| {
+        let out = Out::new(out, "out")?;
+        let dtype = dtype.to_dtype()?;
+        let dims = dims_arg(dims, ndim)?;
+        let lod = args::lod(lod_kind, level_sizes, num_levels, lod, lod_len)?;
+        check_lod_for_dims(&dims, &lod)?;
+        let bytes = args::slice(data.cast::<u8>(), data_len, "data")?;
+        let tensor = Tensor::from_bytes(dtype, dims, bytes)?;
+        new_handle(out, LoDTensor::new(tensor, lod)?);
+        Ok(())
+    })
+}
+
+/// Creates a tensor over the caller's buffer without copying it (zero copy).
+///
+/// `place` says where `data` lives (CPU, or a CUDA device in builds with CUDA). `data`/`data_len`
+/// must be exactly `numel * element size` bytes, aligned to the element size, and stay valid and
+/// unmoved until `release` runs. Arguments as in `lodtensor_create`. On success the library owns
+/// the buffer's lifetime: `release(data, user_data)` runs exactly once, when the last handle using
+/// the buffer (this one, its shares, slices and split pieces) is destroyed. `release` may be NULL
+/// when the caller keeps the buffer alive longer than every such handle. On failure nothing is
+/// taken: `release` is not called, the buffer stays the caller's, and `*out` is untouched.
+///
+/// Returns the statuses of `lodtensor_create`, plus LODTENSOR_INVALID_ARGUMENT for an unknown
+/// place or a misaligned `data`, and LODTENSOR_UNSUPPORTED for a CUDA place in a build without
+/// CUDA.
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_from_buffer(
+    place: lodtensor_place_t,
+    dtype: lodtensor_dtype_t,
+    dims: *const i64,
+    ndim: usize,
+    data: *mut c_void,
+    data_len: usize,
+    lod_kind: i32,
+    level_sizes: *const usize,
+    num_levels: usize,
+    lod: *const usize,
+    lod_len: usize,
+    release: lodtensor_release_fn,
+    user_data: *mut c_void,
+    out: *mut *mut lodtensor_t,
+) -> lodtensor_status_t {
+    boundary(|| {
+        let out = Out::new(out, "out")?;
+        let place = place.to_place()?;
+        place.ensure_usable()?;
+        let dtype = dtype.to_dtype()?;
+        let dims = dims_arg(dims, ndim)?;
+        let lod = args::lod(lod_kind, level_sizes, num_levels, lod, lod_len)?;
+        check_lod_for_dims(&dims, &lod)?;
+        ensure!(
+            !data.is_null() || data_len == 0,
+            NullArgument,
+            "data: must not be NULL when data_len is {data_len}"
+        );
+        Tensor::check_buffer(dtype, &dims, data.cast::<u8>(), data_len)?;
+        // Everything that can fail has been checked: from here on the buffer is ours to release.
+        let user_data = SendPtr(user_data);
+        let release = release.map(|f| -> crate::memory::Release {
+            Box::new(move |ptr| {
+                let user_data = &user_data;
+                f(ptr.cast(), user_data.0)
+            })
+        });
+        let alloc = Allocation::borrowed(data.cast(), data_len, place, release)?;
+        let tensor = Tensor::from_allocation(alloc, dtype, dims)?;
+        new_handle(out, LoDTensor::new(tensor, lod)?);
+        Ok(())
+    })
+}
+
+/// The caller's `user_data`, carried to whichever thread runs the release callback.
+struct SendPtr(*mut c_void);
+// SAFETY: the pointer is only handed back to the caller's callback, as documented.
+unsafe impl Send for SendPtr {}
+unsafe impl Sync for SendPtr {}
+
+/// Destroys a handle. NULL is accepted and ignored. The memory is freed (or released to its
+/// owner) when the last handle using it is destroyed.
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_destroy(t: *mut lodtensor_t) {
+    if !t.is_null() {
+        let _ = boundary(|| {
+            drop(Box::from_raw(t));
+            Ok(())
+        });
+    }
+}
+
+/// A new handle on the same memory and the same LoD (no element is copied). Element writes
+/// through one are seen by the other; each is destroyed on its own.
+/// Returns LODTENSOR_NULL_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_share(t: *const lodtensor_t, out: *mut *mut lodtensor_t) -> lodtensor_status_t {
+    boundary(|| {
+        let t = get(t, "t")?;
+        let out = Out::new(out, "out")?;
+        new_handle(out, t.inner.clone());
+        Ok(())
+    })
+}
+
+/// A new handle with its own host copy of the elements and the same LoD.
+/// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_UNSUPPORTED (memory not on the host),
+/// LODTENSOR_OUT_OF_MEMORY.
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_copy(t: *const lodtensor_t, out: *mut *mut lodtensor_t) -> lodtensor_status_t {
+    boundary(|| {
+        let t = get(t, "t")?;
+        let out = Out::new(out, "out")?;
+        new_handle(out, t.inner.copy()?);
+        Ok(())
+    })
+}
+
+/// The element type. Returns LODTENSOR_NULL_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_dtype(t: *const lodtensor_t, out: *mut lodtensor_dtype_t) -> lodtensor_status_t {
+    boundary(|| {
+        let t = get(t, "t")?;
+        Out::new(out, "out")?.write(lodtensor_dtype_t::from_dtype(t.inner.tensor().dtype()));
+        Ok(())
+    })
+}
+
+/// Where the elements live. Returns LODTENSOR_NULL_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_place(t: *const lodtensor_t, out: *mut lodtensor_place_t) -> lodtensor_status_t {
+    boundary(|| {
+        let t = get(t, "t")?;
+        Out::new(out, "out")?.write(lodtensor_place_t::from_place(t.inner.tensor().place()));
+        Ok(())
+    })
+}
+
+/// The number of dimensions (0 to `LODTENSOR_MAX_DIMS`). Returns LODTENSOR_NULL_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_ndim(t: *const lodtensor_t, out: *mut usize) -> lodtensor_status_t {
+    boundary(|| {
+        let t = get(t, "t")?;
+        Out::new(out, "out")?.write(t.inner.dims().ndim());
+        Ok(())
+    })
+}
+
+/// Copies the shape into `buf` and its length into `*out_ndim`. With `buf` NULL only `*out_ndim`
+/// is written (a buffer of `LODTENSOR_MAX_DIMS` always suffices).
+/// Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_ndim`), LODTENSOR_BUFFER_TOO_SMALL (`buf_len` < ndim).
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_dims(t: *const lodtensor_t, buf: *mut i64, buf_len: usize, out_ndim: *mut usize) -> lodtensor_status_t {
+    boundary(|| {
+        let t = get(t, "t")?;
+        let out_ndim = Out::new(out_ndim, "out_ndim")?;
+        let dims: Vec<i64> = t.inner.dims().as_slice().iter().map(|&d| d as i64).collect();
+        copy_out(&dims, buf, buf_len, out_ndim, "buf")
+    })
+}
+
+/// The number of elements (product of the dims; 1 for a 0-d tensor).
+/// Returns LODTENSOR_NULL_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_numel(t: *const lodtensor_t, out: *mut usize) -> lodtensor_status_t {
+    boundary(|| {
+        let t = get(t, "t")?;
+        Out::new(out, "out")?.write(t.inner.tensor().numel());
+        Ok(())
+    })
+}
+
+/// The size of the elements in bytes (numel * element size). Returns LODTENSOR_NULL_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_nbytes(t: *const lodtensor_t, out: *mut usize) -> lodtensor_status_t {
+    boundary(|| {
+        let t = get(t, "t")?;
+        Out::new(out, "out")?.write(t.inner.tensor().nbytes());
+        Ok(())
+    })
+}
+
+/// The address of the first element, for reading (a device address for a CUDA place). Borrowed:
+/// valid while any handle sharing the memory lives. Rows are contiguous, row-major.
+/// Returns LODTENSOR_NULL_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_data(t: *const lodtensor_t, out: *mut *const c_void) -> lodtensor_status_t {
+    boundary(|| {
+        let t = get(t, "t")?;
+        Out::new(out, "out")?.write(t.inner.tensor().as_ptr().cast());
+        Ok(())
+    })
+}
+
+/// The address of the first element, for writing. Writes are seen by every handle sharing the
+/// memory (shares, slices, split pieces); copy first to write privately. Lifetime as in
+/// `lodtensor_data`. Returns LODTENSOR_NULL_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_data_mut(t: *mut lodtensor_t, out: *mut *mut c_void) -> lodtensor_status_t {
+    boundary(|| {
+        let t = get_mut(t, "t")?;
+        Out::new(out, "out")?.write(t.inner.tensor_mut().as_mut_ptr().cast());
+        Ok(())
+    })
+}

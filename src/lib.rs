@@ -1,0 +1,33 @@
+//! lodtensor: tensors of variable-length sequences ("level of detail" offsets) with a C ABI.
+//!
+//! The Rust API is the core types re-exported here; the C API lives in [`capi`] and is described
+//! by the generated header `include/lodtensor.h`.
+
+/// cbindgen:ignore
+pub mod backend;
+pub mod capi;
+/// cbindgen:ignore
+pub mod dim;
+/// cbindgen:ignore
+pub mod dtype;
+/// cbindgen:ignore
+pub mod error;
+/// cbindgen:ignore
+pub mod lod;
+/// cbindgen:ignore
+pub mod lod_tensor;
+/// cbindgen:ignore
+pub mod memory;
+/// cbindgen:ignore
+pub mod place;
+/// cbindgen:ignore
+pub mod tensor;
+
+pub use dim::{Dim, MAX_DIMS};
+pub use dtype::{DType, Element};
+pub use error::{Error, Result};
+pub use lod::{append_lod, check_abs_lod, check_lod, lengths_to_offsets, offsets_to_lengths, Lod};
+pub use lod_tensor::LoDTensor;
+pub use memory::Allocation;
+pub use place::Place;
+pub use tensor::Tensor;

@@ -1,0 +1,316 @@
+//! LoD ("level of detail"): multi-level sequence offsets in relative-offset form.
+//!
+//! The last level indexes rows of a tensor; every higher level indexes entries (sequences) of the
+//! level below, so empty sequences are representable at every level.
+
+use crate::error::{ensure, err, Result};
+use std::ops::Range;
+
+/// A LoD in relative-offset form that passes [`check_lod`] (without a height). Whether it matches a
+/// tensor's row count is checked where the two meet, in `LoDTensor`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Lod {
+    levels: Vec<Vec<usize>>,
+}
+
+/// Validates a relative-offset LoD with the rules of Paddle's `CheckLoD`, in its order:
+/// every level has at least 2 offsets, starts at 0 and never decreases; if `height` is given, the
+/// last level ends at `height`; every level but the last ends at the number of sequences of the
+/// level below. An empty LoD (no levels) is valid. The error names the level, index and rule.
+pub fn check_lod(levels: &[Vec<usize>], height: Option<usize>) -> Result<()> {
+    for (k, level) in levels.iter().enumerate() {
+        check_level_shape(k, level)?;
+    }
+    if let (Some(height), Some(last)) = (height, levels.last()) {
+        let end = *last.last().expect("checked above");
+        ensure!(
+            end == height,
+            InvalidLod,
+            "LoD level {} (the last) ends at offset {end}, but the tensor has {height} rows; \
+             the last level must end at the row count",
+            levels.len() - 1
+        );
+    }
+    for k in 0..levels.len().saturating_sub(1) {
+        let end = *levels[k].last().expect("checked above");
+        let below = levels[k + 1].len() - 1;
+        ensure!(
+            end == below,
+            InvalidLod,
+            "LoD level {k} ends at offset {end}, but level {} has {below} sequences; \
+             a level must end at the number of sequences of the level below",
+            k + 1
+        );
+    }
+    Ok(())
+}
+
+/// Validates an absolute-offset LoD (every level indexes rows): each level has at least 2 offsets,
+/// starts at 0, never decreases, and ends at the same height (`height`, or the first level's last
+/// offset when `None`). Non-decreasing rather than strictly ascending, because the absolute form of
+/// a LoD with empty sequences repeats offsets.
+pub fn check_abs_lod(levels: &[Vec<usize>], height: Option<usize>) -> Result<()> {
+    for (k, level) in levels.iter().enumerate() {
+        check_level_shape(k, level)?;
+    }
+    let Some(first) = levels.first() else { return Ok(()) };
+    let height = height.unwrap_or(*first.last().expect("checked above"));
+    for (k, level) in levels.iter().enumerate() {
+        let end = *level.last().expect("checked above");
+        ensure!(
+            end == height,
+            InvalidLod,
+            "absolute LoD level {k} ends at row {end}, expected {height}; every level must end at the tensor height"
+        );
+    }
+    Ok(())
+}
+
+/// Rule 2 of `CheckLoD` for one level.
+fn check_level_shape(k: usize, level: &[usize]) -> Result<()> {
+    ensure!(
+        level.len() >= 2,
+        InvalidLod,
+        "LoD level {k} has {} offset(s); every level needs at least 2 (a start and an end)",
+        level.len()
+    );
+    ensure!(level[0] == 0, InvalidLod, "LoD level {k} starts at offset {}; every level must start at 0", level[0]);
+    if let Some(i) = (1..level.len()).find(|&i| level[i] < level[i - 1]) {
+        return Err(err!(
+            InvalidLod,
+            "LoD level {k}: offset[{i}] = {} is less than offset[{}] = {}; offsets must be non-decreasing",
+            level[i],
+            i - 1,
+            level[i - 1]
+        ));
+    }
+    Ok(())
+}
+
+/// Lengths to offsets, level by level (`[2,1]` -> `[0,2,3]`; `[]` -> `[0]`). Fails only if a
+/// running sum overflows. The result is not validated.
+pub fn lengths_to_offsets(lengths: &[Vec<usize>]) -> Result<Vec<Vec<usize>>> {
+    lengths
+        .iter()
+        .enumerate()
+        .map(|(k, level)| {
+            let mut offsets = Vec::with_capacity(level.len() + 1);
+            offsets.push(0usize);
+            let mut sum = 0usize;
+            for (i, &n) in level.iter().enumerate() {
+                sum = sum
+                    .checked_add(n)
+                    .ok_or_else(|| err!(InvalidLod, "LoD level {k}: the lengths overflow at index {i}"))?;
+                offsets.push(sum);
+            }
+            Ok(offsets)
+        })
+        .collect()
+}
+
+/// Offsets to lengths, level by level (adjacent differences). A level with no offsets at all, or
+/// a decreasing pair, is an error rather than a wrap-around.
+pub fn offsets_to_lengths(offsets: &[Vec<usize>]) -> Result<Vec<Vec<usize>>> {
+    offsets
+        .iter()
+        .enumerate()
+        .map(|(k, level)| {
+            ensure!(!level.is_empty(), InvalidLod, "LoD level {k} has no offsets; every level needs at least 2");
+            level
+                .windows(2)
+                .enumerate()
+                .map(|(i, w)| {
+                    w[1].checked_sub(w[0]).ok_or_else(|| {
+                        err!(
+                            InvalidLod,
+                            "LoD level {k}: offset[{}] = {} is less than offset[{i}] = {}; offsets must be non-decreasing",
+                            i + 1,
+                            w[1],
+                            w[0]
+                        )
+                    })
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Appends length-described sequences to an offset LoD, level by level (Paddle's `AppendLoD`).
+/// `lod` must be empty (it then starts as `[0]` per level) or have as many levels as `lengths`.
+/// The result is not validated; on error `lod` is unchanged.
+pub fn append_lod(lod: &mut Vec<Vec<usize>>, lengths: &[Vec<usize>]) -> Result<()> {
+    ensure!(
+        lod.is_empty() || lod.len() == lengths.len(),
+        InvalidArgument,
+        "lengths: {} level(s) cannot be appended to a LoD of {} level(s); the level counts must match",
+        lengths.len(),
+        lod.len()
+    );
+    let mut out = if lod.is_empty() { vec![vec![0usize]; lengths.len()] } else { lod.clone() };
+    for (k, (level, add)) in out.iter_mut().zip(lengths).enumerate() {
+        ensure!(!level.is_empty(), InvalidLod, "LoD level {k} has no offsets to append to");
+        for &n in add {
+            let last = *level.last().expect("non-empty");
+            level.push(last.checked_add(n).ok_or_else(|| err!(InvalidLod, "LoD level {k}: appending {n} overflows"))?);
+        }
+    }
+    *lod = out;
+    Ok(())
+}
+
+impl Lod {
+    /// The empty LoD: no levels, a plain dense tensor.
+    pub fn empty() -> Lod {
+        Lod::default()
+    }
+
+    /// A LoD from relative offsets, validated with [`check_lod`].
+    pub fn from_offsets(levels: Vec<Vec<usize>>) -> Result<Lod> {
+        check_lod(&levels, None)?;
+        Ok(Lod { levels })
+    }
+
+    /// A LoD from lengths (`recursive_sequence_lengths`), converted to offsets and validated.
+    pub fn from_lengths(lengths: &[Vec<usize>]) -> Result<Lod> {
+        Lod::from_offsets(lengths_to_offsets(lengths)?)
+    }
+
+    pub fn levels(&self) -> &[Vec<usize>] {
+        &self.levels
+    }
+
+    pub fn into_levels(self) -> Vec<Vec<usize>> {
+        self.levels
+    }
+
+    pub fn num_levels(&self) -> usize {
+        self.levels.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.levels.is_empty()
+    }
+
+    /// The offsets of `level`.
+    pub fn level(&self, level: usize) -> Result<&[usize]> {
+        self.levels.get(level).map(Vec::as_slice).ok_or_else(|| {
+            err!(OutOfRange, "level: {level} is out of range; the LoD has {} level(s)", self.levels.len())
+        })
+    }
+
+    /// Number of sequences at `level` (Paddle's `NumElements`).
+    pub fn num_sequences(&self, level: usize) -> Result<usize> {
+        Ok(self.level(level)?.len() - 1)
+    }
+
+    /// Offsets `(start, end)` of sequence `index` at `level` (Paddle's `lod_element`), in units of
+    /// the level below.
+    pub fn element(&self, level: usize, index: usize) -> Result<(usize, usize)> {
+        let offsets = self.level(level)?;
+        ensure!(
+            index + 1 < offsets.len(),
+            OutOfRange,
+            "index: sequence {index} is out of range; level {level} has {} sequences",
+            offsets.len() - 1
+        );
+        Ok((offsets[index], offsets[index + 1]))
+    }
+
+    /// The lengths form (`recursive_sequence_lengths`).
+    pub fn lengths(&self) -> Vec<Vec<usize>> {
+        self.levels.iter().map(|l| l.windows(2).map(|w| w[1] - w[0]).collect()).collect()
+    }
+
+    /// Lengths of one level.
+    pub fn level_lengths(&self, level: usize) -> Result<Vec<usize>> {
+        Ok(self.level(level)?.windows(2).map(|w| w[1] - w[0]).collect())
+    }
+
+    /// The row count this LoD describes (the last offset of the last level), if it has levels.
+    pub fn rows(&self) -> Option<usize> {
+        self.levels.last().map(|l| *l.last().expect("valid LoD levels are non-empty"))
+    }
+
+    /// Every level as absolute row offsets (Paddle's `ToAbsOffset`).
+    pub fn abs_offsets(&self) -> Vec<Vec<usize>> {
+        let mut abs = self.levels.clone();
+        for k in (0..abs.len().saturating_sub(1)).rev() {
+            let (upper, lower) = abs.split_at_mut(k + 1);
+            for offset in upper[k].iter_mut() {
+                *offset = lower[0][*offset];
+            }
+        }
+        abs
+    }
+
+    /// Absolute rows of sequence `index` at `level`, found by walking down the levels.
+    pub fn sequence_rows(&self, level: usize, index: usize) -> Result<Range<usize>> {
+        let (mut start, mut end) = self.element(level, index)?;
+        for lower in &self.levels[level + 1..] {
+            (start, end) = (lower[start], lower[end]);
+        }
+        Ok(start..end)
+    }
+
+    /// The LoD of sequences `[begin, end)` of `level`, re-based to 0, with levels `level..` (Paddle's
+    /// `SliceInLevel`). The range must be non-empty.
+    pub fn slice_in_level(&self, level: usize, begin: usize, end: usize) -> Result<Lod> {
+        let top = self.level(level)?;
+        ensure!(begin < end, OutOfRange, "begin: {begin} must be less than end {end} (an empty slice has no LoD)");
+        ensure!(
+            end < top.len(),
+            OutOfRange,
+            "end: {end} is out of range; level {level} has {} sequences",
+            top.len() - 1
+        );
+        let (mut first, mut last) = (begin, end);
+        let mut levels = Vec::with_capacity(self.levels.len() - level);
+        for offsets in &self.levels[level..] {
+            let part = &offsets[first..=last];
+            levels.push(part.iter().map(|&o| o - part[0]).collect());
+            (first, last) = (part[0], part[part.len() - 1]);
+        }
+        Ok(Lod { levels })
+    }
+
+    /// Lengths of levels `start_level..` for sequences `[start, end)` of `start_level`, and their
+    /// absolute row range (Paddle's `GetSubLoDAndAbsoluteOffset`). An empty range is allowed; with
+    /// `start_level == num_levels` the range is taken as rows and returned unchanged.
+    pub fn sub_lod_and_abs_offset(&self, start: usize, end: usize, start_level: usize) -> Result<(Vec<Vec<usize>>, Range<usize>)> {
+        ensure!(
+            start_level <= self.levels.len(),
+            OutOfRange,
+            "start_level: {start_level} is out of range; the LoD has {} level(s)",
+            self.levels.len()
+        );
+        let (mut start, mut end) = (start, end);
+        let mut lengths = Vec::with_capacity(self.levels.len() - start_level);
+        for (level, offsets) in self.levels.iter().enumerate().skip(start_level) {
+            ensure!(start <= end, OutOfRange, "start: {start} is greater than end {end} at level {level}");
+            ensure!(
+                end < offsets.len(),
+                OutOfRange,
+                "end: {end} is out of range; level {level} has {} sequences",
+                offsets.len() - 1
+            );
+            lengths.push(offsets[start..=end].windows(2).map(|w| w[1] - w[0]).collect());
+            (start, end) = (offsets[start], offsets[end]);
+        }
+        Ok((lengths, start..end))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequence_rows_walks_down() {
+        let lod = Lod::from_offsets(vec![vec![0, 2, 3], vec![0, 2, 4, 7], vec![0, 2, 5, 7, 10, 12, 15, 20]]).unwrap();
+        assert_eq!(lod.sequence_rows(0, 1).unwrap(), 10..20);
+        assert_eq!(lod.sequence_rows(1, 0).unwrap(), 0..5);
+        assert_eq!(lod.sequence_rows(2, 6).unwrap(), 15..20);
+        assert!(lod.sequence_rows(0, 2).is_err());
+        assert!(lod.sequence_rows(3, 0).is_err());
+    }
+}

@@ -1,0 +1,237 @@
+//! LoDTensor: a tensor and a LoD that is always valid against the tensor's row count.
+
+use crate::dim::Dim;
+use crate::dtype::DType;
+use crate::error::{ensure, err, Result};
+use crate::lod::{check_lod, lengths_to_offsets, Lod};
+use crate::tensor::Tensor;
+use std::ops::Range;
+
+/// A tensor of variable-length sequences. `Clone` shares the memory; [`LoDTensor::copy`]
+/// duplicates it.
+#[derive(Clone, Debug)]
+pub struct LoDTensor {
+    tensor: Tensor,
+    lod: Lod,
+}
+
+/// Checks `lod` against a tensor of shape `dims`. Unlike Paddle, a 0-row tensor is height-checked
+/// too, so no LoD can ever claim rows that do not exist.
+pub fn check_lod_for_dims(dims: &Dim, lod: &Lod) -> Result<()> {
+    if lod.is_empty() {
+        return Ok(());
+    }
+    let rows = dims.rows().ok_or_else(|| err!(InvalidLod, "lod: a 0-d tensor cannot carry a LoD"))?;
+    check_lod(lod.levels(), Some(rows))
+}
+
+fn check_against(tensor: &Tensor, lod: &Lod) -> Result<()> {
+    check_lod_for_dims(tensor.dims(), lod)
+}
+
+impl LoDTensor {
+    /// Pairs a tensor with a LoD; the LoD's last level must end at the tensor's row count.
+    pub fn new(tensor: Tensor, lod: Lod) -> Result<LoDTensor> {
+        check_against(&tensor, &lod)?;
+        Ok(LoDTensor { tensor, lod })
+    }
+
+    /// A tensor without LoD.
+    pub fn dense(tensor: Tensor) -> LoDTensor {
+        LoDTensor { tensor, lod: Lod::empty() }
+    }
+
+    pub fn tensor(&self) -> &Tensor {
+        &self.tensor
+    }
+
+    /// The tensor, for writing its elements (its shape cannot change through `Tensor`'s API).
+    pub fn tensor_mut(&mut self) -> &mut Tensor {
+        &mut self.tensor
+    }
+
+    pub fn lod(&self) -> &Lod {
+        &self.lod
+    }
+
+    pub fn into_parts(self) -> (Tensor, Lod) {
+        (self.tensor, self.lod)
+    }
+
+    /// Replaces the LoD; on error the old one stays.
+    pub fn set_lod(&mut self, lod: Lod) -> Result<()> {
+        check_against(&self.tensor, &lod)?;
+        self.lod = lod;
+        Ok(())
+    }
+
+    /// Drops every LoD level.
+    pub fn clear_lod(&mut self) {
+        self.lod = Lod::empty();
+    }
+
+    /// A new LoDTensor with its own copy of the elements and the same LoD.
+    pub fn copy(&self) -> Result<LoDTensor> {
+        Ok(LoDTensor { tensor: self.tensor.copy()?, lod: self.lod.clone() })
+    }
+
+    /// Rows `[start, end)` of sequence `index` at `level`.
+    pub fn sequence_rows(&self, level: usize, index: usize) -> Result<Range<usize>> {
+        self.lod.sequence_rows(level, index)
+    }
+
+    /// Sequences `[begin, end)` of `level` as a LoDTensor sharing this one's memory. Its LoD holds
+    /// levels `level..` re-based to 0 (see [`Lod::slice_in_level`]); the range must be non-empty.
+    pub fn slice(&self, level: usize, begin: usize, end: usize) -> Result<LoDTensor> {
+        let lod = self.lod.slice_in_level(level, begin, end)?;
+        let rows = self.lod.sequence_rows(level, begin)?.start..self.lod.sequence_rows(level, end - 1)?.end;
+        LoDTensor::new(self.tensor.slice_rows(rows)?, lod)
+    }
+
+    /// Splits the batch into at most `n` pieces of whole top-level sequences (rows, without a
+    /// LoD): `step = ceil(batch / n)` sequences per piece, the last piece taking the rest. Pieces
+    /// share this tensor's memory. An empty batch gives `n` shares of this tensor.
+    pub fn split(&self, n: usize) -> Result<Vec<LoDTensor>> {
+        ensure!(n > 0, InvalidArgument, "n: the number of pieces must be at least 1");
+        let batch = match self.lod.num_sequences(0) {
+            Ok(b) => b,
+            Err(_) => self.tensor.rows()?,
+        };
+        if batch == 0 {
+            return Ok(vec![self.clone(); n]);
+        }
+        let step = batch.div_ceil(n);
+        (0..batch.div_ceil(step))
+            .map(|i| {
+                let (begin, end) = (i * step, ((i + 1) * step).min(batch));
+                if self.lod.is_empty() {
+                    return Ok(LoDTensor::dense(self.tensor.slice_rows(begin..end)?));
+                }
+                let (lengths, rows) = self.lod.sub_lod_and_abs_offset(begin, end, 0)?;
+                LoDTensor::new(self.tensor.slice_rows(rows)?, Lod::from_offsets(lengths_to_offsets(&lengths)?)?)
+            })
+            .collect()
+    }
+
+    /// Concatenates along rows, appending each LoD level shifted by the level's running end.
+    /// Every part needs the same number of LoD levels; parts with rows need the first such part's
+    /// dtype, row shape and place (0-row parts are not checked). The result owns new memory.
+    pub fn merge(parts: &[&LoDTensor]) -> Result<LoDTensor> {
+        let first = parts.first().ok_or_else(|| err!(InvalidArgument, "tensors: nothing to merge"))?;
+        for (i, p) in parts.iter().enumerate() {
+            p.tensor.rows().map_err(|_| err!(InvalidArgument, "tensors[{i}]: a 0-d tensor has no rows to merge"))?;
+            ensure!(
+                p.lod.num_levels() == first.lod.num_levels(),
+                InvalidLod,
+                "tensors[{i}]: has {} LoD level(s), tensors[0] has {}; all must have the same number",
+                p.lod.num_levels(),
+                first.lod.num_levels()
+            );
+        }
+        let (proto_index, proto) = parts
+            .iter()
+            .enumerate()
+            .find(|(_, p)| p.tensor.rows().unwrap_or(0) > 0)
+            .unwrap_or((0, first));
+        let (dtype, place) = (proto.tensor.dtype(), proto.tensor.place());
+        let row_shape = &proto.tensor.dims().as_slice()[1..];
+        let mut rows = 0usize;
+        for (i, p) in parts.iter().enumerate() {
+            let t = &p.tensor;
+            let r = t.rows()?;
+            if r > 0 {
+                ensure!(
+                    t.dtype() == dtype && &t.dims().as_slice()[1..] == row_shape && t.place() == place,
+                    InvalidArgument,
+                    "tensors[{i}]: {} {:?} on {} does not match tensors[{proto_index}]: {dtype} {:?} on {place}; \
+                     parts with rows must share dtype, row shape and place",
+                    t.dtype(),
+                    t.dims(),
+                    t.place(),
+                    proto.tensor.dims()
+                );
+            }
+            rows = rows.checked_add(r).ok_or_else(|| err!(OutOfMemory, "tensors: the total row count overflows"))?;
+        }
+        let dims = proto.tensor.dims().with_rows(rows)?;
+        let mut data = Vec::with_capacity(dims.numel() * dtype.size());
+        for p in parts.iter().filter(|p| p.tensor.numel() > 0) {
+            data.extend_from_slice(p.tensor.bytes()?);
+        }
+        let mut levels: Vec<Vec<usize>> = vec![vec![0]; first.lod.num_levels()];
+        for p in parts {
+            for (out, level) in levels.iter_mut().zip(p.lod.levels()) {
+                let base = *out.last().expect("starts with 0");
+                out.extend(level[1..].iter().map(|&o| base + o));
+            }
+        }
+        let lod = if levels.is_empty() { Lod::empty() } else { Lod::from_offsets(levels)? };
+        LoDTensor::new(Tensor::from_bytes(dtype, dims, &data)?, lod)
+    }
+
+    /// Paddle's `lod_reset`: the same elements (shared, not copied) under a new LoD.
+    ///
+    /// If `y` has a LoD, the result takes it whole (its last level must end at this tensor's row
+    /// count). Otherwise the target level is `y`'s int32/int64 elements when `y` is given, else
+    /// `target_lod`: at least 2 offsets, starting at 0, non-decreasing, ending at the row count.
+    /// With `append` the target is pushed below this tensor's LoD and the whole result must pass
+    /// the LoD rules; without it the target is the only level.
+    pub fn lod_reset(&self, y: Option<&LoDTensor>, target_lod: &[i64], append: bool) -> Result<LoDTensor> {
+        let rows = self.tensor.rows()?;
+        if let Some(y) = y.filter(|y| !y.lod.is_empty()) {
+            let end = y.lod.rows().expect("non-empty LoD");
+            ensure!(
+                end == rows,
+                InvalidLod,
+                "y: its LoD ends at row {end}, but x has {rows} rows; the last level must end at x's row count"
+            );
+            return LoDTensor::new(self.tensor.clone(), y.lod.clone());
+        }
+        let (name, target): (&str, Vec<i64>) = match y {
+            Some(y) => ("y", tensor_as_i64(&y.tensor)?),
+            None => ("target_lod", target_lod.to_vec()),
+        };
+        ensure!(target.len() >= 2, InvalidLod, "{name}: has {} offset(s); a LoD level needs at least 2", target.len());
+        ensure!(target[0] == 0, InvalidLod, "{name}: starts at {}; a LoD level must start at 0", target[0]);
+        if let Some(i) = (1..target.len()).find(|&i| target[i] < target[i - 1]) {
+            return Err(err!(
+                InvalidLod,
+                "{name}: offset[{i}] = {} is less than offset[{}] = {}; offsets must be non-decreasing",
+                target[i],
+                i - 1,
+                target[i - 1]
+            ));
+        }
+        let last = *target.last().expect("len >= 2");
+        ensure!(
+            last as u64 == rows as u64,
+            InvalidLod,
+            "{name}: ends at {last}, but x has {rows} rows; the level must end at x's row count"
+        );
+        let level: Vec<usize> = target.into_iter().map(|o| o as usize).collect();
+        let mut levels = if append { self.lod.levels().to_vec() } else { Vec::new() };
+        levels.push(level);
+        LoDTensor::new(self.tensor.clone(), Lod::from_offsets(levels)?)
+    }
+}
+
+/// The elements of an int32 or int64 host tensor, widened to i64.
+fn tensor_as_i64(t: &Tensor) -> Result<Vec<i64>> {
+    match t.dtype() {
+        DType::I32 => Ok(t.as_slice::<i32>()?.iter().map(|&v| v as i64).collect()),
+        DType::I64 => Ok(t.as_slice::<i64>()?.to_vec()),
+        other => Err(err!(Unsupported, "y: dtype {other} cannot hold LoD offsets; use int32 or int64")),
+    }
+}
+
+impl LoDTensor {
+    /// Convenience for tests and examples: a host LoDTensor from elements, dims and offsets.
+    pub fn from_slice<T: crate::dtype::Element>(data: &[T], dims: &[usize], offsets: Vec<Vec<usize>>) -> Result<LoDTensor> {
+        LoDTensor::new(Tensor::from_slice(data, dims)?, Lod::from_offsets(offsets)?)
+    }
+
+    /// The shape of the underlying tensor.
+    pub fn dims(&self) -> &Dim {
+        self.tensor.dims()
+    }
+}
