@@ -14,12 +14,19 @@ pub struct Lod {
 }
 
 /// Validates a relative-offset LoD with the rules of Paddle's `CheckLoD`, in its order:
-/// every level has at least 2 offsets, starts at 0 and never decreases; if `height` is given, the
-/// last level ends at `height`; every level but the last ends at the number of sequences of the
-/// level below. An empty LoD (no levels) is valid. The error names the level, index and rule.
+/// every level starts at 0 and never decreases; the top level has at least 2 offsets (at least
+/// one sequence); if `height` is given, the last level ends at `height`; every level but the last
+/// ends at the number of sequences of the level below. An empty LoD (no levels) is valid. The
+/// error names the level, index and rule.
+///
+/// Our rule, relaxing Paddle's "every level has at least 2 offsets": a level below the top may be
+/// `[0]` (zero sequences). The last rule allows that only under a level that ends at 0, i.e. when
+/// every sequence above is empty. Slicing or splitting a batch whose first top-level sequence is
+/// empty produces exactly such LoDs (Paddle produces them too, without validating), so the rule
+/// keeps every slice and split piece of a valid LoDTensor valid. `[[0]]` stays invalid.
 pub fn check_lod(levels: &[Vec<usize>], height: Option<usize>) -> Result<()> {
     for (k, level) in levels.iter().enumerate() {
-        check_level_shape(k, level)?;
+        check_level_shape(k, level, if k == 0 { 2 } else { 1 })?;
     }
     if let (Some(height), Some(last)) = (height, levels.last()) {
         let end = *last.last().expect("checked above");
@@ -51,7 +58,7 @@ pub fn check_lod(levels: &[Vec<usize>], height: Option<usize>) -> Result<()> {
 /// a LoD with empty sequences repeats offsets.
 pub fn check_abs_lod(levels: &[Vec<usize>], height: Option<usize>) -> Result<()> {
     for (k, level) in levels.iter().enumerate() {
-        check_level_shape(k, level)?;
+        check_level_shape(k, level, 2)?;
     }
     let Some(first) = levels.first() else { return Ok(()) };
     let height = height.unwrap_or(*first.last().expect("checked above"));
@@ -66,13 +73,18 @@ pub fn check_abs_lod(levels: &[Vec<usize>], height: Option<usize>) -> Result<()>
     Ok(())
 }
 
-/// Rule 2 of `CheckLoD` for one level.
-fn check_level_shape(k: usize, level: &[usize]) -> Result<()> {
+/// Rule 2 of `CheckLoD` for one level: at least `min_len` offsets, starting at 0, non-decreasing.
+fn check_level_shape(k: usize, level: &[usize], min_len: usize) -> Result<()> {
     ensure!(
-        level.len() >= 2,
+        level.len() >= min_len,
         InvalidLod,
-        "LoD level {k} has {} offset(s); every level needs at least 2 (a start and an end)",
-        level.len()
+        "LoD level {k} has {} offset(s); {}",
+        level.len(),
+        if min_len == 2 {
+            "the top level needs at least 2 (a start and an end)"
+        } else {
+            "every level needs at least 1"
+        }
     );
     ensure!(level[0] == 0, InvalidLod, "LoD level {k} starts at offset {}; every level must start at 0", level[0]);
     if let Some(i) = (1..level.len()).find(|&i| level[i] < level[i - 1]) {
