@@ -220,7 +220,7 @@ impl Lod {
     pub fn element(&self, level: usize, index: usize) -> Result<(usize, usize)> {
         let offsets = self.level(level)?;
         ensure!(
-            index + 1 < offsets.len(),
+            index < offsets.len() - 1,
             OutOfRange,
             "index: sequence {index} is out of range; level {level} has {} sequences",
             offsets.len() - 1
@@ -324,5 +324,7 @@ mod tests {
         assert_eq!(lod.sequence_rows(2, 6).unwrap(), 15..20);
         assert!(lod.sequence_rows(0, 2).is_err());
         assert!(lod.sequence_rows(3, 0).is_err());
+        assert!(matches!(lod.sequence_rows(0, usize::MAX), Err(crate::Error::OutOfRange(_))));
+        assert!(matches!(lod.element(2, usize::MAX), Err(crate::Error::OutOfRange(_))));
     }
 }

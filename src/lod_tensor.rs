@@ -98,7 +98,12 @@ impl LoDTensor {
             Err(_) => self.tensor.rows()?,
         };
         if batch == 0 {
-            return Ok(vec![self.clone(); n]);
+            let mut shares = Vec::new();
+            shares
+                .try_reserve_exact(n)
+                .map_err(|_| err!(OutOfMemory, "n: {n} pieces of an empty batch cannot be allocated"))?;
+            shares.resize(n, self.clone());
+            return Ok(shares);
         }
         let step = batch.div_ceil(n);
         (0..batch.div_ceil(step))
@@ -153,10 +158,13 @@ impl LoDTensor {
             }
             rows = rows.checked_add(r).ok_or_else(|| err!(OutOfMemory, "tensors: the total row count overflows"))?;
         }
-        let dims = proto.tensor.dims().with_rows(rows)?;
-        let mut data = Vec::with_capacity(dims.numel() * dtype.size());
+        let mut tensor = Tensor::zeros(dtype, proto.tensor.dims().with_rows(rows)?)?;
+        let out = tensor.bytes_mut()?;
+        let mut at = 0;
         for p in parts.iter().filter(|p| p.tensor.numel() > 0) {
-            data.extend_from_slice(p.tensor.bytes()?);
+            let bytes = p.tensor.bytes()?;
+            out[at..at + bytes.len()].copy_from_slice(bytes);
+            at += bytes.len();
         }
         let mut levels: Vec<Vec<usize>> = vec![vec![0]; first.lod.num_levels()];
         for p in parts {
@@ -166,7 +174,7 @@ impl LoDTensor {
             }
         }
         let lod = if levels.is_empty() { Lod::empty() } else { Lod::from_offsets(levels)? };
-        LoDTensor::new(Tensor::from_bytes(dtype, dims, &data)?, lod)
+        LoDTensor::new(tensor, lod)
     }
 
     /// Paddle's `lod_reset`: the same elements (shared, not copied) under a new LoD.

@@ -10,8 +10,8 @@ use std::sync::Arc;
 /// Alignment of owned allocations: a cache line, and enough for any SIMD load.
 pub const ALIGNMENT: usize = 64;
 
-/// Called once with the buffer when the last reference to a borrowed allocation goes.
-pub type Release = Box<dyn FnOnce(*mut u8) + Send + Sync>;
+/// Called once when the last reference to a borrowed allocation goes.
+pub type Release = Box<dyn FnOnce() + Send + Sync>;
 
 enum Origin {
     Owned(Layout),
@@ -101,7 +101,7 @@ impl Drop for Allocation {
             }
             Origin::Borrowed(release) => {
                 if let Some(release) = release.take() {
-                    release(self.ptr.as_ptr());
+                    release();
                 }
             }
         }
@@ -127,7 +127,7 @@ mod tests {
         static CALLS: AtomicUsize = AtomicUsize::new(0);
         let mut buf = [1u8; 8];
         let a = unsafe {
-            Allocation::borrowed(buf.as_mut_ptr(), 8, Place::Cpu, Some(Box::new(|_| {
+            Allocation::borrowed(buf.as_mut_ptr(), 8, Place::Cpu, Some(Box::new(|| {
                 CALLS.fetch_add(1, Ordering::SeqCst);
             })))
         }

@@ -145,18 +145,27 @@ impl Tensor {
         Ok(unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<T>(), self.numel()) })
     }
 
-    /// The elements as `&mut [T]`. Refused while the memory is shared, so a `&mut` never aliases.
-    pub fn as_mut_slice<T: Element>(&mut self) -> Result<&mut [T]> {
-        self.check_element::<T>()?;
+    /// The elements as writable raw bytes. Refused while the memory is shared, so a `&mut` never
+    /// aliases (host tensors only).
+    pub fn bytes_mut(&mut self) -> Result<&mut [u8]> {
         self.ensure_host()?;
         ensure!(
             !self.is_shared(),
             InvalidArgument,
             "tensor: its memory is shared with another tensor; copy it before writing through Rust"
         );
+        let n = self.nbytes();
+        // SAFETY: uniquely held host memory of `offset + nbytes` bytes.
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.as_mut_ptr(), n) })
+    }
+
+    /// The elements as `&mut [T]` (see [`Tensor::bytes_mut`]).
+    pub fn as_mut_slice<T: Element>(&mut self) -> Result<&mut [T]> {
+        self.check_element::<T>()?;
         let n = self.numel();
-        // SAFETY: uniquely held, host memory, dtype and alignment as in `as_slice`.
-        Ok(unsafe { std::slice::from_raw_parts_mut(self.as_mut_ptr().cast::<T>(), n) })
+        let bytes = self.bytes_mut()?;
+        // SAFETY: dtype and alignment as in `as_slice`.
+        Ok(unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast::<T>(), n) })
     }
 
     fn check_element<T: Element>(&self) -> Result<()> {
@@ -191,18 +200,6 @@ impl Tensor {
             dims: self.dims.with_rows(range.end - range.start)?,
             dtype: self.dtype,
         })
-    }
-
-    /// The same memory seen with another shape of the same element count.
-    pub fn reshaped(&self, dims: Dim) -> Result<Tensor> {
-        ensure!(
-            dims.numel() == self.numel(),
-            InvalidArgument,
-            "dims: {dims:?} has {} elements, the tensor has {}",
-            dims.numel(),
-            self.numel()
-        );
-        Ok(Tensor { dims, ..self.clone() })
     }
 }
 

@@ -358,3 +358,11 @@ fn empty_lower_levels_under_empty_sequences() {
     let first = t.slice(0, 0, 1).unwrap();
     assert_eq!(first.lod().levels(), lod(&[&[0, 0], &[0]]).as_slice());
 }
+
+// Huge counts fail with an error instead of aborting on allocation.
+#[test]
+fn huge_piece_count_of_an_empty_batch() {
+    let empty = LoDTensor::dense(Tensor::zeros(DType::F32, Dim::new(&[0, 5]).unwrap()).unwrap());
+    assert!(matches!(empty.split(usize::MAX), Err(Error::OutOfMemory(_))));
+    assert!(matches!(empty.split(usize::MAX / 64), Err(Error::OutOfMemory(_))));
+}

@@ -177,7 +177,7 @@ pub unsafe extern "C" fn lodtensor_merge(
         let parts = handles
             .iter()
             .enumerate()
-            .map(|(i, &h)| Ok(&get(h, &format!("tensors[{i}]"))?.inner))
+            .map(|(i, &h)| h.as_ref().map(|h| &h.inner).ok_or_else(|| args::null(&format!("tensors[{i}]"))))
             .collect::<Result<Vec<&LoDTensor>>>()?;
         new_handle(out, LoDTensor::merge(&parts)?);
         Ok(())

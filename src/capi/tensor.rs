@@ -125,11 +125,12 @@ pub unsafe extern "C" fn lodtensor_from_buffer(
         );
         Tensor::check_buffer(dtype, &dims, data.cast::<u8>(), data_len)?;
         // Everything that can fail has been checked: from here on the buffer is ours to release.
-        let user_data = SendPtr(user_data);
+        // The callback gets back exactly the pointers the caller passed (NULL data included).
+        let (data_arg, user_data) = (SendPtr(data), SendPtr(user_data));
         let release = release.map(|f| -> crate::memory::Release {
-            Box::new(move |ptr| {
-                let user_data = &user_data;
-                f(ptr.cast(), user_data.0)
+            Box::new(move || {
+                let (data_arg, user_data) = (&data_arg, &user_data);
+                f(data_arg.0, user_data.0)
             })
         });
         let alloc = Allocation::borrowed(data.cast(), data_len, place, release)?;
@@ -139,7 +140,7 @@ pub unsafe extern "C" fn lodtensor_from_buffer(
     })
 }
 
-/// The caller's `user_data`, carried to whichever thread runs the release callback.
+/// A caller's pointer, carried to whichever thread runs the release callback.
 struct SendPtr(*mut c_void);
 // SAFETY: the pointer is only handed back to the caller's callback, as documented.
 unsafe impl Send for SendPtr {}

@@ -1,0 +1,45 @@
+# Shared by scripts/*.sh (sourced, not run): tool installation and cargo lookup.
+
+section() { printf '\n==== %s ====\n' "$*"; }
+
+# ensure_tools CMD:PACKAGE...  installs (apt-get) the Debian PACKAGE of every CMD not on PATH.
+# CI machines are fresh Debian images where we are root; elsewhere sudo is used if present.
+ensure_tools() {
+  local spec cmd pkg missing=()
+  for spec in "$@"; do
+    cmd=${spec%%:*} pkg=${spec#*:}
+    command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
+  done
+  # A C compiler without the C library headers cannot build anything; gcc only recommends them.
+  if ! [[ -e /usr/include/stdio.h ]] && command -v dpkg >/dev/null 2>&1; then
+    missing+=(libc6-dev)
+  fi
+  ((${#missing[@]})) || return 0
+  echo "installing: ${missing[*]}"
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "error: missing ${missing[*]} and no apt-get to install them; install them by hand" >&2
+    return 1
+  fi
+  local sudo=()
+  if [[ $(id -u) != 0 ]]; then
+    command -v sudo >/dev/null 2>&1 || { echo "error: need root (or sudo) to install ${missing[*]}" >&2; return 1; }
+    sudo=(sudo)
+  fi
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+}
+
+# ensure_cargo: cargo on PATH; rustup puts it in ~/.cargo/bin, which non-login shells may lack.
+ensure_cargo() {
+  command -v cargo >/dev/null 2>&1 && return 0
+  local dir
+  for dir in ${CARGO_HOME:+"$CARGO_HOME/bin"} "$HOME/.cargo/bin"; do
+    if [[ -x $dir/cargo ]]; then
+      export PATH="$dir:$PATH"
+      return 0
+    fi
+  done
+  echo "error: cargo not found; install Rust (https://rustup.rs), at least the rust-version" \
+       "that Cargo.toml names" >&2
+  return 1
+}

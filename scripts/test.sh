@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs every test: the Rust tests, then the C/C++ API tests, the valgrind runs, the static-link,
+# exported-symbols and install/consumer checks through CTest:
+#   bash scripts/test.sh
+# Installs cmake, g++, make, valgrind, pkg-config and binutils with apt-get when they are
+# missing. JOBS (default: number of cores) sets build and test parallelism.
+# A failing test suite does not stop the ones after it (CI shows every failure at once); the
+# script exits non-zero if any failed. A failing build does stop it.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/lib.sh
+jobs=${JOBS:-$(nproc)}
+
+section "1/4 tools"
+ensure_tools cmake:cmake cc:gcc c++:g++ make:make valgrind:valgrind pkg-config:pkg-config \
+             nm:binutils readelf:binutils
+ensure_cargo
+echo "$(cmake --version | head -n1); $(c++ --version | head -n1); $(valgrind --version); $(cargo --version)"
+
+# --release: the same build CMake's cargo step uses, so the library is compiled once.
+section "2/4 Rust tests (cargo test --release)"
+failed=()
+cargo test --release --no-fail-fast || failed+=("Rust tests (cargo test --release)")
+
+section "3/4 build the C API tests (cmake, build/capi)"
+cmake -S capi-tests -B build/capi -DCMAKE_BUILD_TYPE=Debug
+cmake --build build/capi -j "$jobs"
+
+section "4/4 run the C API tests (ctest)"
+ctest --test-dir build/capi --output-on-failure -j "$jobs" || failed+=("C API tests (ctest)")
+
+if ((${#failed[@]})); then
+  printf -v list '%s; ' "${failed[@]}"
+  section "FAILED: ${list%; }"
+  exit 1
+fi
+section "all tests passed"
