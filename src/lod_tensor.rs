@@ -41,6 +41,16 @@ impl LoDTensor {
         LoDTensor { tensor, lod: Lod::empty() }
     }
 
+    /// Convenience for tests and examples: a host LoDTensor from elements, dims and offsets.
+    pub fn from_slice<T: crate::dtype::Element>(data: &[T], dims: &[usize], offsets: Vec<Vec<usize>>) -> Result<LoDTensor> {
+        LoDTensor::new(Tensor::from_slice(data, dims)?, Lod::from_offsets(offsets)?)
+    }
+
+    /// The shape of the underlying tensor.
+    pub fn dims(&self) -> &Dim {
+        self.tensor.dims()
+    }
+
     pub fn tensor(&self) -> &Tensor {
         &self.tensor
     }
@@ -229,17 +239,5 @@ fn tensor_as_i64(t: &Tensor) -> Result<Vec<i64>> {
         DType::I32 => Ok(t.as_slice::<i32>()?.iter().map(|&v| v as i64).collect()),
         DType::I64 => Ok(t.as_slice::<i64>()?.to_vec()),
         other => Err(err!(Unsupported, "y: dtype {other} cannot hold LoD offsets; use int32 or int64")),
-    }
-}
-
-impl LoDTensor {
-    /// Convenience for tests and examples: a host LoDTensor from elements, dims and offsets.
-    pub fn from_slice<T: crate::dtype::Element>(data: &[T], dims: &[usize], offsets: Vec<Vec<usize>>) -> Result<LoDTensor> {
-        LoDTensor::new(Tensor::from_slice(data, dims)?, Lod::from_offsets(offsets)?)
-    }
-
-    /// The shape of the underlying tensor.
-    pub fn dims(&self) -> &Dim {
-        self.tensor.dims()
     }
 }
