@@ -262,7 +262,7 @@ lodtensor_status_t lodtensor_slice(const struct lodtensor_t *t, size_t level, si
 // memory. `out_pieces` must hold `num_pieces` handles; the first `*out_count` are written, each
 // destroyed by the caller. An empty batch (0 rows, no LoD) gives `num_pieces` shares of `t`.
 // Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (`num_pieces` 0, a 0-d tensor),
-// LODTENSOR_BUFFER_TOO_SMALL (`out_pieces_len` < `num_pieces`).
+// LODTENSOR_BUFFER_TOO_SMALL (`out_pieces_len` < `num_pieces`), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t lodtensor_split(const struct lodtensor_t *t, size_t num_pieces, struct lodtensor_t **out_pieces, size_t out_pieces_len, size_t *out_count);
 
 // Concatenates `count` tensors along rows into a new tensor with its own memory; LoD levels are

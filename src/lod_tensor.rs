@@ -98,20 +98,21 @@ impl LoDTensor {
         LoDTensor::new(self.tensor.slice_rows(rows)?, lod)
     }
 
-    /// Splits the batch into at most `n` pieces of whole top-level sequences (rows, without a
+    /// Splits the batch into at most `num_pieces` pieces of whole top-level sequences (rows, without a
     /// LoD): `step = ceil(batch / n)` sequences per piece, the last piece taking the rest. Pieces
-    /// share this tensor's memory. An empty batch gives `n` shares of this tensor.
-    pub fn split(&self, n: usize) -> Result<Vec<LoDTensor>> {
-        ensure!(n > 0, InvalidArgument, "n: the number of pieces must be at least 1");
+    /// share this tensor's memory. An empty batch gives `num_pieces` shares of this tensor.
+    pub fn split(&self, num_pieces: usize) -> Result<Vec<LoDTensor>> {
+        let n = num_pieces;
+        ensure!(n > 0, InvalidArgument, "num_pieces: must be at least 1");
         let batch = match self.lod.num_sequences(0) {
             Ok(b) => b,
-            Err(_) => self.tensor.rows()?,
+            Err(_) => self.tensor.rows().map_err(|_| err!(InvalidArgument, "t: a 0-d tensor has no rows to split"))?,
         };
         if batch == 0 {
             let mut shares = Vec::new();
             shares
                 .try_reserve_exact(n)
-                .map_err(|_| err!(OutOfMemory, "n: {n} pieces of an empty batch cannot be allocated"))?;
+                .map_err(|_| err!(OutOfMemory, "num_pieces: {n} pieces of an empty batch cannot be allocated"))?;
             shares.resize(n, self.clone());
             return Ok(shares);
         }
@@ -195,7 +196,7 @@ impl LoDTensor {
     /// With `append` the target is pushed below this tensor's LoD and the whole result must pass
     /// the LoD rules; without it the target is the only level.
     pub fn lod_reset(&self, y: Option<&LoDTensor>, target_lod: &[i64], append: bool) -> Result<LoDTensor> {
-        let rows = self.tensor.rows()?;
+        let rows = self.tensor.rows().map_err(|_| err!(InvalidArgument, "x: a 0-d tensor has no rows to carry a LoD"))?;
         if let Some(y) = y.filter(|y| !y.lod.is_empty()) {
             let end = y.lod.rows().expect("non-empty LoD");
             ensure!(

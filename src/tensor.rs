@@ -30,7 +30,7 @@ impl Tensor {
         ensure!(
             bytes.len() == nbytes,
             InvalidArgument,
-            "data: {} bytes given, a {dtype} tensor of dims {dims:?} needs {nbytes}",
+            "data_len: {} bytes given, a {dtype} tensor of dims {dims:?} needs {nbytes}",
             bytes.len()
         );
         Ok(Tensor { alloc: Allocation::copy_of(bytes)?, offset: 0, dims, dtype })

@@ -132,7 +132,7 @@ pub unsafe extern "C" fn lodtensor_slice(
 /// memory. `out_pieces` must hold `num_pieces` handles; the first `*out_count` are written, each
 /// destroyed by the caller. An empty batch (0 rows, no LoD) gives `num_pieces` shares of `t`.
 /// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (`num_pieces` 0, a 0-d tensor),
-/// LODTENSOR_BUFFER_TOO_SMALL (`out_pieces_len` < `num_pieces`).
+/// LODTENSOR_BUFFER_TOO_SMALL (`out_pieces_len` < `num_pieces`), LODTENSOR_OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_split(
     t: *const lodtensor_t,
@@ -143,7 +143,11 @@ pub unsafe extern "C" fn lodtensor_split(
 ) -> lodtensor_status_t {
     boundary(|| {
         let t = get(t, "t")?;
-        ensure!(!out_pieces.is_null(), NullArgument, "out_pieces: must not be NULL");
+        ensure!(
+            !out_pieces.is_null() || out_pieces_len == 0,
+            NullArgument,
+            "out_pieces: must not be NULL when out_pieces_len is {out_pieces_len}"
+        );
         let out_count = Out::new(out_count, "out_count")?;
         ensure!(
             out_pieces_len >= num_pieces,

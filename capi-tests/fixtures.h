@@ -1,0 +1,130 @@
+/* fixtures.h: small builders and comparisons shared by the C test programs (header-only).
+ *
+ * The test tensors are float32 [rows, width] with element (r, c) = r * 100 + c, so a row's
+ * values say which row of the original tensor it is, whatever slice or piece it is seen through.
+ * Plain C11, also valid C++17. Include after check.h. */
+#ifndef LODTENSOR_CAPI_TESTS_FIXTURES_H
+#define LODTENSOR_CAPI_TESTS_FIXTURES_H
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <lodtensor.h>
+
+#include "check.h"
+
+static inline lodtensor_dtype_t fx_dtype(uint8_t code, uint8_t bits) {
+    lodtensor_dtype_t d;
+    d.code = code;
+    d.bits = bits;
+    d.lanes = 1;
+    return d;
+}
+
+static inline lodtensor_dtype_t fx_f32(void) { return fx_dtype(LODTENSOR_DTYPE_CODE_FLOAT, 32); }
+static inline lodtensor_dtype_t fx_i32(void) { return fx_dtype(LODTENSOR_DTYPE_CODE_INT, 32); }
+static inline lodtensor_dtype_t fx_i64(void) { return fx_dtype(LODTENSOR_DTYPE_CODE_INT, 64); }
+
+static inline lodtensor_place_t fx_place(int32_t device_type, int32_t device_id) {
+    lodtensor_place_t p;
+    p.device_type = device_type;
+    p.device_id = device_id;
+    return p;
+}
+
+static inline lodtensor_place_t fx_cpu(void) { return fx_place(LODTENSOR_DEVICE_CPU, 0); }
+
+/* The value of element (row, col) in every fixture tensor. */
+static inline float fx_value(size_t row, size_t col) { return (float)(row * 100 + col); }
+
+/* A float32 [rows, width] host tensor with fx_value elements and the given LoD (a flat encoding as
+ * in lodtensor_create). Returns the status of lodtensor_create. */
+static inline int32_t fx_make_f32(size_t rows, size_t width, int32_t lod_kind, const size_t *level_sizes,
+                                  size_t num_levels, const size_t *lod, size_t lod_len, lodtensor_t **out) {
+    int64_t dims[2];
+    size_t n = rows * width, r, c;
+    float *data = n ? (float *)malloc(n * sizeof(float)) : NULL;
+    int32_t status;
+    if (n && data == NULL) {
+        return LODTENSOR_OUT_OF_MEMORY;
+    }
+    for (r = 0; r < rows; ++r) {
+        for (c = 0; c < width; ++c) {
+            data[r * width + c] = fx_value(r, c);
+        }
+    }
+    dims[0] = (int64_t)rows;
+    dims[1] = (int64_t)width;
+    status = lodtensor_create(fx_f32(), dims, 2, data, n * sizeof(float), lod_kind, level_sizes, num_levels, lod,
+                              lod_len, out);
+    free(data);
+    return status;
+}
+
+/* Level `level` of t's LoD equals want[0..n) (offsets). */
+static inline int fx_check_offsets(const lodtensor_t *t, size_t level, const size_t *want, size_t n,
+                                   const char *file, int line) {
+    const size_t *got = NULL;
+    size_t len = 0, i;
+    int32_t status = lodtensor_lod_offsets(t, level, &got, &len);
+    int ok = status == LODTENSOR_OK && got != NULL && len == n;
+    for (i = 0; ok && i < n; ++i) {
+        ok = got[i] == want[i];
+    }
+    if (!ok) {
+        fprintf(stderr, "%s:%d: LoD level %zu: got status %d (%s)", file, line, level, (int)status,
+                lodtensor_status_str(status));
+        if (status == LODTENSOR_OK) {
+            fprintf(stderr, ", offsets [");
+            for (i = 0; i < len; ++i) {
+                fprintf(stderr, i ? ",%zu" : "%zu", got[i]);
+            }
+            fprintf(stderr, "]");
+        } else {
+            fprintf(stderr, ": %s", lodtensor_last_error_message());
+        }
+        fprintf(stderr, ", expected [");
+        for (i = 0; i < n; ++i) {
+            fprintf(stderr, i ? ",%zu" : "%zu", want[i]);
+        }
+        fprintf(stderr, "]\n");
+    }
+    return check_record(ok);
+}
+#define CHECK_OFFSETS(t, level, want, n) fx_check_offsets((t), (level), (want), (n), __FILE__, __LINE__)
+
+/* t is float32 [rows, width] whose row i holds row (first_row + i) of a fixture tensor. */
+static inline int fx_check_rows(const lodtensor_t *t, size_t first_row, size_t rows, size_t width,
+                                const char *file, int line) {
+    const void *data = NULL;
+    int64_t dims[LODTENSOR_MAX_DIMS];
+    size_t ndim = 0, r, c;
+    int ok = lodtensor_data(t, &data) == LODTENSOR_OK && lodtensor_dims(t, dims, LODTENSOR_MAX_DIMS, &ndim) == 0;
+    ok = ok && ndim == 2 && dims[0] == (int64_t)rows && dims[1] == (int64_t)width;
+    if (!ok) {
+        fprintf(stderr, "%s:%d: expected a [%zu, %zu] tensor, got ndim %zu dims [%lld, %lld]\n", file, line, rows,
+                width, ndim, ndim > 0 ? (long long)dims[0] : -1LL, ndim > 1 ? (long long)dims[1] : -1LL);
+        return check_record(0);
+    }
+    for (r = 0; r < rows; ++r) {
+        for (c = 0; c < width; ++c) {
+            float got = ((const float *)data)[r * width + c];
+            if (got != fx_value(first_row + r, c)) {
+                fprintf(stderr, "%s:%d: element (%zu, %zu) is %g, expected %g (row %zu of the original)\n", file,
+                        line, r, c, (double)got, (double)fx_value(first_row + r, c), first_row + r);
+                return check_record(0);
+            }
+        }
+    }
+    return check_record(1);
+}
+#define CHECK_ROWS(t, first_row, rows, width) fx_check_rows((t), (first_row), (rows), (width), __FILE__, __LINE__)
+
+/* A pointer that is never a valid handle: outputs are pre-filled with it to prove that a failing
+ * call leaves them alone. */
+static inline lodtensor_t *fx_sentinel(void) {
+    static double storage[4];
+    return (lodtensor_t *)(void *)storage;
+}
+
+#endif /* LODTENSOR_CAPI_TESTS_FIXTURES_H */
