@@ -31,18 +31,15 @@ impl Dim {
 
     /// A shape from signed sizes (the C and DLPack convention); negative sizes are rejected.
     pub fn from_i64(sizes: &[i64]) -> Result<Dim> {
-        ensure!(
-            sizes.len() <= MAX_DIMS,
-            InvalidArgument,
-            "dims: a tensor has at most {MAX_DIMS} dimensions, got {}",
-            sizes.len()
-        );
-        let mut out = [0usize; MAX_DIMS];
-        for (i, &s) in sizes.iter().enumerate() {
-            ensure!(s >= 0, InvalidArgument, "dims: dims[{i}] = {s} is negative");
-            out[i] = usize::try_from(s).map_err(|_| err!(OutOfMemory, "dims: dims[{i}] = {s} is too large"))?;
-        }
-        Dim::new(&out[..sizes.len()])
+        let sizes = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| {
+                ensure!(s >= 0, InvalidArgument, "dims: dims[{i}] = {s} is negative");
+                usize::try_from(s).map_err(|_| err!(OutOfMemory, "dims: dims[{i}] = {s} is too large"))
+            })
+            .collect::<Result<Vec<usize>>>()?;
+        Dim::new(&sizes)
     }
 
     pub fn as_slice(&self) -> &[usize] {

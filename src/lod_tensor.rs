@@ -210,24 +210,13 @@ impl LoDTensor {
             Some(y) => ("y", tensor_as_i64(&y.tensor)?),
             None => ("target_lod", target_lod.to_vec()),
         };
-        ensure!(target.len() >= 2, InvalidLod, "{name}: has {} offset(s); a LoD level needs at least 2", target.len());
-        ensure!(target[0] == 0, InvalidLod, "{name}: starts at {}; a LoD level must start at 0", target[0]);
-        if let Some(i) = (1..target.len()).find(|&i| target[i] < target[i - 1]) {
-            return Err(err!(
-                InvalidLod,
-                "{name}: offset[{i}] = {} is less than offset[{}] = {}; offsets must be non-decreasing",
-                target[i],
-                i - 1,
-                target[i - 1]
-            ));
-        }
-        let last = *target.last().expect("len >= 2");
-        ensure!(
-            last as u64 == rows as u64,
-            InvalidLod,
-            "{name}: ends at {last}, but x has {rows} rows; the level must end at x's row count"
-        );
-        let level: Vec<usize> = target.into_iter().map(|o| o as usize).collect();
+        // The target is a one-level LoD of x: the same rules, reported under the argument's name.
+        let level = target
+            .iter()
+            .enumerate()
+            .map(|(i, &o)| usize::try_from(o).map_err(|_| err!(InvalidLod, "{name}: offset[{i}] = {o} is negative; offsets start at 0 and must be non-decreasing")))
+            .collect::<Result<Vec<usize>>>()?;
+        check_lod(std::slice::from_ref(&level), Some(rows)).map_err(|e| err!(InvalidLod, "{name}: {e}"))?;
         let mut levels = if append { self.lod.levels().to_vec() } else { Vec::new() };
         levels.push(level);
         LoDTensor::new(self.tensor.clone(), Lod::from_offsets(levels)?)

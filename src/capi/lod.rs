@@ -3,7 +3,7 @@
 
 use super::args::{self, copy_out, get, get_mut, Out};
 use super::boundary;
-use super::tensor::{lodtensor_t, new_handle};
+use super::tensor::{lodtensor_t, new_handle, read};
 use super::types::lodtensor_status_t;
 use crate::error::{ensure, Result};
 use crate::lod_tensor::LoDTensor;
@@ -11,11 +11,7 @@ use crate::lod_tensor::LoDTensor;
 /// The number of LoD levels (0 for a plain dense tensor). Returns LODTENSOR_NULL_ARGUMENT.
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_lod_num_levels(t: *const lodtensor_t, out: *mut usize) -> lodtensor_status_t {
-    boundary(|| {
-        let t = get(t, "t")?;
-        Out::new(out, "out")?.write(t.inner.lod().num_levels());
-        Ok(())
-    })
+    read(t, out, |t| t.lod().num_levels())
 }
 
 /// The offsets of LoD level `level` (top level is 0): `*out_len` values starting at 0, the last

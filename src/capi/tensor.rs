@@ -29,6 +29,15 @@ pub(crate) fn new_handle(out: Out<*mut lodtensor_t>, inner: LoDTensor) {
     out.write(Box::into_raw(Box::new(lodtensor_t { inner })));
 }
 
+/// The body of a read-only accessor: `*out = f(t)`.
+pub(crate) unsafe fn read<T>(t: *const lodtensor_t, out: *mut T, f: impl FnOnce(&LoDTensor) -> T) -> lodtensor_status_t {
+    boundary(|| {
+        let t = get(t, "t")?;
+        Out::new(out, "out")?.write(f(&t.inner));
+        Ok(())
+    })
+}
+
 unsafe fn dims_arg(dims: *const i64, ndim: usize) -> Result<Dim> {
     ensure!(
         ndim <= MAX_DIMS,
@@ -187,31 +196,19 @@ pub unsafe extern "C" fn lodtensor_copy(t: *const lodtensor_t, out: *mut *mut lo
 /// The element type. Returns LODTENSOR_NULL_ARGUMENT.
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_dtype(t: *const lodtensor_t, out: *mut lodtensor_dtype_t) -> lodtensor_status_t {
-    boundary(|| {
-        let t = get(t, "t")?;
-        Out::new(out, "out")?.write(lodtensor_dtype_t::from_dtype(t.inner.tensor().dtype()));
-        Ok(())
-    })
+    read(t, out, |t| lodtensor_dtype_t::from_dtype(t.tensor().dtype()))
 }
 
 /// Where the elements live. Returns LODTENSOR_NULL_ARGUMENT.
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_place(t: *const lodtensor_t, out: *mut lodtensor_place_t) -> lodtensor_status_t {
-    boundary(|| {
-        let t = get(t, "t")?;
-        Out::new(out, "out")?.write(lodtensor_place_t::from_place(t.inner.tensor().place()));
-        Ok(())
-    })
+    read(t, out, |t| lodtensor_place_t::from_place(t.tensor().place()))
 }
 
 /// The number of dimensions (0 to `LODTENSOR_MAX_DIMS`). Returns LODTENSOR_NULL_ARGUMENT.
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_ndim(t: *const lodtensor_t, out: *mut usize) -> lodtensor_status_t {
-    boundary(|| {
-        let t = get(t, "t")?;
-        Out::new(out, "out")?.write(t.inner.dims().ndim());
-        Ok(())
-    })
+    read(t, out, |t| t.dims().ndim())
 }
 
 /// Copies the shape into `buf` and its length into `*out_ndim`. With `buf` NULL only `*out_ndim`
@@ -231,21 +228,13 @@ pub unsafe extern "C" fn lodtensor_dims(t: *const lodtensor_t, buf: *mut i64, bu
 /// Returns LODTENSOR_NULL_ARGUMENT.
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_numel(t: *const lodtensor_t, out: *mut usize) -> lodtensor_status_t {
-    boundary(|| {
-        let t = get(t, "t")?;
-        Out::new(out, "out")?.write(t.inner.tensor().numel());
-        Ok(())
-    })
+    read(t, out, |t| t.tensor().numel())
 }
 
 /// The size of the elements in bytes (numel * element size). Returns LODTENSOR_NULL_ARGUMENT.
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_nbytes(t: *const lodtensor_t, out: *mut usize) -> lodtensor_status_t {
-    boundary(|| {
-        let t = get(t, "t")?;
-        Out::new(out, "out")?.write(t.inner.tensor().nbytes());
-        Ok(())
-    })
+    read(t, out, |t| t.tensor().nbytes())
 }
 
 /// The address of the first element, for reading (a device address for a CUDA place). Borrowed:
@@ -253,11 +242,7 @@ pub unsafe extern "C" fn lodtensor_nbytes(t: *const lodtensor_t, out: *mut usize
 /// Returns LODTENSOR_NULL_ARGUMENT.
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_data(t: *const lodtensor_t, out: *mut *const c_void) -> lodtensor_status_t {
-    boundary(|| {
-        let t = get(t, "t")?;
-        Out::new(out, "out")?.write(t.inner.tensor().as_ptr().cast());
-        Ok(())
-    })
+    read(t, out, |t| t.tensor().as_ptr().cast())
 }
 
 /// The address of the first element, for writing. Writes are seen by every handle sharing the
