@@ -146,6 +146,17 @@ const char *lodtensor_last_error_message(void);
 // never unwinds into (and aborts) the host program; bindings call it in their tests.
 lodtensor_status_t lodtensor_selftest_panic(void);
 
+// Sets the number of threads of the library's own thread pool (the host program's pools are never
+// used). 0 restores the default: the `LODTENSOR_NUM_THREADS` environment variable if set, else
+// the number of available cores. Results of every operation are the same for any thread count.
+// Calls already running finish on the old pool.
+// Returns LODTENSOR_INVALID_ARGUMENT (more than 1024), LODTENSOR_INTERNAL (threads cannot start).
+lodtensor_status_t lodtensor_set_num_threads(size_t num_threads);
+
+// The number of threads of the library's thread pool (starting it if needed).
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INTERNAL (threads cannot start).
+lodtensor_status_t lodtensor_num_threads(size_t *out);
+
 // Creates a host tensor holding a copy of `data`.
 //
 // `dtype`: the element type. `dims`/`ndim`: the shape (`ndim` <= `LODTENSOR_MAX_DIMS`, every

@@ -120,6 +120,97 @@ macro_rules! element {
 // data is read through `u8` unless its values have been checked.
 element!(u8 => U8, i8 => I8, i16 => I16, i32 => I32, i64 => I64, f16 => F16, bf16 => BF16, f32 => F32, f64 => F64);
 
+/// A numeric element: the arithmetic kernels (pooling, softmax, scatter-add, fill, cast) are
+/// written once over this trait. f16 and bf16 compute through f32.
+pub trait Scalar: Element + PartialOrd + Default {
+    const ZERO: Self;
+    const ONE: Self;
+    fn to_f64(self) -> f64;
+    /// `v` converted with Rust's `as` rules: floats round to nearest, integers truncate toward
+    /// zero and saturate, NaN becomes 0.
+    fn from_f64(v: f64) -> Self;
+    /// Addition that wraps for integers (never panics) and rounds for floats.
+    fn add(self, other: Self) -> Self;
+}
+
+macro_rules! scalar_int {
+    ($($t:ty),*) => {$(
+        impl Scalar for $t {
+            const ZERO: Self = 0;
+            const ONE: Self = 1;
+            fn to_f64(self) -> f64 { self as f64 }
+            fn from_f64(v: f64) -> Self { v as $t }
+            fn add(self, other: Self) -> Self { self.wrapping_add(other) }
+        }
+    )*};
+}
+scalar_int!(u8, i8, i16, i32, i64);
+
+macro_rules! scalar_float {
+    ($($t:ty),*) => {$(
+        impl Scalar for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            fn to_f64(self) -> f64 { self as f64 }
+            fn from_f64(v: f64) -> Self { v as $t }
+            fn add(self, other: Self) -> Self { self + other }
+        }
+    )*};
+}
+scalar_float!(f32, f64);
+
+macro_rules! scalar_half {
+    ($($t:ty),*) => {$(
+        impl Scalar for $t {
+            const ZERO: Self = <$t>::ZERO;
+            const ONE: Self = <$t>::ONE;
+            fn to_f64(self) -> f64 { self.to_f64() }
+            fn from_f64(v: f64) -> Self { <$t>::from_f64(v) }
+            fn add(self, other: Self) -> Self { <$t>::from_f32(self.to_f32() + other.to_f32()) }
+        }
+    )*};
+}
+scalar_half!(f16, bf16);
+
+/// The Rust element type of a `DType` variant. `Bool` has none: bool data moves as bytes, and an
+/// op that computes on bools handles them itself.
+macro_rules! element_type {
+    (U8) => { u8 };
+    (I8) => { i8 };
+    (I16) => { i16 };
+    (I32) => { i32 };
+    (I64) => { i64 };
+    (F16) => { ::half::f16 };
+    (BF16) => { ::half::bf16 };
+    (F32) => { f32 };
+    (F64) => { f64 };
+}
+pub(crate) use element_type;
+
+/// Runs `$body` (which returns a `Result`) with the type `$T` bound to the element type of
+/// `$dtype`, for the listed `DType` variants; any other dtype is an `Unsupported` error naming
+/// `$what` (the argument, e.g. "x") and the supported dtypes. This is the one place a kernel
+/// written over [`Element`] or [`Scalar`] meets a run-time dtype.
+macro_rules! dispatch_dtype {
+    ($dtype:expr, $what:expr, [$($v:ident),+ $(,)?], |$T:ident| $body:expr) => {
+        match $dtype {
+            $( $crate::dtype::DType::$v => {
+                #[allow(dead_code)]
+                type $T = $crate::dtype::element_type!($v);
+                $body
+            } )+
+            #[allow(unreachable_patterns)]
+            other => Err($crate::error::Error::Unsupported(format!(
+                "{}: dtype {} is not supported here; supported: {}",
+                $what,
+                other,
+                [$($crate::dtype::DType::$v.name()),+].join(", ")
+            ))),
+        }
+    };
+}
+pub(crate) use dispatch_dtype;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,5 +227,23 @@ mod tests {
         assert!(DType::from_dlpack(2, 32, 4).is_err());
         assert!(DType::from_dlpack(3, 32, 1).is_err());
         assert!(DType::from_dlpack(0, 128, 1).is_err());
+    }
+
+    fn sum_as_f64<T: Scalar>(v: &[T]) -> f64 {
+        v.iter().fold(T::ZERO, |a, &b| a.add(b)).to_f64()
+    }
+
+    #[test]
+    fn dispatch_binds_the_element_type() {
+        let run = |d: DType| -> crate::Result<f64> {
+            dispatch_dtype!(d, "x", [I32, F16, F64], |T| Ok(sum_as_f64(&[T::ONE, T::ONE, T::from_f64(2.0)])))
+        };
+        assert_eq!(run(DType::I32).unwrap(), 4.0);
+        assert_eq!(run(DType::F16).unwrap(), 4.0);
+        assert_eq!(run(DType::F64).unwrap(), 4.0);
+        let e = run(DType::U8).unwrap_err().to_string();
+        assert!(e.contains("x: dtype uint8") && e.contains("int32, float16, float64"), "{e}");
+        assert_eq!(i8::MAX.add(1), i8::MIN);
+        assert_eq!(<u8 as Scalar>::from_f64(300.0), 255);
     }
 }

@@ -19,6 +19,8 @@ pub mod lod_tensor;
 /// cbindgen:ignore
 pub mod memory;
 /// cbindgen:ignore
+pub mod ops;
+/// cbindgen:ignore
 pub mod place;
 /// cbindgen:ignore
 pub mod tensor;

@@ -1,3 +1,5 @@
-//! Compute backends. The CPU needs no setup; CUDA is a stand-in until the `cuda` feature exists.
+//! Compute backends: the CPU (rayon on the library's own pool) and CUDA (a stand-in until the
+//! `cuda` feature exists). Kernels see slices and offsets, never handles.
 
+pub mod cpu;
 pub mod cuda;

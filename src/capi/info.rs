@@ -52,3 +52,24 @@ pub extern "C" fn lodtensor_last_error_message() -> *const c_char {
 pub extern "C" fn lodtensor_selftest_panic() -> lodtensor_status_t {
     boundary(|| panic!("lodtensor_selftest_panic was called"))
 }
+
+/// Sets the number of threads of the library's own thread pool (the host program's pools are never
+/// used). 0 restores the default: the `LODTENSOR_NUM_THREADS` environment variable if set, else
+/// the number of available cores. Results of every operation are the same for any thread count.
+/// Calls already running finish on the old pool.
+/// Returns LODTENSOR_INVALID_ARGUMENT (more than 1024), LODTENSOR_INTERNAL (threads cannot start).
+#[no_mangle]
+pub extern "C" fn lodtensor_set_num_threads(num_threads: usize) -> lodtensor_status_t {
+    boundary(|| crate::backend::cpu::pool::set_num_threads(num_threads))
+}
+
+/// The number of threads of the library's thread pool (starting it if needed).
+/// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INTERNAL (threads cannot start).
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_num_threads(out: *mut usize) -> lodtensor_status_t {
+    boundary(|| {
+        let out = super::args::Out::new(out, "out")?;
+        out.write(crate::backend::cpu::pool::num_threads()?);
+        Ok(())
+    })
+}

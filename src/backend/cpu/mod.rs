@@ -1,0 +1,6 @@
+//! CPU kernels. Parallel work runs on the library's own rayon pool ([`pool`]), split over output
+//! rows or segments so that each output element is written by exactly one task: results never
+//! depend on the thread count. Small inputs stay on the calling thread.
+
+pub mod pool;
+pub mod rows;

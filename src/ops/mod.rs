@@ -1,0 +1,23 @@
+//! Operators over LoDTensors, one file per family. Each op checks its inputs (naming the argument,
+//! the index and the rule), then runs the kernel for the inputs' place. Inputs are never modified
+//! unless the op says it works in place.
+
+use crate::error::{ensure, Result};
+use crate::place::Place;
+use crate::tensor::Tensor;
+
+/// The common place of an op's inputs; inputs on different places are an error naming both (the
+/// library never copies between places behind the caller's back).
+pub(crate) fn common_place(inputs: &[(&str, &Tensor)]) -> Result<Place> {
+    let (first_name, first) = inputs.first().expect("an op has inputs");
+    let place = first.place();
+    for (name, t) in &inputs[1..] {
+        ensure!(
+            t.place() == place,
+            InvalidArgument,
+            "{name}: is on {}, but {first_name} is on {place}; inputs must be on the same place",
+            t.place()
+        );
+    }
+    Ok(place)
+}
