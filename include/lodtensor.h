@@ -157,6 +157,67 @@ lodtensor_status_t lodtensor_set_num_threads(size_t num_threads);
 // Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INTERNAL (threads cannot start).
 lodtensor_status_t lodtensor_num_threads(size_t *out);
 
+// The number of LoD levels (0 for a plain dense tensor). Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t lodtensor_lod_num_levels(const struct lodtensor_t *t, size_t *out);
+
+// The offsets of LoD level `level` (top level is 0): `*out_len` values starting at 0, the last
+// level indexing rows and every other level indexing sequences of the level below. Borrowed:
+// valid until the handle's LoD is changed or the handle is destroyed.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_OUT_OF_RANGE (`level` >= number of levels).
+lodtensor_status_t lodtensor_lod_offsets(const struct lodtensor_t *t, size_t level, const size_t **out, size_t *out_len);
+
+// Copies the sequence lengths of LoD level `level` into `buf` and their count (the number of
+// sequences) into `*out_len`. With `buf` NULL only `*out_len` is written.
+// Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_len`), LODTENSOR_OUT_OF_RANGE (`level`),
+// LODTENSOR_BUFFER_TOO_SMALL.
+lodtensor_status_t lodtensor_lod_lengths(const struct lodtensor_t *t, size_t level, size_t *buf, size_t buf_len, size_t *out_len);
+
+// Replaces the LoD (encoded as in `lodtensor_create`; `num_levels` 0 removes it). The new LoD is
+// validated against the rows first; on failure the old one stays.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (bad `lod_kind`, sizes not adding
+// up), LODTENSOR_INVALID_LOD (a rule broken, or not ending at the row count).
+lodtensor_status_t lodtensor_set_lod(struct lodtensor_t *t, int32_t lod_kind, const size_t *level_sizes, size_t num_levels, const size_t *lod, size_t lod_len);
+
+// Removes every LoD level, leaving a dense tensor. Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t lodtensor_clear_lod(struct lodtensor_t *t);
+
+// The rows `[*out_begin, *out_end)` of sequence `index` at LoD level `level`.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_OUT_OF_RANGE (`level` or `index`).
+lodtensor_status_t lodtensor_sequence_rows(const struct lodtensor_t *t, size_t level, size_t index, size_t *out_begin, size_t *out_end);
+
+// Sequences `[begin, end)` of LoD level `level` as a new handle sharing `t`'s memory (no copy).
+// Its LoD has levels `level..` of `t`'s LoD, re-based to start at 0; its rows are the rows of
+// those sequences. Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_OUT_OF_RANGE (`level` >= number of
+// levels, `begin` >= `end`, or `end` > number of sequences at `level`).
+lodtensor_status_t lodtensor_slice(const struct lodtensor_t *t, size_t level, size_t begin, size_t end, struct lodtensor_t **out);
+
+// Splits the batch into at most `num_pieces` pieces of whole top-level sequences (whole rows
+// without a LoD), each `ceil(batch / num_pieces)` sequences but the last. Pieces share `t`'s
+// memory. `out_pieces` must hold `num_pieces` handles; the first `*out_count` are written, each
+// destroyed by the caller. An empty batch (0 rows, no LoD) gives `num_pieces` shares of `t`.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (`num_pieces` 0, a 0-d tensor),
+// LODTENSOR_BUFFER_TOO_SMALL (`out_pieces_len` < `num_pieces`), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t lodtensor_split(const struct lodtensor_t *t, size_t num_pieces, struct lodtensor_t **out_pieces, size_t out_pieces_len, size_t *out_count);
+
+// Concatenates `count` tensors along rows into a new tensor with its own memory; LoD levels are
+// appended level by level. All need the same number of LoD levels; those with rows need the same
+// dtype, row shape (dims[1..]) and place; 0-row tensors are not checked.
+// Returns LODTENSOR_NULL_ARGUMENT (`tensors`, any `tensors[i]`, `out`),
+// LODTENSOR_INVALID_ARGUMENT (`count` 0, mismatched dtype/shape/place, a 0-d tensor),
+// LODTENSOR_INVALID_LOD (different numbers of LoD levels), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t lodtensor_merge(const struct lodtensor_t *const *tensors, size_t count, struct lodtensor_t **out);
+
+// Paddle's `lod_reset`: a new handle on `x`'s memory (shared, not copied) with a new LoD.
+//
+// If `y` is not NULL and has a LoD, the result takes `y`'s LoD (its last level must end at `x`'s
+// row count). Otherwise the target level is `y`'s elements (int32 or int64) when `y` is given,
+// else `target_lod[0..target_len]` (offsets). The target needs at least 2 offsets, starts at 0,
+// never decreases and ends at `x`'s row count. With `append` false the target is the only level;
+// with `append` true it is added below `x`'s LoD, and the result must pass every LoD rule.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (0-d `x`),
+// LODTENSOR_UNSUPPORTED (`y` not int32/int64), LODTENSOR_INVALID_LOD (any rule above).
+lodtensor_status_t lodtensor_lod_reset(const struct lodtensor_t *x, const struct lodtensor_t *y, const int64_t *target_lod, size_t target_len, bool append, struct lodtensor_t **out);
+
 // Creates a host tensor holding a copy of `data`.
 //
 // `dtype`: the element type. `dims`/`ndim`: the shape (`ndim` <= `LODTENSOR_MAX_DIMS`, every
@@ -233,67 +294,6 @@ lodtensor_status_t lodtensor_data(const struct lodtensor_t *t, const void **out)
 // memory (shares, slices, split pieces); copy first to write privately. Lifetime as in
 // `lodtensor_data`. Returns LODTENSOR_NULL_ARGUMENT.
 lodtensor_status_t lodtensor_data_mut(struct lodtensor_t *t, void **out);
-
-// The number of LoD levels (0 for a plain dense tensor). Returns LODTENSOR_NULL_ARGUMENT.
-lodtensor_status_t lodtensor_lod_num_levels(const struct lodtensor_t *t, size_t *out);
-
-// The offsets of LoD level `level` (top level is 0): `*out_len` values starting at 0, the last
-// level indexing rows and every other level indexing sequences of the level below. Borrowed:
-// valid until the handle's LoD is changed or the handle is destroyed.
-// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_OUT_OF_RANGE (`level` >= number of levels).
-lodtensor_status_t lodtensor_lod_offsets(const struct lodtensor_t *t, size_t level, const size_t **out, size_t *out_len);
-
-// Copies the sequence lengths of LoD level `level` into `buf` and their count (the number of
-// sequences) into `*out_len`. With `buf` NULL only `*out_len` is written.
-// Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_len`), LODTENSOR_OUT_OF_RANGE (`level`),
-// LODTENSOR_BUFFER_TOO_SMALL.
-lodtensor_status_t lodtensor_lod_lengths(const struct lodtensor_t *t, size_t level, size_t *buf, size_t buf_len, size_t *out_len);
-
-// Replaces the LoD (encoded as in `lodtensor_create`; `num_levels` 0 removes it). The new LoD is
-// validated against the rows first; on failure the old one stays.
-// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (bad `lod_kind`, sizes not adding
-// up), LODTENSOR_INVALID_LOD (a rule broken, or not ending at the row count).
-lodtensor_status_t lodtensor_set_lod(struct lodtensor_t *t, int32_t lod_kind, const size_t *level_sizes, size_t num_levels, const size_t *lod, size_t lod_len);
-
-// Removes every LoD level, leaving a dense tensor. Returns LODTENSOR_NULL_ARGUMENT.
-lodtensor_status_t lodtensor_clear_lod(struct lodtensor_t *t);
-
-// The rows `[*out_begin, *out_end)` of sequence `index` at LoD level `level`.
-// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_OUT_OF_RANGE (`level` or `index`).
-lodtensor_status_t lodtensor_sequence_rows(const struct lodtensor_t *t, size_t level, size_t index, size_t *out_begin, size_t *out_end);
-
-// Sequences `[begin, end)` of LoD level `level` as a new handle sharing `t`'s memory (no copy).
-// Its LoD has levels `level..` of `t`'s LoD, re-based to start at 0; its rows are the rows of
-// those sequences. Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_OUT_OF_RANGE (`level` >= number of
-// levels, `begin` >= `end`, or `end` > number of sequences at `level`).
-lodtensor_status_t lodtensor_slice(const struct lodtensor_t *t, size_t level, size_t begin, size_t end, struct lodtensor_t **out);
-
-// Splits the batch into at most `num_pieces` pieces of whole top-level sequences (whole rows
-// without a LoD), each `ceil(batch / num_pieces)` sequences but the last. Pieces share `t`'s
-// memory. `out_pieces` must hold `num_pieces` handles; the first `*out_count` are written, each
-// destroyed by the caller. An empty batch (0 rows, no LoD) gives `num_pieces` shares of `t`.
-// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (`num_pieces` 0, a 0-d tensor),
-// LODTENSOR_BUFFER_TOO_SMALL (`out_pieces_len` < `num_pieces`), LODTENSOR_OUT_OF_MEMORY.
-lodtensor_status_t lodtensor_split(const struct lodtensor_t *t, size_t num_pieces, struct lodtensor_t **out_pieces, size_t out_pieces_len, size_t *out_count);
-
-// Concatenates `count` tensors along rows into a new tensor with its own memory; LoD levels are
-// appended level by level. All need the same number of LoD levels; those with rows need the same
-// dtype, row shape (dims[1..]) and place; 0-row tensors are not checked.
-// Returns LODTENSOR_NULL_ARGUMENT (`tensors`, any `tensors[i]`, `out`),
-// LODTENSOR_INVALID_ARGUMENT (`count` 0, mismatched dtype/shape/place, a 0-d tensor),
-// LODTENSOR_INVALID_LOD (different numbers of LoD levels), LODTENSOR_OUT_OF_MEMORY.
-lodtensor_status_t lodtensor_merge(const struct lodtensor_t *const *tensors, size_t count, struct lodtensor_t **out);
-
-// Paddle's `lod_reset`: a new handle on `x`'s memory (shared, not copied) with a new LoD.
-//
-// If `y` is not NULL and has a LoD, the result takes `y`'s LoD (its last level must end at `x`'s
-// row count). Otherwise the target level is `y`'s elements (int32 or int64) when `y` is given,
-// else `target_lod[0..target_len]` (offsets). The target needs at least 2 offsets, starts at 0,
-// never decreases and ends at `x`'s row count. With `append` false the target is the only level;
-// with `append` true it is added below `x`'s LoD, and the result must pass every LoD rule.
-// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (0-d `x`),
-// LODTENSOR_UNSUPPORTED (`y` not int32/int64), LODTENSOR_INVALID_LOD (any rule above).
-lodtensor_status_t lodtensor_lod_reset(const struct lodtensor_t *x, const struct lodtensor_t *y, const int64_t *target_lod, size_t target_len, bool append, struct lodtensor_t **out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -24,8 +24,7 @@ impl Dim {
         let mut all = [0usize; MAX_DIMS];
         all[..sizes.len()].copy_from_slice(sizes);
         let dim = Dim { len: sizes.len() as u8, sizes: all };
-        dim.checked_numel()
-            .ok_or_else(|| err!(OutOfMemory, "dims: the element count of {dim:?} overflows"))?;
+        dim.checked_numel().ok_or_else(|| err!(OutOfMemory, "dims: the element count of {dim:?} overflows"))?;
         Ok(dim)
     }
 

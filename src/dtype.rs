@@ -83,16 +83,13 @@ impl DType {
         if lanes != 1 {
             return Err(err!(Unsupported, "dtype: lanes must be 1 (vector types are not supported), got {lanes}"));
         }
-        DType::ALL
-            .into_iter()
-            .find(|d| d.dlpack() == (code, bits))
-            .ok_or_else(|| {
-                err!(
-                    Unsupported,
-                    "dtype: (code {code}, bits {bits}) is not a supported type; supported: \
+        DType::ALL.into_iter().find(|d| d.dlpack() == (code, bits)).ok_or_else(|| {
+            err!(
+                Unsupported,
+                "dtype: (code {code}, bits {bits}) is not a supported type; supported: \
                      bool (6,8), uint8 (1,8), int8/16/32/64 (0,N), float16/32/64 (2,N), bfloat16 (4,16)"
-                )
-            })
+            )
+        })
     }
 }
 
@@ -175,15 +172,33 @@ scalar_half!(f16, bf16);
 /// The Rust element type of a `DType` variant. `Bool` has none: bool data moves as bytes, and an
 /// op that computes on bools handles them itself.
 macro_rules! element_type {
-    (U8) => { u8 };
-    (I8) => { i8 };
-    (I16) => { i16 };
-    (I32) => { i32 };
-    (I64) => { i64 };
-    (F16) => { ::half::f16 };
-    (BF16) => { ::half::bf16 };
-    (F32) => { f32 };
-    (F64) => { f64 };
+    (U8) => {
+        u8
+    };
+    (I8) => {
+        i8
+    };
+    (I16) => {
+        i16
+    };
+    (I32) => {
+        i32
+    };
+    (I64) => {
+        i64
+    };
+    (F16) => {
+        ::half::f16
+    };
+    (BF16) => {
+        ::half::bf16
+    };
+    (F32) => {
+        f32
+    };
+    (F64) => {
+        f64
+    };
 }
 pub(crate) use element_type;
 

@@ -288,7 +288,12 @@ impl Lod {
     /// Lengths of levels `start_level..` for sequences `[start, end)` of `start_level`, and their
     /// absolute row range (Paddle's `GetSubLoDAndAbsoluteOffset`). An empty range is allowed; with
     /// `start_level == num_levels` the range is taken as rows and returned unchanged.
-    pub fn sub_lod_and_abs_offset(&self, start: usize, end: usize, start_level: usize) -> Result<(Vec<Vec<usize>>, Range<usize>)> {
+    pub fn sub_lod_and_abs_offset(
+        &self,
+        start: usize,
+        end: usize,
+        start_level: usize,
+    ) -> Result<(Vec<Vec<usize>>, Range<usize>)> {
         ensure!(
             start_level <= self.levels.len(),
             OutOfRange,

@@ -42,7 +42,11 @@ impl LoDTensor {
     }
 
     /// Convenience for tests and examples: a host LoDTensor from elements, dims and offsets.
-    pub fn from_slice<T: crate::dtype::Element>(data: &[T], dims: &[usize], offsets: Vec<Vec<usize>>) -> Result<LoDTensor> {
+    pub fn from_slice<T: crate::dtype::Element>(
+        data: &[T],
+        dims: &[usize],
+        offsets: Vec<Vec<usize>>,
+    ) -> Result<LoDTensor> {
         LoDTensor::new(Tensor::from_slice(data, dims)?, Lod::from_offsets(offsets)?)
     }
 
@@ -144,11 +148,8 @@ impl LoDTensor {
                 first.lod.num_levels()
             );
         }
-        let (proto_index, proto) = parts
-            .iter()
-            .enumerate()
-            .find(|(_, p)| p.tensor.rows().unwrap_or(0) > 0)
-            .unwrap_or((0, first));
+        let (proto_index, proto) =
+            parts.iter().enumerate().find(|(_, p)| p.tensor.rows().unwrap_or(0) > 0).unwrap_or((0, first));
         let (dtype, place) = (proto.tensor.dtype(), proto.tensor.place());
         let row_shape = &proto.tensor.dims().as_slice()[1..];
         let mut rows = 0usize;
@@ -196,7 +197,8 @@ impl LoDTensor {
     /// With `append` the target is pushed below this tensor's LoD and the whole result must pass
     /// the LoD rules; without it the target is the only level.
     pub fn lod_reset(&self, y: Option<&LoDTensor>, target_lod: &[i64], append: bool) -> Result<LoDTensor> {
-        let rows = self.tensor.rows().map_err(|_| err!(InvalidArgument, "x: a 0-d tensor has no rows to carry a LoD"))?;
+        let rows =
+            self.tensor.rows().map_err(|_| err!(InvalidArgument, "x: a 0-d tensor has no rows to carry a LoD"))?;
         if let Some(y) = y.filter(|y| !y.lod.is_empty()) {
             let end = y.lod.rows().expect("non-empty LoD");
             ensure!(
@@ -214,7 +216,14 @@ impl LoDTensor {
         let level = target
             .iter()
             .enumerate()
-            .map(|(i, &o)| usize::try_from(o).map_err(|_| err!(InvalidLod, "{name}: offset[{i}] = {o} is negative; offsets start at 0 and must be non-decreasing")))
+            .map(|(i, &o)| {
+                usize::try_from(o).map_err(|_| {
+                    err!(
+                        InvalidLod,
+                        "{name}: offset[{i}] = {o} is negative; offsets start at 0 and must be non-decreasing"
+                    )
+                })
+            })
             .collect::<Result<Vec<usize>>>()?;
         check_lod(std::slice::from_ref(&level), Some(rows)).map_err(|e| err!(InvalidLod, "{name}: {e}"))?;
         let mut levels = if append { self.lod.levels().to_vec() } else { Vec::new() };

@@ -60,7 +60,12 @@ impl Allocation {
     ///
     /// # Safety
     /// `ptr` must be valid for reads and writes of `len` bytes on `place` until `release` runs.
-    pub unsafe fn borrowed(ptr: *mut u8, len: usize, place: Place, release: Option<Release>) -> Result<Arc<Allocation>> {
+    pub unsafe fn borrowed(
+        ptr: *mut u8,
+        len: usize,
+        place: Place,
+        release: Option<Release>,
+    ) -> Result<Arc<Allocation>> {
         let ptr = match NonNull::new(ptr) {
             Some(p) => p,
             None if len == 0 => NonNull::new(ALIGNMENT as *mut u8).expect("non-zero"),
@@ -127,9 +132,14 @@ mod tests {
         static CALLS: AtomicUsize = AtomicUsize::new(0);
         let mut buf = [1u8; 8];
         let a = unsafe {
-            Allocation::borrowed(buf.as_mut_ptr(), 8, Place::Cpu, Some(Box::new(|| {
-                CALLS.fetch_add(1, Ordering::SeqCst);
-            })))
+            Allocation::borrowed(
+                buf.as_mut_ptr(),
+                8,
+                Place::Cpu,
+                Some(Box::new(|| {
+                    CALLS.fetch_add(1, Ordering::SeqCst);
+                })),
+            )
         }
         .unwrap();
         let b = a.clone();

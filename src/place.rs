@@ -30,10 +30,7 @@ impl Place {
             dlpack_device::CPU => Err(err!(InvalidArgument, "place: the CPU place has device_id 0, got {device_id}")),
             dlpack_device::CUDA if device_id >= 0 => Ok(Place::Cuda(device_id as u32)),
             dlpack_device::CUDA => Err(err!(InvalidArgument, "place: device_id must be >= 0, got {device_id}")),
-            other => Err(err!(
-                InvalidArgument,
-                "place: device_type {other} is not supported (1 = CPU, 2 = CUDA)"
-            )),
+            other => Err(err!(InvalidArgument, "place: device_type {other} is not supported (1 = CPU, 2 = CUDA)")),
         }
     }
 }

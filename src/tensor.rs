@@ -169,13 +169,7 @@ impl Tensor {
     }
 
     fn check_element<T: Element>(&self) -> Result<()> {
-        ensure!(
-            T::DTYPE == self.dtype,
-            InvalidArgument,
-            "tensor: dtype is {}, accessed as {}",
-            self.dtype,
-            T::DTYPE
-        );
+        ensure!(T::DTYPE == self.dtype, InvalidArgument, "tensor: dtype is {}, accessed as {}", self.dtype, T::DTYPE);
         Ok(())
     }
 

@@ -175,12 +175,9 @@ fn slice_in_level() {
 // §1.6: lod_tensor_test.cc GetFineGrainedLoDLength and the lod_tensor.h header example.
 #[test]
 fn sub_lod_and_abs_offset() {
-    let l = Lod::from_offsets(lod(&[
-        &[0, 2, 4, 5],
-        &[0, 1, 6, 8, 10, 11],
-        &[0, 2, 5, 7, 10, 12, 15, 17, 20, 24, 26, 29],
-    ]))
-    .unwrap();
+    let l =
+        Lod::from_offsets(lod(&[&[0, 2, 4, 5], &[0, 1, 6, 8, 10, 11], &[0, 2, 5, 7, 10, 12, 15, 17, 20, 24, 26, 29]]))
+            .unwrap();
     let (lengths, rows) = l.sub_lod_and_abs_offset(1, 2, 0).unwrap();
     assert_eq!(lengths, lod(&[&[2], &[2, 2], &[2, 3, 4, 2]]));
     assert_eq!(rows, 15..26);
@@ -287,8 +284,9 @@ fn merge_rules() {
     )
     .unwrap();
     assert!(matches!(LoDTensor::merge(&[&a, &wide]), Err(Error::InvalidArgument(_))));
-    let ints = LoDTensor::new(Tensor::from_slice(&[1i32], &[1, 1]).unwrap(), Lod::from_offsets(lod(&[&[0, 1]])).unwrap())
-        .unwrap();
+    let ints =
+        LoDTensor::new(Tensor::from_slice(&[1i32], &[1, 1]).unwrap(), Lod::from_offsets(lod(&[&[0, 1]])).unwrap())
+            .unwrap();
     assert!(matches!(LoDTensor::merge(&[&a, &ints]), Err(Error::InvalidArgument(_))));
     assert!(matches!(LoDTensor::merge(&[]), Err(Error::InvalidArgument(_))));
 }

@@ -59,7 +59,13 @@ impl<T> Out<T> {
 
 /// The copy-out convention for variable-length results: with `buf` NULL only the length is
 /// reported; otherwise `buf_len` must hold all `values`, which are copied and their count reported.
-pub(crate) unsafe fn copy_out<T: Copy>(values: &[T], buf: *mut T, buf_len: usize, out_len: Out<usize>, name: &str) -> Result<()> {
+pub(crate) unsafe fn copy_out<T: Copy>(
+    values: &[T],
+    buf: *mut T,
+    buf_len: usize,
+    out_len: Out<usize>,
+    name: &str,
+) -> Result<()> {
     if !buf.is_null() {
         ensure!(
             buf_len >= values.len(),
@@ -76,7 +82,13 @@ pub(crate) unsafe fn copy_out<T: Copy>(values: &[T], buf: *mut T, buf_len: usize
 /// A LoD passed as `num_levels` level sizes plus all levels' values concatenated, in offsets or
 /// lengths form (`kind`). `num_levels == 0` means no LoD. The result is validated on its own; the
 /// caller checks it against the tensor's rows.
-pub(crate) unsafe fn lod(kind: i32, level_sizes: *const usize, num_levels: usize, values: *const usize, values_len: usize) -> Result<Lod> {
+pub(crate) unsafe fn lod(
+    kind: i32,
+    level_sizes: *const usize,
+    num_levels: usize,
+    values: *const usize,
+    values_len: usize,
+) -> Result<Lod> {
     ensure!(
         kind == LODTENSOR_LOD_OFFSETS || kind == LODTENSOR_LOD_LENGTHS,
         InvalidArgument,

@@ -8,15 +8,15 @@
 #![allow(clippy::missing_safety_doc)]
 
 mod args;
-mod types;
 mod info;
-mod tensor;
 mod lod;
+mod tensor;
+mod types;
 
-pub use types::*;
 pub use info::*;
-pub use tensor::*;
 pub use lod::*;
+pub use tensor::*;
+pub use types::*;
 
 use crate::error::Error;
 use std::cell::RefCell;
@@ -76,6 +76,9 @@ pub(crate) fn boundary(f: impl FnOnce() -> crate::Result<()>) -> lodtensor_statu
 }
 
 /// Runs an infallible export that returns a static C string; a panic yields `fallback`.
-pub(crate) fn boundary_str(fallback: &'static CStr, f: impl FnOnce() -> *const std::ffi::c_char) -> *const std::ffi::c_char {
+pub(crate) fn boundary_str(
+    fallback: &'static CStr,
+    f: impl FnOnce() -> *const std::ffi::c_char,
+) -> *const std::ffi::c_char {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(fallback.as_ptr())
 }

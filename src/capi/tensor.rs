@@ -30,7 +30,11 @@ pub(crate) fn new_handle(out: Out<*mut lodtensor_t>, inner: LoDTensor) {
 }
 
 /// The body of a read-only accessor: `*out = f(t)`.
-pub(crate) unsafe fn read<T>(t: *const lodtensor_t, out: *mut T, f: impl FnOnce(&LoDTensor) -> T) -> lodtensor_status_t {
+pub(crate) unsafe fn read<T>(
+    t: *const lodtensor_t,
+    out: *mut T,
+    f: impl FnOnce(&LoDTensor) -> T,
+) -> lodtensor_status_t {
     boundary(|| {
         let t = get(t, "t")?;
         Out::new(out, "out")?.write(f(&t.inner));
@@ -39,11 +43,7 @@ pub(crate) unsafe fn read<T>(t: *const lodtensor_t, out: *mut T, f: impl FnOnce(
 }
 
 unsafe fn dims_arg(dims: *const i64, ndim: usize) -> Result<Dim> {
-    ensure!(
-        ndim <= MAX_DIMS,
-        InvalidArgument,
-        "ndim: a tensor has at most {MAX_DIMS} dimensions, got {ndim}"
-    );
+    ensure!(ndim <= MAX_DIMS, InvalidArgument, "ndim: a tensor has at most {MAX_DIMS} dimensions, got {ndim}");
     Dim::from_i64(args::slice(dims, ndim, "dims")?)
 }
 
@@ -127,11 +127,7 @@ pub unsafe extern "C" fn lodtensor_from_buffer(
         let dims = dims_arg(dims, ndim)?;
         let lod = args::lod(lod_kind, level_sizes, num_levels, lod, lod_len)?;
         check_lod_for_dims(&dims, &lod)?;
-        ensure!(
-            !data.is_null() || data_len == 0,
-            NullArgument,
-            "data: must not be NULL when data_len is {data_len}"
-        );
+        ensure!(!data.is_null() || data_len == 0, NullArgument, "data: must not be NULL when data_len is {data_len}");
         Tensor::check_buffer(dtype, &dims, data.cast::<u8>(), data_len)?;
         // Everything that can fail has been checked: from here on the buffer is ours to release.
         // The callback gets back exactly the pointers the caller passed (NULL data included).
@@ -215,7 +211,12 @@ pub unsafe extern "C" fn lodtensor_ndim(t: *const lodtensor_t, out: *mut usize) 
 /// is written (a buffer of `LODTENSOR_MAX_DIMS` always suffices).
 /// Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_ndim`), LODTENSOR_BUFFER_TOO_SMALL (`buf_len` < ndim).
 #[no_mangle]
-pub unsafe extern "C" fn lodtensor_dims(t: *const lodtensor_t, buf: *mut i64, buf_len: usize, out_ndim: *mut usize) -> lodtensor_status_t {
+pub unsafe extern "C" fn lodtensor_dims(
+    t: *const lodtensor_t,
+    buf: *mut i64,
+    buf_len: usize,
+    out_ndim: *mut usize,
+) -> lodtensor_status_t {
     boundary(|| {
         let t = get(t, "t")?;
         let out_ndim = Out::new(out_ndim, "out_ndim")?;

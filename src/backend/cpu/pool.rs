@@ -65,9 +65,7 @@ pub fn for_each_segment<T: Send>(
     task: impl Fn(usize, &mut [T]) + Sync + Send,
 ) -> Result<()> {
     ensure!(
-        bounds.first() == Some(&0)
-            && bounds.last() == Some(&out.len())
-            && bounds.windows(2).all(|w| w[0] <= w[1]),
+        bounds.first() == Some(&0) && bounds.last() == Some(&out.len()) && bounds.windows(2).all(|w| w[0] <= w[1]),
         Internal,
         "segment bounds do not cover the output of {} elements",
         out.len()
@@ -86,7 +84,13 @@ pub fn for_each_segment<T: Send>(
 
 /// Runs the segments `first..` described by `bounds` (relative to `bounds[0]`), halving the range
 /// with `rayon::join` until at most `grain` segments remain.
-fn run_range<T: Send, F: Fn(usize, &mut [T]) + Sync>(out: &mut [T], bounds: &[usize], first: usize, grain: usize, task: &F) {
+fn run_range<T: Send, F: Fn(usize, &mut [T]) + Sync>(
+    out: &mut [T],
+    bounds: &[usize],
+    first: usize,
+    grain: usize,
+    task: &F,
+) {
     let segments = bounds.len() - 1;
     if segments <= grain {
         let base = bounds[0];
@@ -112,7 +116,8 @@ mod tests {
         for len in [10usize, 1_000_000] {
             let bounds: Vec<usize> = (0..=len / 10).map(|i| i * 10).collect();
             let mut out = vec![0u8; len];
-            for_each_segment(&mut out, &bounds, |i, seg| seg.iter_mut().for_each(|b| *b = (i % 251) as u8 + 1)).unwrap();
+            for_each_segment(&mut out, &bounds, |i, seg| seg.iter_mut().for_each(|b| *b = (i % 251) as u8 + 1))
+                .unwrap();
             assert!(out.iter().enumerate().all(|(j, &b)| b == ((j / 10) % 251) as u8 + 1));
         }
         let mut out = vec![0u8; 4];
