@@ -9,7 +9,8 @@ use std::ops::Range;
 /// Writes into `out` the rows `ranges[0]`, then `ranges[1]`, ... of `src`, whose rows are
 /// `row_bytes` long. `out` must be exactly as long as all ranges together.
 pub fn gather_row_ranges(src: &[u8], row_bytes: usize, ranges: &[Range<usize>], out: &mut [u8]) -> Result<()> {
-    let src_rows = if row_bytes == 0 { usize::MAX } else { src.len() / row_bytes };
+    // Zero-width rows: any row index is in range.
+    let src_rows = src.len().checked_div(row_bytes).unwrap_or(usize::MAX);
     let mut bounds = Vec::with_capacity(ranges.len() + 1);
     bounds.push(0usize);
     for (i, r) in ranges.iter().enumerate() {
