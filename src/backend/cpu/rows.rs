@@ -44,7 +44,9 @@ mod tests {
         let mut out = vec![0u8; 8];
         gather_row_ranges(&src, 2, &[3..5, 0..1, 4..4, 1..2], &mut out).unwrap();
         assert_eq!(out, [6, 7, 8, 9, 0, 1, 2, 3]);
-        assert!(gather_row_ranges(&src, 2, &[4..6], &mut [0u8; 4]).is_err());
-        assert!(gather_row_ranges(&src, 2, &[0..1], &mut [0u8; 4]).is_err());
+        let past_the_end = [Range { start: 4, end: 6 }];
+        assert!(gather_row_ranges(&src, 2, &past_the_end, &mut [0u8; 4]).is_err());
+        let too_short = [Range { start: 0, end: 1 }];
+        assert!(gather_row_ranges(&src, 2, &too_short, &mut [0u8; 4]).is_err());
     }
 }
