@@ -97,11 +97,12 @@ pub fn pool_arg_extreme<T: Scalar>(
             seg[c0..c1].fill(start as i32);
             for r in start + 1..end {
                 let row = &x[r * width + c0..r * width + c1];
+                // Selects instead of branches: the compiler turns them into blends, and data
+                // dependent branches would mispredict on every other element.
                 for ((b, at), &v) in best.iter_mut().zip(seg[c0..c1].iter_mut()).zip(row) {
-                    if beats(v, *b) {
-                        *b = v;
-                        *at = r as i32;
-                    }
+                    let take = beats(v, *b);
+                    *b = if take { v } else { *b };
+                    *at = if take { r as i32 } else { *at };
                 }
             }
         }
