@@ -31,6 +31,28 @@
 #define LODTENSOR_VERSION_STRING "0.1.0"
 
 
+// `sequence_pool`: the sum of each sequence.
+#define LODTENSOR_POOL_SUM 0
+
+// `sequence_pool`: the mean of each sequence (Paddle's default, AVERAGE).
+#define LODTENSOR_POOL_AVERAGE 1
+
+// `sequence_pool`: the sum divided by the square root of the length.
+#define LODTENSOR_POOL_SQRT 2
+
+// `sequence_pool`: the largest value (strict `>`: the first maximum wins; NaN never replaces a
+// value, so a NaN is chosen only when it is the first row).
+#define LODTENSOR_POOL_MAX 3
+
+// `sequence_pool`: the smallest value (strict `<`, NaN as for MAX). Not in Paddle.
+#define LODTENSOR_POOL_MIN 4
+
+// `sequence_pool`: the first row of each sequence.
+#define LODTENSOR_POOL_FIRST 5
+
+// `sequence_pool`: the last row of each sequence.
+#define LODTENSOR_POOL_LAST 6
+
 // DLPack dtype code of signed integers.
 #define LODTENSOR_DTYPE_CODE_INT 0
 
@@ -128,6 +150,30 @@ typedef void (*lodtensor_release_fn)(void *data, void *user_data);
 extern "C" {
 #endif // __cplusplus
 
+// Paddle's `sequence_expand` (spec §2.1): repeats whole sequences of `x` as a level of `y`'s LoD
+// says. With `R` = level `ref_level` of `y`'s LoD (-1 = the last level), sequence `i` of `x` (its
+// level-0 sequences, or each row when `x` has no LoD) is written `R[i+1] - R[i]` times, in order
+// (a count of entries of the level below, or of rows for the last level; 0 drops the sequence).
+// `x`: rank >= 2, at most 1 LoD level. `y`: at least 1 LoD level; its data is not read.
+// `*out` is a new tensor with its own memory, `x`'s dtype and trailing dims; with `x` having a
+// LoD, its LoD is one level of `x`'s sequence lengths, each repeated; without, no LoD (also when
+// the result has zero sequences). Every dtype works.
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `y`, `out`), LODTENSOR_INVALID_ARGUMENT (`x` rank < 2;
+// `x` without LoD whose rows differ from the number of sequences of level `ref_level`),
+// LODTENSOR_INVALID_LOD (`x` with more than 1 LoD level; `y` without LoD; `x`'s sequence count
+// differs from level `ref_level`'s), LODTENSOR_OUT_OF_RANGE (`ref_level` not -1 and not a level
+// of `y`), LODTENSOR_UNSUPPORTED (`x` not in host memory), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t sequence_expand(const struct lodtensor_t *x, const struct lodtensor_t *y, int64_t ref_level, struct lodtensor_t **out);
+
+// Paddle's `sequence_expand_as` (spec §2.2): row `h` of `x` is written `L[h+1] - L[h]` times,
+// where `L` is `y`'s one-level LoD. `x`: rank >= 2 (its LoD is ignored), as many rows as `y` has
+// sequences. `y`: exactly 1 LoD level; its data is not read. `*out` is a new tensor with its own
+// memory, `L.back()` rows, `x`'s dtype and trailing dims, and `y`'s LoD. Every dtype works.
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `y`, `out`), LODTENSOR_INVALID_ARGUMENT (`x` rank < 2,
+// rows of `x` != sequences of `y`), LODTENSOR_INVALID_LOD (`y` without exactly 1 LoD level),
+// LODTENSOR_UNSUPPORTED (`x` not in host memory), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t sequence_expand_as(const struct lodtensor_t *x, const struct lodtensor_t *y, struct lodtensor_t **out);
+
 // The library version as "MAJOR.MINOR.PATCH" (static storage; never NULL). Compare with
 // `LODTENSOR_VERSION_STRING` to detect a header/library mismatch.
 const char *lodtensor_version(void);
@@ -217,6 +263,77 @@ lodtensor_status_t lodtensor_merge(const struct lodtensor_t *const *tensors, siz
 // Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (0-d `x`),
 // LODTENSOR_UNSUPPORTED (`y` not int32/int64), LODTENSOR_INVALID_LOD (any rule above).
 lodtensor_status_t lodtensor_lod_reset(const struct lodtensor_t *x, const struct lodtensor_t *y, const int64_t *target_lod, size_t target_len, bool append, struct lodtensor_t **out);
+
+// Paddle's `sequence_pad` (spec §6): `*out` is a new `[sequences, padded_length, x.dims[1..]...]`
+// tensor (no LoD) whose slot `i` holds sequence `i` of `x` followed by padding steps, and
+// `*out_length` (may be NULL when not wanted) a new int64 `[sequences]` tensor of the lengths.
+// `x`: rank >= 2, exactly 1 LoD level (our rule; Paddle's multi-level result is inconsistent).
+// `pad_value`: `x`'s dtype, either 1 element (every element of a padding step) or dims
+// `x.dims[1..]` (one whole step); its LoD is ignored. `padded_length`: -1 for the longest
+// sequence, else at least the longest sequence. Every dtype works. On failure neither output is
+// written.
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `pad_value`, `out`), LODTENSOR_INVALID_ARGUMENT (`x` rank
+// < 2 or of 9 dims; `pad_value` dtype or dims; `padded_length` < -1 or shorter than a sequence;
+// `x` and `pad_value` on different places), LODTENSOR_INVALID_LOD (`x` without exactly 1 LoD
+// level), LODTENSOR_UNSUPPORTED (memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t sequence_pad(const struct lodtensor_t *x, const struct lodtensor_t *pad_value, int64_t padded_length, struct lodtensor_t **out, struct lodtensor_t **out_length);
+
+// Paddle's `sequence_unpad` (spec §6): `*out` is a new tensor holding the first `length[i]` steps
+// of row `i` of `x`, concatenated: dims `[sum, x.dims[2..]...]` (`[sum, 1]` for a 2-D `x`), LoD
+// one level of `length` (no LoD when `x` has 0 rows). `x`: `[N, L, ...]`, rank >= 2, LoD ignored.
+// `length`: int64 or int32, dims `[N]`, each value in `[0, L]`. Every dtype of `x` works.
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `length`, `out`), LODTENSOR_INVALID_ARGUMENT (`x` rank <
+// 2; `length` dims; a length negative or more than `L`; different places),
+// LODTENSOR_UNSUPPORTED (`length` not int32/int64; memory not on the host),
+// LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t sequence_unpad(const struct lodtensor_t *x, const struct lodtensor_t *length, struct lodtensor_t **out);
+
+// Paddle's `sequence_pool` (spec §6): one output row per sequence of `x`'s last LoD level, reduced
+// column by column (trailing dims flattened) as `pool_type` (a `LODTENSOR_POOL_*` value) says.
+// `x`: 1 or 2 LoD levels; float32, float64, float16 or bfloat16 (sums are accumulated in double
+// and rounded once). An empty sequence gives `pad_value` (converted to `x`'s dtype) in every
+// column. `*out`: a new `[sequences, x.dims[1..]...]` tensor with LoD `[L[0]]` for a 2-level `x`,
+// none for 1 level. `out_max_index` may be NULL; otherwise `*out_max_index` is, for MAX and MIN,
+// a new int32 tensor of `*out`'s dims (no LoD) holding the absolute row of `x` each value came
+// from (-1 for an empty sequence), and NULL for the other pool types.
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_ARGUMENT (unknown
+// `pool_type`), LODTENSOR_INVALID_LOD (`x` with no LoD or more than 2 levels),
+// LODTENSOR_OUT_OF_RANGE (MAX/MIN on more than 2^31-1 rows), LODTENSOR_UNSUPPORTED (another
+// dtype; memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t sequence_pool(const struct lodtensor_t *x, int32_t pool_type, double pad_value, struct lodtensor_t **out, struct lodtensor_t **out_max_index);
+
+// Paddle's `sequence_first_step`: `sequence_pool` with LODTENSOR_POOL_FIRST and pad value 0
+// (the first row of each last-level sequence; 0 for an empty one). Statuses as `sequence_pool`'s
+// except for `pool_type`.
+lodtensor_status_t sequence_first_step(const struct lodtensor_t *x, struct lodtensor_t **out);
+
+// Paddle's `sequence_last_step`: `sequence_pool` with LODTENSOR_POOL_LAST and pad value 0 (the
+// last row of each last-level sequence; 0 for an empty one). Statuses as `sequence_pool`'s
+// except for `pool_type`.
+lodtensor_status_t sequence_last_step(const struct lodtensor_t *x, struct lodtensor_t **out);
+
+// Paddle's `sequence_scatter` (spec §3): `*out` is a new tensor (own memory, `x`'s dims and
+// dtype, no LoD) equal to `x` plus the updates: for every id `p` in sequence `i` of `ids`,
+// `out[i][ids[p]] += updates[p]` (each row of `x` flattened; duplicates accumulate in id order,
+// integers wrap). `ids`: int64 or int32, exactly 1 LoD level, one id per row (`[M]` or `[M, 1]`).
+// `updates`: `x`'s dtype, exactly 1 LoD level (its offsets are not compared with `ids`', as in
+// Paddle), one value per id. An empty sequence leaves its row alone; rows past the last
+// sequence are copied unchanged. dtypes of `x`: every numeric type (not bool).
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `ids`, `updates`, `out`), LODTENSOR_INVALID_ARGUMENT
+// (0-d `x`; `ids` or `updates` not one value per id; `updates` dtype != `x`'s),
+// LODTENSOR_INVALID_LOD (`ids` or `updates` without exactly 1 LoD level),
+// LODTENSOR_OUT_OF_RANGE (an id outside `[0, row width of x)`; more `ids` sequences than rows of
+// `x`), LODTENSOR_UNSUPPORTED (`ids` not int32/int64; `x` bool; memory not on the host),
+// LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t sequence_scatter(const struct lodtensor_t *x, const struct lodtensor_t *ids, const struct lodtensor_t *updates, struct lodtensor_t **out);
+
+// `sequence_scatter` in place: adds the updates into `x`'s own memory (its dims and LoD stay).
+// The writes go through `x`'s memory, so every handle sharing it (`lodtensor_share`,
+// `lodtensor_slice`, split pieces, the caller's buffer of `lodtensor_from_buffer`) sees them; no
+// other thread may use that memory during the call. Arguments, rules and statuses as in
+// `sequence_scatter`, plus LODTENSOR_INVALID_ARGUMENT when `ids` or `updates` use `x`'s memory.
+// On failure `x` is unchanged (every check runs before the first write).
+lodtensor_status_t sequence_scatter_inplace(struct lodtensor_t *x, const struct lodtensor_t *ids, const struct lodtensor_t *updates);
 
 // Creates a host tensor holding a copy of `data`.
 //

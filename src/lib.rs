@@ -31,5 +31,9 @@ pub use error::{Error, Result};
 pub use lod::{append_lod, check_abs_lod, check_lod, lengths_to_offsets, offsets_to_lengths, Lod};
 pub use lod_tensor::LoDTensor;
 pub use memory::Allocation;
+pub use ops::{
+    sequence_expand, sequence_expand_as, sequence_first_step, sequence_last_step, sequence_pad, sequence_pool,
+    sequence_scatter, sequence_scatter_inplace, sequence_unpad, PoolType, Pooled,
+};
 pub use place::Place;
 pub use tensor::Tensor;

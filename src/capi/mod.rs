@@ -8,13 +8,21 @@
 #![allow(clippy::missing_safety_doc)]
 
 mod args;
+mod expand;
 mod info;
 mod lod;
+mod pad;
+mod pooling;
+mod scatter;
 mod tensor;
 mod types;
 
+pub use expand::*;
 pub use info::*;
 pub use lod::*;
+pub use pad::*;
+pub use pooling::*;
+pub use scatter::*;
 pub use tensor::*;
 pub use types::*;
 

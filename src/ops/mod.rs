@@ -21,3 +21,13 @@ pub(crate) fn common_place(inputs: &[(&str, &Tensor)]) -> Result<Place> {
     }
     Ok(place)
 }
+
+pub mod expand;
+pub mod pad;
+pub mod pooling;
+pub mod scatter;
+mod sequence_support;
+pub use expand::*;
+pub use pad::*;
+pub use pooling::*;
+pub use scatter::*;

@@ -1,0 +1,39 @@
+//! The scatter-add kernel of `sequence_scatter`: sequence `i` of the ids adds its updates into row
+//! `i` of the output. Parallel over output rows; each row's updates are applied by one task in id
+//! order, so duplicates accumulate in the same order whatever the thread count.
+
+use super::pool::for_each_segment;
+use crate::dtype::Scalar;
+use crate::error::{err, Result};
+
+/// `out` has rows of `width` elements. For each row `i` it first copies row `i` of `src` (when
+/// given; in-place callers pass `None`), then, for every `p` in `ids_offsets[i]..ids_offsets[i+1]`
+/// (rows past the last sequence get no update), adds `updates[p]` to element `ids[p]` of the row.
+/// The caller has checked every id against `[0, width)` and the sequence count against the rows.
+pub fn scatter_add_rows<T: Scalar, I: Copy + Into<i64> + Sync>(
+    src: Option<&[T]>,
+    width: usize,
+    ids_offsets: &[usize],
+    ids: &[I],
+    updates: &[T],
+    out: &mut [T],
+) -> Result<()> {
+    if width == 0 {
+        return Ok(()); // no element to write, and no id can be in [0, 0)
+    }
+    let rows = out.len() / width;
+    let mut bounds = Vec::new();
+    bounds.try_reserve_exact(rows + 1).map_err(|_| err!(OutOfMemory, "scatter: {rows} row bounds"))?;
+    bounds.extend((0..=rows).map(|i| i * width));
+    for_each_segment(out, &bounds, |i, row| {
+        if let Some(src) = src {
+            row.copy_from_slice(&src[i * width..(i + 1) * width]);
+        }
+        if i + 1 < ids_offsets.len() {
+            for p in ids_offsets[i]..ids_offsets[i + 1] {
+                let c = ids[p].into() as usize;
+                row[c] = row[c].add(updates[p]);
+            }
+        }
+    })
+}

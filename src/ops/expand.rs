@@ -1,0 +1,119 @@
+//! `sequence_expand` and `sequence_expand_as` (spec §2): repeat whole sequences (or rows) of `x`
+//! as many times as a level of `y`'s LoD says. Both only move row blocks, so they work for every
+//! dtype (Paddle's CPU kernels list float32/float64/int32/int64; the byte kernel needs no list).
+
+use super::sequence_support::{gather_into_new, one_level_from_lengths, require_cpu};
+use crate::error::{ensure, err, Result};
+use crate::lod::Lod;
+use crate::lod_tensor::LoDTensor;
+use std::ops::Range;
+
+fn check_rank(x: &LoDTensor, op: &str) -> Result<()> {
+    ensure!(
+        x.dims().ndim() >= 2,
+        InvalidArgument,
+        "x: has dims {:?} (rank {}); {op} needs rank >= 2 (rows x row shape)",
+        x.dims(),
+        x.dims().ndim()
+    );
+    Ok(())
+}
+
+/// Paddle's `sequence_expand`. Let `R` be level `ref_level` of `y`'s LoD (-1 = the last level)
+/// and `repeat_i = R[i+1] - R[i]` (a count of entries of the level below, or of rows for the last
+/// level). Sequence `i` of `x` (its level-0 sequences, or its rows when it has no LoD) is written
+/// `repeat_i` times, in order; a count of 0 drops it. With a LoD, the result has one level: the
+/// length of sequence `i` repeated `repeat_i` times (empty sequences give empty entries); without
+/// one, the result has none (a dense `x` is the "lod_expand" of spec §1.9). `y`'s data is not
+/// read. A result of zero sequences has no LoD (`[0]` is not a valid top level).
+pub fn sequence_expand(x: &LoDTensor, y: &LoDTensor, ref_level: i64) -> Result<LoDTensor> {
+    check_rank(x, "sequence_expand")?;
+    ensure!(
+        x.lod().num_levels() <= 1,
+        InvalidLod,
+        "x: has {} LoD levels; sequence_expand takes x with at most 1",
+        x.lod().num_levels()
+    );
+    let levels = y.lod().num_levels();
+    ensure!(levels > 0, InvalidLod, "y: has no LoD; sequence_expand reads the repeat counts from y's LoD");
+    let level = if ref_level == -1 {
+        levels - 1
+    } else {
+        ensure!(
+            ref_level >= 0 && (ref_level as u64) < levels as u64,
+            OutOfRange,
+            "ref_level: {ref_level} is out of range; y has {levels} LoD level(s), so it must be -1 (the last) or in [0, {levels})"
+        );
+        ref_level as usize
+    };
+    let r = y.lod().level(level)?;
+    let n = r.len() - 1;
+    let x_rows = x.dims().rows().expect("rank >= 2");
+    let x_level = x.lod().levels().first();
+    match x_level {
+        Some(xl) => ensure!(
+            xl.len() - 1 == n,
+            InvalidLod,
+            "x: has {} sequences, but level {level} of y's LoD has {n}; each x sequence needs one repeat count",
+            xl.len() - 1
+        ),
+        None => ensure!(
+            x_rows == n,
+            InvalidArgument,
+            "x: has {x_rows} rows and no LoD, but level {level} of y's LoD has {n} sequences; each row of x needs one repeat count"
+        ),
+    }
+    require_cpu(x.tensor().place(), "sequence_expand")?;
+    let seq = |i: usize| match x_level {
+        Some(xl) => xl[i]..xl[i + 1],
+        None => i..i + 1,
+    };
+    let copies = r[n]; // the sum of all repeat counts
+    let mut ranges: Vec<Range<usize>> = Vec::new();
+    ranges.try_reserve_exact(copies).map_err(|_| err!(OutOfMemory, "y: {copies} sequence copies cannot be listed"))?;
+    let mut rows = 0usize;
+    for i in 0..n {
+        let s = seq(i);
+        let repeat = r[i + 1] - r[i];
+        rows = (repeat.checked_mul(s.len()))
+            .and_then(|add| rows.checked_add(add))
+            .ok_or_else(|| err!(OutOfMemory, "sequence_expand: the output row count overflows"))?;
+        ranges.extend(std::iter::repeat(s).take(repeat));
+    }
+    let tensor = gather_into_new(x.tensor(), x.tensor().row_bytes(), &ranges, x.dims().with_rows(rows)?)?;
+    let lod = match x_level {
+        Some(_) => one_level_from_lengths(ranges.iter().map(|r| r.len()))?,
+        None => Lod::empty(),
+    };
+    LoDTensor::new(tensor, lod)
+}
+
+/// Paddle's `sequence_expand_as`: row `h` of `x` is written `L[h+1] - L[h]` times, where `L` is
+/// `y`'s one-level LoD, so the result has `L.back()` rows and `y`'s LoD. `x`'s own LoD is ignored;
+/// `y`'s data is not read.
+pub fn sequence_expand_as(x: &LoDTensor, y: &LoDTensor) -> Result<LoDTensor> {
+    check_rank(x, "sequence_expand_as")?;
+    ensure!(
+        y.lod().num_levels() == 1,
+        InvalidLod,
+        "y: has {} LoD levels; sequence_expand_as takes y with exactly 1",
+        y.lod().num_levels()
+    );
+    let l = y.lod().level(0)?;
+    let x_rows = x.dims().rows().expect("rank >= 2");
+    ensure!(
+        x_rows == l.len() - 1,
+        InvalidArgument,
+        "x: has {x_rows} rows, but y's LoD has {} sequences; each row of x needs one sequence of y",
+        l.len() - 1
+    );
+    require_cpu(x.tensor().place(), "sequence_expand_as")?;
+    let rows = l[l.len() - 1];
+    let mut ranges: Vec<Range<usize>> = Vec::new();
+    ranges.try_reserve_exact(rows).map_err(|_| err!(OutOfMemory, "y: {rows} row copies cannot be listed"))?;
+    for h in 0..x_rows {
+        ranges.extend(std::iter::repeat(h..h + 1).take(l[h + 1] - l[h]));
+    }
+    let tensor = gather_into_new(x.tensor(), x.tensor().row_bytes(), &ranges, x.dims().with_rows(rows)?)?;
+    LoDTensor::new(tensor, y.lod().clone())
+}

@@ -1,0 +1,137 @@
+//! `sequence_pad` and `sequence_unpad` (spec §6): between a one-level LoDTensor and a dense
+//! `[sequences, padded_length, ...]` tensor plus the lengths. Both only move rows, so they work for
+//! every dtype (Paddle's CPU kernels list float32/float64/int32/int64).
+
+use super::common_place;
+use super::sequence_support::{gather_into_new, one_level_from_lengths, require_cpu};
+use crate::backend::cpu::pad::pad_sequences;
+use crate::dim::Dim;
+use crate::dtype::DType;
+use crate::error::{ensure, err, Result};
+use crate::lod_tensor::LoDTensor;
+use crate::tensor::Tensor;
+use std::ops::Range;
+
+/// Paddle's `sequence_pad`. Returns `(out, length)`: `out` is `[sequences, padded_length,
+/// x.dims[1..]...]` (no LoD), slot `i` holding sequence `i` of `x` followed by copies of
+/// `pad_value`; `length` is int64 `[sequences]`, the sequence lengths.
+///
+/// `x` has rank >= 2 and exactly one LoD level (our rule: Paddle accepts more levels but then
+/// returns rows that disagree with `length`). `pad_value` has `x`'s dtype and either one element
+/// (used for every element of a padding step) or dims `x.dims[1..]` (one whole step); its LoD is
+/// ignored. `padded_length` is -1 (the longest sequence) or at least the longest sequence.
+pub fn sequence_pad(x: &LoDTensor, pad_value: &LoDTensor, padded_length: i64) -> Result<(LoDTensor, LoDTensor)> {
+    let place = common_place(&[("x", x.tensor()), ("pad_value", pad_value.tensor())])?;
+    ensure!(
+        x.dims().ndim() >= 2,
+        InvalidArgument,
+        "x: has dims {:?} (rank {}); sequence_pad needs rank >= 2 (rows x step shape)",
+        x.dims(),
+        x.dims().ndim()
+    );
+    ensure!(
+        x.lod().num_levels() == 1,
+        InvalidLod,
+        "x: has {} LoD levels; sequence_pad takes x with exactly 1 (our rule: with more levels Paddle's Out and Length disagree)",
+        x.lod().num_levels()
+    );
+    let (xt, pt) = (x.tensor(), pad_value.tensor());
+    ensure!(
+        pt.dtype() == xt.dtype(),
+        InvalidArgument,
+        "pad_value: dtype {} differs from x's {}; they must be the same",
+        pt.dtype(),
+        xt.dtype()
+    );
+    let step = &x.dims().as_slice()[1..];
+    let width = x.dims().row_width();
+    ensure!(
+        pt.numel() == 1 || pt.dims().as_slice() == step,
+        InvalidArgument,
+        "pad_value: has dims {:?}; it must have 1 element or the dims of one step of x, {step:?}",
+        pt.dims()
+    );
+    let offsets = x.lod().level(0)?;
+    let lengths: Vec<usize> = offsets.windows(2).map(|w| w[1] - w[0]).collect();
+    let (longest_at, longest) =
+        lengths.iter().copied().enumerate().max_by_key(|&(i, n)| (n, usize::MAX - i)).unwrap_or((0, 0));
+    let padded = match padded_length {
+        -1 => longest,
+        n if n < -1 => {
+            return Err(err!(
+                InvalidArgument,
+                "padded_length: {n} is negative; use -1 (the longest sequence) or a length"
+            ))
+        }
+        n => {
+            let n = usize::try_from(n).map_err(|_| err!(InvalidArgument, "padded_length: {n} is too large"))?;
+            ensure!(
+                n >= longest,
+                InvalidArgument,
+                "padded_length: {n} is less than the longest sequence (sequence {longest_at} has {longest} rows)"
+            );
+            n
+        }
+    };
+    require_cpu(place, "sequence_pad")?;
+    let mut dims = vec![lengths.len(), padded];
+    dims.extend_from_slice(step);
+    let mut out = Tensor::zeros(xt.dtype(), Dim::new(&dims)?)?;
+    let pad_bytes = pt.bytes()?;
+    let pad_row: Vec<u8> = if pt.numel() == 1 { pad_bytes.repeat(width) } else { pad_bytes.to_vec() };
+    pad_sequences(xt.bytes()?, xt.row_bytes(), offsets, padded, &pad_row, out.bytes_mut()?)?;
+    let length: Vec<i64> = lengths.iter().map(|&n| n as i64).collect();
+    Ok((LoDTensor::dense(out), LoDTensor::dense(Tensor::from_slice(&length, &[length.len()])?)))
+}
+
+/// Paddle's `sequence_unpad`: the first `length[i]` steps of row `i` of `x` (`[N, L, ...]`, rank >=
+/// 2, LoD ignored), concatenated. The result is `[sum, x.dims[2..]...]` (`[sum, 1]` for a 2-D `x`)
+/// with the one-level LoD of `length` (none when `N` is 0). `length` is int64 (or int32), rank 1,
+/// `N` values each in `[0, L]`.
+pub fn sequence_unpad(x: &LoDTensor, length: &LoDTensor) -> Result<LoDTensor> {
+    let place = common_place(&[("x", x.tensor()), ("length", length.tensor())])?;
+    let d = x.dims().as_slice();
+    ensure!(
+        d.len() >= 2,
+        InvalidArgument,
+        "x: has dims {d:?} (rank {}); sequence_unpad needs rank >= 2 (sequences x padded length)",
+        d.len()
+    );
+    let lt = length.tensor();
+    ensure!(
+        lt.dims().ndim() == 1 && lt.dims().as_slice()[0] == d[0],
+        InvalidArgument,
+        "length: has dims {:?}; it must be [{}], one length per row of x",
+        lt.dims(),
+        d[0]
+    );
+    require_cpu(place, "sequence_unpad")?;
+    let values: Vec<i64> = match lt.dtype() {
+        DType::I64 => lt.as_slice::<i64>()?.to_vec(),
+        DType::I32 => lt.as_slice::<i32>()?.iter().map(|&v| v as i64).collect(),
+        other => return Err(err!(Unsupported, "length: dtype {other} is not supported here; supported: int64, int32")),
+    };
+    let padded = d[1];
+    let mut ranges: Vec<Range<usize>> = Vec::with_capacity(values.len());
+    let mut rows = 0usize;
+    for (i, &v) in values.iter().enumerate() {
+        ensure!(v >= 0, InvalidArgument, "length: length[{i}] = {v} is negative");
+        ensure!(
+            v as u64 <= padded as u64,
+            InvalidArgument,
+            "length: length[{i}] = {v} is more than the padded length {padded} of x (dims[1])"
+        );
+        let v = v as usize;
+        ranges.push(i * padded..i * padded + v);
+        rows += v;
+    }
+    let mut dims = vec![rows];
+    if d.len() == 2 {
+        dims.push(1);
+    } else {
+        dims.extend_from_slice(&d[2..]);
+    }
+    let step_bytes = d[2..].iter().product::<usize>() * x.tensor().dtype().size();
+    let tensor = gather_into_new(x.tensor(), step_bytes, &ranges, Dim::new(&dims)?)?;
+    LoDTensor::new(tensor, one_level_from_lengths(ranges.iter().map(|r| r.len()))?)
+}

@@ -1,0 +1,394 @@
+//! sequence_pool (and first/last step), sequence_pad and sequence_unpad: the worked examples of
+//! spec §6, property tests against plain reference loops written here on random LoDs and every
+//! supported dtype, thread-count determinism and unsupported dtypes.
+
+use half::{bf16, f16};
+use lodtensor::backend::cpu::pool::set_num_threads;
+use lodtensor::dtype::Scalar;
+use lodtensor::{
+    sequence_first_step, sequence_last_step, sequence_pad, sequence_pool, sequence_unpad, DType, Dim, Error, LoDTensor,
+    Lod, PoolType, Tensor,
+};
+use proptest::prelude::*;
+
+fn lod(levels: &[&[usize]]) -> Vec<Vec<usize>> {
+    levels.iter().map(|l| l.to_vec()).collect()
+}
+
+const DOC_X: [f32; 7] = [1., 3., 2., 4., 6., 5., 1.];
+
+fn doc_x(offsets: &[&[usize]]) -> LoDTensor {
+    LoDTensor::from_slice(&DOC_X, &[7, 1], lod(offsets)).unwrap()
+}
+
+fn values(t: &LoDTensor) -> Vec<f32> {
+    t.tensor().as_slice::<f32>().unwrap().to_vec()
+}
+
+fn pool(x: &LoDTensor, p: PoolType, pad: f64) -> Vec<f32> {
+    values(&sequence_pool(x, p, pad).unwrap().out)
+}
+
+// §6 sequence_pool doc example, lod [[0,2,5,7,7]] (the last sequence is empty).
+#[test]
+fn pool_doc_example() {
+    let x = doc_x(&[&[0, 2, 5, 7, 7]]);
+    assert_eq!(pool(&x, PoolType::Average, 0.0), [2., 4., 3., 0.]);
+    assert_eq!(pool(&x, PoolType::Sum, 0.0), [4., 12., 6., 0.]);
+    let sqrt = pool(&x, PoolType::Sqrt, 0.0);
+    for (g, w) in sqrt.iter().zip([2.828427f32, 6.928203, 4.2426405, 0.]) {
+        assert!((g - w).abs() < 1e-5, "{sqrt:?}");
+    }
+    assert_eq!(pool(&x, PoolType::Last, 0.0), [3., 6., 1., 0.]);
+    assert_eq!(pool(&x, PoolType::First, 0.0), [1., 2., 5., 0.]);
+    let max = sequence_pool(&x, PoolType::Max, 0.0).unwrap();
+    assert_eq!(values(&max.out), [3., 6., 5., 0.]);
+    let idx = max.max_index.unwrap();
+    assert_eq!(idx.tensor().as_slice::<i32>().unwrap(), &[1, 4, 5, -1]);
+    assert_eq!(idx.dims().as_slice(), &[4, 1]);
+    // MIN (not in Paddle): the mirror of MAX.
+    let min = sequence_pool(&x, PoolType::Min, 0.0).unwrap();
+    assert_eq!(values(&min.out), [1., 2., 1., 0.]);
+    assert_eq!(min.max_index.unwrap().tensor().as_slice::<i32>().unwrap(), &[0, 2, 6, -1]);
+    // One level: no LoD on the output; no index for the other pool types.
+    let sum = sequence_pool(&x, PoolType::Sum, 0.0).unwrap();
+    assert!(sum.out.lod().is_empty() && sum.max_index.is_none());
+    // The pad value fills empty sequences.
+    assert_eq!(pool(&x, PoolType::Max, 0.5), [3., 6., 5., 0.5]);
+    assert_eq!(pool(&x, PoolType::Average, 1.0), [2., 4., 3., 1.]);
+}
+
+// §6 sequence_pool 2-level doc example.
+#[test]
+fn pool_two_level_doc_example() {
+    let x = doc_x(&[&[0, 2, 2, 5], &[0, 1, 3, 4, 4, 7]]);
+    let out = sequence_pool(&x, PoolType::Sum, 0.0).unwrap().out;
+    assert_eq!(values(&out), [1., 5., 4., 0., 12.]);
+    assert_eq!(out.lod().levels(), lod(&[&[0, 2, 2, 5]]).as_slice());
+}
+
+// §6 sequence_first_step / sequence_last_step docs.
+#[test]
+fn first_and_last_step_docs() {
+    let x = doc_x(&[&[0, 2, 5, 7]]);
+    assert_eq!(values(&sequence_first_step(&x).unwrap()), [1., 2., 5.]);
+    assert_eq!(values(&sequence_last_step(&x).unwrap()), [3., 6., 1.]);
+    let x2 = doc_x(&[&[0, 2, 2, 5], &[0, 1, 3, 4, 4, 7]]);
+    let first = sequence_first_step(&x2).unwrap();
+    assert_eq!(values(&first), [1., 3., 4., 0., 6.]);
+    assert_eq!(first.lod().levels(), lod(&[&[0, 2, 2, 5]]).as_slice());
+    let last = sequence_last_step(&x2).unwrap();
+    assert_eq!(values(&last), [1., 2., 4., 0., 1.]);
+    assert_eq!(last.lod().levels(), lod(&[&[0, 2, 2, 5]]).as_slice());
+}
+
+// NaN handling of MAX: strict `>`, so a NaN never replaces; a leading NaN stays.
+#[test]
+fn pool_max_nan() {
+    let x = LoDTensor::from_slice(&[1f32, f32::NAN, 3., f32::NAN, 2.], &[5, 1], lod(&[&[0, 3, 5]])).unwrap();
+    let p = sequence_pool(&x, PoolType::Max, 0.0).unwrap();
+    let v = values(&p.out);
+    assert_eq!(v[0], 3.);
+    assert!(v[1].is_nan());
+    assert_eq!(p.max_index.unwrap().tensor().as_slice::<i32>().unwrap(), &[2, 3]);
+}
+
+#[test]
+fn pool_errors_and_dtypes() {
+    let dense = LoDTensor::dense(Tensor::from_slice(&DOC_X, &[7, 1]).unwrap());
+    assert!(matches!(sequence_pool(&dense, PoolType::Sum, 0.0), Err(Error::InvalidLod(_))));
+    let three = doc_x(&[&[0, 1], &[0, 2], &[0, 3, 7]]);
+    assert!(
+        matches!(sequence_pool(&three, PoolType::Sum, 0.0), Err(Error::InvalidLod(m)) if m.contains("3 LoD levels"))
+    );
+    for dtype in [DType::Bool, DType::U8, DType::I8, DType::I16, DType::I32, DType::I64] {
+        let t = Tensor::zeros(dtype, Dim::new(&[7, 1]).unwrap()).unwrap();
+        let x = LoDTensor::new(t, Lod::from_offsets(lod(&[&[0, 7]])).unwrap()).unwrap();
+        for p in [PoolType::Sum, PoolType::Max, PoolType::First] {
+            assert!(matches!(sequence_pool(&x, p, 0.0), Err(Error::Unsupported(m)) if m.contains(dtype.name())));
+        }
+    }
+}
+
+// §6 sequence_pad doc example: width 1, pad 0, padded_length 4.
+#[test]
+fn pad_doc_example() {
+    let x = LoDTensor::from_slice(&[1f32, 2., 3., 4., 5.], &[5, 1], lod(&[&[0, 2, 5]])).unwrap();
+    let pad = LoDTensor::dense(Tensor::from_slice(&[0f32], &[1]).unwrap());
+    let (out, length) = sequence_pad(&x, &pad, 4).unwrap();
+    assert_eq!(out.dims().as_slice(), &[2, 4, 1]);
+    assert_eq!(values(&out), [1., 2., 0., 0., 3., 4., 5., 0.]);
+    assert!(out.lod().is_empty());
+    assert_eq!(length.tensor().as_slice::<i64>().unwrap(), &[2, 3]);
+    assert_eq!(length.dims().as_slice(), &[2]);
+}
+
+// §6 sequence_pad doc example: width-2 rows, a per-step PadValue, padded_length -1.
+#[test]
+fn pad_doc_example_step_pad_value() {
+    let x = LoDTensor::from_slice(&[11f32, 12., 21., 22., 31., 32., 41., 42., 51., 52.], &[5, 2], lod(&[&[0, 2, 5]]))
+        .unwrap();
+    let pad = LoDTensor::dense(Tensor::from_slice(&[-1f32, -2.], &[2]).unwrap());
+    let (out, length) = sequence_pad(&x, &pad, -1).unwrap();
+    assert_eq!(out.dims().as_slice(), &[2, 3, 2]);
+    assert_eq!(values(&out), [11., 12., 21., 22., -1., -2., 31., 32., 41., 42., 51., 52.]);
+    assert_eq!(length.tensor().as_slice::<i64>().unwrap(), &[2, 3]);
+    // A scalar pad value is broadcast over the step.
+    let scalar = LoDTensor::dense(Tensor::from_slice(&[7f32], &[1]).unwrap());
+    let (out, _) = sequence_pad(&x, &scalar, 4).unwrap();
+    assert_eq!(&values(&out)[4..8], &[7., 7., 7., 7.]);
+}
+
+#[test]
+fn pad_errors() {
+    let x = LoDTensor::from_slice(&[1f32, 2., 3., 4., 5.], &[5, 1], lod(&[&[0, 2, 5]])).unwrap();
+    let pad = LoDTensor::dense(Tensor::from_slice(&[0f32], &[1]).unwrap());
+    let e = sequence_pad(&x, &pad, 2).unwrap_err();
+    assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("padded_length") && m.contains("sequence 1")), "{e}");
+    assert!(matches!(sequence_pad(&x, &pad, -2), Err(Error::InvalidArgument(_))));
+    let pad64 = LoDTensor::dense(Tensor::from_slice(&[0f64], &[1]).unwrap());
+    assert!(matches!(sequence_pad(&x, &pad64, -1), Err(Error::InvalidArgument(m)) if m.contains("pad_value")));
+    let pad2 = LoDTensor::dense(Tensor::from_slice(&[0f32, 0.], &[2]).unwrap());
+    assert!(matches!(sequence_pad(&x, &pad2, -1), Err(Error::InvalidArgument(m)) if m.contains("pad_value")));
+    // Our rule: exactly one LoD level.
+    let x2 = LoDTensor::from_slice(&[1f32, 2., 3., 4., 5.], &[5, 1], lod(&[&[0, 2], &[0, 2, 5]])).unwrap();
+    assert!(matches!(sequence_pad(&x2, &pad, -1), Err(Error::InvalidLod(_))));
+    let dense = LoDTensor::dense(Tensor::from_slice(&[1f32, 2.], &[2, 1]).unwrap());
+    assert!(matches!(sequence_pad(&dense, &pad, -1), Err(Error::InvalidLod(_))));
+    let rank1 = LoDTensor::from_slice(&[1f32, 2.], &[2], lod(&[&[0, 2]])).unwrap();
+    assert!(matches!(sequence_pad(&rank1, &pad, -1), Err(Error::InvalidArgument(m)) if m.contains("rank")));
+}
+
+// §6 sequence_unpad doc example.
+#[test]
+fn unpad_doc_example() {
+    let data: Vec<f32> = (1..=15).map(|v| v as f32).collect();
+    let x = LoDTensor::dense(Tensor::from_slice(&data, &[3, 5]).unwrap());
+    let length = LoDTensor::dense(Tensor::from_slice(&[2i64, 3, 4], &[3]).unwrap());
+    let out = sequence_unpad(&x, &length).unwrap();
+    assert_eq!(values(&out), [1., 2., 6., 7., 8., 11., 12., 13., 14.]);
+    assert_eq!(out.dims().as_slice(), &[9, 1]);
+    assert_eq!(out.lod().levels(), lod(&[&[0, 2, 5, 9]]).as_slice());
+    // int32 lengths too.
+    let l32 = LoDTensor::dense(Tensor::from_slice(&[2i32, 3, 4], &[3]).unwrap());
+    assert_eq!(values(&sequence_unpad(&x, &l32).unwrap()), values(&out));
+}
+
+#[test]
+fn unpad_errors() {
+    let x = LoDTensor::dense(Tensor::from_slice(&[0f32; 15], &[3, 5]).unwrap());
+    let len = |v: &[i64]| LoDTensor::dense(Tensor::from_slice(v, &[v.len()]).unwrap());
+    let e = sequence_unpad(&x, &len(&[2, 6, 1])).unwrap_err();
+    assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("length[1] = 6")), "{e}");
+    assert!(matches!(sequence_unpad(&x, &len(&[2, -1, 1])), Err(Error::InvalidArgument(m)) if m.contains("negative")));
+    assert!(matches!(sequence_unpad(&x, &len(&[2, 1])), Err(Error::InvalidArgument(_))));
+    let f = LoDTensor::dense(Tensor::from_slice(&[1f32, 1., 1.], &[3]).unwrap());
+    assert!(matches!(sequence_unpad(&x, &f), Err(Error::Unsupported(_))));
+    let rank1 = LoDTensor::dense(Tensor::from_slice(&[0f32; 3], &[3]).unwrap());
+    assert!(matches!(sequence_unpad(&rank1, &len(&[1, 1, 1])), Err(Error::InvalidArgument(_))));
+    // Zero sequences: a 0-row result without LoD.
+    let empty = LoDTensor::dense(Tensor::zeros(DType::F32, Dim::new(&[0, 5]).unwrap()).unwrap());
+    let out = sequence_unpad(&empty, &len(&[])).unwrap();
+    assert_eq!(out.dims().as_slice(), &[0, 1]);
+    assert!(out.lod().is_empty());
+}
+
+fn xorshift(seed: &mut u64) -> u64 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    *seed
+}
+
+fn random_lengths(n: usize, max: usize, seed: u64) -> Vec<usize> {
+    let mut s = seed | 1;
+    (0..n).map(|_| (xorshift(&mut s) % (max as u64 + 1)) as usize).collect()
+}
+
+/// Plain-loop reference of sequence_pool over row offsets, in f64, converted at the end.
+fn pool_reference<T: Scalar>(x: &[T], width: usize, offsets: &[usize], p: PoolType, pad: f64) -> (Vec<T>, Vec<i32>) {
+    let mut out = Vec::new();
+    let mut index = Vec::new();
+    for i in 0..offsets.len() - 1 {
+        let (s, e) = (offsets[i], offsets[i + 1]);
+        for c in 0..width {
+            let col = |r: usize| x[r * width + c];
+            if s == e {
+                out.push(T::from_f64(pad));
+                index.push(-1);
+                continue;
+            }
+            let mut sum = 0f64;
+            for r in s..e {
+                sum += col(r).to_f64();
+            }
+            let n = (e - s) as f64;
+            let mut best = s;
+            for r in s + 1..e {
+                let better = match p {
+                    PoolType::Min => col(r) < col(best),
+                    _ => col(r) > col(best),
+                };
+                if better {
+                    best = r;
+                }
+            }
+            out.push(match p {
+                PoolType::Sum => T::from_f64(sum),
+                PoolType::Average => T::from_f64(sum / n),
+                PoolType::Sqrt => T::from_f64(sum / n.sqrt()),
+                PoolType::First => col(s),
+                PoolType::Last => col(e - 1),
+                PoolType::Max | PoolType::Min => col(best),
+            });
+            index.push(best as i32);
+        }
+    }
+    (out, index)
+}
+
+const POOLS: [PoolType; 7] =
+    [PoolType::Sum, PoolType::Average, PoolType::Sqrt, PoolType::Max, PoolType::Min, PoolType::First, PoolType::Last];
+
+fn check_pool<T: Scalar>(lengths: &[Vec<usize>], width: usize, pad: f64, seed: u64) {
+    let l = Lod::from_lengths(lengths).unwrap();
+    let rows = l.rows().unwrap();
+    let mut s = seed | 1;
+    let x: Vec<T> = (0..rows * width).map(|_| T::from_f64((xorshift(&mut s) % 1000) as f64 / 8.0 - 60.0)).collect();
+    let t = LoDTensor::new(Tensor::from_slice(&x, &[rows, width]).unwrap(), l.clone()).unwrap();
+    let offsets = l.level(l.num_levels() - 1).unwrap();
+    for p in POOLS {
+        let got = sequence_pool(&t, p, pad).unwrap();
+        let (want, want_index) = pool_reference(&x, width, offsets, p, pad);
+        assert_eq!(got.out.tensor().as_slice::<T>().unwrap(), want.as_slice(), "{p:?}");
+        assert_eq!(got.out.dims().as_slice(), &[offsets.len() - 1, width]);
+        if matches!(p, PoolType::Max | PoolType::Min) {
+            assert_eq!(got.max_index.unwrap().tensor().as_slice::<i32>().unwrap(), want_index.as_slice());
+        }
+        if l.num_levels() == 2 {
+            assert_eq!(got.out.lod().levels(), &l.levels()[..1]);
+        }
+    }
+}
+
+// §6: the test's LoDs with empty sequences, pad values and a 3-D input [13, 3, 17].
+#[test]
+fn pool_test_lods() {
+    let cases: Vec<Vec<Vec<usize>>> = vec![vec![vec![0, 4, 0, 7, 0]], vec![vec![2, 0, 1, 2], vec![0, 4, 0, 7, 0]]];
+    for (k, lengths) in cases.iter().enumerate() {
+        for pad in [0.0, 0.1, 0.2, 0.3, 0.5, 1.0] {
+            check_pool::<f32>(lengths, 23, pad, k as u64 + 1);
+            check_pool::<f64>(lengths, 23, pad, k as u64 + 2);
+            check_pool::<f16>(lengths, 23, pad, k as u64 + 3);
+            check_pool::<bf16>(lengths, 23, pad, k as u64 + 4);
+        }
+    }
+    let data: Vec<f32> = (0..13 * 3 * 17).map(|i| (i % 29) as f32).collect();
+    let x = LoDTensor::from_slice(&data, &[13, 3, 17], lod(&[&[0, 4, 4, 11, 13]])).unwrap();
+    let out = sequence_pool(&x, PoolType::Sum, 0.0).unwrap().out;
+    assert_eq!(out.dims().as_slice(), &[4, 3, 17]);
+    let (want, _) = pool_reference(&data, 51, &[0, 4, 4, 11, 13], PoolType::Sum, 0.0);
+    assert_eq!(values(&out), want);
+}
+
+/// Plain-loop reference of sequence_pad on bytes.
+fn pad_reference(x: &[u8], row: usize, offsets: &[usize], padded: usize, pad_row: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in 0..offsets.len() - 1 {
+        for r in 0..padded {
+            if offsets[i] + r < offsets[i + 1] {
+                out.extend_from_slice(&x[(offsets[i] + r) * row..(offsets[i] + r + 1) * row]);
+            } else {
+                out.extend_from_slice(pad_row);
+            }
+        }
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn pool_matches_reference(n in 1usize..30, big in any::<bool>(), two_levels in any::<bool>(), width in 1usize..70,
+                              seed in any::<u64>(), dt in 0usize..4, pad in -2.0f64..2.0) {
+        let n = if big { n * 40 } else { n };
+        let last = random_lengths(n, 5, seed);
+        let lengths = if two_levels {
+            let mut top = random_lengths(n, 3, seed ^ 9);
+            let sum: usize = top.iter().sum();
+            if sum > n { top = vec![n]; } else { top.push(n - sum); }
+            vec![top, last]
+        } else {
+            vec![last]
+        };
+        match dt {
+            0 => check_pool::<f32>(&lengths, width, pad, seed),
+            1 => check_pool::<f64>(&lengths, width, pad, seed),
+            2 => check_pool::<f16>(&lengths, width, pad, seed),
+            _ => check_pool::<bf16>(&lengths, width, pad, seed),
+        }
+    }
+
+    #[test]
+    fn pad_unpad_match_reference(n in 1usize..40, big in any::<bool>(), width in 1usize..5, seed in any::<u64>(),
+                                 dt in 0usize..10, extra in 0usize..3, step_pad in any::<bool>()) {
+        let n = if big { n * 50 } else { n };
+        let dtype = DType::ALL[dt];
+        let lengths = random_lengths(n, 6, seed);
+        let l = Lod::from_lengths(std::slice::from_ref(&lengths)).unwrap();
+        let rows = l.rows().unwrap();
+        let row = width * dtype.size();
+        let mut s = seed | 1;
+        let bytes: Vec<u8> = (0..rows * row).map(|_| xorshift(&mut s) as u8).collect();
+        let x = LoDTensor::new(Tensor::from_bytes(dtype, Dim::new(&[rows, width]).unwrap(), &bytes).unwrap(), l.clone()).unwrap();
+        let pad_bytes: Vec<u8> = (0..if step_pad { row } else { dtype.size() }).map(|i| 0xA0 ^ i as u8).collect();
+        let pad_dims: Vec<usize> = if step_pad { vec![width] } else { vec![1] };
+        let pad = LoDTensor::dense(Tensor::from_bytes(dtype, Dim::new(&pad_dims).unwrap(), &pad_bytes).unwrap());
+        let pad_row = if step_pad { pad_bytes.clone() } else { pad_bytes.repeat(width) };
+        let longest = *lengths.iter().max().unwrap();
+        let padded = longest + extra;
+        let (out, length) = sequence_pad(&x, &pad, if extra == 0 { -1 } else { padded as i64 }).unwrap();
+        prop_assert_eq!(out.dims().as_slice(), &[n, padded, width]);
+        let want = pad_reference(&bytes, row, l.level(0).unwrap(), padded, &pad_row);
+        prop_assert_eq!(out.tensor().bytes().unwrap(), want.as_slice());
+        let want_len: Vec<i64> = lengths.iter().map(|&v| v as i64).collect();
+        prop_assert_eq!(length.tensor().as_slice::<i64>().unwrap(), want_len.as_slice());
+        // Unpad of the padded tensor (viewed as [n, padded * width] when width > 1 is not the
+        // op's shape, so unpad the 3-D result) gives x back.
+        let back = sequence_unpad(&out, &length).unwrap();
+        prop_assert_eq!(back.tensor().bytes().unwrap(), bytes.as_slice());
+        prop_assert_eq!(back.lod(), &l);
+        prop_assert_eq!(back.dims().as_slice(), &[rows, width]);
+    }
+}
+
+#[test]
+fn thousands_of_sequences_and_thread_count_determinism() {
+    let n = 12_000;
+    let width = 16;
+    let lengths = random_lengths(n, 6, 11);
+    let l = Lod::from_lengths(std::slice::from_ref(&lengths)).unwrap();
+    let rows = l.rows().unwrap();
+    let data: Vec<f32> = (0..rows * width).map(|i| ((i * 7919) % 1013) as f32 * 0.37).collect();
+    let x = LoDTensor::new(Tensor::from_slice(&data, &[rows, width]).unwrap(), l.clone()).unwrap();
+    let pad = LoDTensor::dense(Tensor::from_slice(&[0f32], &[1]).unwrap());
+    let run = || {
+        let pools: Vec<Vec<u8>> =
+            POOLS.iter().map(|&p| sequence_pool(&x, p, 0.0).unwrap().out.tensor().bytes().unwrap().to_vec()).collect();
+        let (padded, len) = sequence_pad(&x, &pad, -1).unwrap();
+        let back = sequence_unpad(&padded, &len).unwrap();
+        (pools, padded.tensor().bytes().unwrap().to_vec(), back.tensor().bytes().unwrap().to_vec())
+    };
+    set_num_threads(1).unwrap();
+    let a = run();
+    set_num_threads(4).unwrap();
+    let b = run();
+    set_num_threads(0).unwrap();
+    assert!(a.1.len() > 256 * 1024);
+    assert!(a.0[0].len() > 256 * 1024 / 2);
+    assert_eq!(a, b);
+    let (want, _) = pool_reference(&data, width, l.level(0).unwrap(), PoolType::Average, 0.0);
+    let got: Vec<f32> = a.0[1].chunks_exact(4).map(|c| f32::from_ne_bytes(c.try_into().unwrap())).collect();
+    assert_eq!(got, want);
+}
