@@ -11,11 +11,13 @@ mod args;
 mod info;
 mod lod;
 mod tensor;
+mod tensor_array;
 mod types;
 
 pub use info::*;
 pub use lod::*;
 pub use tensor::*;
+pub use tensor_array::*;
 pub use types::*;
 
 use crate::error::Error;
@@ -50,6 +52,7 @@ impl Error {
             Error::Unsupported(_) => LODTENSOR_UNSUPPORTED,
             Error::OutOfMemory(_) => LODTENSOR_OUT_OF_MEMORY,
             Error::Internal(_) => LODTENSOR_INTERNAL,
+            Error::CallbackFailed(_) => LODTENSOR_CALLBACK_FAILED,
         }
     }
 }

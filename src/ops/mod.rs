@@ -21,3 +21,6 @@ pub(crate) fn common_place(inputs: &[(&str, &Tensor)]) -> Result<Place> {
     }
     Ok(place)
 }
+
+pub mod rnn;
+pub mod tensor_array;

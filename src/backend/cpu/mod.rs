@@ -4,3 +4,4 @@
 
 pub mod pool;
 pub mod rows;
+pub mod tensor_array;
