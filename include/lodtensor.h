@@ -389,8 +389,8 @@ lodtensor_status_t rank_table_max_sequence_len(const struct rank_table_t *table,
 
 // Copies the items in rank order: `indices[k]` = the original index of the k-th longest
 // sequence, `lengths[k]` its length; `*out_len` = the number of items. Either buffer may be NULL
-// (not copied); with both NULL only `*out_len` is written. A non-NULL buffer must hold `buf_len`
-// >= the number of items.
+// (not copied); with both NULL only `*out_len` is written. A non-NULL buffer must hold at least
+// as many values (`buf_len`) as there are items.
 // Returns LODTENSOR_NULL_ARGUMENT (`table`, `out_len`), LODTENSOR_BUFFER_TOO_SMALL.
 lodtensor_status_t rank_table_items(const struct rank_table_t *table, size_t *indices, size_t *lengths, size_t buf_len, size_t *out_len);
 

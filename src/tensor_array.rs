@@ -121,7 +121,7 @@ impl RankTable {
         let mut items: Vec<RankItem> =
             offsets.windows(2).enumerate().map(|(index, w)| RankItem { index, length: w[1] - w[0] }).collect();
         // Stable: equal lengths keep index order.
-        items.sort_by(|a, b| b.length.cmp(&a.length));
+        items.sort_by_key(|i| std::cmp::Reverse(i.length));
         Ok(RankTable { items, level, coarse_lod: lod.levels()[..level].to_vec() })
     }
 

@@ -708,3 +708,71 @@ fn large_inputs_are_identical_with_1_and_4_threads() {
     assert_eq!(one, four);
     assert_eq!(one.1, bytes(&x));
 }
+
+/// A rough timing, not a benchmark (run with `cargo test --release --test tensor_array --
+/// --ignored --nocapture`): unpack and pack of ~128 MiB against a plain copy of the same bytes
+/// into a fresh allocation, with 1 thread and with the default pool.
+#[test]
+#[ignore]
+fn timing_unpack_pack_vs_memcpy() {
+    use std::time::Instant;
+    let (seqs, width) = (20_000usize, 32usize);
+    let mut s = 99u64;
+    let lengths: Vec<usize> = (0..seqs)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            1 + (s % 100) as usize
+        })
+        .collect();
+    let x = random_tensor(Lod::from_lengths(&[lengths]).unwrap(), DType::F32, width, 5);
+    let table = RankTable::from_lod_tensor(&x, 0).unwrap();
+    let nbytes = x.tensor().nbytes();
+    let best = |f: &mut dyn FnMut()| {
+        (0..5)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed().as_secs_f64()
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    for threads in [1, 0] {
+        set_num_threads(threads).unwrap();
+        let src = x.tensor().bytes().unwrap();
+        let copy = best(&mut || {
+            let mut v = Tensor::zeros(DType::F32, *x.dims()).unwrap();
+            v.bytes_mut().unwrap().copy_from_slice(src);
+            std::hint::black_box(&v);
+        });
+        let mut warm_dst = vec![0u8; nbytes];
+        let warm = best(&mut || {
+            warm_dst.copy_from_slice(src);
+            std::hint::black_box(&warm_dst);
+        });
+        let mut array = TensorArray::new();
+        let unpack = best(&mut || array = lod_tensor_to_array(&x, &table).unwrap());
+        let pack = best(&mut || {
+            std::hint::black_box(array_to_lod_tensor(&array, &table).unwrap());
+        });
+        let gbs = |t: f64| nbytes as f64 / t / 1e9;
+        println!(
+            "threads {}: {} MiB, {} rows of {} B: memcpy {:.1} ms ({:.1} GB/s; {:.1} ms into a warm buffer), unpack {:.1} ms ({:.1} GB/s, {:.0}% of memcpy), pack {:.1} ms ({:.1} GB/s, {:.0}% of memcpy)",
+            lodtensor::backend::cpu::pool::num_threads().unwrap(),
+            nbytes >> 20,
+            x.dims().as_slice()[0],
+            width * 4,
+            copy * 1e3,
+            gbs(copy),
+            warm * 1e3,
+            unpack * 1e3,
+            gbs(unpack),
+            100.0 * copy / unpack,
+            pack * 1e3,
+            gbs(pack),
+            100.0 * copy / pack
+        );
+    }
+    set_num_threads(0).unwrap();
+}

@@ -236,8 +236,8 @@ pub unsafe extern "C" fn rank_table_max_sequence_len(
 
 /// Copies the items in rank order: `indices[k]` = the original index of the k-th longest
 /// sequence, `lengths[k]` its length; `*out_len` = the number of items. Either buffer may be NULL
-/// (not copied); with both NULL only `*out_len` is written. A non-NULL buffer must hold `buf_len`
-/// >= the number of items.
+/// (not copied); with both NULL only `*out_len` is written. A non-NULL buffer must hold at least
+/// as many values (`buf_len`) as there are items.
 /// Returns LODTENSOR_NULL_ARGUMENT (`table`, `out_len`), LODTENSOR_BUFFER_TOO_SMALL.
 #[no_mangle]
 pub unsafe extern "C" fn rank_table_items(

@@ -14,7 +14,7 @@ pub fn gather_blocks(srcs: &[&[u8]], row_bytes: usize, blocks: &[(usize, Range<u
     bounds.push(0usize);
     for (i, (s, r)) in blocks.iter().enumerate() {
         ensure!(*s < srcs.len(), Internal, "block {i} reads source {s} of {}", srcs.len());
-        let src_rows = if row_bytes == 0 { usize::MAX } else { srcs[*s].len() / row_bytes };
+        let src_rows = srcs[*s].len().checked_div(row_bytes).unwrap_or(usize::MAX);
         ensure!(
             r.start <= r.end && r.end <= src_rows,
             Internal,
