@@ -408,11 +408,12 @@ fn tensor_array_to_tensor_examples() {
     assert!(matches!(unstack(&out, 3), Err(Error::InvalidArgument(_))));
 }
 
-/// A per-sequence reference of a tiny RNN: h = 0.5 h + x (row-wise, width w); output = h.
+/// A per-sequence reference of a tiny RNN over the last LoD level: h = 0.5 h + x (row-wise,
+/// width w); output = h.
 fn rnn_reference(x: &LoDTensor, init: &[f32], w: usize) -> Vec<f32> {
     let data = values(x);
     let mut out = vec![0f32; data.len()];
-    let offsets = &x.lod().levels()[0];
+    let offsets = x.lod().levels().last().unwrap();
     for s in 0..offsets.len() - 1 {
         let mut h = init[s * w..(s + 1) * w].to_vec();
         for row in offsets[s]..offsets[s + 1] {
@@ -452,6 +453,13 @@ fn dynamic_rnn_matches_a_per_sequence_loop() {
     assert_eq!(calls, 7);
     assert_eq!(out.lod(), x.lod());
     assert_eq!(values(&out), rnn_reference(&x, &init, w));
+
+    // Ranking the last level of a 2-level LoD: the output keeps the level above (coarse LoD).
+    let x2 =
+        LoDTensor::new(x.tensor().clone(), Lod::from_lengths(&[vec![2, 0, 3], lengths.to_vec()]).unwrap()).unwrap();
+    let out2 = dynamic_rnn(&x2, 1, &init_t, rnn_step).unwrap();
+    assert_eq!(out2.lod(), x2.lod());
+    assert_eq!(values(&out2), rnn_reference(&x2, &init, w));
 
     // A failing step stops the loop and its error comes back.
     let mut calls = 0;
