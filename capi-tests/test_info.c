@@ -42,8 +42,9 @@ static void test_status_str(void) {
         {LODTENSOR_UNSUPPORTED, "unsupported"},
         {LODTENSOR_OUT_OF_MEMORY, "out of memory"},
         {LODTENSOR_INTERNAL, "internal error"},
+        {LODTENSOR_CALLBACK_FAILED, "callback failed"},
     };
-    static const int32_t not_codes[] = {-1, 9, 10, 77, 1000, INT32_MIN, INT32_MAX};
+    static const int32_t not_codes[] = {-1, 10, 77, 1000, INT32_MIN, INT32_MAX};
     size_t i, j;
     /* The codes are the documented, stable numbers. */
     CHECK_EQ_INT(LODTENSOR_OK, 0);
@@ -55,6 +56,7 @@ static void test_status_str(void) {
     CHECK_EQ_INT(LODTENSOR_UNSUPPORTED, 6);
     CHECK_EQ_INT(LODTENSOR_OUT_OF_MEMORY, 7);
     CHECK_EQ_INT(LODTENSOR_INTERNAL, 8);
+    CHECK_EQ_INT(LODTENSOR_CALLBACK_FAILED, 9);
     for (i = 0; i < sizeof table / sizeof table[0]; ++i) {
         const char *s = lodtensor_status_str(table[i].code);
         CHECK(s != NULL);

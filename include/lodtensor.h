@@ -108,6 +108,8 @@ enum lodtensor_status_t
   LODTENSOR_OUT_OF_MEMORY = 7,
   // A bug inside the library (for example a caught panic).
   LODTENSOR_INTERNAL = 8,
+  // A caller-supplied callback returned a non-zero status; the message says which and when.
+  LODTENSOR_CALLBACK_FAILED = 9,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -125,6 +127,18 @@ typedef int32_t lodtensor_status_t;
 // exclusive access. Handles sharing memory (`lodtensor_share`, `lodtensor_slice`,
 // `lodtensor_split`) see each other's element writes.
 typedef struct lodtensor_t lodtensor_t;
+
+// The sequences of one LoD level sorted by length, longest first, equal lengths in index order
+// (Paddle's LoDRankTable), with the level it ranks and the LoD levels above it. Immutable: any
+// number of threads may use one table at once.
+typedef struct rank_table_t rank_table_t;
+
+// A growable array of tensors (Paddle's LoDTensorArray). Elements are tensors in their own right:
+// reading gives a new handle (shared or copied, the caller chooses).
+//
+// Threads: any number of threads may read one array at once; `tensor_array_write` and
+// `tensor_array_clear` need exclusive access.
+typedef struct tensor_array_t tensor_array_t;
 
 // An element type in DLPack form (`DLDataType`): `code` is one of the `LODTENSOR_DTYPE_CODE_*`
 // values, `bits` the element size in bits, `lanes` must be 1.
@@ -145,6 +159,15 @@ typedef struct lodtensor_place_t {
 // Called exactly once with the caller's buffer and `user_data` when the last tensor using a
 // buffer given to `lodtensor_from_buffer` is destroyed, on the thread that destroys it.
 typedef void (*lodtensor_release_fn)(void *data, void *user_data);
+
+// One step of a dynamic RNN, called by `tensor_array_dynamic_rnn` for step = 0, 1, ... with
+// `step_input` (one unit per live sequence, in rank order) and `prev_state` (the state of the
+// live sequences). Both are borrowed: valid only during the call; do not destroy them (share
+// them with `lodtensor_share` to return or keep them). On success it returns 0 and sets
+// `*step_output` and `*new_state` to handles it creates, each with one unit (row, or top-level
+// sequence) per live sequence; the driver takes ownership of them (they may be the same handle).
+// A non-zero return stops the loop; any handle already stored in the outputs is destroyed.
+typedef int32_t (*tensor_array_step_fn)(size_t step, const struct lodtensor_t *step_input, const struct lodtensor_t *prev_state, struct lodtensor_t **step_output, struct lodtensor_t **new_state, void *user_data);
 
 #ifdef __cplusplus
 extern "C" {
@@ -411,6 +434,143 @@ lodtensor_status_t lodtensor_data(const struct lodtensor_t *t, const void **out)
 // memory (shares, slices, split pieces); copy first to write privately. Lifetime as in
 // `lodtensor_data`. Returns LODTENSOR_NULL_ARGUMENT.
 lodtensor_status_t lodtensor_data_mut(struct lodtensor_t *t, void **out);
+
+// Creates an empty array. The caller destroys it with `tensor_array_destroy`.
+// Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t tensor_array_create(struct tensor_array_t **out);
+
+// Destroys an array and its elements (memory still used by handles read from it stays alive).
+// NULL is accepted and ignored.
+void tensor_array_destroy(struct tensor_array_t *a);
+
+// The number of elements. Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t tensor_array_size(const struct tensor_array_t *a, size_t *out);
+
+// Element `index` as a new handle: with `copy` false it shares the element's memory (writes
+// through one are seen by the other), with `copy` true it has its own host copy. The LoD is the
+// element's. The caller destroys the handle.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_OUT_OF_RANGE (`index` >= size),
+// LODTENSOR_UNSUPPORTED (`copy` of memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t tensor_array_read(const struct tensor_array_t *a, size_t index, bool copy, struct lodtensor_t **out);
+
+// Stores `t` (its elements and LoD) at `index`: with `copy` false the element shares `t`'s memory,
+// with `copy` true it holds a host copy. `t` stays the caller's. Writing at or past the end grows
+// the array to `index + 1`; the slots in between become 0-row tensors of `t`'s dtype and row shape
+// (dims[1..]; dims [0] for a 0-d `t`) without LoD.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_UNSUPPORTED (`copy` of memory not on the host),
+// LODTENSOR_OUT_OF_MEMORY (the array cannot grow to `index + 1`).
+lodtensor_status_t tensor_array_write(struct tensor_array_t *a, size_t index, const struct lodtensor_t *t, bool copy);
+
+// Removes every element (size 0). Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t tensor_array_clear(struct tensor_array_t *a);
+
+// Paddle's `tensor_array_to_tensor`: concatenates (`use_stack` false) or stacks (`use_stack`
+// true) the elements along `axis` into a new tensor without LoD, owned by the caller. A negative
+// axis counts from the end: concat takes `axis` in [-ndim, ndim), stack in [-(ndim+1), ndim].
+// Concat needs every element to have element 0's dims except along `axis`; stack needs equal
+// dims; both need one dtype and place. If `sizes` is not NULL it receives each element's size
+// along `axis` (Paddle's OutIndex; 1 when stacking at axis == ndim) and must hold `sizes_len` >=
+// the array size entries; NULL skips them.
+// Returns LODTENSOR_NULL_ARGUMENT (`a`, `out`), LODTENSOR_INVALID_ARGUMENT (empty array, axis
+// out of range, mismatched dims or dtype, concat of 0-d tensors, more than 9 dims),
+// LODTENSOR_BUFFER_TOO_SMALL (`sizes_len`), LODTENSOR_UNSUPPORTED (memory not on the host),
+// LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t tensor_array_to_tensor(const struct tensor_array_t *a, int64_t axis, bool use_stack, struct lodtensor_t **out, size_t *sizes, size_t sizes_len);
+
+// Splits `x` along `axis` (in [-ndim, ndim)) into a new array of dims[axis] tensors with `x`'s
+// dims without that axis, each with its own memory and no LoD (the inverse of stacking).
+// The caller destroys the array.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (0-d `x`, axis out of range),
+// LODTENSOR_UNSUPPORTED (memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t tensor_array_unstack(const struct lodtensor_t *x, int64_t axis, struct tensor_array_t **out);
+
+// Paddle's `lod_rank_table`: ranks the sequences of LoD level `level` of `x` by length (entries
+// of the level below, rows for the last level), longest first, equal lengths in index order.
+// The caller destroys the table with `rank_table_destroy`.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (`level` >= number of LoD levels
+// of `x`; so `x` needs a LoD), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t rank_table_create(const struct lodtensor_t *x, size_t level, struct rank_table_t **out);
+
+// Destroys a table. NULL is accepted and ignored.
+void rank_table_destroy(struct rank_table_t *table);
+
+// The number of items (sequences at the ranked level). Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t rank_table_size(const struct rank_table_t *table, size_t *out);
+
+// The LoD level the table ranks. Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t rank_table_level(const struct rank_table_t *table, size_t *out);
+
+// Paddle's `max_sequence_len`: the longest length (item 0's), 0 for an empty table.
+// Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t rank_table_max_sequence_len(const struct rank_table_t *table, size_t *out);
+
+// Copies the items in rank order: `indices[k]` = the original index of the k-th longest
+// sequence, `lengths[k]` its length; `*out_len` = the number of items. Either buffer may be NULL
+// (not copied); with both NULL only `*out_len` is written. A non-NULL buffer must hold at least
+// as many values (`buf_len`) as there are items.
+// Returns LODTENSOR_NULL_ARGUMENT (`table`, `out_len`), LODTENSOR_BUFFER_TOO_SMALL.
+lodtensor_status_t rank_table_items(const struct rank_table_t *table, size_t *indices, size_t *lengths, size_t buf_len, size_t *out_len);
+
+// Paddle's `lod_tensor_to_array`: unpacks `x` into time steps by `table` (level r). Element t of
+// the new array holds, for each sequence of level r longer than t, in rank order, its t-th entry
+// of level r+1 (its t-th row when r is the last level) with the LoD levels below r+1; there are
+// `rank_table_max_sequence_len` elements (none for an empty table). The elements share one new
+// allocation. The caller destroys the array.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (`x` has no LoD level r, or
+// `table` does not rank `x`'s sequences: another count or other lengths),
+// LODTENSOR_UNSUPPORTED (memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t tensor_array_unpack(const struct lodtensor_t *x, const struct rank_table_t *table, struct tensor_array_t **out);
+
+// Paddle's `array_to_lod_tensor`: packs time steps back into a new tensor (the inverse of
+// `tensor_array_unpack` with the same table): the sequences in their original order, each the
+// concatenation of its unit (top-level sequence, or row without LoD) of elements 0 .. length-1.
+// The LoD is the table's levels above r, the ranked level, then the elements' own levels.
+// Elements from the longest length on are not read. The caller destroys the tensor.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (empty array; an element whose
+// dtype, dims[1..] or place differ from element 0's, or that is 0-d; a sequence longer than the
+// array; element t not holding exactly one unit per sequence longer than t),
+// LODTENSOR_INVALID_LOD (elements with different numbers of LoD levels),
+// LODTENSOR_UNSUPPORTED (memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t tensor_array_pack(const struct tensor_array_t *a, const struct rank_table_t *table, struct lodtensor_t **out);
+
+// Paddle's `shrink_rnn_memory`: the RNN state for time step `step`, i.e. the first n units of
+// `x` (in rank order), n = the number of sequences longer than `step`. Units are top-level
+// sequences (nested levels kept) if `x` has a LoD, else rows. n = 0 gives a 0-row tensor without
+// LoD. The new handle shares `x`'s memory; the caller destroys it.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (`x` has fewer than n units, or is
+// 0-d).
+lodtensor_status_t rank_table_shrink_rnn_memory(const struct rank_table_t *table, const struct lodtensor_t *x, size_t step, struct lodtensor_t **out);
+
+// Paddle's `reorder_lod_tensor_by_rank`: a new tensor whose unit k is unit `indices[k]` of `x`
+// (units: top-level sequences with all nested levels, or rows without LoD); only the table's
+// indices are used. The caller destroys it.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (the table's size differs from
+// `x`'s unit count, so its indices are not a permutation of `x`'s units; 0-d `x`),
+// LODTENSOR_UNSUPPORTED (memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t rank_table_reorder(const struct rank_table_t *table, const struct lodtensor_t *x, struct lodtensor_t **out);
+
+// Runs a whole dynamic RNN over the sequences of LoD level `level` of `x` and returns the packed
+// step outputs in `*out` (a new tensor the caller destroys).
+//
+// The sequences are ranked by length; `x` is unpacked into time steps; the state starts as
+// `init_state` (one unit — row, or top-level sequence if it has a LoD — per sequence of `level`,
+// in the original order), reordered by rank. For each step the driver shrinks the state to the
+// live sequences, calls `step_fn(step, step_input, prev_state, &step_output, &new_state,
+// user_data)` (see `tensor_array_step_fn` for ownership), keeps the step output and continues
+// from the new state. The outputs are packed back in the original order: `*out`'s LoD is `x`'s
+// levels down to `level` followed by the step outputs' own levels. Every handle the driver
+// creates or receives is destroyed before it returns, on success and on failure. `step_fn` runs
+// on the calling thread and may call the library.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `init_state`, `step_fn`, `out`),
+// LODTENSOR_INVALID_ARGUMENT (`level` >= number of LoD levels of `x`; every sequence empty, so
+// the output shape is unknown; `init_state` without one unit per sequence; a step function
+// result that is NULL, is one of the borrowed inputs, or has the wrong number of units; step
+// outputs with different dtypes or row shapes), LODTENSOR_INVALID_LOD (step outputs with
+// different numbers of LoD levels), LODTENSOR_CALLBACK_FAILED (`step_fn` returned non-zero; the
+// message gives its status and the step), LODTENSOR_UNSUPPORTED (memory not on the host),
+// LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t tensor_array_dynamic_rnn(const struct lodtensor_t *x, size_t level, const struct lodtensor_t *init_state, tensor_array_step_fn step_fn, void *user_data, struct lodtensor_t **out);
 
 #ifdef __cplusplus
 }  // extern "C"

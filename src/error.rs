@@ -28,6 +28,9 @@ pub enum Error {
     /// A bug inside the library (a caught panic, a broken invariant).
     #[error("{0}")]
     Internal(String),
+    /// A caller-supplied callback reported a failure (its status is in the message).
+    #[error("{0}")]
+    CallbackFailed(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

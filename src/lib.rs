@@ -37,3 +37,11 @@ pub use ops::{
 };
 pub use place::Place;
 pub use tensor::Tensor;
+/// cbindgen:ignore
+pub mod tensor_array;
+pub use ops::rnn::dynamic_rnn;
+pub use ops::tensor_array::{
+    array_to_lod_tensor, lod_tensor_to_array, reorder_lod_tensor_by_rank, shrink_rnn_memory, tensor_array_to_tensor,
+    unstack,
+};
+pub use tensor_array::{RankItem, RankTable, TensorArray};

@@ -31,6 +31,7 @@ pub extern "C" fn lodtensor_status_str(code: i32) -> *const c_char {
             6 => c"unsupported",
             7 => c"out of memory",
             8 => c"internal error",
+            9 => c"callback failed",
             _ => c"unknown status",
         };
         text.as_ptr()

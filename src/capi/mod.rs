@@ -15,6 +15,7 @@ mod pad;
 mod pooling;
 mod scatter;
 mod tensor;
+mod tensor_array;
 mod types;
 
 pub use expand::*;
@@ -24,6 +25,7 @@ pub use pad::*;
 pub use pooling::*;
 pub use scatter::*;
 pub use tensor::*;
+pub use tensor_array::*;
 pub use types::*;
 
 use crate::error::Error;
@@ -58,6 +60,7 @@ impl Error {
             Error::Unsupported(_) => LODTENSOR_UNSUPPORTED,
             Error::OutOfMemory(_) => LODTENSOR_OUT_OF_MEMORY,
             Error::Internal(_) => LODTENSOR_INTERNAL,
+            Error::CallbackFailed(_) => LODTENSOR_CALLBACK_FAILED,
         }
     }
 }

@@ -27,6 +27,8 @@ pub enum lodtensor_status_t {
     LODTENSOR_OUT_OF_MEMORY = 7,
     /// A bug inside the library (for example a caught panic).
     LODTENSOR_INTERNAL = 8,
+    /// A caller-supplied callback returned a non-zero status; the message says which and when.
+    LODTENSOR_CALLBACK_FAILED = 9,
 }
 
 /// An element type in DLPack form (`DLDataType`): `code` is one of the `LODTENSOR_DTYPE_CODE_*`

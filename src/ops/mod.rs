@@ -31,3 +31,5 @@ pub use expand::*;
 pub use pad::*;
 pub use pooling::*;
 pub use scatter::*;
+pub mod rnn;
+pub mod tensor_array;

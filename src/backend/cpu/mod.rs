@@ -7,3 +7,4 @@ pub mod pool;
 pub mod pooling;
 pub mod rows;
 pub mod scatter;
+pub mod tensor_array;
