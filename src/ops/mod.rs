@@ -31,5 +31,8 @@ pub use expand::*;
 pub use pad::*;
 pub use pooling::*;
 pub use scatter::*;
+pub mod beam_search;
+pub mod beam_search_decode;
 pub mod rnn;
 pub mod tensor_array;
+pub mod topk;
