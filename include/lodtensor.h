@@ -83,6 +83,9 @@
 // LoD values are lengths: each level lists the size of each sequence.
 #define LODTENSOR_LOD_LENGTHS 1
 
+// The version of `beam_search_decoder_options_t` this header describes.
+#define LODTENSOR_BEAM_SEARCH_DECODER_OPTIONS_VERSION 1
+
 // Status code returned by every fallible function. 0 is success; any other value is a failure
 // whose detail is in `lodtensor_last_error_message()`.
 enum lodtensor_status_t
@@ -118,6 +121,10 @@ typedef enum lodtensor_status_t lodtensor_status_t;
 typedef int32_t lodtensor_status_t;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
+
+// A beam-search decoder: fixed options, no other state. Immutable after creation, so any
+// number of threads may run one decoder at once.
+typedef struct beam_search_decoder_t beam_search_decoder_t;
 
 // A tensor of variable-length sequences: a dense row-major array (up to `LODTENSOR_MAX_DIMS`
 // dims, of one dtype, on one place) plus a LoD that always matches its row count.
@@ -168,6 +175,63 @@ typedef void (*lodtensor_release_fn)(void *data, void *user_data);
 // sequence) per live sequence; the driver takes ownership of them (they may be the same handle).
 // A non-zero return stops the loop; any handle already stored in the outputs is destroyed.
 typedef int32_t (*tensor_array_step_fn)(size_t step, const struct lodtensor_t *step_input, const struct lodtensor_t *prev_state, struct lodtensor_t **step_output, struct lodtensor_t **new_state, void *user_data);
+
+// Options of a beam-search decoder. Fill it with `beam_search_decoder_options_init`, then set
+// the fields you need (at least `vocab_size`).
+typedef struct beam_search_decoder_options_t {
+  // LODTENSOR_BEAM_SEARCH_DECODER_OPTIONS_VERSION.
+  uint32_t version;
+  // Prefixes kept per source sentence (>= 1; default 4).
+  size_t beam_size;
+  // Tokens of the model's output (>= 1; default 0, so it must be set).
+  size_t vocab_size;
+  // The token every prefix starts from; not part of the results (default 0).
+  int64_t start_id;
+  // The token that ends a sentence, in [0, vocab_size), not start_id (default 1).
+  int64_t end_id;
+  // The most tokens per sentence (>= 1; default 64).
+  size_t max_length;
+  // end_id gets log-prob -inf while a prefix has fewer tokens than this (default 0).
+  size_t min_length;
+  // Sentences are ranked by score / ((5 + length) / 6)^length_penalty (finite, >= 0;
+  // default 0 = the plain cumulative log-probability).
+  double length_penalty;
+  // Sentences returned per source, 1 .. beam_size (default 1).
+  size_t num_hypotheses;
+} beam_search_decoder_options_t;
+
+// What a decoder callback sees at one step: the live prefixes, grouped by source. Every pointer
+// is borrowed and valid only during the call.
+typedef struct beam_search_step_info_t {
+  // 0 for the first token.
+  size_t step;
+  // The number of sources given to `beam_search_decoder_run`.
+  size_t num_sources;
+  // num_sources + 1 offsets: source s owns prefixes source_offsets[s] .. source_offsets[s+1]
+  // (none once it has finished).
+  const size_t *source_offsets;
+  // The number of live prefixes P (rows of log_probs).
+  size_t num_prefixes;
+  // P tokens: the last token of each prefix (start_id at step 0).
+  const int64_t *ids;
+  // P indices: the prefix of the previous step each prefix extends; reorder the model state
+  // with it (`state[i] = previous_state[parent_idx[i]]`). At step 0 it is the source index.
+  const int64_t *parent_idx;
+  // P cumulative log-probabilities.
+  const float *scores;
+  // Columns of log_probs.
+  size_t vocab_size;
+} beam_search_step_info_t;
+
+// A decoder callback. The step function fills `log_probs` (`num_prefixes x vocab_size` floats,
+// row-major, borrowed for the call; its contents on entry are unspecified) with the
+// next-token log-probabilities of each prefix (rows of prefixes whose last token is end_id are
+// not read). The optional edit function is called after it (and after the min_length ban) with
+// the same buffer and may change any entry (ban a token with -INFINITY, force one). Return 0 on
+// success; any other value stops decoding (the decoder returns LODTENSOR_CALLBACK_FAILED and the
+// status in its message). Callbacks run on the thread that called `beam_search_decoder_run` and
+// may call the library.
+typedef int32_t (*beam_search_step_fn)(const struct beam_search_step_info_t *info, float *log_probs, void *user_data);
 
 #ifdef __cplusplus
 extern "C" {
@@ -571,6 +635,124 @@ lodtensor_status_t rank_table_reorder(const struct rank_table_t *table, const st
 // message gives its status and the step), LODTENSOR_UNSUPPORTED (memory not on the host),
 // LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t tensor_array_dynamic_rnn(const struct lodtensor_t *x, size_t level, const struct lodtensor_t *init_state, tensor_array_step_fn step_fn, void *user_data, struct lodtensor_t **out);
+
+// The top-k over the last axis of `x`: `*out_values` (x's dtype) and `*out_indices` (int64)
+// have x's shape with the last dim replaced by `k` and x's LoD. Values are sorted, descending
+// when `largest`, else ascending; NaN ranks above every number (first when `largest`, last
+// otherwise); equal values come in index order. One pass over each row, no sort. Any dtype but
+// bool. The caller destroys both new tensors.
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out_values`, `out_indices`), LODTENSOR_INVALID_ARGUMENT
+// (0-d `x`, `k` == 0, `k` greater than the last dim), LODTENSOR_UNSUPPORTED (bool, memory not on
+// the host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t lodtensor_topk(const struct lodtensor_t *x, size_t k, bool largest, struct lodtensor_t **out_values, struct lodtensor_t **out_indices);
+
+// Paddle's `beam_search` op: one step of beam search over the candidates of every prefix row.
+//
+// `scores` (float32 or float64, `[P, K...]`, K = product of dims[1..]) carries a LoD of at least
+// 2 levels; level `level` (normally 0), in absolute form, gives each source sentence its prefix
+// rows. `pre_ids` (int64) and `pre_scores` (scores' dtype) hold one value per prefix row (only
+// their elements are read). `ids` (int64, scores' shape) gives the candidate tokens; if NULL the
+// column index is the token. A row whose pre_id is `end_id` has finished: it offers only
+// `(end_id, pre_score)`. Other rows offer their K candidates scored `scores` (`is_accumulated`)
+// or `pre_score + ln(scores)`. Each source keeps its `beam_size` best (higher score first; equal
+// scores: higher row first, Paddle's rule); a source whose kept items are all `end_id` from
+// finished rows is dropped (one step after its last branch ended).
+// Outputs, new tensors the caller destroys: `*out_selected_ids` (int64 `[N, 1]`) and
+// `*out_selected_scores` (scores' dtype `[N, 1]`) with the LoD `[source -> prefix rows
+// (absolute), prefix row -> selected items]`, and, if `out_parent_idx` is not NULL,
+// `*out_parent_idx` (int32 `[N]`, the prefix row each item extends).
+// Returns LODTENSOR_NULL_ARGUMENT (`pre_ids`, `pre_scores`, `scores`, `out_selected_ids`,
+// `out_selected_scores`), LODTENSOR_INVALID_ARGUMENT (`beam_size` == 0; 0-d `scores`; fewer
+// than 2 LoD levels; `level` out of range; `pre_ids` or `pre_scores` without one element per
+// prefix row; `ids` of another shape; `pre_scores` of another dtype than `scores`; more than
+// INT32_MAX rows), LODTENSOR_UNSUPPORTED (`pre_ids`/`ids` not int64, `scores` not
+// float32/float64, memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t beam_search_step(const struct lodtensor_t *pre_ids, const struct lodtensor_t *pre_scores, const struct lodtensor_t *ids, const struct lodtensor_t *scores, size_t level, size_t beam_size, int64_t end_id, bool is_accumulated, struct lodtensor_t **out_selected_ids, struct lodtensor_t **out_selected_scores, struct lodtensor_t **out_parent_idx);
+
+// The fused beam-search step of a decoder: the result of `lodtensor_topk(log_probs, beam_size)`,
+// adding `pre_scores` per row (float32), then `beam_search_step` (level 0, accumulated, ids =
+// the top-k indices), computed in one pass over `log_probs` without any `P x V` intermediate.
+//
+// `pre_ids` (int64, one per prefix row) carries the LoD: its level 0 in absolute form gives each
+// source its prefix rows (the previous step's selected ids have exactly that LoD; a first step
+// uses `[[0, 1, ..., B], [0, 1, ..., B]]`). `pre_scores` (float32, one per prefix row) are the
+// cumulative scores, `log_probs` (`[P, V]`, float32, float16 or bfloat16; its LoD is not read) the
+// next-token log-probabilities. Each unfinished row offers its min(beam_size, V) best tokens
+// (ties: smaller token id first); finished rows (`pre_id == end_id`) offer only `end_id`.
+// Outputs as in `beam_search_step` (scores float32); `out_parent_idx` may be NULL.
+// Returns LODTENSOR_NULL_ARGUMENT (`pre_ids`, `pre_scores`, `log_probs`, `out_selected_ids`,
+// `out_selected_scores`), LODTENSOR_INVALID_ARGUMENT (`beam_size` == 0; `pre_ids` without a
+// LoD; `log_probs` not 2-D; `pre_ids`, `pre_scores` or `log_probs` without one element/row per
+// prefix row; more than INT32_MAX rows), LODTENSOR_UNSUPPORTED (other dtypes, memory not on the
+// host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t beam_search_fused_step(const struct lodtensor_t *pre_ids, const struct lodtensor_t *pre_scores, const struct lodtensor_t *log_probs, size_t beam_size, int64_t end_id, struct lodtensor_t **out_selected_ids, struct lodtensor_t **out_selected_scores, struct lodtensor_t **out_parent_idx);
+
+// Reorders decoder state after a step: row i of `*out` is row `parent_idx[i]` of `state` (the
+// same as `sequence_expand(state, selected_ids, 1)` for a state without LoD). `parent_idx` is
+// int32 or int64, any shape (elements read in order). `*out` has state's dtype and row shape, no
+// LoD, its own memory; the caller destroys it. Any dtype.
+// Returns LODTENSOR_NULL_ARGUMENT (`state`, `parent_idx`, `out`), LODTENSOR_INVALID_ARGUMENT
+// (0-d `state`), LODTENSOR_OUT_OF_RANGE (a parent outside [0, rows of state)),
+// LODTENSOR_UNSUPPORTED (`parent_idx` not int32/int64, memory not on the host),
+// LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t beam_search_gather_state(const struct lodtensor_t *state, const struct lodtensor_t *parent_idx, struct lodtensor_t **out);
+
+// Paddle's `beam_search_decode`: backtracks the per-step selected ids and scores (TensorArrays
+// of the outputs of `beam_search_step`, 2 LoD levels each, step 0 = the initial prefixes) into
+// `beam_size` sentences per source. `*out_sentence_ids` (int64, 1-D) and `*out_sentence_scores`
+// (scores' dtype, 1-D, the cumulative score at each token) have the LoD `[[0, beam_size,
+// 2 beam_size, ...], [token offsets]]`. Sentences hold the tokens from step 0 on without the
+// repeated `end_id`s of finished branches; each source's sentences are sorted by final score,
+// descending, stable; slots never filled are empty sentences, last. The caller destroys both.
+// Returns LODTENSOR_NULL_ARGUMENT (`ids`, `scores`, `out_sentence_ids`, `out_sentence_scores`),
+// LODTENSOR_INVALID_ARGUMENT (`beam_size` == 0; empty arrays or of different lengths; a step
+// without exactly 2 LoD levels or with another number of sources than step 0; scores whose LoD,
+// element count or dtype differ from the ids'; bool scores; more candidates for a source than
+// `beam_size`; steps whose LoDs do not chain), LODTENSOR_UNSUPPORTED (ids not int64; scores not
+// float32/float64/float16/bfloat16/int32/int64; memory not on the host),
+// LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t beam_search_decode(const struct tensor_array_t *ids, const struct tensor_array_t *scores, size_t beam_size, int64_t end_id, struct lodtensor_t **out_sentence_ids, struct lodtensor_t **out_sentence_scores);
+
+// Paddle's `gather_tree`: `ids` and `parents` are `[T, B, beam]` of one dtype (int32 or int64).
+// `*out` (same shape and dtype, no LoD; the caller destroys it) holds, for each final beam k of
+// batch entry b, its token path: `out[T-1,b,k] = ids[T-1,b,k]`, then following
+// `p = parents[t+1,b,.]` back, `out[t,b,k] = ids[t,b,p]`. T = 0 gives an empty result.
+// Returns LODTENSOR_NULL_ARGUMENT (`ids`, `parents`, `out`), LODTENSOR_INVALID_ARGUMENT (not 3-D,
+// different shapes or dtypes), LODTENSOR_OUT_OF_RANGE (a followed parent outside [0, beam)),
+// LODTENSOR_UNSUPPORTED (another dtype, memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t beam_search_gather_tree(const struct lodtensor_t *ids, const struct lodtensor_t *parents, struct lodtensor_t **out);
+
+// Writes the default options (see `beam_search_decoder_options_t`) with the current version
+// into `*options`. Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t beam_search_decoder_options_init(struct beam_search_decoder_options_t *options);
+
+// Creates a decoder with a copy of `*options`; the caller destroys it with
+// `beam_search_decoder_destroy`.
+// Returns LODTENSOR_NULL_ARGUMENT (`options`, `out`), LODTENSOR_INVALID_ARGUMENT (`version` is
+// not LODTENSOR_BEAM_SEARCH_DECODER_OPTIONS_VERSION; beam_size, vocab_size or max_length 0;
+// end_id outside [0, vocab_size) or equal to start_id; min_length > max_length; length_penalty
+// negative or not finite; num_hypotheses outside [1, beam_size]).
+lodtensor_status_t beam_search_decoder_create(const struct beam_search_decoder_options_t *options, struct beam_search_decoder_t **out);
+
+// Destroys a decoder. NULL is accepted and ignored.
+void beam_search_decoder_destroy(struct beam_search_decoder_t *decoder);
+
+// Decodes `num_sources` source sentences with beam search around the caller's model.
+//
+// Each step the decoder calls `step_fn` (and then `edit_fn`, if not NULL) with the live
+// prefixes (see `beam_search_step_info_t`); the model fills their next-token log-probabilities.
+// The decoder selects the next beams (the fused step: each source keeps its `beam_size` best
+// prefixes; finished prefixes keep their score and compete), stops after `max_length` steps or
+// once every prefix has ended, and backtracks the sentences. Results, new tensors the caller
+// destroys: `*out_ids` (int64, 1-D, LoD `[source -> sentences, sentence -> tokens]`: up to
+// `num_hypotheses` sentences per source, best first, without the start token, ending with
+// end_id unless cut at max_length) and `*out_scores` (float32, one ranking score per sentence,
+// LoD `[source -> sentences]`). Sentences scoring -inf (only banned tokens were left) are
+// dropped. On failure nothing is returned and nothing leaks.
+// Returns LODTENSOR_NULL_ARGUMENT (`decoder`, `step_fn`, `out_ids`, `out_scores`),
+// LODTENSOR_INVALID_ARGUMENT (`num_sources` == 0), LODTENSOR_CALLBACK_FAILED (a callback
+// returned non-zero; the message names it, its status and the step), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t beam_search_decoder_run(const struct beam_search_decoder_t *decoder, size_t num_sources, beam_search_step_fn step_fn, beam_search_step_fn edit_fn, void *user_data, struct lodtensor_t **out_ids, struct lodtensor_t **out_scores);
 
 #ifdef __cplusplus
 }  // extern "C"

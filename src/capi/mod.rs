@@ -93,3 +93,5 @@ pub(crate) fn boundary_str(
 ) -> *const std::ffi::c_char {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(fallback.as_ptr())
 }
+mod beam_search;
+pub use beam_search::*;

@@ -10,7 +10,7 @@ use crate::error::Result;
 /// Rows per parallel task: enough work to amortize the task's scratch buffer.
 const ROWS_PER_TASK: usize = 64;
 /// Elements checked at once before looking at any of them one by one.
-const BLOCK: usize = 16;
+const BLOCK: usize = 64;
 
 /// Whether `a` ranks before `b` (equal values: the caller keeps scan order, so the smaller index
 /// wins). NaN ranks above every number: first when `LARGEST`, last otherwise.
