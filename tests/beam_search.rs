@@ -336,6 +336,103 @@ fn beam_search_checks_paddle_forgets() {
     assert_eq!(v::<i64>(&out.selected_ids), vec![2, 7, 3, 1]);
 }
 
+/// Paddle's beam_search written plainly: per source, every candidate, a stable sort (higher
+/// score first, then higher row), the first `beam`; sources whose picks are all end tokens of
+/// finished rows are dropped; items listed row by row. Exact for distinct scores.
+#[allow(clippy::too_many_arguments)]
+fn ref_step<T: Copy + PartialOrd>(
+    h: &[usize],
+    pre_ids: &[i64],
+    pre_scores: &[T],
+    ids: Option<&[i64]>,
+    scores: &[T],
+    width: usize,
+    beam: usize,
+    end: i64,
+    combine: impl Fn(T, T) -> T,
+) -> (Vec<i64>, Vec<T>, Vec<i32>, Vec<usize>) {
+    let rows = *h.last().unwrap();
+    let mut per_row: Vec<Vec<(i64, T)>> = vec![Vec::new(); rows];
+    for s in 0..h.len() - 1 {
+        let mut cands = Vec::new();
+        for r in h[s]..h[s + 1] {
+            if pre_ids[r] == end {
+                cands.push((pre_scores[r], r, end));
+            } else {
+                for d in 0..width {
+                    let id = ids.map_or(d as i64, |i| i[r * width + d]);
+                    cands.push((combine(pre_scores[r], scores[r * width + d]), r, id));
+                }
+            }
+        }
+        cands.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap().then(b.1.cmp(&a.1)));
+        cands.truncate(beam);
+        if cands.iter().all(|c| c.2 == end && pre_ids[c.1] == end) {
+            continue;
+        }
+        for c in cands {
+            per_row[c.1].push((c.2, c.0));
+        }
+    }
+    let (mut ids_out, mut sc, mut par, mut offsets) = (Vec::new(), Vec::new(), Vec::new(), vec![0]);
+    for (r, items) in per_row.iter().enumerate() {
+        for &(id, score) in items {
+            ids_out.push(id);
+            sc.push(score);
+            par.push(r as i32);
+        }
+        offsets.push(ids_out.len());
+    }
+    (ids_out, sc, par, offsets)
+}
+
+fn random_step_lod(rng: &mut Rng, sources: usize) -> Lod {
+    let top: Vec<usize> = (0..sources).map(|_| rng.below(4)).collect();
+    let below: Vec<usize> = (0..top.iter().sum::<usize>()).map(|_| rng.below(3)).collect();
+    Lod::from_lengths(&[top, below]).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn beam_search_step_matches_a_plain_reference(
+        seed: u64, many: bool, beam in 1usize..6, width in 1usize..7, with_ids: bool, accumulated: bool
+    ) {
+        let mut rng = Rng(seed | 1);
+        let sources = if many { 1000 + rng.below(2000) } else { 1 + rng.below(6) };
+        let lod = random_step_lod(&mut rng, sources);
+        let rows = lod.rows().unwrap();
+        let h = lod.abs_offsets()[0].clone();
+        let pre: Vec<i64> = (0..rows).map(|_| if rng.below(3) == 0 { 0 } else { 1 + rng.below(9) as i64 }).collect();
+        let cand: Vec<i64> = (0..rows * width).map(|_| rng.below(10) as i64).collect();
+        let ps: Vec<f32> = (0..rows).map(|_| -rng.unit() * 3.0).collect();
+        let sc: Vec<f32> = (0..rows * width).map(|_| rng.unit() * 0.999 + 0.0005).collect();
+        let ids_t = LoDTensor::new(Tensor::from_slice(&cand, &[rows, width]).unwrap(), lod.clone()).unwrap();
+        let ids_arg = if with_ids { Some(&ids_t) } else { None };
+        let ids_ref = if with_ids { Some(cand.as_slice()) } else { None };
+        // float32, both modes.
+        let scores = LoDTensor::new(Tensor::from_slice(&sc, &[rows, width]).unwrap(), lod.clone()).unwrap();
+        let out = beam_search_step(&dense(&pre, &[rows]), &dense(&ps, &[rows, 1]), ids_arg, &scores, 0, beam, 0, accumulated).unwrap();
+        let combine = |p: f32, s: f32| if accumulated { s } else { p + s.ln() };
+        let (wi, ws, wp, wc) = ref_step(&h, &pre, &ps, ids_ref, &sc, width, beam, 0, combine);
+        prop_assert_eq!(v::<i64>(&out.selected_ids), wi);
+        prop_assert_eq!(v::<f32>(&out.selected_scores), ws);
+        prop_assert_eq!(out.parent_idx.as_slice::<i32>().unwrap(), wp.as_slice());
+        prop_assert_eq!(out.selected_ids.lod().levels(), &[h.clone(), wc]);
+        // float64.
+        let ps64: Vec<f64> = ps.iter().map(|&x| x as f64).collect();
+        let sc64: Vec<f64> = sc.iter().map(|&x| x as f64).collect();
+        let scores = LoDTensor::new(Tensor::from_slice(&sc64, &[rows, width]).unwrap(), lod).unwrap();
+        let out = beam_search_step(&dense(&pre, &[rows]), &dense(&ps64, &[rows]), ids_arg, &scores, 0, beam, 0, accumulated).unwrap();
+        let combine = |p: f64, s: f64| if accumulated { s } else { p + s.ln() };
+        let (wi, ws, _, wc) = ref_step(&h, &pre, &ps64, ids_ref, &sc64, width, beam, 0, combine);
+        prop_assert_eq!(v::<i64>(&out.selected_ids), wi);
+        prop_assert_eq!(v::<f64>(&out.selected_scores), ws);
+        prop_assert_eq!(out.selected_scores.lod().levels(), &[h, wc]);
+    }
+}
+
 // ---- the fused step against top_k + beam_search -----------------------------------------------
 
 /// Random 2-level LoD (source -> groups -> rows), pre_ids with finished rows, log-probs with ties.

@@ -146,7 +146,8 @@ pub fn beam_search_step(
     dispatch_dtype!(scores.tensor().dtype(), "scores", [F32, F64], |T| {
         let sc = scores.tensor().as_slice::<T>()?;
         let ps = pre_scores.tensor().as_slice::<T>()?;
-        let tops = select_unfused(&h, beam_size, pre, ps, end_id, |r, emit| {
+        let work = std::mem::size_of_val(sc) + cand_ids.map_or(0, std::mem::size_of_val);
+        let tops = select_unfused(&h, beam_size, work, pre, ps, end_id, |r, emit| {
             for d in 0..width {
                 let i = r * width + d;
                 let id = cand_ids.map_or(d as i64, |c| c[i]);

@@ -3,7 +3,7 @@
 //! fused step that selects straight from the log-probabilities without materializing
 //! `pre_score + log_prob` for every vocabulary entry.
 
-use super::pool::for_each_segment;
+use super::pool::for_each_segment_with_work;
 use super::topk::select_row;
 use crate::dtype::Scalar;
 use crate::error::{err, Result};
@@ -56,6 +56,7 @@ pub fn offer<S: PartialOrd + Copy>(top: &mut [Candidate<S>], len: usize, c: Cand
 fn per_source<S: Scalar>(
     sources: usize,
     beam: usize,
+    work_bytes: usize,
     fill: impl Fn(usize, &mut [Candidate<S>]) -> usize + Sync + Send,
 ) -> Result<Vec<Candidate<S>>> {
     let empty = Candidate { row: EMPTY_ROW, id: 0, score: S::ZERO };
@@ -67,7 +68,7 @@ fn per_source<S: Scalar>(
         .map_err(|_| err!(OutOfMemory, "beam_size: {total} candidate slots cannot be allocated"))?;
     tops.resize(total, empty);
     let bounds: Vec<usize> = (0..=sources).map(|s| s * beam).collect();
-    for_each_segment(&mut tops, &bounds, |s, list| {
+    for_each_segment_with_work(&mut tops, &bounds, work_bytes, |s, list| {
         let used = fill(s, list);
         list[used..].iter_mut().for_each(|c| *c = empty);
     })?;
@@ -76,16 +77,18 @@ fn per_source<S: Scalar>(
 
 /// The rows' candidates as Paddle's CPU beam_search offers them: a finished row (`pre_ids[r] ==
 /// end_id`) offers only `(end_id, pre_scores[r])`; any other row offers its `k` candidates from
-/// `row_candidates(r, emit)`.
+/// `row_candidates(r, emit)`; `work_bytes` (the candidates' bytes) decides whether to go parallel.
+#[allow(clippy::too_many_arguments)]
 pub fn select_unfused<S: Scalar>(
     source_rows: &[usize],
     beam: usize,
+    work_bytes: usize,
     pre_ids: &[i64],
     pre_scores: &[S],
     end_id: i64,
     row_candidates: impl Fn(usize, &mut dyn FnMut(Candidate<S>)) + Sync + Send,
 ) -> Result<Vec<Candidate<S>>> {
-    per_source(source_rows.len() - 1, beam, |s, list| {
+    per_source(source_rows.len() - 1, beam, work_bytes, |s, list| {
         let mut len = 0;
         for r in source_rows[s]..source_rows[s + 1] {
             if pre_ids[r] == end_id {
@@ -113,7 +116,7 @@ pub fn select_fused<T: Scalar>(
     to_f32: impl Fn(T) -> f32 + Sync + Send,
 ) -> Result<Vec<Candidate<f32>>> {
     let k = beam.min(vocab);
-    per_source(source_rows.len() - 1, beam, |s, list| {
+    per_source(source_rows.len() - 1, beam, std::mem::size_of_val(log_probs), |s, list| {
         let mut vals = vec![T::ZERO; k];
         let mut idx = vec![0usize; k];
         let mut len = 0;

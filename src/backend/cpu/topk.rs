@@ -3,7 +3,7 @@
 //! rejected with a branch-free comparison the compiler vectorizes, so the common case costs about
 //! one read of the row.
 
-use super::pool::for_each_segment;
+use super::pool::for_each_segment_with_work;
 use crate::dtype::Scalar;
 use crate::error::Result;
 
@@ -106,7 +106,7 @@ pub fn top_k<T: Scalar>(
     let rows = indices.len() / k.max(1);
     let bounds: Vec<usize> =
         (0..rows.div_ceil(ROWS_PER_TASK)).map(|t| t * ROWS_PER_TASK * k).chain(std::iter::once(rows * k)).collect();
-    for_each_segment(indices, &bounds, |t, seg| {
+    for_each_segment_with_work(indices, &bounds, std::mem::size_of_val(x), |t, seg| {
         let mut vals = vec![T::ZERO; k];
         let mut idx = vec![0usize; k];
         for (i, out) in seg.chunks_exact_mut(k).enumerate() {
