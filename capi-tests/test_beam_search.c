@@ -100,6 +100,11 @@ static void test_topk(void) {
     CHECK_STATUS_MSG(lodtensor_topk(t, 0, true, &v, &i), LODTENSOR_INVALID_ARGUMENT, "k");
     CHECK_STATUS_MSG(lodtensor_topk(t, 5, true, &v, &i), LODTENSOR_INVALID_ARGUMENT, "k");
     CHECK_STATUS_MSG(lodtensor_topk(bt, 1, true, &v, &i), LODTENSOR_UNSUPPORTED, "x");
+    {
+        lodtensor_t *scalar = mk(F32, NULL, 0, x, NULL, 0, NULL, 0);
+        CHECK_STATUS_MSG(lodtensor_topk(scalar, 1, true, &v, &i), LODTENSOR_INVALID_ARGUMENT, "0-d");
+        lodtensor_destroy(scalar);
+    }
     CHECK(v == fx_sentinel() && i == fx_sentinel());
     lodtensor_destroy(t);
     lodtensor_destroy(bt);
@@ -152,6 +157,22 @@ static void test_step(void) {
     CHECK_STATUS_MSG(beam_search_step(p, p3, ci, cs, 0, 2, 0, true, &si, &ss, &pi), LODTENSOR_INVALID_ARGUMENT, "pre_scores");
     CHECK_STATUS_MSG(beam_search_step(p, ps, p, cs, 0, 2, 0, true, &si, &ss, &pi), LODTENSOR_INVALID_ARGUMENT, "ids");
     CHECK_STATUS_MSG(beam_search_step(p32, ps, ci, cs, 0, 2, 0, true, &si, &ss, &pi), LODTENSOR_UNSUPPORTED, "pre_ids");
+    {
+        const double ps64[4] = {0.1, 1.2, 0.5, 0.4};
+        const float sc0 = 0.5f;
+        lodtensor_t *pd = mk(F64, d4, 1, ps64, NULL, 0, NULL, 0), *ics = mk(I64, d42, 2, ids, l0, 3, l1, 5);
+        lodtensor_t *ip = mk(I64, d4, 1, pre, NULL, 0, NULL, 0), *s0 = mk(F32, NULL, 0, &sc0, NULL, 0, NULL, 0);
+        CHECK_STATUS_MSG(beam_search_step(p, pd, ci, cs, 0, 2, 0, true, &si, &ss, &pi), LODTENSOR_INVALID_ARGUMENT,
+                         "pre_scores");
+        CHECK_STATUS_MSG(beam_search_step(p, ip, NULL, ics, 0, 2, 0, true, &si, &ss, &pi), LODTENSOR_UNSUPPORTED,
+                         "scores");
+        CHECK_STATUS_MSG(beam_search_step(p, ps, NULL, s0, 0, 2, 0, true, &si, &ss, &pi), LODTENSOR_INVALID_ARGUMENT,
+                         "0-d");
+        lodtensor_destroy(pd);
+        lodtensor_destroy(ics);
+        lodtensor_destroy(ip);
+        lodtensor_destroy(s0);
+    }
     CHECK_STATUS_MSG(beam_search_step(p, ps, ps, cs, 0, 2, 0, true, &si, &ss, &pi), LODTENSOR_UNSUPPORTED, "ids");
     CHECK(si == fx_sentinel() && ss == fx_sentinel() && pi == fx_sentinel());
     lodtensor_destroy(p);
@@ -223,6 +244,16 @@ static void test_fused_and_gather_state(void) {
     CHECK_STATUS_MSG(beam_search_fused_step(p, s, x, 0, 0, &si, &ss, &pi), LODTENSOR_INVALID_ARGUMENT, "beam_size");
     CHECK_STATUS_MSG(beam_search_fused_step(nolod, s, x, 2, 0, &si, &ss, &pi), LODTENSOR_INVALID_ARGUMENT, "pre_ids");
     CHECK_STATUS_MSG(beam_search_fused_step(p, s, flat, 2, 0, &si, &ss, &pi), LODTENSOR_INVALID_ARGUMENT, "log_probs");
+    {
+        const int64_t d26[2] = {2, 6};
+        lodtensor_t *x2 = mk(F32, d26, 2, lp, NULL, 0, NULL, 0);
+        CHECK_STATUS_MSG(beam_search_fused_step(p, s, x2, 2, 0, &si, &ss, &pi), LODTENSOR_INVALID_ARGUMENT,
+                         "log_probs");
+        CHECK_STATUS_MSG(beam_search_fused_step(p, bp, x, 2, 0, &si, &ss, &pi), LODTENSOR_UNSUPPORTED, "pre_scores");
+        CHECK_STATUS_MSG(beam_search_fused_step(p, flat, x, 2, 0, &si, &ss, &pi), LODTENSOR_INVALID_ARGUMENT,
+                         "pre_scores");
+        lodtensor_destroy(x2);
+    }
     CHECK_STATUS_MSG(beam_search_fused_step(p, bp, x, 2, 0, &si, &ss, &pi), LODTENSOR_UNSUPPORTED, "pre_scores");
     CHECK_STATUS_MSG(beam_search_fused_step(p, s, x64, 2, 0, &si, &ss, &pi), LODTENSOR_UNSUPPORTED, "log_probs");
     CHECK(si == fx_sentinel() && ss == fx_sentinel() && pi == fx_sentinel());
@@ -295,6 +326,35 @@ static void test_decode(void) {
     CHECK_STATUS_MSG(beam_search_decode(ids, empty, 2, 1, &si, &ss), LODTENSOR_INVALID_ARGUMENT, "scores");
     CHECK_STATUS_MSG(beam_search_decode(ids, i8s, 2, 1, &si, &ss), LODTENSOR_UNSUPPORTED, "scores");
     CHECK_STATUS_MSG(beam_search_decode(scores, scores, 2, 1, &si, &ss), LODTENSOR_UNSUPPORTED, "ids");
+    {
+        /* One step: bool scores; ids with one LoD level; scores with another LoD. */
+        const int64_t one[1] = {1}, tok[1] = {7};
+        const uint8_t flag[1] = {1};
+        const float f1[1] = {0.5f};
+        const size_t a0[2] = {0, 1}, a1[2] = {0, 1};
+        tensor_array_t *ai = NULL, *ab = NULL, *a_one = NULL, *af = NULL;
+        lodtensor_t *ti = mk(I64, one, 1, tok, a0, 2, a1, 2), *tb = mk(BOOL, one, 1, flag, a0, 2, a1, 2);
+        lodtensor_t *t1 = mk(I64, one, 1, tok, a0, 2, NULL, 0), *tf = mk(F32, one, 1, f1, a0, 2, NULL, 0);
+        CHECK_OK(tensor_array_create(&ai));
+        CHECK_OK(tensor_array_create(&ab));
+        CHECK_OK(tensor_array_create(&a_one));
+        CHECK_OK(tensor_array_create(&af));
+        CHECK_OK(tensor_array_write(ai, 0, ti, false));
+        CHECK_OK(tensor_array_write(ab, 0, tb, false));
+        CHECK_OK(tensor_array_write(a_one, 0, t1, false));
+        CHECK_OK(tensor_array_write(af, 0, tf, false));
+        CHECK_STATUS_MSG(beam_search_decode(ai, ab, 2, 1, &si, &ss), LODTENSOR_INVALID_ARGUMENT, "bool");
+        CHECK_STATUS_MSG(beam_search_decode(a_one, af, 2, 1, &si, &ss), LODTENSOR_INVALID_ARGUMENT, "exactly 2");
+        CHECK_STATUS_MSG(beam_search_decode(ai, af, 2, 1, &si, &ss), LODTENSOR_INVALID_ARGUMENT, "scores");
+        tensor_array_destroy(ai);
+        tensor_array_destroy(ab);
+        tensor_array_destroy(a_one);
+        tensor_array_destroy(af);
+        lodtensor_destroy(ti);
+        lodtensor_destroy(tb);
+        lodtensor_destroy(t1);
+        lodtensor_destroy(tf);
+    }
     CHECK(si == fx_sentinel() && ss == fx_sentinel());
     tensor_array_destroy(ids);
     tensor_array_destroy(scores);

@@ -938,6 +938,41 @@ fn fused_step_speed() {
         })
         .collect();
     let (read, naive_read, fused, topk) = (med[0], med[1], med[2], med[3]);
+    // Top-k from general sorts, per row as Paddle's v1 kernel does it (partial_sort) and as a
+    // full sort would: fewer runs, they are slow.
+    let sort_based = |full: bool| {
+        let mut t: Vec<f64> = (0..5)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                let mut pairs: Vec<(f32, usize)> = Vec::with_capacity(vocab);
+                let mut acc = 0f32;
+                for row in data.chunks_exact(vocab) {
+                    pairs.clear();
+                    pairs.extend(row.iter().copied().zip(0..));
+                    let cmp = |a: &(f32, usize), b: &(f32, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+                    if full {
+                        pairs.sort_unstable_by(cmp);
+                    } else {
+                        pairs.select_nth_unstable_by(beam, cmp);
+                        pairs[..beam].sort_unstable_by(cmp);
+                    }
+                    acc += pairs[0].0;
+                }
+                std::hint::black_box(acc);
+                start.elapsed().as_secs_f64()
+            })
+            .collect();
+        t.sort_by(f64::total_cmp);
+        t[2]
+    };
+    let (partial, full) = (sort_based(false), sort_based(true));
+    println!(
+        "top-k by select_nth + sort {:.3} ms ({:.1}x the fused step), by full sort {:.3} ms ({:.1}x)",
+        partial * 1e3,
+        partial / fused,
+        full * 1e3,
+        full / fused
+    );
     let mb = (rows * vocab * 4) as f64 / 1e6;
     println!(
         "fused step {:.3} ms ({:.1} GB/s), vectorized read {:.3} ms ({:.1} GB/s), ratio {:.2}; \
