@@ -511,11 +511,14 @@ fn fused_step_continuous_values_and_threads() {
     let (ps, x) = (dense(&pre_scores, &[rows]), dense(&lp, &[rows, vocab]));
     set_num_threads(1).unwrap();
     let a = beam_search_fused_step(&pre_ids, &ps, &x, beam, 0).unwrap();
+    let a_unfused = unfused(&pre_ids, &pre_scores, &lp, vocab, beam);
     set_num_threads(4).unwrap();
     let b = beam_search_fused_step(&pre_ids, &ps, &x, beam, 0).unwrap();
+    let b_unfused = unfused(&pre_ids, &pre_scores, &lp, vocab, beam);
     set_num_threads(0).unwrap();
     same_step(&a, &b);
-    same_step(&a, &unfused(&pre_ids, &pre_scores, &lp, vocab, beam));
+    same_step(&a_unfused, &b_unfused);
+    same_step(&a, &a_unfused);
 }
 
 #[test]
