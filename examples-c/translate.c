@@ -11,17 +11,19 @@
  * callback reorders its per-prefix states by parent_idx, runs the cell and writes the
  * log-probabilities of the next token. The library selects the beams (finished hypotheses keep
  * competing with their final score), stops when all have ended or at max_length, and returns the
- * n best sentences per source with their length-penalized scores.
+ * n best sentences per source with their length-penalized scores. An optional second callback
+ * edits the log-probabilities before selection; here it forbids a word twice in a row.
  *
  * The program then checks its results and exits non-zero if any check fails:
  *   - each source gets num_hypotheses sentences, scores sorted best first, every sentence ends
- *     with </s> or is max_length long;
+ *     with </s> or is max_length long, and no word follows itself (the edit callback bans that);
  *   - every score equals the model's own score of that sentence, recomputed by feeding the
  *     sentence through the model (so the states really followed parent_idx);
  *   - with beam 1 the decoder returns exactly what greedy decoding, written here, returns.
  *
  * Build and run: cmake -S examples-c -B build/examples && cmake --build build/examples &&
  * build/examples/translate */
+#include <math.h> /* INFINITY only: the program does not need libm */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,6 +202,18 @@ static int32_t model_step(const beam_search_step_info_t *info, float *log_probs,
     return 0;
 }
 
+/* The optional edit callback: a decoding constraint on top of the model. Here: no word twice in a
+ * row (its log-prob becomes -infinity; the end token is exempt). */
+static int32_t no_repeats(const beam_search_step_info_t *info, float *log_probs, void *user_data) {
+    size_t r;
+    (void)user_data;
+    for (r = 0; r < info->num_prefixes; ++r) {
+        int64_t last = info->ids[r];
+        if (last != START_ID && last != END_ID) log_probs[r * info->vocab_size + (size_t)last] = -INFINITY;
+    }
+    return 0;
+}
+
 /* ---- words ---------------------------------------------------------------------------------------- */
 
 static void word(int64_t id, char *buf) {
@@ -253,7 +267,7 @@ static float rescore(const model_t *m, size_t s, const int64_t *tok, size_t n, d
 
 /* Runs the decoder; returns 0 and the results, or the status. */
 static int32_t decode(const model_t *m, size_t beam, size_t nbest, size_t max_length, double penalty,
-                      lodtensor_t **ids, lodtensor_t **scores) {
+                      beam_search_step_fn edit, lodtensor_t **ids, lodtensor_t **scores) {
     beam_search_decoder_options_t o;
     beam_search_decoder_t *dec = NULL;
     decode_ctx_t ctx = {m, NULL, NULL, 0};
@@ -268,7 +282,7 @@ static int32_t decode(const model_t *m, size_t beam, size_t nbest, size_t max_le
     o.num_hypotheses = nbest;
     status = beam_search_decoder_create(&o, &dec);
     if (status != LODTENSOR_OK) return status;
-    status = beam_search_decoder_run(dec, NSRC, model_step, NULL, &ctx, ids, scores);
+    status = beam_search_decoder_run(dec, NSRC, model_step, edit, &ctx, ids, scores);
     free(ctx.state);
     free(ctx.source);
     beam_search_decoder_destroy(dec);
@@ -308,7 +322,7 @@ int main(void) {
     int32_t status;
 
     model_init(&m);
-    status = decode(&m, beam, nbest, max_length, penalty, &ids, &scores);
+    status = decode(&m, beam, nbest, max_length, penalty, no_repeats, &ids, &scores);
     if (status != LODTENSOR_OK) {
         fprintf(stderr, "translate: decoding failed: %s\n", lodtensor_last_error_message());
         return 1;
@@ -335,13 +349,14 @@ int main(void) {
             EXPECT(k == r.hyp[s] || r.score[k] <= r.score[k - 1], "source %zu: scores not sorted", s);
             EXPECT(n == max_length || (n > 0 && tok[n - 1] == END_ID), "source %zu: hypothesis %zu is cut", s, k);
             EXPECT(diff < 1e-3f && diff > -1e-3f, "source %zu: score %f, the model says %f", s, r.score[k], again);
+            for (t = 1; t < n; ++t) EXPECT(tok[t] != tok[t - 1], "source %zu: a word repeats despite the constraint", s);
         }
     }
     lodtensor_destroy(ids);
     lodtensor_destroy(scores);
 
     /* Beam 1 is greedy decoding. */
-    status = decode(&m, 1, 1, max_length, 0.0, &ids, &scores);
+    status = decode(&m, 1, 1, max_length, 0.0, NULL, &ids, &scores);
     if (status != LODTENSOR_OK || !read_result(ids, scores, &r)) {
         fprintf(stderr, "translate: greedy decoding failed: %s\n", lodtensor_last_error_message());
         lodtensor_destroy(ids);
