@@ -923,10 +923,16 @@ fn fused_step_speed() {
         out.selected_scores.tensor().as_slice::<f32>().unwrap()[0]
     };
     let mut topk_fn = || v::<f32>(&top_k(&x, beam, true).unwrap().0)[0];
+    let x16 = dense(&lp.iter().map(|&l| f16::from_f32(l)).collect::<Vec<_>>(), &[rows, vocab]);
+    let mut fused16_fn = || {
+        let out = beam_search_fused_step(&pre_ids, &ps, &x16, beam, 1).unwrap();
+        out.selected_scores.tensor().as_slice::<f32>().unwrap()[0]
+    };
     // Interleaved, so a burst of load from other processes hits every contender alike.
-    let mut times = vec![Vec::new(); 4];
+    let mut times = vec![Vec::new(); 5];
     for _ in 0..41 {
-        let fns: [&mut dyn FnMut() -> f32; 4] = [&mut read_fn, &mut naive_fn, &mut fused_fn, &mut topk_fn];
+        let fns: [&mut dyn FnMut() -> f32; 5] =
+            [&mut read_fn, &mut naive_fn, &mut fused_fn, &mut topk_fn, &mut fused16_fn];
         for (t, f) in times.iter_mut().zip(fns) {
             let start = std::time::Instant::now();
             std::hint::black_box(f());
@@ -940,7 +946,7 @@ fn fused_step_speed() {
             t[t.len() / 2]
         })
         .collect();
-    let (read, naive_read, fused, topk) = (med[0], med[1], med[2], med[3]);
+    let (read, naive_read, fused, topk, fused16) = (med[0], med[1], med[2], med[3], med[4]);
     // Top-k from general sorts, per row as Paddle's v1 kernel does it (partial_sort) and as a
     // full sort would: fewer runs, they are slow.
     let sort_based = |full: bool| {
@@ -969,6 +975,7 @@ fn fused_step_speed() {
         t[2]
     };
     let (partial, full) = (sort_based(false), sort_based(true));
+    println!("fused step on float16 log-probs {:.3} ms (half the bytes)", fused16 * 1e3);
     println!(
         "top-k by select_nth + sort {:.3} ms ({:.1}x the fused step), by full sort {:.3} ms ({:.1}x)",
         partial * 1e3,
