@@ -218,6 +218,92 @@ lodtensor_status_t lodtensor_merge(const struct lodtensor_t *const *tensors, siz
 // LODTENSOR_UNSUPPORTED (`y` not int32/int64), LODTENSOR_INVALID_LOD (any rule above).
 lodtensor_status_t lodtensor_lod_reset(const struct lodtensor_t *x, const struct lodtensor_t *y, const int64_t *target_lod, size_t target_len, bool append, struct lodtensor_t **out);
 
+// Softmax within each sequence of `x`'s last LoD level, with the sequence's maximum subtracted
+// (so large inputs do not overflow, unlike Paddle's CPU kernel). `x` holds one element per row
+// (`[N]` or `[N, 1]`) of float32, float64, float16 or bfloat16 (computed in double). On success
+// `*out` is a new tensor with `x`'s dims and LoD, destroyed by the caller.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_LOD (`x` has no LoD),
+// LODTENSOR_INVALID_ARGUMENT (`x` has more than one element per row),
+// LODTENSOR_UNSUPPORTED (dtype not a float, or `x` not on the host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t sequence_softmax(const struct lodtensor_t *x, struct lodtensor_t **out);
+
+// Concatenates `count` (>= 2) tensors sequence by sequence: output sequence `i` holds the rows
+// of sequence `i` (LoD level 0) of `xs[0]`, then of `xs[1]`, ... Every input needs a LoD with
+// the same number of level-0 sequences, the same dtype (any) and the same row width (product of
+// `dims[1..]`); the output takes `xs[0]`'s trailing dims and has one LoD level whose sequence
+// lengths are the sums of the inputs' row counts. Level 0 is read as absolute rows, so
+// multi-level inputs work too (Paddle reads its offsets as rows). `*out` is a new tensor.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`xs`, any `xs[i]`, `out`), LODTENSOR_INVALID_ARGUMENT
+// (`count` < 2, dtype or row width differing from `xs[0]`'s), LODTENSOR_INVALID_LOD (an input
+// without LoD, or with a different number of sequences), LODTENSOR_UNSUPPORTED (not on the
+// host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t sequence_concat(const struct lodtensor_t *const *xs, size_t count, struct lodtensor_t **out);
+
+// Rows `[L[i] + offset[i], L[i] + offset[i] + length[i])` of each sequence `i` of `x`, whose LoD
+// `L` has exactly one level, concatenated; the output LoD is `[[0, cumsum(length)]]`. `offset`
+// and `length` are int64 (or int32) tensors of dims `[N, 1]` or `[N]`, `N` = the number of
+// sequences. `x` may be of any dtype. `*out` is a new tensor.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `offset`, `length`, `out`), LODTENSOR_INVALID_LOD (`x`
+// has no LoD or more than one level), LODTENSOR_INVALID_ARGUMENT (`offset`/`length` not `[N]` or
+// `[N, 1]`; a negative offset or length, naming the sequence), LODTENSOR_OUT_OF_RANGE (a slice
+// ending past its sequence: `L[i] + offset[i] + length[i] > L[i + 1]`, naming the sequence),
+// LODTENSOR_UNSUPPORTED (`offset`/`length` not int32/int64, or not on the host),
+// LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t sequence_slice(const struct lodtensor_t *x, const struct lodtensor_t *offset, const struct lodtensor_t *length, struct lodtensor_t **out);
+
+// The rows of each sequence of `x` in reverse order. `x` has rank >= 2, exactly one LoD level,
+// any dtype. `*out` is a new tensor with `x`'s dims and LoD.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_LOD (not exactly one LoD
+// level), LODTENSOR_INVALID_ARGUMENT (rank < 2), LODTENSOR_UNSUPPORTED (not on the host),
+// LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t sequence_reverse(const struct lodtensor_t *x, struct lodtensor_t **out);
+
+// The mask of lengths: `y[..., j] = (j < x[...]) ? 1 : 0` for `j` in `[0, maxlen)`. `y` has
+// `x`'s dims plus `[maxlen]`, dtype `out_dtype` (any of the ten, bool included) and no LoD.
+// `maxlen` < 0 means `max(0, max over x of trunc(x))`, and 0 when `x` is empty; `maxlen` 0 is
+// an error. `x` may be any numeric dtype (not bool). `*out` is a new tensor.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_ARGUMENT (`maxlen` 0, `x`
+// already has `LODTENSOR_MAX_DIMS` dims), LODTENSOR_UNSUPPORTED (`x` bool, an unknown
+// `out_dtype`, or not on the host), LODTENSOR_OUT_OF_MEMORY (the mask is too large).
+lodtensor_status_t sequence_mask(const struct lodtensor_t *x, int64_t maxlen, struct lodtensor_dtype_t out_dtype, struct lodtensor_t **out);
+
+// Sliding windows within sequences: `out[r][k] = x[r + k]` while row `r + k` belongs to the
+// same sequence of `x`'s last LoD level as row `r`, else `pad_value`. `x` is int32 or int64 with
+// one element per row (`[N]` or `[N, 1]`) and a LoD; `win_size` >= 2; `pad_value` must fit `x`'s
+// dtype. `*out` is a new `[N, win_size]` tensor with `x`'s LoD.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_LOD (`x` has no LoD),
+// LODTENSOR_INVALID_ARGUMENT (`x` not one element per row, `win_size` < 2, `pad_value` out of
+// the dtype's range), LODTENSOR_UNSUPPORTED (dtype not int32/int64, or not on the host),
+// LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t sequence_enumerate(const struct lodtensor_t *x, int64_t win_size, int64_t pad_value, struct lodtensor_t **out);
+
+// Removes every element of `x` equal to one of `tokens[0..tokens_len]` (NULL allowed when
+// `tokens_len` is 0, which copies `x`). `x` is int32 or int64 with one element per row (`[N]` or
+// `[N, 1]`) and a LoD. `*out` is a new tensor of `x`'s rank with the surviving rows; every LoD
+// level but the last is copied, the last is recomputed from the surviving counts.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`, `tokens` NULL with `tokens_len` > 0),
+// LODTENSOR_INVALID_LOD (`x` has no LoD), LODTENSOR_INVALID_ARGUMENT (`x` not one element per
+// row), LODTENSOR_UNSUPPORTED (dtype not int32/int64, or not on the host),
+// LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t sequence_erase(const struct lodtensor_t *x, const int64_t *tokens, size_t tokens_len, struct lodtensor_t **out);
+
+// The elements of `x` (`[N, M]`, exactly one LoD level, any dtype) as a new tensor of
+// `[N * M / new_dim, new_dim]` in the same row-major order. Every sequence's element count
+// `len * M` must be a multiple of `new_dim`; the output LoD has lengths `len * M / new_dim`.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_LOD (not exactly one LoD
+// level), LODTENSOR_INVALID_ARGUMENT (rank not 2, `new_dim` < 1, a sequence whose element
+// count is not a multiple of `new_dim`, naming it), LODTENSOR_UNSUPPORTED (not on the host),
+// LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t sequence_reshape(const struct lodtensor_t *x, int64_t new_dim, struct lodtensor_t **out);
+
 // Creates a host tensor holding a copy of `data`.
 //
 // `dtype`: the element type. `dims`/`ndim`: the shape (`ndim` <= `LODTENSOR_MAX_DIMS`, every
@@ -294,6 +380,46 @@ lodtensor_status_t lodtensor_data(const struct lodtensor_t *t, const void **out)
 // memory (shares, slices, split pieces); copy first to write privately. Lifetime as in
 // `lodtensor_data`. Returns LODTENSOR_NULL_ARGUMENT.
 lodtensor_status_t lodtensor_data_mut(struct lodtensor_t *t, void **out);
+
+// A new host tensor of `dtype` and dims `dims[0..ndim]` (NULL allowed when `ndim` is 0), every
+// element `value`, without LoD (set one with `lodtensor_set_lod`). Nothing is silently changed:
+// for integer dtypes `value` must be a whole number inside the dtype's range, for bool 0 or 1;
+// for float dtypes it is rounded to nearest but must not overflow to infinity (NaN and
+// ±infinity themselves are allowed). `*out` is a new tensor, destroyed by the caller.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`out`, `dims` NULL with `ndim` > 0),
+// LODTENSOR_INVALID_ARGUMENT (more than `LODTENSOR_MAX_DIMS` dims, a negative dim, `value` not
+// representable as described), LODTENSOR_UNSUPPORTED (unknown dtype), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t lodtensor_fill(struct lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim, double value, struct lodtensor_t **out);
+
+// `x`'s elements converted to `dtype`, between any two of the ten dtypes, as a new tensor with
+// `x`'s dims and LoD (a copy even when the dtypes are equal). The rules are Rust's `as`:
+// integer to integer wraps (keeps the low bits, like C's conversion to unsigned), float to
+// integer truncates toward zero and saturates at the integer's range, NaN becoming 0; conversion
+// to a float rounds to nearest, ties to even (float16 and bfloat16 too, from the exact source
+// value), overflowing to ±infinity. bool converts to 0 or 1; a number converts to bool as
+// `value != 0` (NaN is true, -0.0 false).
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_UNSUPPORTED (unknown `dtype`, `x` not
+// on the host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t lodtensor_cast(const struct lodtensor_t *x, struct lodtensor_dtype_t dtype, struct lodtensor_t **out);
+
+// Rows `x[index[0]], x[index[1]], ...` as a new tensor of dims `[K, x.dims[1..]]` without LoD.
+// `index` is an int32 or int64 tensor of dims `[K]` or `[K, 1]`; `x` is any dtype, rank >= 1.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `index`, `out`), LODTENSOR_INVALID_ARGUMENT (0-d `x`,
+// `index` not `[K]` or `[K, 1]`), LODTENSOR_OUT_OF_RANGE (an index < 0 or >= the rows of `x`;
+// the message names its position), LODTENSOR_UNSUPPORTED (`index` not int32/int64, not on the
+// host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t lodtensor_gather_rows(const struct lodtensor_t *x, const struct lodtensor_t *index, struct lodtensor_t **out);
+
+// Log-softmax over the last axis: `out = x - m - log(sum(exp(x - m)))`, `m` the maximum along
+// the axis (so nothing overflows), computed in double for float32, float64, float16 and
+// bfloat16. `*out` is a new tensor with `x`'s dims and LoD.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_ARGUMENT (0-d `x`),
+// LODTENSOR_UNSUPPORTED (dtype not a float, not on the host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t lodtensor_log_softmax(const struct lodtensor_t *x, struct lodtensor_t **out);
 
 #ifdef __cplusplus
 }  // extern "C"

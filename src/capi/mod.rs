@@ -10,12 +10,16 @@
 mod args;
 mod info;
 mod lod;
+mod sequence_misc;
 mod tensor;
+mod tensor_ops;
 mod types;
 
 pub use info::*;
 pub use lod::*;
+pub use sequence_misc::*;
 pub use tensor::*;
+pub use tensor_ops::*;
 pub use types::*;
 
 use crate::error::Error;

@@ -21,3 +21,9 @@ pub(crate) fn common_place(inputs: &[(&str, &Tensor)]) -> Result<Place> {
     }
     Ok(place)
 }
+
+mod checks;
+mod sequence_misc;
+pub use sequence_misc::*;
+mod tensor_ops;
+pub use tensor_ops::*;

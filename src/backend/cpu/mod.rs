@@ -2,5 +2,8 @@
 //! rows or segments so that each output element is written by exactly one task: results never
 //! depend on the thread count. Small inputs stay on the calling thread.
 
+pub mod convert;
 pub mod pool;
 pub mod rows;
+pub mod sequence;
+pub mod softmax;
