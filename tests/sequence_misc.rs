@@ -440,8 +440,8 @@ proptest! {
             for s in 0..n {
                 for (x, rows) in xs.iter().zip(&all_rows) {
                     let o = &x.lod().levels()[0];
-                    for r in o[s]..o[s + 1] {
-                        want.extend_from_slice(&rows[r]);
+                    for row in &rows[o[s]..o[s + 1]] {
+                        want.extend_from_slice(row);
                     }
                 }
                 lod.push(want.len() / (3 * dtype.size()));
@@ -468,8 +468,8 @@ proptest! {
             let mut want = Vec::new();
             let mut lod = vec![0];
             for s in 0..n {
-                for r in o[s] + off[s] as usize..o[s] + (off[s] + len[s]) as usize {
-                    want.extend_from_slice(&rows[r]);
+                for row in &rows[o[s] + off[s] as usize..o[s] + (off[s] + len[s]) as usize] {
+                    want.extend_from_slice(row);
                 }
                 lod.push(lod[s] + len[s] as usize);
             }

@@ -95,7 +95,7 @@ pub fn log_softmax(x: &LoDTensor) -> Result<LoDTensor> {
     let t = x.tensor();
     let width = *t.dims().as_slice().last().ok_or_else(|| err!(InvalidArgument, "x: a 0-d tensor has no last axis"))?;
     cpu_only(place, "log_softmax")?;
-    let rows = if width == 0 { 0 } else { t.numel() / width };
+    let rows = t.numel().checked_div(width).unwrap_or(0);
     let bounds: Vec<usize> = (0..=rows).map(|r| r * width).collect();
     let mut out = Tensor::zeros(t.dtype(), *t.dims())?;
     dispatch_dtype!(t.dtype(), "x", [F16, BF16, F32, F64], |T| {
