@@ -478,6 +478,15 @@ proptest! {
         let want = log_softmax_ref(&x32.iter().map(|&v| v as f64).collect::<Vec<_>>(), width);
         let got = vals::<f32>(&log_softmax(&dense(&x32, &[rows, 1, width])).unwrap());
         prop_assert!(got.iter().zip(&want).all(|(g, w)| (*g as f64 - w).abs() <= w.abs() * 1e-6 + 1e-5));
+        // float16/bfloat16: the reference on the rounded inputs, within one rounding of the output.
+        let xh: Vec<f16> = x.iter().map(|&v| f16::from_f64(v / 10.0)).collect();
+        let want = log_softmax_ref(&xh.iter().map(|v| v.to_f64()).collect::<Vec<_>>(), width);
+        let got = vals::<f16>(&log_softmax(&dense(&xh, &[rows, width])).unwrap());
+        prop_assert!(got.iter().zip(&want).all(|(g, w)| (g.to_f64() - w).abs() <= w.abs() * 2f64.powi(-11) + 1e-7));
+        let xb: Vec<bf16> = x.iter().map(|&v| bf16::from_f64(v)).collect();
+        let want = log_softmax_ref(&xb.iter().map(|v| v.to_f64()).collect::<Vec<_>>(), width);
+        let got = vals::<bf16>(&log_softmax(&dense(&xb, &[rows, width])).unwrap());
+        prop_assert!(got.iter().zip(&want).all(|(g, w)| (g.to_f64() - w).abs() <= w.abs() * 2f64.powi(-8) + 1e-7));
     }
 }
 
