@@ -220,7 +220,8 @@ lodtensor_status_t lodtensor_lod_reset(const struct lodtensor_t *x, const struct
 
 // Softmax within each sequence of `x`'s last LoD level, with the sequence's maximum subtracted
 // (so large inputs do not overflow, unlike Paddle's CPU kernel). `x` holds one element per row
-// (`[N]` or `[N, 1]`) of float32, float64, float16 or bfloat16 (computed in double). On success
+// (`[N]` or `[N, 1]`) of float32, float64, float16 or bfloat16 (exponentials in float, or double
+// for float64; sums in double). On success
 // `*out` is a new tensor with `x`'s dims and LoD, destroyed by the caller.
 //
 // Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_LOD (`x` has no LoD),
@@ -414,8 +415,8 @@ lodtensor_status_t lodtensor_cast(const struct lodtensor_t *x, struct lodtensor_
 lodtensor_status_t lodtensor_gather_rows(const struct lodtensor_t *x, const struct lodtensor_t *index, struct lodtensor_t **out);
 
 // Log-softmax over the last axis: `out = x - m - log(sum(exp(x - m)))`, `m` the maximum along
-// the axis (so nothing overflows), computed in double for float32, float64, float16 and
-// bfloat16. `*out` is a new tensor with `x`'s dims and LoD.
+// the axis (so nothing overflows; exponentials in float, or double for float64, sums in double),
+// for float32, float64, float16 and bfloat16. `*out` is a new tensor with `x`'s dims and LoD.
 //
 // Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_ARGUMENT (0-d `x`),
 // LODTENSOR_UNSUPPORTED (dtype not a float, not on the host), LODTENSOR_OUT_OF_MEMORY.

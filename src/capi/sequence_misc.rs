@@ -26,7 +26,8 @@ unsafe fn unary(
 
 /// Softmax within each sequence of `x`'s last LoD level, with the sequence's maximum subtracted
 /// (so large inputs do not overflow, unlike Paddle's CPU kernel). `x` holds one element per row
-/// (`[N]` or `[N, 1]`) of float32, float64, float16 or bfloat16 (computed in double). On success
+/// (`[N]` or `[N, 1]`) of float32, float64, float16 or bfloat16 (exponentials in float, or double
+/// for float64; sums in double). On success
 /// `*out` is a new tensor with `x`'s dims and LoD, destroyed by the caller.
 ///
 /// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_LOD (`x` has no LoD),

@@ -81,8 +81,8 @@ pub unsafe extern "C" fn lodtensor_gather_rows(
 }
 
 /// Log-softmax over the last axis: `out = x - m - log(sum(exp(x - m)))`, `m` the maximum along
-/// the axis (so nothing overflows), computed in double for float32, float64, float16 and
-/// bfloat16. `*out` is a new tensor with `x`'s dims and LoD.
+/// the axis (so nothing overflows; exponentials in float, or double for float64, sums in double),
+/// for float32, float64, float16 and bfloat16. `*out` is a new tensor with `x`'s dims and LoD.
 ///
 /// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_ARGUMENT (0-d `x`),
 /// LODTENSOR_UNSUPPORTED (dtype not a float, not on the host), LODTENSOR_OUT_OF_MEMORY.

@@ -27,7 +27,8 @@ use crate::tensor::Tensor;
 
 /// Softmax within each sequence of the last LoD level: `out[r] = exp(x[r] - m) / Σ exp(x[s] - m)`
 /// over the rows `s` of r's sequence, `m` their maximum. `x` holds one element per row (`[N]` or
-/// `[N, 1]`); float16, bfloat16, float32, float64 (computed in f64). Same shape and LoD as `x`.
+/// `[N, 1]`); float16, bfloat16, float32 (exponentials in f32, sums in f64) and float64. Same shape
+/// and LoD as `x`.
 pub fn sequence_softmax(x: &LoDTensor) -> Result<LoDTensor> {
     const OP: &str = "sequence_softmax";
     let place = common_place(&[("x", x.tensor())])?;
@@ -36,7 +37,11 @@ pub fn sequence_softmax(x: &LoDTensor) -> Result<LoDTensor> {
     cpu_only(place, OP)?;
     let mut out = Tensor::zeros(x.tensor().dtype(), *x.dims())?;
     dispatch_dtype!(x.tensor().dtype(), "x", [F16, BF16, F32, F64], |T| {
-        softmax_segments(x.tensor().as_slice::<T>()?, offsets, false, out.as_mut_slice::<T>()?)
+        let (xs, out) = (x.tensor().as_slice::<T>()?, out.as_mut_slice::<T>()?);
+        match x.tensor().dtype() {
+            DType::F64 => softmax_segments::<T, f64>(xs, offsets, false, out),
+            _ => softmax_segments::<T, f32>(xs, offsets, false, out),
+        }
     })?;
     LoDTensor::new(out, x.lod().clone())
 }

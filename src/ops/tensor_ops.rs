@@ -88,8 +88,9 @@ pub fn gather_rows(x: &LoDTensor, index: &LoDTensor) -> Result<LoDTensor> {
     Ok(LoDTensor::dense(out))
 }
 
-/// `out = x - m - ln Σ exp(x - m)` over the last axis (`m` the maximum along it), computed in f64;
-/// float16, bfloat16, float32, float64. Same dims and LoD as `x`, which must have at least 1 dim.
+/// `out = x - m - ln Σ exp(x - m)` over the last axis (`m` the maximum along it) for float16,
+/// bfloat16, float32 (exponentials in f32) and float64; sums in f64. Same dims and LoD as `x`,
+/// which must have at least 1 dim.
 pub fn log_softmax(x: &LoDTensor) -> Result<LoDTensor> {
     let place = common_place(&[("x", x.tensor())])?;
     let t = x.tensor();
@@ -99,7 +100,11 @@ pub fn log_softmax(x: &LoDTensor) -> Result<LoDTensor> {
     let bounds: Vec<usize> = (0..=rows).map(|r| r * width).collect();
     let mut out = Tensor::zeros(t.dtype(), *t.dims())?;
     dispatch_dtype!(t.dtype(), "x", [F16, BF16, F32, F64], |T| {
-        softmax_segments(t.as_slice::<T>()?, &bounds, true, out.as_mut_slice::<T>()?)
+        let (xs, out) = (t.as_slice::<T>()?, out.as_mut_slice::<T>()?);
+        match t.dtype() {
+            DType::F64 => softmax_segments::<T, f64>(xs, &bounds, true, out),
+            _ => softmax_segments::<T, f32>(xs, &bounds, true, out),
+        }
     })?;
     LoDTensor::new(out, x.lod().clone())
 }
