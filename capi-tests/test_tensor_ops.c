@@ -36,7 +36,7 @@ static lodtensor_dtype_t fx_bool(void) { return fx_dtype(LODTENSOR_DTYPE_CODE_BO
 static lodtensor_dtype_t fx_u8(void) { return fx_dtype(LODTENSOR_DTYPE_CODE_UINT, 8); }
 
 static void test_fill(void) {
-    static const int64_t dims[2] = {2, 3}, bad_dims[2] = {2, -1}, ten[10] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    static const int64_t dims[2] = {2, 3}, bad_dims[2] = {2, -1}, huge[2] = {INT64_MAX, 4}, ten[10] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
     lodtensor_t *out = NULL;
     lodtensor_dtype_t dt = fx_dtype(LODTENSOR_DTYPE_CODE_FLOAT, 32);
     size_t i, n = 0, levels = 9;
@@ -80,6 +80,7 @@ static void test_fill(void) {
     CHECK_STATUS_MSG(lodtensor_fill(fx_i32(), dims, 2, NAN, &out), LODTENSOR_INVALID_ARGUMENT, "value");
     CHECK_STATUS_MSG(lodtensor_fill(fx_bool(), dims, 2, 2.0, &out), LODTENSOR_INVALID_ARGUMENT, "bool");
     CHECK_STATUS_MSG(lodtensor_fill(fx_f16(), dims, 2, 1e6, &out), LODTENSOR_INVALID_ARGUMENT, "overflows");
+    CHECK_STATUS_MSG(lodtensor_fill(fx_f32(), huge, 2, 1.0, &out), LODTENSOR_OUT_OF_MEMORY, "dims");
     CHECK_STATUS_MSG(lodtensor_fill(fx_dtype(LODTENSOR_DTYPE_CODE_FLOAT, 8), dims, 2, 1.0, &out),
                      LODTENSOR_UNSUPPORTED, "dtype");
     CHECK_EQ_PTR(out, fx_sentinel());

@@ -93,7 +93,11 @@ pub fn sequence_concat(xs: &[&LoDTensor]) -> Result<LoDTensor> {
         );
     }
     cpu_only(place, OP)?;
-    let out_offsets: Vec<usize> = (0..=sequences).map(|i| abs.iter().map(|a| a[i]).sum()).collect();
+    // Rows of zero width take no memory, so their counts can add up past usize.
+    let out_offsets = (0..=sequences)
+        .map(|i| abs.iter().try_fold(0usize, |acc, a| acc.checked_add(a[i])))
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(|| err!(OutOfMemory, "xs: the total row count overflows"))?;
     let mut out = Tensor::zeros(first.dtype(), first.dims().with_rows(out_offsets[sequences])?)?;
     let srcs = xs.iter().map(|x| x.tensor().bytes()).collect::<Result<Vec<&[u8]>>>()?;
     let offsets: Vec<&[usize]> = abs.iter().map(Vec::as_slice).collect();
