@@ -305,6 +305,25 @@ lodtensor_status_t sequence_erase(const struct lodtensor_t *x, const int64_t *to
 // LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t sequence_reshape(const struct lodtensor_t *x, int64_t new_dim, struct lodtensor_t **out);
 
+// Paddle's `sequence_conv`: for each row `r` of `x` (`[T, N]`, exactly one LoD level), the
+// `context_length` rows `p = r + context_start + j` (j = 0 .. context_length-1) of r's own
+// sequence side by side, times `filter` (`[context_length * N, M]`); `*out` is a new `[T, M]`
+// tensor with `x`'s LoD. Context rows outside the sequence are zeros, or, with
+// `padding_trainable`, rows of `padding_data` (`[up_pad + down_pad, N]`, `up_pad =
+// max(0, -context_start)`, `down_pad = max(0, context_start + context_length - 1)`):
+// `padding_data[up_pad + p]` before the sequence, `padding_data[up_pad + p - len]` after it.
+// `padding_data` may be NULL, and is ignored, unless `padding_trainable`. float32 or float64
+// (`x`, `filter` and `padding_data` alike).
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `filter`, `out`; `padding_data` when
+// `padding_trainable`), LODTENSOR_INVALID_LOD (`x` has not exactly one LoD level),
+// LODTENSOR_INVALID_ARGUMENT (`x` not rank 2, `context_length` < 1, `context_stride` not 1,
+// `padding_trainable` with `context_start` 0 and `context_length` 1, |`context_start`| or
+// `context_length` >= 2^62, `filter` or `padding_data` of the wrong dims or a dtype other than
+// `x`'s), LODTENSOR_UNSUPPORTED (not float32/float64, or not on the host),
+// LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t sequence_conv(const struct lodtensor_t *x, const struct lodtensor_t *filter, const struct lodtensor_t *padding_data, int64_t context_length, int64_t context_start, int64_t context_stride, bool padding_trainable, struct lodtensor_t **out);
+
 // Creates a host tensor holding a copy of `data`.
 //
 // `dtype`: the element type. `dims`/`ndim`: the shape (`ndim` <= `LODTENSOR_MAX_DIMS`, every

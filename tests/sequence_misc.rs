@@ -5,8 +5,8 @@
 use half::{bf16, f16};
 use lodtensor::backend::cpu::pool::set_num_threads;
 use lodtensor::ops::{
-    sequence_concat, sequence_enumerate, sequence_erase, sequence_mask, sequence_reshape, sequence_reverse,
-    sequence_slice, sequence_softmax,
+    sequence_concat, sequence_conv, sequence_enumerate, sequence_erase, sequence_mask, sequence_reshape,
+    sequence_reverse, sequence_slice, sequence_softmax,
 };
 use lodtensor::{DType, Dim, Element, Error, LoDTensor, Lod, Tensor};
 use proptest::prelude::*;
@@ -588,6 +588,8 @@ fn results_do_not_depend_on_the_thread_count() {
         let xf = lodtensor::ops::cast(&random(DType::U8, &[n, 1], vec![o.clone()], 9), DType::F32).unwrap();
         let xi = lodtensor::ops::cast(&random(DType::U8, &[n, 1], vec![o.clone()], 11), DType::I64).unwrap();
         let ns = lengths.len();
+        let xc = lodtensor::ops::cast(&random(DType::I8, &[n, 2], vec![o.clone()], 5), DType::F32).unwrap();
+        let fc = lodtensor::ops::cast(&random(DType::I8, &[6, 4], vec![], 6), DType::F32).unwrap();
         let off: Vec<i64> = lengths.iter().map(|&l| (l / 3) as i64).collect();
         let len: Vec<i64> = lengths.iter().map(|&l| (l / 2) as i64).collect();
         vec![
@@ -599,6 +601,7 @@ fn results_do_not_depend_on_the_thread_count() {
             raw(&sequence_enumerate(&xi, 3, -1).unwrap()),
             raw(&sequence_erase(&xi, &[0, 5, 7]).unwrap()),
             raw(&sequence_reshape(&random(DType::I16, &[n, 4], vec![o.clone()], 3), 2).unwrap()),
+            raw(&sequence_conv(&xc, &fc, None, 3, -1, 1, false).unwrap()),
         ]
     };
     set_num_threads(1).unwrap();
@@ -607,4 +610,123 @@ fn results_do_not_depend_on_the_thread_count() {
     let four = run();
     set_num_threads(0).unwrap();
     assert!(one == four, "results differ between 1 and 4 threads");
+}
+
+// ---- sequence_conv -------------------------------------------------------------------------------
+
+/// The context rows of the spec's reference, then the matrix product, in plain loops.
+#[allow(clippy::too_many_arguments)]
+fn conv_ref(
+    x: &[f64],
+    o: &[usize],
+    n: usize,
+    filter: &[f64],
+    m: usize,
+    length: usize,
+    start: i64,
+    padding: Option<&[f64]>,
+) -> Vec<f64> {
+    let up = (-start).max(0);
+    let mut out = Vec::new();
+    for s in 0..o.len() - 1 {
+        let len = (o[s + 1] - o[s]) as i64;
+        for r in 0..len {
+            let mut ctx = vec![0.0; length * n];
+            for j in 0..length {
+                let p = r + start + j as i64;
+                for c in 0..n {
+                    ctx[j * n + c] = if 0 <= p && p < len {
+                        x[(o[s] + p as usize) * n + c]
+                    } else if let Some(pad) = padding {
+                        let k = if p < 0 { up + p } else { up + p - len };
+                        pad[k as usize * n + c]
+                    } else {
+                        0.0
+                    };
+                }
+            }
+            for col in 0..m {
+                out.push((0..length * n).map(|k| ctx[k] * filter[k * m + col]).sum());
+            }
+        }
+    }
+    out
+}
+
+// sequence_conv doc: rows [1,1],[2,2],[3,3],[4,4], lod [[0,3,4]], start -1, length 3; with an
+// identity filter the output is the context rows themselves.
+#[test]
+fn conv_doc_example() {
+    let x = lt(&[1f32, 1., 2., 2., 3., 3., 4., 4.], &[4, 2], vec![vec![0, 3, 4]]);
+    let identity: Vec<f32> = (0..36).map(|k| if k / 6 == k % 6 { 1. } else { 0. }).collect();
+    let filter = dense(&identity, &[6, 6]);
+    let out = sequence_conv(&x, &filter, None, 3, -1, 1, false).unwrap();
+    assert_eq!(
+        vals::<f32>(&out),
+        [0., 0., 1., 1., 2., 2., 1., 1., 2., 2., 3., 3., 2., 2., 3., 3., 0., 0., 0., 0., 4., 4., 0., 0.]
+    );
+    assert_eq!(levels(&out), vec![vec![0, 3, 4]]);
+    // Trainable padding: 1 row before (p = -1), 1 row after (p = len).
+    let pad = dense(&[-1f32, -2., -3., -4.], &[2, 2]);
+    let out = sequence_conv(&x, &filter, Some(&pad), 3, -1, 1, true).unwrap();
+    assert_eq!(
+        vals::<f32>(&out),
+        [-1., -2., 1., 1., 2., 2., 1., 1., 2., 2., 3., 3., 2., 2., 3., 3., -3., -4., -1., -2., 4., 4., -3., -4.]
+    );
+    // Errors.
+    let e = |r: Result<LoDTensor, Error>| r.unwrap_err();
+    assert!(
+        matches!(e(sequence_conv(&x, &filter, None, 3, -1, 1, true)), Error::NullArgument(m) if m.contains("padding_data"))
+    );
+    assert!(
+        matches!(e(sequence_conv(&x, &filter, None, 3, -1, 2, false)), Error::InvalidArgument(m) if m.contains("context_stride"))
+    );
+    assert!(
+        matches!(e(sequence_conv(&x, &filter, None, 0, -1, 1, false)), Error::InvalidArgument(m) if m.contains("context_length"))
+    );
+    assert!(
+        matches!(e(sequence_conv(&x, &filter, None, 2, -1, 1, false)), Error::InvalidArgument(m) if m.contains("filter"))
+    );
+    let f2 = dense(&[1f32, 0., 0., 1.], &[2, 2]);
+    assert!(
+        matches!(e(sequence_conv(&x, &f2, Some(&pad), 1, 0, 1, true)), Error::InvalidArgument(m) if m.contains("padding_trainable"))
+    );
+    assert!(
+        matches!(e(sequence_conv(&x, &filter, Some(&f2), 3, -3, 1, true)), Error::InvalidArgument(m) if m.contains("padding_data"))
+    );
+    assert!(
+        matches!(e(sequence_conv(&x, &dense(&[0f64; 36], &[6, 6]), None, 3, -1, 1, false)), Error::InvalidArgument(m) if m.contains("dtype"))
+    );
+    assert!(matches!(e(sequence_conv(&x, &filter, None, 3, i64::MIN, 1, false)), Error::InvalidArgument(_)));
+    let xi = lt(&[1i32, 1], &[1, 2], vec![vec![0, 1]]);
+    assert!(is_unsupported(sequence_conv(&xi, &dense(&[0i32; 12], &[6, 2]), None, 3, -1, 1, false)));
+    let two = lt(&[1f32, 1.], &[1, 2], vec![vec![0, 1], vec![0, 1]]);
+    assert!(matches!(e(sequence_conv(&two, &filter, None, 3, -1, 1, false)), Error::InvalidLod(_)));
+    // Padding is ignored unless trainable.
+    assert_eq!(vals::<f32>(&sequence_conv(&x, &filter, Some(&f2), 3, -1, 1, false).unwrap())[0], 0.);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn conv_matches_reference(lengths in lengths_strategy(20), n in 1usize..4, m in 1usize..4, length in 1usize..5, start in -4i64..3, trainable in any::<bool>(), seed in any::<u64>()) {
+        prop_assume!(!(trainable && start == 0 && length == 1));
+        let o = offsets(&lengths);
+        let rows = *o.last().unwrap();
+        let num = |k: usize, salt: u64| bytes(seed ^ salt, k, DType::U8).iter().map(|&b| (b as f64 - 128.) / 16.).collect::<Vec<f64>>();
+        let x = num(rows * n, 1);
+        let filter = num(length * n * m, 2);
+        let pad_rows = ((-start).max(0) + (start + length as i64 - 1).max(0)) as usize;
+        let pad = num(pad_rows * n, 3);
+        let want = conv_ref(&x, &o, n, &filter, m, length, start, trainable.then_some(pad.as_slice()));
+        let pad_t = dense(&pad, &[pad_rows, n]);
+        let got = sequence_conv(&lt(&x, &[rows, n], vec![o.clone()]), &dense(&filter, &[length * n, m]), Some(&pad_t), length as i64, start, 1, trainable).unwrap();
+        prop_assert_eq!(dims(&got), vec![rows, m]);
+        assert_close(&vals::<f64>(&got), &want, 1e-9);
+        let f32s = |v: &[f64]| v.iter().map(|&a| a as f32).collect::<Vec<f32>>();
+        let pad32 = dense(&f32s(&pad), &[pad_rows, n]);
+        let got = sequence_conv(&lt(&f32s(&x), &[rows, n], vec![o.clone()]), &dense(&f32s(&filter), &[length * n, m]), Some(&pad32), length as i64, start, 1, trainable).unwrap();
+        assert_close(&vals::<f32>(&got).iter().map(|&v| v as f64).collect::<Vec<_>>(), &want, 1e-3);
+    }
 }

@@ -269,3 +269,101 @@ pub fn sequence_reshape(x: &LoDTensor, new_dim: i64) -> Result<LoDTensor> {
     gather_row_ranges(t.bytes()?, size, &ranges, out.bytes_mut()?)?;
     LoDTensor::new(out, Lod::from_offsets(vec![out_lod])?)
 }
+
+/// Paddle's `sequence_conv` (context projection, then a matrix product): for each row `r` of a
+/// sequence, the `context_length` rows starting `context_start` rows away, side by side, times
+/// `filter`. `x` is `[T, N]` with exactly one LoD level, `filter` is `[context_length * N, M]`, both
+/// float32 or float64 (the same); the output is `[T, M]` with `x`'s LoD. Context rows outside the
+/// row's own sequence are zeros, or with `padding_trainable` rows of `padding`
+/// (`[up_pad + down_pad, N]` where `up_pad = max(0, -context_start)` and
+/// `down_pad = max(0, context_start + context_length - 1)`): `padding[up_pad + p]` for `p < 0` and
+/// `padding[up_pad + p - len]` for `p >= len`. `padding` is ignored unless `padding_trainable`.
+/// `context_stride` must be 1; `padding_trainable` with `context_start` 0 and `context_length` 1
+/// is an error, as in Paddle.
+pub fn sequence_conv(
+    x: &LoDTensor,
+    filter: &LoDTensor,
+    padding: Option<&LoDTensor>,
+    context_length: i64,
+    context_start: i64,
+    context_stride: i64,
+    padding_trainable: bool,
+) -> Result<LoDTensor> {
+    const OP: &str = "sequence_conv";
+    let padding = padding.filter(|_| padding_trainable);
+    let mut inputs = vec![("x", x.tensor()), ("filter", filter.tensor())];
+    inputs.extend(padding.map(|p| ("padding_data", p.tensor())));
+    let place = common_place(&inputs)?;
+    let offsets = one_level(x, "x", OP)?;
+    let xd = x.dims().as_slice();
+    ensure!(xd.len() == 2, InvalidArgument, "x: dims {xd:?}; {OP} needs rank 2 ([T, N])");
+    ensure!(context_length > 0, InvalidArgument, "context_length: must be at least 1, got {context_length}");
+    ensure!(context_stride == 1, InvalidArgument, "context_stride: must be 1, got {context_stride}");
+    ensure!(
+        !(padding_trainable && context_start == 0 && context_length == 1),
+        InvalidArgument,
+        "padding_trainable: must be false when context_start is 0 and context_length is 1 (there is no padding)"
+    );
+    const LIMIT: i64 = 1 << 62; // keeps every row position arithmetic far from overflow
+    ensure!(
+        context_start.unsigned_abs() < LIMIT as u64 && context_length < LIMIT,
+        InvalidArgument,
+        "context_start, context_length: {context_start} and {context_length} must be less than 2^62 in magnitude"
+    );
+    let n = xd[1];
+    let length = usize::try_from(context_length)
+        .map_err(|_| err!(InvalidArgument, "context_length: {context_length} is too large"))?;
+    let fd = filter.dims().as_slice();
+    ensure!(
+        fd.len() == 2 && length.checked_mul(n) == Some(fd[0]),
+        InvalidArgument,
+        "filter: dims {fd:?}; expected [context_length * N, M] = [{}, M]",
+        length.saturating_mul(n)
+    );
+    let dtype = x.tensor().dtype();
+    ensure!(
+        filter.tensor().dtype() == dtype,
+        InvalidArgument,
+        "filter: dtype {} differs from x's {dtype}",
+        filter.tensor().dtype()
+    );
+    let up_pad = (-context_start).max(0);
+    let down_pad = (context_start + context_length - 1).max(0);
+    if padding_trainable {
+        let p = padding.ok_or_else(|| err!(NullArgument, "padding_data: required when padding_trainable is true"))?;
+        let pd = p.dims().as_slice();
+        ensure!(
+            pd.len() == 2 && pd[0] as i128 == up_pad as i128 + down_pad as i128 && pd[1] == n,
+            InvalidArgument,
+            "padding_data: dims {pd:?}; expected [up_pad + down_pad, N] = [{}, {n}]",
+            up_pad as i128 + down_pad as i128
+        );
+        ensure!(
+            p.tensor().dtype() == dtype,
+            InvalidArgument,
+            "padding_data: dtype {} differs from x's {dtype}",
+            p.tensor().dtype()
+        );
+    }
+    cpu_only(place, OP)?;
+    let shape = kernels::ConvShape {
+        width: n,
+        out_width: fd[1],
+        context_length: length,
+        context_start,
+        up_pad: up_pad as usize,
+    };
+    let mut out = Tensor::zeros(dtype, Dim::new(&[xd[0], fd[1]])?)?;
+    dispatch_dtype!(dtype, "x", [F32, F64], |T| {
+        let pad = padding.map(|p| p.tensor().as_slice::<T>()).transpose()?;
+        kernels::sequence_conv(
+            x.tensor().as_slice::<T>()?,
+            offsets,
+            filter.tensor().as_slice::<T>()?,
+            pad,
+            &shape,
+            out.as_mut_slice::<T>()?,
+        )
+    })?;
+    LoDTensor::new(out, x.lod().clone())
+}

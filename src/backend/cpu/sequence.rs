@@ -106,3 +106,57 @@ pub fn concat_sequences(
         }
     })
 }
+
+/// The shape of a sequence convolution: `width` = N columns of x, `out_width` = M columns of the
+/// output, `context_length` rows of context starting `context_start` rows from each row, and
+/// `up_pad` (rows of `padding` used before a sequence; the rows after it follow).
+pub struct ConvShape {
+    pub width: usize,
+    pub out_width: usize,
+    pub context_length: usize,
+    pub context_start: i64,
+    pub up_pad: usize,
+}
+
+/// `out[r] = Σ_j context(r, j) · filter[j*N .. (j+1)*N]`, where `context(r, j)` is row
+/// `p = r + context_start + j` of r's own sequence (`offsets`), or, outside it, zeros
+/// (`padding` None) or `padding[up_pad + p]` before it and `padding[up_pad + p - len]` after it.
+pub fn sequence_conv<T>(
+    x: &[T],
+    offsets: &[usize],
+    filter: &[T],
+    padding: Option<&[T]>,
+    s: &ConvShape,
+    out: &mut [T],
+) -> Result<()>
+where
+    T: Copy + Send + Sync + Default + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
+{
+    let (n, m) = (s.width, s.out_width);
+    // Rows of no columns contribute nothing, however long the context.
+    let context_length = if n == 0 { 0 } else { s.context_length };
+    let bounds: Vec<usize> = offsets.iter().map(|&o| o * m).collect();
+    for_each_segment(out, &bounds, |i, seg| {
+        let (start, len) = (offsets[i], offsets[i + 1] - offsets[i]);
+        for (r, row) in seg.chunks_exact_mut(m.max(1)).enumerate() {
+            row.fill(T::default());
+            for j in 0..context_length {
+                let p = r as i64 + s.context_start + j as i64;
+                let src = if (0..len as i64).contains(&p) {
+                    &x[(start + p as usize) * n..(start + p as usize + 1) * n]
+                } else if let Some(pad) = padding {
+                    let k = if p < 0 { (s.up_pad as i64 + p) as usize } else { s.up_pad + (p as usize - len) };
+                    &pad[k * n..(k + 1) * n]
+                } else {
+                    continue;
+                };
+                for (c, &a) in src.iter().enumerate() {
+                    let f = &filter[(j * n + c) * m..(j * n + c + 1) * m];
+                    for (o, &w) in row.iter_mut().zip(f) {
+                        *o = *o + a * w;
+                    }
+                }
+            }
+        }
+    })
+}
