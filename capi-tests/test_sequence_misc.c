@@ -1,6 +1,7 @@
 /* test_sequence_misc: sequence_softmax, sequence_concat, sequence_slice, sequence_reverse,
- * sequence_mask, sequence_enumerate, sequence_erase, sequence_reshape (spec §6): the worked
- * examples with value checks, and every documented failure, with outputs left untouched. */
+ * sequence_mask, sequence_enumerate, sequence_erase, sequence_reshape, sequence_conv (spec §6):
+ * the worked examples with value checks, and every documented failure, with outputs left
+ * untouched. */
 #include <stdint.h>
 #include <string.h>
 
@@ -394,6 +395,74 @@ static void test_reshape(void) {
     lodtensor_destroy(flat);
 }
 
+static void test_conv(void) {
+    /* Doc: rows [1,1],[2,2],[3,3],[4,4], lod [[0,3,4]], start -1, length 3; identity filter gives the
+     * context rows. Trainable padding fills the rows outside each sequence. */
+    static const float x[8] = {1, 1, 2, 2, 3, 3, 4, 4}, pad[4] = {-1, -2, -3, -4};
+    static const float want[24] = {0, 0, 1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 2, 2, 3, 3, 0, 0, 0, 0, 4, 4, 0, 0};
+    static const float want_pad[24] = {-1, -2, 1, 1, 2, 2, 1, 1, 2, 2, 3, 3,
+                                       2,  2,  3, 3, -3, -4, -1, -2, 4, 4, -3, -4};
+    static const int64_t dx[2] = {4, 2}, df[2] = {6, 6}, dp[2] = {2, 2}, dout[2] = {4, 6}, dflat[1] = {8};
+    static const int64_t d3[2] = {3, 2};
+    static const double dbl[36] = {0};
+    static const int32_t ints[12] = {0};
+    static const size_t lod[3] = {0, 3, 4}, lod8[2] = {0, 8}, sizes2[2] = {2, 3}, lod2[5] = {0, 2, 0, 3, 4};
+    float identity[36];
+    lodtensor_t *t, *f, *p, *fd, *ti, *fi, *two, *flat, *p3, *out = NULL;
+    size_t i;
+    for (i = 0; i < 36; ++i) {
+        identity[i] = i / 6 == i % 6 ? 1.0f : 0.0f;
+    }
+    t = make(fx_f32(), dx, 2, x, sizeof x, lod, 3);
+    f = make(fx_f32(), df, 2, identity, sizeof identity, NULL, 0);
+    p = make(fx_f32(), dp, 2, pad, sizeof pad, NULL, 0);
+    p3 = make(fx_f32(), d3, 2, identity, 6 * sizeof(float), NULL, 0);
+    fd = make(fx_f64(), df, 2, dbl, sizeof dbl, NULL, 0);
+    ti = make(fx_i32(), dx, 2, ints, 8 * sizeof(int32_t), lod, 3);
+    fi = make(fx_i32(), df, 2, dbl, 36 * sizeof(int32_t), NULL, 0);
+    two = make2(fx_f32(), dx, 2, x, sizeof x, sizes2, lod2, 5);
+    flat = make(fx_f32(), dflat, 1, x, sizeof x, lod8, 2);
+    if (t && f && CHECK_OK(sequence_conv(t, f, NULL, 3, -1, 1, false, &out))) {
+        CHECK(memcmp(data_of(out), want, sizeof want) == 0);
+        CHECK_OFFSETS(out, 0, lod, 3);
+        dims_are(out, dout, 2);
+        lodtensor_destroy(out);
+        out = NULL;
+    }
+    if (t && f && p && CHECK_OK(sequence_conv(t, f, p, 3, -1, 1, true, &out))) {
+        CHECK(memcmp(data_of(out), want_pad, sizeof want_pad) == 0);
+        lodtensor_destroy(out);
+    }
+    out = fx_sentinel();
+    CHECK_STATUS_MSG(sequence_conv(NULL, f, NULL, 3, -1, 1, false, &out), LODTENSOR_NULL_ARGUMENT, "x");
+    CHECK_STATUS_MSG(sequence_conv(t, NULL, NULL, 3, -1, 1, false, &out), LODTENSOR_NULL_ARGUMENT, "filter");
+    CHECK_STATUS_MSG(sequence_conv(t, f, NULL, 3, -1, 1, false, NULL), LODTENSOR_NULL_ARGUMENT, "out");
+    CHECK_STATUS_MSG(sequence_conv(t, f, NULL, 3, -1, 1, true, &out), LODTENSOR_NULL_ARGUMENT, "padding_data");
+    CHECK_STATUS_MSG(sequence_conv(two, f, NULL, 3, -1, 1, false, &out), LODTENSOR_INVALID_LOD, "exactly 1");
+    CHECK_STATUS_MSG(sequence_conv(flat, f, NULL, 3, -1, 1, false, &out), LODTENSOR_INVALID_ARGUMENT, "rank 2");
+    CHECK_STATUS_MSG(sequence_conv(t, f, NULL, 0, -1, 1, false, &out), LODTENSOR_INVALID_ARGUMENT,
+                     "context_length");
+    CHECK_STATUS_MSG(sequence_conv(t, f, NULL, 3, -1, 2, false, &out), LODTENSOR_INVALID_ARGUMENT,
+                     "context_stride");
+    CHECK_STATUS_MSG(sequence_conv(t, p, p, 1, 0, 1, true, &out), LODTENSOR_INVALID_ARGUMENT, "padding_trainable");
+    CHECK_STATUS_MSG(sequence_conv(t, f, NULL, 3, INT64_MIN, 1, false, &out), LODTENSOR_INVALID_ARGUMENT,
+                     "context_start");
+    CHECK_STATUS_MSG(sequence_conv(t, f, NULL, 2, -1, 1, false, &out), LODTENSOR_INVALID_ARGUMENT, "filter");
+    CHECK_STATUS_MSG(sequence_conv(t, fd, NULL, 3, -1, 1, false, &out), LODTENSOR_INVALID_ARGUMENT, "dtype");
+    CHECK_STATUS_MSG(sequence_conv(t, f, p3, 3, -1, 1, true, &out), LODTENSOR_INVALID_ARGUMENT, "padding_data");
+    CHECK_STATUS_MSG(sequence_conv(ti, fi, NULL, 3, -1, 1, false, &out), LODTENSOR_UNSUPPORTED, "int32");
+    CHECK_EQ_PTR(out, fx_sentinel());
+    lodtensor_destroy(t);
+    lodtensor_destroy(f);
+    lodtensor_destroy(p);
+    lodtensor_destroy(p3);
+    lodtensor_destroy(fd);
+    lodtensor_destroy(ti);
+    lodtensor_destroy(fi);
+    lodtensor_destroy(two);
+    lodtensor_destroy(flat);
+}
+
 int main(void) {
     test_softmax();
     test_concat();
@@ -403,5 +472,6 @@ int main(void) {
     test_enumerate();
     test_erase();
     test_reshape();
+    test_conv();
     return CHECK_RETURN();
 }

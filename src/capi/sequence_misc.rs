@@ -1,5 +1,5 @@
 //! Exports of the smaller sequence operators (semantics spec §6): softmax, concat, slice, reverse,
-//! mask, enumerate, erase, reshape. Each checks its pointers, calls `crate::ops` and hands back a
+//! mask, enumerate, erase, reshape, conv. Each checks its pointers, calls `crate::ops` and hands back a
 //! new handle.
 
 use super::args::{self, get, Out};

@@ -1,5 +1,5 @@
 //! The smaller sequence operators of Paddle (semantics spec §6): softmax, concat, slice, reverse,
-//! mask, enumerate, erase and reshape. Each checks its arguments, naming the argument, the index
+//! mask, enumerate, erase, reshape and conv. Each checks its arguments, naming the argument, the index
 //! and the rule, then runs the host kernel.
 //!
 //! Rules of our own (where Paddle misbehaves or is silent):
