@@ -3,10 +3,13 @@
 //! depend on the thread count. Small inputs stay on the calling thread.
 
 pub mod beam_search;
+pub mod convert;
 pub mod pad;
 pub mod pool;
 pub mod pooling;
 pub mod rows;
 pub mod scatter;
+pub mod sequence;
+pub mod softmax;
 pub mod tensor_array;
 pub mod topk;
