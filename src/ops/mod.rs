@@ -40,3 +40,5 @@ pub use sequence_misc::*;
 mod tensor_ops;
 pub use tensor_ops::*;
 pub mod topk;
+pub mod transfer;
+pub use transfer::*;

@@ -38,9 +38,14 @@ pub(crate) fn one_level_from_lengths(lengths: impl IntoIterator<Item = usize>) -
     crate::lod::Lod::from_offsets(vec![offsets])
 }
 
-/// A new host tensor of `dims` (same dtype as `src`) whose rows are `ranges[0]`, `ranges[1]`, ...
+/// A new tensor of `dims` on `src`'s place (same dtype as `src`) whose rows are `ranges[0]`, `ranges[1]`, ...
 /// of `src` viewed as rows of `row_bytes` bytes. The ranges must fit in `src` (callers validate).
+/// On a CUDA place this is the device's row-range gather (one launch), so every op built on it
+/// runs there too once it stops calling `require_cpu`.
 pub(crate) fn gather_into_new(src: &Tensor, row_bytes: usize, ranges: &[Range<usize>], dims: Dim) -> Result<Tensor> {
+    if let Place::Cuda(_) = src.place() {
+        return crate::backend::cuda::gather_row_ranges(src, row_bytes, ranges, dims);
+    }
     let mut out = Tensor::zeros(src.dtype(), dims)?;
     gather_row_ranges(src.bytes()?, row_bytes, ranges, out.bytes_mut()?)?;
     Ok(out)
