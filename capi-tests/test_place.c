@@ -119,6 +119,9 @@ int main(void) {
         CHECK(count > 0);
         test_with_cuda(count);
     } else {
+        /* scripts/test-gpu.sh sets LODTENSOR_REQUIRE_GPU=1: a GPU run must not pass by skipping. */
+        const char *require = getenv("LODTENSOR_REQUIRE_GPU");
+        CHECK(require == NULL || strcmp(require, "1") != 0);
         CHECK_EQ_INT(status, LODTENSOR_UNSUPPORTED);
         printf("test_place: CUDA cannot be used (%s); the GPU part is skipped\n", lodtensor_last_error_message());
         test_without_cuda();

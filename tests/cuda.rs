@@ -75,6 +75,11 @@ fn gpu_or_skip() -> bool {
             true
         }
         Err(e) => {
+            // scripts/test-gpu.sh sets this, so that a GPU run cannot pass by skipping.
+            assert!(
+                std::env::var("LODTENSOR_REQUIRE_GPU").map_or(true, |v| v != "1"),
+                "LODTENSOR_REQUIRE_GPU=1, but no usable CUDA device: {e}"
+            );
             eprintln!("skipped: no usable CUDA device ({e})");
             false
         }
@@ -152,11 +157,9 @@ fn gpu_unpack_and_reorder_equal_cpu() {
         let lengths: Vec<usize> = (0..seqs).map(|_| rng.next(6)).collect();
         let rows: usize = lengths.iter().sum();
         let data: Vec<f32> = (0..rows * width).map(|i| i as f32 + case as f32).collect();
-        let x = LoDTensor::new(
-            Tensor::from_slice(&data, &[rows, width]).unwrap(),
-            Lod::from_lengths(&[lengths]).unwrap(),
-        )
-        .unwrap();
+        let x =
+            LoDTensor::new(Tensor::from_slice(&data, &[rows, width]).unwrap(), Lod::from_lengths(&[lengths]).unwrap())
+                .unwrap();
         let table = lodtensor::RankTable::from_lod_tensor(&x, 0).unwrap();
         let xd = to_place(&x, Place::Cuda(0)).unwrap();
         let want = lodtensor::lod_tensor_to_array(&x, &table).unwrap();
