@@ -123,6 +123,7 @@ int main(void) {
         const char *require = getenv("LODTENSOR_REQUIRE_GPU");
         CHECK(require == NULL || strcmp(require, "1") != 0);
         CHECK_EQ_INT(status, LODTENSOR_UNSUPPORTED);
+        CHECK_STATUS_MSG(lodtensor_cuda_device_count(&count), LODTENSOR_UNSUPPORTED, "CUDA");
         printf("test_place: CUDA cannot be used (%s); the GPU part is skipped\n", lodtensor_last_error_message());
         test_without_cuda();
     }
