@@ -23,6 +23,10 @@ failed=()
 section "Rust tests with --features cuda"
 cargo test --release --features cuda --target-dir target/cuda --no-fail-fast || failed+=("Rust tests (cuda)")
 
+section "Speed: the row gather against a device copy (issue 6: >= 70%)"
+cargo test --release --features cuda --target-dir target/cuda --test cuda -- --ignored --nocapture \
+  gpu_gather_bandwidth || failed+=("GPU bandwidth test")
+
 section "C API tests against the CUDA build (build/capi-cuda)"
 cmake -S capi-tests -B build/capi-cuda -DCMAKE_BUILD_TYPE=Debug -DLODTENSOR_MEMCHECK=OFF \
   "-DLODTENSOR_CARGO_TARGET_DIR=$PWD/target/cuda" "-DLODTENSOR_CARGO_ARGS=--features=cuda"

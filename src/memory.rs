@@ -120,6 +120,11 @@ impl Drop for Allocation {
             }
             Origin::Borrowed(release) => {
                 if let Some(release) = release.take() {
+                    // Kernels queued on the device may still use the caller's buffer: let them finish
+                    // before handing it back (a failure here has nobody to report to).
+                    if let Place::Cuda(n) = self.place {
+                        let _ = crate::backend::cuda::synchronize(n);
+                    }
                     release();
                 }
             }
