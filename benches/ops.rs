@@ -1,0 +1,356 @@
+//! The operator benchmark of issue 8: every hot operator against a calibration kernel of the same
+//! size, measured in the same process and interleaved with it (op, calibration, op, ...) so both
+//! see the same noise from other work on the machine. Not part of `cargo test` or CI.
+//!
+//!   cargo bench --bench ops                 # every case, 1 and 2 threads, markdown table
+//!   cargo bench --bench ops -- pool         # only cases whose name contains "pool"
+//!   BENCH_REPS=3 BENCH_THREADS=1 ...        # fewer repetitions / one thread count (profiling)
+//!
+//! Each case declares the minimum bytes the operator must move: `read` (every input byte it
+//! needs, once) and `write` (every output byte, once). Its GB/s is `(read + write) / median time`.
+//! The calibration is the plainest kernel with the same traffic:
+//! - `copy`: writes `write` bytes into a new buffer, allocated for each run and freed after it
+//!   exactly as an op's output is (`Allocation::zeroed`, the library's allocator), from a source
+//!   of `min(read, write)` bytes, tiled when the output is larger (expand, pad):
+//!   GB/s = `(source + write) / time`. So the ratio measures the kernel, not the allocator.
+//! - `sum`: a read-only f32 sum over `read` bytes (pooling): GB/s = `read / time`.
+//! The ratio is op GB/s / calibration GB/s. The same copy into a buffer reused across runs ("warm")
+//! is printed too, for the cost of fresh pages.
+
+use lodtensor::backend::cpu::pool::{pool, set_num_threads};
+use lodtensor::{
+    array_to_lod_tensor, lod_tensor_to_array, sequence_expand_as, sequence_pad, sequence_pool, sequence_scatter,
+    sequence_unpad, Allocation, LoDTensor, PoolType, RankTable, Tensor,
+};
+use rayon::prelude::*;
+use std::alloc::{alloc, dealloc, Layout};
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+/// splitmix64: fixed-seed lengths and ids, no dependency.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `[lo, hi]`.
+    fn range(&mut self, lo: usize, hi: usize) -> usize {
+        lo + (self.next() % (hi - lo + 1) as u64) as usize
+    }
+}
+
+fn data(n: usize, rng: &mut Rng) -> Vec<f32> {
+    (0..n).map(|_| (rng.next() >> 40) as f32 / (1u64 << 24) as f32 - 0.5).collect()
+}
+
+fn offsets(lengths: &[usize]) -> Vec<usize> {
+    let mut o = vec![0];
+    for &n in lengths {
+        o.push(o[o.len() - 1] + n);
+    }
+    o
+}
+
+/// A one-level f32 LoDTensor of `lengths` sequences of rows of `width`.
+fn sequences(lengths: &[usize], width: usize, rng: &mut Rng) -> LoDTensor {
+    let o = offsets(lengths);
+    let rows = o[o.len() - 1];
+    LoDTensor::from_slice(&data(rows * width, rng), &[rows, width], vec![o]).unwrap()
+}
+
+#[derive(Clone, Copy)]
+enum Calib {
+    Copy,
+    Sum,
+}
+
+struct Case {
+    name: String,
+    read: usize,
+    write: usize,
+    calib: Calib,
+    op: Box<dyn Fn()>,
+}
+
+fn case(name: impl Into<String>, read: usize, write: usize, calib: Calib, op: impl Fn() + 'static) -> Case {
+    Case { name: name.into(), read, write, calib, op: Box::new(op) }
+}
+
+/// A 64-byte aligned buffer reused across runs: the warm-memory copy.
+struct Fresh {
+    ptr: *mut u8,
+    layout: Layout,
+}
+impl Fresh {
+    fn new(len: usize) -> Fresh {
+        let layout = Layout::from_size_align(len.max(1), 64).unwrap();
+        // SAFETY: non-zero size.
+        let ptr = unsafe { alloc(layout) };
+        assert!(!ptr.is_null());
+        Fresh { ptr, layout }
+    }
+    fn slice(&mut self, len: usize) -> &mut [u8] {
+        // SAFETY: `len` <= the allocation; the calibration writes every byte before any read of it.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, len) }
+    }
+}
+impl Drop for Fresh {
+    fn drop(&mut self) {
+        // SAFETY: allocated with this layout.
+        unsafe { dealloc(self.ptr, self.layout) }
+    }
+}
+
+/// `dst[p] = src[p % src.len()]`, copying whole tiles; one task per half with 2 threads.
+fn tiled_copy(src: &[u8], dst: &mut [u8], threads: usize) {
+    let part = dst.len().div_ceil(threads).max(1);
+    let run = |(k, d): (usize, &mut [u8])| {
+        let mut p = k * part;
+        let mut d = d;
+        while !d.is_empty() {
+            let at = p % src.len();
+            let n = (src.len() - at).min(d.len());
+            let (head, rest) = d.split_at_mut(n);
+            head.copy_from_slice(&src[at..at + n]);
+            d = rest;
+            p += n;
+        }
+    };
+    if threads == 1 {
+        run((0, dst));
+    } else {
+        pool().unwrap().install(|| dst.par_chunks_mut(part).enumerate().for_each(run));
+    }
+}
+
+fn sum_f32(x: &[f32]) -> f32 {
+    let mut acc = [0f32; 16];
+    let chunks = x.chunks_exact(16);
+    let tail: f32 = chunks.remainder().iter().sum();
+    for c in chunks {
+        for (a, v) in acc.iter_mut().zip(c) {
+            *a += v;
+        }
+    }
+    acc.iter().sum::<f32>() + tail
+}
+
+fn read_sum(x: &[f32], threads: usize) -> f32 {
+    if threads == 1 {
+        sum_f32(x)
+    } else {
+        let part = x.len().div_ceil(threads).max(1);
+        pool().unwrap().install(|| x.par_chunks(part).map(sum_f32).sum())
+    }
+}
+
+fn time(f: impl FnOnce()) -> Duration {
+    let t = Instant::now();
+    f();
+    t.elapsed()
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+struct Row {
+    name: String,
+    threads: usize,
+    op: Duration,
+    op_gbs: f64,
+    ceil_gbs: f64,
+    warm_gbs: f64,
+    calib: &'static str,
+}
+
+fn measure(c: &Case, threads: usize, reps: usize) -> Row {
+    let src_len = c.read.min(c.write).max(1);
+    let src: Vec<u8> = (0..src_len).map(|i| i as u8).collect();
+    let sum_src: Vec<f32> = vec![1.0; c.read / 4];
+    let mut warm = Fresh::new(c.write);
+    let (mut t_op, mut t_cal, mut t_warm) = (vec![], vec![], vec![]);
+    let warmup = 2;
+    for rep in 0..warmup + reps {
+        let op = time(|| (c.op)());
+        let (cal, wrm) = match c.calib {
+            Calib::Copy => (
+                time(|| {
+                    let out = Allocation::zeroed(c.write).unwrap();
+                    // SAFETY: a new allocation of `c.write` bytes, held only here.
+                    let dst = unsafe { std::slice::from_raw_parts_mut(out.as_ptr(), c.write) };
+                    tiled_copy(&src, dst, threads);
+                    black_box(out.as_ptr());
+                }),
+                time(|| tiled_copy(&src, warm.slice(c.write), threads)),
+            ),
+            Calib::Sum => {
+                let t = time(|| {
+                    black_box(read_sum(black_box(&sum_src), threads));
+                });
+                (t, t)
+            }
+        };
+        if rep >= warmup {
+            t_op.push(op);
+            t_cal.push(cal);
+            t_warm.push(wrm);
+        }
+    }
+    let gbs = |bytes: usize, t: Duration| bytes as f64 / t.as_secs_f64() / 1e9;
+    let op = median(t_op);
+    let (cal_bytes, calib) = match c.calib {
+        Calib::Copy => (src_len + c.write, "copy"),
+        Calib::Sum => (c.read, "sum"),
+    };
+    Row {
+        name: c.name.clone(),
+        threads,
+        op,
+        op_gbs: gbs(c.read + c.write, op),
+        ceil_gbs: gbs(cal_bytes, median(t_cal)),
+        warm_gbs: gbs(cal_bytes, median(t_warm)),
+        calib,
+    }
+}
+
+fn cases() -> Vec<Case> {
+    let mut rng = Rng(0x1234_5678);
+    let f = 4usize; // f32
+    let mut v = Vec::new();
+
+    // expand_as: NMT encoder memory to beams, and many short rows.
+    {
+        let (n, w, beams) = (64, 50 * 512, 5);
+        let x = LoDTensor::dense(Tensor::from_slice(&data(n * w, &mut rng), &[n, w]).unwrap());
+        let y = LoDTensor::from_slice(&vec![0f32; n * beams], &[n * beams, 1], vec![offsets(&vec![beams; n])]).unwrap();
+        v.push(case("expand_as 64x25600 x5", n * w * f, n * beams * w * f, Calib::Copy, move || {
+            drop(black_box(sequence_expand_as(&x, &y).unwrap()))
+        }));
+    }
+    {
+        let (n, w) = (4096, 128);
+        let lengths: Vec<usize> = (0..n).map(|_| rng.range(1, 64)).collect();
+        let total: usize = lengths.iter().sum();
+        let x = LoDTensor::dense(Tensor::from_slice(&data(n * w, &mut rng), &[n, w]).unwrap());
+        let y = LoDTensor::from_slice(&vec![0f32; total], &[total, 1], vec![offsets(&lengths)]).unwrap();
+        v.push(case("expand_as 4096x128 U[1,64]", n * w * f, total * w * f, Calib::Copy, move || {
+            drop(black_box(sequence_expand_as(&x, &y).unwrap()))
+        }));
+    }
+
+    // sequence_scatter, Paddle style: 50 updates into each row of X[320, 32000].
+    {
+        let (n, w, per) = (320, 32000, 50);
+        let x = LoDTensor::dense(Tensor::from_slice(&data(n * w, &mut rng), &[n, w]).unwrap());
+        let ids: Vec<i64> = (0..n * per).map(|_| rng.range(0, w - 1) as i64).collect();
+        let ids = LoDTensor::from_slice(&ids, &[n * per, 1], vec![offsets(&vec![per; n])]).unwrap();
+        let upd = LoDTensor::from_slice(&data(n * per, &mut rng), &[n * per, 1], vec![offsets(&vec![per; n])]).unwrap();
+        let read = n * w * f + n * per * (8 + f);
+        v.push(case("scatter 320x32000 50/row", read, n * w * f, Calib::Copy, move || {
+            drop(black_box(sequence_scatter(&x, &ids, &upd).unwrap()))
+        }));
+    }
+
+    // TensorArray unpack (lod_tensor_to_array) and pack (array_to_lod_tensor).
+    for (n, lo, hi, w) in [(64, 10, 100, 512), (32, 200, 1500, 80), (32, 200, 1500, 512)] {
+        let lengths: Vec<usize> = (0..n).map(|_| rng.range(lo, hi)).collect();
+        let x = sequences(&lengths, w, &mut rng);
+        let bytes = x.tensor().nbytes();
+        let table = RankTable::from_lod_tensor(&x, 0).unwrap();
+        let array = lod_tensor_to_array(&x, &table).unwrap();
+        let t2 = table.clone();
+        v.push(case(format!("unpack {n} U[{lo},{hi}] w{w}"), bytes, bytes, Calib::Copy, move || {
+            drop(black_box(lod_tensor_to_array(&x, &table).unwrap()))
+        }));
+        v.push(case(format!("pack {n} U[{lo},{hi}] w{w}"), bytes, bytes, Calib::Copy, move || {
+            drop(black_box(array_to_lod_tensor(&array, &t2).unwrap()))
+        }));
+    }
+
+    // pad / unpad.
+    for (n, lo, hi, padded, w) in [(128, 0, 127, -1i64, 512), (4096, 1, 128, 256, 64)] {
+        let lengths: Vec<usize> = (0..n).map(|_| rng.range(lo, hi)).collect();
+        let x = sequences(&lengths, w, &mut rng);
+        let pad = LoDTensor::dense(Tensor::from_slice(&[0f32], &[1]).unwrap());
+        let (padded_t, length) = sequence_pad(&x, &pad, padded).unwrap();
+        let l = padded_t.dims().as_slice()[1];
+        let bytes = x.tensor().nbytes();
+        let label = if padded < 0 { "max".to_string() } else { padded.to_string() };
+        v.push(case(
+            format!("pad {n} U[{lo},{hi}] to {label} w{w}"),
+            bytes,
+            n * l * w * f + n * 8,
+            Calib::Copy,
+            move || drop(black_box(sequence_pad(&x, &pad, padded).unwrap())),
+        ));
+        v.push(case(
+            format!("unpad {n} U[{lo},{hi}] from {l} w{w}"),
+            bytes + n * 8,
+            bytes,
+            Calib::Copy,
+            move || drop(black_box(sequence_unpad(&padded_t, &length).unwrap())),
+        ));
+    }
+
+    // sequence_pool.
+    for (n, hi, w) in [(4096, 64, 128), (65536, 32, 16)] {
+        let lengths: Vec<usize> = (0..n).map(|_| rng.range(1, hi)).collect();
+        let x = std::rc::Rc::new(sequences(&lengths, w, &mut rng));
+        let bytes = x.tensor().nbytes();
+        for (p, name) in [(PoolType::Sum, "sum"), (PoolType::Average, "mean"), (PoolType::Max, "max")] {
+            let x = x.clone();
+            // max also writes the int32 index of every output element.
+            let write = n * w * f + if p == PoolType::Max { n * w * 4 } else { 0 };
+            v.push(case(format!("pool {name} {n} U[1,{hi}] w{w}"), bytes, write, Calib::Sum, move || {
+                drop(black_box(sequence_pool(&x, p, 0.0).unwrap()))
+            }));
+        }
+    }
+    v
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn main() {
+    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let reps: usize = std::env::var("BENCH_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(15);
+    let threads: Vec<usize> = match std::env::var("BENCH_THREADS").ok().and_then(|v| v.parse().ok()) {
+        Some(t) => vec![t],
+        None => vec![1, 2],
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("machine: {}, {cores} cores; {reps} timed runs after 2 warm-up runs, medians", cpu_model());
+    println!();
+    println!("| case | threads | median ms | GB/s | ceiling GB/s | ratio | calibration | warm copy GB/s |");
+    println!("|---|---:|---:|---:|---:|---:|---|---:|");
+    let cases: Vec<Case> =
+        cases().into_iter().filter(|c| filter.is_empty() || filter.iter().any(|f| c.name.contains(f.as_str()))).collect();
+    for &t in &threads {
+        set_num_threads(t).unwrap();
+        for c in &cases {
+            let r = measure(c, t, reps);
+            println!(
+                "| {} | {} | {:.3} | {:.1} | {:.1} | {:.2} | {} | {:.1} |",
+                r.name,
+                r.threads,
+                r.op.as_secs_f64() * 1e3,
+                r.op_gbs,
+                r.ceil_gbs,
+                r.op_gbs / r.ceil_gbs,
+                r.calib,
+                r.warm_gbs
+            );
+        }
+    }
+}
