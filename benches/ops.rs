@@ -289,13 +289,9 @@ fn cases() -> Vec<Case> {
             Calib::Copy,
             move || drop(black_box(sequence_pad(&x, &pad, padded).unwrap())),
         ));
-        v.push(case(
-            format!("unpad {n} U[{lo},{hi}] from {l} w{w}"),
-            bytes + n * 8,
-            bytes,
-            Calib::Copy,
-            move || drop(black_box(sequence_unpad(&padded_t, &length).unwrap())),
-        ));
+        v.push(case(format!("unpad {n} U[{lo},{hi}] from {l} w{w}"), bytes + n * 8, bytes, Calib::Copy, move || {
+            drop(black_box(sequence_unpad(&padded_t, &length).unwrap()))
+        }));
     }
 
     // sequence_pool.
@@ -318,7 +314,11 @@ fn cases() -> Vec<Case> {
 fn cpu_model() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
         .unwrap_or_else(|| "unknown".into())
 }
 
@@ -334,8 +334,10 @@ fn main() {
     println!();
     println!("| case | threads | median ms | GB/s | ceiling GB/s | ratio | calibration | warm copy GB/s |");
     println!("|---|---:|---:|---:|---:|---:|---|---:|");
-    let cases: Vec<Case> =
-        cases().into_iter().filter(|c| filter.is_empty() || filter.iter().any(|f| c.name.contains(f.as_str()))).collect();
+    let cases: Vec<Case> = cases()
+        .into_iter()
+        .filter(|c| filter.is_empty() || filter.iter().any(|f| c.name.contains(f.as_str())))
+        .collect();
     for &t in &threads {
         set_num_threads(t).unwrap();
         for c in &cases {

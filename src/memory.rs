@@ -47,7 +47,8 @@ mod os {
     pub(super) fn map_huge(len: usize) -> Option<*mut u8> {
         let span = len.checked_add(HUGE)?;
         // SAFETY: an anonymous private mapping; no existing memory is touched.
-        let base = unsafe { mmap(std::ptr::null_mut(), span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) };
+        let base =
+            unsafe { mmap(std::ptr::null_mut(), span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) };
         if base as isize == -1 {
             return None;
         }
