@@ -14,6 +14,7 @@
 //!   of `min(read, write)` bytes, tiled when the output is larger (expand, pad):
 //!   GB/s = `(source + write) / time`. So the ratio measures the kernel, not the allocator.
 //! - `sum`: a read-only f32 sum over `read` bytes (pooling): GB/s = `read / time`.
+//!
 //! The ratio is op GB/s / calibration GB/s. The same copy into a buffer reused across runs ("warm")
 //! is printed too, for the cost of fresh pages.
 
