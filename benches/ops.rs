@@ -14,9 +14,14 @@
 //!   of `min(read, write)` bytes, tiled when the output is larger (expand, pad):
 //!   GB/s = `(source + write) / time`. So the ratio measures the kernel, not the allocator.
 //! - `sum`: a read-only f32 sum over `read` bytes (pooling): GB/s = `read / time`.
+//! - `row gather` (unpack/pack): the op's own rows, gathered in its order by a plain loop into a
+//!   new buffer (ranges derived in this file from the lengths): GB/s = `(read + write) / time`.
+//!   A time step of every sequence is short rows from many places, slower than one stream; the
+//!   plain copy of the same size and the op's ratio to it are printed as well ("copy GB/s").
 //!
-//! The ratio is op GB/s / calibration GB/s. The same copy into a buffer reused across runs ("warm")
-//! is printed too, for the cost of fresh pages.
+//! The ratio is op GB/s / calibration GB/s, taken per pair of adjacent runs (op, then its
+//! calibration) and then the median over pairs. The same copy into a buffer reused across runs ("warm
+//! copy") is printed too, for the cost of fresh pages.
 
 use lodtensor::backend::cpu::pool::{pool, set_num_threads};
 use lodtensor::{
@@ -26,6 +31,8 @@ use lodtensor::{
 use rayon::prelude::*;
 use std::alloc::{alloc, dealloc, Layout};
 use std::hint::black_box;
+use std::ops::Range;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 /// splitmix64: fixed-seed lengths and ids, no dependency.
@@ -63,10 +70,17 @@ fn sequences(lengths: &[usize], width: usize, rng: &mut Rng) -> LoDTensor {
     LoDTensor::from_slice(&data(rows * width, rng), &[rows, width], vec![o]).unwrap()
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 enum Calib {
     Copy,
     Sum,
+    /// A plain loop copying these row ranges of `source` (rows of `row_bytes`) one after the other:
+    /// the op's own memory pattern with none of its bookkeeping.
+    Gather {
+        source: Rc<Vec<u8>>,
+        row_bytes: usize,
+        ranges: Rc<Vec<Range<usize>>>,
+    },
 }
 
 struct Case {
@@ -128,6 +142,27 @@ fn tiled_copy(src: &[u8], dst: &mut [u8], threads: usize) {
     }
 }
 
+/// The row-gather calibration: ranges copied in order into `dst`, split in `threads` parts of
+/// consecutive ranges.
+fn row_gather(src: &[u8], row_bytes: usize, ranges: &[Range<usize>], dst: &mut [u8], threads: usize) {
+    let copy = |ranges: &[Range<usize>], dst: &mut [u8]| {
+        let mut at = 0;
+        for r in ranges {
+            let n = r.len() * row_bytes;
+            dst[at..at + n].copy_from_slice(&src[r.start * row_bytes..r.end * row_bytes]);
+            at += n;
+        }
+    };
+    if threads == 1 {
+        copy(ranges, dst);
+    } else {
+        let half = ranges.len() / 2;
+        let split: usize = ranges[..half].iter().map(|r| r.len() * row_bytes).sum();
+        let (a, b) = dst.split_at_mut(split);
+        pool().unwrap().install(|| rayon::join(|| copy(&ranges[..half], a), || copy(&ranges[half..], b)));
+    }
+}
+
 fn sum_f32(x: &[f32]) -> f32 {
     let mut acc = [0f32; 16];
     let chunks = x.chunks_exact(16);
@@ -167,6 +202,8 @@ struct Row {
     op_gbs: f64,
     ceil_gbs: f64,
     warm_gbs: f64,
+    copy_gbs: Option<f64>,
+    ratio: f64,
     calib: &'static str,
 }
 
@@ -175,21 +212,32 @@ fn measure(c: &Case, threads: usize, reps: usize) -> Row {
     let src: Vec<u8> = (0..src_len).map(|i| i as u8).collect();
     let sum_src: Vec<f32> = vec![1.0; c.read / 4];
     let mut warm = Fresh::new(c.write);
-    let (mut t_op, mut t_cal, mut t_warm) = (vec![], vec![], vec![]);
+    let (mut t_op, mut t_cal, mut t_warm, mut t_copy) = (vec![], vec![], vec![], vec![]);
+    let fresh_copy = || {
+        time(|| {
+            let out = Allocation::zeroed(c.write).unwrap();
+            // SAFETY: a new allocation of `c.write` bytes, held only here.
+            let dst = unsafe { std::slice::from_raw_parts_mut(out.as_ptr(), c.write) };
+            tiled_copy(&src, dst, threads);
+            black_box(out.as_ptr());
+        })
+    };
     let warmup = 2;
     for rep in 0..warmup + reps {
         let op = time(|| (c.op)());
-        let (cal, wrm) = match c.calib {
-            Calib::Copy => (
-                time(|| {
+        let (cal, wrm) = match &c.calib {
+            Calib::Copy => (fresh_copy(), time(|| tiled_copy(&src, warm.slice(c.write), threads))),
+            Calib::Gather { source, row_bytes, ranges } => {
+                let t = time(|| {
                     let out = Allocation::zeroed(c.write).unwrap();
                     // SAFETY: a new allocation of `c.write` bytes, held only here.
                     let dst = unsafe { std::slice::from_raw_parts_mut(out.as_ptr(), c.write) };
-                    tiled_copy(&src, dst, threads);
+                    row_gather(source, *row_bytes, ranges, dst, threads);
                     black_box(out.as_ptr());
-                }),
-                time(|| tiled_copy(&src, warm.slice(c.write), threads)),
-            ),
+                });
+                t_copy.push(fresh_copy());
+                (t, time(|| tiled_copy(&src, warm.slice(c.write), threads)))
+            }
             Calib::Sum => {
                 let t = time(|| {
                     black_box(read_sum(black_box(&sum_src), threads));
@@ -204,18 +252,28 @@ fn measure(c: &Case, threads: usize, reps: usize) -> Row {
         }
     }
     let gbs = |bytes: usize, t: Duration| bytes as f64 / t.as_secs_f64() / 1e9;
+    // The ratio of each op run to the calibration run right after it, then the median of those:
+    // both runs of a pair see nearly the same load from other work on the machine, which the
+    // ratio of two separate medians does not guarantee when the load comes in bursts.
+    let mut pair_ratios: Vec<f64> = t_op.iter().zip(&t_cal).map(|(o, c)| c.as_secs_f64() / o.as_secs_f64()).collect();
+    pair_ratios.sort_by(f64::total_cmp);
+    let pair_ratio = pair_ratios[pair_ratios.len() / 2];
     let op = median(t_op);
-    let (cal_bytes, calib) = match c.calib {
+    let (cal_bytes, calib) = match &c.calib {
         Calib::Copy => (src_len + c.write, "copy"),
         Calib::Sum => (c.read, "sum"),
+        Calib::Gather { .. } => (c.read + c.write, "row gather"),
     };
+    let copy_gbs = (!t_copy.is_empty()).then(|| gbs(src_len + c.write, median(t_copy)));
     Row {
         name: c.name.clone(),
         threads,
         op,
         op_gbs: gbs(c.read + c.write, op),
         ceil_gbs: gbs(cal_bytes, median(t_cal)),
-        warm_gbs: gbs(cal_bytes, median(t_warm)),
+        warm_gbs: gbs(src_len + c.write, median(t_warm)),
+        copy_gbs,
+        ratio: pair_ratio * (c.read + c.write) as f64 / cal_bytes as f64,
         calib,
     }
 }
@@ -258,18 +316,40 @@ fn cases() -> Vec<Case> {
         }));
     }
 
-    // TensorArray unpack (lod_tensor_to_array) and pack (array_to_lod_tensor).
+    // TensorArray unpack (lod_tensor_to_array) and pack (array_to_lod_tensor). Calibration: the
+    // same rows gathered by a plain loop, the ranges derived here from the lengths alone.
     for (n, lo, hi, w) in [(64, 10, 100, 512), (32, 200, 1500, 80), (32, 200, 1500, 512)] {
         let lengths: Vec<usize> = (0..n).map(|_| rng.range(lo, hi)).collect();
         let x = sequences(&lengths, w, &mut rng);
         let bytes = x.tensor().nbytes();
         let table = RankTable::from_lod_tensor(&x, 0).unwrap();
         let array = lod_tensor_to_array(&x, &table).unwrap();
+        // Rank order: longest first, ties by index; step t holds row t of each sequence alive.
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(lengths[i]));
+        let o = offsets(&lengths);
+        let steps = lengths.iter().copied().max().unwrap_or(0);
+        let (mut unpack_rows, mut step_start) = (vec![], vec![]);
+        for t in 0..steps {
+            step_start.push(unpack_rows.len());
+            unpack_rows.extend(order.iter().filter(|&&i| lengths[i] > t).map(|&i| o[i] + t..o[i] + t + 1));
+        }
+        let mut rank = vec![0; n];
+        for (k, &i) in order.iter().enumerate() {
+            rank[i] = k;
+        }
+        let pack_rows: Vec<Range<usize>> = (0..n)
+            .flat_map(|i| (0..lengths[i]).map(move |t| (i, t)))
+            .map(|(i, t)| step_start[t] + rank[i]..step_start[t] + rank[i] + 1)
+            .collect();
+        let source = Rc::new(x.tensor().bytes().unwrap().to_vec());
+        let unpack_cal = Calib::Gather { source: source.clone(), row_bytes: w * f, ranges: Rc::new(unpack_rows) };
+        let pack_cal = Calib::Gather { source, row_bytes: w * f, ranges: Rc::new(pack_rows) };
         let t2 = table.clone();
-        v.push(case(format!("unpack {n} U[{lo},{hi}] w{w}"), bytes, bytes, Calib::Copy, move || {
+        v.push(case(format!("unpack {n} U[{lo},{hi}] w{w}"), bytes, bytes, unpack_cal, move || {
             drop(black_box(lod_tensor_to_array(&x, &table).unwrap()))
         }));
-        v.push(case(format!("pack {n} U[{lo},{hi}] w{w}"), bytes, bytes, Calib::Copy, move || {
+        v.push(case(format!("pack {n} U[{lo},{hi}] w{w}"), bytes, bytes, pack_cal, move || {
             drop(black_box(array_to_lod_tensor(&array, &t2).unwrap()))
         }));
     }
@@ -333,8 +413,8 @@ fn main() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("machine: {}, {cores} cores; {reps} timed runs after 2 warm-up runs, medians", cpu_model());
     println!();
-    println!("| case | threads | median ms | GB/s | ceiling GB/s | ratio | calibration | warm copy GB/s |");
-    println!("|---|---:|---:|---:|---:|---:|---|---:|");
+    println!("| case | threads | median ms | GB/s | ceiling GB/s | ratio | calibration | copy GB/s | warm copy GB/s |");
+    println!("|---|---:|---:|---:|---:|---:|---|---:|---:|");
     let cases: Vec<Case> = cases()
         .into_iter()
         .filter(|c| filter.is_empty() || filter.iter().any(|f| c.name.contains(f.as_str())))
@@ -343,16 +423,21 @@ fn main() {
         set_num_threads(t).unwrap();
         for c in &cases {
             let r = measure(c, t, reps);
+            let copy = match (r.calib, r.copy_gbs) {
+                ("sum", _) => "-".to_string(),
+                (_, Some(g)) => format!("{g:.1} (ratio {:.2})", r.op_gbs / g),
+                (_, None) => format!("{:.1}", r.ceil_gbs),
+            };
+            let warm = if r.calib == "sum" { "-".to_string() } else { format!("{:.1}", r.warm_gbs) };
             println!(
-                "| {} | {} | {:.3} | {:.1} | {:.1} | {:.2} | {} | {:.1} |",
+                "| {} | {} | {:.3} | {:.1} | {:.1} | {:.2} | {} | {copy} | {warm} |",
                 r.name,
                 r.threads,
                 r.op.as_secs_f64() * 1e3,
                 r.op_gbs,
                 r.ceil_gbs,
-                r.op_gbs / r.ceil_gbs,
+                r.ratio,
                 r.calib,
-                r.warm_gbs
             );
         }
     }

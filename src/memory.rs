@@ -22,10 +22,12 @@ enum Origin {
 }
 
 /// Owned allocations of at least this many bytes get their own transparent-huge-page mapping.
-/// Ops write their output into new memory, and faulting in 4 KiB pages one by one costs more than
-/// the copy itself (on the project's VMs a first write to fresh 4 KiB pages runs at ~2 GB/s, to
-/// huge pages at ~9 GB/s, to warm memory at ~15 GB/s; see benches/REPORT.md).
-pub const HUGE_PAGE_MIN: usize = 2 << 20;
+/// glibc's malloc maps every block this large afresh (32 MiB is the most its adaptive mmap
+/// threshold grows to), so an op's output would be faulted in 4 KiB page by page on every call,
+/// and on the project's VMs that ran at ~2 GB/s, slower than the copy itself; huge pages fault
+/// at ~9 GB/s. Below this size glibc reuses freed heap blocks, which is faster still, so those
+/// stay on the heap (benches/REPORT.md).
+pub const HUGE_PAGE_MIN: usize = 32 << 20;
 
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 mod os {
