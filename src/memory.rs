@@ -29,6 +29,10 @@ enum Origin {
 /// stay on the heap (benches/REPORT.md).
 pub const HUGE_PAGE_MIN: usize = 32 << 20;
 
+/// The transparent huge page size of x86-64 and (4 KiB-granule) aarch64 Linux: mappings are
+/// rounded up to and aligned at it.
+const HUGE_PAGE: usize = 2 << 20;
+
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 mod os {
     use std::ffi::c_void;
@@ -42,7 +46,7 @@ mod os {
     const MAP_PRIVATE: i32 = 2;
     const MAP_ANONYMOUS: i32 = 0x20;
     const MADV_HUGEPAGE: i32 = 14;
-    const HUGE: usize = 2 << 20;
+    use super::HUGE_PAGE as HUGE;
 
     /// A zero-filled mapping of `len` bytes (a multiple of 2 MiB) aligned to 2 MiB, advised to use
     /// huge pages; `None` when the system refuses (the caller falls back to the heap).
@@ -104,7 +108,7 @@ impl Allocation {
         let layout = Layout::from_size_align(len, ALIGNMENT)
             .map_err(|_| err!(OutOfMemory, "allocation of {len} bytes is too large"))?;
         if len >= HUGE_PAGE_MIN {
-            let mapped = len.checked_next_multiple_of(HUGE_PAGE_MIN).and_then(|m| Some((m, os::map_huge(m)?)));
+            let mapped = len.checked_next_multiple_of(HUGE_PAGE).and_then(|m| Some((m, os::map_huge(m)?)));
             if let Some((mapped_len, ptr)) = mapped {
                 // Fresh anonymous pages are zero: nothing to clear.
                 let ptr = NonNull::new(ptr).expect("mmap does not return NULL on success");
