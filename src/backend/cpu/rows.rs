@@ -139,7 +139,7 @@ mod tests {
     fn streams_large_outputs_like_a_copy() {
         // Odd row sizes and offsets: unaligned heads and tails around the streamed body.
         let src: Vec<u8> = (0..STREAM_MIN_BYTES + 4099).map(|i| (i % 251) as u8).collect();
-        let row = 1021;
+        let row = 1029; // > STREAM_MIN_PIECE, so the body is streamed
         let rows = src.len() / row;
         let ranges: Vec<Range<usize>> = (0..rows).rev().map(|r| r..r + 1).collect();
         let mut out = vec![0u8; rows * row];
