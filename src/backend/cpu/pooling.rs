@@ -134,6 +134,7 @@ pub fn pool_extreme<T: Scalar>(
     // SAFETY: AtomicI32 has the size and alignment of i32, and `index` is borrowed exclusively
     // for the whole call, so nothing else reads or writes it meanwhile.
     let index: &[AtomicI32] = unsafe { &*(index as *mut [i32] as *const [AtomicI32]) };
+    let avx2 = has_avx2();
     for_each_segment(out, &bounds, |i, seg| {
         let (start, end) = (offsets[i], offsets[i + 1]);
         let idx = &index[i * width..(i + 1) * width];
@@ -148,7 +149,12 @@ pub fn pool_extreme<T: Scalar>(
         let full = width / SUM_BLOCK * SUM_BLOCK;
         if full == SUM_BLOCK {
             // One block: best and rows stay in registers for the whole sequence.
-            let (b, a) = extreme_block(rows, width, start, &beats);
+            let (b, a) = if avx2 {
+                // SAFETY: the CPU has AVX2 (checked at run time above).
+                unsafe { extreme_block_avx2(rows, width, start, &beats) }
+            } else {
+                extreme_block(rows, width, start, &beats)
+            };
             seg[..SUM_BLOCK].copy_from_slice(&b);
             for (d, &a) in idx[..SUM_BLOCK].iter().zip(&a) {
                 d.store(a, Ordering::Relaxed);
@@ -214,6 +220,30 @@ fn extreme_block<T: Scalar>(
         extreme_step(v, &mut best, &mut at, (start + k) as i32, beats);
     }
     (best, at)
+}
+
+/// Whether the CPU has AVX2: the library is built for baseline x86-64 (SSE2, where a blend is
+/// three instructions on 4 lanes); the one-block max/min kernel also exists compiled for AVX2
+/// (one `vblendvps` on 8 lanes).
+fn has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("avx2");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// [`extreme_block`] compiled with AVX2 enabled.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx2"))]
+unsafe fn extreme_block_avx2<T: Scalar>(
+    rows: &[T],
+    width: usize,
+    start: usize,
+    beats: &impl Fn(T, T) -> bool,
+) -> ([T; SUM_BLOCK], [i32; SUM_BLOCK]) {
+    extreme_block(rows, width, start, beats)
 }
 
 /// One row's step of the max/min kernel over one block of columns: `best`/`at` take `v`/`r`
