@@ -2,7 +2,7 @@
 //! as many times as a level of `y`'s LoD says. Both only move row blocks, so they work for every
 //! dtype (Paddle's CPU kernels list float32/float64/int32/int64; the byte kernel needs no list).
 
-use super::sequence_support::{gather_into_new, one_level_from_lengths, require_cpu};
+use super::support::{gather_into_new, one_level_from_lengths, require_cpu};
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;
 use crate::lod_tensor::LoDTensor;
