@@ -13,7 +13,8 @@
 //!   exactly as an op's output is (`Allocation::zeroed`, the library's allocator), from a source
 //!   of `min(read, write)` bytes, tiled when the output is larger (expand, pad):
 //!   GB/s = `(source + write) / time`. So the ratio measures the kernel, not the allocator.
-//! - `sum`: a read-only f32 sum over `read` bytes (pooling): GB/s = `read / time`.
+//! - `sum`: a read-only f32 sum over `read` bytes (pooling, and the fused beam-search step, whose
+//!   ceiling is one read of the logits): GB/s = `read / time`.
 //! - `row gather` (unpack/pack): the op's own rows, gathered in its order by a plain loop into a
 //!   new buffer (ranges derived in this file from the lengths): GB/s = `(read + write) / time`.
 //!   A time step of every sequence is short rows from many places, slower than one stream; the
@@ -25,8 +26,8 @@
 
 use lodtensor::backend::cpu::pool::{pool, set_num_threads};
 use lodtensor::{
-    array_to_lod_tensor, lod_tensor_to_array, sequence_expand_as, sequence_pad, sequence_pool, sequence_scatter,
-    sequence_unpad, Allocation, LoDTensor, PoolType, RankTable, Tensor,
+    array_to_lod_tensor, beam_search_fused_step, beam_search_gather_tree, lod_tensor_to_array, sequence_expand_as,
+    sequence_pad, sequence_pool, sequence_scatter, sequence_unpad, Allocation, LoDTensor, PoolType, RankTable, Tensor,
 };
 use rayon::prelude::*;
 use std::alloc::{alloc, dealloc, Layout};
@@ -388,6 +389,36 @@ fn cases() -> Vec<Case> {
                 drop(black_box(sequence_pool(&x, p, 0.0).unwrap()))
             }));
         }
+    }
+    // The fused beam-search step: batch x beam prefix rows over a vocabulary, mid-decode (two
+    // LoD levels, no finished rows). Its ceiling is a read of the logits (sum calibration).
+    for (batch, beam, vocab) in [(64usize, 5usize, 32000usize), (8, 4, 128256), (32, 10, 5000)] {
+        let p = batch * beam;
+        let source: Vec<usize> = (0..=batch).map(|b| b * beam).collect();
+        let rows: Vec<usize> = (0..=p).collect();
+        let pre_ids: Vec<i64> = (0..p).map(|_| rng.range(2, vocab - 1) as i64).collect();
+        let pre_ids = LoDTensor::from_slice(&pre_ids, &[p, 1], vec![source, rows]).unwrap();
+        let pre_scores: Vec<f32> = (0..p).map(|_| -(rng.range(0, 1000) as f32) / 100.0).collect();
+        let pre_scores = LoDTensor::dense(Tensor::from_slice(&pre_scores, &[p, 1]).unwrap());
+        let logits: Vec<f32> = data(p * vocab, &mut rng).iter().map(|v| v * 20.0 - 10.0).collect();
+        let log_probs = LoDTensor::dense(Tensor::from_slice(&logits, &[p, vocab]).unwrap());
+        let read = p * vocab * f + p * (8 + f);
+        let write = batch * beam * (8 + f + 4);
+        v.push(case(format!("beam step {batch}x{beam}x{vocab}"), read, write, Calib::Sum, move || {
+            drop(black_box(beam_search_fused_step(&pre_ids, &pre_scores, &log_probs, beam, 1).unwrap()))
+        }));
+    }
+    // gather_tree: T = 100 steps, batch 64, beam 5, int64.
+    {
+        let (t, batch, beam) = (100usize, 64usize, 5usize);
+        let n = t * batch * beam;
+        let ids: Vec<i64> = (0..n).map(|_| rng.range(0, 31999) as i64).collect();
+        let parents: Vec<i64> = (0..n).map(|_| rng.range(0, beam - 1) as i64).collect();
+        let ids = LoDTensor::dense(Tensor::from_slice(&ids, &[t, batch, beam]).unwrap());
+        let parents = LoDTensor::dense(Tensor::from_slice(&parents, &[t, batch, beam]).unwrap());
+        v.push(case("gather_tree T100 b64 k5", 2 * n * 8, n * 8, Calib::Copy, move || {
+            drop(black_box(beam_search_gather_tree(&ids, &parents).unwrap()))
+        }));
     }
     v
 }
