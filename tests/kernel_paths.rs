@@ -5,7 +5,8 @@
 
 use lodtensor::backend::cpu::pool::set_num_threads;
 use lodtensor::{
-    array_to_lod_tensor, lod_tensor_to_array, sequence_expand_as, sequence_pool, LoDTensor, PoolType, RankTable, Tensor,
+    array_to_lod_tensor, beam_search_gather_tree, lod_tensor_to_array, sequence_expand_as, sequence_pool, LoDTensor,
+    PoolType, RankTable, Tensor,
 };
 
 fn xorshift(s: &mut u64) -> u64 {
@@ -152,4 +153,60 @@ fn large_unpack_and_pack_match_reference() {
         assert_eq!(back.lod().levels(), std::slice::from_ref(&o));
     }
     set_num_threads(0).unwrap();
+}
+
+/// gather_tree by following each chain back, the definition.
+fn gather_tree_reference(
+    ids: &[i64],
+    parents: &[i64],
+    t: usize,
+    b: usize,
+    k: usize,
+) -> Result<Vec<i64>, (usize, usize, usize)> {
+    let at = |s: usize, i: usize, j: usize| (s * b + i) * k + j;
+    let mut out = vec![0i64; ids.len()];
+    for i in 0..b {
+        for j in 0..k {
+            if t == 0 {
+                continue;
+            }
+            out[at(t - 1, i, j)] = ids[at(t - 1, i, j)];
+            let (mut p, mut from) = (parents[at(t - 1, i, j)], (t - 1, j));
+            for s in (0..t - 1).rev() {
+                if p < 0 || p >= k as i64 {
+                    return Err((from.0, i, from.1));
+                }
+                out[at(s, i, j)] = ids[at(s, i, p as usize)];
+                from = (s, p as usize);
+                p = parents[at(s, i, p as usize)];
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[test]
+fn gather_tree_matches_reference_and_names_the_first_bad_parent_in_chain_order() {
+    let mut seed = 99u64;
+    for (t, b, k) in [(1usize, 3usize, 2usize), (7, 1, 1), (30, 9, 4), (100, 64, 5)] {
+        let n = t * b * k;
+        let ids: Vec<i64> = (0..n).map(|_| (xorshift(&mut seed) % 1000) as i64).collect();
+        let mut parents: Vec<i64> = (0..n).map(|_| (xorshift(&mut seed) % k as u64) as i64).collect();
+        let dense = |v: &[i64]| LoDTensor::dense(Tensor::from_slice(v, &[t, b, k]).unwrap());
+        let want = gather_tree_reference(&ids, &parents, t, b, k).unwrap();
+        let got = beam_search_gather_tree(&dense(&ids), &dense(&parents)).unwrap();
+        assert_eq!(got.tensor().as_slice::<i64>().unwrap(), &want[..], "T={t} B={b} beam={k}");
+        if t >= 3 && b >= 2 {
+            // Two bad parents: a late step of the last batch entry (found first step by step) and
+            // an early step of batch entry 0 (found first chain by chain). Every slot is bad so
+            // both are followed.
+            for j in 0..k {
+                parents[(t - 2) * b * k + (b - 1) * k + j] = k as i64;
+                parents[b * k + j] = -1;
+            }
+            let (s, i, j) = gather_tree_reference(&ids, &parents, t, b, k).unwrap_err();
+            let e = beam_search_gather_tree(&dense(&ids), &dense(&parents)).unwrap_err().to_string();
+            assert!(e.contains(&format!("parents[{s}][{i}][{j}]")), "{e} (want parents[{s}][{i}][{j}])");
+        }
+    }
 }
