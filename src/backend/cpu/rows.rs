@@ -38,8 +38,8 @@ const TASK_BYTES: usize = 64 * 1024;
 /// Outputs at least this large are written with non-temporal (streaming) stores, which skip
 /// reading each destination line before writing it (a third of the memory traffic of a copy).
 /// Smaller outputs are written normally and stay in cache for the next op. Chosen by measurement
-/// (benches/REPORT.md): at 16 MiB the 7-9 MB unpack/pack cases stayed near 0.6 of a copy, at
-/// 4 MiB they reach 0.8-1.0. glibc's memcpy streams only above 240 MB on these machines.
+/// (benches/REPORT.md): streaming took the 55 MB unpack from 0.67-0.72 to 0.77-0.95 of a copy
+/// and was neutral for the 7-9 MB cases. glibc's memcpy streams only above 240 MB here.
 pub const STREAM_MIN_BYTES: usize = 4 << 20;
 
 /// ... and only when the pieces average at least this many bytes: short pieces from scattered
