@@ -23,7 +23,7 @@ failed=()
 section "Rust tests with --features cuda"
 cargo test --release --features cuda --target-dir target/cuda --no-fail-fast || failed+=("Rust tests (cuda)")
 
-section "Speed: the row gather against a device copy (issue 6: >= 70%)"
+section "Speed: the row gather against a device copy (target: >= 70%)"
 cargo test --release --features cuda --target-dir target/cuda --test cuda -- --ignored --nocapture \
   gpu_gather_bandwidth || failed+=("GPU bandwidth test")
 

@@ -16,10 +16,81 @@ pub type Release = Box<dyn FnOnce() + Send + Sync>;
 
 enum Origin {
     Owned(Layout),
+    /// Pages mapped for this allocation alone (large owned allocations on Linux): `len` bytes
+    /// from `ptr`, unmapped on drop.
+    Mapped(usize),
     Borrowed(Option<Release>),
     /// A block of the CUDA backend's caching allocator, handed back to it on drop (an uninhabited
     /// type in builds without CUDA). `None` for a zero-length device allocation.
     Device(#[allow(dead_code)] Option<DeviceBlock>),
+}
+
+/// Owned allocations of at least this many bytes get their own transparent-huge-page mapping.
+/// glibc's malloc maps every block this large afresh (32 MiB is the most its adaptive mmap
+/// threshold grows to), so an op's output would be faulted in 4 KiB page by page on every call,
+/// and on the project's VMs that ran at ~2 GB/s, slower than the copy itself; huge pages fault
+/// at ~9 GB/s. Below this size glibc reuses freed heap blocks, which is faster still, so those
+/// stay on the heap (benches/REPORT.md).
+pub const HUGE_PAGE_MIN: usize = 32 << 20;
+
+/// The transparent huge page size of x86-64 and (4 KiB-granule) aarch64 Linux: mappings are
+/// rounded up to and aligned at it.
+const HUGE_PAGE: usize = 2 << 20;
+
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+mod os {
+    use std::ffi::c_void;
+    extern "C" {
+        fn mmap(addr: *mut c_void, len: usize, prot: i32, flags: i32, fd: i32, offset: i64) -> *mut c_void;
+        fn munmap(addr: *mut c_void, len: usize) -> i32;
+        fn madvise(addr: *mut c_void, len: usize, advice: i32) -> i32;
+    }
+    const PROT_READ: i32 = 1;
+    const PROT_WRITE: i32 = 2;
+    const MAP_PRIVATE: i32 = 2;
+    const MAP_ANONYMOUS: i32 = 0x20;
+    const MADV_HUGEPAGE: i32 = 14;
+    use super::HUGE_PAGE as HUGE;
+
+    /// A zero-filled mapping of `len` bytes (a multiple of 2 MiB) aligned to 2 MiB, advised to use
+    /// huge pages; `None` when the system refuses (the caller falls back to the heap).
+    pub(super) fn map_huge(len: usize) -> Option<*mut u8> {
+        let span = len.checked_add(HUGE)?;
+        // SAFETY: an anonymous private mapping; no existing memory is touched.
+        let base =
+            unsafe { mmap(std::ptr::null_mut(), span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) };
+        if base as isize == -1 {
+            return None;
+        }
+        let start = (base as usize).next_multiple_of(HUGE);
+        let (head, tail) = (start - base as usize, span - (start - base as usize) - len);
+        // SAFETY: unmapping the unaligned head and tail of the mapping just made; advising its
+        // middle. madvise failing (THP disabled) only loses the speed-up.
+        unsafe {
+            if head > 0 {
+                munmap(base, head);
+            }
+            if tail > 0 {
+                munmap((start + len) as *mut c_void, tail);
+            }
+            madvise(start as *mut c_void, len, MADV_HUGEPAGE);
+        }
+        Some(start as *mut u8)
+    }
+
+    /// # Safety
+    /// `ptr` and `len` come from one `map_huge` call, unmapped once.
+    pub(super) unsafe fn unmap(ptr: *mut u8, len: usize) {
+        munmap(ptr.cast(), len);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
+mod os {
+    pub(super) fn map_huge(_len: usize) -> Option<*mut u8> {
+        None
+    }
+    pub(super) unsafe fn unmap(_ptr: *mut u8, _len: usize) {}
 }
 
 /// A block of memory on one place. Shared through `Arc`; never resized.
@@ -40,6 +111,14 @@ impl Allocation {
     pub fn zeroed(len: usize) -> Result<Arc<Allocation>> {
         let layout = Layout::from_size_align(len, ALIGNMENT)
             .map_err(|_| err!(OutOfMemory, "allocation of {len} bytes is too large"))?;
+        if len >= HUGE_PAGE_MIN {
+            let mapped = len.checked_next_multiple_of(HUGE_PAGE).and_then(|m| Some((m, os::map_huge(m)?)));
+            if let Some((mapped_len, ptr)) = mapped {
+                // Fresh anonymous pages are zero: nothing to clear.
+                let ptr = NonNull::new(ptr).expect("mmap does not return NULL on success");
+                return Ok(Arc::new(Allocation { ptr, len, place: Place::Cpu, origin: Origin::Mapped(mapped_len) }));
+            }
+        }
         let ptr = if len == 0 {
             // A well-aligned, never-dereferenced address: no allocation for empty tensors.
             NonNull::new(ALIGNMENT as *mut u8).expect("non-zero")
@@ -118,6 +197,8 @@ impl Drop for Allocation {
                     unsafe { std::alloc::dealloc(self.ptr.as_ptr(), *layout) }
                 }
             }
+            // SAFETY: mapped in `zeroed` with this length.
+            Origin::Mapped(len) => unsafe { os::unmap(self.ptr.as_ptr(), *len) },
             Origin::Borrowed(release) => {
                 if let Some(release) = release.take() {
                     // Kernels queued on the device may still use the caller's buffer: let them finish
@@ -145,6 +226,11 @@ mod tests {
         assert_eq!(a.as_ptr() as usize % ALIGNMENT, 0);
         assert!(unsafe { std::slice::from_raw_parts(a.as_ptr(), 100) }.iter().all(|&b| b == 0));
         assert_eq!(Allocation::zeroed(0).unwrap().len(), 0);
+        let big = Allocation::zeroed(HUGE_PAGE_MIN + 100).unwrap();
+        assert_eq!(big.as_ptr() as usize % ALIGNMENT, 0);
+        let bytes = unsafe { std::slice::from_raw_parts_mut(big.as_ptr(), big.len()) };
+        assert!(bytes.iter().all(|&b| b == 0));
+        bytes.fill(7); // every byte is writable
         assert!(Allocation::zeroed(usize::MAX).is_err());
     }
 

@@ -889,7 +889,7 @@ fn decoder_edit_callback_bans_a_token_and_errors_stop_it() {
     bad(DecoderOptions { num_hypotheses: 0, ..opts }, "num_hypotheses");
 }
 
-/// The speed target of issue 5: the fused step on 64 sources x beam 5 x 32000 f32 at one thread
+/// The speed target of the fused step: the fused step on 64 sources x beam 5 x 32000 f32 at one thread
 /// against one plain read (a sum) of the same logits. Run with
 /// `cargo test --release --test beam_search -- --ignored --nocapture fused_step_speed`.
 #[test]

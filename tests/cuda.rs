@@ -178,7 +178,7 @@ fn gpu_unpack_and_reorder_equal_cpu() {
 }
 
 /// The row gather's bandwidth against a plain device-to-device copy of the same bytes, measured in
-/// the same run (issue 6 asks for 70% or more at sizes that fill the GPU). Ignored in the normal
+/// the same run (the target is 70% or more at sizes that fill the GPU). Ignored in the normal
 /// run; scripts/test-gpu.sh runs it (`-- --ignored --nocapture gpu_gather_bandwidth`).
 #[test]
 #[ignore]

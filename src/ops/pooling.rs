@@ -2,7 +2,7 @@
 //! sequence of the last LoD level, pooled column by column.
 
 use super::support::require_cpu;
-use crate::backend::cpu::pooling::{gather_by_index, pool_arg_extreme, pool_select, pool_sum};
+use crate::backend::cpu::pooling::{pool_extreme, pool_select, pool_sum};
 use crate::dtype::{dispatch_dtype, DType, Scalar};
 use crate::error::{ensure, Result};
 use crate::lod::Lod;
@@ -80,11 +80,10 @@ pub fn sequence_pool(x: &LoDTensor, pool: PoolType, pad_value: f64) -> Result<Po
                 let mut index = Tensor::zeros(DType::I32, dims)?;
                 let idx = index.as_mut_slice::<i32>()?;
                 if pool == PoolType::Max {
-                    pool_arg_extreme(src, width, offsets, |v: T, best: T| v > best, idx)?;
+                    pool_extreme(src, width, offsets, |v: T, best: T| v > best, pad, dst, idx)?;
                 } else {
-                    pool_arg_extreme(src, width, offsets, |v: T, best: T| v < best, idx)?;
+                    pool_extreme(src, width, offsets, |v: T, best: T| v < best, pad, dst, idx)?;
                 }
-                gather_by_index(src, width, idx, pad, dst)?;
                 max_index = Some(LoDTensor::dense(index));
                 Ok(())
             }

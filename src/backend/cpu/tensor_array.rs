@@ -3,6 +3,7 @@
 //! only, so one kernel serves every dtype; each output block is one task of `for_each_segment`.
 
 use super::pool::for_each_segment;
+use super::rows::gather_pieces;
 use crate::error::{ensure, Result};
 use std::ops::Range;
 
@@ -29,9 +30,9 @@ pub fn gather_blocks(srcs: &[&[u8]], row_bytes: usize, blocks: &[(usize, Range<u
         bounds[blocks.len()],
         out.len()
     );
-    for_each_segment(out, &bounds, |i, seg| {
+    gather_pieces(out, &bounds, |i| {
         let (s, r) = &blocks[i];
-        seg.copy_from_slice(&srcs[*s][r.start * row_bytes..r.end * row_bytes]);
+        &srcs[*s][r.start * row_bytes..r.end * row_bytes]
     })
 }
 
