@@ -6,8 +6,10 @@
 //! gather call, so the copy runs in parallel over blocks with no allocation per row.
 
 use super::common_place;
+use super::support::gather_into_new;
+use crate::backend::cpu::rows::gather_blocks;
 use crate::backend::cpu::rows::gather_row_ranges;
-use crate::backend::cpu::tensor_array::{concat_outer, gather_blocks};
+use crate::backend::cpu::tensor_array::concat_outer;
 use crate::dim::Dim;
 use crate::error::{ensure, err, Result};
 use crate::lod::{lengths_to_offsets, Lod};
@@ -50,17 +52,6 @@ fn host(inputs: &[(&str, &Tensor)]) -> Result<()> {
         Place::Cpu => Ok(()),
         other => Err(err!(Unsupported, "{}: is on {other}; this operation runs on the CPU only", inputs[0].0)),
     }
-}
-
-/// A new tensor of `dims` holding the rows `ranges` of `src`.
-/// On a CUDA place: the device's row-range gather, one launch.
-fn gather_new(src: &Tensor, dims: Dim, ranges: &[Range<usize>]) -> Result<Tensor> {
-    if let Place::Cuda(_) = src.place() {
-        return crate::backend::cuda::gather_row_ranges(src, src.row_bytes(), ranges, dims);
-    }
-    let mut out = Tensor::zeros(src.dtype(), dims)?;
-    gather_row_ranges(src.bytes()?, src.row_bytes(), ranges, out.bytes_mut()?)?;
-    Ok(out)
 }
 
 fn lod_of(levels: Vec<Vec<usize>>) -> Result<Lod> {
@@ -129,7 +120,7 @@ pub fn lod_tensor_to_array(x: &LoDTensor, table: &RankTable) -> Result<TensorArr
         step_lods.push(levels);
     }
     let total: usize = ranges.iter().map(|r| r.len()).sum();
-    let all = gather_new(x.tensor(), x.dims().with_rows(total)?, &ranges)?;
+    let all = gather_into_new(x.tensor(), x.tensor().row_bytes(), &ranges, x.dims().with_rows(total)?)?;
     let mut items = Vec::with_capacity(steps);
     let mut row = 0;
     for (t, levels) in step_lods.into_iter().enumerate() {
@@ -284,7 +275,7 @@ pub fn reorder_lod_tensor_by_rank(x: &LoDTensor, table: &RankTable) -> Result<Lo
     let mut levels = vec![vec![0usize]; levels_in.len()];
     let ranges: Vec<Range<usize>> =
         table.items().iter().map(|item| append_unit(levels_in, item.index, &mut levels)).collect();
-    let out = gather_new(x.tensor(), *x.dims(), &ranges)?;
+    let out = gather_into_new(x.tensor(), x.tensor().row_bytes(), &ranges, *x.dims())?;
     LoDTensor::new(out, lod_of(levels)?)
 }
 

@@ -3,32 +3,51 @@
 //! input. Rows are copied as bytes, so one kernel serves every dtype.
 
 use super::pool::for_each_segment;
-use crate::error::{ensure, Result};
+use crate::error::{ensure, err, Result};
 use std::ops::Range;
 
 /// Writes into `out` the rows `ranges[0]`, then `ranges[1]`, ... of `src`, whose rows are
 /// `row_bytes` long. `out` must be exactly as long as all ranges together.
 pub fn gather_row_ranges(src: &[u8], row_bytes: usize, ranges: &[Range<usize>], out: &mut [u8]) -> Result<()> {
-    // Zero-width rows: any row index is in range.
-    let src_rows = src.len().checked_div(row_bytes).unwrap_or(usize::MAX);
-    let mut bounds = Vec::with_capacity(ranges.len() + 1);
+    gather_checked(ranges.len(), row_bytes, out, |i| Ok((src, ranges[i].clone())))
+}
+
+/// Writes into `out` the row blocks `blocks[0]`, `blocks[1]`, ..., block `(s, rows)` being rows
+/// `rows` of `srcs[s]`; every source has rows of `row_bytes` bytes. `out` must be exactly as long
+/// as all blocks together.
+pub fn gather_blocks(srcs: &[&[u8]], row_bytes: usize, blocks: &[(usize, Range<usize>)], out: &mut [u8]) -> Result<()> {
+    gather_checked(blocks.len(), row_bytes, out, |i| {
+        let (s, r) = &blocks[i];
+        let src = srcs.get(*s).ok_or_else(|| err!(Internal, "block {i} reads source {s} of {}", srcs.len()))?;
+        Ok((*src, r.clone()))
+    })
+}
+
+/// The one checked row gather: block `i` is `block(i) = (source, rows)`. Every block is checked to
+/// lie in its source and the blocks to fill `out` exactly, once, before any byte is copied.
+fn gather_checked<'a>(
+    n: usize,
+    row_bytes: usize,
+    out: &mut [u8],
+    block: impl Fn(usize) -> Result<(&'a [u8], Range<usize>)>,
+) -> Result<()> {
+    let mut pieces: Vec<&'a [u8]> = Vec::with_capacity(n);
+    let mut bounds = Vec::with_capacity(n + 1);
     bounds.push(0usize);
-    for (i, r) in ranges.iter().enumerate() {
+    for i in 0..n {
+        let (src, r) = block(i)?;
+        // Zero-width rows: any row index is in range.
+        let src_rows = src.len().checked_div(row_bytes).unwrap_or(usize::MAX);
         ensure!(
             r.start <= r.end && r.end <= src_rows,
             Internal,
-            "row range {i} = {r:?} is outside the source's {src_rows} rows"
+            "row block {i} = rows {r:?} is outside its source's {src_rows} rows"
         );
+        pieces.push(&src[r.start * row_bytes..r.end * row_bytes]);
         bounds.push(bounds[i] + (r.end - r.start) * row_bytes);
     }
-    ensure!(
-        bounds[ranges.len()] == out.len(),
-        Internal,
-        "row ranges cover {} bytes, the output has {}",
-        bounds[ranges.len()],
-        out.len()
-    );
-    gather_pieces(out, &bounds, |i| &src[ranges[i].start * row_bytes..ranges[i].end * row_bytes])
+    ensure!(bounds[n] == out.len(), Internal, "row blocks cover {} bytes, the output has {}", bounds[n], out.len());
+    gather_pieces(out, &bounds, |k| pieces[k])
 }
 
 /// Pieces are grouped into tasks of at least this many output bytes: one task per row of a few

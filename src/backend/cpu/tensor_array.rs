@@ -3,38 +3,7 @@
 //! only, so one kernel serves every dtype; each output block is one task of `for_each_segment`.
 
 use super::pool::for_each_segment;
-use super::rows::gather_pieces;
 use crate::error::{ensure, Result};
-use std::ops::Range;
-
-/// Writes into `out` the row blocks `blocks[0]`, `blocks[1]`, ..., block `(s, rows)` being rows
-/// `rows` of `srcs[s]`; every source has rows of `row_bytes` bytes. `out` must be exactly as long
-/// as all blocks together.
-pub fn gather_blocks(srcs: &[&[u8]], row_bytes: usize, blocks: &[(usize, Range<usize>)], out: &mut [u8]) -> Result<()> {
-    let mut bounds = Vec::with_capacity(blocks.len() + 1);
-    bounds.push(0usize);
-    for (i, (s, r)) in blocks.iter().enumerate() {
-        ensure!(*s < srcs.len(), Internal, "block {i} reads source {s} of {}", srcs.len());
-        let src_rows = srcs[*s].len().checked_div(row_bytes).unwrap_or(usize::MAX);
-        ensure!(
-            r.start <= r.end && r.end <= src_rows,
-            Internal,
-            "block {i} = rows {r:?} of source {s} is outside its {src_rows} rows"
-        );
-        bounds.push(bounds[i] + (r.end - r.start) * row_bytes);
-    }
-    ensure!(
-        bounds[blocks.len()] == out.len(),
-        Internal,
-        "blocks cover {} bytes, the output has {}",
-        bounds[blocks.len()],
-        out.len()
-    );
-    gather_pieces(out, &bounds, |i| {
-        let (s, r) = &blocks[i];
-        &srcs[*s][r.start * row_bytes..r.end * row_bytes]
-    })
-}
 
 /// Concatenation along an axis, seen as `outer` rows: output row `o` is the concatenation over
 /// sources `i` of bytes `[o * inner[i], (o + 1) * inner[i])` of `srcs[i]`. Stacking is the case
@@ -69,6 +38,7 @@ pub fn concat_outer(srcs: &[&[u8]], inner: &[usize], outer: usize, out: &mut [u8
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::cpu::rows::gather_blocks;
 
     #[test]
     fn gathers_blocks_of_several_sources() {
