@@ -1,0 +1,176 @@
+package org.lodtensor;
+
+import com.sun.jna.Callback;
+import com.sun.jna.Library;
+import com.sun.jna.Native;
+import com.sun.jna.Pointer;
+import com.sun.jna.Structure;
+import com.sun.jna.ptr.LongByReference;
+import com.sun.jna.ptr.PointerByReference;
+
+/**
+ * The C API of liblodtensor as JNA sees it (package-private: use {@link Tensor} and friends).
+ * size_t is mapped to Java long, so the binding needs a 64-bit platform. The library is loaded by
+ * the name in the system property {@code lodtensor.library} (default "lodtensor", searched on
+ * {@code jna.library.path}, then the system's library path).
+ */
+interface LodTensorLib extends Library {
+    LodTensorLib INSTANCE = load();
+
+    private static LodTensorLib load() {
+        if (Native.POINTER_SIZE != 8) {
+            throw new UnsatisfiedLinkError("the lodtensor Java binding needs a 64-bit platform");
+        }
+        return Native.load(System.getProperty("lodtensor.library", "lodtensor"), LodTensorLib.class);
+    }
+
+    @Structure.FieldOrder({"code", "bits", "lanes"})
+    class DTypeT extends Structure implements Structure.ByValue {
+        public byte code;
+        public byte bits;
+        public short lanes;
+
+        DTypeT() {}
+
+        DTypeT(DType d) {
+            code = (byte) d.code();
+            bits = (byte) d.bits();
+            lanes = (short) d.lanes();
+        }
+    }
+
+    @Structure.FieldOrder({"code", "bits", "lanes"})
+    class DTypeOut extends Structure {
+        public byte code;
+        public byte bits;
+        public short lanes;
+    }
+
+    @Structure.FieldOrder({"device_type", "device_id"})
+    class PlaceOut extends Structure {
+        public int device_type;
+        public int device_id;
+    }
+
+    /** tensor_array_step_fn. */
+    interface StepFn extends Callback {
+        int invoke(long step, Pointer stepInput, Pointer prevState, Pointer stepOutput, Pointer newState,
+                   Pointer userData);
+    }
+
+    String lodtensor_version();
+
+    String lodtensor_status_str(int code);
+
+    String lodtensor_last_error_message();
+
+    int lodtensor_selftest_panic();
+
+    int lodtensor_set_num_threads(long n);
+
+    int lodtensor_num_threads(LongByReference out);
+
+    int lodtensor_create(DTypeT dtype, long[] dims, long ndim, Pointer data, long dataLen, int lodKind,
+                         long[] levelSizes, long numLevels, long[] lod, long lodLen, PointerByReference out);
+
+    void lodtensor_destroy(Pointer t);
+
+    int lodtensor_share(Pointer t, PointerByReference out);
+
+    int lodtensor_copy(Pointer t, PointerByReference out);
+
+    int lodtensor_dtype(Pointer t, DTypeOut out);
+
+    int lodtensor_place(Pointer t, PlaceOut out);
+
+    int lodtensor_ndim(Pointer t, LongByReference out);
+
+    int lodtensor_dims(Pointer t, long[] buf, long bufLen, LongByReference outNdim);
+
+    int lodtensor_numel(Pointer t, LongByReference out);
+
+    int lodtensor_nbytes(Pointer t, LongByReference out);
+
+    int lodtensor_data(Pointer t, PointerByReference out);
+
+    int lodtensor_data_mut(Pointer t, PointerByReference out);
+
+    int lodtensor_lod_num_levels(Pointer t, LongByReference out);
+
+    int lodtensor_lod_offsets(Pointer t, long level, PointerByReference out, LongByReference outLen);
+
+    int lodtensor_set_lod(Pointer t, int lodKind, long[] levelSizes, long numLevels, long[] lod, long lodLen);
+
+    int lodtensor_clear_lod(Pointer t);
+
+    int lodtensor_sequence_rows(Pointer t, long level, long index, LongByReference begin, LongByReference end);
+
+    int lodtensor_slice(Pointer t, long level, long begin, long end, PointerByReference out);
+
+    int lodtensor_split(Pointer t, long numPieces, Pointer[] outPieces, long outPiecesLen, LongByReference outCount);
+
+    int lodtensor_merge(Pointer[] tensors, long count, PointerByReference out);
+
+    int lodtensor_lod_reset(Pointer x, Pointer y, long[] targetLod, long targetLen, boolean append,
+                            PointerByReference out);
+
+    int sequence_expand(Pointer x, Pointer y, long refLevel, PointerByReference out);
+
+    int sequence_expand_as(Pointer x, Pointer y, PointerByReference out);
+
+    int sequence_pad(Pointer x, Pointer padValue, long paddedLength, PointerByReference out,
+                     PointerByReference outLength);
+
+    int sequence_unpad(Pointer x, Pointer length, PointerByReference out);
+
+    int sequence_pool(Pointer x, int poolType, double padValue, PointerByReference out,
+                      PointerByReference outMaxIndex);
+
+    int sequence_first_step(Pointer x, PointerByReference out);
+
+    int sequence_last_step(Pointer x, PointerByReference out);
+
+    int sequence_scatter(Pointer x, Pointer ids, Pointer updates, PointerByReference out);
+
+    int sequence_scatter_inplace(Pointer x, Pointer ids, Pointer updates);
+
+    int tensor_array_create(PointerByReference out);
+
+    void tensor_array_destroy(Pointer a);
+
+    int tensor_array_size(Pointer a, LongByReference out);
+
+    int tensor_array_read(Pointer a, long index, boolean copy, PointerByReference out);
+
+    int tensor_array_write(Pointer a, long index, Pointer t, boolean copy);
+
+    int tensor_array_clear(Pointer a);
+
+    int tensor_array_to_tensor(Pointer a, long axis, boolean useStack, PointerByReference out, long[] sizes,
+                               long sizesLen);
+
+    int tensor_array_unstack(Pointer x, long axis, PointerByReference out);
+
+    int tensor_array_unpack(Pointer x, Pointer table, PointerByReference out);
+
+    int tensor_array_pack(Pointer a, Pointer table, PointerByReference out);
+
+    int tensor_array_dynamic_rnn(Pointer x, long level, Pointer initState, StepFn stepFn, Pointer userData,
+                                 PointerByReference out);
+
+    int rank_table_create(Pointer x, long level, PointerByReference out);
+
+    void rank_table_destroy(Pointer table);
+
+    int rank_table_size(Pointer table, LongByReference out);
+
+    int rank_table_level(Pointer table, LongByReference out);
+
+    int rank_table_max_sequence_len(Pointer table, LongByReference out);
+
+    int rank_table_items(Pointer table, long[] indices, long[] lengths, long bufLen, LongByReference outLen);
+
+    int rank_table_shrink_rnn_memory(Pointer table, Pointer x, long step, PointerByReference out);
+
+    int rank_table_reorder(Pointer table, Pointer x, PointerByReference out);
+}
