@@ -43,3 +43,21 @@ ensure_cargo() {
        "that Cargo.toml names" >&2
   return 1
 }
+
+# ensure_files PATH:PACKAGE...  installs (apt-get) the Debian PACKAGE of every PATH that does not
+# exist (for packages without a command, like the jars of libjna-java and junit5).
+ensure_files() {
+  local spec missing=()
+  for spec in "$@"; do
+    [[ -e ${spec%%:*} ]] || missing+=("${spec#*:}")
+  done
+  ((${#missing[@]})) || return 0
+  echo "installing: ${missing[*]}"
+  local sudo=()
+  if [[ $(id -u) != 0 ]]; then
+    command -v sudo >/dev/null 2>&1 || { echo "error: need root (or sudo) to install ${missing[*]}" >&2; return 1; }
+    sudo=(sudo)
+  fi
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+}

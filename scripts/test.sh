@@ -3,7 +3,9 @@
 # exported-symbols and install/consumer checks through CTest:
 #   bash scripts/test.sh
 # Installs cmake, g++, make, valgrind, pkg-config and binutils with apt-get when they are
-# missing. JOBS (default: number of cores) sets build and test parallelism.
+# missing, and for the bindings' tests golang-go, default-jdk-headless, libjna-java and junit5
+# (LODTENSOR_BINDINGS=OFF skips those tests and installs). JOBS (default: number of cores) sets
+# build and test parallelism.
 # A failing test suite does not stop the ones after it (CI shows every failure at once); the
 # script exits non-zero if any failed. A failing build does stop it.
 set -euo pipefail
@@ -14,6 +16,14 @@ jobs=${JOBS:-$(nproc)}
 section "1/4 tools"
 ensure_tools cmake:cmake cc:gcc c++:g++ make:make valgrind:valgrind pkg-config:pkg-config \
              nm:binutils readelf:binutils
+# The bindings' toolchains (Go with cgo, a JDK, JNA and the JUnit 5 console launcher), unless
+# LODTENSOR_BINDINGS=OFF.
+bindings=${LODTENSOR_BINDINGS:-ON}
+if [[ $bindings != OFF ]]; then
+  ensure_tools go:golang-go javac:default-jdk-headless
+  ensure_files /usr/share/java/jna.jar:libjna-java \
+               /usr/share/java/junit-platform-console-standalone.jar:junit5
+fi
 ensure_cargo
 echo "$(cmake --version | head -n1); $(c++ --version | head -n1); $(valgrind --version); $(cargo --version)"
 
@@ -23,7 +33,7 @@ failed=()
 cargo test --release --no-fail-fast || failed+=("Rust tests (cargo test --release)")
 
 section "3/4 build the C API tests (cmake, build/capi)"
-cmake -S capi-tests -B build/capi -DCMAKE_BUILD_TYPE=Debug
+cmake -S capi-tests -B build/capi -DCMAKE_BUILD_TYPE=Debug "-DLODTENSOR_BINDINGS=$bindings"
 cmake --build build/capi -j "$jobs"
 
 section "4/4 run the C API tests (ctest)"
