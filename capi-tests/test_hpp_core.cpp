@@ -164,6 +164,40 @@ void test_ownership() {
     CHECK(ref.get() == again.get() && ref.numel() == 4);
 }
 
+void test_zero_copy_buffers() {
+    // adopt: the vector's elements become the tensor's memory (no copy) and are freed with it.
+    std::vector<double> v{1.5, 2.5, 3.5, 4.5};
+    const double *elements = v.data();
+    const std::size_t one[] = {2};
+    const std::size_t lengths[] = {3, 1};
+    lt::Tensor t = lt::Tensor::adopt(std::move(v), {4, 1}, lt::Lod::lengths(one, lengths));
+    CHECK(t.data<double>().data() == elements);
+    CHECK(same<std::size_t>(t.lod_offsets(0), {0, 3, 4}));
+    lt::Tensor s = t.slice(0, 1, 2);
+    t = lt::Tensor();                   // the slice keeps the vector alive (valgrind checks)
+    CHECK(s.data<double>()[0] == 4.5);
+
+    // A failed adopt gives the elements back.
+    std::vector<float> w{1, 2, 3};
+    const std::size_t bad[] = {5};
+    const std::size_t lvl[] = {1};
+    try {
+        lt::Tensor::adopt(std::move(w), {3}, lt::Lod::lengths(lvl, bad));
+        CHECK(false);
+    } catch (const lt::Error &e) {
+        CHECK(e.status() == LODTENSOR_INVALID_LOD);
+    }
+    CHECK_EQ_SIZE(w.size(), 3);
+    CHECK(w[2] == 3.0f);
+
+    // from_buffer with a caller-managed buffer and no release callback.
+    static std::int32_t buffer[6] = {1, 2, 3, 4, 5, 6};
+    lt::Tensor b = lt::Tensor::from_buffer(lt::dtype_of<std::int32_t>(), {2, 3}, buffer, sizeof buffer,
+                                           lt::Lod::none(), nullptr, nullptr);
+    b.mutable_data<std::int32_t>()[5] = 60;
+    CHECK(buffer[5] == 60);
+}
+
 void test_errors() {
     const std::vector<float> data = iota(10);
     const std::size_t sizes[] = {1};
@@ -203,6 +237,7 @@ int main() {
         test_create_and_read();
         test_views_and_pieces();
         test_ownership();
+        test_zero_copy_buffers();
         test_errors();
     } catch (const lt::Error &e) {
         fprintf(stderr, "unexpected lodtensor::Error %d: %s\n", static_cast<int>(e.status()), e.what());

@@ -283,6 +283,35 @@ class Tensor : public detail::TensorReader<Tensor> {
         return Tensor(out);
     }
 
+    // A host tensor over the caller's buffer, without copying it: `release(data, user_data)` runs
+    // exactly once, when the last handle using the buffer goes (never when this throws: the buffer
+    // then stays the caller's). `release` may be null if the buffer outlives every such handle.
+    static Tensor from_buffer(lodtensor_dtype_t dtype, Span<const std::int64_t> dims, void *data, std::size_t nbytes,
+                              const Lod &lod, lodtensor_release_fn release, void *user_data) {
+        const lodtensor_place_t cpu{LODTENSOR_DEVICE_CPU, 0};
+        lodtensor_t *out = nullptr;
+        check(lodtensor_from_buffer(cpu, dtype, dims.data(), dims.size(), data, nbytes, lod.kind,
+                                    lod.level_sizes.data(), lod.level_sizes.size(), lod.values.data(),
+                                    lod.values.size(), release, user_data, &out));
+        return Tensor(out);
+    }
+
+    // A tensor that takes over a std::vector's elements (moved in, never copied); the vector is
+    // freed when the last handle using it goes.
+    template <typename T>
+    static Tensor adopt(std::vector<T> &&values, Span<const std::int64_t> dims, const Lod &lod = Lod::none()) {
+        static_assert(!std::is_same<T, bool>::value, "std::vector<bool> has no contiguous bool elements");
+        auto *owned = new std::vector<T>(std::move(values));
+        lodtensor_release_fn release = [](void *, void *user_data) { delete static_cast<std::vector<T> *>(user_data); };
+        try {
+            return from_buffer(dtype_of<T>(), dims, owned->data(), owned->size() * sizeof(T), lod, release, owned);
+        } catch (...) {
+            values = std::move(*owned);  // nothing was taken: give the elements back
+            delete owned;
+            throw;
+        }
+    }
+
     const lodtensor_t *get() const noexcept { return h_; }
     lodtensor_t *get() noexcept { return h_; }
     // Gives up ownership (for C functions that take it, e.g. a step function's outputs).
