@@ -38,6 +38,8 @@ go_env() {
   export GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod GOTELEMETRY=off
   export GOCACHE=$WORK/gocache GOPATH=$WORK/gopath
   export CGO_LDFLAGS="-Wl,-rpath,$libdir"
+  # Go <= 1.20: check every pointer handed to C against cgo's rules (newer Go ignores it).
+  export GODEBUG=cgocheck=2
 }
 
 cxx_build() { # cxx_build SOURCE OUTPUT

@@ -100,6 +100,10 @@ func TestCreateAndRead(t *testing.T) {
 	flags := must[*lt.Tensor](t)(lt.NewTensor([]bool{true, false}, []int64{2}, lt.LoD{}))
 	defer flags.Close()
 	eq(t, "bool", must[[]bool](t)(lt.Data[bool](flags)), []bool{true, false})
+	empty := must[*lt.Tensor](t)(lt.NewTensor([]float32{}, []int64{0, 2}, lt.LoD{}))
+	defer empty.Close()
+	eq(t, "empty dims", must[[]int64](t)(empty.Dims()), []int64{0, 2})
+	eq(t, "empty data", len(floats(t, empty)), 0)
 	_, err = lt.Data[float64](ints)
 	wantError(t, err, lt.InvalidArgument, "dtype")
 }

@@ -72,6 +72,11 @@ class LodTensorTest {
             assertEquals(2.5, d.toDoubleArray()[0]);
             assertArrayEquals(new int[] {1, 2}, n.toIntArray());
         }
+        try (Tensor empty = Tensor.ofFloats(new float[0], 0, 2)) {
+            assertArrayEquals(l(0, 2), empty.dims());
+            assertEquals(0, empty.toFloatArray().length);
+            assertEquals(0, empty.view().capacity());
+        }
         ByteBuffer bytes = ByteBuffer.allocate(2).put((byte) 1).put((byte) 0).flip();
         try (Tensor b = Tensor.create(DType.BOOL, l(2), bytes, Lod.NONE)) {
             assertEquals(DType.BOOL, b.dtype());
