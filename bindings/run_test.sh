@@ -38,8 +38,15 @@ go_env() {
   export GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod GOTELEMETRY=off
   export GOCACHE=$WORK/gocache GOPATH=$WORK/gopath
   export CGO_LDFLAGS="-Wl,-rpath,$libdir"
-  # Go <= 1.20: check every pointer handed to C against cgo's rules (newer Go ignores it).
-  export GODEBUG=cgocheck=2
+}
+
+# cgo_strict: check every pointer handed to C against cgo's rules (a run-time setting up to
+# Go 1.20, a build-time experiment since 1.21).
+cgo_strict() {
+  case $("$GO" env GOVERSION) in
+    go1.1[0-9]* | go1.20*) export GODEBUG=cgocheck=2 ;;
+    *) export GOEXPERIMENT=cgocheck2 ;;
+  esac
 }
 
 cxx_build() { # cxx_build SOURCE OUTPUT
@@ -70,6 +77,7 @@ cpp-readme)
   ;;
 go)
   go_env
+  cgo_strict
   cd "$SRC/bindings/go"
   unformatted=$("$("$GO" env GOROOT)/bin/gofmt" -l .)
   [[ -z $unformatted ]] || fail "not gofmt-formatted: $unformatted"
