@@ -3,11 +3,16 @@
 section() { printf '\n==== %s ====\n' "$*"; }
 
 # ensure_tools CMD:PACKAGE...  installs (apt-get) the Debian PACKAGE of every CMD not on PATH.
-# CI machines are fresh Debian images where we are root; elsewhere sudo is used if present.
+# A CMD starting with / is a file that must exist instead (e.g. a jar). CI machines are fresh
+# Debian images where we are root; elsewhere sudo is used if present.
 ensure_tools() {
   local spec cmd pkg missing=()
   for spec in "$@"; do
     cmd=${spec%%:*} pkg=${spec#*:}
+    if [[ $cmd == /* ]]; then
+      [[ -e $cmd ]] || missing+=("$pkg")
+      continue
+    fi
     command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
   done
   # A C compiler without the C library headers cannot build anything; gcc only recommends them.
@@ -44,20 +49,3 @@ ensure_cargo() {
   return 1
 }
 
-# ensure_files PATH:PACKAGE...  installs (apt-get) the Debian PACKAGE of every PATH that does not
-# exist (for packages without a command, like the jars of libjna-java and junit5).
-ensure_files() {
-  local spec missing=()
-  for spec in "$@"; do
-    [[ -e ${spec%%:*} ]] || missing+=("${spec#*:}")
-  done
-  ((${#missing[@]})) || return 0
-  echo "installing: ${missing[*]}"
-  local sudo=()
-  if [[ $(id -u) != 0 ]]; then
-    command -v sudo >/dev/null 2>&1 || { echo "error: need root (or sudo) to install ${missing[*]}" >&2; return 1; }
-    sudo=(sudo)
-  fi
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
-}

@@ -14,18 +14,19 @@ source scripts/lib.sh
 jobs=${JOBS:-$(nproc)}
 
 section "1/4 tools"
-ensure_tools cmake:cmake cc:gcc c++:g++ make:make valgrind:valgrind pkg-config:pkg-config \
-             nm:binutils readelf:binutils
-# The bindings' toolchains (Go with cgo, a JDK, JNA and the JUnit 5 console launcher), unless
-# LODTENSOR_BINDINGS=OFF.
+# The bindings' toolchains (Go with cgo, a JDK, JNA and the JUnit 5 console launcher) too, unless
+# LODTENSOR_BINDINGS=OFF; one apt-get run installs whatever is missing.
 bindings=${LODTENSOR_BINDINGS:-ON}
+binding_tools=()
 if [[ $bindings != OFF ]]; then
-  ensure_tools go:golang-go javac:default-jdk-headless
-  ensure_files /usr/share/java/jna.jar:libjna-java \
-               /usr/share/java/junit-platform-console-standalone.jar:junit5
+  binding_tools=(go:golang-go javac:default-jdk-headless /usr/share/java/jna.jar:libjna-java
+                 /usr/share/java/junit-platform-console-standalone.jar:junit5)
 fi
+ensure_tools cmake:cmake cc:gcc c++:g++ make:make valgrind:valgrind pkg-config:pkg-config \
+             nm:binutils readelf:binutils "${binding_tools[@]}"
 ensure_cargo
 echo "$(cmake --version | head -n1); $(c++ --version | head -n1); $(valgrind --version); $(cargo --version)"
+[[ $bindings == OFF ]] || echo "$(go version); $(javac -version 2>&1)"
 
 # --release: the same build CMake's cargo step uses, so the library is compiled once.
 section "2/4 Rust tests (cargo test --release)"
