@@ -6,9 +6,9 @@
 #   bindings.cpp          capi-tests/test_hpp_*.cpp built against the installed lodtensor.hpp
 #   bindings.go           gofmt, go vet and go test of bindings/go (cgo, pkg-config)
 #   bindings.java         the JUnit 5 tests of bindings/java (JNA)
-#   bindings.readme.cpp   README.md's C++, Go and Java snippets, compiled and run as they are
-#   bindings.readme.go
-#   bindings.readme.java
+#   bindings.readme.cpp   README.md's C++, Go and Java snippets, compiled and run as they are;
+#   bindings.readme.go    the C++ one by a CMake project with find_package(lodtensor) (shared and
+#   bindings.readme.java  static) and with pkg-config
 #
 # The test_hpp_* programs also run from the build tree (and under valgrind) through the
 # capi-tests glob; they get the `bindings` label too.

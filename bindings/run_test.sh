@@ -6,7 +6,8 @@
 #   run_test.sh install        cmake --install the library into $PREFIX (the fixture of the others)
 #   run_test.sh cpp            compile capi-tests/test_hpp_*.cpp against the installed headers
 #                              (pkg-config) and run them
-#   run_test.sh cpp-readme F   compile and run README.md's C++ snippet F the same way
+#   run_test.sh cpp-readme F   README.md's C++ snippet F built by a CMake project with
+#                              find_package(lodtensor) (shared and static) and with pkg-config, run
 #   run_test.sh go             gofmt check + `go test` of bindings/go against the installed library
 #   run_test.sh go-readme F    README.md's Go program F as a module using bindings/go: `go run`
 #   run_test.sh java           the JUnit 5 tests (console launcher) against the installed library
@@ -72,7 +73,15 @@ cpp)
   done
   ;;
 cpp-readme)
-  cxx_build "${2:?snippet}" "$WORK/readme_cpp"
+  # Through the CMake package (find_package), shared and static.
+  rm -rf "$WORK/cpp-consumer"
+  "$CMAKE" -S "$SRC/bindings/cpp" -B "$WORK/cpp-consumer" -DCMAKE_BUILD_TYPE=Release \
+    "-DCMAKE_PREFIX_PATH=$PREFIX" "-DCMAKE_CXX_COMPILER=$CXX" "-DSNIPPET=${2:?snippet}"
+  "$CMAKE" --build "$WORK/cpp-consumer"
+  expect_output "$WORK/cpp-consumer/readme_shared"
+  expect_output "$WORK/cpp-consumer/readme_static"
+  # Through pkg-config.
+  cxx_build "$2" "$WORK/readme_cpp"
   expect_output "$WORK/readme_cpp"
   ;;
 go)
