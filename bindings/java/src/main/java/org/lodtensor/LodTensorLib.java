@@ -52,6 +52,17 @@ interface LodTensorLib extends Library {
         public int device_id;
     }
 
+    /** lodtensor_release_fn. */
+    interface ReleaseFn extends Callback {
+        void invoke(Pointer data, Pointer userData);
+    }
+
+    @Structure.FieldOrder({"device_type", "device_id"})
+    class PlaceT extends Structure implements Structure.ByValue {
+        public int device_type;
+        public int device_id;
+    }
+
     /** tensor_array_step_fn. */
     interface StepFn extends Callback {
         int invoke(long step, Pointer stepInput, Pointer prevState, Pointer stepOutput, Pointer newState,
@@ -72,6 +83,10 @@ interface LodTensorLib extends Library {
 
     int lodtensor_create(DTypeT dtype, long[] dims, long ndim, Pointer data, long dataLen, int lodKind,
                          long[] levelSizes, long numLevels, long[] lod, long lodLen, PointerByReference out);
+
+    int lodtensor_from_buffer(PlaceT place, DTypeT dtype, long[] dims, long ndim, Pointer data, long dataLen,
+                              int lodKind, long[] levelSizes, long numLevels, long[] lod, long lodLen,
+                              ReleaseFn release, Pointer userData, PointerByReference out);
 
     void lodtensor_destroy(Pointer t);
 

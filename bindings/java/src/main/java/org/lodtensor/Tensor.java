@@ -1,12 +1,16 @@
 package org.lodtensor;
 
 import com.sun.jna.Memory;
+import com.sun.jna.Native;
 import com.sun.jna.Pointer;
 import com.sun.jna.ptr.LongByReference;
 import com.sun.jna.ptr.PointerByReference;
 import java.lang.ref.Cleaner;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A tensor with a LoD (a dense row-major array plus offsets of variable-length sequences),
@@ -80,6 +84,44 @@ public final class Tensor implements AutoCloseable {
             m.getByteBuffer(0, n).put(data.duplicate());
         }
         return create(dtype, dims, m, n, lod);
+    }
+
+    /** Direct buffers lent to the library by {@link #wrap}, until their release callback runs. */
+    private static final Map<Long, ByteBuffer> LENT = new ConcurrentHashMap<>();
+    private static final AtomicLong NEXT_LOAN = new AtomicLong(1);
+    // One callback object for every loan, kept reachable for the life of the class.
+    private static final LodTensorLib.ReleaseFn RELEASE =
+            (data, userData) -> LENT.remove(Pointer.nativeValue(userData));
+
+    /**
+     * A tensor over a direct buffer without copying it (zero copy): the buffer's remaining bytes
+     * are the elements (native byte order, aligned to the element size). The library holds the
+     * buffer until the last handle using it (this tensor, its shares, slices and pieces) is
+     * closed; writes through either side are seen by the other.
+     */
+    public static Tensor wrap(DType dtype, long[] dims, ByteBuffer direct, Lod lod) {
+        if (!direct.isDirect()) {
+            throw new LodTensorException(Status.INVALID_ARGUMENT, "wrap: the buffer must be direct");
+        }
+        long loan = NEXT_LOAN.getAndIncrement();
+        ByteBuffer lent = direct.slice();
+        LENT.put(loan, lent);
+        LodTensorLib.PlaceT cpu = new LodTensorLib.PlaceT();
+        cpu.device_type = 1;
+        PointerByReference out = new PointerByReference();
+        int s = LIB.lodtensor_from_buffer(cpu, new LodTensorLib.DTypeT(dtype), dims, dims.length,
+                lent.capacity() == 0 ? null : Native.getDirectBufferPointer(lent), lent.capacity(), lod.kind,
+                lod.levelSizes, lod.levelSizes.length, lod.values, lod.values.length, RELEASE, new Pointer(loan),
+                out);
+        if (s != 0) {
+            LENT.remove(loan); // nothing was taken
+        }
+        return out(s, out);
+    }
+
+    /** How many buffers given to {@link #wrap} the library still holds. */
+    static int lentBuffers() {
+        return LENT.size();
     }
 
     private static Tensor create(DType dtype, long[] dims, Pointer data, long nbytes, Lod lod) {

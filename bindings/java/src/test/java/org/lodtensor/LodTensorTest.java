@@ -85,6 +85,31 @@ class LodTensorTest {
     }
 
     @Test
+    void wrapDirectBufferWithoutCopy() {
+        int before = Tensor.lentBuffers();
+        ByteBuffer direct = ByteBuffer.allocateDirect(6 * 4).order(java.nio.ByteOrder.nativeOrder());
+        for (int i = 0; i < 6; i++) {
+            direct.putFloat(4 * i, i);
+        }
+        Tensor t = Tensor.wrap(DType.FLOAT32, l(6, 1), direct, Lod.lengths(l(4, 2)));
+        assertEquals(before + 1, Tensor.lentBuffers());
+        direct.putFloat(0, 42f); // the tensor sees the caller's buffer
+        assertEquals(42f, t.toFloatArray()[0]);
+        try (Tensor tail = t.slice(0, 1, 2)) {
+            t.close();
+            assertEquals(before + 1, Tensor.lentBuffers()); // the slice still uses it
+            assertArrayEquals(new float[] {4, 5}, tail.toFloatArray());
+        }
+        assertEquals(before, Tensor.lentBuffers()); // released with the last handle
+        // A failed wrap takes nothing.
+        expectError(Status.INVALID_ARGUMENT, "data_len",
+                () -> Tensor.wrap(DType.FLOAT32, l(7, 1), direct, Lod.NONE));
+        assertEquals(before, Tensor.lentBuffers());
+        expectError(Status.INVALID_ARGUMENT, "direct",
+                () -> Tensor.wrap(DType.FLOAT32, l(1), ByteBuffer.allocate(4), Lod.NONE));
+    }
+
+    @Test
     void sliceSplitMergeReset() {
         try (Tensor x = Tensor.ofFloats(iota(20), l(20, 1),
                 Lod.lengths(l(2, 1), l(2, 2, 3), l(2, 3, 2, 3, 2, 3, 5)));
