@@ -31,14 +31,47 @@
 #define LODTENSOR_VERSION_STRING "0.1.0"
 
 
-// `sequence_pool`: the sum of each sequence.
-#define LODTENSOR_POOL_SUM 0
+// The version of `beam_search_decoder_options_t` this header describes.
+#define LODTENSOR_BEAM_SEARCH_DECODER_OPTIONS_VERSION 1
+
+// DLPack device type of host memory.
+#define LODTENSOR_DEVICE_CPU 1
+
+// DLPack device type of CUDA device memory.
+#define LODTENSOR_DEVICE_CUDA 2
+
+// DLPack dtype code of bfloat16.
+#define LODTENSOR_DTYPE_CODE_BFLOAT 4
+
+// DLPack dtype code of bool (stored as one byte, 0 or 1).
+#define LODTENSOR_DTYPE_CODE_BOOL 6
+
+// DLPack dtype code of IEEE floats.
+#define LODTENSOR_DTYPE_CODE_FLOAT 2
+
+// DLPack dtype code of signed integers.
+#define LODTENSOR_DTYPE_CODE_INT 0
+
+// DLPack dtype code of unsigned integers.
+#define LODTENSOR_DTYPE_CODE_UINT 1
+
+// LoD values are lengths: each level lists the size of each sequence.
+#define LODTENSOR_LOD_LENGTHS 1
+
+// LoD values are offsets: each level starts at 0 and never decreases.
+#define LODTENSOR_LOD_OFFSETS 0
+
+// The most dimensions a tensor may have.
+#define LODTENSOR_MAX_DIMS 9
 
 // `sequence_pool`: the mean of each sequence (Paddle's default, AVERAGE).
 #define LODTENSOR_POOL_AVERAGE 1
 
-// `sequence_pool`: the sum divided by the square root of the length.
-#define LODTENSOR_POOL_SQRT 2
+// `sequence_pool`: the first row of each sequence.
+#define LODTENSOR_POOL_FIRST 5
+
+// `sequence_pool`: the last row of each sequence.
+#define LODTENSOR_POOL_LAST 6
 
 // `sequence_pool`: the largest value (strict `>`: the first maximum wins; NaN never replaces a
 // value, so a NaN is chosen only when it is the first row).
@@ -47,41 +80,11 @@
 // `sequence_pool`: the smallest value (strict `<`, NaN as for MAX). Not in Paddle.
 #define LODTENSOR_POOL_MIN 4
 
-// `sequence_pool`: the first row of each sequence.
-#define LODTENSOR_POOL_FIRST 5
+// `sequence_pool`: the sum divided by the square root of the length.
+#define LODTENSOR_POOL_SQRT 2
 
-// `sequence_pool`: the last row of each sequence.
-#define LODTENSOR_POOL_LAST 6
-
-// DLPack dtype code of signed integers.
-#define LODTENSOR_DTYPE_CODE_INT 0
-
-// DLPack dtype code of unsigned integers.
-#define LODTENSOR_DTYPE_CODE_UINT 1
-
-// DLPack dtype code of IEEE floats.
-#define LODTENSOR_DTYPE_CODE_FLOAT 2
-
-// DLPack dtype code of bfloat16.
-#define LODTENSOR_DTYPE_CODE_BFLOAT 4
-
-// DLPack dtype code of bool (stored as one byte, 0 or 1).
-#define LODTENSOR_DTYPE_CODE_BOOL 6
-
-// DLPack device type of host memory.
-#define LODTENSOR_DEVICE_CPU 1
-
-// DLPack device type of CUDA device memory.
-#define LODTENSOR_DEVICE_CUDA 2
-
-// The most dimensions a tensor may have.
-#define LODTENSOR_MAX_DIMS 9
-
-// LoD values are offsets: each level starts at 0 and never decreases.
-#define LODTENSOR_LOD_OFFSETS 0
-
-// LoD values are lengths: each level lists the size of each sequence.
-#define LODTENSOR_LOD_LENGTHS 1
+// `sequence_pool`: the sum of each sequence.
+#define LODTENSOR_POOL_SUM 0
 
 // Status code returned by every fallible function. 0 is success; any other value is a failure
 // whose detail is in `lodtensor_last_error_message()`.
@@ -119,6 +122,10 @@ typedef int32_t lodtensor_status_t;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
+// A beam-search decoder: fixed options, no other state. Immutable after creation, so any
+// number of threads may run one decoder at once.
+typedef struct beam_search_decoder_t beam_search_decoder_t;
+
 // A tensor of variable-length sequences: a dense row-major array (up to `LODTENSOR_MAX_DIMS`
 // dims, of one dtype, on one place) plus a LoD that always matches its row count.
 //
@@ -139,6 +146,63 @@ typedef struct rank_table_t rank_table_t;
 // Threads: any number of threads may read one array at once; `tensor_array_write` and
 // `tensor_array_clear` need exclusive access.
 typedef struct tensor_array_t tensor_array_t;
+
+// Options of a beam-search decoder. Fill it with `beam_search_decoder_options_init`, then set
+// the fields you need (at least `vocab_size`).
+typedef struct beam_search_decoder_options_t {
+  // LODTENSOR_BEAM_SEARCH_DECODER_OPTIONS_VERSION.
+  uint32_t version;
+  // Prefixes kept per source sentence (>= 1; default 4).
+  size_t beam_size;
+  // Tokens of the model's output (>= 1; default 0, so it must be set).
+  size_t vocab_size;
+  // The token every prefix starts from; not part of the results (default 0).
+  int64_t start_id;
+  // The token that ends a sentence, in [0, vocab_size), not start_id (default 1).
+  int64_t end_id;
+  // The most tokens per sentence (>= 1; default 64).
+  size_t max_length;
+  // end_id gets log-prob -inf while a prefix has fewer tokens than this (default 0).
+  size_t min_length;
+  // Sentences are ranked by score / ((5 + length) / 6)^length_penalty (finite, >= 0;
+  // default 0 = the plain cumulative log-probability).
+  double length_penalty;
+  // Sentences returned per source, 1 .. beam_size (default 1).
+  size_t num_hypotheses;
+} beam_search_decoder_options_t;
+
+// What a decoder callback sees at one step: the live prefixes, grouped by source. Every pointer
+// is borrowed and valid only during the call.
+typedef struct beam_search_step_info_t {
+  // 0 for the first token.
+  size_t step;
+  // The number of sources given to `beam_search_decoder_run`.
+  size_t num_sources;
+  // num_sources + 1 offsets: source s owns prefixes source_offsets[s] .. source_offsets[s+1]
+  // (none once it has finished).
+  const size_t *source_offsets;
+  // The number of live prefixes P (rows of log_probs).
+  size_t num_prefixes;
+  // P tokens: the last token of each prefix (start_id at step 0).
+  const int64_t *ids;
+  // P indices: the prefix of the previous step each prefix extends; reorder the model state
+  // with it (`state[i] = previous_state[parent_idx[i]]`). At step 0 it is the source index.
+  const int64_t *parent_idx;
+  // P cumulative log-probabilities.
+  const float *scores;
+  // Columns of log_probs.
+  size_t vocab_size;
+} beam_search_step_info_t;
+
+// A decoder callback. The step function fills `log_probs` (`num_prefixes x vocab_size` floats,
+// row-major, borrowed for the call; its contents on entry are unspecified) with the
+// next-token log-probabilities of each prefix (rows of prefixes whose last token is end_id are
+// not read). The optional edit function is called after it (and after the min_length ban) with
+// the same buffer and may change any entry (ban a token with -INFINITY, force one). Return 0 on
+// success; any other value stops decoding (the decoder returns LODTENSOR_CALLBACK_FAILED and the
+// status in its message). Callbacks run on the thread that called `beam_search_decoder_run` and
+// may call the library.
+typedef int32_t (*beam_search_step_fn)(const struct beam_search_step_info_t *info, float *log_probs, void *user_data);
 
 // An element type in DLPack form (`DLDataType`): `code` is one of the `LODTENSOR_DTYPE_CODE_*`
 // values, `bits` the element size in bits, `lanes` must be 1.
@@ -173,6 +237,428 @@ typedef int32_t (*tensor_array_step_fn)(size_t step, const struct lodtensor_t *s
 extern "C" {
 #endif // __cplusplus
 
+// Paddle's `beam_search_decode`: backtracks the per-step selected ids and scores (TensorArrays
+// of the outputs of `beam_search_step`, 2 LoD levels each, step 0 = the initial prefixes) into
+// `beam_size` sentences per source. `*out_sentence_ids` (int64, 1-D) and `*out_sentence_scores`
+// (scores' dtype, 1-D, the cumulative score at each token) have the LoD `[[0, beam_size,
+// 2 beam_size, ...], [token offsets]]`. Sentences hold the tokens from step 0 on without the
+// repeated `end_id`s of finished branches; each source's sentences are sorted by final score,
+// descending, stable; slots never filled are empty sentences, last. The caller destroys both.
+// Returns LODTENSOR_NULL_ARGUMENT (`ids`, `scores`, `out_sentence_ids`, `out_sentence_scores`),
+// LODTENSOR_INVALID_ARGUMENT (`beam_size` == 0; empty arrays or of different lengths; a step
+// without exactly 2 LoD levels or with another number of sources than step 0; scores whose LoD,
+// element count or dtype differ from the ids'; bool scores; more candidates for a source than
+// `beam_size`; steps whose LoDs do not chain), LODTENSOR_UNSUPPORTED (ids not int64; scores not
+// float32/float64/float16/bfloat16/int32/int64; memory not on the host),
+// LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t beam_search_decode(const struct tensor_array_t *ids, const struct tensor_array_t *scores, size_t beam_size, int64_t end_id, struct lodtensor_t **out_sentence_ids, struct lodtensor_t **out_sentence_scores);
+
+// Creates a decoder with a copy of `*options`; the caller destroys it with
+// `beam_search_decoder_destroy`.
+// Returns LODTENSOR_NULL_ARGUMENT (`options`, `out`), LODTENSOR_INVALID_ARGUMENT (`version` is
+// not LODTENSOR_BEAM_SEARCH_DECODER_OPTIONS_VERSION; beam_size, vocab_size or max_length 0;
+// end_id outside [0, vocab_size) or equal to start_id; min_length > max_length; length_penalty
+// negative or not finite; num_hypotheses outside [1, beam_size]).
+lodtensor_status_t beam_search_decoder_create(const struct beam_search_decoder_options_t *options, struct beam_search_decoder_t **out);
+
+// Destroys a decoder. NULL is accepted and ignored.
+void beam_search_decoder_destroy(struct beam_search_decoder_t *decoder);
+
+// Writes the default options (see `beam_search_decoder_options_t`) with the current version
+// into `*options`. Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t beam_search_decoder_options_init(struct beam_search_decoder_options_t *options);
+
+// Decodes `num_sources` source sentences with beam search around the caller's model.
+//
+// Each step the decoder calls `step_fn` (and then `edit_fn`, if not NULL) with the live
+// prefixes (see `beam_search_step_info_t`); the model fills their next-token log-probabilities.
+// The decoder selects the next beams (the fused step: each source keeps its `beam_size` best
+// prefixes; finished prefixes keep their score and compete), stops after `max_length` steps or
+// once every prefix has ended, and backtracks the sentences. Results, new tensors the caller
+// destroys: `*out_ids` (int64, 1-D, LoD `[source -> sentences, sentence -> tokens]`: up to
+// `num_hypotheses` sentences per source, best first, without the start token, ending with
+// end_id unless cut at max_length) and `*out_scores` (float32, one ranking score per sentence,
+// LoD `[source -> sentences]`). Sentences scoring -inf (only banned tokens were left) are
+// dropped. On failure nothing is returned and nothing leaks.
+// Returns LODTENSOR_NULL_ARGUMENT (`decoder`, `step_fn`, `out_ids`, `out_scores`),
+// LODTENSOR_INVALID_ARGUMENT (`num_sources` == 0), LODTENSOR_CALLBACK_FAILED (a callback
+// returned non-zero; the message names it, its status and the step), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t beam_search_decoder_run(const struct beam_search_decoder_t *decoder, size_t num_sources, beam_search_step_fn step_fn, beam_search_step_fn edit_fn, void *user_data, struct lodtensor_t **out_ids, struct lodtensor_t **out_scores);
+
+// The fused beam-search step of a decoder: the result of `lodtensor_topk(log_probs, beam_size)`,
+// adding `pre_scores` per row (float32), then `beam_search_step` (level 0, accumulated, ids =
+// the top-k indices), computed in one pass over `log_probs` without any `P x V` intermediate.
+//
+// `pre_ids` (int64, one per prefix row) carries the LoD: its level 0 in absolute form gives each
+// source its prefix rows (the previous step's selected ids have exactly that LoD; a first step
+// uses `[[0, 1, ..., B], [0, 1, ..., B]]`). `pre_scores` (float32, one per prefix row) are the
+// cumulative scores, `log_probs` (`[P, V]`, float32, float16 or bfloat16; its LoD is not read) the
+// next-token log-probabilities. Each unfinished row offers its min(beam_size, V) best tokens
+// (ties: smaller token id first); finished rows (`pre_id == end_id`) offer only `end_id`.
+// Outputs as in `beam_search_step` (scores float32); `out_parent_idx` may be NULL.
+// Returns LODTENSOR_NULL_ARGUMENT (`pre_ids`, `pre_scores`, `log_probs`, `out_selected_ids`,
+// `out_selected_scores`), LODTENSOR_INVALID_ARGUMENT (`beam_size` == 0; `pre_ids` without a
+// LoD; `log_probs` not 2-D; `pre_ids`, `pre_scores` or `log_probs` without one element/row per
+// prefix row; more than INT32_MAX rows), LODTENSOR_UNSUPPORTED (other dtypes, memory not on the
+// host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t beam_search_fused_step(const struct lodtensor_t *pre_ids, const struct lodtensor_t *pre_scores, const struct lodtensor_t *log_probs, size_t beam_size, int64_t end_id, struct lodtensor_t **out_selected_ids, struct lodtensor_t **out_selected_scores, struct lodtensor_t **out_parent_idx);
+
+// Reorders decoder state after a step: row i of `*out` is row `parent_idx[i]` of `state` (the
+// same as `sequence_expand(state, selected_ids, 1)` for a state without LoD). `parent_idx` is
+// int32 or int64, any shape (elements read in order). `*out` has state's dtype and row shape, no
+// LoD, its own memory; the caller destroys it. Any dtype.
+// Returns LODTENSOR_NULL_ARGUMENT (`state`, `parent_idx`, `out`), LODTENSOR_INVALID_ARGUMENT
+// (0-d `state`), LODTENSOR_OUT_OF_RANGE (a parent outside [0, rows of state)),
+// LODTENSOR_UNSUPPORTED (`parent_idx` not int32/int64, memory not on the host),
+// LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t beam_search_gather_state(const struct lodtensor_t *state, const struct lodtensor_t *parent_idx, struct lodtensor_t **out);
+
+// Paddle's `gather_tree`: `ids` and `parents` are `[T, B, beam]` of one dtype (int32 or int64).
+// `*out` (same shape and dtype, no LoD; the caller destroys it) holds, for each final beam k of
+// batch entry b, its token path: `out[T-1,b,k] = ids[T-1,b,k]`, then following
+// `p = parents[t+1,b,.]` back, `out[t,b,k] = ids[t,b,p]`. T = 0 gives an empty result.
+// Returns LODTENSOR_NULL_ARGUMENT (`ids`, `parents`, `out`), LODTENSOR_INVALID_ARGUMENT (not 3-D,
+// different shapes or dtypes), LODTENSOR_OUT_OF_RANGE (a followed parent outside [0, beam)),
+// LODTENSOR_UNSUPPORTED (another dtype, memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t beam_search_gather_tree(const struct lodtensor_t *ids, const struct lodtensor_t *parents, struct lodtensor_t **out);
+
+// Paddle's `beam_search` op: one step of beam search over the candidates of every prefix row.
+//
+// `scores` (float32 or float64, `[P, K...]`, K = product of dims[1..]) carries a LoD of at least
+// 2 levels; level `level` (normally 0), in absolute form, gives each source sentence its prefix
+// rows. `pre_ids` (int64) and `pre_scores` (scores' dtype) hold one value per prefix row (only
+// their elements are read). `ids` (int64, scores' shape) gives the candidate tokens; if NULL the
+// column index is the token. A row whose pre_id is `end_id` has finished: it offers only
+// `(end_id, pre_score)`. Other rows offer their K candidates scored `scores` (`is_accumulated`)
+// or `pre_score + ln(scores)`. Each source keeps its `beam_size` best (higher score first; equal
+// scores: higher row first, Paddle's rule); a source whose kept items are all `end_id` from
+// finished rows is dropped (one step after its last branch ended).
+// Outputs, new tensors the caller destroys: `*out_selected_ids` (int64 `[N, 1]`) and
+// `*out_selected_scores` (scores' dtype `[N, 1]`) with the LoD `[source -> prefix rows
+// (absolute), prefix row -> selected items]`, and, if `out_parent_idx` is not NULL,
+// `*out_parent_idx` (int32 `[N]`, the prefix row each item extends).
+// Returns LODTENSOR_NULL_ARGUMENT (`pre_ids`, `pre_scores`, `scores`, `out_selected_ids`,
+// `out_selected_scores`), LODTENSOR_INVALID_ARGUMENT (`beam_size` == 0; 0-d `scores`; fewer
+// than 2 LoD levels; `level` out of range; `pre_ids` or `pre_scores` without one element per
+// prefix row; `ids` of another shape; `pre_scores` of another dtype than `scores`; more than
+// INT32_MAX rows), LODTENSOR_UNSUPPORTED (`pre_ids`/`ids` not int64, `scores` not
+// float32/float64, memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t beam_search_step(const struct lodtensor_t *pre_ids, const struct lodtensor_t *pre_scores, const struct lodtensor_t *ids, const struct lodtensor_t *scores, size_t level, size_t beam_size, int64_t end_id, bool is_accumulated, struct lodtensor_t **out_selected_ids, struct lodtensor_t **out_selected_scores, struct lodtensor_t **out_parent_idx);
+
+// `x`'s elements converted to `dtype`, between any two of the ten dtypes, as a new tensor with
+// `x`'s dims and LoD (a copy even when the dtypes are equal). The rules are Rust's `as`:
+// integer to integer wraps (keeps the low bits, like C's conversion to unsigned), float to
+// integer truncates toward zero and saturates at the integer's range, NaN becoming 0; conversion
+// to a float rounds to nearest, ties to even (float16 and bfloat16 too, from the exact source
+// value), overflowing to ±infinity. bool converts to 0 or 1; a number converts to bool as
+// `value != 0` (NaN is true, -0.0 false).
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_UNSUPPORTED (unknown `dtype`, `x` not
+// on the host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t lodtensor_cast(const struct lodtensor_t *x, struct lodtensor_dtype_t dtype, struct lodtensor_t **out);
+
+// Removes every LoD level, leaving a dense tensor. Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t lodtensor_clear_lod(struct lodtensor_t *t);
+
+// A new handle with its own host copy of the elements and the same LoD.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_UNSUPPORTED (memory not on the host),
+// LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t lodtensor_copy(const struct lodtensor_t *t, struct lodtensor_t **out);
+
+// Creates a host tensor holding a copy of `data`.
+//
+// `dtype`: the element type. `dims`/`ndim`: the shape (`ndim` <= `LODTENSOR_MAX_DIMS`, every
+// dim >= 0; `dims` may be NULL when `ndim` is 0). `data`/`data_len`: exactly
+// `numel * element size` bytes (NULL allowed when that is 0). The LoD: `lod_kind` is
+// `LODTENSOR_LOD_OFFSETS` or `LODTENSOR_LOD_LENGTHS`; `level_sizes[i]` is the number of values of
+// level i (top level first); `lod` holds all levels' values concatenated, `lod_len` in total.
+// `num_levels` 0 means no LoD. On success `*out` is a new handle the caller destroys with
+// `lodtensor_destroy`; on failure `*out` is untouched.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`out`, or a buffer with a non-zero length is NULL),
+// LODTENSOR_UNSUPPORTED (unknown dtype), LODTENSOR_INVALID_ARGUMENT (more than 9 dims, a
+// negative dim, `data_len` wrong, bad `lod_kind`, level sizes not adding up to `lod_len`),
+// LODTENSOR_INVALID_LOD (a LoD rule broken, or the LoD does not end at `dims[0]`),
+// LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t lodtensor_create(struct lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim, const void *data, size_t data_len, int32_t lod_kind, const size_t *level_sizes, size_t num_levels, const size_t *lod, size_t lod_len, struct lodtensor_t **out);
+
+// The address of the first element, for reading (a device address for a CUDA place). Borrowed:
+// valid while any handle sharing the memory lives. Rows are contiguous, row-major.
+// Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t lodtensor_data(const struct lodtensor_t *t, const void **out);
+
+// The address of the first element, for writing. Writes are seen by every handle sharing the
+// memory (shares, slices, split pieces); copy first to write privately. Lifetime as in
+// `lodtensor_data`. Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t lodtensor_data_mut(struct lodtensor_t *t, void **out);
+
+// Destroys a handle. NULL is accepted and ignored. The memory is freed (or released to its
+// owner) when the last handle using it is destroyed.
+void lodtensor_destroy(struct lodtensor_t *t);
+
+// Copies the shape into `buf` and its length into `*out_ndim`. With `buf` NULL only `*out_ndim`
+// is written (a buffer of `LODTENSOR_MAX_DIMS` always suffices).
+// Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_ndim`), LODTENSOR_BUFFER_TOO_SMALL (`buf_len` < ndim).
+lodtensor_status_t lodtensor_dims(const struct lodtensor_t *t, int64_t *buf, size_t buf_len, size_t *out_ndim);
+
+// The element type. Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t lodtensor_dtype(const struct lodtensor_t *t, struct lodtensor_dtype_t *out);
+
+// A new host tensor of `dtype` and dims `dims[0..ndim]` (NULL allowed when `ndim` is 0), every
+// element `value`, without LoD (set one with `lodtensor_set_lod`). Nothing is silently changed:
+// for integer dtypes `value` must be a whole number inside the dtype's range, for bool 0 or 1;
+// for float dtypes it is rounded to nearest but must not overflow to infinity (NaN and
+// ±infinity themselves are allowed). `*out` is a new tensor, destroyed by the caller.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`out`, `dims` NULL with `ndim` > 0),
+// LODTENSOR_INVALID_ARGUMENT (more than `LODTENSOR_MAX_DIMS` dims, a negative dim, `value` not
+// representable as described), LODTENSOR_UNSUPPORTED (unknown dtype), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t lodtensor_fill(struct lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim, double value, struct lodtensor_t **out);
+
+// Creates a tensor over the caller's buffer without copying it (zero copy).
+//
+// `place` says where `data` lives (CPU, or a CUDA device in builds with CUDA). `data`/`data_len`
+// must be exactly `numel * element size` bytes, aligned to the element size, and stay valid and
+// unmoved until `release` runs. Arguments as in `lodtensor_create`. On success the library owns
+// the buffer's lifetime: `release(data, user_data)` runs exactly once, when the last handle using
+// the buffer (this one, its shares, slices and split pieces) is destroyed. `release` may be NULL
+// when the caller keeps the buffer alive longer than every such handle. On failure nothing is
+// taken: `release` is not called, the buffer stays the caller's, and `*out` is untouched.
+//
+// Returns the statuses of `lodtensor_create`, plus LODTENSOR_INVALID_ARGUMENT for an unknown
+// place or a misaligned `data`, and LODTENSOR_UNSUPPORTED for a CUDA place in a build without
+// CUDA.
+lodtensor_status_t lodtensor_from_buffer(struct lodtensor_place_t place, struct lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim, void *data, size_t data_len, int32_t lod_kind, const size_t *level_sizes, size_t num_levels, const size_t *lod, size_t lod_len, lodtensor_release_fn release, void *user_data, struct lodtensor_t **out);
+
+// Rows `x[index[0]], x[index[1]], ...` as a new tensor of dims `[K, x.dims[1..]]` without LoD.
+// `index` is an int32 or int64 tensor of dims `[K]` or `[K, 1]`; `x` is any dtype, rank >= 1.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `index`, `out`), LODTENSOR_INVALID_ARGUMENT (0-d `x`,
+// `index` not `[K]` or `[K, 1]`), LODTENSOR_OUT_OF_RANGE (an index < 0 or >= the rows of `x`;
+// the message names its position), LODTENSOR_UNSUPPORTED (`index` not int32/int64, not on the
+// host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t lodtensor_gather_rows(const struct lodtensor_t *x, const struct lodtensor_t *index, struct lodtensor_t **out);
+
+// The message of the last failed call on the calling thread: which argument broke which rule.
+// Never NULL ("" before any failure). Successful calls leave it unchanged. The pointer stays
+// valid until the next failing call on the same thread; copy it to keep it.
+const char *lodtensor_last_error_message(void);
+
+// Copies the sequence lengths of LoD level `level` into `buf` and their count (the number of
+// sequences) into `*out_len`. With `buf` NULL only `*out_len` is written.
+// Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_len`), LODTENSOR_OUT_OF_RANGE (`level`),
+// LODTENSOR_BUFFER_TOO_SMALL.
+lodtensor_status_t lodtensor_lod_lengths(const struct lodtensor_t *t, size_t level, size_t *buf, size_t buf_len, size_t *out_len);
+
+// The number of LoD levels (0 for a plain dense tensor). Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t lodtensor_lod_num_levels(const struct lodtensor_t *t, size_t *out);
+
+// The offsets of LoD level `level` (top level is 0): `*out_len` values starting at 0, the last
+// level indexing rows and every other level indexing sequences of the level below. Borrowed:
+// valid until the handle's LoD is changed or the handle is destroyed.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_OUT_OF_RANGE (`level` >= number of levels).
+lodtensor_status_t lodtensor_lod_offsets(const struct lodtensor_t *t, size_t level, const size_t **out, size_t *out_len);
+
+// Paddle's `lod_reset`: a new handle on `x`'s memory (shared, not copied) with a new LoD.
+//
+// If `y` is not NULL and has a LoD, the result takes `y`'s LoD (its last level must end at `x`'s
+// row count). Otherwise the target level is `y`'s elements (int32 or int64) when `y` is given,
+// else `target_lod[0..target_len]` (offsets). The target needs at least 2 offsets, starts at 0,
+// never decreases and ends at `x`'s row count. With `append` false the target is the only level;
+// with `append` true it is added below `x`'s LoD, and the result must pass every LoD rule.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (0-d `x`),
+// LODTENSOR_UNSUPPORTED (`y` not int32/int64), LODTENSOR_INVALID_LOD (any rule above).
+lodtensor_status_t lodtensor_lod_reset(const struct lodtensor_t *x, const struct lodtensor_t *y, const int64_t *target_lod, size_t target_len, bool append, struct lodtensor_t **out);
+
+// Log-softmax over the last axis: `out = x - m - log(sum(exp(x - m)))`, `m` the maximum along
+// the axis (so nothing overflows; exponentials in float, or double for float64, sums in double),
+// for float32, float64, float16 and bfloat16. `*out` is a new tensor with `x`'s dims and LoD.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_ARGUMENT (0-d `x`),
+// LODTENSOR_UNSUPPORTED (dtype not a float, not on the host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t lodtensor_log_softmax(const struct lodtensor_t *x, struct lodtensor_t **out);
+
+// Concatenates `count` tensors along rows into a new tensor with its own memory; LoD levels are
+// appended level by level. All need the same number of LoD levels; those with rows need the same
+// dtype, row shape (dims[1..]) and place; 0-row tensors are not checked.
+// Returns LODTENSOR_NULL_ARGUMENT (`tensors`, any `tensors[i]`, `out`),
+// LODTENSOR_INVALID_ARGUMENT (`count` 0, mismatched dtype/shape/place, a 0-d tensor),
+// LODTENSOR_INVALID_LOD (different numbers of LoD levels), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t lodtensor_merge(const struct lodtensor_t *const *tensors, size_t count, struct lodtensor_t **out);
+
+// The size of the elements in bytes (numel * element size). Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t lodtensor_nbytes(const struct lodtensor_t *t, size_t *out);
+
+// The number of dimensions (0 to `LODTENSOR_MAX_DIMS`). Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t lodtensor_ndim(const struct lodtensor_t *t, size_t *out);
+
+// The number of threads of the library's thread pool (starting it if needed).
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INTERNAL (threads cannot start).
+lodtensor_status_t lodtensor_num_threads(size_t *out);
+
+// The number of elements (product of the dims; 1 for a 0-d tensor).
+// Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t lodtensor_numel(const struct lodtensor_t *t, size_t *out);
+
+// Where the elements live. Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t lodtensor_place(const struct lodtensor_t *t, struct lodtensor_place_t *out);
+
+// Panics inside the library on purpose and returns what the caller sees: always
+// `LODTENSOR_INTERNAL`, with the panic's text in the last error message. It shows that a panic
+// never unwinds into (and aborts) the host program; bindings call it in their tests.
+lodtensor_status_t lodtensor_selftest_panic(void);
+
+// The rows `[*out_begin, *out_end)` of sequence `index` at LoD level `level`.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_OUT_OF_RANGE (`level` or `index`).
+lodtensor_status_t lodtensor_sequence_rows(const struct lodtensor_t *t, size_t level, size_t index, size_t *out_begin, size_t *out_end);
+
+// Replaces the LoD (encoded as in `lodtensor_create`; `num_levels` 0 removes it). The new LoD is
+// validated against the rows first; on failure the old one stays.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (bad `lod_kind`, sizes not adding
+// up), LODTENSOR_INVALID_LOD (a rule broken, or not ending at the row count).
+lodtensor_status_t lodtensor_set_lod(struct lodtensor_t *t, int32_t lod_kind, const size_t *level_sizes, size_t num_levels, const size_t *lod, size_t lod_len);
+
+// Sets the number of threads of the library's own thread pool (the host program's pools are never
+// used). 0 restores the default: the `LODTENSOR_NUM_THREADS` environment variable if set, else
+// the number of available cores. Results of every operation are the same for any thread count.
+// Calls already running finish on the old pool.
+// Returns LODTENSOR_INVALID_ARGUMENT (more than 1024), LODTENSOR_INTERNAL (threads cannot start).
+lodtensor_status_t lodtensor_set_num_threads(size_t num_threads);
+
+// A new handle on the same memory and the same LoD (no element is copied). Element writes
+// through one are seen by the other; each is destroyed on its own.
+// Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t lodtensor_share(const struct lodtensor_t *t, struct lodtensor_t **out);
+
+// Sequences `[begin, end)` of LoD level `level` as a new handle sharing `t`'s memory (no copy).
+// Its LoD has levels `level..` of `t`'s LoD, re-based to start at 0; its rows are the rows of
+// those sequences. Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_OUT_OF_RANGE (`level` >= number of
+// levels, `begin` >= `end`, or `end` > number of sequences at `level`).
+lodtensor_status_t lodtensor_slice(const struct lodtensor_t *t, size_t level, size_t begin, size_t end, struct lodtensor_t **out);
+
+// Splits the batch into at most `num_pieces` pieces of whole top-level sequences (whole rows
+// without a LoD), each `ceil(batch / num_pieces)` sequences but the last. Pieces share `t`'s
+// memory. `out_pieces` must hold `num_pieces` handles; the first `*out_count` are written, each
+// destroyed by the caller. An empty batch (0 rows, no LoD) gives `num_pieces` shares of `t`.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (`num_pieces` 0, a 0-d tensor),
+// LODTENSOR_BUFFER_TOO_SMALL (`out_pieces_len` < `num_pieces`), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t lodtensor_split(const struct lodtensor_t *t, size_t num_pieces, struct lodtensor_t **out_pieces, size_t out_pieces_len, size_t *out_count);
+
+// A static, human-readable name for a status code ("unknown status" for values that are not
+// codes). Never NULL.
+const char *lodtensor_status_str(int32_t code);
+
+// The top-k over the last axis of `x`: `*out_values` (x's dtype) and `*out_indices` (int64)
+// have x's shape with the last dim replaced by `k` and x's LoD. Values are sorted, descending
+// when `largest`, else ascending; NaN ranks above every number (first when `largest`, last
+// otherwise); equal values come in index order. One pass over each row, no sort. Any dtype but
+// bool. The caller destroys both new tensors.
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out_values`, `out_indices`), LODTENSOR_INVALID_ARGUMENT
+// (0-d `x`, `k` == 0, `k` greater than the last dim), LODTENSOR_UNSUPPORTED (bool, memory not on
+// the host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t lodtensor_topk(const struct lodtensor_t *x, size_t k, bool largest, struct lodtensor_t **out_values, struct lodtensor_t **out_indices);
+
+// The library version as "MAJOR.MINOR.PATCH" (static storage; never NULL). Compare with
+// `LODTENSOR_VERSION_STRING` to detect a header/library mismatch.
+const char *lodtensor_version(void);
+
+// Paddle's `lod_rank_table`: ranks the sequences of LoD level `level` of `x` by length (entries
+// of the level below, rows for the last level), longest first, equal lengths in index order.
+// The caller destroys the table with `rank_table_destroy`.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (`level` >= number of LoD levels
+// of `x`; so `x` needs a LoD), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t rank_table_create(const struct lodtensor_t *x, size_t level, struct rank_table_t **out);
+
+// Destroys a table. NULL is accepted and ignored.
+void rank_table_destroy(struct rank_table_t *table);
+
+// Copies the items in rank order: `indices[k]` = the original index of the k-th longest
+// sequence, `lengths[k]` its length; `*out_len` = the number of items. Either buffer may be NULL
+// (not copied); with both NULL only `*out_len` is written. A non-NULL buffer must hold at least
+// as many values (`buf_len`) as there are items.
+// Returns LODTENSOR_NULL_ARGUMENT (`table`, `out_len`), LODTENSOR_BUFFER_TOO_SMALL.
+lodtensor_status_t rank_table_items(const struct rank_table_t *table, size_t *indices, size_t *lengths, size_t buf_len, size_t *out_len);
+
+// The LoD level the table ranks. Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t rank_table_level(const struct rank_table_t *table, size_t *out);
+
+// Paddle's `max_sequence_len`: the longest length (item 0's), 0 for an empty table.
+// Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t rank_table_max_sequence_len(const struct rank_table_t *table, size_t *out);
+
+// Paddle's `reorder_lod_tensor_by_rank`: a new tensor whose unit k is unit `indices[k]` of `x`
+// (units: top-level sequences with all nested levels, or rows without LoD); only the table's
+// indices are used. The caller destroys it.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (the table's size differs from
+// `x`'s unit count, so its indices are not a permutation of `x`'s units; 0-d `x`),
+// LODTENSOR_UNSUPPORTED (memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t rank_table_reorder(const struct rank_table_t *table, const struct lodtensor_t *x, struct lodtensor_t **out);
+
+// Paddle's `shrink_rnn_memory`: the RNN state for time step `step`, i.e. the first n units of
+// `x` (in rank order), n = the number of sequences longer than `step`. Units are top-level
+// sequences (nested levels kept) if `x` has a LoD, else rows. n = 0 gives a 0-row tensor without
+// LoD. The new handle shares `x`'s memory; the caller destroys it.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (`x` has fewer than n units, or is
+// 0-d).
+lodtensor_status_t rank_table_shrink_rnn_memory(const struct rank_table_t *table, const struct lodtensor_t *x, size_t step, struct lodtensor_t **out);
+
+// The number of items (sequences at the ranked level). Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t rank_table_size(const struct rank_table_t *table, size_t *out);
+
+// Concatenates `count` (>= 2) tensors sequence by sequence: output sequence `i` holds the rows
+// of sequence `i` (LoD level 0) of `xs[0]`, then of `xs[1]`, ... Every input needs a LoD with
+// the same number of level-0 sequences, the same dtype (any) and the same row width (product of
+// `dims[1..]`); the output takes `xs[0]`'s trailing dims and has one LoD level whose sequence
+// lengths are the sums of the inputs' row counts. Level 0 is read as absolute rows, so
+// multi-level inputs work too (Paddle reads its offsets as rows). `*out` is a new tensor.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`xs`, any `xs[i]`, `out`), LODTENSOR_INVALID_ARGUMENT
+// (`count` < 2, dtype or row width differing from `xs[0]`'s), LODTENSOR_INVALID_LOD (an input
+// without LoD, or with a different number of sequences), LODTENSOR_UNSUPPORTED (not on the
+// host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t sequence_concat(const struct lodtensor_t *const *xs, size_t count, struct lodtensor_t **out);
+
+// Paddle's `sequence_conv`: for each row `r` of `x` (`[T, N]`, exactly one LoD level), the
+// `context_length` rows `p = r + context_start + j` (j = 0 .. context_length-1) of r's own
+// sequence side by side, times `filter` (`[context_length * N, M]`); `*out` is a new `[T, M]`
+// tensor with `x`'s LoD. Context rows outside the sequence are zeros, or, with
+// `padding_trainable`, rows of `padding_data` (`[up_pad + down_pad, N]`, `up_pad =
+// max(0, -context_start)`, `down_pad = max(0, context_start + context_length - 1)`):
+// `padding_data[up_pad + p]` before the sequence, `padding_data[up_pad + p - len]` after it.
+// `padding_data` may be NULL, and is ignored, unless `padding_trainable`. float32 or float64
+// (`x`, `filter` and `padding_data` alike).
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `filter`, `out`; `padding_data` when
+// `padding_trainable`), LODTENSOR_INVALID_LOD (`x` has not exactly one LoD level),
+// LODTENSOR_INVALID_ARGUMENT (`x` not rank 2, `context_length` < 1, `context_stride` not 1,
+// `padding_trainable` with `context_start` 0 and `context_length` 1, |`context_start`| or
+// `context_length` >= 2^62, `filter` or `padding_data` of the wrong dims or a dtype other than
+// `x`'s), LODTENSOR_UNSUPPORTED (not float32/float64, or not on the host),
+// LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t sequence_conv(const struct lodtensor_t *x, const struct lodtensor_t *filter, const struct lodtensor_t *padding_data, int64_t context_length, int64_t context_start, int64_t context_stride, bool padding_trainable, struct lodtensor_t **out);
+
+// Sliding windows within sequences: `out[r][k] = x[r + k]` while row `r + k` belongs to the
+// same sequence of `x`'s last LoD level as row `r`, else `pad_value`. `x` is int32 or int64 with
+// one element per row (`[N]` or `[N, 1]`) and a LoD; `win_size` >= 2; `pad_value` must fit `x`'s
+// dtype. `*out` is a new `[N, win_size]` tensor with `x`'s LoD.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_LOD (`x` has no LoD),
+// LODTENSOR_INVALID_ARGUMENT (`x` not one element per row, `win_size` < 2, `pad_value` out of
+// the dtype's range), LODTENSOR_UNSUPPORTED (dtype not int32/int64, or not on the host),
+// LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t sequence_enumerate(const struct lodtensor_t *x, int64_t win_size, int64_t pad_value, struct lodtensor_t **out);
+
+// Removes every element of `x` equal to one of `tokens[0..tokens_len]` (NULL allowed when
+// `tokens_len` is 0, which copies `x`). `x` is int32 or int64 with one element per row (`[N]` or
+// `[N, 1]`) and a LoD. `*out` is a new tensor of `x`'s rank with the surviving rows; every LoD
+// level but the last is copied, the last is recomputed from the surviving counts.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`, `tokens` NULL with `tokens_len` > 0),
+// LODTENSOR_INVALID_LOD (`x` has no LoD), LODTENSOR_INVALID_ARGUMENT (`x` not one element per
+// row), LODTENSOR_UNSUPPORTED (dtype not int32/int64, or not on the host),
+// LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t sequence_erase(const struct lodtensor_t *x, const int64_t *tokens, size_t tokens_len, struct lodtensor_t **out);
+
 // Paddle's `sequence_expand` (spec §2.1): repeats whole sequences of `x` as a level of `y`'s LoD
 // says. With `R` = level `ref_level` of `y`'s LoD (-1 = the last level), sequence `i` of `x` (its
 // level-0 sequences, or each row when `x` has no LoD) is written `R[i+1] - R[i]` times, in order
@@ -197,95 +683,25 @@ lodtensor_status_t sequence_expand(const struct lodtensor_t *x, const struct lod
 // LODTENSOR_UNSUPPORTED (`x` not in host memory), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t sequence_expand_as(const struct lodtensor_t *x, const struct lodtensor_t *y, struct lodtensor_t **out);
 
-// The library version as "MAJOR.MINOR.PATCH" (static storage; never NULL). Compare with
-// `LODTENSOR_VERSION_STRING` to detect a header/library mismatch.
-const char *lodtensor_version(void);
+// Paddle's `sequence_first_step`: `sequence_pool` with LODTENSOR_POOL_FIRST and pad value 0
+// (the first row of each last-level sequence; 0 for an empty one). Statuses as `sequence_pool`'s
+// except for `pool_type`.
+lodtensor_status_t sequence_first_step(const struct lodtensor_t *x, struct lodtensor_t **out);
 
-// A static, human-readable name for a status code ("unknown status" for values that are not
-// codes). Never NULL.
-const char *lodtensor_status_str(int32_t code);
+// Paddle's `sequence_last_step`: `sequence_pool` with LODTENSOR_POOL_LAST and pad value 0 (the
+// last row of each last-level sequence; 0 for an empty one). Statuses as `sequence_pool`'s
+// except for `pool_type`.
+lodtensor_status_t sequence_last_step(const struct lodtensor_t *x, struct lodtensor_t **out);
 
-// The message of the last failed call on the calling thread: which argument broke which rule.
-// Never NULL ("" before any failure). Successful calls leave it unchanged. The pointer stays
-// valid until the next failing call on the same thread; copy it to keep it.
-const char *lodtensor_last_error_message(void);
-
-// Panics inside the library on purpose and returns what the caller sees: always
-// `LODTENSOR_INTERNAL`, with the panic's text in the last error message. It shows that a panic
-// never unwinds into (and aborts) the host program; bindings call it in their tests.
-lodtensor_status_t lodtensor_selftest_panic(void);
-
-// Sets the number of threads of the library's own thread pool (the host program's pools are never
-// used). 0 restores the default: the `LODTENSOR_NUM_THREADS` environment variable if set, else
-// the number of available cores. Results of every operation are the same for any thread count.
-// Calls already running finish on the old pool.
-// Returns LODTENSOR_INVALID_ARGUMENT (more than 1024), LODTENSOR_INTERNAL (threads cannot start).
-lodtensor_status_t lodtensor_set_num_threads(size_t num_threads);
-
-// The number of threads of the library's thread pool (starting it if needed).
-// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INTERNAL (threads cannot start).
-lodtensor_status_t lodtensor_num_threads(size_t *out);
-
-// The number of LoD levels (0 for a plain dense tensor). Returns LODTENSOR_NULL_ARGUMENT.
-lodtensor_status_t lodtensor_lod_num_levels(const struct lodtensor_t *t, size_t *out);
-
-// The offsets of LoD level `level` (top level is 0): `*out_len` values starting at 0, the last
-// level indexing rows and every other level indexing sequences of the level below. Borrowed:
-// valid until the handle's LoD is changed or the handle is destroyed.
-// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_OUT_OF_RANGE (`level` >= number of levels).
-lodtensor_status_t lodtensor_lod_offsets(const struct lodtensor_t *t, size_t level, const size_t **out, size_t *out_len);
-
-// Copies the sequence lengths of LoD level `level` into `buf` and their count (the number of
-// sequences) into `*out_len`. With `buf` NULL only `*out_len` is written.
-// Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_len`), LODTENSOR_OUT_OF_RANGE (`level`),
-// LODTENSOR_BUFFER_TOO_SMALL.
-lodtensor_status_t lodtensor_lod_lengths(const struct lodtensor_t *t, size_t level, size_t *buf, size_t buf_len, size_t *out_len);
-
-// Replaces the LoD (encoded as in `lodtensor_create`; `num_levels` 0 removes it). The new LoD is
-// validated against the rows first; on failure the old one stays.
-// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (bad `lod_kind`, sizes not adding
-// up), LODTENSOR_INVALID_LOD (a rule broken, or not ending at the row count).
-lodtensor_status_t lodtensor_set_lod(struct lodtensor_t *t, int32_t lod_kind, const size_t *level_sizes, size_t num_levels, const size_t *lod, size_t lod_len);
-
-// Removes every LoD level, leaving a dense tensor. Returns LODTENSOR_NULL_ARGUMENT.
-lodtensor_status_t lodtensor_clear_lod(struct lodtensor_t *t);
-
-// The rows `[*out_begin, *out_end)` of sequence `index` at LoD level `level`.
-// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_OUT_OF_RANGE (`level` or `index`).
-lodtensor_status_t lodtensor_sequence_rows(const struct lodtensor_t *t, size_t level, size_t index, size_t *out_begin, size_t *out_end);
-
-// Sequences `[begin, end)` of LoD level `level` as a new handle sharing `t`'s memory (no copy).
-// Its LoD has levels `level..` of `t`'s LoD, re-based to start at 0; its rows are the rows of
-// those sequences. Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_OUT_OF_RANGE (`level` >= number of
-// levels, `begin` >= `end`, or `end` > number of sequences at `level`).
-lodtensor_status_t lodtensor_slice(const struct lodtensor_t *t, size_t level, size_t begin, size_t end, struct lodtensor_t **out);
-
-// Splits the batch into at most `num_pieces` pieces of whole top-level sequences (whole rows
-// without a LoD), each `ceil(batch / num_pieces)` sequences but the last. Pieces share `t`'s
-// memory. `out_pieces` must hold `num_pieces` handles; the first `*out_count` are written, each
-// destroyed by the caller. An empty batch (0 rows, no LoD) gives `num_pieces` shares of `t`.
-// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (`num_pieces` 0, a 0-d tensor),
-// LODTENSOR_BUFFER_TOO_SMALL (`out_pieces_len` < `num_pieces`), LODTENSOR_OUT_OF_MEMORY.
-lodtensor_status_t lodtensor_split(const struct lodtensor_t *t, size_t num_pieces, struct lodtensor_t **out_pieces, size_t out_pieces_len, size_t *out_count);
-
-// Concatenates `count` tensors along rows into a new tensor with its own memory; LoD levels are
-// appended level by level. All need the same number of LoD levels; those with rows need the same
-// dtype, row shape (dims[1..]) and place; 0-row tensors are not checked.
-// Returns LODTENSOR_NULL_ARGUMENT (`tensors`, any `tensors[i]`, `out`),
-// LODTENSOR_INVALID_ARGUMENT (`count` 0, mismatched dtype/shape/place, a 0-d tensor),
-// LODTENSOR_INVALID_LOD (different numbers of LoD levels), LODTENSOR_OUT_OF_MEMORY.
-lodtensor_status_t lodtensor_merge(const struct lodtensor_t *const *tensors, size_t count, struct lodtensor_t **out);
-
-// Paddle's `lod_reset`: a new handle on `x`'s memory (shared, not copied) with a new LoD.
+// The mask of lengths: `y[..., j] = (j < x[...]) ? 1 : 0` for `j` in `[0, maxlen)`. `y` has
+// `x`'s dims plus `[maxlen]`, dtype `out_dtype` (any of the ten, bool included) and no LoD.
+// `maxlen` < 0 means `max(0, max over x of trunc(x))`, and 0 when `x` is empty; `maxlen` 0 is
+// an error. `x` may be any numeric dtype (not bool). `*out` is a new tensor.
 //
-// If `y` is not NULL and has a LoD, the result takes `y`'s LoD (its last level must end at `x`'s
-// row count). Otherwise the target level is `y`'s elements (int32 or int64) when `y` is given,
-// else `target_lod[0..target_len]` (offsets). The target needs at least 2 offsets, starts at 0,
-// never decreases and ends at `x`'s row count. With `append` false the target is the only level;
-// with `append` true it is added below `x`'s LoD, and the result must pass every LoD rule.
-// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (0-d `x`),
-// LODTENSOR_UNSUPPORTED (`y` not int32/int64), LODTENSOR_INVALID_LOD (any rule above).
-lodtensor_status_t lodtensor_lod_reset(const struct lodtensor_t *x, const struct lodtensor_t *y, const int64_t *target_lod, size_t target_len, bool append, struct lodtensor_t **out);
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_ARGUMENT (`maxlen` 0, `x`
+// already has `LODTENSOR_MAX_DIMS` dims), LODTENSOR_UNSUPPORTED (`x` bool, an unknown
+// `out_dtype`, or not on the host), LODTENSOR_OUT_OF_MEMORY (the mask is too large).
+lodtensor_status_t sequence_mask(const struct lodtensor_t *x, int64_t maxlen, struct lodtensor_dtype_t out_dtype, struct lodtensor_t **out);
 
 // Paddle's `sequence_pad` (spec §6): `*out` is a new `[sequences, padded_length, x.dims[1..]...]`
 // tensor (no LoD) whose slot `i` holds sequence `i` of `x` followed by padding steps, and
@@ -301,16 +717,6 @@ lodtensor_status_t lodtensor_lod_reset(const struct lodtensor_t *x, const struct
 // level), LODTENSOR_UNSUPPORTED (memory not on the host), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t sequence_pad(const struct lodtensor_t *x, const struct lodtensor_t *pad_value, int64_t padded_length, struct lodtensor_t **out, struct lodtensor_t **out_length);
 
-// Paddle's `sequence_unpad` (spec §6): `*out` is a new tensor holding the first `length[i]` steps
-// of row `i` of `x`, concatenated: dims `[sum, x.dims[2..]...]` (`[sum, 1]` for a 2-D `x`), LoD
-// one level of `length` (no LoD when `x` has 0 rows). `x`: `[N, L, ...]`, rank >= 2, LoD ignored.
-// `length`: int64 or int32, dims `[N]`, each value in `[0, L]`. Every dtype of `x` works.
-// Returns LODTENSOR_NULL_ARGUMENT (`x`, `length`, `out`), LODTENSOR_INVALID_ARGUMENT (`x` rank <
-// 2; `length` dims; a length negative or more than `L`; different places),
-// LODTENSOR_UNSUPPORTED (`length` not int32/int64; memory not on the host),
-// LODTENSOR_OUT_OF_MEMORY.
-lodtensor_status_t sequence_unpad(const struct lodtensor_t *x, const struct lodtensor_t *length, struct lodtensor_t **out);
-
 // Paddle's `sequence_pool` (spec §6): one output row per sequence of `x`'s last LoD level, reduced
 // column by column (trailing dims flattened) as `pool_type` (a `LODTENSOR_POOL_*` value) says.
 // `x`: 1 or 2 LoD levels; float32, float64, float16 or bfloat16 (sums are accumulated in double
@@ -325,15 +731,23 @@ lodtensor_status_t sequence_unpad(const struct lodtensor_t *x, const struct lodt
 // dtype; memory not on the host), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t sequence_pool(const struct lodtensor_t *x, int32_t pool_type, double pad_value, struct lodtensor_t **out, struct lodtensor_t **out_max_index);
 
-// Paddle's `sequence_first_step`: `sequence_pool` with LODTENSOR_POOL_FIRST and pad value 0
-// (the first row of each last-level sequence; 0 for an empty one). Statuses as `sequence_pool`'s
-// except for `pool_type`.
-lodtensor_status_t sequence_first_step(const struct lodtensor_t *x, struct lodtensor_t **out);
+// The elements of `x` (`[N, M]`, exactly one LoD level, any dtype) as a new tensor of
+// `[N * M / new_dim, new_dim]` in the same row-major order. Every sequence's element count
+// `len * M` must be a multiple of `new_dim`; the output LoD has lengths `len * M / new_dim`.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_LOD (not exactly one LoD
+// level), LODTENSOR_INVALID_ARGUMENT (rank not 2, `new_dim` < 1, a sequence whose element
+// count is not a multiple of `new_dim`, naming it), LODTENSOR_UNSUPPORTED (not on the host),
+// LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t sequence_reshape(const struct lodtensor_t *x, int64_t new_dim, struct lodtensor_t **out);
 
-// Paddle's `sequence_last_step`: `sequence_pool` with LODTENSOR_POOL_LAST and pad value 0 (the
-// last row of each last-level sequence; 0 for an empty one). Statuses as `sequence_pool`'s
-// except for `pool_type`.
-lodtensor_status_t sequence_last_step(const struct lodtensor_t *x, struct lodtensor_t **out);
+// The rows of each sequence of `x` in reverse order. `x` has rank >= 2, exactly one LoD level,
+// any dtype. `*out` is a new tensor with `x`'s dims and LoD.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_LOD (not exactly one LoD
+// level), LODTENSOR_INVALID_ARGUMENT (rank < 2), LODTENSOR_UNSUPPORTED (not on the host),
+// LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t sequence_reverse(const struct lodtensor_t *x, struct lodtensor_t **out);
 
 // Paddle's `sequence_scatter` (spec §3): `*out` is a new tensor (own memory, `x`'s dims and
 // dtype, no LoD) equal to `x` plus the updates: for every id `p` in sequence `i` of `ids`,
@@ -358,82 +772,42 @@ lodtensor_status_t sequence_scatter(const struct lodtensor_t *x, const struct lo
 // On failure `x` is unchanged (every check runs before the first write).
 lodtensor_status_t sequence_scatter_inplace(struct lodtensor_t *x, const struct lodtensor_t *ids, const struct lodtensor_t *updates);
 
-// Creates a host tensor holding a copy of `data`.
+// Rows `[L[i] + offset[i], L[i] + offset[i] + length[i])` of each sequence `i` of `x`, whose LoD
+// `L` has exactly one level, concatenated; the output LoD is `[[0, cumsum(length)]]`. `offset`
+// and `length` are int64 (or int32) tensors of dims `[N, 1]` or `[N]`, `N` = the number of
+// sequences. `x` may be of any dtype. `*out` is a new tensor.
 //
-// `dtype`: the element type. `dims`/`ndim`: the shape (`ndim` <= `LODTENSOR_MAX_DIMS`, every
-// dim >= 0; `dims` may be NULL when `ndim` is 0). `data`/`data_len`: exactly
-// `numel * element size` bytes (NULL allowed when that is 0). The LoD: `lod_kind` is
-// `LODTENSOR_LOD_OFFSETS` or `LODTENSOR_LOD_LENGTHS`; `level_sizes[i]` is the number of values of
-// level i (top level first); `lod` holds all levels' values concatenated, `lod_len` in total.
-// `num_levels` 0 means no LoD. On success `*out` is a new handle the caller destroys with
-// `lodtensor_destroy`; on failure `*out` is untouched.
-//
-// Returns LODTENSOR_NULL_ARGUMENT (`out`, or a buffer with a non-zero length is NULL),
-// LODTENSOR_UNSUPPORTED (unknown dtype), LODTENSOR_INVALID_ARGUMENT (more than 9 dims, a
-// negative dim, `data_len` wrong, bad `lod_kind`, level sizes not adding up to `lod_len`),
-// LODTENSOR_INVALID_LOD (a LoD rule broken, or the LoD does not end at `dims[0]`),
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `offset`, `length`, `out`), LODTENSOR_INVALID_LOD (`x`
+// has no LoD or more than one level), LODTENSOR_INVALID_ARGUMENT (`offset`/`length` not `[N]` or
+// `[N, 1]`; a negative offset or length, naming the sequence), LODTENSOR_OUT_OF_RANGE (a slice
+// ending past its sequence: `L[i] + offset[i] + length[i] > L[i + 1]`, naming the sequence),
+// LODTENSOR_UNSUPPORTED (`offset`/`length` not int32/int64, or not on the host),
 // LODTENSOR_OUT_OF_MEMORY.
-lodtensor_status_t lodtensor_create(struct lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim, const void *data, size_t data_len, int32_t lod_kind, const size_t *level_sizes, size_t num_levels, const size_t *lod, size_t lod_len, struct lodtensor_t **out);
+lodtensor_status_t sequence_slice(const struct lodtensor_t *x, const struct lodtensor_t *offset, const struct lodtensor_t *length, struct lodtensor_t **out);
 
-// Creates a tensor over the caller's buffer without copying it (zero copy).
+// Softmax within each sequence of `x`'s last LoD level, with the sequence's maximum subtracted
+// (so large inputs do not overflow, unlike Paddle's CPU kernel). `x` holds one element per row
+// (`[N]` or `[N, 1]`) of float32, float64, float16 or bfloat16 (exponentials in float, or double
+// for float64; sums in double). On success
+// `*out` is a new tensor with `x`'s dims and LoD, destroyed by the caller.
 //
-// `place` says where `data` lives (CPU, or a CUDA device in builds with CUDA). `data`/`data_len`
-// must be exactly `numel * element size` bytes, aligned to the element size, and stay valid and
-// unmoved until `release` runs. Arguments as in `lodtensor_create`. On success the library owns
-// the buffer's lifetime: `release(data, user_data)` runs exactly once, when the last handle using
-// the buffer (this one, its shares, slices and split pieces) is destroyed. `release` may be NULL
-// when the caller keeps the buffer alive longer than every such handle. On failure nothing is
-// taken: `release` is not called, the buffer stays the caller's, and `*out` is untouched.
-//
-// Returns the statuses of `lodtensor_create`, plus LODTENSOR_INVALID_ARGUMENT for an unknown
-// place or a misaligned `data`, and LODTENSOR_UNSUPPORTED for a CUDA place in a build without
-// CUDA.
-lodtensor_status_t lodtensor_from_buffer(struct lodtensor_place_t place, struct lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim, void *data, size_t data_len, int32_t lod_kind, const size_t *level_sizes, size_t num_levels, const size_t *lod, size_t lod_len, lodtensor_release_fn release, void *user_data, struct lodtensor_t **out);
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_LOD (`x` has no LoD),
+// LODTENSOR_INVALID_ARGUMENT (`x` has more than one element per row),
+// LODTENSOR_UNSUPPORTED (dtype not a float, or `x` not on the host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t sequence_softmax(const struct lodtensor_t *x, struct lodtensor_t **out);
 
-// Destroys a handle. NULL is accepted and ignored. The memory is freed (or released to its
-// owner) when the last handle using it is destroyed.
-void lodtensor_destroy(struct lodtensor_t *t);
-
-// A new handle on the same memory and the same LoD (no element is copied). Element writes
-// through one are seen by the other; each is destroyed on its own.
-// Returns LODTENSOR_NULL_ARGUMENT.
-lodtensor_status_t lodtensor_share(const struct lodtensor_t *t, struct lodtensor_t **out);
-
-// A new handle with its own host copy of the elements and the same LoD.
-// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_UNSUPPORTED (memory not on the host),
+// Paddle's `sequence_unpad` (spec §6): `*out` is a new tensor holding the first `length[i]` steps
+// of row `i` of `x`, concatenated: dims `[sum, x.dims[2..]...]` (`[sum, 1]` for a 2-D `x`), LoD
+// one level of `length` (no LoD when `x` has 0 rows). `x`: `[N, L, ...]`, rank >= 2, LoD ignored.
+// `length`: int64 or int32, dims `[N]`, each value in `[0, L]`. Every dtype of `x` works.
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `length`, `out`), LODTENSOR_INVALID_ARGUMENT (`x` rank <
+// 2; `length` dims; a length negative or more than `L`; different places),
+// LODTENSOR_UNSUPPORTED (`length` not int32/int64; memory not on the host),
 // LODTENSOR_OUT_OF_MEMORY.
-lodtensor_status_t lodtensor_copy(const struct lodtensor_t *t, struct lodtensor_t **out);
+lodtensor_status_t sequence_unpad(const struct lodtensor_t *x, const struct lodtensor_t *length, struct lodtensor_t **out);
 
-// The element type. Returns LODTENSOR_NULL_ARGUMENT.
-lodtensor_status_t lodtensor_dtype(const struct lodtensor_t *t, struct lodtensor_dtype_t *out);
-
-// Where the elements live. Returns LODTENSOR_NULL_ARGUMENT.
-lodtensor_status_t lodtensor_place(const struct lodtensor_t *t, struct lodtensor_place_t *out);
-
-// The number of dimensions (0 to `LODTENSOR_MAX_DIMS`). Returns LODTENSOR_NULL_ARGUMENT.
-lodtensor_status_t lodtensor_ndim(const struct lodtensor_t *t, size_t *out);
-
-// Copies the shape into `buf` and its length into `*out_ndim`. With `buf` NULL only `*out_ndim`
-// is written (a buffer of `LODTENSOR_MAX_DIMS` always suffices).
-// Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_ndim`), LODTENSOR_BUFFER_TOO_SMALL (`buf_len` < ndim).
-lodtensor_status_t lodtensor_dims(const struct lodtensor_t *t, int64_t *buf, size_t buf_len, size_t *out_ndim);
-
-// The number of elements (product of the dims; 1 for a 0-d tensor).
-// Returns LODTENSOR_NULL_ARGUMENT.
-lodtensor_status_t lodtensor_numel(const struct lodtensor_t *t, size_t *out);
-
-// The size of the elements in bytes (numel * element size). Returns LODTENSOR_NULL_ARGUMENT.
-lodtensor_status_t lodtensor_nbytes(const struct lodtensor_t *t, size_t *out);
-
-// The address of the first element, for reading (a device address for a CUDA place). Borrowed:
-// valid while any handle sharing the memory lives. Rows are contiguous, row-major.
-// Returns LODTENSOR_NULL_ARGUMENT.
-lodtensor_status_t lodtensor_data(const struct lodtensor_t *t, const void **out);
-
-// The address of the first element, for writing. Writes are seen by every handle sharing the
-// memory (shares, slices, split pieces); copy first to write privately. Lifetime as in
-// `lodtensor_data`. Returns LODTENSOR_NULL_ARGUMENT.
-lodtensor_status_t lodtensor_data_mut(struct lodtensor_t *t, void **out);
+// Removes every element (size 0). Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t tensor_array_clear(struct tensor_array_t *a);
 
 // Creates an empty array. The caller destroys it with `tensor_array_destroy`.
 // Returns LODTENSOR_NULL_ARGUMENT.
@@ -442,112 +816,6 @@ lodtensor_status_t tensor_array_create(struct tensor_array_t **out);
 // Destroys an array and its elements (memory still used by handles read from it stays alive).
 // NULL is accepted and ignored.
 void tensor_array_destroy(struct tensor_array_t *a);
-
-// The number of elements. Returns LODTENSOR_NULL_ARGUMENT.
-lodtensor_status_t tensor_array_size(const struct tensor_array_t *a, size_t *out);
-
-// Element `index` as a new handle: with `copy` false it shares the element's memory (writes
-// through one are seen by the other), with `copy` true it has its own host copy. The LoD is the
-// element's. The caller destroys the handle.
-// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_OUT_OF_RANGE (`index` >= size),
-// LODTENSOR_UNSUPPORTED (`copy` of memory not on the host), LODTENSOR_OUT_OF_MEMORY.
-lodtensor_status_t tensor_array_read(const struct tensor_array_t *a, size_t index, bool copy, struct lodtensor_t **out);
-
-// Stores `t` (its elements and LoD) at `index`: with `copy` false the element shares `t`'s memory,
-// with `copy` true it holds a host copy. `t` stays the caller's. Writing at or past the end grows
-// the array to `index + 1`; the slots in between become 0-row tensors of `t`'s dtype and row shape
-// (dims[1..]; dims [0] for a 0-d `t`) without LoD.
-// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_UNSUPPORTED (`copy` of memory not on the host),
-// LODTENSOR_OUT_OF_MEMORY (the array cannot grow to `index + 1`).
-lodtensor_status_t tensor_array_write(struct tensor_array_t *a, size_t index, const struct lodtensor_t *t, bool copy);
-
-// Removes every element (size 0). Returns LODTENSOR_NULL_ARGUMENT.
-lodtensor_status_t tensor_array_clear(struct tensor_array_t *a);
-
-// Paddle's `tensor_array_to_tensor`: concatenates (`use_stack` false) or stacks (`use_stack`
-// true) the elements along `axis` into a new tensor without LoD, owned by the caller. A negative
-// axis counts from the end: concat takes `axis` in [-ndim, ndim), stack in [-(ndim+1), ndim].
-// Concat needs every element to have element 0's dims except along `axis`; stack needs equal
-// dims; both need one dtype and place. If `sizes` is not NULL it receives each element's size
-// along `axis` (Paddle's OutIndex; 1 when stacking at axis == ndim) and must hold `sizes_len` >=
-// the array size entries; NULL skips them.
-// Returns LODTENSOR_NULL_ARGUMENT (`a`, `out`), LODTENSOR_INVALID_ARGUMENT (empty array, axis
-// out of range, mismatched dims or dtype, concat of 0-d tensors, more than 9 dims),
-// LODTENSOR_BUFFER_TOO_SMALL (`sizes_len`), LODTENSOR_UNSUPPORTED (memory not on the host),
-// LODTENSOR_OUT_OF_MEMORY.
-lodtensor_status_t tensor_array_to_tensor(const struct tensor_array_t *a, int64_t axis, bool use_stack, struct lodtensor_t **out, size_t *sizes, size_t sizes_len);
-
-// Splits `x` along `axis` (in [-ndim, ndim)) into a new array of dims[axis] tensors with `x`'s
-// dims without that axis, each with its own memory and no LoD (the inverse of stacking).
-// The caller destroys the array.
-// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (0-d `x`, axis out of range),
-// LODTENSOR_UNSUPPORTED (memory not on the host), LODTENSOR_OUT_OF_MEMORY.
-lodtensor_status_t tensor_array_unstack(const struct lodtensor_t *x, int64_t axis, struct tensor_array_t **out);
-
-// Paddle's `lod_rank_table`: ranks the sequences of LoD level `level` of `x` by length (entries
-// of the level below, rows for the last level), longest first, equal lengths in index order.
-// The caller destroys the table with `rank_table_destroy`.
-// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (`level` >= number of LoD levels
-// of `x`; so `x` needs a LoD), LODTENSOR_OUT_OF_MEMORY.
-lodtensor_status_t rank_table_create(const struct lodtensor_t *x, size_t level, struct rank_table_t **out);
-
-// Destroys a table. NULL is accepted and ignored.
-void rank_table_destroy(struct rank_table_t *table);
-
-// The number of items (sequences at the ranked level). Returns LODTENSOR_NULL_ARGUMENT.
-lodtensor_status_t rank_table_size(const struct rank_table_t *table, size_t *out);
-
-// The LoD level the table ranks. Returns LODTENSOR_NULL_ARGUMENT.
-lodtensor_status_t rank_table_level(const struct rank_table_t *table, size_t *out);
-
-// Paddle's `max_sequence_len`: the longest length (item 0's), 0 for an empty table.
-// Returns LODTENSOR_NULL_ARGUMENT.
-lodtensor_status_t rank_table_max_sequence_len(const struct rank_table_t *table, size_t *out);
-
-// Copies the items in rank order: `indices[k]` = the original index of the k-th longest
-// sequence, `lengths[k]` its length; `*out_len` = the number of items. Either buffer may be NULL
-// (not copied); with both NULL only `*out_len` is written. A non-NULL buffer must hold at least
-// as many values (`buf_len`) as there are items.
-// Returns LODTENSOR_NULL_ARGUMENT (`table`, `out_len`), LODTENSOR_BUFFER_TOO_SMALL.
-lodtensor_status_t rank_table_items(const struct rank_table_t *table, size_t *indices, size_t *lengths, size_t buf_len, size_t *out_len);
-
-// Paddle's `lod_tensor_to_array`: unpacks `x` into time steps by `table` (level r). Element t of
-// the new array holds, for each sequence of level r longer than t, in rank order, its t-th entry
-// of level r+1 (its t-th row when r is the last level) with the LoD levels below r+1; there are
-// `rank_table_max_sequence_len` elements (none for an empty table). The elements share one new
-// allocation. The caller destroys the array.
-// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (`x` has no LoD level r, or
-// `table` does not rank `x`'s sequences: another count or other lengths),
-// LODTENSOR_UNSUPPORTED (memory not on the host), LODTENSOR_OUT_OF_MEMORY.
-lodtensor_status_t tensor_array_unpack(const struct lodtensor_t *x, const struct rank_table_t *table, struct tensor_array_t **out);
-
-// Paddle's `array_to_lod_tensor`: packs time steps back into a new tensor (the inverse of
-// `tensor_array_unpack` with the same table): the sequences in their original order, each the
-// concatenation of its unit (top-level sequence, or row without LoD) of elements 0 .. length-1.
-// The LoD is the table's levels above r, the ranked level, then the elements' own levels.
-// Elements from the longest length on are not read. The caller destroys the tensor.
-// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (empty array; an element whose
-// dtype, dims[1..] or place differ from element 0's, or that is 0-d; a sequence longer than the
-// array; element t not holding exactly one unit per sequence longer than t),
-// LODTENSOR_INVALID_LOD (elements with different numbers of LoD levels),
-// LODTENSOR_UNSUPPORTED (memory not on the host), LODTENSOR_OUT_OF_MEMORY.
-lodtensor_status_t tensor_array_pack(const struct tensor_array_t *a, const struct rank_table_t *table, struct lodtensor_t **out);
-
-// Paddle's `shrink_rnn_memory`: the RNN state for time step `step`, i.e. the first n units of
-// `x` (in rank order), n = the number of sequences longer than `step`. Units are top-level
-// sequences (nested levels kept) if `x` has a LoD, else rows. n = 0 gives a 0-row tensor without
-// LoD. The new handle shares `x`'s memory; the caller destroys it.
-// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (`x` has fewer than n units, or is
-// 0-d).
-lodtensor_status_t rank_table_shrink_rnn_memory(const struct rank_table_t *table, const struct lodtensor_t *x, size_t step, struct lodtensor_t **out);
-
-// Paddle's `reorder_lod_tensor_by_rank`: a new tensor whose unit k is unit `indices[k]` of `x`
-// (units: top-level sequences with all nested levels, or rows without LoD); only the table's
-// indices are used. The caller destroys it.
-// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (the table's size differs from
-// `x`'s unit count, so its indices are not a permutation of `x`'s units; 0-d `x`),
-// LODTENSOR_UNSUPPORTED (memory not on the host), LODTENSOR_OUT_OF_MEMORY.
-lodtensor_status_t rank_table_reorder(const struct rank_table_t *table, const struct lodtensor_t *x, struct lodtensor_t **out);
 
 // Runs a whole dynamic RNN over the sequences of LoD level `level` of `x` and returns the packed
 // step outputs in `*out` (a new tensor the caller destroys).
@@ -571,6 +839,66 @@ lodtensor_status_t rank_table_reorder(const struct rank_table_t *table, const st
 // message gives its status and the step), LODTENSOR_UNSUPPORTED (memory not on the host),
 // LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t tensor_array_dynamic_rnn(const struct lodtensor_t *x, size_t level, const struct lodtensor_t *init_state, tensor_array_step_fn step_fn, void *user_data, struct lodtensor_t **out);
+
+// Paddle's `array_to_lod_tensor`: packs time steps back into a new tensor (the inverse of
+// `tensor_array_unpack` with the same table): the sequences in their original order, each the
+// concatenation of its unit (top-level sequence, or row without LoD) of elements 0 .. length-1.
+// The LoD is the table's levels above r, the ranked level, then the elements' own levels.
+// Elements from the longest length on are not read. The caller destroys the tensor.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (empty array; an element whose
+// dtype, dims[1..] or place differ from element 0's, or that is 0-d; a sequence longer than the
+// array; element t not holding exactly one unit per sequence longer than t),
+// LODTENSOR_INVALID_LOD (elements with different numbers of LoD levels),
+// LODTENSOR_UNSUPPORTED (memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t tensor_array_pack(const struct tensor_array_t *a, const struct rank_table_t *table, struct lodtensor_t **out);
+
+// Element `index` as a new handle: with `copy` false it shares the element's memory (writes
+// through one are seen by the other), with `copy` true it has its own host copy. The LoD is the
+// element's. The caller destroys the handle.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_OUT_OF_RANGE (`index` >= size),
+// LODTENSOR_UNSUPPORTED (`copy` of memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t tensor_array_read(const struct tensor_array_t *a, size_t index, bool copy, struct lodtensor_t **out);
+
+// The number of elements. Returns LODTENSOR_NULL_ARGUMENT.
+lodtensor_status_t tensor_array_size(const struct tensor_array_t *a, size_t *out);
+
+// Paddle's `tensor_array_to_tensor`: concatenates (`use_stack` false) or stacks (`use_stack`
+// true) the elements along `axis` into a new tensor without LoD, owned by the caller. A negative
+// axis counts from the end: concat takes `axis` in [-ndim, ndim), stack in [-(ndim+1), ndim].
+// Concat needs every element to have element 0's dims except along `axis`; stack needs equal
+// dims; both need one dtype and place. If `sizes` is not NULL it receives each element's size
+// along `axis` (Paddle's OutIndex; 1 when stacking at axis == ndim) and must hold `sizes_len` >=
+// the array size entries; NULL skips them.
+// Returns LODTENSOR_NULL_ARGUMENT (`a`, `out`), LODTENSOR_INVALID_ARGUMENT (empty array, axis
+// out of range, mismatched dims or dtype, concat of 0-d tensors, more than 9 dims),
+// LODTENSOR_BUFFER_TOO_SMALL (`sizes_len`), LODTENSOR_UNSUPPORTED (memory not on the host),
+// LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t tensor_array_to_tensor(const struct tensor_array_t *a, int64_t axis, bool use_stack, struct lodtensor_t **out, size_t *sizes, size_t sizes_len);
+
+// Paddle's `lod_tensor_to_array`: unpacks `x` into time steps by `table` (level r). Element t of
+// the new array holds, for each sequence of level r longer than t, in rank order, its t-th entry
+// of level r+1 (its t-th row when r is the last level) with the LoD levels below r+1; there are
+// `rank_table_max_sequence_len` elements (none for an empty table). The elements share one new
+// allocation. The caller destroys the array.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (`x` has no LoD level r, or
+// `table` does not rank `x`'s sequences: another count or other lengths),
+// LODTENSOR_UNSUPPORTED (memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t tensor_array_unpack(const struct lodtensor_t *x, const struct rank_table_t *table, struct tensor_array_t **out);
+
+// Splits `x` along `axis` (in [-ndim, ndim)) into a new array of dims[axis] tensors with `x`'s
+// dims without that axis, each with its own memory and no LoD (the inverse of stacking).
+// The caller destroys the array.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (0-d `x`, axis out of range),
+// LODTENSOR_UNSUPPORTED (memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t tensor_array_unstack(const struct lodtensor_t *x, int64_t axis, struct tensor_array_t **out);
+
+// Stores `t` (its elements and LoD) at `index`: with `copy` false the element shares `t`'s memory,
+// with `copy` true it holds a host copy. `t` stays the caller's. Writing at or past the end grows
+// the array to `index + 1`; the slots in between become 0-row tensors of `t`'s dtype and row shape
+// (dims[1..]; dims [0] for a 0-d `t`) without LoD.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_UNSUPPORTED (`copy` of memory not on the host),
+// LODTENSOR_OUT_OF_MEMORY (the array cannot grow to `index + 1`).
+lodtensor_status_t tensor_array_write(struct tensor_array_t *a, size_t index, const struct lodtensor_t *t, bool copy);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -162,7 +162,9 @@ macro_rules! scalar_half {
             const ZERO: Self = <$t>::ZERO;
             const ONE: Self = <$t>::ONE;
             fn to_f64(self) -> f64 { self.to_f64() }
-            fn from_f64(v: f64) -> Self { <$t>::from_f64(v) }
+            // half's own f64 conversion reads only the top 32 bits of the mantissa and can round
+            // the wrong way; round-to-odd through f32 rounds correctly.
+            fn from_f64(v: f64) -> Self { <$t>::from_f32($crate::backend::cpu::convert::f64_to_f32_odd(v)) }
             fn add(self, other: Self) -> Self { <$t>::from_f32(self.to_f32() + other.to_f32()) }
         }
     )*};

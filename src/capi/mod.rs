@@ -14,8 +14,10 @@ mod lod;
 mod pad;
 mod pooling;
 mod scatter;
+mod sequence_misc;
 mod tensor;
 mod tensor_array;
+mod tensor_ops;
 mod types;
 
 pub use expand::*;
@@ -24,8 +26,10 @@ pub use lod::*;
 pub use pad::*;
 pub use pooling::*;
 pub use scatter::*;
+pub use sequence_misc::*;
 pub use tensor::*;
 pub use tensor_array::*;
+pub use tensor_ops::*;
 pub use types::*;
 
 use crate::error::Error;
@@ -93,3 +97,5 @@ pub(crate) fn boundary_str(
 ) -> *const std::ffi::c_char {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(fallback.as_ptr())
 }
+mod beam_search;
+pub use beam_search::*;

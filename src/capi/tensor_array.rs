@@ -17,7 +17,7 @@ use std::ffi::c_void;
 /// Threads: any number of threads may read one array at once; `tensor_array_write` and
 /// `tensor_array_clear` need exclusive access.
 pub struct tensor_array_t {
-    inner: TensorArray,
+    pub(crate) inner: TensorArray,
 }
 
 /// The sequences of one LoD level sorted by length, longest first, equal lengths in index order

@@ -64,6 +64,18 @@ pub fn for_each_segment<T: Send>(
     bounds: &[usize],
     task: impl Fn(usize, &mut [T]) + Sync + Send,
 ) -> Result<()> {
+    for_each_segment_with_work(out, bounds, std::mem::size_of_val(out), task)
+}
+
+/// [`for_each_segment`] for kernels that read far more than they write (top-k, beam search,
+/// reductions): `work_bytes`, the bytes the tasks read and write together, decides between the
+/// pool and the calling thread instead of the output's size alone.
+pub fn for_each_segment_with_work<T: Send>(
+    out: &mut [T],
+    bounds: &[usize],
+    work_bytes: usize,
+    task: impl Fn(usize, &mut [T]) + Sync + Send,
+) -> Result<()> {
     ensure!(
         bounds.first() == Some(&0) && bounds.last() == Some(&out.len()) && bounds.windows(2).all(|w| w[0] <= w[1]),
         Internal,
@@ -71,7 +83,7 @@ pub fn for_each_segment<T: Send>(
         out.len()
     );
     let segments = bounds.len() - 1;
-    if std::mem::size_of_val(out) < PARALLEL_MIN_BYTES || segments <= 1 {
+    if work_bytes < PARALLEL_MIN_BYTES || segments <= 1 {
         run_range(out, bounds, 0, usize::MAX, &task);
         return Ok(());
     }

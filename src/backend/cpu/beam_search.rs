@@ -1,0 +1,211 @@
+//! Beam-search selection kernels: Paddle's bounded "top beam" list per source sentence, the
+//! regrouping of the selected items by prefix row with the pruning of finished sources, and the
+//! fused step that selects straight from the log-probabilities without materializing
+//! `pre_score + log_prob` for every vocabulary entry.
+
+use super::pool::for_each_segment_with_work;
+use super::topk::select_row;
+use crate::dtype::Scalar;
+use crate::error::{err, Result};
+
+/// One candidate: the prefix row it extends, its token and its accumulated score.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Candidate<S> {
+    pub row: usize,
+    pub id: i64,
+    pub score: S,
+}
+
+/// Marks an unused slot of a source's top list.
+const EMPTY_ROW: usize = usize::MAX;
+
+/// Paddle's `Item::operator<`: lower score, or equal score and lower row.
+#[inline(always)]
+fn less<S: PartialOrd>(a: &Candidate<S>, b: &Candidate<S>) -> bool {
+    a.score < b.score || (a.score == b.score && a.row < b.row)
+}
+
+/// Paddle's `Insert` into a top list of capacity `top.len()` holding `len` items; returns the new
+/// length. Reproduced step for step (the tie behaviour is part of the result): a full list drops
+/// its last item for any candidate not strictly below it.
+#[inline]
+pub fn offer<S: PartialOrd + Copy>(top: &mut [Candidate<S>], len: usize, c: Candidate<S>) -> usize {
+    let beam = top.len();
+    let n = if len < beam {
+        len + 1
+    } else if less(&c, &top[beam - 1]) {
+        return len;
+    } else {
+        beam
+    };
+    let mut k = n - 1;
+    while k > 0 {
+        if less(&top[k - 1], &c) {
+            top[k] = top[k - 1];
+            k -= 1;
+        } else {
+            break;
+        }
+    }
+    top[k] = c;
+    n
+}
+
+/// Runs `fill(source, list) -> used` for every source on the pool; the lists are the `beam`-long
+/// segments of the result, unused slots marked empty.
+fn per_source<S: Scalar>(
+    sources: usize,
+    beam: usize,
+    work_bytes: usize,
+    fill: impl Fn(usize, &mut [Candidate<S>]) -> usize + Sync + Send,
+) -> Result<Vec<Candidate<S>>> {
+    let empty = Candidate { row: EMPTY_ROW, id: 0, score: S::ZERO };
+    let total = sources
+        .checked_mul(beam)
+        .ok_or_else(|| err!(OutOfMemory, "beam_size: {sources} sources x beam {beam} overflows"))?;
+    let mut tops = Vec::new();
+    tops.try_reserve_exact(total)
+        .map_err(|_| err!(OutOfMemory, "beam_size: {total} candidate slots cannot be allocated"))?;
+    tops.resize(total, empty);
+    let bounds: Vec<usize> = (0..=sources).map(|s| s * beam).collect();
+    for_each_segment_with_work(&mut tops, &bounds, work_bytes, |s, list| {
+        let used = fill(s, list);
+        list[used..].iter_mut().for_each(|c| *c = empty);
+    })?;
+    Ok(tops)
+}
+
+/// The rows' candidates as Paddle's CPU beam_search offers them: a finished row (`pre_ids[r] ==
+/// end_id`) offers only `(end_id, pre_scores[r])`; any other row offers its `k` candidates from
+/// `row_candidates(r, emit)`; `work_bytes` (the candidates' bytes) decides whether to go parallel.
+#[allow(clippy::too_many_arguments)]
+pub fn select_unfused<S: Scalar>(
+    source_rows: &[usize],
+    beam: usize,
+    work_bytes: usize,
+    pre_ids: &[i64],
+    pre_scores: &[S],
+    end_id: i64,
+    row_candidates: impl Fn(usize, &mut dyn FnMut(Candidate<S>)) + Sync + Send,
+) -> Result<Vec<Candidate<S>>> {
+    per_source(source_rows.len() - 1, beam, work_bytes, |s, list| {
+        let mut len = 0;
+        for r in source_rows[s]..source_rows[s + 1] {
+            if pre_ids[r] == end_id {
+                len = offer(list, len, Candidate { row: r, id: end_id, score: pre_scores[r] });
+            } else {
+                row_candidates(r, &mut |c| len = offer(list, len, c));
+            }
+        }
+        len
+    })
+}
+
+/// The fused step's selection: for each live row, its `min(beam, V)` best log-probabilities (one
+/// pass over the row, ties by smaller token id), each offered as `pre_scores[r] + log_prob`, in
+/// that order, exactly as top-k followed by beam_search would offer them.
+#[allow(clippy::too_many_arguments)]
+pub fn select_fused<T: Scalar>(
+    source_rows: &[usize],
+    beam: usize,
+    log_probs: &[T],
+    vocab: usize,
+    pre_ids: &[i64],
+    pre_scores: &[f32],
+    end_id: i64,
+    to_f32: impl Fn(T) -> f32 + Sync + Send,
+) -> Result<Vec<Candidate<f32>>> {
+    let k = beam.min(vocab);
+    per_source(source_rows.len() - 1, beam, std::mem::size_of_val(log_probs), |s, list| {
+        let mut vals = vec![T::ZERO; k];
+        let mut idx = vec![0usize; k];
+        let mut len = 0;
+        for r in source_rows[s]..source_rows[s + 1] {
+            if pre_ids[r] == end_id {
+                len = offer(list, len, Candidate { row: r, id: end_id, score: pre_scores[r] });
+                continue;
+            }
+            select_row::<T, true>(&log_probs[r * vocab..(r + 1) * vocab], &mut vals, &mut idx);
+            for (&v, &j) in vals.iter().zip(&idx) {
+                len = offer(list, len, Candidate { row: r, id: j as i64, score: pre_scores[r] + to_f32(v) });
+            }
+        }
+        len
+    })
+}
+
+/// The step's outputs in flat form.
+pub struct Selected<S> {
+    pub ids: Vec<i64>,
+    pub scores: Vec<S>,
+    pub parents: Vec<i32>,
+    /// Per prefix row, the offsets of its items (`rows + 1` entries).
+    pub row_offsets: Vec<usize>,
+}
+
+/// Regroups the sources' top lists by prefix row (each row's items in list order, i.e. best
+/// first), empties every source whose items are all `end_id` from finished rows (pruning one step
+/// after the last branch ended), and emits the items row by row.
+pub fn regroup<S: Scalar>(
+    source_rows: &[usize],
+    beam: usize,
+    tops: &[Candidate<S>],
+    pre_ids: &[i64],
+    end_id: i64,
+) -> Selected<S> {
+    let rows = *source_rows.last().expect("at least one offset");
+    let mut counts = vec![0usize; rows];
+    let live = |s: usize| {
+        let items = tops[s * beam..(s + 1) * beam].iter().filter(|c| c.row != EMPTY_ROW);
+        let mut items2 = items.clone();
+        !items2.all(|c| c.id == end_id && pre_ids[c.row] == end_id) && items.count() > 0
+    };
+    let keep: Vec<bool> = (0..source_rows.len() - 1).map(live).collect();
+    for (s, _) in keep.iter().enumerate().filter(|(_, &k)| k) {
+        for c in tops[s * beam..(s + 1) * beam].iter().filter(|c| c.row != EMPTY_ROW) {
+            counts[c.row] += 1;
+        }
+    }
+    let mut row_offsets = Vec::with_capacity(rows + 1);
+    row_offsets.push(0);
+    for n in &counts {
+        row_offsets.push(row_offsets.last().expect("non-empty") + n);
+    }
+    let total = row_offsets[rows];
+    let mut ids = vec![0i64; total];
+    let mut scores = vec![S::ZERO; total];
+    let mut parents = vec![0i32; total];
+    let mut next = row_offsets[..rows].to_vec();
+    for (s, _) in keep.iter().enumerate().filter(|(_, &k)| k) {
+        // List order is score order; placing each item at its row's next slot keeps that order
+        // within the row.
+        for c in tops[s * beam..(s + 1) * beam].iter().filter(|c| c.row != EMPTY_ROW) {
+            let at = next[c.row];
+            next[c.row] += 1;
+            ids[at] = c.id;
+            scores[at] = c.score;
+            parents[at] = c.row as i32;
+        }
+    }
+    Selected { ids, scores, parents, row_offsets }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offer_reproduces_paddle_ties() {
+        let c = |row, id, score| Candidate { row, id, score };
+        let mut top = [c(0, 0, 0f32); 2];
+        let mut n = offer(&mut top, 0, c(0, 1, 0.5));
+        n = offer(&mut top, n, c(0, 2, 0.5)); // same key: behind, insertion order
+        assert_eq!((n, top[0].id, top[1].id), (2, 1, 2));
+        n = offer(&mut top, n, c(0, 3, 0.5)); // same key as the last: replaces it
+        assert_eq!((n, top[0].id, top[1].id), (2, 1, 3));
+        n = offer(&mut top, n, c(1, 4, 0.5)); // higher row ranks first
+        assert_eq!((n, top[0].id, top[1].id), (2, 4, 1));
+        n = offer(&mut top, n, c(0, 5, 0.4)); // strictly below the last: rejected
+        assert_eq!((n, top[0].id, top[1].id), (2, 4, 1));
+    }
+}

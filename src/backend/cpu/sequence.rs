@@ -1,0 +1,162 @@
+//! Kernels of the sequence operators that do more than gather row ranges: reversing rows within
+//! sequences, the mask of lengths, sliding windows and token erasure. Each runs over output
+//! segments (one task per sequence or per chunk), so results never depend on the thread count.
+
+use super::convert::{chunk_bounds, CastElem, Value, CHUNK};
+use super::pool::for_each_segment;
+use crate::dtype::Scalar;
+use crate::error::{ensure, Result};
+
+/// Rows of `row_bytes` bytes; sequence `i` is rows `[offsets[i], offsets[i+1])` of `src`. Writes
+/// each sequence's rows in reverse order into the same place of `out`.
+pub fn reverse_rows(src: &[u8], row_bytes: usize, offsets: &[usize], out: &mut [u8]) -> Result<()> {
+    ensure!(src.len() == out.len(), Internal, "reverse: {} bytes into {}", src.len(), out.len());
+    let bounds: Vec<usize> = offsets.iter().map(|&o| o * row_bytes).collect();
+    for_each_segment(out, &bounds, |i, seg| {
+        let end = offsets[i + 1];
+        for (k, row) in seg.chunks_exact_mut(row_bytes.max(1)).enumerate() {
+            let r = end - 1 - k;
+            row.copy_from_slice(&src[r * row_bytes..(r + 1) * row_bytes]);
+        }
+    })
+}
+
+/// `out[i * maxlen + j] = (j < x[i]) as D` (1 or 0 in `D`).
+pub fn mask<X: Scalar, D: CastElem>(x: &[X], maxlen: usize, out: &mut [D]) -> Result<()> {
+    ensure!(x.len().checked_mul(maxlen) == Some(out.len()), Internal, "mask: output size mismatch");
+    if out.is_empty() {
+        return Ok(());
+    }
+    let per_task = (CHUNK / maxlen).max(1);
+    let bounds = chunk_bounds(out.len(), per_task * maxlen);
+    let (one, zero) = (D::from_value(Value::Int(1)), D::from_value(Value::Int(0)));
+    for_each_segment(out, &bounds, |i, seg| {
+        for (row, &v) in seg.chunks_exact_mut(maxlen).zip(&x[i * per_task..]) {
+            let v = v.to_f64();
+            for (j, o) in row.iter_mut().enumerate() {
+                *o = if (j as f64) < v { one } else { zero };
+            }
+        }
+    })
+}
+
+/// Sliding windows of `win` elements within each sequence `[offsets[i], offsets[i+1])` of `x`:
+/// `out[r * win + k] = x[r + k]` while `r + k` is inside r's sequence, else `pad`.
+pub fn enumerate<T: Copy + Send + Sync>(x: &[T], offsets: &[usize], win: usize, pad: T, out: &mut [T]) -> Result<()> {
+    ensure!(x.len().checked_mul(win) == Some(out.len()), Internal, "enumerate: output size mismatch");
+    let bounds: Vec<usize> = offsets.iter().map(|&o| o * win).collect();
+    for_each_segment(out, &bounds, |i, seg| {
+        let xs = &x[offsets[i]..offsets[i + 1]];
+        for (r, row) in seg.chunks_exact_mut(win).enumerate() {
+            for (k, o) in row.iter_mut().enumerate() {
+                *o = xs.get(r + k).copied().unwrap_or(pad);
+            }
+        }
+    })
+}
+
+/// How many elements of each sequence `[offsets[i], offsets[i+1])` of `x` survive erasing every
+/// element found in `tokens` (sorted).
+pub fn erase_counts<T: Copy + Into<i64> + Send + Sync>(
+    x: &[T],
+    offsets: &[usize],
+    tokens: &[i64],
+) -> Result<Vec<usize>> {
+    let mut counts = vec![0usize; offsets.len() - 1];
+    let bounds: Vec<usize> = (0..=counts.len()).collect();
+    for_each_segment(&mut counts, &bounds, |i, c| {
+        c[0] = x[offsets[i]..offsets[i + 1]].iter().filter(|&&v| tokens.binary_search(&v.into()).is_err()).count();
+    })?;
+    Ok(counts)
+}
+
+/// Writes the survivors of each sequence (see [`erase_counts`]) at `out_offsets[i]` of `out`.
+pub fn erase<T: Copy + Into<i64> + Send + Sync>(
+    x: &[T],
+    offsets: &[usize],
+    tokens: &[i64],
+    out_offsets: &[usize],
+    out: &mut [T],
+) -> Result<()> {
+    for_each_segment(out, out_offsets, |i, seg| {
+        let survivors = x[offsets[i]..offsets[i + 1]].iter().filter(|&&v| tokens.binary_search(&v.into()).is_err());
+        for (o, &v) in seg.iter_mut().zip(survivors) {
+            *o = v;
+        }
+    })
+}
+
+/// Concatenates sequence by sequence: output sequence `i` is sequence `i` of `srcs[0]`, then of
+/// `srcs[1]`, ...; sequence `i` of source `j` is rows `[offsets[j][i], offsets[j][i+1])`, rows of
+/// `row_bytes` bytes. `out_offsets` are the output's row offsets.
+pub fn concat_sequences(
+    srcs: &[&[u8]],
+    offsets: &[&[usize]],
+    row_bytes: usize,
+    out_offsets: &[usize],
+    out: &mut [u8],
+) -> Result<()> {
+    let bounds: Vec<usize> = out_offsets.iter().map(|&o| o * row_bytes).collect();
+    for_each_segment(out, &bounds, |i, seg| {
+        let mut at = 0;
+        for (src, offs) in srcs.iter().zip(offsets) {
+            let part = &src[offs[i] * row_bytes..offs[i + 1] * row_bytes];
+            seg[at..at + part.len()].copy_from_slice(part);
+            at += part.len();
+        }
+    })
+}
+
+/// The shape of a sequence convolution: `width` = N columns of x, `out_width` = M columns of the
+/// output, `context_length` rows of context starting `context_start` rows from each row, and
+/// `up_pad` (rows of `padding` used before a sequence; the rows after it follow).
+pub struct ConvShape {
+    pub width: usize,
+    pub out_width: usize,
+    pub context_length: usize,
+    pub context_start: i64,
+    pub up_pad: usize,
+}
+
+/// `out[r] = Σ_j context(r, j) · filter[j*N .. (j+1)*N]`, where `context(r, j)` is row
+/// `p = r + context_start + j` of r's own sequence (`offsets`), or, outside it, zeros
+/// (`padding` None) or `padding[up_pad + p]` before it and `padding[up_pad + p - len]` after it.
+pub fn sequence_conv<T>(
+    x: &[T],
+    offsets: &[usize],
+    filter: &[T],
+    padding: Option<&[T]>,
+    s: &ConvShape,
+    out: &mut [T],
+) -> Result<()>
+where
+    T: Copy + Send + Sync + Default + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
+{
+    let (n, m) = (s.width, s.out_width);
+    // Rows of no columns contribute nothing, however long the context.
+    let context_length = if n == 0 { 0 } else { s.context_length };
+    let bounds: Vec<usize> = offsets.iter().map(|&o| o * m).collect();
+    for_each_segment(out, &bounds, |i, seg| {
+        let (start, len) = (offsets[i], offsets[i + 1] - offsets[i]);
+        for (r, row) in seg.chunks_exact_mut(m.max(1)).enumerate() {
+            row.fill(T::default());
+            for j in 0..context_length {
+                let p = r as i64 + s.context_start + j as i64;
+                let src = if (0..len as i64).contains(&p) {
+                    &x[(start + p as usize) * n..(start + p as usize + 1) * n]
+                } else if let Some(pad) = padding {
+                    let k = if p < 0 { (s.up_pad as i64 + p) as usize } else { s.up_pad + (p as usize - len) };
+                    &pad[k * n..(k + 1) * n]
+                } else {
+                    continue;
+                };
+                for (c, &a) in src.iter().enumerate() {
+                    let f = &filter[(j * n + c) * m..(j * n + c + 1) * m];
+                    for (o, &w) in row.iter_mut().zip(f) {
+                        *o = *o + a * w;
+                    }
+                }
+            }
+        }
+    })
+}

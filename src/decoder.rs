@@ -1,0 +1,263 @@
+//! The sequence decoder (spec §4.0): the whole beam-search loop around a caller's model. Each step
+//! the caller gets the live prefixes (last token, parent prefix, cumulative score, grouped by
+//! source) and fills their next-token log-probabilities; the library selects the next beams with
+//! the fused step, keeps the selected ids and scores in TensorArrays, and at the end backtracks
+//! them into sentences (`beam_search_decode`), ranked with an optional length penalty.
+
+use crate::error::{ensure, err, Result};
+use crate::lod::Lod;
+use crate::lod_tensor::LoDTensor;
+use crate::ops::beam_search::fused_step_on_slices;
+use crate::ops::beam_search_decode::beam_search_decode;
+use crate::tensor::Tensor;
+use crate::tensor_array::TensorArray;
+
+/// How a [`Decoder`] searches.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DecoderOptions {
+    /// Prefixes kept per source sentence (>= 1).
+    pub beam_size: usize,
+    /// Tokens of the model's output (>= 1); each step the caller fills `vocab_size` log-probs per prefix.
+    pub vocab_size: usize,
+    /// The token every prefix starts from; it is not part of the returned sentences.
+    pub start_id: i64,
+    /// The token that ends a sentence (in `[0, vocab_size)`, not `start_id`); it is returned as the
+    /// last token of the sentences that emitted it.
+    pub end_id: i64,
+    /// The most tokens a sentence gets (>= 1); sentences still open then are returned as they are.
+    pub max_length: usize,
+    /// `end_id` is banned (log-prob set to -inf) while a prefix has fewer than this many tokens.
+    pub min_length: usize,
+    /// Sentences are ranked by `score / ((5 + length) / 6)^length_penalty` (Wu et al. 2016; 0 =
+    /// plain cumulative log-probability). Finite, >= 0.
+    pub length_penalty: f64,
+    /// Sentences returned per source (1 ..= beam_size).
+    pub num_hypotheses: usize,
+}
+
+impl Default for DecoderOptions {
+    fn default() -> Self {
+        DecoderOptions {
+            beam_size: 4,
+            vocab_size: 0,
+            start_id: 0,
+            end_id: 1,
+            max_length: 64,
+            min_length: 0,
+            length_penalty: 0.0,
+            num_hypotheses: 1,
+        }
+    }
+}
+
+/// What the step function sees: the live prefixes of this step, grouped by source.
+#[derive(Clone, Copy, Debug)]
+pub struct StepInfo<'a> {
+    /// 0 for the first token.
+    pub step: usize,
+    /// The prefixes of source `s` are `source_offsets[s] .. source_offsets[s + 1]` (a finished
+    /// source has none).
+    pub source_offsets: &'a [usize],
+    /// The last token of each prefix (`start_id` at step 0).
+    pub ids: &'a [i64],
+    /// The prefix of the previous step each prefix extends: reorder the model state with it
+    /// (`state[i] = previous_state[parent_idx[i]]`). At step 0 it is the source index.
+    pub parent_idx: &'a [i64],
+    /// The cumulative log-probability of each prefix.
+    pub scores: &'a [f32],
+    /// Log-probs per prefix row.
+    pub vocab_size: usize,
+}
+
+/// The decoded sentences.
+#[derive(Clone, Debug)]
+pub struct Hypotheses {
+    /// int64, 1-D, LoD `[source -> sentences, sentence -> tokens]`, best sentence of each source first.
+    pub ids: LoDTensor,
+    /// float32, 1-D, one ranking score per sentence, LoD `[source -> sentences]`.
+    pub scores: LoDTensor,
+}
+
+/// A step callback: fills `log_probs` (`ids.len() x vocab_size`, row-major; its contents on entry
+/// are unspecified) for the prefixes of `info`.
+pub type StepFn<'a> = dyn FnMut(&StepInfo, &mut [f32]) -> Result<()> + 'a;
+
+/// A beam-search decoder with fixed options.
+#[derive(Clone, Debug)]
+pub struct Decoder {
+    options: DecoderOptions,
+}
+
+impl Decoder {
+    /// Checks the options: `beam_size`, `vocab_size`, `max_length` >= 1; `end_id` in
+    /// `[0, vocab_size)` and not `start_id`; `min_length <= max_length`; `length_penalty` finite and
+    /// >= 0; `1 <= num_hypotheses <= beam_size`. Errors: `InvalidArgument` naming the option.
+    pub fn new(options: DecoderOptions) -> Result<Decoder> {
+        let o = &options;
+        ensure!(o.beam_size >= 1, InvalidArgument, "options.beam_size: is 0; it must be at least 1");
+        ensure!(o.vocab_size >= 1, InvalidArgument, "options.vocab_size: is 0; it must be at least 1");
+        ensure!(o.max_length >= 1, InvalidArgument, "options.max_length: is 0; it must be at least 1");
+        ensure!(
+            o.end_id >= 0 && (o.end_id as u64) < o.vocab_size as u64,
+            InvalidArgument,
+            "options.end_id: {} is out of range [0, {}) of the vocabulary",
+            o.end_id,
+            o.vocab_size
+        );
+        ensure!(
+            o.start_id != o.end_id,
+            InvalidArgument,
+            "options.start_id: equals end_id ({}); they must differ",
+            o.end_id
+        );
+        ensure!(
+            o.min_length <= o.max_length,
+            InvalidArgument,
+            "options.min_length: {} is greater than max_length {}",
+            o.min_length,
+            o.max_length
+        );
+        ensure!(
+            o.length_penalty.is_finite() && o.length_penalty >= 0.0,
+            InvalidArgument,
+            "options.length_penalty: {} must be finite and >= 0",
+            o.length_penalty
+        );
+        ensure!(
+            o.num_hypotheses >= 1 && o.num_hypotheses <= o.beam_size,
+            InvalidArgument,
+            "options.num_hypotheses: {} is out of range [1, beam_size = {}]",
+            o.num_hypotheses,
+            o.beam_size
+        );
+        Ok(Decoder { options })
+    }
+
+    pub fn options(&self) -> &DecoderOptions {
+        &self.options
+    }
+
+    /// Decodes `num_sources` (>= 1) source sentences. Each step calls `step` and then `edit` (if
+    /// any; it may change the log-probs: ban or force tokens) with the live prefixes; between the
+    /// two, `end_id` gets -inf while the prefixes are shorter than `min_length`. Then the next beams
+    /// are selected (rows of prefixes that already ended are not read). The loop ends after
+    /// `max_length` steps or when every prefix has ended. The returned sentences (without the
+    /// start token) are ranked per source by the length-penalized score, best first, at most
+    /// `num_hypotheses` per source; sentences whose score is -inf (only banned tokens were left)
+    /// are dropped.
+    ///
+    /// Errors: `InvalidArgument` for `num_sources == 0`; a callback's error is returned as is and
+    /// stops decoding; `OutOfMemory` when `prefixes x vocab_size` overflows.
+    pub fn run(&self, num_sources: usize, step: &mut StepFn, mut edit: Option<&mut StepFn>) -> Result<Hypotheses> {
+        let o = &self.options;
+        ensure!(num_sources >= 1, InvalidArgument, "num_sources: is 0; decode at least one source");
+        let identity: Vec<usize> = (0..=num_sources).collect();
+        let init_lod = Lod::from_offsets(vec![identity.clone(), identity])?;
+        let mut pre_ids =
+            LoDTensor::new(Tensor::from_slice(&vec![o.start_id; num_sources], &[num_sources, 1])?, init_lod.clone())?;
+        let mut pre_scores =
+            LoDTensor::new(Tensor::from_slice(&vec![0f32; num_sources], &[num_sources, 1])?, init_lod)?;
+        let mut parents: Vec<i64> = (0..num_sources as i64).collect();
+        let (mut id_steps, mut score_steps) = (TensorArray::new(), TensorArray::new());
+        id_steps.push(pre_ids.clone());
+        score_steps.push(pre_scores.clone());
+        let mut log_probs: Vec<f32> = Vec::new();
+        for t in 0..o.max_length {
+            let ids = pre_ids.tensor().as_slice::<i64>()?;
+            if t > 0 && ids.iter().all(|&id| id == o.end_id) {
+                break; // every branch ended: the next step would prune every source
+            }
+            let sources = pre_ids.lod().abs_offsets().swap_remove(0);
+            let rows = ids.len();
+            let n = rows
+                .checked_mul(o.vocab_size)
+                .ok_or_else(|| err!(OutOfMemory, "log_probs: {rows} prefixes x {} tokens overflows", o.vocab_size))?;
+            // Reused between steps; the caller writes every entry, so no clearing.
+            log_probs.resize(n, 0.0);
+            let info = StepInfo {
+                step: t,
+                source_offsets: &sources,
+                ids,
+                parent_idx: &parents,
+                scores: pre_scores.tensor().as_slice::<f32>()?,
+                vocab_size: o.vocab_size,
+            };
+            step(&info, &mut log_probs)?;
+            if t < o.min_length {
+                for row in log_probs.chunks_exact_mut(o.vocab_size) {
+                    row[o.end_id as usize] = f32::NEG_INFINITY;
+                }
+            }
+            if let Some(edit) = edit.as_mut() {
+                edit(&info, &mut log_probs)?;
+            }
+            let out = fused_step_on_slices(
+                sources.clone(),
+                o.beam_size,
+                &log_probs,
+                o.vocab_size,
+                ids,
+                info.scores,
+                o.end_id,
+            )?;
+            if out.selected_ids.dims().as_slice()[0] == 0 {
+                break;
+            }
+            parents = out.parent_idx.as_slice::<i32>()?.iter().map(|&p| p as i64).collect();
+            id_steps.push(out.selected_ids.clone());
+            score_steps.push(out.selected_scores.clone());
+            pre_ids = out.selected_ids;
+            pre_scores = out.selected_scores;
+        }
+        let (sent_ids, sent_scores) = beam_search_decode(&id_steps, &score_steps, o.beam_size, o.end_id)?;
+        self.rank(num_sources, &sent_ids, &sent_scores)
+    }
+
+    /// Drops the start token, applies the length penalty, keeps the best `num_hypotheses`.
+    fn rank(&self, sources: usize, ids: &LoDTensor, scores: &LoDTensor) -> Result<Hypotheses> {
+        let o = &self.options;
+        let (all_ids, all_scores) = (ids.tensor().as_slice::<i64>()?, scores.tensor().as_slice::<f32>()?);
+        let offsets = &ids.lod().levels()[1];
+        let (mut out_ids, mut out_scores, mut per_source, mut lengths) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut ranked: Vec<(f32, usize, usize)> = Vec::with_capacity(o.beam_size);
+        for s in 0..sources {
+            ranked.clear();
+            for k in 0..o.beam_size {
+                let (a, b) = (offsets[s * o.beam_size + k], offsets[s * o.beam_size + k + 1]);
+                // Sentences start with the start token; one without any generated token is empty.
+                if b <= a + 1 {
+                    continue;
+                }
+                let raw = all_scores[b - 1];
+                if raw == f32::NEG_INFINITY {
+                    continue;
+                }
+                let len = (b - a - 1) as f64;
+                let score = if o.length_penalty == 0.0 {
+                    raw
+                } else {
+                    (raw as f64 / ((5.0 + len) / 6.0).powf(o.length_penalty)) as f32
+                };
+                ranked.push((score, a + 1, b));
+            }
+            ranked.sort_by(|x, y| y.0.total_cmp(&x.0));
+            ranked.truncate(o.num_hypotheses);
+            per_source.push(ranked.len());
+            for &(score, a, b) in &ranked {
+                out_scores.push(score);
+                lengths.push(b - a);
+                out_ids.extend_from_slice(&all_ids[a..b]);
+            }
+        }
+        let n = out_ids.len();
+        let h = out_scores.len();
+        Ok(Hypotheses {
+            ids: LoDTensor::new(
+                Tensor::from_slice(&out_ids, &[n])?,
+                Lod::from_lengths(&[per_source.clone(), lengths])?,
+            )?,
+            scores: LoDTensor::new(Tensor::from_slice(&out_scores, &[h])?, Lod::from_lengths(&[per_source])?)?,
+        })
+    }
+}

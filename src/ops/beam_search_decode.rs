@@ -1,0 +1,251 @@
+//! Turning the steps of a beam search into sentences (spec §4.3, §4.4): `beam_search_decode`
+//! backtracks the TensorArrays of selected ids and scores; `beam_search_gather_tree` does the same
+//! for dense `[T, B, beam]` ids and parents.
+
+use super::common_place;
+use super::sequence_support::require_cpu;
+use crate::dtype::{dispatch_dtype, DType, Scalar};
+use crate::error::{ensure, err, Result};
+use crate::lod::Lod;
+use crate::lod_tensor::LoDTensor;
+use crate::tensor::Tensor;
+use crate::tensor_array::TensorArray;
+
+/// One hypothesis while it is built backwards.
+struct Sentence<T> {
+    ids: Vec<i64>,
+    scores: Vec<T>,
+}
+
+/// Checks step `t` of the two arrays and returns its LoD levels.
+fn check_step<'a>(
+    ids: &'a LoDTensor,
+    scores: &LoDTensor,
+    t: usize,
+    sources: usize,
+    dtype: DType,
+) -> Result<&'a [Vec<usize>]> {
+    let levels = ids.lod().levels();
+    ensure!(
+        levels.len() == 2,
+        InvalidArgument,
+        "ids: element {t} has {} LoD level(s); beam_search_decode needs exactly 2 (source -> prefixes, prefix -> candidates)",
+        levels.len()
+    );
+    ensure!(
+        ids.tensor().dtype() == DType::I64,
+        Unsupported,
+        "ids: element {t} has dtype {}; it must be int64",
+        ids.tensor().dtype()
+    );
+    let rows = ids.lod().rows().expect("2 levels");
+    ensure!(
+        ids.tensor().numel() == rows,
+        InvalidArgument,
+        "ids: element {t} has {} elements for {rows} rows; it must hold one id per row",
+        ids.tensor().numel()
+    );
+    ensure!(
+        levels[0].len() - 1 == sources,
+        InvalidArgument,
+        "ids: element {t} has {} source(s), element 0 has {sources}; every step must have the same sources",
+        levels[0].len() - 1
+    );
+    ensure!(
+        scores.tensor().dtype() == dtype,
+        InvalidArgument,
+        "scores: element {t} has dtype {}, element 0 has {dtype}; all must match",
+        scores.tensor().dtype()
+    );
+    ensure!(
+        scores.lod() == ids.lod() && scores.tensor().numel() == rows,
+        InvalidArgument,
+        "scores: element {t} does not have the LoD and element count of ids' element {t}; they must match"
+    );
+    Ok(levels)
+}
+
+/// Paddle's `beam_search_decode`: backtracks the per-step selected ids and scores (as written by
+/// `beam_search_step`, 2 LoD levels each) into `beam_size` sentences per source.
+///
+/// Returns `(sentence_ids, sentence_scores)`: 1-D int64 and 1-D in `scores`' dtype, both with the
+/// LoD `[[0, beam_size, 2 beam_size, ...], [token offsets of each sentence]]`. A sentence lists its
+/// tokens from step 0 on, without the repeated `end_id`s of finished branches (nor any `end_id`
+/// before its last token); its scores are the cumulative score at each token. The sentences of a
+/// source are sorted by their final score, descending, stable (Our rule); slots never filled stay
+/// empty sentences and come last (Our rule).
+///
+/// Errors: `InvalidArgument` for `beam_size == 0`, empty arrays or arrays of different lengths, a
+/// step without exactly 2 LoD levels, a step with another number of sources than step 0, scores
+/// whose LoD, element count or dtype differ from the ids', a bool `scores` (as Paddle), more
+/// candidates for a source than `beam_size` slots, a backtracked index outside its source's
+/// candidates; `Unsupported` for ids not int64, scores not float32/float64/float16/bfloat16/
+/// int32/int64, or arrays not on the host.
+pub fn beam_search_decode(
+    ids: &TensorArray,
+    scores: &TensorArray,
+    beam_size: usize,
+    end_id: i64,
+) -> Result<(LoDTensor, LoDTensor)> {
+    ensure!(beam_size >= 1, InvalidArgument, "beam_size: is 0; it must be at least 1");
+    ensure!(!ids.is_empty(), InvalidArgument, "ids: is empty; beam_search_decode needs at least one step");
+    ensure!(
+        ids.len() == scores.len(),
+        InvalidArgument,
+        "scores: has {} element(s), ids has {}; they must have one per step",
+        scores.len(),
+        ids.len()
+    );
+    let (ids, scores) = (ids.as_slice(), scores.as_slice());
+    for (t, (i, s)) in ids.iter().zip(scores).enumerate() {
+        require_cpu(common_place(&[("ids", i.tensor()), ("scores", s.tensor())])?, "beam_search_decode")
+            .map_err(|e| err!(Unsupported, "step {t}: {e}"))?;
+    }
+    let dtype = scores[0].tensor().dtype();
+    ensure!(dtype != DType::Bool, InvalidArgument, "scores: beam_search_decode does not support bool scores");
+    let sources = ids[0].lod().levels().first().map_or(0, |l| l.len() - 1);
+    dispatch_dtype!(dtype, "scores", [F32, F64, F16, BF16, I32, I64], |T| decode::<T>(
+        ids, scores, sources, beam_size, end_id
+    ))
+}
+
+fn decode<T: Scalar>(
+    ids: &[LoDTensor],
+    scores: &[LoDTensor],
+    sources: usize,
+    beam: usize,
+    end_id: i64,
+) -> Result<(LoDTensor, LoDTensor)> {
+    let dtype = T::DTYPE;
+    let mut sentences: Vec<Vec<Sentence<T>>> = (0..sources).map(|_| Vec::new()).collect();
+    let mut prefixes: Vec<Vec<usize>> = vec![Vec::new(); sources];
+    for t in (0..ids.len()).rev() {
+        let lod = check_step(&ids[t], &scores[t], t, sources, dtype)?;
+        let (p0, p1) = (&lod[0], &lod[1]);
+        let step_ids = ids[t].tensor().as_slice::<i64>()?;
+        let step_scores = scores[t].tensor().as_slice::<T>()?;
+        for s in 0..sources {
+            let (slots, prefix) = (&mut sentences[s], &mut prefixes[s]);
+            if prefix.is_empty() {
+                for p in p0[s]..p0[s + 1] {
+                    for c in p1[p]..p1[p + 1] {
+                        ensure!(
+                            slots.len() < beam,
+                            InvalidArgument,
+                            "ids: at step {t} source {s} has more than beam_size = {beam} candidates"
+                        );
+                        prefix.push(p);
+                        slots.push(Sentence { ids: vec![step_ids[c]], scores: vec![step_scores[c]] });
+                    }
+                }
+                continue;
+            }
+            let (lo, hi) = (p1[p0[s]], p1[p0[s + 1]]);
+            for (slot, idx) in slots.iter_mut().zip(prefix.iter_mut()) {
+                let c = *idx;
+                ensure!(
+                    (lo..hi).contains(&c),
+                    InvalidArgument,
+                    "ids: at step {t} source {s} owns candidates [{lo}, {hi}), but step {} extends candidate {c}; \
+                     the steps' LoDs do not chain",
+                    t + 1
+                );
+                if step_ids[c] != end_id || slot.ids.is_empty() {
+                    slot.ids.push(step_ids[c]);
+                    slot.scores.push(step_scores[c]);
+                }
+                // The prefix owning candidate c: the first whose candidates end after c.
+                *idx = p0[s] + p1[p0[s] + 1..=p0[s + 1]].partition_point(|&end| end <= c);
+            }
+        }
+    }
+    let mut out_ids = Vec::new();
+    let mut out_scores = Vec::new();
+    let mut lengths = Vec::with_capacity(sources * beam);
+    for mut slots in sentences {
+        slots.resize_with(beam, || Sentence { ids: Vec::new(), scores: Vec::new() });
+        for s in slots.iter_mut() {
+            s.ids.reverse();
+            s.scores.reverse();
+        }
+        // Stable, descending by final score; empty sentences last.
+        slots.sort_by(|a, b| match (a.scores.last(), b.scores.last()) {
+            (Some(x), Some(y)) => y.to_f64().total_cmp(&x.to_f64()),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => std::cmp::Ordering::Equal,
+        });
+        for s in slots {
+            lengths.push(s.ids.len());
+            out_ids.extend_from_slice(&s.ids);
+            out_scores.extend_from_slice(&s.scores);
+        }
+    }
+    let lod = Lod::from_lengths(&[vec![beam; sources], lengths])?;
+    let n = out_ids.len();
+    Ok((
+        LoDTensor::new(Tensor::from_slice(&out_ids, &[n])?, lod.clone())?,
+        LoDTensor::new(Tensor::from_slice(&out_scores, &[n])?, lod)?,
+    ))
+}
+
+/// Paddle's `gather_tree`: for `ids` and `parents` of shape `[T, B, beam]` (int32 or int64, the
+/// same dtype), `out[T-1, b, k] = ids[T-1, b, k]` and, following `p = parents[T-1, b, k]` back,
+/// `out[t, b, k] = ids[t, b, p]`, `p = parents[t, b, p]` for `t = T-2 .. 0`. LoDs are not read;
+/// the result has no LoD. `T = 0` gives an empty result (Our rule).
+///
+/// Errors: `InvalidArgument` for inputs not 3-D or of different shapes or dtypes;
+/// `OutOfRange` for a followed parent outside `[0, beam)` (Our rule: negative parents too);
+/// `Unsupported` for other dtypes or inputs not on the host.
+pub fn beam_search_gather_tree(ids: &LoDTensor, parents: &LoDTensor) -> Result<LoDTensor> {
+    require_cpu(common_place(&[("ids", ids.tensor()), ("parents", parents.tensor())])?, "beam_search_gather_tree")?;
+    let dims = ids.dims().as_slice();
+    ensure!(dims.len() == 3, InvalidArgument, "ids: has dims {dims:?}; gather_tree needs 3-D [T, B, beam]");
+    ensure!(
+        parents.dims() == ids.dims(),
+        InvalidArgument,
+        "parents: has dims {:?}, ids has {dims:?}; they must have the same shape",
+        parents.dims()
+    );
+    ensure!(
+        parents.tensor().dtype() == ids.tensor().dtype(),
+        InvalidArgument,
+        "parents: has dtype {}, ids has {}; they must have the same dtype",
+        parents.tensor().dtype(),
+        ids.tensor().dtype()
+    );
+    let (steps, batch, beam) = (dims[0], dims[1], dims[2]);
+    let mut out = Tensor::zeros(ids.tensor().dtype(), *ids.dims())?;
+    // `i64::from` widens int32 and is the identity for int64.
+    #[allow(clippy::useless_conversion)]
+    dispatch_dtype!(ids.tensor().dtype(), "ids", [I32, I64], |T| {
+        let (src, par) = (ids.tensor().as_slice::<T>()?, parents.tensor().as_slice::<T>()?);
+        let dst = out.as_mut_slice::<T>()?;
+        let at = |t: usize, b: usize, k: usize| (t * batch + b) * beam + k;
+        for b in 0..batch {
+            for k in 0..beam {
+                if steps == 0 {
+                    continue;
+                }
+                dst[at(steps - 1, b, k)] = src[at(steps - 1, b, k)];
+                let mut p = i64::from(par[at(steps - 1, b, k)]);
+                let mut from = (steps - 1, k);
+                for t in (0..steps - 1).rev() {
+                    ensure!(
+                        p >= 0 && (p as u64) < beam as u64,
+                        OutOfRange,
+                        "parents: parents[{}][{b}][{}] = {p} is out of range [0, {beam}); parents must be less than beam size",
+                        from.0,
+                        from.1
+                    );
+                    let q = p as usize;
+                    dst[at(t, b, k)] = src[at(t, b, q)];
+                    p = i64::from(par[at(t, b, q)]);
+                    from = (t, q);
+                }
+            }
+        }
+        Ok(())
+    })?;
+    Ok(LoDTensor::dense(out))
+}

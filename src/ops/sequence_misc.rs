@@ -1,0 +1,369 @@
+//! The smaller sequence operators of Paddle (semantics spec §6): softmax, concat, slice, reverse,
+//! mask, enumerate, erase, reshape and conv. Each checks its arguments, naming the argument, the index
+//! and the rule, then runs the host kernel.
+//!
+//! Rules of our own (where Paddle misbehaves or is silent):
+//! - `sequence_softmax` subtracts each sequence's maximum (Paddle's CPU kernel overflows).
+//! - `sequence_concat` reads level 0 as absolute rows (Paddle reads its offsets as rows, which is
+//!   only right for 1-level inputs); the output has one level.
+//! - `sequence_slice` also takes int32 offsets/lengths, shaped `[N]` or `[N, 1]`.
+//! - `sequence_mask` with `maxlen < 0` uses `max(0, max(trunc(x)))`, so empty `x` gives 0.
+//! - `sequence_enumerate` windows stay inside the sequences of the last LoD level (Paddle reads
+//!   level 0 as rows, the same for 1-level inputs).
+//! - Byte-moving operators (concat, slice, reverse, reshape) accept every dtype.
+
+use super::checks::{cpu_only, ensure_column, int_column, last_level, one_level};
+use super::common_place;
+use crate::backend::cpu::convert::{chunk_bounds, dispatch_any_dtype, elements_mut, CHUNK};
+use crate::backend::cpu::rows::gather_row_ranges;
+use crate::backend::cpu::sequence as kernels;
+use crate::backend::cpu::softmax::softmax_segments;
+use crate::dim::{Dim, MAX_DIMS};
+use crate::dtype::{dispatch_dtype, DType, Scalar};
+use crate::error::{ensure, err, Result};
+use crate::lod::Lod;
+use crate::lod_tensor::LoDTensor;
+use crate::tensor::Tensor;
+
+/// Softmax within each sequence of the last LoD level: `out[r] = exp(x[r] - m) / Σ exp(x[s] - m)`
+/// over the rows `s` of r's sequence, `m` their maximum. `x` holds one element per row (`[N]` or
+/// `[N, 1]`); float16, bfloat16, float32 (exponentials in f32, sums in f64) and float64. Same shape
+/// and LoD as `x`.
+pub fn sequence_softmax(x: &LoDTensor) -> Result<LoDTensor> {
+    const OP: &str = "sequence_softmax";
+    let place = common_place(&[("x", x.tensor())])?;
+    let offsets = last_level(x, "x", OP)?;
+    ensure_column(x.tensor(), "x", OP)?;
+    cpu_only(place, OP)?;
+    let mut out = Tensor::zeros(x.tensor().dtype(), *x.dims())?;
+    dispatch_dtype!(x.tensor().dtype(), "x", [F16, BF16, F32, F64], |T| {
+        let (xs, out) = (x.tensor().as_slice::<T>()?, out.as_mut_slice::<T>()?);
+        match x.tensor().dtype() {
+            DType::F64 => softmax_segments::<T, f64>(xs, offsets, false, out),
+            _ => softmax_segments::<T, f32>(xs, offsets, false, out),
+        }
+    })?;
+    LoDTensor::new(out, x.lod().clone())
+}
+
+/// Concatenates sequence by sequence: output sequence `i` is sequence `i` (of LoD level 0) of
+/// `xs[0]`, then of `xs[1]`, ... At least 2 inputs, each with a LoD and the same number of level-0
+/// sequences, the same dtype and the same row width (product of `dims[1..]`); the output takes
+/// `xs[0]`'s trailing dims and has one LoD level (the sums of the inputs' sequence row counts).
+/// Any dtype.
+pub fn sequence_concat(xs: &[&LoDTensor]) -> Result<LoDTensor> {
+    const OP: &str = "sequence_concat";
+    ensure!(xs.len() >= 2, InvalidArgument, "xs: {OP} needs at least 2 inputs, got {}", xs.len());
+    let names: Vec<String> = (0..xs.len()).map(|i| format!("xs[{i}]")).collect();
+    let tensors: Vec<(&str, &Tensor)> = names.iter().map(String::as_str).zip(xs.iter().map(|x| x.tensor())).collect();
+    let place = common_place(&tensors)?;
+    let first = xs[0].tensor();
+    let abs: Vec<Vec<usize>> = xs
+        .iter()
+        .enumerate()
+        .map(|(j, x)| {
+            last_level(x, &names[j], OP)?;
+            Ok(x.lod().abs_offsets().swap_remove(0))
+        })
+        .collect::<Result<_>>()?;
+    let sequences = abs[0].len() - 1;
+    for (j, x) in xs.iter().enumerate().skip(1) {
+        let t = x.tensor();
+        ensure!(
+            abs[j].len() - 1 == sequences,
+            InvalidLod,
+            "xs[{j}]: has {} sequences at LoD level 0, xs[0] has {sequences}; all inputs need the same number",
+            abs[j].len() - 1
+        );
+        ensure!(
+            t.dtype() == first.dtype(),
+            InvalidArgument,
+            "xs[{j}]: dtype {} differs from xs[0]'s {}",
+            t.dtype(),
+            first.dtype()
+        );
+        ensure!(
+            t.dims().row_width() == first.dims().row_width(),
+            InvalidArgument,
+            "xs[{j}]: dims {:?} give rows of {} elements, xs[0]'s dims {:?} give {}; row widths must match",
+            t.dims(),
+            t.dims().row_width(),
+            first.dims(),
+            first.dims().row_width()
+        );
+    }
+    cpu_only(place, OP)?;
+    // Rows of zero width take no memory, so their counts can add up past usize.
+    let out_offsets = (0..=sequences)
+        .map(|i| abs.iter().try_fold(0usize, |acc, a| acc.checked_add(a[i])))
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(|| err!(OutOfMemory, "xs: the total row count overflows"))?;
+    let mut out = Tensor::zeros(first.dtype(), first.dims().with_rows(out_offsets[sequences])?)?;
+    let srcs = xs.iter().map(|x| x.tensor().bytes()).collect::<Result<Vec<&[u8]>>>()?;
+    let offsets: Vec<&[usize]> = abs.iter().map(Vec::as_slice).collect();
+    kernels::concat_sequences(&srcs, &offsets, first.row_bytes(), &out_offsets, out.bytes_mut()?)?;
+    LoDTensor::new(out, Lod::from_offsets(vec![out_offsets])?)
+}
+
+/// Rows `[L[i] + offset[i], L[i] + offset[i] + length[i])` of each sequence `i` of `x` (exactly
+/// one LoD level `L`), concatenated; the output LoD is `[[0, cumsum(length)]]`. `offset` and
+/// `length` are int64 or int32, `[N]` or `[N, 1]` with `N` the number of sequences; every value
+/// must be >= 0 and every slice must stay inside its sequence. Any dtype.
+pub fn sequence_slice(x: &LoDTensor, offset: &LoDTensor, length: &LoDTensor) -> Result<LoDTensor> {
+    const OP: &str = "sequence_slice";
+    let place = common_place(&[("x", x.tensor()), ("offset", offset.tensor()), ("length", length.tensor())])?;
+    let lod = one_level(x, "x", OP)?;
+    let n = lod.len() - 1;
+    let offsets = int_column(offset.tensor(), "offset", Some(n))?;
+    let lengths = int_column(length.tensor(), "length", Some(n))?;
+    let mut ranges = Vec::with_capacity(n);
+    let mut out_lod = Vec::with_capacity(n + 1);
+    out_lod.push(0usize);
+    for i in 0..n {
+        let (o, l) = (offsets[i], lengths[i]);
+        ensure!(o >= 0, InvalidArgument, "offset: offset[{i}] = {o} is negative (sequence {i})");
+        ensure!(l >= 0, InvalidArgument, "length: length[{i}] = {l} is negative (sequence {i})");
+        let rows = lod[i + 1] - lod[i];
+        ensure!(
+            o as i128 + l as i128 <= rows as i128,
+            OutOfRange,
+            "offset, length: sequence {i} has {rows} rows, but offset[{i}] + length[{i}] = {o} + {l} = {} goes past \
+             its end",
+            o as i128 + l as i128
+        );
+        let start = lod[i] + o as usize;
+        ranges.push(start..start + l as usize);
+        out_lod.push(out_lod[i] + l as usize);
+    }
+    cpu_only(place, OP)?;
+    let t = x.tensor();
+    let mut out = Tensor::zeros(t.dtype(), t.dims().with_rows(out_lod[n])?)?;
+    gather_row_ranges(t.bytes()?, t.row_bytes(), &ranges, out.bytes_mut()?)?;
+    LoDTensor::new(out, Lod::from_offsets(vec![out_lod])?)
+}
+
+/// The rows of each sequence in reverse order. `x` has rank >= 2 and exactly one LoD level; the
+/// output has the same shape and LoD. Any dtype.
+pub fn sequence_reverse(x: &LoDTensor) -> Result<LoDTensor> {
+    const OP: &str = "sequence_reverse";
+    let place = common_place(&[("x", x.tensor())])?;
+    let lod = one_level(x, "x", OP)?;
+    ensure!(x.dims().ndim() >= 2, InvalidArgument, "x: dims {:?}; {OP} needs rank >= 2", x.dims());
+    cpu_only(place, OP)?;
+    let t = x.tensor();
+    let mut out = Tensor::zeros(t.dtype(), *t.dims())?;
+    kernels::reverse_rows(t.bytes()?, t.row_bytes(), lod, out.bytes_mut()?)?;
+    LoDTensor::new(out, x.lod().clone())
+}
+
+/// `y[..., j] = (j < x[...]) ? 1 : 0` for `j` in `[0, maxlen)`: `y` has `x`'s dims plus
+/// `[maxlen]`, dtype `out_dtype` (any of the ten), and no LoD. `maxlen < 0` means
+/// `max(0, max(trunc(x)))` (0 for an empty `x`); `maxlen == 0` is an error, as in Paddle. `x` is
+/// any numeric dtype (not bool).
+pub fn sequence_mask(x: &LoDTensor, maxlen: i64, out_dtype: DType) -> Result<LoDTensor> {
+    const OP: &str = "sequence_mask";
+    let place = common_place(&[("x", x.tensor())])?;
+    ensure!(maxlen != 0, InvalidArgument, "maxlen: must be negative (meaning max(x)) or at least 1, got 0");
+    ensure!(
+        x.dims().ndim() < MAX_DIMS,
+        InvalidArgument,
+        "x: has {} dims; the mask adds one and a tensor has at most {MAX_DIMS}",
+        x.dims().ndim()
+    );
+    cpu_only(place, OP)?;
+    let t = x.tensor();
+    dispatch_dtype!(t.dtype(), "x", [U8, I8, I16, I32, I64, F16, BF16, F32, F64], |X| {
+        let xs = t.as_slice::<X>()?;
+        let maxlen = if maxlen < 0 { xs.iter().map(|v| v.to_f64() as i64).max().unwrap_or(0).max(0) } else { maxlen };
+        let maxlen = usize::try_from(maxlen)
+            .map_err(|_| err!(OutOfMemory, "maxlen: {maxlen} is larger than any tensor can be"))?;
+        let mut dims = t.dims().as_slice().to_vec();
+        dims.push(maxlen);
+        let mut out = Tensor::zeros(out_dtype, Dim::new(&dims)?)?;
+        dispatch_any_dtype!(out_dtype, "out_dtype", |D| kernels::mask(xs, maxlen, elements_mut::<D>(&mut out)?))?;
+        Ok(LoDTensor::dense(out))
+    })
+}
+
+/// Sliding windows: `out[r][k] = x[r + k]` while row `r + k` is in r's sequence (of the last LoD
+/// level), else `pad_value`. `x` is int32 or int64 with one element per row (`[N]` or `[N, 1]`);
+/// `win_size >= 2`; `pad_value` must fit `x`'s dtype. The output is `[N, win_size]` with `x`'s LoD.
+pub fn sequence_enumerate(x: &LoDTensor, win_size: i64, pad_value: i64) -> Result<LoDTensor> {
+    const OP: &str = "sequence_enumerate";
+    let place = common_place(&[("x", x.tensor())])?;
+    let offsets = last_level(x, "x", OP)?;
+    ensure_column(x.tensor(), "x", OP)?;
+    ensure!(win_size >= 2, InvalidArgument, "win_size: must be at least 2, got {win_size}");
+    let win = usize::try_from(win_size)
+        .map_err(|_| err!(OutOfMemory, "win_size: {win_size} is larger than any tensor can be"))?;
+    cpu_only(place, OP)?;
+    let t = x.tensor();
+    let rows = t.numel();
+    let mut out = Tensor::zeros(t.dtype(), Dim::new(&[rows, win])?)?;
+    dispatch_dtype!(t.dtype(), "x", [I32, I64], |T| {
+        let pad = T::try_from(pad_value)
+            .map_err(|_| err!(InvalidArgument, "pad_value: {pad_value} does not fit in {}", t.dtype()))?;
+        kernels::enumerate(t.as_slice::<T>()?, offsets, win, pad, out.as_mut_slice::<T>()?)
+    })?;
+    LoDTensor::new(out, x.lod().clone())
+}
+
+/// Removes every element equal to one of `tokens`. `x` is int32 or int64 with one element per
+/// row (`[N]` or `[N, 1]`) and a LoD; the output keeps `x`'s rank, with every LoD level but the
+/// last copied and the last recomputed from the surviving counts. An empty `tokens` copies `x`.
+pub fn sequence_erase(x: &LoDTensor, tokens: &[i64]) -> Result<LoDTensor> {
+    const OP: &str = "sequence_erase";
+    let place = common_place(&[("x", x.tensor())])?;
+    let offsets = last_level(x, "x", OP)?;
+    ensure_column(x.tensor(), "x", OP)?;
+    cpu_only(place, OP)?;
+    let mut tokens = tokens.to_vec();
+    tokens.sort_unstable();
+    tokens.dedup();
+    let t = x.tensor();
+    dispatch_dtype!(t.dtype(), "x", [I32, I64], |T| {
+        let xs = t.as_slice::<T>()?;
+        let counts = kernels::erase_counts(xs, offsets, &tokens)?;
+        let mut last = Vec::with_capacity(counts.len() + 1);
+        last.push(0usize);
+        for (i, c) in counts.iter().enumerate() {
+            last.push(last[i] + c);
+        }
+        let mut out = Tensor::zeros(t.dtype(), t.dims().with_rows(last[counts.len()])?)?;
+        kernels::erase(xs, offsets, &tokens, &last, out.as_mut_slice::<T>()?)?;
+        let mut levels = x.lod().levels().to_vec();
+        *levels.last_mut().expect("x has a LoD") = last;
+        LoDTensor::new(out, Lod::from_offsets(levels)?)
+    })
+}
+
+/// The same elements as `[N * M / new_dim, new_dim]` (row-major reinterpretation, copied). `x` is
+/// `[N, M]` with exactly one LoD level; every sequence's element count `len * M` must be a multiple
+/// of `new_dim` (>= 1). The LoD becomes lengths `len * M / new_dim`. Any dtype.
+pub fn sequence_reshape(x: &LoDTensor, new_dim: i64) -> Result<LoDTensor> {
+    const OP: &str = "sequence_reshape";
+    let place = common_place(&[("x", x.tensor())])?;
+    let lod = one_level(x, "x", OP)?;
+    ensure!(x.dims().ndim() == 2, InvalidArgument, "x: dims {:?}; {OP} needs rank 2 ([N, M])", x.dims());
+    ensure!(new_dim >= 1, InvalidArgument, "new_dim: must be at least 1, got {new_dim}");
+    let new_dim = usize::try_from(new_dim).map_err(|_| err!(InvalidArgument, "new_dim: {new_dim} is too large"))?;
+    let m = x.dims().as_slice()[1];
+    let mut out_lod = Vec::with_capacity(lod.len());
+    out_lod.push(0usize);
+    for i in 0..lod.len() - 1 {
+        let len = lod[i + 1] - lod[i];
+        let elements = len * m; // <= numel, which fits usize
+        ensure!(
+            elements % new_dim == 0,
+            InvalidArgument,
+            "x: sequence {i} has {len} rows of {m} = {elements} elements, not a multiple of new_dim {new_dim}"
+        );
+        out_lod.push(out_lod[i] + elements / new_dim);
+    }
+    cpu_only(place, OP)?;
+    let t = x.tensor();
+    let mut out = Tensor::zeros(t.dtype(), Dim::new(&[t.numel() / new_dim, new_dim])?)?;
+    let size = t.dtype().size();
+    let bounds = chunk_bounds(t.numel(), CHUNK);
+    let ranges: Vec<_> = bounds.windows(2).map(|w| w[0]..w[1]).collect();
+    gather_row_ranges(t.bytes()?, size, &ranges, out.bytes_mut()?)?;
+    LoDTensor::new(out, Lod::from_offsets(vec![out_lod])?)
+}
+
+/// Paddle's `sequence_conv` (context projection, then a matrix product): for each row `r` of a
+/// sequence, the `context_length` rows starting `context_start` rows away, side by side, times
+/// `filter`. `x` is `[T, N]` with exactly one LoD level, `filter` is `[context_length * N, M]`, both
+/// float32 or float64 (the same); the output is `[T, M]` with `x`'s LoD. Context rows outside the
+/// row's own sequence are zeros, or with `padding_trainable` rows of `padding`
+/// (`[up_pad + down_pad, N]` where `up_pad = max(0, -context_start)` and
+/// `down_pad = max(0, context_start + context_length - 1)`): `padding[up_pad + p]` for `p < 0` and
+/// `padding[up_pad + p - len]` for `p >= len`. `padding` is ignored unless `padding_trainable`.
+/// `context_stride` must be 1; `padding_trainable` with `context_start` 0 and `context_length` 1
+/// is an error, as in Paddle.
+pub fn sequence_conv(
+    x: &LoDTensor,
+    filter: &LoDTensor,
+    padding: Option<&LoDTensor>,
+    context_length: i64,
+    context_start: i64,
+    context_stride: i64,
+    padding_trainable: bool,
+) -> Result<LoDTensor> {
+    const OP: &str = "sequence_conv";
+    let padding = padding.filter(|_| padding_trainable);
+    let mut inputs = vec![("x", x.tensor()), ("filter", filter.tensor())];
+    inputs.extend(padding.map(|p| ("padding_data", p.tensor())));
+    let place = common_place(&inputs)?;
+    let offsets = one_level(x, "x", OP)?;
+    let xd = x.dims().as_slice();
+    ensure!(xd.len() == 2, InvalidArgument, "x: dims {xd:?}; {OP} needs rank 2 ([T, N])");
+    ensure!(context_length > 0, InvalidArgument, "context_length: must be at least 1, got {context_length}");
+    ensure!(context_stride == 1, InvalidArgument, "context_stride: must be 1, got {context_stride}");
+    ensure!(
+        !(padding_trainable && context_start == 0 && context_length == 1),
+        InvalidArgument,
+        "padding_trainable: must be false when context_start is 0 and context_length is 1 (there is no padding)"
+    );
+    const LIMIT: i64 = 1 << 62; // keeps every row position arithmetic far from overflow
+    ensure!(
+        context_start.unsigned_abs() < LIMIT as u64 && context_length < LIMIT,
+        InvalidArgument,
+        "context_start, context_length: {context_start} and {context_length} must be less than 2^62 in magnitude"
+    );
+    let n = xd[1];
+    let length = usize::try_from(context_length)
+        .map_err(|_| err!(InvalidArgument, "context_length: {context_length} is too large"))?;
+    let fd = filter.dims().as_slice();
+    ensure!(
+        fd.len() == 2 && length.checked_mul(n) == Some(fd[0]),
+        InvalidArgument,
+        "filter: dims {fd:?}; expected [context_length * N, M] = [{}, M]",
+        length.saturating_mul(n)
+    );
+    let dtype = x.tensor().dtype();
+    ensure!(
+        filter.tensor().dtype() == dtype,
+        InvalidArgument,
+        "filter: dtype {} differs from x's {dtype}",
+        filter.tensor().dtype()
+    );
+    let up_pad = (-context_start).max(0);
+    let down_pad = (context_start + context_length - 1).max(0);
+    if padding_trainable {
+        let p = padding.ok_or_else(|| err!(NullArgument, "padding_data: required when padding_trainable is true"))?;
+        let pd = p.dims().as_slice();
+        ensure!(
+            pd.len() == 2 && pd[0] as i128 == up_pad as i128 + down_pad as i128 && pd[1] == n,
+            InvalidArgument,
+            "padding_data: dims {pd:?}; expected [up_pad + down_pad, N] = [{}, {n}]",
+            up_pad as i128 + down_pad as i128
+        );
+        ensure!(
+            p.tensor().dtype() == dtype,
+            InvalidArgument,
+            "padding_data: dtype {} differs from x's {dtype}",
+            p.tensor().dtype()
+        );
+    }
+    cpu_only(place, OP)?;
+    let shape = kernels::ConvShape {
+        width: n,
+        out_width: fd[1],
+        context_length: length,
+        context_start,
+        up_pad: up_pad as usize,
+    };
+    let mut out = Tensor::zeros(dtype, Dim::new(&[xd[0], fd[1]])?)?;
+    dispatch_dtype!(dtype, "x", [F32, F64], |T| {
+        let pad = padding.map(|p| p.tensor().as_slice::<T>()).transpose()?;
+        kernels::sequence_conv(
+            x.tensor().as_slice::<T>()?,
+            offsets,
+            filter.tensor().as_slice::<T>()?,
+            pad,
+            &shape,
+            out.as_mut_slice::<T>()?,
+        )
+    })?;
+    LoDTensor::new(out, x.lod().clone())
+}

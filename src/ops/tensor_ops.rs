@@ -1,0 +1,110 @@
+//! Dense tensor operations that sequence pipelines need around the sequence operators: a tensor
+//! filled with one value, dtype conversion, gathering rows by index, and log-softmax over the last
+//! axis.
+
+use super::checks::{cpu_only, int_column};
+use super::common_place;
+use crate::backend::cpu::convert::{self, dispatch_any_dtype, elements, elements_mut, CastElem, Value};
+use crate::backend::cpu::rows::gather_row_ranges;
+use crate::backend::cpu::softmax::softmax_segments;
+use crate::dim::Dim;
+use crate::dtype::{dispatch_dtype, DType};
+use crate::error::{ensure, err, Result};
+use crate::lod_tensor::LoDTensor;
+use crate::tensor::Tensor;
+use std::ops::Range;
+
+/// `value` as a `T`, or an error if that would change it: integers and bool take only the values
+/// they hold exactly (no fraction, inside the range; bool only 0 and 1); floats round to nearest
+/// but must not overflow to infinity (NaN and ±infinity are kept).
+fn exact<T: CastElem>(value: f64) -> Result<T> {
+    let t = T::from_value(Value::Float(value));
+    let ok = match t.to_value() {
+        // The range test first: i64::MAX as f64 is 2^63, which i64 cannot hold.
+        Value::Int(i) => (-(2f64.powi(63))..2f64.powi(63)).contains(&value) && i as f64 == value,
+        Value::Float(f) => value.is_nan() || f.is_infinite() == value.is_infinite(),
+    };
+    if ok {
+        return Ok(t);
+    }
+    Err(match T::DTYPE {
+        DType::Bool => err!(InvalidArgument, "value: {value} is not a bool; only 0 and 1 are"),
+        DType::F16 | DType::BF16 | DType::F32 => {
+            err!(InvalidArgument, "value: {value} overflows {} (it would become infinity)", T::DTYPE)
+        }
+        d => err!(InvalidArgument, "value: {value} is not exactly representable in {d} (a fraction, or out of range)"),
+    })
+}
+
+/// A new host tensor of `dtype` and `dims`, every element `value`, without LoD. The value must be
+/// exactly representable in integer and bool dtypes, and must not overflow a float dtype (where it
+/// is rounded to nearest); see [`exact`]. Any dtype.
+pub fn fill(dtype: DType, dims: Dim, value: f64) -> Result<LoDTensor> {
+    let mut out = Tensor::zeros(dtype, dims)?;
+    dispatch_any_dtype!(dtype, "dtype", |T| convert::fill(elements_mut::<T>(&mut out)?, exact::<T>(value)?))?;
+    Ok(LoDTensor::dense(out))
+}
+
+/// `x`'s elements converted to `dtype` (any of the ten, to any of the ten) with the rules of
+/// `backend::cpu::convert`: Rust's `as` (integers wrap, floats to integers truncate and saturate,
+/// NaN to 0, to float rounds to nearest even), correctly rounded to float16/bfloat16, bool 0/1
+/// and `!= 0`. A new tensor with `x`'s dims and LoD, also when `dtype` is `x`'s.
+pub fn cast(x: &LoDTensor, dtype: DType) -> Result<LoDTensor> {
+    let place = common_place(&[("x", x.tensor())])?;
+    cpu_only(place, "cast")?;
+    let t = x.tensor();
+    let mut out = Tensor::zeros(dtype, *t.dims())?;
+    dispatch_any_dtype!(t.dtype(), "x", |S| {
+        let src = elements::<S>(t)?;
+        dispatch_any_dtype!(dtype, "dtype", |D| convert::cast(src, elements_mut::<D>(&mut out)?))
+    })?;
+    LoDTensor::new(out, x.lod().clone())
+}
+
+/// Rows `x[index[0]], x[index[1]], ...` as a new tensor of dims `[K, x.dims[1..]]` without LoD.
+/// `index` is int32 or int64, `[K]` or `[K, 1]`; every value must be in `[0, rows of x)`. Any dtype.
+pub fn gather_rows(x: &LoDTensor, index: &LoDTensor) -> Result<LoDTensor> {
+    let place = common_place(&[("x", x.tensor()), ("index", index.tensor())])?;
+    let t = x.tensor();
+    let rows = t.rows().map_err(|_| err!(InvalidArgument, "x: a 0-d tensor has no rows to gather"))?;
+    let index = int_column(index.tensor(), "index", None)?;
+    // Runs of consecutive indices become one range: one copy per run instead of per row.
+    let mut ranges: Vec<Range<usize>> = Vec::new();
+    for (k, &i) in index.iter().enumerate() {
+        ensure!(
+            (0..rows as i64).contains(&i),
+            OutOfRange,
+            "index: index[{k}] = {i} is out of range [0, {rows}) of x's rows"
+        );
+        let i = i as usize;
+        match ranges.last_mut() {
+            Some(r) if r.end == i => r.end += 1,
+            _ => ranges.push(i..i + 1),
+        }
+    }
+    cpu_only(place, "gather_rows")?;
+    let mut out = Tensor::zeros(t.dtype(), t.dims().with_rows(index.len())?)?;
+    gather_row_ranges(t.bytes()?, t.row_bytes(), &ranges, out.bytes_mut()?)?;
+    Ok(LoDTensor::dense(out))
+}
+
+/// `out = x - m - ln Σ exp(x - m)` over the last axis (`m` the maximum along it) for float16,
+/// bfloat16, float32 (exponentials in f32) and float64; sums in f64. Same dims and LoD as `x`,
+/// which must have at least 1 dim.
+pub fn log_softmax(x: &LoDTensor) -> Result<LoDTensor> {
+    let place = common_place(&[("x", x.tensor())])?;
+    let t = x.tensor();
+    let width = *t.dims().as_slice().last().ok_or_else(|| err!(InvalidArgument, "x: a 0-d tensor has no last axis"))?;
+    cpu_only(place, "log_softmax")?;
+    let rows = t.numel().checked_div(width).unwrap_or(0);
+    let bounds: Vec<usize> = (0..=rows).map(|r| r * width).collect();
+    let mut out = Tensor::zeros(t.dtype(), *t.dims())?;
+    dispatch_dtype!(t.dtype(), "x", [F16, BF16, F32, F64], |T| {
+        let (xs, out) = (t.as_slice::<T>()?, out.as_mut_slice::<T>()?);
+        match t.dtype() {
+            DType::F64 => softmax_segments::<T, f64>(xs, &bounds, true, out),
+            _ => softmax_segments::<T, f32>(xs, &bounds, true, out),
+        }
+    })?;
+    LoDTensor::new(out, x.lod().clone())
+}
