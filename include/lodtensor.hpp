@@ -638,6 +638,131 @@ Tensor dynamic_rnn(TensorRef x, std::size_t level, TensorRef init_state, F &&ste
     return Tensor(out);
 }
 
+// ---- beam search --------------------------------------------------------------------------------
+
+struct DecodeResult {
+    Tensor ids;     // int64, LoD [source -> sentences, sentence -> tokens]
+    Tensor scores;  // one score per sentence
+};
+
+// Paddle's beam_search_decode: backtracks the steps' ids and scores arrays into beam_size
+// sentences per source.
+inline DecodeResult beam_search_decode(const TensorArray &ids, const TensorArray &scores, std::size_t beam_size,
+                                       std::int64_t end_id) {
+    lodtensor_t *out_ids = nullptr, *out_scores = nullptr;
+    check(::beam_search_decode(ids.get(), scores.get(), beam_size, end_id, &out_ids, &out_scores));
+    return DecodeResult{Tensor(out_ids), Tensor(out_scores)};
+}
+
+// The default decoder options (vocab_size must still be set).
+inline beam_search_decoder_options_t decoder_options() {
+    beam_search_decoder_options_t o{};
+    check(beam_search_decoder_options_init(&o));
+    return o;
+}
+
+// What a decoder callback sees at one step (borrowed: valid during the call only).
+class BeamStep {
+  public:
+    explicit BeamStep(const beam_search_step_info_t *info) noexcept : info_(info) {}
+    std::size_t step() const noexcept { return info_->step; }
+    std::size_t num_sources() const noexcept { return info_->num_sources; }
+    std::size_t num_prefixes() const noexcept { return info_->num_prefixes; }
+    std::size_t vocab_size() const noexcept { return info_->vocab_size; }
+    // num_sources + 1 offsets: source s owns prefixes [source_offsets[s], source_offsets[s+1]).
+    Span<const std::size_t> source_offsets() const noexcept {
+        return Span<const std::size_t>(info_->source_offsets, info_->num_sources + 1);
+    }
+    Span<const std::int64_t> ids() const noexcept { return Span<const std::int64_t>(info_->ids, info_->num_prefixes); }
+    Span<const std::int64_t> parent_idx() const noexcept {
+        return Span<const std::int64_t>(info_->parent_idx, info_->num_prefixes);
+    }
+    Span<const float> scores() const noexcept { return Span<const float>(info_->scores, info_->num_prefixes); }
+    const beam_search_step_info_t *get() const noexcept { return info_; }
+
+  private:
+    const beam_search_step_info_t *info_;
+};
+
+namespace detail {
+
+template <typename Step, typename Edit>
+struct DecoderContext {
+    Step *step;
+    Edit *edit;
+    std::exception_ptr error;
+};
+
+// The C callbacks: call the C++ function with the step and the writable log-probs; an exception
+// becomes a non-zero status (it must not unwind through the library) and is rethrown by run().
+template <typename Ctx, bool IsEdit>
+std::int32_t decoder_trampoline(const beam_search_step_info_t *info, float *log_probs, void *user_data) noexcept {
+    auto *ctx = static_cast<Ctx *>(user_data);
+    try {
+        Span<float> lp(log_probs, info->num_prefixes * info->vocab_size);
+        if constexpr (IsEdit) {
+            (*ctx->edit)(BeamStep(info), lp);
+        } else {
+            (*ctx->step)(BeamStep(info), lp);
+        }
+        return 0;
+    } catch (...) {
+        ctx->error = std::current_exception();
+        return -1;
+    }
+}
+
+struct NoEdit {
+    void operator()(BeamStep, Span<float>) const noexcept {}
+};
+
+}  // namespace detail
+
+// A beam-search decoder around the caller's model (beam_search_decoder_*). Immutable: any number
+// of threads may run one decoder at once.
+class BeamSearchDecoder {
+  public:
+    explicit BeamSearchDecoder(const beam_search_decoder_options_t &options) {
+        check(beam_search_decoder_create(&options, &h_));
+    }
+    BeamSearchDecoder(BeamSearchDecoder &&o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
+    BeamSearchDecoder &operator=(BeamSearchDecoder &&o) noexcept {
+        if (this != &o) {
+            beam_search_decoder_destroy(h_);
+            h_ = std::exchange(o.h_, nullptr);
+        }
+        return *this;
+    }
+    BeamSearchDecoder(const BeamSearchDecoder &) = delete;
+    BeamSearchDecoder &operator=(const BeamSearchDecoder &) = delete;
+    ~BeamSearchDecoder() { beam_search_decoder_destroy(h_); }
+    const beam_search_decoder_t *get() const noexcept { return h_; }
+
+    // Decodes num_sources sentences: `step(BeamStep, Span<float> log_probs)` fills the
+    // next-token log-probabilities of the live prefixes (num_prefixes x vocab_size, row-major);
+    // `edit` (same signature) may then change them. An exception from either is rethrown here.
+    template <typename Step, typename Edit = detail::NoEdit>
+    DecodeResult run(std::size_t num_sources, Step &&step, Edit &&edit = Edit()) const {
+        using S = std::remove_reference_t<Step>;
+        using E = std::remove_reference_t<Edit>;
+        using Ctx = detail::DecoderContext<S, E>;
+        Ctx ctx{&step, &edit, nullptr};
+        beam_search_step_fn edit_fn = nullptr;
+        if constexpr (!std::is_same<std::decay_t<Edit>, detail::NoEdit>::value) {
+            edit_fn = &detail::decoder_trampoline<Ctx, true>;
+        }
+        lodtensor_t *ids = nullptr, *scores = nullptr;
+        lodtensor_status_t s = beam_search_decoder_run(h_, num_sources, &detail::decoder_trampoline<Ctx, false>,
+                                                       edit_fn, &ctx, &ids, &scores);
+        if (ctx.error) std::rethrow_exception(ctx.error);
+        check(s);
+        return DecodeResult{Tensor(ids), Tensor(scores)};
+    }
+
+  private:
+    beam_search_decoder_t *h_ = nullptr;
+};
+
 }  // namespace lodtensor
 
 #endif  // LODTENSOR_HPP
