@@ -63,6 +63,43 @@ interface LodTensorLib extends Library {
         public int device_id;
     }
 
+    @Structure.FieldOrder({"version", "beam_size", "vocab_size", "start_id", "end_id", "max_length", "min_length",
+            "length_penalty", "num_hypotheses"})
+    class DecoderOptionsT extends Structure {
+        public int version;
+        public long beam_size;
+        public long vocab_size;
+        public long start_id;
+        public long end_id;
+        public long max_length;
+        public long min_length;
+        public double length_penalty;
+        public long num_hypotheses;
+    }
+
+    @Structure.FieldOrder({"step", "num_sources", "source_offsets", "num_prefixes", "ids", "parent_idx", "scores",
+            "vocab_size"})
+    class StepInfoT extends Structure {
+        public long step;
+        public long num_sources;
+        public Pointer source_offsets;
+        public long num_prefixes;
+        public Pointer ids;
+        public Pointer parent_idx;
+        public Pointer scores;
+        public long vocab_size;
+
+        public StepInfoT(Pointer p) {
+            super(p);
+            read();
+        }
+    }
+
+    /** beam_search_step_fn. */
+    interface BeamStepFn extends Callback {
+        int invoke(Pointer info, Pointer logProbs, Pointer userData);
+    }
+
     /** tensor_array_step_fn. */
     interface StepFn extends Callback {
         int invoke(long step, Pointer stepInput, Pointer prevState, Pointer stepOutput, Pointer newState,
@@ -172,6 +209,18 @@ interface LodTensorLib extends Library {
 
     int tensor_array_dynamic_rnn(Pointer x, long level, Pointer initState, StepFn stepFn, Pointer userData,
                                  PointerByReference out);
+
+    int beam_search_decode(Pointer ids, Pointer scores, long beamSize, long endId, PointerByReference outIds,
+                           PointerByReference outScores);
+
+    int beam_search_decoder_options_init(DecoderOptionsT options);
+
+    int beam_search_decoder_create(DecoderOptionsT options, PointerByReference out);
+
+    void beam_search_decoder_destroy(Pointer decoder);
+
+    int beam_search_decoder_run(Pointer decoder, long numSources, BeamStepFn stepFn, BeamStepFn editFn,
+                                Pointer userData, PointerByReference outIds, PointerByReference outScores);
 
     int rank_table_create(Pointer x, long level, PointerByReference out);
 
