@@ -460,6 +460,92 @@ inline void sequence_scatter_inplace(Tensor &x, TensorRef ids, TensorRef updates
     check(::sequence_scatter_inplace(x.get(), ids.get(), updates.get()));
 }
 
+inline Tensor sequence_softmax(TensorRef x) {
+    lodtensor_t *out = nullptr;
+    check(::sequence_softmax(x.get(), &out));
+    return Tensor(out);
+}
+// Concatenates the i-th sequences of every input (at least 2).
+inline Tensor sequence_concat(Span<const TensorRef> xs) {
+    std::vector<const lodtensor_t *> raw;
+    raw.reserve(xs.size());
+    for (const TensorRef &t : xs) raw.push_back(t.get());
+    lodtensor_t *out = nullptr;
+    check(::sequence_concat(raw.data(), raw.size(), &out));
+    return Tensor(out);
+}
+inline Tensor sequence_slice(TensorRef x, TensorRef offset, TensorRef length) {
+    lodtensor_t *out = nullptr;
+    check(::sequence_slice(x.get(), offset.get(), length.get(), &out));
+    return Tensor(out);
+}
+inline Tensor sequence_reverse(TensorRef x) {
+    lodtensor_t *out = nullptr;
+    check(::sequence_reverse(x.get(), &out));
+    return Tensor(out);
+}
+inline Tensor sequence_mask(TensorRef x, std::int64_t maxlen, lodtensor_dtype_t out_dtype) {
+    lodtensor_t *out = nullptr;
+    check(::sequence_mask(x.get(), maxlen, out_dtype, &out));
+    return Tensor(out);
+}
+inline Tensor sequence_enumerate(TensorRef x, std::int64_t win_size, std::int64_t pad_value) {
+    lodtensor_t *out = nullptr;
+    check(::sequence_enumerate(x.get(), win_size, pad_value, &out));
+    return Tensor(out);
+}
+inline Tensor sequence_erase(TensorRef x, Span<const std::int64_t> tokens) {
+    lodtensor_t *out = nullptr;
+    check(::sequence_erase(x.get(), tokens.data(), tokens.size(), &out));
+    return Tensor(out);
+}
+inline Tensor sequence_reshape(TensorRef x, std::int64_t new_dim) {
+    lodtensor_t *out = nullptr;
+    check(::sequence_reshape(x.get(), new_dim, &out));
+    return Tensor(out);
+}
+// padding_data may be empty unless padding_trainable.
+inline Tensor sequence_conv(TensorRef x, TensorRef filter, TensorRef padding_data, std::int64_t context_length,
+                            std::int64_t context_start, std::int64_t context_stride = 1,
+                            bool padding_trainable = false) {
+    lodtensor_t *out = nullptr;
+    check(::sequence_conv(x.get(), filter.get(), padding_data.get(), context_length, context_start, context_stride,
+                          padding_trainable, &out));
+    return Tensor(out);
+}
+
+// ---- dense operations ---------------------------------------------------------------------------
+
+inline Tensor fill(lodtensor_dtype_t dtype, Span<const std::int64_t> dims, double value) {
+    lodtensor_t *out = nullptr;
+    check(lodtensor_fill(dtype, dims.data(), dims.size(), value, &out));
+    return Tensor(out);
+}
+inline Tensor cast(TensorRef x, lodtensor_dtype_t dtype) {
+    lodtensor_t *out = nullptr;
+    check(lodtensor_cast(x.get(), dtype, &out));
+    return Tensor(out);
+}
+inline Tensor gather_rows(TensorRef x, TensorRef index) {
+    lodtensor_t *out = nullptr;
+    check(lodtensor_gather_rows(x.get(), index.get(), &out));
+    return Tensor(out);
+}
+inline Tensor log_softmax(TensorRef x) {
+    lodtensor_t *out = nullptr;
+    check(lodtensor_log_softmax(x.get(), &out));
+    return Tensor(out);
+}
+struct TopK {
+    Tensor values;
+    Tensor indices;  // int64
+};
+inline TopK topk(TensorRef x, std::size_t k, bool largest = true) {
+    lodtensor_t *values = nullptr, *indices = nullptr;
+    check(lodtensor_topk(x.get(), k, largest, &values, &indices));
+    return TopK{Tensor(values), Tensor(indices)};
+}
+
 // ---- rank table and tensor array --------------------------------------------------------------
 
 class RankTable {
@@ -652,6 +738,38 @@ inline DecodeResult beam_search_decode(const TensorArray &ids, const TensorArray
     lodtensor_t *out_ids = nullptr, *out_scores = nullptr;
     check(::beam_search_decode(ids.get(), scores.get(), beam_size, end_id, &out_ids, &out_scores));
     return DecodeResult{Tensor(out_ids), Tensor(out_scores)};
+}
+
+// One beam-search step's selection: the selected ids and scores (LoD [source -> prefix rows,
+// prefix -> selected]) and, for each, the prefix row it extends.
+struct BeamSelection {
+    Tensor ids;
+    Tensor scores;
+    Tensor parent_idx;
+};
+inline BeamSelection beam_search_step(TensorRef pre_ids, TensorRef pre_scores, TensorRef ids, TensorRef scores,
+                                      std::size_t level, std::size_t beam_size, std::int64_t end_id,
+                                      bool is_accumulated) {
+    lodtensor_t *a = nullptr, *b = nullptr, *c = nullptr;
+    check(::beam_search_step(pre_ids.get(), pre_scores.get(), ids.get(), scores.get(), level, beam_size, end_id,
+                             is_accumulated, &a, &b, &c));
+    return BeamSelection{Tensor(a), Tensor(b), Tensor(c)};
+}
+inline BeamSelection beam_search_fused_step(TensorRef pre_ids, TensorRef pre_scores, TensorRef log_probs,
+                                            std::size_t beam_size, std::int64_t end_id) {
+    lodtensor_t *a = nullptr, *b = nullptr, *c = nullptr;
+    check(::beam_search_fused_step(pre_ids.get(), pre_scores.get(), log_probs.get(), beam_size, end_id, &a, &b, &c));
+    return BeamSelection{Tensor(a), Tensor(b), Tensor(c)};
+}
+inline Tensor beam_search_gather_state(TensorRef state, TensorRef parent_idx) {
+    lodtensor_t *out = nullptr;
+    check(::beam_search_gather_state(state.get(), parent_idx.get(), &out));
+    return Tensor(out);
+}
+inline Tensor beam_search_gather_tree(TensorRef ids, TensorRef parents) {
+    lodtensor_t *out = nullptr;
+    check(::beam_search_gather_tree(ids.get(), parents.get(), &out));
+    return Tensor(out);
 }
 
 // The default decoder options (vocab_size must still be set).
