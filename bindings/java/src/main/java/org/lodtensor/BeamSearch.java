@@ -147,6 +147,55 @@ public final class BeamSearch implements AutoCloseable {
         };
     }
 
+    /**
+     * One beam-search step's result: the selected ids (int64) and scores with the LoD [source -&gt;
+     * prefix rows, prefix row -&gt; selected], and the prefix row each extends (int32).
+     */
+    public record Selection(Tensor ids, Tensor scores, Tensor parentIdx) implements AutoCloseable {
+        @Override
+        public void close() {
+            ids.close();
+            scores.close();
+            parentIdx.close();
+        }
+    }
+
+    private static Selection selection(int status, PointerByReference a, PointerByReference b, PointerByReference c) {
+        NativeHandle.check(status);
+        return new Selection(Tensor.adopt(a.getValue()), Tensor.adopt(b.getValue()), Tensor.adopt(c.getValue()));
+    }
+
+    /** Paddle's beam_search op. */
+    public static Selection step(Tensor preIds, Tensor preScores, Tensor ids, Tensor scores, long level, long beamSize,
+                                 long endId, boolean isAccumulated) {
+        PointerByReference a = new PointerByReference();
+        PointerByReference b = new PointerByReference();
+        PointerByReference c = new PointerByReference();
+        return selection(LIB.beam_search_step(preIds.ptr(), preScores.ptr(), ids == null ? null : ids.ptr(),
+                scores.ptr(), level, beamSize, endId, isAccumulated, a, b, c), a, b, c);
+    }
+
+    /** Top-k of logProbs, plus the prefix scores, then {@link #step}, in one pass. */
+    public static Selection fusedStep(Tensor preIds, Tensor preScores, Tensor logProbs, long beamSize, long endId) {
+        PointerByReference a = new PointerByReference();
+        PointerByReference b = new PointerByReference();
+        PointerByReference c = new PointerByReference();
+        return selection(LIB.beam_search_fused_step(preIds.ptr(), preScores.ptr(), logProbs.ptr(), beamSize, endId,
+                a, b, c), a, b, c);
+    }
+
+    /** Reorders decoder state: row i is row parentIdx[i] of state. */
+    public static Tensor gatherState(Tensor state, Tensor parentIdx) {
+        PointerByReference out = new PointerByReference();
+        return Tensor.out(LIB.beam_search_gather_state(state.ptr(), parentIdx.ptr(), out), out);
+    }
+
+    /** Backtracks dense [T, B, beam] ids through their parents. */
+    public static Tensor gatherTree(Tensor ids, Tensor parents) {
+        PointerByReference out = new PointerByReference();
+        return Tensor.out(LIB.beam_search_gather_tree(ids.ptr(), parents.ptr(), out), out);
+    }
+
     /** Paddle's beam_search_decode: backtracks the steps' arrays into beamSize sentences per source. */
     public static Sequence.Pair decode(TensorArray ids, TensorArray scores, long beamSize, long endId) {
         PointerByReference a = new PointerByReference();

@@ -186,6 +186,48 @@ interface LodTensorLib extends Library {
 
     int sequence_scatter_inplace(Pointer x, Pointer ids, Pointer updates);
 
+    int sequence_softmax(Pointer x, PointerByReference out);
+
+    int sequence_concat(Pointer[] xs, long count, PointerByReference out);
+
+    int sequence_slice(Pointer x, Pointer offset, Pointer length, PointerByReference out);
+
+    int sequence_reverse(Pointer x, PointerByReference out);
+
+    int sequence_mask(Pointer x, long maxlen, DTypeT outDtype, PointerByReference out);
+
+    int sequence_enumerate(Pointer x, long winSize, long padValue, PointerByReference out);
+
+    int sequence_erase(Pointer x, long[] tokens, long tokensLen, PointerByReference out);
+
+    int sequence_reshape(Pointer x, long newDim, PointerByReference out);
+
+    int sequence_conv(Pointer x, Pointer filter, Pointer paddingData, long contextLength, long contextStart,
+                      long contextStride, boolean paddingTrainable, PointerByReference out);
+
+    int lodtensor_fill(DTypeT dtype, long[] dims, long ndim, double value, PointerByReference out);
+
+    int lodtensor_cast(Pointer x, DTypeT dtype, PointerByReference out);
+
+    int lodtensor_gather_rows(Pointer x, Pointer index, PointerByReference out);
+
+    int lodtensor_log_softmax(Pointer x, PointerByReference out);
+
+    int lodtensor_topk(Pointer x, long k, boolean largest, PointerByReference outValues,
+                       PointerByReference outIndices);
+
+    int beam_search_step(Pointer preIds, Pointer preScores, Pointer ids, Pointer scores, long level, long beamSize,
+                         long endId, boolean isAccumulated, PointerByReference outIds, PointerByReference outScores,
+                         PointerByReference outParentIdx);
+
+    int beam_search_fused_step(Pointer preIds, Pointer preScores, Pointer logProbs, long beamSize, long endId,
+                               PointerByReference outIds, PointerByReference outScores,
+                               PointerByReference outParentIdx);
+
+    int beam_search_gather_state(Pointer state, Pointer parentIdx, PointerByReference out);
+
+    int beam_search_gather_tree(Pointer ids, Pointer parents, PointerByReference out);
+
     int tensor_array_create(PointerByReference out);
 
     void tensor_array_destroy(Pointer a);

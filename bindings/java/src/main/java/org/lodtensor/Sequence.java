@@ -83,6 +83,65 @@ public final class Sequence {
         return Tensor.out(LIB.sequence_scatter(x.ptr(), ids.ptr(), updates.ptr(), out), out);
     }
 
+    /** The softmax over each sequence (one element per row). */
+    public static Tensor softmax(Tensor x) {
+        PointerByReference out = new PointerByReference();
+        return Tensor.out(LIB.sequence_softmax(x.ptr(), out), out);
+    }
+
+    /** Concatenates the i-th sequences of every input (at least 2). */
+    public static Tensor concat(Tensor... xs) {
+        Pointer[] raw = new Pointer[xs.length];
+        for (int i = 0; i < xs.length; i++) {
+            raw[i] = xs[i].ptr();
+        }
+        PointerByReference out = new PointerByReference();
+        return Tensor.out(LIB.sequence_concat(raw, raw.length, out), out);
+    }
+
+    /** Keeps length[i] rows from offset[i] of each sequence i. */
+    public static Tensor slice(Tensor x, Tensor offset, Tensor length) {
+        PointerByReference out = new PointerByReference();
+        return Tensor.out(LIB.sequence_slice(x.ptr(), offset.ptr(), length.ptr(), out), out);
+    }
+
+    public static Tensor reverse(Tensor x) {
+        PointerByReference out = new PointerByReference();
+        return Tensor.out(LIB.sequence_reverse(x.ptr(), out), out);
+    }
+
+    /** The mask of lengths x (maxlen &lt; 0: the largest length), of dtype outDType. */
+    public static Tensor mask(Tensor x, long maxlen, DType outDType) {
+        PointerByReference out = new PointerByReference();
+        return Tensor.out(LIB.sequence_mask(x.ptr(), maxlen, new LodTensorLib.DTypeT(outDType), out), out);
+    }
+
+    /** Sliding windows of winSize ids within each sequence (padValue past its end). */
+    public static Tensor enumerate(Tensor x, long winSize, long padValue) {
+        PointerByReference out = new PointerByReference();
+        return Tensor.out(LIB.sequence_enumerate(x.ptr(), winSize, padValue, out), out);
+    }
+
+    /** Removes the given tokens from each sequence. */
+    public static Tensor erase(Tensor x, long... tokens) {
+        PointerByReference out = new PointerByReference();
+        return Tensor.out(LIB.sequence_erase(x.ptr(), tokens, tokens.length, out), out);
+    }
+
+    /** Regroups the elements of each sequence into rows of newDim. */
+    public static Tensor reshape(Tensor x, long newDim) {
+        PointerByReference out = new PointerByReference();
+        return Tensor.out(LIB.sequence_reshape(x.ptr(), newDim, out), out);
+    }
+
+    /** Paddle's sequence_conv; paddingData may be null unless paddingTrainable. */
+    public static Tensor conv(Tensor x, Tensor filter, Tensor paddingData, long contextLength, long contextStart,
+                              long contextStride, boolean paddingTrainable) {
+        PointerByReference out = new PointerByReference();
+        return Tensor.out(LIB.sequence_conv(x.ptr(), filter.ptr(), paddingData == null ? null : paddingData.ptr(),
+                contextLength, contextStart, contextStride, paddingTrainable, out), out);
+    }
+
     /** scatter into x's own (possibly shared) memory. */
     public static void scatterInPlace(Tensor x, Tensor ids, Tensor updates) {
         NativeHandle.check(LIB.sequence_scatter_inplace(x.ptr(), ids.ptr(), updates.ptr()));
