@@ -120,6 +120,13 @@ static inline int fx_check_rows(const lodtensor_t *t, size_t first_row, size_t r
 }
 #define CHECK_ROWS(t, first_row, rows, width) fx_check_rows((t), (first_row), (rows), (width), __FILE__, __LINE__)
 
+/* Whether this build and machine can use a CUDA device: the "no CUDA" error cases only hold
+ * where it cannot (a host buffer handed over as device memory proves nothing on a GPU). */
+static inline int fx_cuda_usable(void) {
+    size_t n = 0;
+    return lodtensor_cuda_device_count(&n) == LODTENSOR_OK && n > 0;
+}
+
 /* A pointer that is never a valid handle: outputs are pre-filled with it to prove that a failing
  * call leaves them alone. */
 static inline lodtensor_t *fx_sentinel(void) {

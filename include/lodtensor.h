@@ -382,6 +382,12 @@ lodtensor_status_t lodtensor_copy(const struct lodtensor_t *t, struct lodtensor_
 // LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t lodtensor_create(struct lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim, const void *data, size_t data_len, int32_t lod_kind, const size_t *level_sizes, size_t num_levels, const size_t *lod, size_t lod_len, struct lodtensor_t **out);
 
+// The number of CUDA devices, in `*out`.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`out`), LODTENSOR_UNSUPPORTED (a build without CUDA, no CUDA
+// driver found, or the driver reports no device; the message says which).
+lodtensor_status_t lodtensor_cuda_device_count(size_t *out);
+
 // The address of the first element, for reading (a device address for a CUDA place). Borrowed:
 // valid while any handle sharing the memory lives. Rows are contiguous, row-major.
 // Returns LODTENSOR_NULL_ARGUMENT.
@@ -421,8 +427,8 @@ lodtensor_status_t lodtensor_fill(struct lodtensor_dtype_t dtype, const int64_t 
 // must be exactly `numel * element size` bytes, aligned to the element size, and stay valid and
 // unmoved until `release` runs. Arguments as in `lodtensor_create`. On success the library owns
 // the buffer's lifetime: `release(data, user_data)` runs exactly once, when the last handle using
-// the buffer (this one, its shares, slices and split pieces) is destroyed. `release` may be NULL
-// when the caller keeps the buffer alive longer than every such handle. On failure nothing is
+// the buffer (this one, its shares, slices and split pieces) is destroyed (for a CUDA place, after
+// the work queued on the device has finished). `release` may be NULL when the caller keeps the buffer alive longer than every such handle. On failure nothing is
 // taken: `release` is not called, the buffer stays the caller's, and `*out` is untouched.
 //
 // Returns the statuses of `lodtensor_create`, plus LODTENSOR_INVALID_ARGUMENT for an unknown
@@ -547,6 +553,27 @@ lodtensor_status_t lodtensor_split(const struct lodtensor_t *t, size_t num_piece
 // A static, human-readable name for a status code ("unknown status" for values that are not
 // codes). Never NULL.
 const char *lodtensor_status_str(int32_t code);
+
+// Waits until all work queued on `place` has finished. The CPU place returns at once (CPU calls
+// finish before they return).
+//
+// Returns LODTENSOR_INVALID_ARGUMENT (a bad `place`, as in `lodtensor_to_place`),
+// LODTENSOR_UNSUPPORTED (a CUDA place in a build without CUDA, without a driver or without a
+// device), LODTENSOR_INTERNAL (a CUDA driver failure, for example a kernel fault).
+lodtensor_status_t lodtensor_synchronize(struct lodtensor_place_t place);
+
+// A new handle holding a copy of `t` (elements and LoD) on `place`. It is always a copy with its
+// own memory, also when `t` is already on `place` (`lodtensor_share` shares instead). A copy to
+// the CPU waits until the device's queued work is done; a copy to a device is queued on that
+// device's stream (later calls on the device see it; call `lodtensor_synchronize` before reading
+// device memory by other means). The caller destroys `*out` with `lodtensor_destroy`.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`t`, `out`), LODTENSOR_INVALID_ARGUMENT (a `place` that is not
+// CPU with device_id 0 or CUDA with device_id >= 0; a CUDA device_id beyond the device count),
+// LODTENSOR_UNSUPPORTED (`place` or `t` on a CUDA device in a build without CUDA, without a
+// driver or without a device), LODTENSOR_OUT_OF_MEMORY, LODTENSOR_INTERNAL (a CUDA driver
+// failure, named in the message).
+lodtensor_status_t lodtensor_to_place(const struct lodtensor_t *t, struct lodtensor_place_t place, struct lodtensor_t **out);
 
 // The top-k over the last axis of `x`: `*out_values` (x's dtype) and `*out_indices` (int64)
 // have x's shape with the last dim replaced by `k` and x's LoD. Values are sorted, descending

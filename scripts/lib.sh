@@ -49,3 +49,22 @@ ensure_cargo() {
   return 1
 }
 
+# ensure_nvrtc DIR: prints the folder holding libnvrtc.so.13 (NVIDIA's runtime CUDA compiler, which
+# needs no GPU), installing PyPI's nvidia-cuda-nvrtc into DIR with pip when it is not there yet.
+ensure_nvrtc() {
+  local dir=$1 lib
+  lib=$(find "$dir" -name 'libnvrtc.so.13*' -print -quit 2>/dev/null || true)
+  if [[ -z $lib ]]; then
+    local py
+    py=$(command -v python3 || true)
+    if [[ -z $py ]] || ! "$py" -m pip --version >/dev/null 2>&1; then
+      ensure_tools python3:python3 pip3:python3-pip >&2 || return 1
+      py=python3
+    fi
+    echo "installing nvidia-cuda-nvrtc into $dir (pip)" >&2
+    PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore "$py" -m pip install --quiet --disable-pip-version-check --target "$dir" 'nvidia-cuda-nvrtc>=13,<14' >&2 || return 1
+    lib=$(find "$dir" -name 'libnvrtc.so.13*' -print -quit)
+    [[ -n $lib ]] || { echo "error: no libnvrtc.so.13 under $dir after pip install" >&2; return 1; }
+  fi
+  dirname "$lib"
+}

@@ -6,6 +6,9 @@
 # missing, and for the bindings' tests golang-go, default-jdk-headless, libjna-java and junit5
 # (LODTENSOR_BINDINGS=OFF skips those tests and installs). JOBS (default: number of cores) sets
 # build and test parallelism.
+# Step 5 builds the `cuda` feature (in target/cuda, so the default library stays as it is) and
+# compiles every CUDA kernel with NVRTC, which needs no GPU: libnvrtc.so.13 comes from PyPI's
+# nvidia-cuda-nvrtc, installed into build/nvrtc when missing. LODTENSOR_SKIP_CUDA=1 skips step 5.
 # A failing test suite does not stop the ones after it (CI shows every failure at once); the
 # script exits non-zero if any failed. A failing build does stop it.
 set -euo pipefail
@@ -13,7 +16,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
 jobs=${JOBS:-$(nproc)}
 
-section "1/4 tools"
+section "1/5 tools"
 # The bindings' toolchains (Go with cgo, a JDK, JNA and the JUnit 5 console launcher) too, unless
 # LODTENSOR_BINDINGS=OFF; one apt-get run installs whatever is missing.
 bindings=${LODTENSOR_BINDINGS:-ON}
@@ -29,16 +32,33 @@ echo "$(cmake --version | head -n1); $(c++ --version | head -n1); $(valgrind --v
 [[ $bindings == OFF ]] || echo "$(go version); $(javac -version 2>&1)"
 
 # --release: the same build CMake's cargo step uses, so the library is compiled once.
-section "2/4 Rust tests (cargo test --release)"
+section "2/5 Rust tests (cargo test --release)"
 failed=()
 cargo test --release --no-fail-fast || failed+=("Rust tests (cargo test --release)")
 
-section "3/4 build the C API tests (cmake, build/capi)"
+section "3/5 build the C API tests (cmake, build/capi)"
 cmake -S capi-tests -B build/capi -DCMAKE_BUILD_TYPE=Debug "-DLODTENSOR_BINDINGS=$bindings"
 cmake --build build/capi -j "$jobs"
 
-section "4/4 run the C API tests (ctest)"
+section "4/5 run the C API tests (ctest)"
 ctest --test-dir build/capi --output-on-failure -j "$jobs" || failed+=("C API tests (ctest)")
+
+section "5/5 CUDA: cargo build --features cuda, NVRTC compile of every kernel (no GPU needed)"
+if [[ ${LODTENSOR_SKIP_CUDA:-0} == 1 ]]; then
+  echo "skipped (LODTENSOR_SKIP_CUDA=1)"
+elif nvrtc_dir=$(ensure_nvrtc build/nvrtc); then
+  echo "NVRTC: $nvrtc_dir"
+  # GPU tests in tests/cuda.rs report that they were skipped where no device is found.
+  if cargo build --release --features cuda --target-dir target/cuda; then
+    LD_LIBRARY_PATH="$nvrtc_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" LODTENSOR_REQUIRE_NVRTC=1 \
+      cargo test --release --features cuda --target-dir target/cuda --lib --test cuda --test header \
+      -- --nocapture || failed+=("CUDA build tests and NVRTC kernel check")
+  else
+    failed+=("CUDA build (cargo build --release --features cuda)")
+  fi
+else
+  failed+=("CUDA: NVRTC (pip install nvidia-cuda-nvrtc) could not be installed")
+fi
 
 if ((${#failed[@]})); then
   printf -v list '%s; ' "${failed[@]}"

@@ -1,7 +1,6 @@
 //! LoDTensor: a tensor and a LoD that is always valid against the tensor's row count.
 
 use crate::dim::Dim;
-use crate::dtype::DType;
 use crate::error::{ensure, err, Result};
 use crate::lod::{check_lod, lengths_to_offsets, Lod};
 use crate::tensor::Tensor;
@@ -209,7 +208,7 @@ impl LoDTensor {
             return LoDTensor::new(self.tensor.clone(), y.lod.clone());
         }
         let (name, target): (&str, Vec<i64>) = match y {
-            Some(y) => ("y", tensor_as_i64(&y.tensor)?),
+            Some(y) => ("y", y.tensor.index_values("y")?),
             None => ("target_lod", target_lod.to_vec()),
         };
         // The target is a one-level LoD of x: the same rules, reported under the argument's name.
@@ -229,14 +228,5 @@ impl LoDTensor {
         let mut levels = if append { self.lod.levels().to_vec() } else { Vec::new() };
         levels.push(level);
         LoDTensor::new(self.tensor.clone(), Lod::from_offsets(levels)?)
-    }
-}
-
-/// The elements of an int32 or int64 host tensor, widened to i64.
-fn tensor_as_i64(t: &Tensor) -> Result<Vec<i64>> {
-    match t.dtype() {
-        DType::I32 => Ok(t.as_slice::<i32>()?.iter().map(|&v| v as i64).collect()),
-        DType::I64 => Ok(t.as_slice::<i64>()?.to_vec()),
-        other => Err(err!(Unsupported, "y: dtype {other} cannot hold LoD offsets; use int32 or int64")),
     }
 }

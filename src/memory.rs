@@ -1,6 +1,7 @@
 //! Reference-counted memory: owned host allocations aligned to 64 bytes, or a caller's buffer that
 //! is handed back through a release callback exactly once, when the last reference goes.
 
+use crate::backend::cuda::DeviceBlock;
 use crate::error::{err, Result};
 use crate::place::Place;
 use std::alloc::Layout;
@@ -16,6 +17,9 @@ pub type Release = Box<dyn FnOnce() + Send + Sync>;
 enum Origin {
     Owned(Layout),
     Borrowed(Option<Release>),
+    /// A block of the CUDA backend's caching allocator, handed back to it on drop (an uninhabited
+    /// type in builds without CUDA). `None` for a zero-length device allocation.
+    Device(#[allow(dead_code)] Option<DeviceBlock>),
 }
 
 /// A block of memory on one place. Shared through `Arc`; never resized.
@@ -74,6 +78,16 @@ impl Allocation {
         Ok(Arc::new(Allocation { ptr, len, place, origin: Origin::Borrowed(release) }))
     }
 
+    /// Device memory of `len` bytes on `place` (a CUDA place) from the CUDA backend's allocator;
+    /// `block` is `None` only for `len` 0.
+    pub fn device(block: Option<DeviceBlock>, len: usize, place: Place) -> Arc<Allocation> {
+        let ptr = block
+            .as_ref()
+            .and_then(|b| NonNull::new(b.ptr()))
+            .unwrap_or_else(|| NonNull::new(ALIGNMENT as *mut u8).expect("non-zero"));
+        Arc::new(Allocation { ptr, len, place, origin: Origin::Device(block) })
+    }
+
     pub fn as_ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()
     }
@@ -106,9 +120,16 @@ impl Drop for Allocation {
             }
             Origin::Borrowed(release) => {
                 if let Some(release) = release.take() {
+                    // Kernels queued on the device may still use the caller's buffer: let them finish
+                    // before handing it back (a failure here has nobody to report to).
+                    if let Place::Cuda(n) = self.place {
+                        let _ = crate::backend::cuda::synchronize(n);
+                    }
                     release();
                 }
             }
+            // The block's own drop hands it back to its device's cache.
+            Origin::Device(_) => {}
         }
     }
 }

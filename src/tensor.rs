@@ -173,6 +173,16 @@ impl Tensor {
         Ok(())
     }
 
+    /// The elements of an int32 or int64 tensor (an index or offset input) widened to i64; other
+    /// dtypes are `Unsupported`, naming the argument `name`.
+    pub fn index_values(&self, name: &str) -> Result<Vec<i64>> {
+        match self.dtype {
+            DType::I32 => Ok(self.as_slice::<i32>()?.iter().map(|&v| v as i64).collect()),
+            DType::I64 => Ok(self.as_slice::<i64>()?.to_vec()),
+            other => Err(err!(Unsupported, "{name}: dtype {other} is not supported here; supported: int32, int64")),
+        }
+    }
+
     /// A new tensor with its own copy of the elements.
     pub fn copy(&self) -> Result<Tensor> {
         Ok(Tensor { alloc: Allocation::copy_of(self.bytes()?)?, offset: 0, dims: self.dims, dtype: self.dtype })

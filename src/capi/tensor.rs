@@ -95,8 +95,8 @@ pub unsafe extern "C" fn lodtensor_create(
 /// must be exactly `numel * element size` bytes, aligned to the element size, and stay valid and
 /// unmoved until `release` runs. Arguments as in `lodtensor_create`. On success the library owns
 /// the buffer's lifetime: `release(data, user_data)` runs exactly once, when the last handle using
-/// the buffer (this one, its shares, slices and split pieces) is destroyed. `release` may be NULL
-/// when the caller keeps the buffer alive longer than every such handle. On failure nothing is
+/// the buffer (this one, its shares, slices and split pieces) is destroyed (for a CUDA place, after
+/// the work queued on the device has finished). `release` may be NULL when the caller keeps the buffer alive longer than every such handle. On failure nothing is
 /// taken: `release` is not called, the buffer stays the caller's, and `*out` is untouched.
 ///
 /// Returns the statuses of `lodtensor_create`, plus LODTENSOR_INVALID_ARGUMENT for an unknown

@@ -3,9 +3,8 @@
 //! state by the parent indices the step returns.
 
 use super::common_place;
-use super::sequence_support::{gather_into_new, require_cpu};
+use super::support::require_cpu;
 use crate::backend::cpu::beam_search::{regroup, select_fused, select_unfused, Candidate, Selected};
-use crate::dim::Dim;
 use crate::dtype::{dispatch_dtype, DType, Scalar};
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;
@@ -244,27 +243,5 @@ pub(crate) fn fused_step_on_slices<T: Scalar>(
 /// Errors: `InvalidArgument` for a 0-d `state`; `OutOfRange` for a parent outside `[0, rows)`;
 /// `Unsupported` for `parent_idx` not int32/int64, or inputs not on the host.
 pub fn beam_search_gather_state(state: &LoDTensor, parent_idx: &LoDTensor) -> Result<LoDTensor> {
-    require_cpu(
-        common_place(&[("state", state.tensor()), ("parent_idx", parent_idx.tensor())])?,
-        "beam_search_gather_state",
-    )?;
-    let rows =
-        state.tensor().rows().map_err(|_| err!(InvalidArgument, "state: is 0-d; it needs one row per prefix"))?;
-    let parents: Vec<i64> = match parent_idx.tensor().dtype() {
-        DType::I32 => parent_idx.tensor().as_slice::<i32>()?.iter().map(|&p| p as i64).collect(),
-        DType::I64 => parent_idx.tensor().as_slice::<i64>()?.to_vec(),
-        other => return Err(err!(Unsupported, "parent_idx: dtype {other} is not supported here; use int32 or int64")),
-    };
-    let mut ranges = Vec::with_capacity(parents.len());
-    for (i, &p) in parents.iter().enumerate() {
-        ensure!(
-            p >= 0 && (p as u64) < rows as u64,
-            OutOfRange,
-            "parent_idx: parent_idx[{i}] = {p} is out of range [0, {rows}) for the rows of state"
-        );
-        ranges.push(p as usize..p as usize + 1);
-    }
-    let dims: Dim = state.dims().with_rows(parents.len())?;
-    let out = gather_into_new(state.tensor(), state.tensor().row_bytes(), &ranges, dims)?;
-    Ok(LoDTensor::dense(out))
+    super::tensor_ops::gather_rows_named(state, "state", parent_idx, "parent_idx")
 }

@@ -3,7 +3,7 @@
 //! for dense `[T, B, beam]` ids and parents.
 
 use super::common_place;
-use super::sequence_support::require_cpu;
+use super::support::require_cpu;
 use crate::dtype::{dispatch_dtype, DType, Scalar};
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;

@@ -2,7 +2,7 @@
 //! as many times as a level of `y`'s LoD says. Both only move row blocks, so they work for every
 //! dtype (Paddle's CPU kernels list float32/float64/int32/int64; the byte kernel needs no list).
 
-use super::sequence_support::{gather_into_new, one_level_from_lengths, require_cpu};
+use super::support::{gather_into_new, one_level_from_lengths};
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;
 use crate::lod_tensor::LoDTensor;
@@ -63,7 +63,8 @@ pub fn sequence_expand(x: &LoDTensor, y: &LoDTensor, ref_level: i64) -> Result<L
             "x: has {x_rows} rows and no LoD, but level {level} of y's LoD has {n} sequences; each row of x needs one repeat count"
         ),
     }
-    require_cpu(x.tensor().place(), "sequence_expand")?;
+    // A pure row gather: runs wherever x is (the CUDA row-range gather on a device).
+    x.tensor().place().ensure_usable()?;
     let seq = |i: usize| match x_level {
         Some(xl) => xl[i]..xl[i + 1],
         None => i..i + 1,
@@ -107,7 +108,7 @@ pub fn sequence_expand_as(x: &LoDTensor, y: &LoDTensor) -> Result<LoDTensor> {
         "x: has {x_rows} rows, but y's LoD has {} sequences; each row of x needs one sequence of y",
         l.len() - 1
     );
-    require_cpu(x.tensor().place(), "sequence_expand_as")?;
+    x.tensor().place().ensure_usable()?;
     let rows = l[l.len() - 1];
     let mut ranges: Vec<Range<usize>> = Vec::new();
     ranges.try_reserve_exact(rows).map_err(|_| err!(OutOfMemory, "y: {rows} row copies cannot be listed"))?;

@@ -3,7 +3,7 @@
 //! every dtype (Paddle's CPU kernels list float32/float64/int32/int64).
 
 use super::common_place;
-use super::sequence_support::{gather_into_new, one_level_from_lengths, require_cpu};
+use super::support::{gather_into_new, one_level_from_lengths, require_cpu};
 use crate::backend::cpu::pad::pad_sequences;
 use crate::dim::Dim;
 use crate::dtype::DType;

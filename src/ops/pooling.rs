@@ -1,7 +1,7 @@
 //! `sequence_pool`, `sequence_first_step` and `sequence_last_step` (spec §6): one output row per
 //! sequence of the last LoD level, pooled column by column.
 
-use super::sequence_support::require_cpu;
+use super::support::require_cpu;
 use crate::backend::cpu::pooling::{gather_by_index, pool_arg_extreme, pool_select, pool_sum};
 use crate::dtype::{dispatch_dtype, DType, Scalar};
 use crate::error::{ensure, Result};

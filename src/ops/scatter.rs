@@ -1,7 +1,7 @@
 //! `sequence_scatter` (spec §3): sequence `i` of `ids` adds `updates` into row `i` of `x`, at the
 //! column each id names (the row flattened). Out of place (a new tensor) or in place.
 
-use super::sequence_support::require_cpu;
+use super::support::require_cpu;
 use crate::backend::cpu::scatter::scatter_add_rows;
 use crate::dtype::{dispatch_dtype, DType, Scalar};
 use crate::error::{ensure, err, Result};

@@ -12,8 +12,8 @@
 //!   level 0 as rows, the same for 1-level inputs).
 //! - Byte-moving operators (concat, slice, reverse, reshape) accept every dtype.
 
-use super::checks::{cpu_only, ensure_column, int_column, last_level, one_level};
 use super::common_place;
+use super::support::{ensure_column, int_column, last_level, one_level, require_cpu};
 use crate::backend::cpu::convert::{chunk_bounds, dispatch_any_dtype, elements_mut, CHUNK};
 use crate::backend::cpu::rows::gather_row_ranges;
 use crate::backend::cpu::sequence as kernels;
@@ -34,7 +34,7 @@ pub fn sequence_softmax(x: &LoDTensor) -> Result<LoDTensor> {
     let place = common_place(&[("x", x.tensor())])?;
     let offsets = last_level(x, "x", OP)?;
     ensure_column(x.tensor(), "x", OP)?;
-    cpu_only(place, OP)?;
+    require_cpu(place, OP)?;
     let mut out = Tensor::zeros(x.tensor().dtype(), *x.dims())?;
     dispatch_dtype!(x.tensor().dtype(), "x", [F16, BF16, F32, F64], |T| {
         let (xs, out) = (x.tensor().as_slice::<T>()?, out.as_mut_slice::<T>()?);
@@ -92,7 +92,7 @@ pub fn sequence_concat(xs: &[&LoDTensor]) -> Result<LoDTensor> {
             first.dims().row_width()
         );
     }
-    cpu_only(place, OP)?;
+    require_cpu(place, OP)?;
     // Rows of zero width take no memory, so their counts can add up past usize.
     let out_offsets = (0..=sequences)
         .map(|i| abs.iter().try_fold(0usize, |acc, a| acc.checked_add(a[i])))
@@ -135,7 +135,7 @@ pub fn sequence_slice(x: &LoDTensor, offset: &LoDTensor, length: &LoDTensor) -> 
         ranges.push(start..start + l as usize);
         out_lod.push(out_lod[i] + l as usize);
     }
-    cpu_only(place, OP)?;
+    require_cpu(place, OP)?;
     let t = x.tensor();
     let mut out = Tensor::zeros(t.dtype(), t.dims().with_rows(out_lod[n])?)?;
     gather_row_ranges(t.bytes()?, t.row_bytes(), &ranges, out.bytes_mut()?)?;
@@ -149,7 +149,7 @@ pub fn sequence_reverse(x: &LoDTensor) -> Result<LoDTensor> {
     let place = common_place(&[("x", x.tensor())])?;
     let lod = one_level(x, "x", OP)?;
     ensure!(x.dims().ndim() >= 2, InvalidArgument, "x: dims {:?}; {OP} needs rank >= 2", x.dims());
-    cpu_only(place, OP)?;
+    require_cpu(place, OP)?;
     let t = x.tensor();
     let mut out = Tensor::zeros(t.dtype(), *t.dims())?;
     kernels::reverse_rows(t.bytes()?, t.row_bytes(), lod, out.bytes_mut()?)?;
@@ -170,7 +170,7 @@ pub fn sequence_mask(x: &LoDTensor, maxlen: i64, out_dtype: DType) -> Result<LoD
         "x: has {} dims; the mask adds one and a tensor has at most {MAX_DIMS}",
         x.dims().ndim()
     );
-    cpu_only(place, OP)?;
+    require_cpu(place, OP)?;
     let t = x.tensor();
     dispatch_dtype!(t.dtype(), "x", [U8, I8, I16, I32, I64, F16, BF16, F32, F64], |X| {
         let xs = t.as_slice::<X>()?;
@@ -196,7 +196,7 @@ pub fn sequence_enumerate(x: &LoDTensor, win_size: i64, pad_value: i64) -> Resul
     ensure!(win_size >= 2, InvalidArgument, "win_size: must be at least 2, got {win_size}");
     let win = usize::try_from(win_size)
         .map_err(|_| err!(OutOfMemory, "win_size: {win_size} is larger than any tensor can be"))?;
-    cpu_only(place, OP)?;
+    require_cpu(place, OP)?;
     let t = x.tensor();
     let rows = t.numel();
     let mut out = Tensor::zeros(t.dtype(), Dim::new(&[rows, win])?)?;
@@ -216,7 +216,7 @@ pub fn sequence_erase(x: &LoDTensor, tokens: &[i64]) -> Result<LoDTensor> {
     let place = common_place(&[("x", x.tensor())])?;
     let offsets = last_level(x, "x", OP)?;
     ensure_column(x.tensor(), "x", OP)?;
-    cpu_only(place, OP)?;
+    require_cpu(place, OP)?;
     let mut tokens = tokens.to_vec();
     tokens.sort_unstable();
     tokens.dedup();
@@ -260,7 +260,7 @@ pub fn sequence_reshape(x: &LoDTensor, new_dim: i64) -> Result<LoDTensor> {
         );
         out_lod.push(out_lod[i] + elements / new_dim);
     }
-    cpu_only(place, OP)?;
+    require_cpu(place, OP)?;
     let t = x.tensor();
     let mut out = Tensor::zeros(t.dtype(), Dim::new(&[t.numel() / new_dim, new_dim])?)?;
     let size = t.dtype().size();
@@ -345,7 +345,7 @@ pub fn sequence_conv(
             p.tensor().dtype()
         );
     }
-    cpu_only(place, OP)?;
+    require_cpu(place, OP)?;
     let shape = kernels::ConvShape {
         width: n,
         out_width: fd[1],

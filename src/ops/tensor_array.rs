@@ -44,7 +44,7 @@ fn append_unit(levels: &[Vec<usize>], unit: usize, out: &mut [Vec<usize>]) -> Ra
     start..end
 }
 
-/// The host place of the named inputs, or `Unsupported` (the CUDA backend has no kernels yet).
+/// The host place of the named inputs, or `Unsupported` (for the ops without a CUDA kernel yet).
 fn host(inputs: &[(&str, &Tensor)]) -> Result<()> {
     match common_place(inputs)? {
         Place::Cpu => Ok(()),
@@ -53,7 +53,11 @@ fn host(inputs: &[(&str, &Tensor)]) -> Result<()> {
 }
 
 /// A new tensor of `dims` holding the rows `ranges` of `src`.
+/// On a CUDA place: the device's row-range gather, one launch.
 fn gather_new(src: &Tensor, dims: Dim, ranges: &[Range<usize>]) -> Result<Tensor> {
+    if let Place::Cuda(_) = src.place() {
+        return crate::backend::cuda::gather_row_ranges(src, src.row_bytes(), ranges, dims);
+    }
     let mut out = Tensor::zeros(src.dtype(), dims)?;
     gather_row_ranges(src.bytes()?, src.row_bytes(), ranges, out.bytes_mut()?)?;
     Ok(out)
@@ -106,7 +110,8 @@ fn check_table_fits(x: &LoDTensor, table: &RankTable) -> Result<()> {
 /// empty array (Our rule). The elements are row slices of one new allocation, written once.
 pub fn lod_tensor_to_array(x: &LoDTensor, table: &RankTable) -> Result<TensorArray> {
     check_table_fits(x, table)?;
-    host(&[("x", x.tensor())])?;
+    // One row gather: runs wherever x is.
+    x.tensor().place().ensure_usable()?;
     let r = table.level();
     let top = &x.lod().levels()[r];
     let below = &x.lod().levels()[r + 1..];
@@ -274,7 +279,7 @@ pub fn reorder_lod_tensor_by_rank(x: &LoDTensor, table: &RankTable) -> Result<Lo
             item.index
         );
     }
-    host(&[("x", x.tensor())])?;
+    x.tensor().place().ensure_usable()?;
     let levels_in = x.lod().levels();
     let mut levels = vec![vec![0usize]; levels_in.len()];
     let ranges: Vec<Range<usize>> =

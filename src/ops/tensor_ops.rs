@@ -2,10 +2,9 @@
 //! filled with one value, dtype conversion, gathering rows by index, and log-softmax over the last
 //! axis.
 
-use super::checks::{cpu_only, int_column};
 use super::common_place;
+use super::support::{gather_into_new, int_column, require_cpu};
 use crate::backend::cpu::convert::{self, dispatch_any_dtype, elements, elements_mut, CastElem, Value};
-use crate::backend::cpu::rows::gather_row_ranges;
 use crate::backend::cpu::softmax::softmax_segments;
 use crate::dim::Dim;
 use crate::dtype::{dispatch_dtype, DType};
@@ -51,7 +50,7 @@ pub fn fill(dtype: DType, dims: Dim, value: f64) -> Result<LoDTensor> {
 /// and `!= 0`. A new tensor with `x`'s dims and LoD, also when `dtype` is `x`'s.
 pub fn cast(x: &LoDTensor, dtype: DType) -> Result<LoDTensor> {
     let place = common_place(&[("x", x.tensor())])?;
-    cpu_only(place, "cast")?;
+    require_cpu(place, "cast")?;
     let t = x.tensor();
     let mut out = Tensor::zeros(dtype, *t.dims())?;
     dispatch_any_dtype!(t.dtype(), "x", |S| {
@@ -64,17 +63,22 @@ pub fn cast(x: &LoDTensor, dtype: DType) -> Result<LoDTensor> {
 /// Rows `x[index[0]], x[index[1]], ...` as a new tensor of dims `[K, x.dims[1..]]` without LoD.
 /// `index` is int32 or int64, `[K]` or `[K, 1]`; every value must be in `[0, rows of x)`. Any dtype.
 pub fn gather_rows(x: &LoDTensor, index: &LoDTensor) -> Result<LoDTensor> {
-    let place = common_place(&[("x", x.tensor()), ("index", index.tensor())])?;
+    gather_rows_named(x, "x", index, "index")
+}
+
+/// `gather_rows` with errors naming the caller's arguments (the decoder's `state`/`parent_idx`).
+pub(crate) fn gather_rows_named(x: &LoDTensor, x_name: &str, index: &LoDTensor, index_name: &str) -> Result<LoDTensor> {
+    let place = common_place(&[(x_name, x.tensor()), (index_name, index.tensor())])?;
     let t = x.tensor();
-    let rows = t.rows().map_err(|_| err!(InvalidArgument, "x: a 0-d tensor has no rows to gather"))?;
-    let index = int_column(index.tensor(), "index", None)?;
+    let rows = t.rows().map_err(|_| err!(InvalidArgument, "{x_name}: a 0-d tensor has no rows to gather"))?;
+    let index = int_column(index.tensor(), index_name, None)?;
     // Runs of consecutive indices become one range: one copy per run instead of per row.
     let mut ranges: Vec<Range<usize>> = Vec::new();
     for (k, &i) in index.iter().enumerate() {
         ensure!(
             (0..rows as i64).contains(&i),
             OutOfRange,
-            "index: index[{k}] = {i} is out of range [0, {rows}) of x's rows"
+            "{index_name}: {index_name}[{k}] = {i} is out of range [0, {rows}) of {x_name}'s rows"
         );
         let i = i as usize;
         match ranges.last_mut() {
@@ -82,10 +86,8 @@ pub fn gather_rows(x: &LoDTensor, index: &LoDTensor) -> Result<LoDTensor> {
             _ => ranges.push(i..i + 1),
         }
     }
-    cpu_only(place, "gather_rows")?;
-    let mut out = Tensor::zeros(t.dtype(), t.dims().with_rows(index.len())?)?;
-    gather_row_ranges(t.bytes()?, t.row_bytes(), &ranges, out.bytes_mut()?)?;
-    Ok(LoDTensor::dense(out))
+    require_cpu(place, "gather_rows")?;
+    Ok(LoDTensor::dense(gather_into_new(t, t.row_bytes(), &ranges, t.dims().with_rows(index.len())?)?))
 }
 
 /// `out = x - m - ln Σ exp(x - m)` over the last axis (`m` the maximum along it) for float16,
@@ -95,7 +97,7 @@ pub fn log_softmax(x: &LoDTensor) -> Result<LoDTensor> {
     let place = common_place(&[("x", x.tensor())])?;
     let t = x.tensor();
     let width = *t.dims().as_slice().last().ok_or_else(|| err!(InvalidArgument, "x: a 0-d tensor has no last axis"))?;
-    cpu_only(place, "log_softmax")?;
+    require_cpu(place, "log_softmax")?;
     let rows = t.numel().checked_div(width).unwrap_or(0);
     let bounds: Vec<usize> = (0..=rows).map(|r| r * width).collect();
     let mut out = Tensor::zeros(t.dtype(), *t.dims())?;

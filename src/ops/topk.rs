@@ -2,7 +2,7 @@
 //! with their int64 column indices.
 
 use super::common_place;
-use super::sequence_support::require_cpu;
+use super::support::require_cpu;
 use crate::backend::cpu::topk;
 use crate::dtype::dispatch_dtype;
 use crate::error::{ensure, err, Result};

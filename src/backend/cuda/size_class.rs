@@ -1,0 +1,43 @@
+//! Size classes of the device caching allocator. A freed block goes to the free list of its
+//! class, and a request takes any block of its class, so a decoder loop that asks for the same
+//! sizes every step reuses its blocks instead of calling cuMemAlloc. Small sizes round up to a
+//! power of two (at least 512 bytes, the driver's own granularity is coarser anyway); above 1 MiB
+//! each power of two is split into 8 steps, so a block wastes at most 1/8 of its size.
+
+/// The smallest block handed out.
+pub const MIN_BLOCK: usize = 512;
+const FINE_ABOVE: usize = 1 << 20;
+
+/// The block size that serves a request of `len` bytes (`None` when it overflows).
+pub fn size_class(len: usize) -> Option<usize> {
+    if len <= MIN_BLOCK {
+        return Some(MIN_BLOCK);
+    }
+    let p = len.checked_next_power_of_two()?;
+    if p <= FINE_ABOVE {
+        return Some(p);
+    }
+    let step = p / 16;
+    len.checked_add(step - 1).map(|n| n / step * step)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_cover_the_request_and_waste_little() {
+        assert_eq!(size_class(0), Some(512));
+        assert_eq!(size_class(512), Some(512));
+        assert_eq!(size_class(513), Some(1024));
+        assert_eq!(size_class(1 << 20), Some(1 << 20));
+        assert_eq!(size_class((1 << 20) + 1), Some((1 << 20) + (1 << 17)));
+        assert_eq!(size_class(usize::MAX), None);
+        for len in (1..5000).map(|i| i * 7919).chain([3 << 20, (5 << 20) + 1, 1 << 30]) {
+            let c = size_class(len).unwrap();
+            assert!(c >= len && (len <= FINE_ABOVE || c - len <= len / 8), "{len} -> {c}");
+            // Requests that share a class are served by any block of it.
+            assert_eq!(size_class(c), Some(c));
+        }
+    }
+}

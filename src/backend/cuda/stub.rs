@@ -1,0 +1,59 @@
+//! Stand-in for the CUDA backend in builds without CUDA: every entry reports that it is missing,
+//! so callers need no conditional compilation.
+
+use crate::dim::Dim;
+use crate::error::{err, Error, Result};
+use crate::tensor::Tensor;
+use std::ops::Range;
+
+fn missing(what: &str) -> Error {
+    err!(Unsupported, "{what}: lodtensor was built without CUDA (cargo feature `cuda`)")
+}
+
+/// A block of device memory; none can exist in a build without CUDA.
+pub enum DeviceBlock {}
+
+impl DeviceBlock {
+    pub fn ptr(&self) -> *mut u8 {
+        match *self {}
+    }
+}
+
+/// Checks that CUDA device `device` can be used.
+pub fn ensure_device(device: u32) -> Result<()> {
+    Err(no_device(device))
+}
+
+fn no_device(device: u32) -> Error {
+    err!(Unsupported, "place: cuda:{device} requested, but lodtensor was built without CUDA")
+}
+
+/// The number of CUDA devices.
+pub fn device_count() -> Result<usize> {
+    Err(missing("device count"))
+}
+
+/// Waits until the work queued on `device` has finished.
+pub fn synchronize(device: u32) -> Result<()> {
+    ensure_device(device)
+}
+
+/// A copy of `src` (any place) on CUDA device `device`.
+pub fn copy_to_device(_src: &Tensor, device: u32) -> Result<Tensor> {
+    Err(no_device(device))
+}
+
+/// A host copy of `src`, a tensor on a CUDA device.
+pub fn copy_to_host(src: &Tensor) -> Result<Tensor> {
+    Err(err!(Unsupported, "tensor: is on {}, but lodtensor was built without CUDA", src.place()))
+}
+
+/// A new device tensor of `dims` whose rows are `ranges` of `src` (rows of `row_bytes` bytes).
+pub fn gather_row_ranges(src: &Tensor, _row_bytes: usize, _ranges: &[Range<usize>], _dims: Dim) -> Result<Tensor> {
+    copy_to_host(src)
+}
+
+/// Compiles every kernel to PTX for `arch` with NVRTC.
+pub fn compile_ptx(_arch: &str) -> Result<Vec<(&'static str, usize)>> {
+    Err(missing("NVRTC"))
+}

@@ -1,0 +1,91 @@
+//! Helpers shared by the operators: the place a kernel exists for, the shapes of index and
+//! offset inputs, the LoD levels an op reads, the one-level LoD of an output, and "new tensor =
+//! these row ranges of x".
+
+use crate::backend::cpu::rows::gather_row_ranges;
+use crate::dim::Dim;
+use crate::error::{ensure, err, Result};
+use crate::lod_tensor::LoDTensor;
+use crate::place::Place;
+use crate::tensor::Tensor;
+use std::ops::Range;
+
+// Ops without a kernel for a place answer `Unsupported` naming the op: never a silent copy.
+
+/// `Ok` for host memory; for a CUDA place the backend's own error (a build without CUDA), else
+/// `Unsupported` naming `op`.
+pub(crate) fn require_cpu(place: Place, op: &str) -> Result<()> {
+    match place {
+        Place::Cpu => Ok(()),
+        Place::Cuda(n) => {
+            crate::backend::cuda::ensure_device(n)?;
+            Err(err!(Unsupported, "{op}: the inputs are on {place}; this op has a CPU kernel only"))
+        }
+    }
+}
+
+/// The output LoD of an op whose result is one level of `lengths`. Zero sequences give no LoD:
+/// `[0]` is not a valid top level, so such a result is a plain (0-row) tensor.
+pub(crate) fn one_level_from_lengths(lengths: impl IntoIterator<Item = usize>) -> Result<crate::lod::Lod> {
+    let mut offsets = vec![0usize];
+    for n in lengths {
+        let last = *offsets.last().expect("starts with 0");
+        offsets.push(last.checked_add(n).ok_or_else(|| err!(OutOfMemory, "output LoD: the row count overflows"))?);
+    }
+    if offsets.len() < 2 {
+        return Ok(crate::lod::Lod::empty());
+    }
+    crate::lod::Lod::from_offsets(vec![offsets])
+}
+
+/// A new tensor of `dims` on `src`'s place (same dtype as `src`) whose rows are `ranges[0]`, `ranges[1]`, ...
+/// of `src` viewed as rows of `row_bytes` bytes. The ranges must fit in `src` (callers validate).
+/// On a CUDA place this is the device's row-range gather (one launch), so every op built on it
+/// runs there too once it stops calling `require_cpu`.
+pub(crate) fn gather_into_new(src: &Tensor, row_bytes: usize, ranges: &[Range<usize>], dims: Dim) -> Result<Tensor> {
+    if let Place::Cuda(_) = src.place() {
+        return crate::backend::cuda::gather_row_ranges(src, row_bytes, ranges, dims);
+    }
+    let mut out = Tensor::zeros(src.dtype(), dims)?;
+    gather_row_ranges(src.bytes()?, row_bytes, ranges, out.bytes_mut()?)?;
+    Ok(out)
+}
+
+/// The elements of an int32 or int64 tensor `name` of shape `[n]` or `[n, 1]`, widened to i64.
+/// `n` = None accepts any length.
+pub(crate) fn int_column(t: &Tensor, name: &str, n: Option<usize>) -> Result<Vec<i64>> {
+    let d = t.dims().as_slice();
+    let len = d.first().copied().unwrap_or(0);
+    ensure!(
+        (d.len() == 1 || (d.len() == 2 && d[1] == 1)) && n.map_or(true, |n| n == len),
+        InvalidArgument,
+        "{name}: dims {d:?}; expected [{0}] or [{0}, 1]",
+        n.map_or("N".to_string(), |n| n.to_string())
+    );
+    t.index_values(name)
+}
+
+/// The offsets of the last LoD level of `x` (rows of each innermost sequence); `x` must have a LoD.
+pub(crate) fn last_level<'a>(x: &'a LoDTensor, name: &str, op: &str) -> Result<&'a [usize]> {
+    let lod = x.lod();
+    ensure!(!lod.is_empty(), InvalidLod, "{name}: has no LoD; {op} works on sequences");
+    lod.level(lod.num_levels() - 1)
+}
+
+/// `x` has exactly one LoD level; returns its offsets.
+pub(crate) fn one_level<'a>(x: &'a LoDTensor, name: &str, op: &str) -> Result<&'a [usize]> {
+    let k = x.lod().num_levels();
+    ensure!(k == 1, InvalidLod, "{name}: has {k} LoD level(s); {op} needs exactly 1");
+    x.lod().level(0)
+}
+
+/// `x` is a column of elements: `dims[0] == numel` (`[N]`, `[N, 1]`, ...).
+pub(crate) fn ensure_column(x: &Tensor, name: &str, op: &str) -> Result<()> {
+    ensure!(
+        x.dims().ndim() >= 1 && x.dims().rows() == Some(x.numel()),
+        InvalidArgument,
+        "{name}: dims {:?}; {op} needs one element per row ([N] or [N, 1])",
+        x.dims()
+    );
+    Ok(())
+}

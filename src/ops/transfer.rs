@@ -1,0 +1,37 @@
+//! Moving tensors between places, and waiting for a device. The only operations that copy between
+//! places: every other op runs where its inputs are.
+
+use crate::backend::cuda;
+use crate::error::Result;
+use crate::lod_tensor::LoDTensor;
+use crate::place::Place;
+
+/// The number of CUDA devices. `Unsupported` in a build without CUDA, when no CUDA driver can be
+/// loaded, or when the driver reports no device.
+pub fn cuda_device_count() -> Result<usize> {
+    cuda::device_count()
+}
+
+/// A copy of `x` (elements and LoD) on `place`. Always a new allocation, also when `x` is already
+/// on `place` (use `clone` to share): the result never aliases the input. A copy to the host waits
+/// for the device; a copy to a device is queued on the device's stream.
+pub fn to_place(x: &LoDTensor, place: Place) -> Result<LoDTensor> {
+    x.tensor().place().ensure_usable()?;
+    let tensor = match place {
+        Place::Cpu => match x.tensor().place() {
+            Place::Cpu => x.tensor().copy()?,
+            Place::Cuda(_) => cuda::copy_to_host(x.tensor())?,
+        },
+        Place::Cuda(n) => cuda::copy_to_device(x.tensor(), n)?,
+    };
+    LoDTensor::new(tensor, x.lod().clone())
+}
+
+/// Waits until the work queued on `place` has finished (nothing to wait for on the CPU, whose
+/// ops return when done).
+pub fn synchronize(place: Place) -> Result<()> {
+    match place {
+        Place::Cpu => Ok(()),
+        Place::Cuda(n) => cuda::synchronize(n),
+    }
+}

@@ -1,0 +1,223 @@
+//! The CUDA backend: the place API in every build, the NVRTC compile check of every kernel
+//! (feature `cuda`, no GPU needed), and GPU results equal to CPU results (skipped, with a
+//! message, where no device can be used).
+
+use lodtensor::{cuda_device_count, sequence_expand, sequence_expand_as, synchronize, to_place};
+use lodtensor::{Error, LoDTensor, Lod, Place, Tensor};
+
+fn unsupported(r: lodtensor::Result<impl std::fmt::Debug>) -> String {
+    match r {
+        Err(Error::Unsupported(m)) => m,
+        other => panic!("expected Unsupported, got {other:?}"),
+    }
+}
+
+#[test]
+fn host_copy_is_a_copy_with_the_same_lod() {
+    let x = LoDTensor::from_slice(&[1i32, 2, 3, 4, 5, 6], &[3, 2], vec![vec![0, 1, 1, 3]]).unwrap();
+    let y = to_place(&x, Place::Cpu).unwrap();
+    assert!(!y.tensor().shares_memory_with(x.tensor()));
+    assert_eq!(y.tensor().as_slice::<i32>().unwrap(), &[1, 2, 3, 4, 5, 6]);
+    assert_eq!(y.lod(), x.lod());
+    synchronize(Place::Cpu).unwrap();
+}
+
+/// Without a usable device every CUDA entry is `Unsupported` with a reason, never a panic.
+#[test]
+fn cuda_places_without_a_device_are_unsupported() {
+    if cuda_device_count().is_ok() {
+        eprintln!("a CUDA device is present: the no-device statuses are not checked here");
+        return;
+    }
+    let x = LoDTensor::from_slice(&[1f32, 2.], &[2, 1], vec![vec![0, 2]]).unwrap();
+    assert!(unsupported(cuda_device_count()).contains("cuda"));
+    assert!(unsupported(to_place(&x, Place::Cuda(0))).contains("cuda:0"));
+    assert!(unsupported(synchronize(Place::Cuda(0))).contains("cuda:0"));
+    if !cfg!(feature = "cuda") {
+        assert!(unsupported(cuda_device_count()).contains("without CUDA"));
+    }
+}
+
+/// Every kernel file compiles with NVRTC for sm_90 (compute_90). Needs libnvrtc.so.13 on the
+/// loader path (scripts/test.sh installs it from PyPI and sets LODTENSOR_REQUIRE_NVRTC=1, so a
+/// missing compiler fails there instead of skipping).
+#[cfg(feature = "cuda")]
+#[test]
+fn every_kernel_compiles_with_nvrtc() {
+    match lodtensor::backend::cuda::compile_ptx("compute_90") {
+        Ok(files) => {
+            assert_eq!(files.len(), lodtensor::backend::cuda::KERNEL_SOURCES.len());
+            for (name, ptx_len) in files {
+                assert!(ptx_len > 0, "{name}: empty PTX");
+                eprintln!("nvrtc: {name} -> {ptx_len} bytes of PTX for compute_90");
+            }
+        }
+        Err(Error::Unsupported(m)) if std::env::var_os("LODTENSOR_REQUIRE_NVRTC").is_none() => {
+            eprintln!("skipped: {m} (set LD_LIBRARY_PATH to the nvidia-cuda-nvrtc package's lib dir)");
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// A small deterministic generator (the test needs no seed control beyond reproducibility).
+struct Lcg(u64);
+impl Lcg {
+    fn next(&mut self, n: usize) -> usize {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((self.0 >> 33) as usize) % n.max(1)
+    }
+}
+
+fn gpu_or_skip() -> bool {
+    match cuda_device_count() {
+        Ok(n) => {
+            eprintln!("{n} CUDA device(s): running the GPU checks on cuda:0");
+            true
+        }
+        Err(e) => {
+            // scripts/test-gpu.sh sets this, so that a GPU run cannot pass by skipping.
+            assert!(
+                std::env::var("LODTENSOR_REQUIRE_GPU").map_or(true, |v| v != "1"),
+                "LODTENSOR_REQUIRE_GPU=1, but no usable CUDA device: {e}"
+            );
+            eprintln!("skipped: no usable CUDA device ({e})");
+            false
+        }
+    }
+}
+
+fn bytes_of(t: &LoDTensor) -> Vec<u8> {
+    to_place(t, Place::Cpu).unwrap().tensor().bytes().unwrap().to_vec()
+}
+
+/// The row gather on the device equals the CPU result byte for byte: every word size the kernel
+/// picks (row sizes 1..=48 bytes), rows sliced at odd offsets, empty sequences, large batches.
+#[test]
+fn gpu_row_gathers_equal_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Lcg(7);
+    for case in 0..60 {
+        let seqs = [0, 1, 5, 300, 20_000][case % 5];
+        let width = 1 + rng.next(48);
+        let lengths: Vec<usize> = (0..seqs).map(|_| if rng.next(4) == 0 { 0 } else { rng.next(5) }).collect();
+        let rows = seqs + 1; // one extra row, sliced off the front to shift the source address
+        let data: Vec<u8> = (0..rows * width).map(|i| (i * 31 + case) as u8).collect();
+        let x = Tensor::from_slice(&data, &[rows, width]).unwrap().slice_rows(1..rows).unwrap();
+        let x = LoDTensor::dense(x);
+        let total: usize = lengths.iter().sum();
+        let y = LoDTensor::new(
+            Tensor::zeros(lodtensor::DType::U8, lodtensor::Dim::new(&[total, 1]).unwrap()).unwrap(),
+            if seqs == 0 { Lod::empty() } else { Lod::from_lengths(&[lengths]).unwrap() },
+        )
+        .unwrap();
+        if seqs == 0 {
+            continue;
+        }
+        let want = sequence_expand_as(&x, &y).unwrap();
+        let xd = to_place(&x, Place::Cuda(0)).unwrap();
+        let got = sequence_expand_as(&xd, &y).unwrap();
+        assert_eq!(got.tensor().place(), Place::Cuda(0));
+        assert_eq!(got.lod(), want.lod());
+        assert_eq!(bytes_of(&got), want.tensor().bytes().unwrap(), "case {case}: {seqs} sequences, width {width}");
+        let want = sequence_expand(&x, &y, 0).unwrap();
+        let got = sequence_expand(&xd, &y, 0).unwrap();
+        assert_eq!(bytes_of(&got), want.tensor().bytes().unwrap(), "sequence_expand, case {case}");
+    }
+    synchronize(Place::Cuda(0)).unwrap();
+}
+
+/// The caching allocator hands a freed block back to the next request of its size class.
+#[test]
+fn gpu_blocks_are_reused() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let x = LoDTensor::from_slice(&vec![1f32; 1 << 16], &[1 << 10, 64], vec![]).unwrap();
+    let a = to_place(&x, Place::Cuda(0)).unwrap();
+    let addr = a.tensor().as_ptr();
+    drop(a);
+    let b = to_place(&x, Place::Cuda(0)).unwrap();
+    assert_eq!(b.tensor().as_ptr(), addr);
+    assert_eq!(bytes_of(&b), x.tensor().bytes().unwrap());
+}
+
+/// Unpack (`lod_tensor_to_array`) and `reorder_lod_tensor_by_rank` on the device equal the CPU:
+/// one gather each, the time steps being row slices of one device allocation.
+#[test]
+fn gpu_unpack_and_reorder_equal_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Lcg(11);
+    for case in 0..20 {
+        let seqs = [1, 7, 300, 5000][case % 4];
+        let width = 1 + rng.next(20);
+        let lengths: Vec<usize> = (0..seqs).map(|_| rng.next(6)).collect();
+        let rows: usize = lengths.iter().sum();
+        let data: Vec<f32> = (0..rows * width).map(|i| i as f32 + case as f32).collect();
+        let x =
+            LoDTensor::new(Tensor::from_slice(&data, &[rows, width]).unwrap(), Lod::from_lengths(&[lengths]).unwrap())
+                .unwrap();
+        let table = lodtensor::RankTable::from_lod_tensor(&x, 0).unwrap();
+        let xd = to_place(&x, Place::Cuda(0)).unwrap();
+        let want = lodtensor::lod_tensor_to_array(&x, &table).unwrap();
+        let got = lodtensor::lod_tensor_to_array(&xd, &table).unwrap();
+        assert_eq!(got.len(), want.len());
+        for (g, w) in got.as_slice().iter().zip(want.as_slice()) {
+            assert_eq!(g.tensor().place(), Place::Cuda(0));
+            assert_eq!(g.lod(), w.lod());
+            assert_eq!(bytes_of(g), w.tensor().bytes().unwrap(), "unpack, case {case}");
+        }
+        let want = lodtensor::reorder_lod_tensor_by_rank(&x, &table).unwrap();
+        let got = lodtensor::reorder_lod_tensor_by_rank(&xd, &table).unwrap();
+        assert_eq!(got.lod(), want.lod());
+        assert_eq!(bytes_of(&got), want.tensor().bytes().unwrap(), "reorder, case {case}");
+    }
+}
+
+/// The row gather's bandwidth against a plain device-to-device copy of the same bytes, measured in
+/// the same run (issue 6 asks for 70% or more at sizes that fill the GPU). Ignored in the normal
+/// run; scripts/test-gpu.sh runs it (`-- --ignored --nocapture gpu_gather_bandwidth`).
+#[test]
+#[ignore]
+fn gpu_gather_bandwidth() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let gpu = Place::Cuda(0);
+    let time = |f: &dyn Fn()| {
+        (0..5)
+            .map(|_| {
+                synchronize(gpu).unwrap();
+                let t = std::time::Instant::now();
+                f();
+                synchronize(gpu).unwrap();
+                t.elapsed().as_secs_f64()
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    for (rows, width) in [(1usize << 21, 64usize), (1 << 24, 8), (1 << 18, 1024)] {
+        let dims = lodtensor::Dim::new(&[rows, width]).unwrap();
+        let x = LoDTensor::dense(Tensor::zeros(lodtensor::DType::F32, dims).unwrap());
+        let xd = to_place(&x, gpu).unwrap();
+        let bytes = 2.0 * xd.tensor().nbytes() as f64; // read once, written once
+        let copy = time(&|| drop(to_place(&xd, gpu).unwrap()));
+        // One range per row: the kernel's worst case for its range search.
+        let ones = Lod::from_lengths(&[vec![1; rows]]).unwrap();
+        let y = LoDTensor::new(
+            Tensor::zeros(lodtensor::DType::U8, lodtensor::Dim::new(&[rows, 1]).unwrap()).unwrap(),
+            ones,
+        )
+        .unwrap();
+        let gather = time(&|| drop(sequence_expand_as(&xd, &y).unwrap()));
+        eprintln!(
+            "gather {rows} x {width} f32 ({} MiB): copy {:.0} GB/s, row gather {:.0} GB/s = {:.0}% of copy",
+            xd.tensor().nbytes() >> 20,
+            bytes / copy / 1e9,
+            bytes / gather / 1e9,
+            100.0 * copy / gather
+        );
+    }
+}
