@@ -198,6 +198,30 @@ void test_zero_copy_buffers() {
     CHECK(buffer[5] == 60);
 }
 
+void test_places() {
+    const std::vector<float> data = iota(6);
+    const std::size_t two[] = {2};
+    const std::size_t lengths[] = {4, 2};
+    lt::Tensor x = lt::Tensor::create<float>(data, {6, 1}, lt::Lod::lengths(two, lengths));
+    lt::Tensor c = lt::to_place(x, lt::cpu_place());
+    CHECK(c.data<float>().data() != x.data<float>().data());  // always a copy
+    CHECK(c.data<float>()[5] == 5.0f);
+    CHECK(same<std::size_t>(c.lod_offsets(0), {0, 4, 6}));
+    lt::synchronize(lt::cpu_place());
+    bool have_cuda = true;
+    try {
+        lt::cuda_device_count();
+    } catch (const lt::Error &e) {
+        CHECK(e.status() == LODTENSOR_UNSUPPORTED);
+        have_cuda = false;
+    }
+    if (!have_cuda) {  // without CUDA a device place is UNSUPPORTED, not a crash
+        EXPECT_ERROR(lt::to_place(x, lt::cuda_place(0)), LODTENSOR_UNSUPPORTED, "");
+        EXPECT_ERROR(lt::synchronize(lt::cuda_place(0)), LODTENSOR_UNSUPPORTED, "");
+    }
+    EXPECT_ERROR(lt::to_place(x, lodtensor_place_t{7, 0}), LODTENSOR_INVALID_ARGUMENT, "place");
+}
+
 void test_errors() {
     const std::vector<float> data = iota(10);
     const std::size_t sizes[] = {1};
@@ -238,6 +262,7 @@ int main() {
         test_views_and_pieces();
         test_ownership();
         test_zero_copy_buffers();
+        test_places();
         test_errors();
     } catch (const lt::Error &e) {
         fprintf(stderr, "unexpected lodtensor::Error %d: %s\n", static_cast<int>(e.status()), e.what());

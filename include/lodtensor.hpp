@@ -396,6 +396,25 @@ inline Tensor lod_reset(TensorRef x, TensorRef y, bool append = false) {
     return Tensor(out);
 }
 
+// Places: the host, or CUDA device `id`.
+inline lodtensor_place_t cpu_place() noexcept { return lodtensor_place_t{LODTENSOR_DEVICE_CPU, 0}; }
+inline lodtensor_place_t cuda_place(std::int32_t id) noexcept { return lodtensor_place_t{LODTENSOR_DEVICE_CUDA, id}; }
+
+// A copy of x (elements and LoD) on `place`, always with its own memory.
+inline Tensor to_place(TensorRef x, lodtensor_place_t place) {
+    lodtensor_t *out = nullptr;
+    check(lodtensor_to_place(x.get(), place, &out));
+    return Tensor(out);
+}
+// Waits until the work queued on `place` has finished (the CPU returns at once).
+inline void synchronize(lodtensor_place_t place) { check(lodtensor_synchronize(place)); }
+// The number of CUDA devices; throws UNSUPPORTED in a build without CUDA or without a device.
+inline std::size_t cuda_device_count() {
+    std::size_t n = 0;
+    check(lodtensor_cuda_device_count(&n));
+    return n;
+}
+
 inline const char *version() noexcept { return lodtensor_version(); }
 inline void set_num_threads(std::size_t n) { check(lodtensor_set_num_threads(n)); }
 inline std::size_t num_threads() {

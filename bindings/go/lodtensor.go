@@ -526,3 +526,32 @@ func Data[T Element](t *Tensor) ([]T, error) {
 	runtime.KeepAlive(t)
 	return out, nil
 }
+
+// CPU is the host place; CUDA(id) is CUDA device id.
+var CPU = Place{C.LODTENSOR_DEVICE_CPU, 0}
+
+// CUDA is the place of CUDA device id.
+func CUDA(id int32) Place { return Place{C.LODTENSOR_DEVICE_CUDA, id} }
+
+func (p Place) c() C.lodtensor_place_t {
+	return C.lodtensor_place_t{device_type: C.int32_t(p.DeviceType), device_id: C.int32_t(p.DeviceID)}
+}
+
+// ToPlace is a copy of t (elements and LoD) on place, always with its own memory.
+func (t *Tensor) ToPlace(place Place) (*Tensor, error) {
+	defer runtime.KeepAlive(t)
+	return handleOp(func(out **C.lodtensor_t) C.lodtensor_status_t { return C.lodtensor_to_place(t.c(), place.c(), out) })
+}
+
+// Synchronize waits until the work queued on place has finished (the CPU returns at once).
+func Synchronize(place Place) error {
+	return call(func() C.lodtensor_status_t { return C.lodtensor_synchronize(place.c()) })
+}
+
+// CUDADeviceCount is the number of CUDA devices; an *Error with status Unsupported in a build
+// without CUDA, without a driver or without a device.
+func CUDADeviceCount() (int, error) {
+	var n C.size_t
+	err := call(func() C.lodtensor_status_t { return C.lodtensor_cuda_device_count(&n) })
+	return int(n), err
+}

@@ -177,6 +177,27 @@ func TestErrorsAndClose(t *testing.T) {
 	eq(t, "status name", lt.InvalidLoD.String(), "invalid LoD")
 }
 
+func TestPlaces(t *testing.T) {
+	x := must[*lt.Tensor](t)(lt.NewTensor(iota(6), []int64{6, 1}, lt.Lengths([]int{4, 2})))
+	defer x.Close()
+	c := must[*lt.Tensor](t)(x.ToPlace(lt.CPU))
+	defer c.Close()
+	eq(t, "copy on the CPU", floats(t, c), iota(6))
+	eq(t, "its LoD", must[[]int](t)(c.LoDOffsets(0)), []int{0, 4, 6})
+	w := must[[]float32](t)(lt.MutableView[float32](c))
+	w[0] = 9
+	eq(t, "always a copy", floats(t, x)[0], float32(0))
+	ok(t, lt.Synchronize(lt.CPU))
+	if _, err := lt.CUDADeviceCount(); err != nil {
+		wantError(t, err, lt.Unsupported, "")
+		_, err = x.ToPlace(lt.CUDA(0))
+		wantError(t, err, lt.Unsupported, "")
+		wantError(t, lt.Synchronize(lt.CUDA(0)), lt.Unsupported, "")
+	}
+	_, err := x.ToPlace(lt.Place{DeviceType: 7})
+	wantError(t, err, lt.InvalidArgument, "place")
+}
+
 // Each goroutine's error carries its own message although goroutines share OS threads: the
 // binding holds the thread across a call and its message read.
 func TestErrorMessagesPerGoroutine(t *testing.T) {

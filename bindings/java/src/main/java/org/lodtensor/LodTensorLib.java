@@ -61,6 +61,13 @@ interface LodTensorLib extends Library {
     class PlaceT extends Structure implements Structure.ByValue {
         public int device_type;
         public int device_id;
+
+        PlaceT() {}
+
+        PlaceT(int deviceType, int deviceId) {
+            device_type = deviceType;
+            device_id = deviceId;
+        }
     }
 
     @Structure.FieldOrder({"version", "beam_size", "vocab_size", "start_id", "end_id", "max_length", "min_length",
@@ -126,6 +133,12 @@ interface LodTensorLib extends Library {
                               ReleaseFn release, Pointer userData, PointerByReference out);
 
     void lodtensor_destroy(Pointer t);
+
+    int lodtensor_to_place(Pointer t, PlaceT place, PointerByReference out);
+
+    int lodtensor_synchronize(PlaceT place);
+
+    int lodtensor_cuda_device_count(LongByReference out);
 
     int lodtensor_share(Pointer t, PointerByReference out);
 

@@ -360,6 +360,24 @@ public final class Tensor implements AutoCloseable {
         return out(LIB.lodtensor_lod_reset(ptr(), y.ptr(), null, 0, append, out), out);
     }
 
+    /** A copy (elements and LoD) on a place (deviceType 1 = CPU, 2 = CUDA), always with its own memory. */
+    public Tensor toPlace(int deviceType, int deviceId) {
+        PointerByReference out = new PointerByReference();
+        return out(LIB.lodtensor_to_place(ptr(), new LodTensorLib.PlaceT(deviceType, deviceId), out), out);
+    }
+
+    /** Waits until the work queued on a place has finished (the CPU returns at once). */
+    public static void synchronize(int deviceType, int deviceId) {
+        NativeHandle.check(LIB.lodtensor_synchronize(new LodTensorLib.PlaceT(deviceType, deviceId)));
+    }
+
+    /** The number of CUDA devices; UNSUPPORTED in a build without CUDA, a driver or a device. */
+    public static int cudaDeviceCount() {
+        LongByReference r = new LongByReference();
+        NativeHandle.check(LIB.lodtensor_cuda_device_count(r));
+        return (int) r.getValue();
+    }
+
     // ---- library-wide -------------------------------------------------------------------------
 
     public static String libraryVersion() {

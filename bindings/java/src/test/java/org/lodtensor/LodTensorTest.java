@@ -110,6 +110,30 @@ class LodTensorTest {
     }
 
     @Test
+    void places() {
+        try (Tensor x = Tensor.ofFloats(iota(6), l(6, 1), Lod.lengths(l(4, 2)));
+             Tensor c = x.toPlace(1, 0)) {
+            assertArrayEquals(iota(6), c.toFloatArray());
+            assertArrayEquals(l(0, 4, 6), c.lodOffsets(0));
+            c.view().asFloatBuffer().put(0, 9f);
+            assertEquals(0f, x.toFloatArray()[0]); // always a copy
+            Tensor.synchronize(1, 0);
+            boolean cuda = true;
+            try {
+                Tensor.cudaDeviceCount();
+            } catch (LodTensorException e) {
+                assertEquals(Status.UNSUPPORTED, e.status());
+                cuda = false;
+            }
+            if (!cuda) {
+                expectError(Status.UNSUPPORTED, "", () -> x.toPlace(2, 0));
+                expectError(Status.UNSUPPORTED, "", () -> Tensor.synchronize(2, 0));
+            }
+            expectError(Status.INVALID_ARGUMENT, "place", () -> x.toPlace(7, 0));
+        }
+    }
+
+    @Test
     void sliceSplitMergeReset() {
         try (Tensor x = Tensor.ofFloats(iota(20), l(20, 1),
                 Lod.lengths(l(2, 1), l(2, 2, 3), l(2, 3, 2, 3, 2, 3, 5)));
