@@ -3,11 +3,16 @@
 section() { printf '\n==== %s ====\n' "$*"; }
 
 # ensure_tools CMD:PACKAGE...  installs (apt-get) the Debian PACKAGE of every CMD not on PATH.
-# CI machines are fresh Debian images where we are root; elsewhere sudo is used if present.
+# A CMD starting with / is a file that must exist instead (e.g. a jar). CI machines are fresh
+# Debian images where we are root; elsewhere sudo is used if present.
 ensure_tools() {
   local spec cmd pkg missing=()
   for spec in "$@"; do
     cmd=${spec%%:*} pkg=${spec#*:}
+    if [[ $cmd == /* ]]; then
+      [[ -e $cmd ]] || missing+=("$pkg")
+      continue
+    fi
     command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
   done
   # A C compiler without the C library headers cannot build anything; gcc only recommends them.

@@ -3,7 +3,9 @@
 # exported-symbols and install/consumer checks through CTest:
 #   bash scripts/test.sh
 # Installs cmake, g++, make, valgrind, pkg-config and binutils with apt-get when they are
-# missing. JOBS (default: number of cores) sets build and test parallelism.
+# missing, and for the bindings' tests golang-go, default-jdk-headless, libjna-java and junit5
+# (LODTENSOR_BINDINGS=OFF skips those tests and installs). JOBS (default: number of cores) sets
+# build and test parallelism.
 # Step 5 builds the `cuda` feature (in target/cuda, so the default library stays as it is) and
 # compiles every CUDA kernel with NVRTC, which needs no GPU: libnvrtc.so.13 comes from PyPI's
 # nvidia-cuda-nvrtc, installed into build/nvrtc when missing. LODTENSOR_SKIP_CUDA=1 skips step 5.
@@ -15,10 +17,19 @@ source scripts/lib.sh
 jobs=${JOBS:-$(nproc)}
 
 section "1/5 tools"
+# The bindings' toolchains (Go with cgo, a JDK, JNA and the JUnit 5 console launcher) too, unless
+# LODTENSOR_BINDINGS=OFF; one apt-get run installs whatever is missing.
+bindings=${LODTENSOR_BINDINGS:-ON}
+binding_tools=()
+if [[ $bindings != OFF ]]; then
+  binding_tools=(go:golang-go javac:default-jdk-headless /usr/share/java/jna.jar:libjna-java
+                 /usr/share/java/junit-platform-console-standalone.jar:junit5)
+fi
 ensure_tools cmake:cmake cc:gcc c++:g++ make:make valgrind:valgrind pkg-config:pkg-config \
-             nm:binutils readelf:binutils
+             nm:binutils readelf:binutils "${binding_tools[@]}"
 ensure_cargo
 echo "$(cmake --version | head -n1); $(c++ --version | head -n1); $(valgrind --version); $(cargo --version)"
+[[ $bindings == OFF ]] || echo "$(go version); $(javac -version 2>&1)"
 
 # --release: the same build CMake's cargo step uses, so the library is compiled once.
 section "2/5 Rust tests (cargo test --release)"
@@ -26,7 +37,7 @@ failed=()
 cargo test --release --no-fail-fast || failed+=("Rust tests (cargo test --release)")
 
 section "3/5 build the C API tests (cmake, build/capi)"
-cmake -S capi-tests -B build/capi -DCMAKE_BUILD_TYPE=Debug
+cmake -S capi-tests -B build/capi -DCMAKE_BUILD_TYPE=Debug "-DLODTENSOR_BINDINGS=$bindings"
 cmake --build build/capi -j "$jobs"
 
 section "4/5 run the C API tests (ctest)"

@@ -1,0 +1,3 @@
+module lodtensor.dev/lodtensor
+
+go 1.19

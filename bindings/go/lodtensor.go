@@ -1,0 +1,557 @@
+// Package lodtensor is the Go binding of lodtensor, tensors of variable-length sequences
+// (PaddlePaddle's LoDTensor design), over its C library (liblodtensor, found with pkg-config).
+//
+// Ownership: every *Tensor, *TensorArray and *RankTable owns one C handle and must be closed with
+// Close (idempotent; a finalizer closes forgotten ones, but only as a safety net: memory held by C
+// is invisible to the Go garbage collector). Using a closed value gives an *Error with status
+// NullArgument, never a crash.
+//
+// Errors: a failed call returns an *Error with the library's status and message. Each call locks
+// its goroutine to the OS thread across the C call and the read of the message, which the library
+// keeps per thread.
+//
+// Data: slices passed in are copied (NewTensor); Data copies out. View returns a zero-copy slice
+// over the library's memory, valid only while the tensor (or another handle sharing its memory)
+// is open and its memory is not written through another handle.
+//
+// Threads: as in the C API, any number of goroutines may read one value at once; a call that
+// changes it (SetLoD, ClearLoD, MutableView writes, Close) needs exclusive access.
+package lodtensor
+
+/*
+#cgo pkg-config: lodtensor
+#include <stdlib.h>
+#include <lodtensor.h>
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+)
+
+// Status is a lodtensor_status_t.
+type Status int32
+
+// The status codes of the C API.
+const (
+	OK              Status = C.LODTENSOR_OK
+	NullArgument    Status = C.LODTENSOR_NULL_ARGUMENT
+	InvalidArgument Status = C.LODTENSOR_INVALID_ARGUMENT
+	InvalidLoD      Status = C.LODTENSOR_INVALID_LOD
+	OutOfRange      Status = C.LODTENSOR_OUT_OF_RANGE
+	BufferTooSmall  Status = C.LODTENSOR_BUFFER_TOO_SMALL
+	Unsupported     Status = C.LODTENSOR_UNSUPPORTED
+	OutOfMemory     Status = C.LODTENSOR_OUT_OF_MEMORY
+	Internal        Status = C.LODTENSOR_INTERNAL
+	CallbackFailed  Status = C.LODTENSOR_CALLBACK_FAILED
+)
+
+// String is the library's static name of the status.
+func (s Status) String() string { return C.GoString(C.lodtensor_status_str(C.int32_t(s))) }
+
+// Error is a failed call: its status and the library's message (which argument broke which rule).
+// For CallbackFailed caused by a Go step function's error, Err holds that error (see Unwrap).
+type Error struct {
+	Status  Status
+	Message string
+	Err     error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("lodtensor: %s: %s: %v", e.Status, e.Message, e.Err)
+	}
+	return fmt.Sprintf("lodtensor: %s: %s", e.Status, e.Message)
+}
+
+// Unwrap gives the step function's error behind a CallbackFailed error, if any.
+func (e *Error) Unwrap() error { return e.Err }
+
+// call runs one C call with the goroutine locked to its thread, so that the thread-local error
+// message read afterwards belongs to this call.
+func call(f func() C.lodtensor_status_t) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if s := f(); s != C.LODTENSOR_OK {
+		return lastError(s)
+	}
+	return nil
+}
+
+// lastError builds an *Error; the caller holds the OS thread.
+func lastError(s C.lodtensor_status_t) *Error {
+	return &Error{Status: Status(s), Message: C.GoString(C.lodtensor_last_error_message())}
+}
+
+// Version is the library's version, "MAJOR.MINOR.PATCH".
+func Version() string { return C.GoString(C.lodtensor_version()) }
+
+// SetNumThreads sizes the library's own thread pool (0: the default).
+func SetNumThreads(n int) error {
+	return call(func() C.lodtensor_status_t { return C.lodtensor_set_num_threads(C.size_t(n)) })
+}
+
+// NumThreads is the size of the library's thread pool.
+func NumThreads() (int, error) {
+	var n C.size_t
+	err := call(func() C.lodtensor_status_t { return C.lodtensor_num_threads(&n) })
+	return int(n), err
+}
+
+// SelftestPanic makes the library panic on purpose; it returns an *Error with status Internal.
+func SelftestPanic() error {
+	return call(func() C.lodtensor_status_t { return C.lodtensor_selftest_panic() })
+}
+
+// DType is an element type in DLPack form.
+type DType struct {
+	Code  uint8
+	Bits  uint8
+	Lanes uint16
+}
+
+// The dtypes of the Go element types.
+var (
+	Bool    = DType{C.LODTENSOR_DTYPE_CODE_BOOL, 8, 1}
+	Uint8   = DType{C.LODTENSOR_DTYPE_CODE_UINT, 8, 1}
+	Int8    = DType{C.LODTENSOR_DTYPE_CODE_INT, 8, 1}
+	Int16   = DType{C.LODTENSOR_DTYPE_CODE_INT, 16, 1}
+	Int32   = DType{C.LODTENSOR_DTYPE_CODE_INT, 32, 1}
+	Int64   = DType{C.LODTENSOR_DTYPE_CODE_INT, 64, 1}
+	Float32 = DType{C.LODTENSOR_DTYPE_CODE_FLOAT, 32, 1}
+	Float64 = DType{C.LODTENSOR_DTYPE_CODE_FLOAT, 64, 1}
+)
+
+// Element is a Go type with a lodtensor dtype (bool is one byte, 0 or 1, in both).
+type Element interface {
+	bool | uint8 | int8 | int16 | int32 | int64 | float32 | float64
+}
+
+// DTypeOf is the dtype of T.
+func DTypeOf[T Element]() DType {
+	var zero T
+	switch any(zero).(type) {
+	case bool:
+		return Bool
+	case uint8:
+		return Uint8
+	case int8:
+		return Int8
+	case int16:
+		return Int16
+	case int32:
+		return Int32
+	case int64:
+		return Int64
+	case float32:
+		return Float32
+	default:
+		return Float64
+	}
+}
+
+func (d DType) c() C.lodtensor_dtype_t {
+	return C.lodtensor_dtype_t{code: C.uint8_t(d.Code), bits: C.uint8_t(d.Bits), lanes: C.uint16_t(d.Lanes)}
+}
+
+// Place is where a tensor's elements live: DeviceType 1 = CPU, 2 = CUDA (DeviceID the GPU).
+type Place struct {
+	DeviceType int32
+	DeviceID   int32
+}
+
+// LoD kinds.
+const (
+	LoDOffsets int32 = C.LODTENSOR_LOD_OFFSETS
+	LoDLengths int32 = C.LODTENSOR_LOD_LENGTHS
+)
+
+// LoD is a LoD to give to NewTensor or SetLoD: its levels, top first, as offsets or lengths.
+// The zero value is "no LoD".
+type LoD struct {
+	Kind   int32
+	Levels [][]int
+}
+
+// Lengths is a LoD given as sequence lengths per level.
+func Lengths(levels ...[]int) LoD { return LoD{Kind: LoDLengths, Levels: levels} }
+
+// Offsets is a LoD given as offsets per level (each level starts at 0).
+func Offsets(levels ...[]int) LoD { return LoD{Kind: LoDOffsets, Levels: levels} }
+
+// flat is the C encoding of a LoD: level sizes and all values, in Go memory holding no Go
+// pointers (so it may be passed to C).
+func (l LoD) flat() (sizes, values []C.size_t) {
+	for _, level := range l.Levels {
+		sizes = append(sizes, C.size_t(len(level)))
+		for _, v := range level {
+			values = append(values, C.size_t(v))
+		}
+	}
+	return sizes, values
+}
+
+func ptrOf[T any](s []T) *T {
+	if len(s) == 0 {
+		return nil
+	}
+	return &s[0]
+}
+
+// Tensor is a tensor with a LoD, owning one C handle.
+type Tensor struct {
+	h        *C.lodtensor_t
+	borrowed bool // lent to a step function: never destroyed by Go
+}
+
+func newTensor(h *C.lodtensor_t) *Tensor {
+	t := &Tensor{h: h}
+	runtime.SetFinalizer(t, (*Tensor).Close)
+	return t
+}
+
+// c is the C handle; NULL for a nil or closed tensor (the library then reports NullArgument).
+func (t *Tensor) c() *C.lodtensor_t {
+	if t == nil {
+		return nil
+	}
+	return t.h
+}
+
+// Close destroys the handle (the memory goes when its last handle goes). Calling it again, or on
+// a tensor lent to a step function, does nothing. It always returns nil.
+func (t *Tensor) Close() error {
+	if t == nil || t.h == nil || t.borrowed {
+		return nil
+	}
+	C.lodtensor_destroy(t.h)
+	t.h = nil
+	runtime.SetFinalizer(t, nil)
+	return nil
+}
+
+// take hands the C handle over to the library (a step function's result): t is empty afterwards.
+func (t *Tensor) take() *C.lodtensor_t {
+	if t == nil {
+		return nil
+	}
+	h := t.h
+	if !t.borrowed {
+		t.h = nil
+		runtime.SetFinalizer(t, nil)
+	}
+	return h
+}
+
+// NewTensor creates a host tensor holding a copy of data, with shape dims and a LoD (LoD{} for
+// none).
+func NewTensor[T Element](data []T, dims []int64, lod LoD) (*Tensor, error) {
+	return NewTensorBytes(DTypeOf[T](), dims, unsafe.Pointer(ptrOf(data)), len(data)*int(unsafe.Sizeof(*new(T))), lod)
+}
+
+// NewTensorBytes creates a host tensor of any dtype from nbytes bytes at data (copied).
+func NewTensorBytes(dtype DType, dims []int64, data unsafe.Pointer, nbytes int, lod LoD) (*Tensor, error) {
+	sizes, values := lod.flat()
+	var out *C.lodtensor_t
+	err := call(func() C.lodtensor_status_t {
+		return C.lodtensor_create(dtype.c(), (*C.int64_t)(unsafe.Pointer(ptrOf(dims))), C.size_t(len(dims)), data,
+			C.size_t(nbytes), C.int32_t(lod.Kind), ptrOf(sizes), C.size_t(len(sizes)), ptrOf(values),
+			C.size_t(len(values)), &out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return newTensor(out), nil
+}
+
+// handleOp runs a C call that produces one new tensor handle.
+func handleOp(f func(out **C.lodtensor_t) C.lodtensor_status_t) (*Tensor, error) {
+	var out *C.lodtensor_t
+	if err := call(func() C.lodtensor_status_t { return f(&out) }); err != nil {
+		return nil, err
+	}
+	return newTensor(out), nil
+}
+
+func (t *Tensor) size(f func(*C.lodtensor_t, *C.size_t) C.lodtensor_status_t) (int, error) {
+	var n C.size_t
+	err := call(func() C.lodtensor_status_t { return f(t.c(), &n) })
+	runtime.KeepAlive(t)
+	return int(n), err
+}
+
+// DType is the element type.
+func (t *Tensor) DType() (DType, error) {
+	var d C.lodtensor_dtype_t
+	err := call(func() C.lodtensor_status_t { return C.lodtensor_dtype(t.c(), &d) })
+	runtime.KeepAlive(t)
+	return DType{uint8(d.code), uint8(d.bits), uint16(d.lanes)}, err
+}
+
+// Place is where the elements live.
+func (t *Tensor) Place() (Place, error) {
+	var p C.lodtensor_place_t
+	err := call(func() C.lodtensor_status_t { return C.lodtensor_place(t.c(), &p) })
+	runtime.KeepAlive(t)
+	return Place{int32(p.device_type), int32(p.device_id)}, err
+}
+
+// Dims is the shape.
+func (t *Tensor) Dims() ([]int64, error) {
+	var buf [C.LODTENSOR_MAX_DIMS]C.int64_t
+	var n C.size_t
+	err := call(func() C.lodtensor_status_t {
+		return C.lodtensor_dims(t.c(), &buf[0], C.LODTENSOR_MAX_DIMS, &n)
+	})
+	runtime.KeepAlive(t)
+	if err != nil {
+		return nil, err
+	}
+	dims := make([]int64, int(n))
+	for i := range dims {
+		dims[i] = int64(buf[i])
+	}
+	return dims, nil
+}
+
+// NumEl is the number of elements.
+func (t *Tensor) NumEl() (int, error) {
+	return t.size(func(h *C.lodtensor_t, n *C.size_t) C.lodtensor_status_t { return C.lodtensor_numel(h, n) })
+}
+
+// NBytes is the size of the elements in bytes.
+func (t *Tensor) NBytes() (int, error) {
+	return t.size(func(h *C.lodtensor_t, n *C.size_t) C.lodtensor_status_t { return C.lodtensor_nbytes(h, n) })
+}
+
+// LoDLevels is the number of LoD levels (0 without a LoD).
+func (t *Tensor) LoDLevels() (int, error) {
+	return t.size(func(h *C.lodtensor_t, n *C.size_t) C.lodtensor_status_t {
+		return C.lodtensor_lod_num_levels(h, n)
+	})
+}
+
+// LoDOffsets copies the offsets of one LoD level.
+func (t *Tensor) LoDOffsets(level int) ([]int, error) {
+	var p *C.size_t
+	var n C.size_t
+	var out []int
+	err := call(func() C.lodtensor_status_t {
+		s := C.lodtensor_lod_offsets(t.c(), C.size_t(level), &p, &n)
+		if s == C.LODTENSOR_OK {
+			out = make([]int, int(n))
+			for i, v := range unsafe.Slice(p, int(n)) {
+				out[i] = int(v)
+			}
+		}
+		return s
+	})
+	runtime.KeepAlive(t)
+	return out, err
+}
+
+// LoDLengths copies the sequence lengths of one LoD level.
+func (t *Tensor) LoDLengths(level int) ([]int, error) {
+	offsets, err := t.LoDOffsets(level)
+	if err != nil {
+		return nil, err
+	}
+	lengths := make([]int, len(offsets)-1)
+	for i := range lengths {
+		lengths[i] = offsets[i+1] - offsets[i]
+	}
+	return lengths, nil
+}
+
+// SequenceRows is the row range [begin, end) of sequence index at LoD level level.
+func (t *Tensor) SequenceRows(level, index int) (begin, end int, err error) {
+	var b, e C.size_t
+	err = call(func() C.lodtensor_status_t {
+		return C.lodtensor_sequence_rows(t.c(), C.size_t(level), C.size_t(index), &b, &e)
+	})
+	runtime.KeepAlive(t)
+	return int(b), int(e), err
+}
+
+// SetLoD replaces the LoD (validated first; on failure the old one stays).
+func (t *Tensor) SetLoD(lod LoD) error {
+	sizes, values := lod.flat()
+	err := call(func() C.lodtensor_status_t {
+		return C.lodtensor_set_lod(t.c(), C.int32_t(lod.Kind), ptrOf(sizes), C.size_t(len(sizes)), ptrOf(values),
+			C.size_t(len(values)))
+	})
+	runtime.KeepAlive(t)
+	return err
+}
+
+// ClearLoD removes every LoD level.
+func (t *Tensor) ClearLoD() error {
+	err := call(func() C.lodtensor_status_t { return C.lodtensor_clear_lod(t.c()) })
+	runtime.KeepAlive(t)
+	return err
+}
+
+// Share is a new handle on the same memory and LoD (no copy).
+func (t *Tensor) Share() (*Tensor, error) {
+	defer runtime.KeepAlive(t)
+	return handleOp(func(out **C.lodtensor_t) C.lodtensor_status_t { return C.lodtensor_share(t.c(), out) })
+}
+
+// Copy is a new tensor with its own copy of the elements.
+func (t *Tensor) Copy() (*Tensor, error) {
+	defer runtime.KeepAlive(t)
+	return handleOp(func(out **C.lodtensor_t) C.lodtensor_status_t { return C.lodtensor_copy(t.c(), out) })
+}
+
+// Slice is sequences [begin, end) of LoD level level, sharing t's memory.
+func (t *Tensor) Slice(level, begin, end int) (*Tensor, error) {
+	defer runtime.KeepAlive(t)
+	return handleOp(func(out **C.lodtensor_t) C.lodtensor_status_t {
+		return C.lodtensor_slice(t.c(), C.size_t(level), C.size_t(begin), C.size_t(end), out)
+	})
+}
+
+// Split cuts the batch into at most numPieces pieces of whole top-level sequences, sharing t's
+// memory.
+func (t *Tensor) Split(numPieces int) ([]*Tensor, error) {
+	defer runtime.KeepAlive(t)
+	if numPieces <= 0 {
+		numPieces = 0
+	}
+	// Go memory holding C pointers (not Go pointers) may be passed to C.
+	raw := make([]*C.lodtensor_t, numPieces)
+	var count C.size_t
+	err := call(func() C.lodtensor_status_t {
+		return C.lodtensor_split(t.c(), C.size_t(numPieces), ptrOf(raw), C.size_t(numPieces), &count)
+	})
+	if err != nil {
+		return nil, err
+	}
+	pieces := make([]*Tensor, int(count))
+	for i, h := range raw[:int(count)] {
+		pieces[i] = newTensor(h)
+	}
+	return pieces, nil
+}
+
+// Merge concatenates tensors along rows (their LoD levels appended) into a new tensor.
+func Merge(tensors ...*Tensor) (*Tensor, error) {
+	defer runtime.KeepAlive(tensors)
+	raw := make([]*C.lodtensor_t, len(tensors))
+	for i, t := range tensors {
+		raw[i] = t.c()
+	}
+	return handleOp(func(out **C.lodtensor_t) C.lodtensor_status_t {
+		return C.lodtensor_merge(ptrOf(raw), C.size_t(len(tensors)), out)
+	})
+}
+
+// LoDReset is a new handle on t's memory whose LoD is the target offsets (append: added below
+// t's LoD).
+func (t *Tensor) LoDReset(target []int64, appendLevel bool) (*Tensor, error) {
+	defer runtime.KeepAlive(t)
+	return handleOp(func(out **C.lodtensor_t) C.lodtensor_status_t {
+		return C.lodtensor_lod_reset(t.c(), nil, (*C.int64_t)(unsafe.Pointer(ptrOf(target))), C.size_t(len(target)),
+			C.bool(appendLevel), out)
+	})
+}
+
+// LoDResetFrom is LoDReset taking the target from y (its LoD, or its int32/int64 elements).
+func (t *Tensor) LoDResetFrom(y *Tensor, appendLevel bool) (*Tensor, error) {
+	defer runtime.KeepAlive(t)
+	defer runtime.KeepAlive(y)
+	return handleOp(func(out **C.lodtensor_t) C.lodtensor_status_t {
+		return C.lodtensor_lod_reset(t.c(), y.c(), nil, 0, C.bool(appendLevel), out)
+	})
+}
+
+// checkDType fails unless t's dtype is T's; the caller holds the OS thread.
+func checkDType[T Element](t *Tensor) error {
+	d, err := t.DType()
+	if err != nil {
+		return err
+	}
+	if d != DTypeOf[T]() {
+		return &Error{Status: InvalidArgument, Message: fmt.Sprintf("the tensor's dtype %v is not the Go type's %v", d, DTypeOf[T]())}
+	}
+	return nil
+}
+
+// View is a zero-copy slice over t's elements. It is valid only while t (or another handle on
+// the same memory) is open: keep t reachable (runtime.KeepAlive) while using the slice, and do
+// not use it after Close. Writes through other handles on the memory are visible in it.
+func View[T Element](t *Tensor) ([]T, error) {
+	if err := checkDType[T](t); err != nil {
+		return nil, err
+	}
+	var p unsafe.Pointer
+	err := call(func() C.lodtensor_status_t { return C.lodtensor_data(t.c(), &p) })
+	if err != nil {
+		return nil, err
+	}
+	n, err := t.NumEl()
+	if err != nil {
+		return nil, err
+	}
+	return unsafe.Slice((*T)(p), n), nil
+}
+
+// MutableView is View for writing: writes are seen by every handle sharing t's memory. Same
+// lifetime rule as View.
+func MutableView[T Element](t *Tensor) ([]T, error) {
+	if err := checkDType[T](t); err != nil {
+		return nil, err
+	}
+	var p unsafe.Pointer
+	err := call(func() C.lodtensor_status_t { return C.lodtensor_data_mut(t.c(), &p) })
+	if err != nil {
+		return nil, err
+	}
+	n, err := t.NumEl()
+	if err != nil {
+		return nil, err
+	}
+	return unsafe.Slice((*T)(p), n), nil
+}
+
+// Data copies t's elements into a new Go slice.
+func Data[T Element](t *Tensor) ([]T, error) {
+	view, err := View[T](t)
+	if err != nil {
+		return nil, err
+	}
+	out := append([]T(nil), view...)
+	runtime.KeepAlive(t)
+	return out, nil
+}
+
+// CPU is the host place; CUDA(id) is CUDA device id.
+var CPU = Place{C.LODTENSOR_DEVICE_CPU, 0}
+
+// CUDA is the place of CUDA device id.
+func CUDA(id int32) Place { return Place{C.LODTENSOR_DEVICE_CUDA, id} }
+
+func (p Place) c() C.lodtensor_place_t {
+	return C.lodtensor_place_t{device_type: C.int32_t(p.DeviceType), device_id: C.int32_t(p.DeviceID)}
+}
+
+// ToPlace is a copy of t (elements and LoD) on place, always with its own memory.
+func (t *Tensor) ToPlace(place Place) (*Tensor, error) {
+	defer runtime.KeepAlive(t)
+	return handleOp(func(out **C.lodtensor_t) C.lodtensor_status_t { return C.lodtensor_to_place(t.c(), place.c(), out) })
+}
+
+// Synchronize waits until the work queued on place has finished (the CPU returns at once).
+func Synchronize(place Place) error {
+	return call(func() C.lodtensor_status_t { return C.lodtensor_synchronize(place.c()) })
+}
+
+// CUDADeviceCount is the number of CUDA devices; an *Error with status Unsupported in a build
+// without CUDA, without a driver or without a device.
+func CUDADeviceCount() (int, error) {
+	var n C.size_t
+	err := call(func() C.lodtensor_status_t { return C.lodtensor_cuda_device_count(&n) })
+	return int(n), err
+}

@@ -1,0 +1,512 @@
+package lodtensor_test
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	lt "lodtensor.dev/lodtensor"
+)
+
+// must fails the test on an error and returns the value.
+func must[T any](t *testing.T) func(v T, err error) T {
+	return func(v T, err error) T {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("unexpected error: %v", err)
+		}
+		return v
+	}
+}
+
+func ok(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("unexpected error: %v", err)
+	}
+}
+
+func eq(t *testing.T, what string, got, want any) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s: got %v, want %v", what, got, want)
+	}
+}
+
+// wantError checks that err is an *lt.Error with the status and a message containing substr.
+func wantError(t *testing.T, err error, status lt.Status, substr string) {
+	t.Helper()
+	var e *lt.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("got %v, want an *lt.Error with status %v", err, status)
+	}
+	if e.Status != status || !strings.Contains(e.Message, substr) {
+		t.Errorf("got status %v message %q, want %v containing %q", e.Status, e.Message, status, substr)
+	}
+}
+
+func floats(t *testing.T, x *lt.Tensor) []float32 { return must[[]float32](t)(lt.Data[float32](x)) }
+
+func iota(n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(i)
+	}
+	return v
+}
+
+func TestCreateAndRead(t *testing.T) {
+	// Spec §1.2: lengths [[2,1],[2,2,3]] are offsets [[0,2,3],[0,2,4,7]], shape [7, 2].
+	x := must[*lt.Tensor](t)(lt.NewTensor(iota(14), []int64{7, 2}, lt.Lengths([]int{2, 1}, []int{2, 2, 3})))
+	defer x.Close()
+	eq(t, "dims", must[[]int64](t)(x.Dims()), []int64{7, 2})
+	eq(t, "numel", must[int](t)(x.NumEl()), 14)
+	eq(t, "nbytes", must[int](t)(x.NBytes()), 56)
+	eq(t, "dtype", must[lt.DType](t)(x.DType()), lt.Float32)
+	eq(t, "place", must[lt.Place](t)(x.Place()), lt.Place{DeviceType: 1, DeviceID: 0})
+	eq(t, "levels", must[int](t)(x.LoDLevels()), 2)
+	eq(t, "level 0", must[[]int](t)(x.LoDOffsets(0)), []int{0, 2, 3})
+	eq(t, "level 1", must[[]int](t)(x.LoDOffsets(1)), []int{0, 2, 4, 7})
+	eq(t, "lengths", must[[]int](t)(x.LoDLengths(1)), []int{2, 2, 3})
+	b, e, err := x.SequenceRows(0, 1)
+	ok(t, err)
+	eq(t, "rows of paragraph 1", []int{b, e}, []int{4, 7})
+	eq(t, "data", floats(t, x), iota(14))
+
+	// Zero-copy views: a write through one handle is seen through a share, not a copy.
+	share := must[*lt.Tensor](t)(x.Share())
+	defer share.Close()
+	cp := must[*lt.Tensor](t)(x.Copy())
+	defer cp.Close()
+	w := must[[]float32](t)(lt.MutableView[float32](x))
+	w[0] = 42
+	runtime.KeepAlive(x)
+	eq(t, "share sees the write", floats(t, share)[0], float32(42))
+	eq(t, "copy does not", floats(t, cp)[0], float32(0))
+
+	ok(t, x.SetLoD(lt.Offsets([]int{0, 7})))
+	eq(t, "new LoD", must[[]int](t)(x.LoDOffsets(0)), []int{0, 7})
+	ok(t, x.ClearLoD())
+	eq(t, "no LoD", must[int](t)(x.LoDLevels()), 0)
+
+	// Other element types.
+	ints := must[*lt.Tensor](t)(lt.NewTensor([]int64{5, -6, 7}, []int64{3}, lt.LoD{}))
+	defer ints.Close()
+	eq(t, "int64", must[[]int64](t)(lt.Data[int64](ints)), []int64{5, -6, 7})
+	flags := must[*lt.Tensor](t)(lt.NewTensor([]bool{true, false}, []int64{2}, lt.LoD{}))
+	defer flags.Close()
+	eq(t, "bool", must[[]bool](t)(lt.Data[bool](flags)), []bool{true, false})
+	empty := must[*lt.Tensor](t)(lt.NewTensor([]float32{}, []int64{0, 2}, lt.LoD{}))
+	defer empty.Close()
+	eq(t, "empty dims", must[[]int64](t)(empty.Dims()), []int64{0, 2})
+	eq(t, "empty data", len(floats(t, empty)), 0)
+	_, err = lt.Data[float64](ints)
+	wantError(t, err, lt.InvalidArgument, "dtype")
+}
+
+func TestSliceSplitMergeReset(t *testing.T) {
+	// Spec §1.5: paragraph 1 of a 3-level LoD starts at row 10.
+	x := must[*lt.Tensor](t)(lt.NewTensor(iota(20), []int64{20, 1},
+		lt.Lengths([]int{2, 1}, []int{2, 2, 3}, []int{2, 3, 2, 3, 2, 3, 5})))
+	defer x.Close()
+	s := must[*lt.Tensor](t)(x.Slice(0, 1, 2))
+	defer s.Close()
+	eq(t, "slice level 2", must[[]int](t)(s.LoDOffsets(2)), []int{0, 2, 5, 10})
+	eq(t, "slice data", floats(t, s)[0], float32(10))
+
+	// Spec §1.8: split into 2 pieces and merge back.
+	batch := must[*lt.Tensor](t)(lt.NewTensor(iota(20), []int64{20, 1},
+		lt.Lengths([]int{2, 2, 1, 1}, []int{1, 5, 2, 5, 2, 5})))
+	defer batch.Close()
+	pieces := must[[]*lt.Tensor](t)(batch.Split(2))
+	eq(t, "pieces", len(pieces), 2)
+	eq(t, "piece 0", must[[]int](t)(pieces[0].LoDOffsets(1)), []int{0, 1, 6, 8, 13})
+	eq(t, "piece 1", must[[]int](t)(pieces[1].LoDOffsets(0)), []int{0, 1, 2})
+	merged := must[*lt.Tensor](t)(lt.Merge(pieces...))
+	defer merged.Close()
+	eq(t, "merged LoD", must[[]int](t)(merged.LoDOffsets(0)), []int{0, 2, 4, 5, 6})
+	eq(t, "merged data", floats(t, merged), iota(20))
+	for _, p := range pieces {
+		p.Close()
+	}
+
+	// Spec §1.11: lod_reset.
+	plain := must[*lt.Tensor](t)(lt.NewTensor(iota(10), []int64{10, 1}, lt.LoD{}))
+	defer plain.Close()
+	r := must[*lt.Tensor](t)(plain.LoDReset([]int64{0, 7, 10}, false))
+	defer r.Close()
+	eq(t, "reset", must[[]int](t)(r.LoDOffsets(0)), []int{0, 7, 10})
+	r2 := must[*lt.Tensor](t)(plain.LoDResetFrom(r, false))
+	defer r2.Close()
+	eq(t, "reset from y", must[[]int](t)(r2.LoDOffsets(0)), []int{0, 7, 10})
+	_, err := plain.LoDReset([]int64{0, 7, 9}, false)
+	wantError(t, err, lt.InvalidLoD, "rows")
+}
+
+func TestErrorsAndClose(t *testing.T) {
+	_, err := lt.NewTensor(iota(10), []int64{10, 1}, lt.Lengths([]int{3, 2, 4}))
+	wantError(t, err, lt.InvalidLoD, "10")
+	_, err = lt.NewTensor(iota(10), []int64{5, 1}, lt.LoD{})
+	wantError(t, err, lt.InvalidArgument, "data_len")
+	x := must[*lt.Tensor](t)(lt.NewTensor(iota(10), []int64{10, 1}, lt.Lengths([]int{3, 2, 5})))
+	_, err = x.Slice(0, 2, 2)
+	wantError(t, err, lt.OutOfRange, "begin")
+	if err == nil || !strings.Contains(err.Error(), "out of range") {
+		t.Errorf("Error() should name the status: %v", err)
+	}
+	wantError(t, lt.SelftestPanic(), lt.Internal, "panic")
+
+	// Close is idempotent; a closed tensor is a NullArgument error, not a crash.
+	ok(t, x.Close())
+	ok(t, x.Close())
+	_, err = x.NumEl()
+	wantError(t, err, lt.NullArgument, "t")
+	var nilTensor *lt.Tensor
+	_, err = nilTensor.Dims()
+	wantError(t, err, lt.NullArgument, "t")
+	ok(t, nilTensor.Close())
+
+	eq(t, "version", lt.Version(), "0.1.0")
+	ok(t, lt.SetNumThreads(2))
+	eq(t, "threads", must[int](t)(lt.NumThreads()), 2)
+	ok(t, lt.SetNumThreads(0))
+	eq(t, "status name", lt.InvalidLoD.String(), "invalid LoD")
+}
+
+func TestPlaces(t *testing.T) {
+	x := must[*lt.Tensor](t)(lt.NewTensor(iota(6), []int64{6, 1}, lt.Lengths([]int{4, 2})))
+	defer x.Close()
+	c := must[*lt.Tensor](t)(x.ToPlace(lt.CPU))
+	defer c.Close()
+	eq(t, "copy on the CPU", floats(t, c), iota(6))
+	eq(t, "its LoD", must[[]int](t)(c.LoDOffsets(0)), []int{0, 4, 6})
+	w := must[[]float32](t)(lt.MutableView[float32](c))
+	w[0] = 9
+	eq(t, "always a copy", floats(t, x)[0], float32(0))
+	ok(t, lt.Synchronize(lt.CPU))
+	if _, err := lt.CUDADeviceCount(); err != nil {
+		wantError(t, err, lt.Unsupported, "")
+		_, err = x.ToPlace(lt.CUDA(0))
+		wantError(t, err, lt.Unsupported, "")
+		wantError(t, lt.Synchronize(lt.CUDA(0)), lt.Unsupported, "")
+	}
+	_, err := x.ToPlace(lt.Place{DeviceType: 7})
+	wantError(t, err, lt.InvalidArgument, "place")
+}
+
+// Each goroutine's error carries its own message although goroutines share OS threads: the
+// binding holds the thread across a call and its message read.
+func TestErrorMessagesPerGoroutine(t *testing.T) {
+	x := must[*lt.Tensor](t)(lt.NewTensor(iota(10), []int64{10, 1}, lt.Lengths([]int{3, 2, 5})))
+	defer x.Close()
+	var wg sync.WaitGroup
+	failures := make(chan string, 64)
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				level := 1 + (g+i)%7
+				_, err := x.LoDOffsets(level)
+				var e *lt.Error
+				if !errors.As(err, &e) || !strings.Contains(e.Message, fmt.Sprintf("%d is out of range", level)) {
+					failures <- fmt.Sprintf("goroutine %d: level %d gave %v", g, level, err)
+					return
+				}
+				runtime.Gosched()
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(failures)
+	for f := range failures {
+		t.Error(f)
+	}
+}
+
+func TestSequenceOps(t *testing.T) {
+	// Spec §2.1 case 1.
+	x := must[*lt.Tensor](t)(lt.NewTensor([]float32{1, 2, 3, 4}, []int64{4, 1}, lt.Offsets([]int{0, 2, 4})))
+	defer x.Close()
+	y := must[*lt.Tensor](t)(lt.NewTensor(make([]float32, 8), []int64{8, 1},
+		lt.Offsets([]int{0, 2, 4}, []int{0, 3, 6, 7, 8})))
+	defer y.Close()
+	e := must[*lt.Tensor](t)(lt.SequenceExpand(x, y, 0))
+	defer e.Close()
+	eq(t, "expand", floats(t, e), []float32{1, 2, 1, 2, 3, 4, 3, 4})
+	eq(t, "expand LoD", must[[]int](t)(e.LoDOffsets(0)), []int{0, 2, 4, 6, 8})
+
+	// Spec §2.2.
+	rows := must[*lt.Tensor](t)(lt.NewTensor([]float32{1, 2, 3, 4}, []int64{4, 1}, lt.LoD{}))
+	defer rows.Close()
+	y2 := must[*lt.Tensor](t)(lt.NewTensor(make([]float32, 8), []int64{8, 1}, lt.Offsets([]int{0, 3, 6, 7, 8})))
+	defer y2.Close()
+	ea := must[*lt.Tensor](t)(lt.SequenceExpandAs(rows, y2))
+	defer ea.Close()
+	eq(t, "expand_as", floats(t, ea), []float32{1, 1, 1, 2, 2, 2, 3, 4})
+
+	// Spec §6 pool: lod [[0,2,5,7,7]], X [1,3,2,4,6,5,1].
+	p := must[*lt.Tensor](t)(lt.NewTensor([]float32{1, 3, 2, 4, 6, 5, 1}, []int64{7, 1}, lt.Offsets([]int{0, 2, 5, 7, 7})))
+	defer p.Close()
+	for _, c := range []struct {
+		pool lt.PoolType
+		want []float32
+	}{{lt.PoolSum, []float32{4, 12, 6, 0}}, {lt.PoolAverage, []float32{2, 4, 3, 0}}, {lt.PoolMax, []float32{3, 6, 5, 0}},
+		{lt.PoolFirst, []float32{1, 2, 5, 0}}, {lt.PoolLast, []float32{3, 6, 1, 0}}} {
+		out, idx, err := lt.SequencePool(p, c.pool, 0)
+		ok(t, err)
+		eq(t, fmt.Sprint("pool ", c.pool), floats(t, out), c.want)
+		if c.pool == lt.PoolMax {
+			eq(t, "max index", must[[]int32](t)(lt.Data[int32](idx)), []int32{1, 4, 5, -1})
+		} else if idx != nil {
+			t.Errorf("pool %d: unexpected max index", c.pool)
+		}
+		out.Close()
+		idx.Close()
+	}
+	first := must[*lt.Tensor](t)(lt.SequenceFirstStep(p))
+	defer first.Close()
+	eq(t, "first step", floats(t, first), []float32{1, 2, 5, 0})
+	last := must[*lt.Tensor](t)(lt.SequenceLastStep(p))
+	defer last.Close()
+	eq(t, "last step", floats(t, last), []float32{3, 6, 1, 0})
+	_, _, err := lt.SequencePool(p, 99, 0)
+	wantError(t, err, lt.InvalidArgument, "pool_type")
+
+	// pad and unpad (plain expectations).
+	zero := must[*lt.Tensor](t)(lt.NewTensor([]float32{0}, []int64{1}, lt.LoD{}))
+	defer zero.Close()
+	padded, length, err := lt.SequencePad(p, zero, -1)
+	ok(t, err)
+	defer padded.Close()
+	defer length.Close()
+	eq(t, "padded dims", must[[]int64](t)(padded.Dims()), []int64{4, 3, 1})
+	eq(t, "padded", floats(t, padded), []float32{1, 3, 0, 2, 4, 6, 5, 1, 0, 0, 0, 0})
+	eq(t, "lengths", must[[]int64](t)(lt.Data[int64](length)), []int64{2, 3, 2, 0})
+	unpadded := must[*lt.Tensor](t)(lt.SequenceUnpad(padded, length))
+	defer unpadded.Close()
+	eq(t, "unpadded", floats(t, unpadded), []float32{1, 3, 2, 4, 6, 5, 1})
+
+	// scatter: out[i][ids[p]] += updates[p].
+	sx := must[*lt.Tensor](t)(lt.NewTensor([]float32{0, 0, 0, 10, 10, 10}, []int64{2, 3}, lt.LoD{}))
+	defer sx.Close()
+	ids := must[*lt.Tensor](t)(lt.NewTensor([]int64{0, 2, 1, 1}, []int64{4, 1}, lt.Lengths([]int{2, 2})))
+	defer ids.Close()
+	upd := must[*lt.Tensor](t)(lt.NewTensor([]float32{1, 2, 3, 4}, []int64{4, 1}, lt.Lengths([]int{2, 2})))
+	defer upd.Close()
+	sc := must[*lt.Tensor](t)(lt.SequenceScatter(sx, ids, upd))
+	defer sc.Close()
+	eq(t, "scatter", floats(t, sc), []float32{1, 0, 2, 10, 17, 10})
+	ok(t, lt.SequenceScatterInPlace(sx, ids, upd))
+	eq(t, "scatter in place", floats(t, sx), []float32{1, 0, 2, 10, 17, 10})
+	bad := must[*lt.Tensor](t)(lt.NewTensor([]int64{0, 3, 1, 1}, []int64{4, 1}, lt.Lengths([]int{2, 2})))
+	defer bad.Close()
+	_, err = lt.SequenceScatter(sx, bad, upd)
+	wantError(t, err, lt.OutOfRange, "ids")
+}
+
+func TestTensorArrayUnpackPack(t *testing.T) {
+	// Spec §5.3 level_0: lengths [[3,6,1]], values 0..9.
+	x := must[*lt.Tensor](t)(lt.NewTensor(iota(10), []int64{10, 1}, lt.Lengths([]int{3, 6, 1})))
+	defer x.Close()
+	table := must[*lt.RankTable](t)(lt.NewRankTable(x, 0))
+	defer table.Close()
+	eq(t, "table size", must[int](t)(table.Len()), 3)
+	eq(t, "table level", must[int](t)(table.Level()), 0)
+	eq(t, "max len", must[int](t)(table.MaxSequenceLen()), 6)
+	idx, lens, err := table.Items()
+	ok(t, err)
+	eq(t, "indices", idx, []int{1, 0, 2})
+	eq(t, "lengths", lens, []int{6, 3, 1})
+
+	steps := must[*lt.TensorArray](t)(lt.Unpack(x, table))
+	defer steps.Close()
+	eq(t, "steps", must[int](t)(steps.Len()), 6)
+	want := [][]float32{{3, 0, 9}, {4, 1}, {5, 2}, {6}, {7}, {8}}
+	for i, w := range want {
+		s := must[*lt.Tensor](t)(steps.Read(i, false))
+		eq(t, fmt.Sprint("step ", i), floats(t, s), w)
+		s.Close()
+	}
+	back := must[*lt.Tensor](t)(steps.Pack(table))
+	defer back.Close()
+	eq(t, "packed", floats(t, back), iota(10))
+	eq(t, "packed LoD", must[[]int](t)(back.LoDOffsets(0)), []int{0, 3, 9, 10})
+
+	state := must[*lt.Tensor](t)(lt.NewTensor([]float32{100, 101, 102}, []int64{3, 1}, lt.LoD{}))
+	defer state.Close()
+	ranked := must[*lt.Tensor](t)(table.Reorder(state))
+	defer ranked.Close()
+	eq(t, "reorder", floats(t, ranked), []float32{101, 100, 102})
+	shrunk := must[*lt.Tensor](t)(table.ShrinkRNNMemory(ranked, 1))
+	defer shrunk.Close()
+	eq(t, "shrink", floats(t, shrunk), []float32{101, 100})
+
+	arr := must[*lt.TensorArray](t)(lt.NewTensorArray())
+	defer arr.Close()
+	s1 := must[*lt.Tensor](t)(steps.Read(1, true))
+	defer s1.Close()
+	ok(t, arr.Write(1, s1, false))
+	eq(t, "array size", must[int](t)(arr.Len()), 2)
+	cat := must[*lt.Tensor](t)(arr.ToTensor(0, false))
+	defer cat.Close()
+	eq(t, "to_tensor", floats(t, cat), []float32{4, 1})
+	grid := must[*lt.Tensor](t)(lt.NewTensor([]float32{1, 2, 3, 4, 5, 6}, []int64{2, 3}, lt.LoD{}))
+	defer grid.Close()
+	cols := must[*lt.TensorArray](t)(lt.Unstack(grid, 1))
+	defer cols.Close()
+	stacked := must[*lt.Tensor](t)(cols.ToTensor(0, true))
+	defer stacked.Close()
+	eq(t, "unstack/stack", floats(t, stacked), []float32{1, 4, 2, 5, 3, 6})
+	ok(t, arr.Clear())
+	_, err = arr.Read(0, false)
+	wantError(t, err, lt.OutOfRange, "index")
+	ok(t, arr.Close())
+	ok(t, arr.Close())
+	_, err = arr.Len()
+	wantError(t, err, lt.NullArgument, "a")
+	_, err = lt.NewRankTable(x, 1)
+	wantError(t, err, lt.InvalidArgument, "level")
+}
+
+// rnnInput: 5 sequences of 3, 0, 5, 1, 2 rows of width 2, and an initial state per sequence.
+func rnnInput(t *testing.T) (x, init *lt.Tensor, xs, h0 []float32, lens []int) {
+	lens = []int{3, 0, 5, 1, 2}
+	xs = make([]float32, 11*2)
+	for i := range xs {
+		xs[i] = float32(i%7) - 2
+	}
+	h0 = make([]float32, 5*2)
+	for i := range h0 {
+		h0[i] = 10 * float32(i)
+	}
+	x = must[*lt.Tensor](t)(lt.NewTensor(xs, []int64{11, 2}, lt.Lengths(lens)))
+	init = must[*lt.Tensor](t)(lt.NewTensor(h0, []int64{5, 2}, lt.LoD{}))
+	return
+}
+
+func TestDynamicRNNWithGoStep(t *testing.T) {
+	x, init, xs, h0, lens := rnnInput(t)
+	defer x.Close()
+	defer init.Close()
+	// The reference: h_t = h_(t-1) + x_t, output h_t, each sequence alone in a plain loop.
+	var want []float32
+	for s, r := 0, 0; s < len(lens); s++ {
+		h := []float32{h0[2*s], h0[2*s+1]}
+		for i := 0; i < lens[s]; i, r = i+1, r+1 {
+			h[0] += xs[2*r]
+			h[1] += xs[2*r+1]
+			want = append(want, h[0], h[1])
+		}
+	}
+
+	calls := 0
+	var kept *lt.Tensor
+	out, err := lt.DynamicRNN(x, 0, init, func(step int, in, prev *lt.Tensor) (*lt.Tensor, *lt.Tensor, error) {
+		if step != calls {
+			return nil, nil, fmt.Errorf("step %d, expected %d", step, calls)
+		}
+		calls++
+		if kept == nil {
+			kept = in // lent for this call only
+		}
+		a, err := lt.Data[float32](in)
+		if err != nil {
+			return nil, nil, err
+		}
+		b, err := lt.View[float32](prev)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := range a {
+			a[i] += b[i]
+		}
+		o, err := lt.NewTensor(a, []int64{int64(len(a) / 2), 2}, lt.LoD{})
+		return o, nil, err
+	})
+	ok(t, err)
+	defer out.Close()
+	eq(t, "calls", calls, 5)
+	eq(t, "rnn output", floats(t, out), want)
+	eq(t, "rnn LoD", must[[]int](t)(out.LoDOffsets(0)), []int{0, 3, 3, 8, 9, 11})
+	_, err = kept.NumEl()
+	wantError(t, err, lt.NullArgument, "t") // a lent input is emptied after its call
+
+	// Separate output and state (the state a share of the output).
+	out2, err := lt.DynamicRNN(x, 0, init, func(step int, in, prev *lt.Tensor) (*lt.Tensor, *lt.Tensor, error) {
+		a := must[[]float32](t)(lt.Data[float32](in))
+		b := must[[]float32](t)(lt.Data[float32](prev))
+		for i := range a {
+			a[i] += b[i]
+		}
+		o := must[*lt.Tensor](t)(lt.NewTensor(a, []int64{int64(len(a) / 2), 2}, lt.LoD{}))
+		s := must[*lt.Tensor](t)(o.Share())
+		return o, s, nil
+	})
+	ok(t, err)
+	defer out2.Close()
+	eq(t, "rnn output (separate state)", floats(t, out2), want)
+
+	// A Go error stops the loop: CallbackFailed wrapping it.
+	boom := errors.New("model failed")
+	calls = 0
+	_, err = lt.DynamicRNN(x, 0, init, func(step int, in, prev *lt.Tensor) (*lt.Tensor, *lt.Tensor, error) {
+		calls++
+		if step == 1 {
+			return nil, nil, boom
+		}
+		s, err := in.Share()
+		return s, nil, err
+	})
+	wantError(t, err, lt.CallbackFailed, "step 1")
+	if !errors.Is(err, boom) {
+		t.Errorf("the step function's error is not wrapped: %v", err)
+	}
+	eq(t, "calls before the error", calls, 2)
+
+	// Returning a lent input is refused by the driver.
+	_, err = lt.DynamicRNN(x, 0, init, func(step int, in, prev *lt.Tensor) (*lt.Tensor, *lt.Tensor, error) {
+		return in, nil, nil
+	})
+	wantError(t, err, lt.InvalidArgument, "borrowed")
+
+	// A panic comes back out in the calling goroutine.
+	func() {
+		defer func() {
+			if r := recover(); r != "step panic" {
+				t.Errorf("recovered %v, want the step function's panic", r)
+			}
+		}()
+		_, _ = lt.DynamicRNN(x, 0, init, func(step int, in, prev *lt.Tensor) (*lt.Tensor, *lt.Tensor, error) {
+			panic("step panic")
+		})
+		t.Error("DynamicRNN returned after a panic")
+	}()
+
+	// The driver's own checks.
+	_, err = lt.DynamicRNN(x, 2, init, func(int, *lt.Tensor, *lt.Tensor) (*lt.Tensor, *lt.Tensor, error) {
+		return nil, nil, nil
+	})
+	wantError(t, err, lt.InvalidArgument, "level")
+	_, err = lt.DynamicRNN(x, 0, nil, func(int, *lt.Tensor, *lt.Tensor) (*lt.Tensor, *lt.Tensor, error) {
+		return nil, nil, nil
+	})
+	wantError(t, err, lt.NullArgument, "init_state")
+}
+
+// Forgotten tensors are freed by the finalizer (the safety net): run under valgrind-free Go, this
+// only checks that finalizers and explicit Close do not double-free.
+func TestFinalizerSafetyNet(t *testing.T) {
+	for i := 0; i < 100; i++ {
+		x := must[*lt.Tensor](t)(lt.NewTensor(iota(4), []int64{4}, lt.LoD{}))
+		if i%2 == 0 {
+			x.Close()
+		}
+	}
+	runtime.GC()
+	runtime.GC()
+}

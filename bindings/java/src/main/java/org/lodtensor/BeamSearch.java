@@ -1,0 +1,206 @@
+package org.lodtensor;
+
+import com.sun.jna.Pointer;
+import com.sun.jna.ptr.PointerByReference;
+import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+
+/** Beam search: Paddle's beam_search_decode, and a decoder driving a model written in Java. */
+public final class BeamSearch implements AutoCloseable {
+    private static final LodTensorLib LIB = LodTensorLib.INSTANCE;
+
+    /** The decoder's options (see beam_search_decoder_options_t); {@link #defaults()} fills them. */
+    public static final class Options {
+        public long beamSize;
+        public long vocabSize;
+        public long startId;
+        public long endId;
+        public long maxLength;
+        public long minLength;
+        public double lengthPenalty;
+        public long numHypotheses;
+
+        /** The library's defaults (vocabSize 0 must still be set). */
+        public static Options defaults() {
+            LodTensorLib.DecoderOptionsT c = new LodTensorLib.DecoderOptionsT();
+            NativeHandle.check(LIB.beam_search_decoder_options_init(c));
+            c.read();
+            Options o = new Options();
+            o.beamSize = c.beam_size;
+            o.vocabSize = c.vocab_size;
+            o.startId = c.start_id;
+            o.endId = c.end_id;
+            o.maxLength = c.max_length;
+            o.minLength = c.min_length;
+            o.lengthPenalty = c.length_penalty;
+            o.numHypotheses = c.num_hypotheses;
+            return o;
+        }
+    }
+
+    /** What a decoder callback sees at one step (copied; the log-probs buffer is not). */
+    public record StepInfo(long step, int numSources, long[] sourceOffsets, long[] ids, long[] parentIdx,
+                           float[] scores, int vocabSize) {
+        public int numPrefixes() {
+            return ids.length;
+        }
+    }
+
+    /**
+     * A decoder callback: the step function fills {@code logProbs} (numPrefixes x vocabSize,
+     * row-major, a view of the library's memory valid only during the call) with the next-token
+     * log-probabilities; the edit function may then change them. Anything thrown stops decoding;
+     * {@link #run} then throws CALLBACK_FAILED with it as the cause.
+     */
+    @FunctionalInterface
+    public interface Model {
+        void apply(StepInfo info, FloatBuffer logProbs) throws Exception;
+    }
+
+    /** Sentences and their scores; closing it closes both. */
+    public record Result(Tensor ids, Tensor scores) implements AutoCloseable {
+        @Override
+        public void close() {
+            ids.close();
+            scores.close();
+        }
+    }
+
+    private final NativeHandle handle;
+    private final Cleaner.Cleanable cleanable;
+
+    private BeamSearch(Pointer p) {
+        handle = new NativeHandle(p, LIB::beam_search_decoder_destroy);
+        cleanable = NativeHandle.CLEANER.register(this, handle);
+    }
+
+    /** A decoder with these options. Immutable: any number of threads may run it at once. */
+    public static BeamSearch decoder(Options o) {
+        LodTensorLib.DecoderOptionsT c = new LodTensorLib.DecoderOptionsT();
+        NativeHandle.check(LIB.beam_search_decoder_options_init(c));
+        c.read();
+        c.beam_size = o.beamSize;
+        c.vocab_size = o.vocabSize;
+        c.start_id = o.startId;
+        c.end_id = o.endId;
+        c.max_length = o.maxLength;
+        c.min_length = o.minLength;
+        c.length_penalty = o.lengthPenalty;
+        c.num_hypotheses = o.numHypotheses;
+        c.write();
+        PointerByReference out = new PointerByReference();
+        NativeHandle.check(LIB.beam_search_decoder_create(c, out));
+        return new BeamSearch(out.getValue());
+    }
+
+    @Override
+    public void close() {
+        cleanable.clean();
+    }
+
+    /**
+     * Decodes numSources sentences around the model (edit may be null): the best sentences per
+     * source (int64 ids, LoD [source -> sentences, sentence -> tokens], best first, without the
+     * start token) and their float32 scores.
+     */
+    public Result run(long numSources, Model step, Model edit) {
+        Throwable[] thrown = new Throwable[1];
+        LodTensorLib.BeamStepFn stepFn = step == null ? null : adapt(step, thrown);
+        LodTensorLib.BeamStepFn editFn = edit == null ? null : adapt(edit, thrown);
+        PointerByReference ids = new PointerByReference();
+        PointerByReference scores = new PointerByReference();
+        int status = LIB.beam_search_decoder_run(handle.get(), numSources, stepFn, editFn, null, ids, scores);
+        Reference.reachabilityFence(stepFn);
+        Reference.reachabilityFence(editFn);
+        if (status != 0) {
+            String message = LIB.lodtensor_last_error_message();
+            if (thrown[0] instanceof Error e) {
+                throw e;
+            }
+            throw new LodTensorException(Status.of(status), message, thrown[0]);
+        }
+        return new Result(Tensor.adopt(ids.getValue()), Tensor.adopt(scores.getValue()));
+    }
+
+    private static LodTensorLib.BeamStepFn adapt(Model model, Throwable[] thrown) {
+        return (infoPtr, logProbs, userData) -> {
+            try {
+                LodTensorLib.StepInfoT c = new LodTensorLib.StepInfoT(infoPtr);
+                int p = (int) c.num_prefixes;
+                int v = (int) c.vocab_size;
+                StepInfo info = new StepInfo(c.step, (int) c.num_sources,
+                        c.source_offsets.getLongArray(0, (int) c.num_sources + 1),
+                        p == 0 ? new long[0] : c.ids.getLongArray(0, p),
+                        p == 0 ? new long[0] : c.parent_idx.getLongArray(0, p),
+                        p == 0 ? new float[0] : c.scores.getFloatArray(0, p), v);
+                FloatBuffer lp = (long) p * v == 0 ? FloatBuffer.allocate(0)
+                        : logProbs.getByteBuffer(0, 4L * p * v).order(ByteOrder.nativeOrder()).asFloatBuffer();
+                model.apply(info, lp);
+                return 0;
+            } catch (Throwable t) {
+                // Nothing may propagate into the library's frames (JNA would swallow it).
+                thrown[0] = t;
+                return -1;
+            }
+        };
+    }
+
+    /**
+     * One beam-search step's result: the selected ids (int64) and scores with the LoD [source -&gt;
+     * prefix rows, prefix row -&gt; selected], and the prefix row each extends (int32).
+     */
+    public record Selection(Tensor ids, Tensor scores, Tensor parentIdx) implements AutoCloseable {
+        @Override
+        public void close() {
+            ids.close();
+            scores.close();
+            parentIdx.close();
+        }
+    }
+
+    private static Selection selection(int status, PointerByReference a, PointerByReference b, PointerByReference c) {
+        NativeHandle.check(status);
+        return new Selection(Tensor.adopt(a.getValue()), Tensor.adopt(b.getValue()), Tensor.adopt(c.getValue()));
+    }
+
+    /** Paddle's beam_search op. */
+    public static Selection step(Tensor preIds, Tensor preScores, Tensor ids, Tensor scores, long level, long beamSize,
+                                 long endId, boolean isAccumulated) {
+        PointerByReference a = new PointerByReference();
+        PointerByReference b = new PointerByReference();
+        PointerByReference c = new PointerByReference();
+        return selection(LIB.beam_search_step(preIds.ptr(), preScores.ptr(), ids == null ? null : ids.ptr(),
+                scores.ptr(), level, beamSize, endId, isAccumulated, a, b, c), a, b, c);
+    }
+
+    /** Top-k of logProbs, plus the prefix scores, then {@link #step}, in one pass. */
+    public static Selection fusedStep(Tensor preIds, Tensor preScores, Tensor logProbs, long beamSize, long endId) {
+        PointerByReference a = new PointerByReference();
+        PointerByReference b = new PointerByReference();
+        PointerByReference c = new PointerByReference();
+        return selection(LIB.beam_search_fused_step(preIds.ptr(), preScores.ptr(), logProbs.ptr(), beamSize, endId,
+                a, b, c), a, b, c);
+    }
+
+    /** Reorders decoder state: row i is row parentIdx[i] of state. */
+    public static Tensor gatherState(Tensor state, Tensor parentIdx) {
+        PointerByReference out = new PointerByReference();
+        return Tensor.out(LIB.beam_search_gather_state(state.ptr(), parentIdx.ptr(), out), out);
+    }
+
+    /** Backtracks dense [T, B, beam] ids through their parents. */
+    public static Tensor gatherTree(Tensor ids, Tensor parents) {
+        PointerByReference out = new PointerByReference();
+        return Tensor.out(LIB.beam_search_gather_tree(ids.ptr(), parents.ptr(), out), out);
+    }
+
+    /** Paddle's beam_search_decode: backtracks the steps' arrays into beamSize sentences per source. */
+    public static Sequence.Pair decode(TensorArray ids, TensorArray scores, long beamSize, long endId) {
+        PointerByReference a = new PointerByReference();
+        PointerByReference b = new PointerByReference();
+        NativeHandle.check(LIB.beam_search_decode(ids.ptr(), scores.ptr(), beamSize, endId, a, b));
+        return new Sequence.Pair(Tensor.adopt(a.getValue()), Tensor.adopt(b.getValue()));
+    }
+}

@@ -1,0 +1,42 @@
+package org.lodtensor;
+
+import com.sun.jna.ptr.PointerByReference;
+
+/** Dense operations: fill, cast, gather_rows, log_softmax and top-k. Results are new tensors. */
+public final class Ops {
+    private static final LodTensorLib LIB = LodTensorLib.INSTANCE;
+
+    private Ops() {}
+
+    /** A new tensor of dtype and dims with every element value (exactly representable). */
+    public static Tensor fill(DType dtype, long[] dims, double value) {
+        PointerByReference out = new PointerByReference();
+        return Tensor.out(LIB.lodtensor_fill(new LodTensorLib.DTypeT(dtype), dims, dims.length, value, out), out);
+    }
+
+    /** x's elements converted to dtype (Rust's {@code as} rules); the LoD is kept. */
+    public static Tensor cast(Tensor x, DType dtype) {
+        PointerByReference out = new PointerByReference();
+        return Tensor.out(LIB.lodtensor_cast(x.ptr(), new LodTensorLib.DTypeT(dtype), out), out);
+    }
+
+    /** The rows index[0], index[1], ... of x. */
+    public static Tensor gatherRows(Tensor x, Tensor index) {
+        PointerByReference out = new PointerByReference();
+        return Tensor.out(LIB.lodtensor_gather_rows(x.ptr(), index.ptr(), out), out);
+    }
+
+    /** The log-softmax over the last axis. */
+    public static Tensor logSoftmax(Tensor x) {
+        PointerByReference out = new PointerByReference();
+        return Tensor.out(LIB.lodtensor_log_softmax(x.ptr(), out), out);
+    }
+
+    /** The k largest (or smallest) entries of every row of the last axis, sorted: (values, int64 indices). */
+    public static Sequence.Pair topk(Tensor x, long k, boolean largest) {
+        PointerByReference a = new PointerByReference();
+        PointerByReference b = new PointerByReference();
+        NativeHandle.check(LIB.lodtensor_topk(x.ptr(), k, largest, a, b));
+        return new Sequence.Pair(Tensor.adopt(a.getValue()), Tensor.adopt(b.getValue()));
+    }
+}

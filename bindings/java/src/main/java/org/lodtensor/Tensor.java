@@ -1,0 +1,401 @@
+package org.lodtensor;
+
+import com.sun.jna.Memory;
+import com.sun.jna.Native;
+import com.sun.jna.Pointer;
+import com.sun.jna.ptr.LongByReference;
+import com.sun.jna.ptr.PointerByReference;
+import java.lang.ref.Cleaner;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A tensor with a LoD (a dense row-major array plus offsets of variable-length sequences),
+ * owning one C handle. Close it (try-with-resources); a Cleaner frees forgotten ones only as a
+ * safety net. A closed tensor answers every call with a {@link LodTensorException} of status
+ * NULL_ARGUMENT. Data is copied in from Java arrays and copied out to Java arrays; {@link #view()}
+ * is a zero-copy view of the library's memory.
+ *
+ * <p>Threads: any number of threads may read one tensor at once; setLod, clearLod, writing
+ * through {@link #view()} and close need exclusive access. The library's last error message is
+ * per thread, and a Java (platform) thread stays on its OS thread, so errors are read correctly.
+ */
+public final class Tensor implements AutoCloseable {
+    private static final LodTensorLib LIB = LodTensorLib.INSTANCE;
+
+    private final NativeHandle handle;
+    private final Cleaner.Cleanable cleanable;
+
+    private Tensor(Pointer p, boolean owned) {
+        handle = new NativeHandle(p, owned ? LIB::lodtensor_destroy : null);
+        cleanable = owned ? NativeHandle.CLEANER.register(this, handle) : null;
+    }
+
+    /** Takes ownership of a new handle from the library. */
+    static Tensor adopt(Pointer p) {
+        return new Tensor(p, true);
+    }
+
+    /** A tensor lent by the library (a step function's inputs): never destroyed by Java. */
+    static Tensor borrow(Pointer p) {
+        return new Tensor(p, false);
+    }
+
+    static Tensor out(int status, PointerByReference out) {
+        NativeHandle.check(status);
+        return adopt(out.getValue());
+    }
+
+    Pointer ptr() {
+        return handle.get();
+    }
+
+    /** Hands the handle to the library (a step function's result); this tensor is empty afterwards. */
+    Pointer take() {
+        Pointer p = handle.take();
+        if (cleanable != null) {
+            cleanable.clean(); // the handle is gone, so this only unregisters
+        }
+        return p;
+    }
+
+    void forget() {
+        handle.forget();
+    }
+
+    /** Destroys the handle (the memory goes with its last handle). Idempotent. */
+    @Override
+    public void close() {
+        if (cleanable != null) {
+            cleanable.clean();
+        }
+    }
+
+    // ---- creation -----------------------------------------------------------------------------
+
+    /** A host tensor of any dtype from bytes in native order (copied). */
+    public static Tensor create(DType dtype, long[] dims, ByteBuffer data, Lod lod) {
+        int n = data.remaining();
+        Memory m = n == 0 ? null : new Memory(n);
+        if (m != null) {
+            m.getByteBuffer(0, n).put(data.duplicate());
+        }
+        return create(dtype, dims, m, n, lod);
+    }
+
+    /** Direct buffers lent to the library by {@link #wrap}, until their release callback runs. */
+    private static final Map<Long, ByteBuffer> LENT = new ConcurrentHashMap<>();
+    private static final AtomicLong NEXT_LOAN = new AtomicLong(1);
+    // One callback object for every loan, kept reachable for the life of the class.
+    private static final LodTensorLib.ReleaseFn RELEASE =
+            (data, userData) -> LENT.remove(Pointer.nativeValue(userData));
+
+    /**
+     * A tensor over a direct buffer without copying it (zero copy): the buffer's remaining bytes
+     * are the elements (native byte order, aligned to the element size). The library holds the
+     * buffer until the last handle using it (this tensor, its shares, slices and pieces) is
+     * closed; writes through either side are seen by the other.
+     */
+    public static Tensor wrap(DType dtype, long[] dims, ByteBuffer direct, Lod lod) {
+        if (!direct.isDirect()) {
+            throw new LodTensorException(Status.INVALID_ARGUMENT, "wrap: the buffer must be direct");
+        }
+        long loan = NEXT_LOAN.getAndIncrement();
+        ByteBuffer lent = direct.slice();
+        LENT.put(loan, lent);
+        LodTensorLib.PlaceT cpu = new LodTensorLib.PlaceT();
+        cpu.device_type = 1;
+        PointerByReference out = new PointerByReference();
+        int s = LIB.lodtensor_from_buffer(cpu, new LodTensorLib.DTypeT(dtype), dims, dims.length,
+                lent.capacity() == 0 ? null : Native.getDirectBufferPointer(lent), lent.capacity(), lod.kind,
+                lod.levelSizes, lod.levelSizes.length, lod.values, lod.values.length, RELEASE, new Pointer(loan),
+                out);
+        if (s != 0) {
+            LENT.remove(loan); // nothing was taken
+        }
+        return out(s, out);
+    }
+
+    /** How many buffers given to {@link #wrap} the library still holds. */
+    static int lentBuffers() {
+        return LENT.size();
+    }
+
+    private static Tensor create(DType dtype, long[] dims, Pointer data, long nbytes, Lod lod) {
+        PointerByReference out = new PointerByReference();
+        int s = LIB.lodtensor_create(new LodTensorLib.DTypeT(dtype), dims, dims.length, data, nbytes, lod.kind,
+                lod.levelSizes, lod.levelSizes.length, lod.values, lod.values.length, out);
+        return out(s, out);
+    }
+
+    private static Memory memory(long nbytes) {
+        return nbytes == 0 ? null : new Memory(nbytes);
+    }
+
+    public static Tensor ofFloats(float[] data, long[] dims, Lod lod) {
+        Memory m = memory(4L * data.length);
+        if (m != null) {
+            m.write(0, data, 0, data.length);
+        }
+        return create(DType.FLOAT32, dims, m, 4L * data.length, lod);
+    }
+
+    public static Tensor ofFloats(float[] data, long... dims) {
+        return ofFloats(data, dims, Lod.NONE);
+    }
+
+    public static Tensor ofDoubles(double[] data, long[] dims, Lod lod) {
+        Memory m = memory(8L * data.length);
+        if (m != null) {
+            m.write(0, data, 0, data.length);
+        }
+        return create(DType.FLOAT64, dims, m, 8L * data.length, lod);
+    }
+
+    public static Tensor ofInts(int[] data, long[] dims, Lod lod) {
+        Memory m = memory(4L * data.length);
+        if (m != null) {
+            m.write(0, data, 0, data.length);
+        }
+        return create(DType.INT32, dims, m, 4L * data.length, lod);
+    }
+
+    public static Tensor ofLongs(long[] data, long[] dims, Lod lod) {
+        Memory m = memory(8L * data.length);
+        if (m != null) {
+            m.write(0, data, 0, data.length);
+        }
+        return create(DType.INT64, dims, m, 8L * data.length, lod);
+    }
+
+    public static Tensor ofLongs(long[] data, long... dims) {
+        return ofLongs(data, dims, Lod.NONE);
+    }
+
+    // ---- reading ------------------------------------------------------------------------------
+
+    private long size(int status, LongByReference r) {
+        NativeHandle.check(status);
+        return r.getValue();
+    }
+
+    public DType dtype() {
+        LodTensorLib.DTypeOut d = new LodTensorLib.DTypeOut();
+        NativeHandle.check(LIB.lodtensor_dtype(ptr(), d));
+        d.read();
+        return new DType(d.code & 0xff, d.bits & 0xff, d.lanes & 0xffff);
+    }
+
+    /** The place as {device_type, device_id}: 1 = CPU, 2 = CUDA. */
+    public int[] place() {
+        LodTensorLib.PlaceOut p = new LodTensorLib.PlaceOut();
+        NativeHandle.check(LIB.lodtensor_place(ptr(), p));
+        p.read();
+        return new int[] {p.device_type, p.device_id};
+    }
+
+    public long[] dims() {
+        long[] buf = new long[9];
+        LongByReference n = new LongByReference();
+        NativeHandle.check(LIB.lodtensor_dims(ptr(), buf, buf.length, n));
+        return java.util.Arrays.copyOf(buf, (int) n.getValue());
+    }
+
+    public long numel() {
+        LongByReference r = new LongByReference();
+        return size(LIB.lodtensor_numel(ptr(), r), r);
+    }
+
+    public long nbytes() {
+        LongByReference r = new LongByReference();
+        return size(LIB.lodtensor_nbytes(ptr(), r), r);
+    }
+
+    public int lodLevels() {
+        LongByReference r = new LongByReference();
+        return (int) size(LIB.lodtensor_lod_num_levels(ptr(), r), r);
+    }
+
+    /** The offsets of one LoD level (copied). */
+    public long[] lodOffsets(int level) {
+        PointerByReference p = new PointerByReference();
+        LongByReference n = new LongByReference();
+        NativeHandle.check(LIB.lodtensor_lod_offsets(ptr(), level, p, n));
+        return p.getValue().getLongArray(0, (int) n.getValue());
+    }
+
+    /** The sequence lengths of one LoD level. */
+    public long[] lodLengths(int level) {
+        long[] off = lodOffsets(level);
+        long[] len = new long[off.length - 1];
+        for (int i = 0; i < len.length; i++) {
+            len[i] = off[i + 1] - off[i];
+        }
+        return len;
+    }
+
+    /** The rows {begin, end} of sequence index at LoD level level. */
+    public long[] sequenceRows(int level, long index) {
+        LongByReference b = new LongByReference();
+        LongByReference e = new LongByReference();
+        NativeHandle.check(LIB.lodtensor_sequence_rows(ptr(), level, index, b, e));
+        return new long[] {b.getValue(), e.getValue()};
+    }
+
+    private Pointer data() {
+        PointerByReference p = new PointerByReference();
+        NativeHandle.check(LIB.lodtensor_data(ptr(), p));
+        return p.getValue();
+    }
+
+    private void requireDType(DType want) {
+        DType d = dtype();
+        if (!d.equals(want)) {
+            throw new LodTensorException(Status.INVALID_ARGUMENT, "the tensor's dtype " + d + " is not " + want);
+        }
+    }
+
+    public float[] toFloatArray() {
+        requireDType(DType.FLOAT32);
+        int n = (int) numel();
+        return n == 0 ? new float[0] : data().getFloatArray(0, n);
+    }
+
+    public double[] toDoubleArray() {
+        requireDType(DType.FLOAT64);
+        int n = (int) numel();
+        return n == 0 ? new double[0] : data().getDoubleArray(0, n);
+    }
+
+    public int[] toIntArray() {
+        requireDType(DType.INT32);
+        int n = (int) numel();
+        return n == 0 ? new int[0] : data().getIntArray(0, n);
+    }
+
+    public long[] toLongArray() {
+        requireDType(DType.INT64);
+        int n = (int) numel();
+        return n == 0 ? new long[0] : data().getLongArray(0, n);
+    }
+
+    /**
+     * A zero-copy, writable view of the elements (native byte order). Valid only while this tensor
+     * (or another handle on the same memory) is open; writes are seen by every handle sharing the
+     * memory.
+     */
+    public ByteBuffer view() {
+        long n = nbytes();
+        PointerByReference p = new PointerByReference();
+        NativeHandle.check(LIB.lodtensor_data_mut(ptr(), p));
+        if (n == 0) {
+            return ByteBuffer.allocateDirect(0).order(ByteOrder.nativeOrder());
+        }
+        return p.getValue().getByteBuffer(0, n).order(ByteOrder.nativeOrder());
+    }
+
+    // ---- changing the LoD, views and pieces -----------------------------------------------------
+
+    public void setLod(Lod lod) {
+        NativeHandle.check(LIB.lodtensor_set_lod(ptr(), lod.kind, lod.levelSizes, lod.levelSizes.length, lod.values,
+                lod.values.length));
+    }
+
+    public void clearLod() {
+        NativeHandle.check(LIB.lodtensor_clear_lod(ptr()));
+    }
+
+    /** A new handle on the same memory and LoD. */
+    public Tensor share() {
+        PointerByReference out = new PointerByReference();
+        return out(LIB.lodtensor_share(ptr(), out), out);
+    }
+
+    /** A new tensor with its own copy of the elements. */
+    public Tensor copy() {
+        PointerByReference out = new PointerByReference();
+        return out(LIB.lodtensor_copy(ptr(), out), out);
+    }
+
+    /** Sequences [begin, end) of LoD level level, sharing this tensor's memory. */
+    public Tensor slice(int level, long begin, long end) {
+        PointerByReference out = new PointerByReference();
+        return out(LIB.lodtensor_slice(ptr(), level, begin, end, out), out);
+    }
+
+    /** At most numPieces pieces of whole top-level sequences, sharing this tensor's memory. */
+    public Tensor[] split(int numPieces) {
+        Pointer[] raw = new Pointer[Math.max(numPieces, 0)];
+        LongByReference count = new LongByReference();
+        NativeHandle.check(LIB.lodtensor_split(ptr(), numPieces, raw, raw.length, count));
+        Tensor[] pieces = new Tensor[(int) count.getValue()];
+        for (int i = 0; i < pieces.length; i++) {
+            pieces[i] = adopt(raw[i]);
+        }
+        return pieces;
+    }
+
+    /** Concatenates tensors along rows (LoD levels appended) into a new tensor. */
+    public static Tensor merge(Tensor... tensors) {
+        Pointer[] raw = new Pointer[tensors.length];
+        for (int i = 0; i < tensors.length; i++) {
+            raw[i] = tensors[i].ptr();
+        }
+        PointerByReference out = new PointerByReference();
+        return out(LIB.lodtensor_merge(raw, raw.length, out), out);
+    }
+
+    /** A new handle on this memory whose LoD is the target offsets (append: added below). */
+    public Tensor lodReset(long[] targetOffsets, boolean append) {
+        PointerByReference out = new PointerByReference();
+        return out(LIB.lodtensor_lod_reset(ptr(), null, targetOffsets, targetOffsets.length, append, out), out);
+    }
+
+    /** lodReset taking the target from y (its LoD, or its int32/int64 elements). */
+    public Tensor lodReset(Tensor y, boolean append) {
+        PointerByReference out = new PointerByReference();
+        return out(LIB.lodtensor_lod_reset(ptr(), y.ptr(), null, 0, append, out), out);
+    }
+
+    /** A copy (elements and LoD) on a place (deviceType 1 = CPU, 2 = CUDA), always with its own memory. */
+    public Tensor toPlace(int deviceType, int deviceId) {
+        PointerByReference out = new PointerByReference();
+        return out(LIB.lodtensor_to_place(ptr(), new LodTensorLib.PlaceT(deviceType, deviceId), out), out);
+    }
+
+    /** Waits until the work queued on a place has finished (the CPU returns at once). */
+    public static void synchronize(int deviceType, int deviceId) {
+        NativeHandle.check(LIB.lodtensor_synchronize(new LodTensorLib.PlaceT(deviceType, deviceId)));
+    }
+
+    /** The number of CUDA devices; UNSUPPORTED in a build without CUDA, a driver or a device. */
+    public static int cudaDeviceCount() {
+        LongByReference r = new LongByReference();
+        NativeHandle.check(LIB.lodtensor_cuda_device_count(r));
+        return (int) r.getValue();
+    }
+
+    // ---- library-wide -------------------------------------------------------------------------
+
+    public static String libraryVersion() {
+        return LIB.lodtensor_version();
+    }
+
+    public static void setNumThreads(int n) {
+        NativeHandle.check(LIB.lodtensor_set_num_threads(n));
+    }
+
+    public static int numThreads() {
+        LongByReference r = new LongByReference();
+        NativeHandle.check(LIB.lodtensor_num_threads(r));
+        return (int) r.getValue();
+    }
+
+    /** Makes the library panic on purpose: always throws INTERNAL (the process survives). */
+    public static void selftestPanic() {
+        NativeHandle.check(LIB.lodtensor_selftest_panic());
+    }
+}

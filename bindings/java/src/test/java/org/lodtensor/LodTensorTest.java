@@ -1,0 +1,414 @@
+package org.lodtensor;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.junit.jupiter.api.Test;
+
+/** The Java binding over the core, the sequence operators, TensorArray and the RNN driver. */
+class LodTensorTest {
+    static long[] l(long... v) {
+        return v;
+    }
+
+    static float[] iota(int n) {
+        float[] v = new float[n];
+        for (int i = 0; i < n; i++) {
+            v[i] = i;
+        }
+        return v;
+    }
+
+    static LodTensorException expectError(Status status, String substring, Runnable r) {
+        LodTensorException e = assertThrows(LodTensorException.class, r::run);
+        assertEquals(status, e.status(), e.getMessage());
+        assertTrue(e.detail().contains(substring), () -> "message \"" + e.detail() + "\" lacks " + substring);
+        return e;
+    }
+
+    @Test
+    void createAndRead() {
+        // Spec §1.2: lengths [[2,1],[2,2,3]] are offsets [[0,2,3],[0,2,4,7]], shape [7, 2].
+        try (Tensor x = Tensor.ofFloats(iota(14), l(7, 2), Lod.lengths(l(2, 1), l(2, 2, 3)))) {
+            assertArrayEquals(l(7, 2), x.dims());
+            assertEquals(14, x.numel());
+            assertEquals(56, x.nbytes());
+            assertEquals(DType.FLOAT32, x.dtype());
+            assertArrayEquals(new int[] {1, 0}, x.place());
+            assertEquals(2, x.lodLevels());
+            assertArrayEquals(l(0, 2, 3), x.lodOffsets(0));
+            assertArrayEquals(l(0, 2, 4, 7), x.lodOffsets(1));
+            assertArrayEquals(l(2, 2, 3), x.lodLengths(1));
+            assertArrayEquals(l(4, 7), x.sequenceRows(0, 1));
+            assertArrayEquals(iota(14), x.toFloatArray());
+
+            // A zero-copy write is seen by a share, not by a copy.
+            try (Tensor share = x.share(); Tensor copy = x.copy()) {
+                x.view().asFloatBuffer().put(0, 42f);
+                assertEquals(42f, share.toFloatArray()[0]);
+                assertEquals(0f, copy.toFloatArray()[0]);
+            }
+            x.setLod(Lod.offsets(l(0, 7)));
+            assertArrayEquals(l(0, 7), x.lodOffsets(0));
+            x.clearLod();
+            assertEquals(0, x.lodLevels());
+            expectError(Status.INVALID_ARGUMENT, "dtype", x::toDoubleArray);
+        }
+        try (Tensor i = Tensor.ofLongs(l(5, -6, 7), 3);
+             Tensor d = Tensor.ofDoubles(new double[] {2.5}, new long[0], Lod.NONE);
+             Tensor n = Tensor.ofInts(new int[] {1, 2}, l(2), Lod.NONE)) {
+            assertArrayEquals(l(5, -6, 7), i.toLongArray());
+            assertEquals(0, d.dims().length);
+            assertEquals(2.5, d.toDoubleArray()[0]);
+            assertArrayEquals(new int[] {1, 2}, n.toIntArray());
+        }
+        try (Tensor empty = Tensor.ofFloats(new float[0], 0, 2)) {
+            assertArrayEquals(l(0, 2), empty.dims());
+            assertEquals(0, empty.toFloatArray().length);
+            assertEquals(0, empty.view().capacity());
+        }
+        ByteBuffer bytes = ByteBuffer.allocate(2).put((byte) 1).put((byte) 0).flip();
+        try (Tensor b = Tensor.create(DType.BOOL, l(2), bytes, Lod.NONE)) {
+            assertEquals(DType.BOOL, b.dtype());
+            assertEquals(1, b.view().get(0));
+        }
+    }
+
+    @Test
+    void wrapDirectBufferWithoutCopy() {
+        int before = Tensor.lentBuffers();
+        ByteBuffer direct = ByteBuffer.allocateDirect(6 * 4).order(java.nio.ByteOrder.nativeOrder());
+        for (int i = 0; i < 6; i++) {
+            direct.putFloat(4 * i, i);
+        }
+        Tensor t = Tensor.wrap(DType.FLOAT32, l(6, 1), direct, Lod.lengths(l(4, 2)));
+        assertEquals(before + 1, Tensor.lentBuffers());
+        direct.putFloat(0, 42f); // the tensor sees the caller's buffer
+        assertEquals(42f, t.toFloatArray()[0]);
+        try (Tensor tail = t.slice(0, 1, 2)) {
+            t.close();
+            assertEquals(before + 1, Tensor.lentBuffers()); // the slice still uses it
+            assertArrayEquals(new float[] {4, 5}, tail.toFloatArray());
+        }
+        assertEquals(before, Tensor.lentBuffers()); // released with the last handle
+        // A failed wrap takes nothing.
+        expectError(Status.INVALID_ARGUMENT, "data_len",
+                () -> Tensor.wrap(DType.FLOAT32, l(7, 1), direct, Lod.NONE));
+        assertEquals(before, Tensor.lentBuffers());
+        expectError(Status.INVALID_ARGUMENT, "direct",
+                () -> Tensor.wrap(DType.FLOAT32, l(1), ByteBuffer.allocate(4), Lod.NONE));
+    }
+
+    @Test
+    void places() {
+        try (Tensor x = Tensor.ofFloats(iota(6), l(6, 1), Lod.lengths(l(4, 2)));
+             Tensor c = x.toPlace(1, 0)) {
+            assertArrayEquals(iota(6), c.toFloatArray());
+            assertArrayEquals(l(0, 4, 6), c.lodOffsets(0));
+            c.view().asFloatBuffer().put(0, 9f);
+            assertEquals(0f, x.toFloatArray()[0]); // always a copy
+            Tensor.synchronize(1, 0);
+            boolean cuda = true;
+            try {
+                Tensor.cudaDeviceCount();
+            } catch (LodTensorException e) {
+                assertEquals(Status.UNSUPPORTED, e.status());
+                cuda = false;
+            }
+            if (!cuda) {
+                expectError(Status.UNSUPPORTED, "", () -> x.toPlace(2, 0));
+                expectError(Status.UNSUPPORTED, "", () -> Tensor.synchronize(2, 0));
+            }
+            expectError(Status.INVALID_ARGUMENT, "place", () -> x.toPlace(7, 0));
+        }
+    }
+
+    @Test
+    void sliceSplitMergeReset() {
+        try (Tensor x = Tensor.ofFloats(iota(20), l(20, 1),
+                Lod.lengths(l(2, 1), l(2, 2, 3), l(2, 3, 2, 3, 2, 3, 5)));
+             Tensor s = x.slice(0, 1, 2)) {
+            assertArrayEquals(l(0, 2, 5, 10), s.lodOffsets(2));
+            assertEquals(10f, s.toFloatArray()[0]);
+        }
+        // Spec §1.8.
+        try (Tensor batch = Tensor.ofFloats(iota(20), l(20, 1), Lod.lengths(l(2, 2, 1, 1), l(1, 5, 2, 5, 2, 5)))) {
+            Tensor[] pieces = batch.split(2);
+            assertEquals(2, pieces.length);
+            assertArrayEquals(l(0, 1, 6, 8, 13), pieces[0].lodOffsets(1));
+            assertArrayEquals(l(0, 1, 2), pieces[1].lodOffsets(0));
+            try (Tensor merged = Tensor.merge(pieces)) {
+                assertArrayEquals(l(0, 2, 4, 5, 6), merged.lodOffsets(0));
+                assertArrayEquals(iota(20), merged.toFloatArray());
+            }
+            for (Tensor p : pieces) {
+                p.close();
+            }
+        }
+        // Spec §1.11.
+        try (Tensor plain = Tensor.ofFloats(iota(10), 10, 1);
+             Tensor r = plain.lodReset(l(0, 7, 10), false);
+             Tensor r2 = plain.lodReset(r, false)) {
+            assertArrayEquals(l(0, 7, 10), r.lodOffsets(0));
+            assertArrayEquals(l(0, 7, 10), r2.lodOffsets(0));
+            expectError(Status.INVALID_LOD, "rows", () -> plain.lodReset(l(0, 7, 9), false));
+        }
+    }
+
+    @Test
+    void errorsAndClose() {
+        expectError(Status.INVALID_LOD, "10", () -> Tensor.ofFloats(iota(10), l(10, 1), Lod.lengths(l(3, 2, 4))));
+        expectError(Status.INVALID_ARGUMENT, "data_len", () -> Tensor.ofFloats(iota(10), 5, 1));
+        Tensor x = Tensor.ofFloats(iota(10), l(10, 1), Lod.lengths(l(3, 2, 5)));
+        LodTensorException e = expectError(Status.OUT_OF_RANGE, "begin", () -> x.slice(0, 2, 2));
+        assertTrue(e.getMessage().startsWith("out of range: "), e.getMessage());
+        expectError(Status.INTERNAL, "panic", Tensor::selftestPanic);
+        x.close();
+        x.close(); // idempotent
+        expectError(Status.NULL_ARGUMENT, "t", x::numel);
+        assertEquals("0.1.0", Tensor.libraryVersion());
+        Tensor.setNumThreads(2);
+        assertEquals(2, Tensor.numThreads());
+        Tensor.setNumThreads(0);
+        assertEquals("invalid LoD", Status.INVALID_LOD.label());
+    }
+
+    @Test
+    void errorMessagesPerThread() throws Exception {
+        try (Tensor x = Tensor.ofFloats(iota(10), l(10, 1), Lod.lengths(l(3, 2, 5)))) {
+            ExecutorService pool = Executors.newFixedThreadPool(8);
+            List<Future<?>> done = new ArrayList<>();
+            for (int g = 0; g < 8; g++) {
+                int gg = g;
+                done.add(pool.submit(() -> {
+                    for (int i = 0; i < 200; i++) {
+                        int level = 1 + (gg + i) % 7;
+                        expectError(Status.OUT_OF_RANGE, level + " is out of range", () -> x.lodOffsets(level));
+                    }
+                }));
+            }
+            for (Future<?> f : done) {
+                f.get();
+            }
+            pool.shutdown();
+        }
+    }
+
+    @Test
+    void sequenceOps() {
+        try (Tensor x = Tensor.ofFloats(new float[] {1, 2, 3, 4}, l(4, 1), Lod.offsets(l(0, 2, 4)));
+             Tensor y = Tensor.ofFloats(new float[8], l(8, 1), Lod.offsets(l(0, 2, 4), l(0, 3, 6, 7, 8)));
+             Tensor e = Sequence.expand(x, y, 0)) {
+            assertArrayEquals(new float[] {1, 2, 1, 2, 3, 4, 3, 4}, e.toFloatArray());
+            assertArrayEquals(l(0, 2, 4, 6, 8), e.lodOffsets(0));
+        }
+        try (Tensor rows = Tensor.ofFloats(new float[] {1, 2, 3, 4}, 4, 1);
+             Tensor y = Tensor.ofFloats(new float[8], l(8, 1), Lod.offsets(l(0, 3, 6, 7, 8)));
+             Tensor e = Sequence.expandAs(rows, y)) {
+            assertArrayEquals(new float[] {1, 1, 1, 2, 2, 2, 3, 4}, e.toFloatArray());
+        }
+        // Spec §6 pool.
+        try (Tensor p = Tensor.ofFloats(new float[] {1, 3, 2, 4, 6, 5, 1}, l(7, 1), Lod.offsets(l(0, 2, 5, 7, 7)))) {
+            try (Sequence.Pair r = Sequence.pool(p, Sequence.POOL_SUM, 0)) {
+                assertArrayEquals(new float[] {4, 12, 6, 0}, r.first().toFloatArray());
+                assertNull(r.second());
+            }
+            try (Sequence.Pair r = Sequence.pool(p, Sequence.POOL_AVERAGE, 0)) {
+                assertArrayEquals(new float[] {2, 4, 3, 0}, r.first().toFloatArray());
+            }
+            try (Sequence.Pair r = Sequence.pool(p, Sequence.POOL_MAX, 0)) {
+                assertArrayEquals(new float[] {3, 6, 5, 0}, r.first().toFloatArray());
+                assertArrayEquals(new int[] {1, 4, 5, -1}, r.second().toIntArray());
+            }
+            try (Tensor f = Sequence.firstStep(p); Tensor last = Sequence.lastStep(p)) {
+                assertArrayEquals(new float[] {1, 2, 5, 0}, f.toFloatArray());
+                assertArrayEquals(new float[] {3, 6, 1, 0}, last.toFloatArray());
+            }
+            expectError(Status.INVALID_ARGUMENT, "pool_type", () -> Sequence.pool(p, 99, 0));
+            try (Tensor zero = Tensor.ofFloats(new float[] {0}, 1);
+                 Sequence.Pair padded = Sequence.pad(p, zero, -1);
+                 Tensor unpadded = Sequence.unpad(padded.first(), padded.second())) {
+                assertArrayEquals(l(4, 3, 1), padded.first().dims());
+                assertArrayEquals(new float[] {1, 3, 0, 2, 4, 6, 5, 1, 0, 0, 0, 0}, padded.first().toFloatArray());
+                assertArrayEquals(l(2, 3, 2, 0), padded.second().toLongArray());
+                assertArrayEquals(new float[] {1, 3, 2, 4, 6, 5, 1}, unpadded.toFloatArray());
+            }
+        }
+        try (Tensor sx = Tensor.ofFloats(new float[] {0, 0, 0, 10, 10, 10}, 2, 3);
+             Tensor ids = Tensor.ofLongs(l(0, 2, 1, 1), l(4, 1), Lod.lengths(l(2, 2)));
+             Tensor upd = Tensor.ofFloats(new float[] {1, 2, 3, 4}, l(4, 1), Lod.lengths(l(2, 2)));
+             Tensor bad = Tensor.ofLongs(l(0, 3, 1, 1), l(4, 1), Lod.lengths(l(2, 2)));
+             Tensor sc = Sequence.scatter(sx, ids, upd)) {
+            assertArrayEquals(new float[] {1, 0, 2, 10, 17, 10}, sc.toFloatArray());
+            Sequence.scatterInPlace(sx, ids, upd);
+            assertArrayEquals(new float[] {1, 0, 2, 10, 17, 10}, sx.toFloatArray());
+            expectError(Status.OUT_OF_RANGE, "ids", () -> Sequence.scatter(sx, bad, upd));
+        }
+    }
+
+    @Test
+    void tensorArrayUnpackPack() {
+        // Spec §5.3 level_0.
+        try (Tensor x = Tensor.ofFloats(iota(10), l(10, 1), Lod.lengths(l(3, 6, 1)));
+             RankTable table = RankTable.create(x, 0);
+             TensorArray steps = TensorArray.unpack(x, table);
+             Tensor back = steps.pack(table)) {
+            assertEquals(3, table.size());
+            assertEquals(0, table.level());
+            assertEquals(6, table.maxSequenceLen());
+            assertArrayEquals(l(1, 0, 2), table.indices());
+            assertArrayEquals(l(6, 3, 1), table.lengths());
+            assertEquals(6, steps.size());
+            float[][] want = {{3, 0, 9}, {4, 1}, {5, 2}, {6}, {7}, {8}};
+            for (int i = 0; i < want.length; i++) {
+                try (Tensor s = steps.read(i, false)) {
+                    assertArrayEquals(want[i], s.toFloatArray(), "step " + i);
+                }
+            }
+            assertArrayEquals(iota(10), back.toFloatArray());
+            assertArrayEquals(l(0, 3, 9, 10), back.lodOffsets(0));
+
+            try (Tensor state = Tensor.ofFloats(new float[] {100, 101, 102}, 3, 1);
+                 Tensor ranked = table.reorder(state);
+                 Tensor shrunk = table.shrinkRnnMemory(ranked, 1)) {
+                assertArrayEquals(new float[] {101, 100, 102}, ranked.toFloatArray());
+                assertArrayEquals(new float[] {101, 100}, shrunk.toFloatArray());
+            }
+            TensorArray arr = TensorArray.create();
+            try (Tensor s1 = steps.read(1, true)) {
+                arr.write(1, s1, false);
+            }
+            assertEquals(2, arr.size());
+            try (Tensor cat = arr.toTensor(0, false)) {
+                assertArrayEquals(new float[] {4, 1}, cat.toFloatArray());
+            }
+            try (Tensor grid = Tensor.ofFloats(new float[] {1, 2, 3, 4, 5, 6}, 2, 3);
+                 TensorArray cols = TensorArray.unstack(grid, 1);
+                 Tensor stacked = cols.toTensor(0, true)) {
+                assertArrayEquals(new float[] {1, 4, 2, 5, 3, 6}, stacked.toFloatArray());
+            }
+            arr.clear();
+            expectError(Status.OUT_OF_RANGE, "index", () -> arr.read(0, false));
+            arr.close();
+            arr.close();
+            expectError(Status.NULL_ARGUMENT, "a", arr::size);
+            expectError(Status.INVALID_ARGUMENT, "level", () -> RankTable.create(x, 1));
+        }
+    }
+
+    // 5 sequences of 3, 0, 5, 1, 2 rows of width 2; h_t = h_(t-1) + x_t, output h_t.
+    static final long[] LENS = {3, 0, 5, 1, 2};
+
+    static float[] rnnX() {
+        float[] xs = new float[22];
+        for (int i = 0; i < xs.length; i++) {
+            xs[i] = i % 7 - 2;
+        }
+        return xs;
+    }
+
+    static float[] rnnH0() {
+        float[] h0 = new float[10];
+        for (int i = 0; i < h0.length; i++) {
+            h0[i] = 10 * i;
+        }
+        return h0;
+    }
+
+    static float[] rnnReference() {
+        float[] xs = rnnX(), h0 = rnnH0(), want = new float[22];
+        for (int s = 0, r = 0; s < LENS.length; s++) {
+            float a = h0[2 * s], b = h0[2 * s + 1];
+            for (int t = 0; t < LENS[s]; t++, r++) {
+                a += xs[2 * r];
+                b += xs[2 * r + 1];
+                want[2 * r] = a;
+                want[2 * r + 1] = b;
+            }
+        }
+        return want;
+    }
+
+    /** The Java step function: elementwise input + previous state. */
+    static DynamicRnn.StepResult addStep(Tensor in, Tensor prev) {
+        float[] a = in.toFloatArray();
+        float[] b = prev.toFloatArray();
+        for (int i = 0; i < a.length; i++) {
+            a[i] += b[i];
+        }
+        return new DynamicRnn.StepResult(Tensor.ofFloats(a, a.length / 2, 2));
+    }
+
+    @Test
+    void dynamicRnnWithJavaStep() {
+        try (Tensor x = Tensor.ofFloats(rnnX(), l(11, 2), Lod.lengths(LENS));
+             Tensor init = Tensor.ofFloats(rnnH0(), 5, 2)) {
+            int[] calls = {0};
+            Tensor[] kept = {null};
+            try (Tensor out = DynamicRnn.run(x, 0, init, (step, in, prev) -> {
+                assertEquals(calls[0]++, step);
+                kept[0] = in;
+                return addStep(in, prev);
+            })) {
+                assertEquals(5, calls[0]);
+                assertArrayEquals(rnnReference(), out.toFloatArray());
+                assertArrayEquals(l(0, 3, 3, 8, 9, 11), out.lodOffsets(0));
+            }
+            expectError(Status.NULL_ARGUMENT, "t", kept[0]::numel); // lent inputs are emptied
+
+            // Separate output and state handles.
+            try (Tensor out = DynamicRnn.run(x, 0, init, (step, in, prev) -> {
+                Tensor o = addStep(in, prev).output();
+                return new DynamicRnn.StepResult(o, o.share());
+            })) {
+                assertArrayEquals(rnnReference(), out.toFloatArray());
+            }
+
+            // A Java exception stops the loop; it is the cause of a CALLBACK_FAILED error.
+            IllegalStateException boom = new IllegalStateException("model failed");
+            calls[0] = 0;
+            LodTensorException e = expectError(Status.CALLBACK_FAILED, "step 1", () ->
+                    DynamicRnn.run(x, 0, init, (step, in, prev) -> {
+                        calls[0]++;
+                        if (step == 1) {
+                            throw boom;
+                        }
+                        return new DynamicRnn.StepResult(in.share());
+                    }));
+            assertSame(boom, e.getCause());
+            assertEquals(2, calls[0]);
+
+            // Returning a lent input is refused by the driver.
+            expectError(Status.INVALID_ARGUMENT, "borrowed", () ->
+                    DynamicRnn.run(x, 0, init, (step, in, prev) -> new DynamicRnn.StepResult(in)));
+            // The driver's own checks.
+            expectError(Status.INVALID_ARGUMENT, "level", () ->
+                    DynamicRnn.run(x, 2, init, (step, in, prev) -> new DynamicRnn.StepResult(in.share())));
+            try (Tensor small = Tensor.ofFloats(new float[4], 2, 2)) {
+                expectError(Status.INVALID_ARGUMENT, "init_state", () ->
+                        DynamicRnn.run(x, 0, small, (step, in, prev) -> new DynamicRnn.StepResult(in.share())));
+            }
+        }
+    }
+
+    @Test
+    void cleanerIsOnlyASafetyNet() {
+        for (int i = 0; i < 200; i++) {
+            Tensor t = Tensor.ofFloats(iota(4), 4);
+            if (i % 2 == 0) {
+                t.close();
+            }
+        }
+        System.gc();
+    }
+}

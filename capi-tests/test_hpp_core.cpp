@@ -1,0 +1,272 @@
+// test_hpp_core: the C++ layer (include/lodtensor.hpp) over the core: creating, reading (zero-copy
+// spans), LoD access, share/copy/slice/split/merge/lod_reset, move-only ownership, and errors as
+// lodtensor::Error with status and message. Expected values are the spec's worked examples.
+#include <lodtensor.hpp>
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "check.h"
+
+namespace lt = lodtensor;
+
+namespace {
+
+static_assert(!std::is_copy_constructible<lt::Tensor>::value, "Tensor is move-only");
+static_assert(!std::is_copy_assignable<lt::Tensor>::value, "Tensor is move-only");
+static_assert(std::is_nothrow_move_constructible<lt::Tensor>::value, "Tensor moves without throwing");
+static_assert(std::is_nothrow_move_constructible<lt::TensorArray>::value, "TensorArray moves");
+static_assert(!std::is_copy_constructible<lt::RankTable>::value, "RankTable is move-only");
+static_assert(sizeof(lt::Tensor) == sizeof(void *), "a Tensor is one pointer: no extra allocation");
+
+// Runs f, which must throw lt::Error with `status` and a message containing `substring`.
+template <typename F>
+int expect_error(F &&f, lodtensor_status_t status, const char *substring, int line) {
+    try {
+        f();
+    } catch (const lt::Error &e) {
+        const std::string msg = e.what();
+        if (e.status() == status && msg.find(substring) != std::string::npos) {
+            return check_record(1);
+        }
+        fprintf(stderr, "%s:%d: got status %d \"%s\", expected %d with \"%s\"\n", __FILE__, line,
+                static_cast<int>(e.status()), msg.c_str(), static_cast<int>(status), substring);
+        return check_record(0);
+    }
+    fprintf(stderr, "%s:%d: no exception, expected status %d\n", __FILE__, line, static_cast<int>(status));
+    return check_record(0);
+}
+#define EXPECT_ERROR(expr, status, substring) expect_error([&] { (void)(expr); }, status, substring, __LINE__)
+
+template <typename T>
+bool same(lt::Span<const T> got, std::initializer_list<T> want) {
+    if (got.size() != want.size()) return false;
+    std::size_t i = 0;
+    for (const T &w : want) {
+        if (!(got[i++] == w)) return false;
+    }
+    return true;
+}
+
+std::vector<float> iota(std::size_t n) {
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i);
+    return v;
+}
+
+void test_create_and_read() {
+    // Spec §1.2: lengths [[2,1],[2,2,3]] are offsets [[0,2,3],[0,2,4,7]], shape [7, 2].
+    const std::vector<float> data = iota(14);
+    const std::size_t sizes[] = {2, 3};
+    const std::size_t lengths[] = {2, 1, 2, 2, 3};
+    lt::Tensor t = lt::Tensor::create<float>(data, {7, 2}, lt::Lod::lengths(sizes, lengths));
+    CHECK(t.dims() == (std::initializer_list<std::int64_t>{7, 2}));
+    CHECK_EQ_SIZE(t.ndim(), 2);
+    CHECK_EQ_SIZE(t.numel(), 14);
+    CHECK_EQ_SIZE(t.nbytes(), 56);
+    CHECK(t.rows() == 7);
+    CHECK(lt::same_dtype(t.dtype(), lt::dtype_of<float>()));
+    CHECK(t.place().device_type == LODTENSOR_DEVICE_CPU);
+    CHECK_EQ_SIZE(t.lod_levels(), 2);
+    CHECK(same<std::size_t>(t.lod_offsets(0), {0, 2, 3}));
+    CHECK(same<std::size_t>(t.lod_offsets(1), {0, 2, 4, 7}));
+    std::size_t buf[3] = {};
+    CHECK_EQ_SIZE(t.lod_lengths(1, buf), 3);
+    CHECK(buf[0] == 2 && buf[1] == 2 && buf[2] == 3);
+    CHECK_EQ_SIZE(t.lod_lengths(1, {}), 3);
+    CHECK_EQ_SIZE(t.num_sequences(0), 2);
+    CHECK(t.sequence_rows(0, 1) == std::make_pair(std::size_t{4}, std::size_t{7}));
+    lt::Span<const float> view = t.data<float>();
+    CHECK_EQ_SIZE(view.size(), 14);
+    CHECK(view[13] == 13.0f);
+    CHECK(view.data() != data.data());  // create copies
+
+    // Writes through mutable_data are seen by shares, not by copies.
+    lt::Tensor shared = t.share();
+    lt::Tensor copied = t.copy();
+    t.mutable_data<float>()[0] = 42.0f;
+    CHECK(shared.data<float>()[0] == 42.0f);
+    CHECK(copied.data<float>()[0] == 0.0f);
+    CHECK(shared.data<float>().data() == t.data<float>().data());
+
+    // The LoD can be replaced and cleared.
+    const std::size_t one[] = {1};
+    const std::size_t all[] = {7};
+    t.set_lod(lt::Lod::lengths(one, all));
+    CHECK(same<std::size_t>(t.lod_offsets(0), {0, 7}));
+    t.clear_lod();
+    CHECK_EQ_SIZE(t.lod_levels(), 0);
+    CHECK_EQ_SIZE(shared.lod_levels(), 2);  // a share has its own LoD
+
+    // Other dtypes; a 0-d tensor has one element.
+    const std::int64_t ints[] = {5, -6, 7};
+    lt::Tensor i = lt::Tensor::create<std::int64_t>(ints, {3});
+    CHECK(same<std::int64_t>(i.data<std::int64_t>(), {5, -6, 7}));
+    const double scalar[] = {2.5};
+    lt::Tensor s = lt::Tensor::create<double>(scalar, {});
+    CHECK_EQ_SIZE(s.ndim(), 0);
+    CHECK(s.rows() == 1 && s.data<double>()[0] == 2.5);
+}
+
+void test_views_and_pieces() {
+    // Spec §1.5: slicing paragraph 1 of a 3-level LoD shares memory from row 10.
+    const std::vector<float> data = iota(20);
+    const std::size_t sizes[] = {2, 3, 7};
+    const std::size_t lengths[] = {2, 1, 2, 2, 3, 2, 3, 2, 3, 2, 3, 5};
+    lt::Tensor t = lt::Tensor::create<float>(data, {20, 1}, lt::Lod::lengths(sizes, lengths));
+    lt::Tensor s = t.slice(0, 1, 2);
+    CHECK(same<std::size_t>(s.lod_offsets(0), {0, 1}));
+    CHECK(same<std::size_t>(s.lod_offsets(1), {0, 3}));
+    CHECK(same<std::size_t>(s.lod_offsets(2), {0, 2, 5, 10}));
+    CHECK(s.data<float>().data() == t.data<float>().data() + 10);
+
+    // Spec §1.8: split into 2 pieces and merge back.
+    const std::size_t bsizes[] = {4, 6};
+    const std::size_t blengths[] = {2, 2, 1, 1, 1, 5, 2, 5, 2, 5};
+    lt::Tensor batch = lt::Tensor::create<float>(data, {20, 1}, lt::Lod::lengths(bsizes, blengths));
+    std::vector<lt::Tensor> pieces = batch.split(2);
+    CHECK_EQ_SIZE(pieces.size(), 2);
+    CHECK(same<std::size_t>(pieces[0].lod_offsets(0), {0, 2, 4}));
+    CHECK(same<std::size_t>(pieces[0].lod_offsets(1), {0, 1, 6, 8, 13}));
+    CHECK(same<std::size_t>(pieces[1].lod_offsets(0), {0, 1, 2}));
+    CHECK(same<std::size_t>(pieces[1].lod_offsets(1), {0, 2, 7}));
+    lt::Tensor merged = lt::merge({pieces[0], pieces[1]});
+    CHECK(same<std::size_t>(merged.lod_offsets(0), {0, 2, 4, 5, 6}));
+    CHECK(merged.data<float>()[19] == 19.0f);
+
+    // Spec §1.11: lod_reset with target offsets, and with another tensor's LoD.
+    lt::Tensor x = lt::Tensor::create<float>(lt::Span<const float>(data.data(), 10), {10, 1});
+    lt::Tensor r = x.lod_reset({0, 7, 10});
+    CHECK(same<std::size_t>(r.lod_offsets(0), {0, 7, 10}));
+    lt::Tensor r2 = lt::lod_reset(x, r);
+    CHECK(same<std::size_t>(r2.lod_offsets(0), {0, 7, 10}));
+}
+
+void test_ownership() {
+    const std::vector<float> data = iota(4);
+    lt::Tensor a = lt::Tensor::create<float>(data, {4, 1});
+    const lodtensor_t *raw = a.get();
+    lt::Tensor b = std::move(a);
+    CHECK(!a && b.get() == raw);  // NOLINT(bugprone-use-after-move): moved-from is empty
+    lt::Tensor c;
+    c = std::move(b);
+    CHECK(!b && c.get() == raw);
+    c = lt::Tensor::create<float>(data, {2, 2});  // the old handle is destroyed (valgrind checks)
+    CHECK(c.dims() == (std::initializer_list<std::int64_t>{2, 2}));
+    lodtensor_t *released = c.release();
+    CHECK(!c);
+    lt::Tensor again(released);  // adopt it back
+    CHECK_EQ_SIZE(again.numel(), 4);
+    lt::TensorRef ref = again;
+    CHECK(ref.get() == again.get() && ref.numel() == 4);
+}
+
+void test_zero_copy_buffers() {
+    // adopt: the vector's elements become the tensor's memory (no copy) and are freed with it.
+    std::vector<double> v{1.5, 2.5, 3.5, 4.5};
+    const double *elements = v.data();
+    const std::size_t one[] = {2};
+    const std::size_t lengths[] = {3, 1};
+    lt::Tensor t = lt::Tensor::adopt(std::move(v), {4, 1}, lt::Lod::lengths(one, lengths));
+    CHECK(t.data<double>().data() == elements);
+    CHECK(same<std::size_t>(t.lod_offsets(0), {0, 3, 4}));
+    lt::Tensor s = t.slice(0, 1, 2);
+    t = lt::Tensor();                   // the slice keeps the vector alive (valgrind checks)
+    CHECK(s.data<double>()[0] == 4.5);
+
+    // A failed adopt gives the elements back.
+    std::vector<float> w{1, 2, 3};
+    const std::size_t bad[] = {5};
+    const std::size_t lvl[] = {1};
+    try {
+        lt::Tensor::adopt(std::move(w), {3}, lt::Lod::lengths(lvl, bad));
+        CHECK(false);
+    } catch (const lt::Error &e) {
+        CHECK(e.status() == LODTENSOR_INVALID_LOD);
+    }
+    CHECK_EQ_SIZE(w.size(), 3);
+    CHECK(w[2] == 3.0f);
+
+    // from_buffer with a caller-managed buffer and no release callback.
+    static std::int32_t buffer[6] = {1, 2, 3, 4, 5, 6};
+    lt::Tensor b = lt::Tensor::from_buffer(lt::dtype_of<std::int32_t>(), {2, 3}, buffer, sizeof buffer,
+                                           lt::Lod::none(), nullptr, nullptr);
+    b.mutable_data<std::int32_t>()[5] = 60;
+    CHECK(buffer[5] == 60);
+}
+
+void test_places() {
+    const std::vector<float> data = iota(6);
+    const std::size_t two[] = {2};
+    const std::size_t lengths[] = {4, 2};
+    lt::Tensor x = lt::Tensor::create<float>(data, {6, 1}, lt::Lod::lengths(two, lengths));
+    lt::Tensor c = lt::to_place(x, lt::cpu_place());
+    CHECK(c.data<float>().data() != x.data<float>().data());  // always a copy
+    CHECK(c.data<float>()[5] == 5.0f);
+    CHECK(same<std::size_t>(c.lod_offsets(0), {0, 4, 6}));
+    lt::synchronize(lt::cpu_place());
+    bool have_cuda = true;
+    try {
+        lt::cuda_device_count();
+    } catch (const lt::Error &e) {
+        CHECK(e.status() == LODTENSOR_UNSUPPORTED);
+        have_cuda = false;
+    }
+    if (!have_cuda) {  // without CUDA a device place is UNSUPPORTED, not a crash
+        EXPECT_ERROR(lt::to_place(x, lt::cuda_place(0)), LODTENSOR_UNSUPPORTED, "");
+        EXPECT_ERROR(lt::synchronize(lt::cuda_place(0)), LODTENSOR_UNSUPPORTED, "");
+    }
+    EXPECT_ERROR(lt::to_place(x, lodtensor_place_t{7, 0}), LODTENSOR_INVALID_ARGUMENT, "place");
+}
+
+void test_errors() {
+    const std::vector<float> data = iota(10);
+    const std::size_t sizes[] = {1};
+    const std::size_t bad_lengths[] = {3, 2, 4};  // 9 rows, not 10
+    const std::size_t one[] = {3};
+    EXPECT_ERROR(lt::Tensor::create<float>(data, {10, 1}, lt::Lod::lengths(one, bad_lengths)),
+                 LODTENSOR_INVALID_LOD, "10");
+    EXPECT_ERROR(lt::Tensor::create<float>(data, {5, 1}), LODTENSOR_INVALID_ARGUMENT, "data_len");
+    const std::size_t lengths[] = {3, 2, 5};
+    const std::size_t three[] = {3};
+    lt::Tensor x = lt::Tensor::create<float>(data, {10, 1}, lt::Lod::lengths(three, lengths));
+    EXPECT_ERROR(x.slice(0, 2, 2), LODTENSOR_OUT_OF_RANGE, "begin");
+    EXPECT_ERROR(x.lod_offsets(1), LODTENSOR_OUT_OF_RANGE, "level");
+    EXPECT_ERROR(x.data<double>(), LODTENSOR_INVALID_ARGUMENT, "dtype");
+    EXPECT_ERROR(x.lod_reset({0, 7, 9}), LODTENSOR_INVALID_LOD, "rows");
+    EXPECT_ERROR(lt::check(lodtensor_selftest_panic()), LODTENSOR_INTERNAL, "panic");
+    lt::TensorRef null_ref;
+    EXPECT_ERROR(null_ref.numel(), LODTENSOR_NULL_ARGUMENT, "t");
+    try {
+        x.slice(0, 5, 6);
+        CHECK(false);
+    } catch (const lt::Error &e) {
+        CHECK(std::string(e.status_name()) == lodtensor_status_str(LODTENSOR_OUT_OF_RANGE));
+        CHECK(static_cast<const std::runtime_error &>(e).what() != nullptr);
+    }
+    (void)sizes;
+    CHECK(std::string(lt::version()) == LODTENSOR_VERSION_STRING);
+    lt::set_num_threads(2);
+    CHECK_EQ_SIZE(lt::num_threads(), 2);
+    lt::set_num_threads(0);
+}
+
+}  // namespace
+
+int main() {
+    try {
+        test_create_and_read();
+        test_views_and_pieces();
+        test_ownership();
+        test_zero_copy_buffers();
+        test_places();
+        test_errors();
+    } catch (const lt::Error &e) {
+        fprintf(stderr, "unexpected lodtensor::Error %d: %s\n", static_cast<int>(e.status()), e.what());
+        return 1;
+    }
+    return CHECK_RETURN();
+}
