@@ -24,6 +24,8 @@ static inline lodtensor_dtype_t fx_dtype(uint8_t code, uint8_t bits) {
 static inline lodtensor_dtype_t fx_f32(void) { return fx_dtype(LODTENSOR_DTYPE_CODE_FLOAT, 32); }
 static inline lodtensor_dtype_t fx_i32(void) { return fx_dtype(LODTENSOR_DTYPE_CODE_INT, 32); }
 static inline lodtensor_dtype_t fx_i64(void) { return fx_dtype(LODTENSOR_DTYPE_CODE_INT, 64); }
+static inline lodtensor_dtype_t fx_bool(void) { return fx_dtype(LODTENSOR_DTYPE_CODE_BOOL, 8); }
+static inline lodtensor_dtype_t fx_u8(void) { return fx_dtype(LODTENSOR_DTYPE_CODE_UINT, 8); }
 
 static inline lodtensor_place_t fx_place(int32_t device_type, int32_t device_id) {
     lodtensor_place_t p;
@@ -132,6 +134,41 @@ static inline int fx_cuda_usable(void) {
 static inline lodtensor_t *fx_sentinel(void) {
     static double storage[4];
     return (lodtensor_t *)(void *)storage;
+}
+
+/* lodtensor_create with the LoD given as offsets: the raw status, for tests of failing calls. */
+static inline int32_t fx_create_offsets(lodtensor_dtype_t dt, const int64_t *dims, size_t ndim, const void *data,
+                                        size_t nbytes, const size_t *level_sizes, size_t num_levels,
+                                        const size_t *lod, size_t lod_len, lodtensor_t **out) {
+    return lodtensor_create(dt, dims, ndim, data, nbytes, LODTENSOR_LOD_OFFSETS, level_sizes, num_levels, lod, lod_len,
+                            out);
+}
+
+/* A tensor with a one-level offsets LoD (none when n_offsets is 0), or NULL after a failed check. */
+static inline lodtensor_t *fx_make_lod1(lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim, const void *data,
+                                        size_t nbytes, const size_t *offsets, size_t n_offsets) {
+    lodtensor_t *t = NULL;
+    size_t sizes[1];
+    sizes[0] = n_offsets;
+    if (!CHECK_OK(lodtensor_create(dtype, dims, ndim, data, nbytes, LODTENSOR_LOD_OFFSETS, sizes, n_offsets ? 1 : 0,
+                                   offsets, n_offsets, &t))) {
+        return NULL;
+    }
+    return t;
+}
+
+/* The number of LoD levels of t. */
+static inline size_t fx_levels(const lodtensor_t *t) {
+    size_t n = 99;
+    CHECK_OK(lodtensor_lod_num_levels(t, &n));
+    return n;
+}
+
+/* The read address of t's elements. */
+static inline const void *fx_data(const lodtensor_t *t) {
+    const void *p = NULL;
+    CHECK_OK(lodtensor_data(t, &p));
+    return p;
 }
 
 #endif /* LODTENSOR_CAPI_TESTS_FIXTURES_H */

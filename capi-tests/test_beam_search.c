@@ -42,12 +42,6 @@ static lodtensor_t *mk(lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim
     return t;
 }
 
-static const void *data_of(const lodtensor_t *t) {
-    const void *p = NULL;
-    CHECK_OK(lodtensor_data(t, &p));
-    return p;
-}
-
 static size_t numel_of(const lodtensor_t *t) {
     size_t n = 0;
     CHECK_OK(lodtensor_numel(t, &n));
@@ -55,14 +49,14 @@ static size_t numel_of(const lodtensor_t *t) {
 }
 
 static int same_i64(const lodtensor_t *t, const int64_t *want, size_t n) {
-    return CHECK_EQ_SIZE(numel_of(t), n) && CHECK(n == 0 || memcmp(data_of(t), want, n * sizeof(int64_t)) == 0);
+    return CHECK_EQ_SIZE(numel_of(t), n) && CHECK(n == 0 || memcmp(fx_data(t), want, n * sizeof(int64_t)) == 0);
 }
 
 static int near_f32(const lodtensor_t *t, const float *want, size_t n) {
     size_t i;
     const float *got;
     if (!CHECK_EQ_SIZE(numel_of(t), n)) return 0;
-    got = (const float *)data_of(t);
+    got = (const float *)fx_data(t);
     for (i = 0; i < n; ++i) {
         float diff = got[i] - want[i];
         if (!CHECK(diff < 1e-5f && diff > -1e-5f)) return 0;
@@ -130,7 +124,7 @@ static void test_step(void) {
         CHECK_OFFSETS(si, 0, l0, 3);
         CHECK_OFFSETS(si, 1, want_l1, 5);
         CHECK_OFFSETS(ss, 1, want_l1, 5);
-        CHECK(memcmp(data_of(pi), want_parent, sizeof want_parent) == 0);
+        CHECK(memcmp(fx_data(pi), want_parent, sizeof want_parent) == 0);
         lodtensor_destroy(si);
         lodtensor_destroy(ss);
         lodtensor_destroy(pi);
@@ -213,9 +207,9 @@ static void test_fused_and_gather_state(void) {
         near_f32(ss, want_sc, 4);
         CHECK_OFFSETS(si, 0, l0, 3);
         CHECK_OFFSETS(si, 1, want_l1, 5);
-        CHECK(memcmp(data_of(pi), want_parent, sizeof want_parent) == 0);
+        CHECK(memcmp(fx_data(pi), want_parent, sizeof want_parent) == 0);
         if (CHECK_OK(beam_search_gather_state(st, pi, &g))) {
-            CHECK(memcmp(data_of(g), want_state, sizeof want_state) == 0);
+            CHECK(memcmp(fx_data(g), want_state, sizeof want_state) == 0);
             lodtensor_destroy(g);
         }
         g = fx_sentinel();
@@ -306,7 +300,7 @@ static void test_decode(void) {
         lodtensor_destroy(c);
     }
     if (CHECK_OK(beam_search_decode(ids, scores, 2, 1, &si, &ss))) {
-        const float *f = (const float *)data_of(ss);
+        const float *f = (const float *)fx_data(ss);
         same_i64(si, want, 17);
         for (k = 0; k < 17; ++k) CHECK(f[k] == (float)want[k]);
         CHECK_OFFSETS(si, 0, want_l0, 3);
@@ -456,8 +450,8 @@ static void test_decoder(void) {
     if (!CHECK_OK(beam_search_decoder_create(&o, &d))) return;
 
     if (CHECK_OK(beam_search_decoder_run(d, 2, toy_step, toy_edit, &m, &ids, &scores))) {
-        const int64_t *tok = (const int64_t *)data_of(ids);
-        const float *sc = (const float *)data_of(scores);
+        const int64_t *tok = (const int64_t *)fx_data(ids);
+        const float *sc = (const float *)fx_data(scores);
         size_t i, n = numel_of(ids), hyps = numel_of(scores);
         CHECK_EQ_SIZE(hyps, 6);
         for (i = 0; i < n; ++i) CHECK(tok[i] != 3 && tok[i] >= 0 && tok[i] < 7);

@@ -35,12 +35,6 @@ static int32_t make_ints(lodtensor_dtype_t dt, const int64_t *values, size_t n, 
     return lodtensor_create(dt, dims, 1, values, n * 8, LODTENSOR_LOD_OFFSETS, NULL, 0, NULL, 0, out);
 }
 
-static size_t levels_of(const lodtensor_t *t) {
-    size_t n = SENTINEL_SIZE;
-    CHECK_OK(lodtensor_lod_num_levels(t, &n));
-    return n;
-}
-
 /* out shares x's memory: the same first address, the same rows, and a write through out is seen
  * through x. x keeps its own LoD. */
 static void check_shares_x(lodtensor_t *out, const lodtensor_t *x) {
@@ -54,7 +48,7 @@ static void check_shares_x(lodtensor_t *out, const lodtensor_t *x) {
     ((float *)rw)[3] = -5.0f;
     CHECK(((const float *)b)[3] == -5.0f);
     ((float *)rw)[3] = fx_value(1, 1);
-    CHECK_EQ_SIZE(levels_of(x), 1);
+    CHECK_EQ_SIZE(fx_levels(x), 1);
     CHECK_OFFSETS(x, 0, x_offsets, 4);
 }
 
@@ -67,7 +61,7 @@ static void test_target_lod(void) {
         return;
     }
     if (CHECK_OK(lodtensor_lod_reset(x, NULL, target, 3, false, &out))) {
-        CHECK_EQ_SIZE(levels_of(out), 1);
+        CHECK_EQ_SIZE(fx_levels(out), 1);
         CHECK_OFFSETS(out, 0, want, 3);
         check_shares_x(out, x);
         lodtensor_destroy(out);
@@ -86,7 +80,7 @@ static void test_target_from_y_elements(void) {
         goto done;
     }
     if (CHECK_OK(lodtensor_lod_reset(x, y32, NULL, 0, false, &out))) {
-        CHECK_EQ_SIZE(levels_of(out), 1);
+        CHECK_EQ_SIZE(fx_levels(out), 1);
         CHECK_OFFSETS(out, 0, want, 4);
         check_shares_x(out, x);
         lodtensor_destroy(out);
@@ -94,7 +88,7 @@ static void test_target_from_y_elements(void) {
     }
     /* int64 too; and target_lod is ignored when y is given. */
     if (CHECK_OK(lodtensor_lod_reset(x, y64, ignored, 2, false, &out))) {
-        CHECK_EQ_SIZE(levels_of(out), 1);
+        CHECK_EQ_SIZE(fx_levels(out), 1);
         CHECK_OFFSETS(out, 0, want, 4);
         lodtensor_destroy(out);
     }
@@ -116,7 +110,7 @@ static void test_target_is_y_lod(void) {
         goto done;
     }
     if (CHECK_OK(lodtensor_lod_reset(x, y, ignored, 3, false, &out))) {
-        CHECK_EQ_SIZE(levels_of(out), 1);
+        CHECK_EQ_SIZE(fx_levels(out), 1);
         CHECK_OFFSETS(out, 0, want, 4);
         check_shares_x(out, x);
         lodtensor_destroy(out);
@@ -124,7 +118,7 @@ static void test_target_is_y_lod(void) {
     }
     /* With append the result is still exactly y's LoD. */
     if (CHECK_OK(lodtensor_lod_reset(x, y2, NULL, 0, true, &out))) {
-        CHECK_EQ_SIZE(levels_of(out), 2);
+        CHECK_EQ_SIZE(fx_levels(out), 2);
         CHECK_OFFSETS(out, 0, y2_offsets, 3);
         CHECK_OFFSETS(out, 1, y2_offsets + 3, 3);
         lodtensor_destroy(out);
@@ -151,7 +145,7 @@ static void test_append(void) {
         goto done;
     }
     if (CHECK_OK(lodtensor_lod_reset(x, NULL, every_row, 11, true, &out))) {
-        CHECK_EQ_SIZE(levels_of(out), 2);
+        CHECK_EQ_SIZE(fx_levels(out), 2);
         CHECK_OFFSETS(out, 0, x_offsets, 4);
         CHECK_OFFSETS(out, 1, want1, 11);
         check_shares_x(out, x);
@@ -160,7 +154,7 @@ static void test_append(void) {
     }
     /* The same from y's elements. */
     if (CHECK_OK(lodtensor_lod_reset(x, y, NULL, 0, true, &out))) {
-        CHECK_EQ_SIZE(levels_of(out), 2);
+        CHECK_EQ_SIZE(fx_levels(out), 2);
         CHECK_OFFSETS(out, 1, want1, 11);
         lodtensor_destroy(out);
         out = NULL;
@@ -168,7 +162,7 @@ static void test_append(void) {
     /* Appending to a tensor without LoD gives just the target. */
     if (CHECK_OK(lodtensor_lod_reset(plain, NULL, two_level, 3, true, &out))) {
         static const size_t want[3] = {0, 7, 10};
-        CHECK_EQ_SIZE(levels_of(out), 1);
+        CHECK_EQ_SIZE(fx_levels(out), 1);
         CHECK_OFFSETS(out, 0, want, 3);
         lodtensor_destroy(out);
         out = NULL;

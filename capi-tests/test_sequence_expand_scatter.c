@@ -10,13 +10,6 @@
 #include "fixtures.h"
 
 /* A host tensor from dims, data and an offsets LoD (num_levels 0 = none). */
-static int32_t mk(lodtensor_dtype_t dt, const int64_t *dims, size_t ndim, const void *data, size_t nbytes,
-                  const size_t *level_sizes, size_t num_levels, const size_t *lod, size_t lod_len,
-                  lodtensor_t **out) {
-    return lodtensor_create(dt, dims, ndim, data, nbytes, LODTENSOR_LOD_OFFSETS, level_sizes, num_levels, lod,
-                            lod_len, out);
-}
-
 /* t is float32 with exactly the n values `want`. */
 static int check_f32(const lodtensor_t *t, const float *want, size_t n, int line) {
     const void *data = NULL;
@@ -59,12 +52,6 @@ static int check_row_ids(const lodtensor_t *t, const size_t *rows, size_t n, siz
 }
 #define CHECK_ROW_IDS(t, rows, n, width) check_row_ids((t), (rows), (n), (width), __LINE__)
 
-static size_t levels_of(const lodtensor_t *t) {
-    size_t n = 99;
-    CHECK_OK(lodtensor_lod_num_levels(t, &n));
-    return n;
-}
-
 static int64_t dim_of(const lodtensor_t *t, size_t i) {
     int64_t dims[LODTENSOR_MAX_DIMS];
     size_t ndim = 0;
@@ -91,15 +78,15 @@ static void test_expand_doc_cases(void) {
     static const size_t y3s[1] = {4}, y3l[4] = {0, 2, 3, 6};
     static const float want3[6] = {1, 1, 2, 3, 3, 3};
     lodtensor_t *x1 = NULL, *x2 = NULL, *x3 = NULL, *y1 = NULL, *y2 = NULL, *y3 = NULL, *out = NULL;
-    if (!CHECK_OK(mk(fx_f32(), xd, 2, xv, sizeof xv, xs, 1, xl1, 3, &x1)) ||
-        !CHECK_OK(mk(fx_f32(), xd, 2, xv, sizeof xv, xs, 1, xl2, 3, &x2)) ||
-        !CHECK_OK(mk(fx_f32(), x3d, 2, xv, 12, NULL, 0, NULL, 0, &x3)) || !CHECK_OK(mk_y(8, ys, 2, yl1, 8, &y1)) ||
+    if (!CHECK_OK(fx_create_offsets(fx_f32(), xd, 2, xv, sizeof xv, xs, 1, xl1, 3, &x1)) ||
+        !CHECK_OK(fx_create_offsets(fx_f32(), xd, 2, xv, sizeof xv, xs, 1, xl2, 3, &x2)) ||
+        !CHECK_OK(fx_create_offsets(fx_f32(), x3d, 2, xv, 12, NULL, 0, NULL, 0, &x3)) || !CHECK_OK(mk_y(8, ys, 2, yl1, 8, &y1)) ||
         !CHECK_OK(mk_y(8, ys, 2, yl2, 8, &y2)) || !CHECK_OK(mk_y(6, y3s, 1, y3l, 4, &y3))) {
         goto done;
     }
     if (CHECK_OK(sequence_expand(x1, y1, 0, &out))) {
         CHECK_F32(out, want1, 8);
-        CHECK_EQ_SIZE(levels_of(out), 1);
+        CHECK_EQ_SIZE(fx_levels(out), 1);
         CHECK_OFFSETS(out, 0, lod1, 5);
         CHECK_EQ_INT(dim_of(out, 0), 8);
         lodtensor_destroy(out);
@@ -113,7 +100,7 @@ static void test_expand_doc_cases(void) {
     }
     if (CHECK_OK(sequence_expand(x3, y3, -1, &out))) {
         CHECK_F32(out, want3, 6);
-        CHECK_EQ_SIZE(levels_of(out), 0);
+        CHECK_EQ_SIZE(fx_levels(out), 0);
         lodtensor_destroy(out);
         out = NULL;
     }
@@ -175,7 +162,7 @@ static void test_expand_dense_ref_level_and_empty(void) {
     }
     if (CHECK_OK(sequence_expand(x, y, 1, &out))) {
         CHECK_ROW_IDS(out, rows5, 13, 4);
-        CHECK_EQ_SIZE(levels_of(out), 0);
+        CHECK_EQ_SIZE(fx_levels(out), 0);
         lodtensor_destroy(out);
         out = NULL;
     }
@@ -203,7 +190,7 @@ static void test_expand_failures(void) {
     if (!CHECK_OK(fx_make_f32(2, 1, LODTENSOR_LOD_OFFSETS, s1, 1, l1, 3, &x)) ||
         !CHECK_OK(fx_make_f32(2, 1, LODTENSOR_LOD_OFFSETS, s2, 2, l2, 5, &x2lev)) ||
         !CHECK_OK(fx_make_f32(3, 1, 0, NULL, 0, NULL, 0, &dense3)) ||
-        !CHECK_OK(mk(fx_f32(), d1, 1, v, sizeof v, s1, 1, l1, 3, &rank1)) || !CHECK_OK(mk_y(2, s1, 1, l1, 3, &y)) ||
+        !CHECK_OK(fx_create_offsets(fx_f32(), d1, 1, v, sizeof v, s1, 1, l1, 3, &rank1)) || !CHECK_OK(mk_y(2, s1, 1, l1, 3, &y)) ||
         !CHECK_OK(mk_y(3, s3, 1, l3, 4, &y3)) || !CHECK_OK(fx_make_f32(2, 1, 0, NULL, 0, NULL, 0, &ynolod))) {
         goto done;
     }
@@ -245,7 +232,7 @@ static const size_t doc_sizes[1] = {4}, doc_lod[4] = {0, 3, 8, 12};
 static int32_t mk_ones(lodtensor_t **out) {
     static const float ones[18] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
     static const int64_t d[2] = {3, 6};
-    return mk(fx_f32(), d, 2, ones, sizeof ones, NULL, 0, NULL, 0, out);
+    return fx_create_offsets(fx_f32(), d, 2, ones, sizeof ones, NULL, 0, NULL, 0, out);
 }
 
 static void test_scatter_doc_example(void) {
@@ -257,14 +244,14 @@ static void test_scatter_doc_example(void) {
     for (i = 0; i < 12; ++i) {
         ids32[i] = (int32_t)doc_ids[i];
     }
-    if (!CHECK_OK(mk_ones(&x)) || !CHECK_OK(mk(fx_i64(), idd, 2, doc_ids, sizeof doc_ids, doc_sizes, 1, doc_lod, 4, &ids)) ||
-        !CHECK_OK(mk(fx_i32(), idd, 2, ids32, sizeof ids32, doc_sizes, 1, doc_lod, 4, &ids32t)) ||
-        !CHECK_OK(mk(fx_f32(), ud, 2, doc_upd, sizeof doc_upd, doc_sizes, 1, doc_lod, 4, &upd))) {
+    if (!CHECK_OK(mk_ones(&x)) || !CHECK_OK(fx_create_offsets(fx_i64(), idd, 2, doc_ids, sizeof doc_ids, doc_sizes, 1, doc_lod, 4, &ids)) ||
+        !CHECK_OK(fx_create_offsets(fx_i32(), idd, 2, ids32, sizeof ids32, doc_sizes, 1, doc_lod, 4, &ids32t)) ||
+        !CHECK_OK(fx_create_offsets(fx_f32(), ud, 2, doc_upd, sizeof doc_upd, doc_sizes, 1, doc_lod, 4, &upd))) {
         goto done;
     }
     if (CHECK_OK(sequence_scatter(x, ids, upd, &out))) {
         CHECK_F32(out, doc_want, 18);
-        CHECK_EQ_SIZE(levels_of(out), 0);
+        CHECK_EQ_SIZE(fx_levels(out), 0);
         lodtensor_destroy(out);
         out = NULL;
     }
@@ -298,8 +285,8 @@ static void test_scatter_empty_sequences(void) {
         upd[i] = (float)(i % 4);
         want[(i < 60 ? 0 : 2) * 6 + (size_t)ids[i]] += upd[i];
     }
-    if (!CHECK_OK(mk_ones(&x)) || !CHECK_OK(mk(fx_i64(), d, 2, ids, sizeof ids, sizes, 1, l, 4, &idt)) ||
-        !CHECK_OK(mk(fx_f32(), d, 2, upd, sizeof upd, sizes, 1, l, 4, &ut))) {
+    if (!CHECK_OK(mk_ones(&x)) || !CHECK_OK(fx_create_offsets(fx_i64(), d, 2, ids, sizeof ids, sizes, 1, l, 4, &idt)) ||
+        !CHECK_OK(fx_create_offsets(fx_f32(), d, 2, upd, sizeof upd, sizes, 1, l, 4, &ut))) {
         goto done;
     }
     if (CHECK_OK(sequence_scatter(x, idt, ut, &out))) {
@@ -326,22 +313,22 @@ static void test_scatter_failures(void) {
     lodtensor_t *ids_neg = NULL, *ids_wide = NULL, *ids_f = NULL, *ids_nolod = NULL, *ids4 = NULL, *upd = NULL;
     lodtensor_t *upd_short = NULL, *upd_f64 = NULL, *upd_nolod = NULL, *upd4 = NULL, *x_share = NULL;
     lodtensor_t *out = fx_sentinel();
-    int ok = CHECK_OK(mk_ones(&x)) && CHECK_OK(mk(fx_f32(), x1d, 2, x1v, sizeof x1v, NULL, 0, NULL, 0, &x2)) &&
-             CHECK_OK(mk(fx_f32(), NULL, 0, &scalar, 4, NULL, 0, NULL, 0, &x0d)) &&
-             CHECK_OK(mk(fx_dtype(LODTENSOR_DTYPE_CODE_BOOL, 8), bd, 2, bools, 18, NULL, 0, NULL, 0, &bx)) &&
-             CHECK_OK(mk(fx_dtype(LODTENSOR_DTYPE_CODE_BOOL, 8), d3, 2, bools, 3, s, 1, l, 3, &bu)) &&
-             CHECK_OK(mk(fx_i64(), d3, 2, good, sizeof good, s, 1, l, 3, &ids)) &&
-             CHECK_OK(mk(fx_i64(), d3, 2, big, sizeof big, s, 1, l, 3, &ids_big)) &&
-             CHECK_OK(mk(fx_i64(), d3, 2, neg, sizeof neg, s, 1, l, 3, &ids_neg)) &&
-             CHECK_OK(mk(fx_i64(), d3x2, 2, wide, sizeof wide, s, 1, l, 3, &ids_wide)) &&
-             CHECK_OK(mk(fx_f32(), d3, 2, fids, sizeof fids, s, 1, l, 3, &ids_f)) &&
-             CHECK_OK(mk(fx_i64(), d3, 2, good, sizeof good, NULL, 0, NULL, 0, &ids_nolod)) &&
-             CHECK_OK(mk(fx_i64(), d3, 2, wide, 24, s4, 1, l4, 4, &ids4)) &&
-             CHECK_OK(mk(fx_f32(), d3, 2, u, sizeof u, s, 1, l, 3, &upd)) &&
-             CHECK_OK(mk(fx_f32(), d2, 2, u, 8, s2, 1, l2, 2, &upd_short)) &&
-             CHECK_OK(mk(fx_dtype(LODTENSOR_DTYPE_CODE_FLOAT, 64), d3, 2, u64, sizeof u64, s, 1, l, 3, &upd_f64)) &&
-             CHECK_OK(mk(fx_f32(), d3, 2, u, sizeof u, NULL, 0, NULL, 0, &upd_nolod)) &&
-             CHECK_OK(mk(fx_f32(), d3, 2, u, sizeof u, s4, 1, l4, 4, &upd4)) && CHECK_OK(lodtensor_share(x, &x_share));
+    int ok = CHECK_OK(mk_ones(&x)) && CHECK_OK(fx_create_offsets(fx_f32(), x1d, 2, x1v, sizeof x1v, NULL, 0, NULL, 0, &x2)) &&
+             CHECK_OK(fx_create_offsets(fx_f32(), NULL, 0, &scalar, 4, NULL, 0, NULL, 0, &x0d)) &&
+             CHECK_OK(fx_create_offsets(fx_dtype(LODTENSOR_DTYPE_CODE_BOOL, 8), bd, 2, bools, 18, NULL, 0, NULL, 0, &bx)) &&
+             CHECK_OK(fx_create_offsets(fx_dtype(LODTENSOR_DTYPE_CODE_BOOL, 8), d3, 2, bools, 3, s, 1, l, 3, &bu)) &&
+             CHECK_OK(fx_create_offsets(fx_i64(), d3, 2, good, sizeof good, s, 1, l, 3, &ids)) &&
+             CHECK_OK(fx_create_offsets(fx_i64(), d3, 2, big, sizeof big, s, 1, l, 3, &ids_big)) &&
+             CHECK_OK(fx_create_offsets(fx_i64(), d3, 2, neg, sizeof neg, s, 1, l, 3, &ids_neg)) &&
+             CHECK_OK(fx_create_offsets(fx_i64(), d3x2, 2, wide, sizeof wide, s, 1, l, 3, &ids_wide)) &&
+             CHECK_OK(fx_create_offsets(fx_f32(), d3, 2, fids, sizeof fids, s, 1, l, 3, &ids_f)) &&
+             CHECK_OK(fx_create_offsets(fx_i64(), d3, 2, good, sizeof good, NULL, 0, NULL, 0, &ids_nolod)) &&
+             CHECK_OK(fx_create_offsets(fx_i64(), d3, 2, wide, 24, s4, 1, l4, 4, &ids4)) &&
+             CHECK_OK(fx_create_offsets(fx_f32(), d3, 2, u, sizeof u, s, 1, l, 3, &upd)) &&
+             CHECK_OK(fx_create_offsets(fx_f32(), d2, 2, u, 8, s2, 1, l2, 2, &upd_short)) &&
+             CHECK_OK(fx_create_offsets(fx_dtype(LODTENSOR_DTYPE_CODE_FLOAT, 64), d3, 2, u64, sizeof u64, s, 1, l, 3, &upd_f64)) &&
+             CHECK_OK(fx_create_offsets(fx_f32(), d3, 2, u, sizeof u, NULL, 0, NULL, 0, &upd_nolod)) &&
+             CHECK_OK(fx_create_offsets(fx_f32(), d3, 2, u, sizeof u, s4, 1, l4, 4, &upd4)) && CHECK_OK(lodtensor_share(x, &x_share));
     if (ok) {
         CHECK_STATUS_MSG(sequence_scatter(NULL, ids, upd, &out), LODTENSOR_NULL_ARGUMENT, "x");
         CHECK_STATUS_MSG(sequence_scatter(x, NULL, upd, &out), LODTENSOR_NULL_ARGUMENT, "ids");
@@ -377,8 +364,8 @@ static void test_scatter_failures(void) {
             static const float ones[18] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
             static const int64_t zeros3[3] = {0, 0, 0};
             lodtensor_t *ids0 = NULL, *col = NULL, *col_share = NULL;
-            if (CHECK_OK(mk(fx_i64(), d3, 2, zeros3, sizeof zeros3, s, 1, l, 3, &ids0)) &&
-                CHECK_OK(mk(fx_f32(), d3, 2, u, sizeof u, s, 1, l, 3, &col)) &&
+            if (CHECK_OK(fx_create_offsets(fx_i64(), d3, 2, zeros3, sizeof zeros3, s, 1, l, 3, &ids0)) &&
+                CHECK_OK(fx_create_offsets(fx_f32(), d3, 2, u, sizeof u, s, 1, l, 3, &col)) &&
                 CHECK_OK(lodtensor_share(col, &col_share))) {
                 CHECK_STATUS_MSG(sequence_scatter_inplace(col, ids0, col_share), LODTENSOR_INVALID_ARGUMENT,
                                  "updates");

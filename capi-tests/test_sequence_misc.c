@@ -12,18 +12,6 @@
 
 /* A tensor of `dtype` and dims[0..ndim) from `data`, with a one-level offset LoD (n_offsets 0 for
  * none) or, with `level_sizes`, a multi-level one. */
-static lodtensor_t *make(lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim, const void *data, size_t nbytes,
-                         const size_t *offsets, size_t n_offsets) {
-    lodtensor_t *t = NULL;
-    size_t sizes[1];
-    sizes[0] = n_offsets;
-    if (!CHECK_OK(lodtensor_create(dtype, dims, ndim, data, nbytes, LODTENSOR_LOD_OFFSETS, sizes, n_offsets ? 1 : 0,
-                                   offsets, n_offsets, &t))) {
-        return NULL;
-    }
-    return t;
-}
-
 static lodtensor_t *make2(lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim, const void *data, size_t nbytes,
                           const size_t *sizes, const size_t *offsets, size_t n_offsets) {
     lodtensor_t *t = NULL;
@@ -34,12 +22,6 @@ static lodtensor_t *make2(lodtensor_dtype_t dtype, const int64_t *dims, size_t n
     return t;
 }
 
-static const void *data_of(const lodtensor_t *t) {
-    const void *p = NULL;
-    CHECK_OK(lodtensor_data(t, &p));
-    return p;
-}
-
 static int dims_are(const lodtensor_t *t, const int64_t *want, size_t n) {
     int64_t dims[LODTENSOR_MAX_DIMS];
     size_t ndim = 0;
@@ -48,8 +30,6 @@ static int dims_are(const lodtensor_t *t, const int64_t *want, size_t n) {
 }
 
 static lodtensor_dtype_t fx_f64(void) { return fx_dtype(LODTENSOR_DTYPE_CODE_FLOAT, 64); }
-static lodtensor_dtype_t fx_bool(void) { return fx_dtype(LODTENSOR_DTYPE_CODE_BOOL, 8); }
-static lodtensor_dtype_t fx_u8(void) { return fx_dtype(LODTENSOR_DTYPE_CODE_UINT, 8); }
 
 static void test_softmax(void) {
     static const float x[15] = {0.7f, 1, 0.6f, 1.5f, 1.1f, 1.2f, 0.2f, 0.6f, 1.9f, 3.1f, 2.5f, 0.8f, 0.1f, 2.4f, 1.3f};
@@ -60,14 +40,14 @@ static void test_softmax(void) {
     static const int64_t dims[2] = {15, 1}, wide_dims[2] = {3, 2}, int_dims[1] = {3};
     static const size_t lod3[2] = {0, 3};
     static const int32_t ints[3] = {1, 2, 3};
-    lodtensor_t *t = make(fx_f32(), dims, 2, x, sizeof x, lod, 7);
-    lodtensor_t *plain = make(fx_f32(), dims, 2, x, sizeof x, NULL, 0);
-    lodtensor_t *wide = make(fx_f32(), wide_dims, 2, x, 6 * sizeof(float), lod3, 2);
-    lodtensor_t *it = make(fx_i32(), int_dims, 1, ints, sizeof ints, lod3, 2);
+    lodtensor_t *t = fx_make_lod1(fx_f32(), dims, 2, x, sizeof x, lod, 7);
+    lodtensor_t *plain = fx_make_lod1(fx_f32(), dims, 2, x, sizeof x, NULL, 0);
+    lodtensor_t *wide = fx_make_lod1(fx_f32(), wide_dims, 2, x, 6 * sizeof(float), lod3, 2);
+    lodtensor_t *it = fx_make_lod1(fx_i32(), int_dims, 1, ints, sizeof ints, lod3, 2);
     lodtensor_t *out = NULL;
     size_t i;
     if (t && CHECK_OK(sequence_softmax(t, &out))) {
-        const float *o = (const float *)data_of(out);
+        const float *o = (const float *)fx_data(out);
         for (i = 0; i < 15; ++i) {
             CHECK((o[i] > want[i] ? o[i] - want[i] : want[i] - o[i]) < 1e-6);
         }
@@ -102,18 +82,18 @@ static void test_concat(void) {
     for (i = 0; i < 9; ++i) {
         b[i] = 100 + (int64_t)i;
     }
-    ta = make(fx_i64(), da, 1, a, sizeof a, la, 3);
-    tb = make(fx_i64(), db, 2, b, sizeof b, lb, 3);
-    tf = make(fx_f64(), da, 1, a, sizeof a, la, 3);
-    tw = make(fx_i64(), dw, 2, b, 8 * sizeof(int64_t), lw, 3);
-    tplain = make(fx_i64(), da, 1, a, sizeof a, NULL, 0);
-    tone = make(fx_i64(), da, 1, a, sizeof a, l1, 2);
+    ta = fx_make_lod1(fx_i64(), da, 1, a, sizeof a, la, 3);
+    tb = fx_make_lod1(fx_i64(), db, 2, b, sizeof b, lb, 3);
+    tf = fx_make_lod1(fx_f64(), da, 1, a, sizeof a, la, 3);
+    tw = fx_make_lod1(fx_i64(), dw, 2, b, 8 * sizeof(int64_t), lw, 3);
+    tplain = fx_make_lod1(fx_i64(), da, 1, a, sizeof a, NULL, 0);
+    tone = fx_make_lod1(fx_i64(), da, 1, a, sizeof a, l1, 2);
     xs[0] = ta;
     xs[1] = tb;
     xs[2] = ta;
     if (ta && tb && CHECK_OK(sequence_concat(xs, 2, &out))) {
         static const int64_t rows[16] = {0, 1, 2, 100, 101, 102, 103, 104, 105, 106, 3, 4, 5, 6, 107, 108};
-        CHECK(memcmp(data_of(out), rows, sizeof rows) == 0);
+        CHECK(memcmp(fx_data(out), rows, sizeof rows) == 0);
         CHECK_OFFSETS(out, 0, want, 3);
         dims_are(out, want_dims, 1);
         lodtensor_destroy(out);
@@ -156,19 +136,19 @@ static void test_slice(void) {
     static const size_t sizes2[2] = {2, 3}, lod2[5] = {0, 2, 0, 3, 5};
     static const int64_t off[2] = {0, 1}, len[2] = {2, 1}, neg[2] = {0, -1}, past[2] = {3, 2}, three[3] = {0, 0, 0};
     static const float foff[2] = {0, 1};
-    lodtensor_t *t = make(fx_f32(), dx, 2, x, sizeof x, lod, 3);
-    lodtensor_t *plain = make(fx_f32(), dx, 2, x, sizeof x, NULL, 0);
+    lodtensor_t *t = fx_make_lod1(fx_f32(), dx, 2, x, sizeof x, lod, 3);
+    lodtensor_t *plain = fx_make_lod1(fx_f32(), dx, 2, x, sizeof x, NULL, 0);
     lodtensor_t *two = make2(fx_f32(), dx, 2, x, sizeof x, sizes2, lod2, 5);
-    lodtensor_t *o = make(fx_i64(), d21, 2, off, sizeof off, NULL, 0);
-    lodtensor_t *l = make(fx_i64(), d2, 1, len, sizeof len, NULL, 0);
-    lodtensor_t *n = make(fx_i64(), d2, 1, neg, sizeof neg, NULL, 0);
-    lodtensor_t *p = make(fx_i64(), d2, 1, past, sizeof past, NULL, 0);
-    lodtensor_t *t3 = make(fx_i64(), d3, 1, three, sizeof three, NULL, 0);
-    lodtensor_t *t12 = make(fx_i64(), d12, 2, off, sizeof off, NULL, 0);
-    lodtensor_t *f = make(fx_f32(), d2, 1, foff, sizeof foff, NULL, 0);
+    lodtensor_t *o = fx_make_lod1(fx_i64(), d21, 2, off, sizeof off, NULL, 0);
+    lodtensor_t *l = fx_make_lod1(fx_i64(), d2, 1, len, sizeof len, NULL, 0);
+    lodtensor_t *n = fx_make_lod1(fx_i64(), d2, 1, neg, sizeof neg, NULL, 0);
+    lodtensor_t *p = fx_make_lod1(fx_i64(), d2, 1, past, sizeof past, NULL, 0);
+    lodtensor_t *t3 = fx_make_lod1(fx_i64(), d3, 1, three, sizeof three, NULL, 0);
+    lodtensor_t *t12 = fx_make_lod1(fx_i64(), d12, 2, off, sizeof off, NULL, 0);
+    lodtensor_t *f = fx_make_lod1(fx_f32(), d2, 1, foff, sizeof foff, NULL, 0);
     lodtensor_t *out = NULL;
     if (t && o && l && CHECK_OK(sequence_slice(t, o, l, &out))) {
-        const float *v = (const float *)data_of(out);
+        const float *v = (const float *)fx_data(out);
         static const int64_t want_dims[2] = {3, 1};
         CHECK(v[0] == 1 && v[1] == 2 && v[2] == 5);
         CHECK_OFFSETS(out, 0, want_lod, 3);
@@ -207,12 +187,12 @@ static void test_reverse(void) {
     static const uint8_t x[10] = {0, 0, 1, 1, 2, 2, 3, 3, 4, 4}, want[10] = {1, 1, 0, 0, 4, 4, 3, 3, 2, 2};
     static const int64_t dx[2] = {5, 2}, d1[1] = {10};
     static const size_t lod[3] = {0, 2, 5}, sizes2[2] = {2, 3}, lod2[5] = {0, 2, 0, 2, 5}, lod10[2] = {0, 10};
-    lodtensor_t *t = make(fx_u8(), dx, 2, x, sizeof x, lod, 3);
+    lodtensor_t *t = fx_make_lod1(fx_u8(), dx, 2, x, sizeof x, lod, 3);
     lodtensor_t *two = make2(fx_u8(), dx, 2, x, sizeof x, sizes2, lod2, 5);
-    lodtensor_t *flat = make(fx_u8(), d1, 1, x, sizeof x, lod10, 2);
+    lodtensor_t *flat = fx_make_lod1(fx_u8(), d1, 1, x, sizeof x, lod10, 2);
     lodtensor_t *out = NULL;
     if (t && CHECK_OK(sequence_reverse(t, &out))) {
-        CHECK(memcmp(data_of(out), want, sizeof want) == 0);
+        CHECK(memcmp(fx_data(out), want, sizeof want) == 0);
         CHECK_OFFSETS(out, 0, lod, 3);
         dims_are(out, dx, 2);
         lodtensor_destroy(out);
@@ -236,14 +216,14 @@ static void test_mask(void) {
     static const int64_t dx[1] = {4}, d44[2] = {4, 4}, d43[2] = {4, 3}, d0[1] = {0}, d00[2] = {0, 0};
     static const int64_t d9[9] = {1, 1, 1, 1, 1, 1, 1, 1, 4};
     static const uint8_t bools[4] = {1, 0, 1, 1};
-    lodtensor_t *t = make(fx_i64(), dx, 1, x, sizeof x, NULL, 0);
-    lodtensor_t *empty = make(fx_f32(), d0, 1, NULL, 0, NULL, 0);
-    lodtensor_t *nine = make(fx_i64(), d9, 9, x, sizeof x, NULL, 0);
-    lodtensor_t *b = make(fx_bool(), dx, 1, bools, sizeof bools, NULL, 0);
+    lodtensor_t *t = fx_make_lod1(fx_i64(), dx, 1, x, sizeof x, NULL, 0);
+    lodtensor_t *empty = fx_make_lod1(fx_f32(), d0, 1, NULL, 0, NULL, 0);
+    lodtensor_t *nine = fx_make_lod1(fx_i64(), d9, 9, x, sizeof x, NULL, 0);
+    lodtensor_t *b = fx_make_lod1(fx_bool(), dx, 1, bools, sizeof bools, NULL, 0);
     lodtensor_t *out = NULL;
     size_t levels = 99;
     if (t && CHECK_OK(sequence_mask(t, 4, fx_i64(), &out))) {
-        CHECK(memcmp(data_of(out), want4, sizeof want4) == 0);
+        CHECK(memcmp(fx_data(out), want4, sizeof want4) == 0);
         dims_are(out, d44, 2);
         CHECK_OK(lodtensor_lod_num_levels(out, &levels));
         CHECK_EQ_SIZE(levels, 0);
@@ -251,7 +231,7 @@ static void test_mask(void) {
         out = NULL;
     }
     if (t && CHECK_OK(sequence_mask(t, -1, fx_bool(), &out))) {
-        CHECK(memcmp(data_of(out), want3, sizeof want3) == 0);
+        CHECK(memcmp(fx_data(out), want3, sizeof want3) == 0);
         dims_are(out, d43, 2);
         lodtensor_destroy(out);
         out = NULL;
@@ -282,20 +262,20 @@ static void test_enumerate(void) {
     static const float fx[5] = {1, 2, 3, 4, 5};
     static const int64_t dx[2] = {5, 1}, dw[2] = {5, 2}, d2w[2] = {2, 2};
     static const size_t lod[3] = {0, 3, 5}, lod2[2] = {0, 2};
-    lodtensor_t *t = make(fx_i32(), dx, 2, x, sizeof x, lod, 3);
-    lodtensor_t *plain = make(fx_i32(), dx, 2, x, sizeof x, NULL, 0);
-    lodtensor_t *wide = make(fx_i32(), d2w, 2, x, 4 * sizeof(int32_t), lod2, 2);
-    lodtensor_t *f = make(fx_f32(), dx, 2, fx, sizeof fx, lod, 3);
+    lodtensor_t *t = fx_make_lod1(fx_i32(), dx, 2, x, sizeof x, lod, 3);
+    lodtensor_t *plain = fx_make_lod1(fx_i32(), dx, 2, x, sizeof x, NULL, 0);
+    lodtensor_t *wide = fx_make_lod1(fx_i32(), d2w, 2, x, 4 * sizeof(int32_t), lod2, 2);
+    lodtensor_t *f = fx_make_lod1(fx_f32(), dx, 2, fx, sizeof fx, lod, 3);
     lodtensor_t *out = NULL;
     if (t && CHECK_OK(sequence_enumerate(t, 2, 0, &out))) {
-        CHECK(memcmp(data_of(out), want, sizeof want) == 0);
+        CHECK(memcmp(fx_data(out), want, sizeof want) == 0);
         CHECK_OFFSETS(out, 0, lod, 3);
         dims_are(out, dw, 2);
         lodtensor_destroy(out);
         out = NULL;
     }
     if (t && CHECK_OK(sequence_enumerate(t, 2, 9, &out))) {
-        CHECK(memcmp(data_of(out), want9, sizeof want9) == 0);
+        CHECK(memcmp(fx_data(out), want9, sizeof want9) == 0);
         lodtensor_destroy(out);
     }
     out = fx_sentinel();
@@ -323,14 +303,14 @@ static void test_erase(void) {
     static const float fx[10] = {0};
     static const size_t lod[4] = {0, 3, 6, 10}, want_lod[4] = {0, 1, 3, 7}, lod5[2] = {0, 5};
     static const size_t sizes2[2] = {2, 4}, lod2[6] = {0, 3, 0, 3, 6, 10}, top[2] = {0, 3};
-    lodtensor_t *t = make(fx_i64(), dx, 2, x, sizeof x, lod, 4);
+    lodtensor_t *t = fx_make_lod1(fx_i64(), dx, 2, x, sizeof x, lod, 4);
     lodtensor_t *two = make2(fx_i64(), dx, 1, x, sizeof x, sizes2, lod2, 6);
-    lodtensor_t *plain = make(fx_i64(), dx, 2, x, sizeof x, NULL, 0);
-    lodtensor_t *wide = make(fx_i64(), dw, 2, x, sizeof x, lod5, 2);
-    lodtensor_t *f = make(fx_f32(), dx, 2, fx, sizeof fx, lod, 4);
+    lodtensor_t *plain = fx_make_lod1(fx_i64(), dx, 2, x, sizeof x, NULL, 0);
+    lodtensor_t *wide = fx_make_lod1(fx_i64(), dw, 2, x, sizeof x, lod5, 2);
+    lodtensor_t *f = fx_make_lod1(fx_f32(), dx, 2, fx, sizeof fx, lod, 4);
     lodtensor_t *out = NULL;
     if (t && CHECK_OK(sequence_erase(t, tokens, 3, &out))) {
-        CHECK(memcmp(data_of(out), want, sizeof want) == 0);
+        CHECK(memcmp(fx_data(out), want, sizeof want) == 0);
         CHECK_OFFSETS(out, 0, want_lod, 4);
         dims_are(out, dwant, 2);
         lodtensor_destroy(out);
@@ -343,7 +323,7 @@ static void test_erase(void) {
         out = NULL;
     }
     if (t && CHECK_OK(sequence_erase(t, NULL, 0, &out))) {
-        CHECK(memcmp(data_of(out), x, sizeof x) == 0);
+        CHECK(memcmp(fx_data(out), x, sizeof x) == 0);
         CHECK_OFFSETS(out, 0, lod, 4);
         lodtensor_destroy(out);
     }
@@ -373,11 +353,11 @@ static void test_reshape(void) {
     for (i = 0; i < 12; ++i) {
         x[i] = (float)(i + 1);
     }
-    t = make(fx_f32(), dx, 2, x, sizeof x, lod, 3);
+    t = fx_make_lod1(fx_f32(), dx, 2, x, sizeof x, lod, 3);
     two = make2(fx_f32(), dx, 2, x, sizeof x, sizes2, lod2, 5);
-    flat = make(fx_f32(), d1, 1, x, sizeof x, lod12, 2);
+    flat = fx_make_lod1(fx_f32(), d1, 1, x, sizeof x, lod12, 2);
     if (t && CHECK_OK(sequence_reshape(t, 4, &out))) {
-        CHECK(memcmp(data_of(out), x, sizeof x) == 0);
+        CHECK(memcmp(fx_data(out), x, sizeof x) == 0);
         CHECK_OFFSETS(out, 0, want_lod, 3);
         dims_are(out, dout, 2);
         lodtensor_destroy(out);
@@ -413,24 +393,24 @@ static void test_conv(void) {
     for (i = 0; i < 36; ++i) {
         identity[i] = i / 6 == i % 6 ? 1.0f : 0.0f;
     }
-    t = make(fx_f32(), dx, 2, x, sizeof x, lod, 3);
-    f = make(fx_f32(), df, 2, identity, sizeof identity, NULL, 0);
-    p = make(fx_f32(), dp, 2, pad, sizeof pad, NULL, 0);
-    p3 = make(fx_f32(), d3, 2, identity, 6 * sizeof(float), NULL, 0);
-    fd = make(fx_f64(), df, 2, dbl, sizeof dbl, NULL, 0);
-    ti = make(fx_i32(), dx, 2, ints, 8 * sizeof(int32_t), lod, 3);
-    fi = make(fx_i32(), df, 2, dbl, 36 * sizeof(int32_t), NULL, 0);
+    t = fx_make_lod1(fx_f32(), dx, 2, x, sizeof x, lod, 3);
+    f = fx_make_lod1(fx_f32(), df, 2, identity, sizeof identity, NULL, 0);
+    p = fx_make_lod1(fx_f32(), dp, 2, pad, sizeof pad, NULL, 0);
+    p3 = fx_make_lod1(fx_f32(), d3, 2, identity, 6 * sizeof(float), NULL, 0);
+    fd = fx_make_lod1(fx_f64(), df, 2, dbl, sizeof dbl, NULL, 0);
+    ti = fx_make_lod1(fx_i32(), dx, 2, ints, 8 * sizeof(int32_t), lod, 3);
+    fi = fx_make_lod1(fx_i32(), df, 2, dbl, 36 * sizeof(int32_t), NULL, 0);
     two = make2(fx_f32(), dx, 2, x, sizeof x, sizes2, lod2, 5);
-    flat = make(fx_f32(), dflat, 1, x, sizeof x, lod8, 2);
+    flat = fx_make_lod1(fx_f32(), dflat, 1, x, sizeof x, lod8, 2);
     if (t && f && CHECK_OK(sequence_conv(t, f, NULL, 3, -1, 1, false, &out))) {
-        CHECK(memcmp(data_of(out), want, sizeof want) == 0);
+        CHECK(memcmp(fx_data(out), want, sizeof want) == 0);
         CHECK_OFFSETS(out, 0, lod, 3);
         dims_are(out, dout, 2);
         lodtensor_destroy(out);
         out = NULL;
     }
     if (t && f && p && CHECK_OK(sequence_conv(t, f, p, 3, -1, 1, true, &out))) {
-        CHECK(memcmp(data_of(out), want_pad, sizeof want_pad) == 0);
+        CHECK(memcmp(fx_data(out), want_pad, sizeof want_pad) == 0);
         lodtensor_destroy(out);
     }
     out = fx_sentinel();

@@ -10,13 +10,6 @@
 #include "check.h"
 #include "fixtures.h"
 
-static int32_t mk(lodtensor_dtype_t dt, const int64_t *dims, size_t ndim, const void *data, size_t nbytes,
-                  const size_t *level_sizes, size_t num_levels, const size_t *lod, size_t lod_len,
-                  lodtensor_t **out) {
-    return lodtensor_create(dt, dims, ndim, data, nbytes, LODTENSOR_LOD_OFFSETS, level_sizes, num_levels, lod,
-                            lod_len, out);
-}
-
 /* t is float32 (or, with is_f64, float64) holding exactly the n values `want` (to 1e-3). */
 static int check_vals(const lodtensor_t *t, const double *want, size_t n, int is_f64, int line) {
     const void *data = NULL;
@@ -60,12 +53,6 @@ static int check_ints(const lodtensor_t *t, const int64_t *want, size_t n, int b
 }
 #define CHECK_INTS(t, want, n, bits) check_ints((t), (want), (n), (bits), __LINE__)
 
-static size_t levels_of(const lodtensor_t *t) {
-    size_t n = 99;
-    CHECK_OK(lodtensor_lod_num_levels(t, &n));
-    return n;
-}
-
 static size_t ndim_of(const lodtensor_t *t, int64_t *dims) {
     size_t ndim = 0;
     CHECK_OK(lodtensor_dims(t, dims, LODTENSOR_MAX_DIMS, &ndim));
@@ -77,7 +64,7 @@ static const float doc_x[7] = {1, 3, 2, 4, 6, 5, 1};
 static const int64_t doc_dims[2] = {7, 1};
 
 static int32_t mk_doc(const size_t *sizes, size_t levels, const size_t *lod, size_t len, lodtensor_t **out) {
-    return mk(fx_f32(), doc_dims, 2, doc_x, sizeof doc_x, sizes, levels, lod, len, out);
+    return fx_create_offsets(fx_f32(), doc_dims, 2, doc_x, sizeof doc_x, sizes, levels, lod, len, out);
 }
 
 static void test_pool_doc_example(void) {
@@ -95,7 +82,7 @@ static void test_pool_doc_example(void) {
     if (CHECK_OK(sequence_pool(x, LODTENSOR_POOL_AVERAGE, 0.0, &out, &idx))) {
         CHECK_VALS(out, avg, 4);
         CHECK_EQ_PTR(idx, NULL); /* no index for AVERAGE */
-        CHECK_EQ_SIZE(levels_of(out), 0);
+        CHECK_EQ_SIZE(fx_levels(out), 0);
         CHECK_EQ_SIZE(ndim_of(out, dims), 2);
         CHECK_EQ_INT(dims[0], 4);
         CHECK_EQ_INT(dims[1], 1);
@@ -155,7 +142,7 @@ static void test_pool_two_levels_and_steps(void) {
     }
     if (CHECK_OK(sequence_pool(x2, LODTENSOR_POOL_SUM, 0.0, &out, NULL))) {
         CHECK_VALS(out, sum2, 5);
-        CHECK_EQ_SIZE(levels_of(out), 1);
+        CHECK_EQ_SIZE(fx_levels(out), 1);
         CHECK_OFFSETS(out, 0, top, 4);
         lodtensor_destroy(out);
     }
@@ -189,8 +176,8 @@ static void test_pool_f64_and_half(void) {
     static const int64_t d[2] = {3, 1};
     static const size_t s[1] = {2}, l[2] = {0, 3};
     lodtensor_t *x64 = NULL, *x16 = NULL, *out = NULL;
-    if (!CHECK_OK(mk(fx_dtype(LODTENSOR_DTYPE_CODE_FLOAT, 64), d, 2, xd, sizeof xd, s, 1, l, 2, &x64)) ||
-        !CHECK_OK(mk(fx_dtype(LODTENSOR_DTYPE_CODE_FLOAT, 16), d, 2, xh, sizeof xh, s, 1, l, 2, &x16))) {
+    if (!CHECK_OK(fx_create_offsets(fx_dtype(LODTENSOR_DTYPE_CODE_FLOAT, 64), d, 2, xd, sizeof xd, s, 1, l, 2, &x64)) ||
+        !CHECK_OK(fx_create_offsets(fx_dtype(LODTENSOR_DTYPE_CODE_FLOAT, 16), d, 2, xh, sizeof xh, s, 1, l, 2, &x16))) {
         goto done;
     }
     if (CHECK_OK(sequence_pool(x64, LODTENSOR_POOL_SUM, 0.0, &out, NULL))) {
@@ -215,7 +202,7 @@ static void test_pool_failures(void) {
     lodtensor_t *x = NULL, *dense = NULL, *three = NULL, *xint = NULL, *out = fx_sentinel(), *idx = fx_sentinel();
     if (!CHECK_OK(mk_doc(s, 1, l, 5, &x)) || !CHECK_OK(mk_doc(NULL, 0, NULL, 0, &dense)) ||
         !CHECK_OK(mk_doc(s3, 3, l3, 7, &three)) ||
-        !CHECK_OK(mk(fx_i32(), doc_dims, 2, xi, sizeof xi, s, 1, l, 5, &xint))) {
+        !CHECK_OK(fx_create_offsets(fx_i32(), doc_dims, 2, xi, sizeof xi, s, 1, l, 5, &xint))) {
         goto done;
     }
     CHECK_STATUS_MSG(sequence_pool(NULL, LODTENSOR_POOL_SUM, 0.0, &out, &idx), LODTENSOR_NULL_ARGUMENT, "x");
@@ -257,10 +244,10 @@ static void test_pad_doc_examples(void) {
     static const double want2[12] = {11, 12, 21, 22, -1, -2, 31, 32, 41, 42, 51, 52};
     lodtensor_t *x = NULL, *pad = NULL, *xw = NULL, *padw = NULL, *out = NULL, *len = NULL;
     int64_t dims[LODTENSOR_MAX_DIMS];
-    if (!CHECK_OK(mk(fx_f32(), d1, 2, x1, sizeof x1, s, 1, l, 3, &x)) ||
-        !CHECK_OK(mk(fx_f32(), dp1, 1, &zero, 4, NULL, 0, NULL, 0, &pad)) ||
-        !CHECK_OK(mk(fx_f32(), d2, 2, x2, sizeof x2, s, 1, l, 3, &xw)) ||
-        !CHECK_OK(mk(fx_f32(), dp2, 1, p2, sizeof p2, NULL, 0, NULL, 0, &padw))) {
+    if (!CHECK_OK(fx_create_offsets(fx_f32(), d1, 2, x1, sizeof x1, s, 1, l, 3, &x)) ||
+        !CHECK_OK(fx_create_offsets(fx_f32(), dp1, 1, &zero, 4, NULL, 0, NULL, 0, &pad)) ||
+        !CHECK_OK(fx_create_offsets(fx_f32(), d2, 2, x2, sizeof x2, s, 1, l, 3, &xw)) ||
+        !CHECK_OK(fx_create_offsets(fx_f32(), dp2, 1, p2, sizeof p2, NULL, 0, NULL, 0, &padw))) {
         goto done;
     }
     if (CHECK_OK(sequence_pad(x, pad, 4, &out, &len))) {
@@ -269,7 +256,7 @@ static void test_pad_doc_examples(void) {
         CHECK_EQ_INT(dims[0], 2);
         CHECK_EQ_INT(dims[1], 4);
         CHECK_EQ_INT(dims[2], 1);
-        CHECK_EQ_SIZE(levels_of(out), 0);
+        CHECK_EQ_SIZE(fx_levels(out), 0);
         CHECK_INTS(len, want_len, 2, 64);
         lodtensor_destroy(out);
         lodtensor_destroy(len);
@@ -296,13 +283,13 @@ static void test_pad_failures(void) {
     static const size_t s[1] = {3}, l[3] = {0, 2, 5}, s2[2] = {2, 3}, l2[5] = {0, 2, 0, 2, 5};
     lodtensor_t *x = NULL, *x2lev = NULL, *dense = NULL, *rank1 = NULL, *pad = NULL, *pad64 = NULL, *pad2 = NULL;
     lodtensor_t *out = fx_sentinel(), *len = fx_sentinel();
-    if (!CHECK_OK(mk(fx_f32(), d1, 2, x1, sizeof x1, s, 1, l, 3, &x)) ||
-        !CHECK_OK(mk(fx_f32(), d1, 2, x1, sizeof x1, s2, 2, l2, 5, &x2lev)) ||
-        !CHECK_OK(mk(fx_f32(), d1, 2, x1, sizeof x1, NULL, 0, NULL, 0, &dense)) ||
-        !CHECK_OK(mk(fx_f32(), dr1, 1, x1, sizeof x1, s, 1, l, 3, &rank1)) ||
-        !CHECK_OK(mk(fx_f32(), dp1, 1, two, 4, NULL, 0, NULL, 0, &pad)) ||
-        !CHECK_OK(mk(fx_dtype(LODTENSOR_DTYPE_CODE_FLOAT, 64), dp1, 1, &zero64, 8, NULL, 0, NULL, 0, &pad64)) ||
-        !CHECK_OK(mk(fx_f32(), dp2, 1, two, 8, NULL, 0, NULL, 0, &pad2))) {
+    if (!CHECK_OK(fx_create_offsets(fx_f32(), d1, 2, x1, sizeof x1, s, 1, l, 3, &x)) ||
+        !CHECK_OK(fx_create_offsets(fx_f32(), d1, 2, x1, sizeof x1, s2, 2, l2, 5, &x2lev)) ||
+        !CHECK_OK(fx_create_offsets(fx_f32(), d1, 2, x1, sizeof x1, NULL, 0, NULL, 0, &dense)) ||
+        !CHECK_OK(fx_create_offsets(fx_f32(), dr1, 1, x1, sizeof x1, s, 1, l, 3, &rank1)) ||
+        !CHECK_OK(fx_create_offsets(fx_f32(), dp1, 1, two, 4, NULL, 0, NULL, 0, &pad)) ||
+        !CHECK_OK(fx_create_offsets(fx_dtype(LODTENSOR_DTYPE_CODE_FLOAT, 64), dp1, 1, &zero64, 8, NULL, 0, NULL, 0, &pad64)) ||
+        !CHECK_OK(fx_create_offsets(fx_f32(), dp2, 1, two, 8, NULL, 0, NULL, 0, &pad2))) {
         goto done;
     }
     CHECK_STATUS_MSG(sequence_pad(NULL, pad, -1, &out, &len), LODTENSOR_NULL_ARGUMENT, "x");
@@ -343,14 +330,14 @@ static void test_unpad(void) {
     for (i = 0; i < 15; ++i) {
         xv[i] = (float)(i + 1);
     }
-    if (!CHECK_OK(mk(fx_f32(), d, 2, xv, sizeof xv, NULL, 0, NULL, 0, &x)) ||
-        !CHECK_OK(mk(fx_f32(), dr1, 1, xv, sizeof xv, NULL, 0, NULL, 0, &rank1)) ||
-        !CHECK_OK(mk(fx_i64(), dl, 1, lens, sizeof lens, NULL, 0, NULL, 0, &len)) ||
-        !CHECK_OK(mk(fx_i32(), dl, 1, lens32, sizeof lens32, NULL, 0, NULL, 0, &len32)) ||
-        !CHECK_OK(mk(fx_f32(), dl, 1, flens, sizeof flens, NULL, 0, NULL, 0, &lenf)) ||
-        !CHECK_OK(mk(fx_i64(), dl, 1, too_long, sizeof too_long, NULL, 0, NULL, 0, &len_long)) ||
-        !CHECK_OK(mk(fx_i64(), dl, 1, negative, sizeof negative, NULL, 0, NULL, 0, &len_neg)) ||
-        !CHECK_OK(mk(fx_i64(), dl2, 1, lens, 16, NULL, 0, NULL, 0, &len2))) {
+    if (!CHECK_OK(fx_create_offsets(fx_f32(), d, 2, xv, sizeof xv, NULL, 0, NULL, 0, &x)) ||
+        !CHECK_OK(fx_create_offsets(fx_f32(), dr1, 1, xv, sizeof xv, NULL, 0, NULL, 0, &rank1)) ||
+        !CHECK_OK(fx_create_offsets(fx_i64(), dl, 1, lens, sizeof lens, NULL, 0, NULL, 0, &len)) ||
+        !CHECK_OK(fx_create_offsets(fx_i32(), dl, 1, lens32, sizeof lens32, NULL, 0, NULL, 0, &len32)) ||
+        !CHECK_OK(fx_create_offsets(fx_f32(), dl, 1, flens, sizeof flens, NULL, 0, NULL, 0, &lenf)) ||
+        !CHECK_OK(fx_create_offsets(fx_i64(), dl, 1, too_long, sizeof too_long, NULL, 0, NULL, 0, &len_long)) ||
+        !CHECK_OK(fx_create_offsets(fx_i64(), dl, 1, negative, sizeof negative, NULL, 0, NULL, 0, &len_neg)) ||
+        !CHECK_OK(fx_create_offsets(fx_i64(), dl2, 1, lens, 16, NULL, 0, NULL, 0, &len2))) {
         goto done;
     }
     if (CHECK_OK(sequence_unpad(x, len, &out))) {

@@ -41,12 +41,6 @@ static int check_row_list(const lodtensor_t *t, const size_t *rows, size_t n, si
 }
 #define CHECK_ROW_LIST(t, rows, n, width) check_row_list((t), (rows), (n), (width), __FILE__, __LINE__)
 
-static size_t levels_of(const lodtensor_t *t) {
-    size_t n = SENTINEL_SIZE;
-    CHECK_OK(lodtensor_lod_num_levels(t, &n));
-    return n;
-}
-
 static size_t size_of(const tensor_array_t *a) {
     size_t n = SENTINEL_SIZE;
     CHECK_OK(tensor_array_size(a, &n));
@@ -139,11 +133,11 @@ static void test_array_container(void) {
         CHECK_EQ_SIZE(ndim, 2);
         CHECK_EQ_INT(dims[0], 0);
         CHECK_EQ_INT(dims[1], 1);
-        CHECK_EQ_SIZE(levels_of(r), 0);
+        CHECK_EQ_SIZE(fx_levels(r), 0);
         lodtensor_destroy(r);
     }
     if (CHECK_OK(tensor_array_read(a, 4, false, &r))) {
-        CHECK_EQ_SIZE(levels_of(r), 2);
+        CHECK_EQ_SIZE(fx_levels(r), 2);
         CHECK_ROWS(r, 0, 20, 1);
         lodtensor_destroy(r);
     }
@@ -208,7 +202,7 @@ static void test_to_tensor_and_unstack(void) {
         CHECK_EQ_SIZE(sizes[0], 3);
         CHECK_EQ_SIZE(sizes[1], 1);
         CHECK_EQ_SIZE(sizes[2], 2);
-        CHECK_EQ_SIZE(levels_of(out), 0);
+        CHECK_EQ_SIZE(fx_levels(out), 0);
         lodtensor_destroy(out);
     }
     CHECK_OK(tensor_array_to_tensor(a, 1, false, &out, NULL, 0)); /* sizes are optional */
@@ -375,7 +369,7 @@ static void test_unpack_pack(void) {
     CHECK_STATUS_MSG(tensor_array_pack(a, table, NULL), LODTENSOR_NULL_ARGUMENT, "out");
     if (CHECK_OK(tensor_array_pack(a, table, &back))) {
         CHECK_ROWS(back, 0, 20, 2);
-        CHECK_EQ_SIZE(levels_of(back), 2);
+        CHECK_EQ_SIZE(fx_levels(back), 2);
         CHECK_OFFSETS(back, 0, x_top, 3);
         CHECK_OFFSETS(back, 1, x_rows, 6);
         lodtensor_destroy(back);
@@ -451,12 +445,12 @@ static void test_shrink_and_reorder(void) {
     }
     if (CHECK_OK(rank_table_shrink_rnn_memory(table, dense, 1, &m1))) {
         CHECK_ROWS(m1, 0, 2, 2);
-        CHECK_EQ_SIZE(levels_of(m1), 0);
+        CHECK_EQ_SIZE(fx_levels(m1), 0);
         lodtensor_destroy(m1);
     }
     if (CHECK_OK(rank_table_shrink_rnn_memory(table, x, 3, &m1))) {
         CHECK_ROWS(m1, 0, 0, 2);
-        CHECK_EQ_SIZE(levels_of(m1), 0);
+        CHECK_EQ_SIZE(fx_levels(m1), 0);
         lodtensor_destroy(m1);
     }
 

@@ -9,31 +9,11 @@
 #include "check.h"
 #include "fixtures.h"
 
-static lodtensor_t *make(lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim, const void *data, size_t nbytes,
-                         const size_t *offsets, size_t n_offsets) {
-    lodtensor_t *t = NULL;
-    size_t sizes[1];
-    sizes[0] = n_offsets;
-    if (!CHECK_OK(lodtensor_create(dtype, dims, ndim, data, nbytes, LODTENSOR_LOD_OFFSETS, sizes, n_offsets ? 1 : 0,
-                                   offsets, n_offsets, &t))) {
-        return NULL;
-    }
-    return t;
-}
-
-static const void *data_of(const lodtensor_t *t) {
-    const void *p = NULL;
-    CHECK_OK(lodtensor_data(t, &p));
-    return p;
-}
-
 /* |v| without libm (the tests link only the library and threads). */
 static double absd(double v) { return v < 0 ? -v : v; }
 
 static lodtensor_dtype_t fx_f64(void) { return fx_dtype(LODTENSOR_DTYPE_CODE_FLOAT, 64); }
 static lodtensor_dtype_t fx_f16(void) { return fx_dtype(LODTENSOR_DTYPE_CODE_FLOAT, 16); }
-static lodtensor_dtype_t fx_bool(void) { return fx_dtype(LODTENSOR_DTYPE_CODE_BOOL, 8); }
-static lodtensor_dtype_t fx_u8(void) { return fx_dtype(LODTENSOR_DTYPE_CODE_UINT, 8); }
 
 static void test_fill(void) {
     static const int64_t dims[2] = {2, 3}, bad_dims[2] = {2, -1}, huge[2] = {INT64_MAX, 4}, ten[10] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
@@ -41,7 +21,7 @@ static void test_fill(void) {
     lodtensor_dtype_t dt = fx_dtype(LODTENSOR_DTYPE_CODE_FLOAT, 32);
     size_t i, n = 0, levels = 9;
     if (CHECK_OK(lodtensor_fill(fx_f32(), dims, 2, 1.5, &out))) {
-        const float *v = (const float *)data_of(out);
+        const float *v = (const float *)fx_data(out);
         CHECK_OK(lodtensor_numel(out, &n));
         CHECK_EQ_SIZE(n, 6);
         for (i = 0; i < 6; ++i) {
@@ -55,17 +35,17 @@ static void test_fill(void) {
         out = NULL;
     }
     if (CHECK_OK(lodtensor_fill(fx_i64(), dims, 2, -7.0, &out))) {
-        CHECK(((const int64_t *)data_of(out))[5] == -7);
+        CHECK(((const int64_t *)fx_data(out))[5] == -7);
         lodtensor_destroy(out);
         out = NULL;
     }
     if (CHECK_OK(lodtensor_fill(fx_bool(), dims, 1, 1.0, &out))) {
-        CHECK(((const uint8_t *)data_of(out))[1] == 1);
+        CHECK(((const uint8_t *)fx_data(out))[1] == 1);
         lodtensor_destroy(out);
         out = NULL;
     }
     if (CHECK_OK(lodtensor_fill(fx_u8(), NULL, 0, 255.0, &out))) { /* 0-d: one element */
-        CHECK(((const uint8_t *)data_of(out))[0] == 255);
+        CHECK(((const uint8_t *)fx_data(out))[0] == 255);
         lodtensor_destroy(out);
     }
     out = fx_sentinel();
@@ -90,16 +70,16 @@ static void test_cast(void) {
     static const float x[6] = {2.9f, -2.9f, 300.0f, -1.0f, 0.0f, 1e10f};
     static const int64_t dims[2] = {3, 2};
     static const size_t lod[3] = {0, 1, 3};
-    lodtensor_t *t = make(fx_f32(), dims, 2, x, sizeof x, lod, 3);
+    lodtensor_t *t = fx_make_lod1(fx_f32(), dims, 2, x, sizeof x, lod, 3);
     lodtensor_t *out = NULL, *back = NULL, *u8 = NULL;
     if (t && CHECK_OK(lodtensor_cast(t, fx_i32(), &out))) {
         static const int32_t want[6] = {2, -2, 300, -1, 0, INT32_MAX};
-        CHECK(memcmp(data_of(out), want, sizeof want) == 0);
+        CHECK(memcmp(fx_data(out), want, sizeof want) == 0);
         CHECK_OFFSETS(out, 0, lod, 3);
         /* int32 -> uint8 wraps: 300 -> 44, -1 -> 255. */
         if (CHECK_OK(lodtensor_cast(out, fx_u8(), &u8))) {
             static const uint8_t want8[6] = {2, 254, 44, 255, 0, 255};
-            CHECK(memcmp(data_of(u8), want8, sizeof want8) == 0);
+            CHECK(memcmp(fx_data(u8), want8, sizeof want8) == 0);
             lodtensor_destroy(u8);
         }
         lodtensor_destroy(out);
@@ -107,10 +87,10 @@ static void test_cast(void) {
     }
     if (t && CHECK_OK(lodtensor_cast(t, fx_bool(), &out))) {
         static const uint8_t want[6] = {1, 1, 1, 1, 0, 1};
-        CHECK(memcmp(data_of(out), want, sizeof want) == 0);
+        CHECK(memcmp(fx_data(out), want, sizeof want) == 0);
         if (CHECK_OK(lodtensor_cast(out, fx_f64(), &back))) {
             static const double wantd[6] = {1, 1, 1, 1, 0, 1};
-            CHECK(memcmp(data_of(back), wantd, sizeof wantd) == 0);
+            CHECK(memcmp(fx_data(back), wantd, sizeof wantd) == 0);
             lodtensor_destroy(back);
             back = NULL;
         }
@@ -119,7 +99,7 @@ static void test_cast(void) {
     }
     /* float32 -> float16 -> float32: 2.9 becomes the nearest half, 300 and 0 stay, 1e10 overflows. */
     if (t && CHECK_OK(lodtensor_cast(t, fx_f16(), &out)) && CHECK_OK(lodtensor_cast(out, fx_f32(), &back))) {
-        const float *v = (const float *)data_of(back);
+        const float *v = (const float *)fx_data(back);
         CHECK(v[0] == 2.900390625f && v[2] == 300.0f && v[4] == 0.0f && isinf(v[5]));
     }
     lodtensor_destroy(out);
@@ -139,18 +119,18 @@ static void test_gather_rows(void) {
     static const int64_t idx[5] = {3, 0, 1, 2, 2}, bad[2] = {0, 4}, neg[1] = {-1};
     static const int32_t idx32[2] = {1, 1};
     static const float fidx[1] = {0};
-    lodtensor_t *t = make(fx_f32(), dims, 2, x, sizeof x, lod, 3);
-    lodtensor_t *scalar = make(fx_f32(), NULL, 0, x, sizeof(float), NULL, 0);
-    lodtensor_t *i = make(fx_i64(), di, 1, idx, sizeof idx, NULL, 0);
-    lodtensor_t *i32 = make(fx_i32(), d12, 2, idx32, sizeof idx32, NULL, 0);
-    lodtensor_t *b = make(fx_i64(), d12 + 1, 1, bad, sizeof bad, NULL, 0);
-    lodtensor_t *n = make(fx_i64(), d1, 1, neg, sizeof neg, NULL, 0);
-    lodtensor_t *f = make(fx_f32(), d1, 1, fidx, sizeof fidx, NULL, 0);
+    lodtensor_t *t = fx_make_lod1(fx_f32(), dims, 2, x, sizeof x, lod, 3);
+    lodtensor_t *scalar = fx_make_lod1(fx_f32(), NULL, 0, x, sizeof(float), NULL, 0);
+    lodtensor_t *i = fx_make_lod1(fx_i64(), di, 1, idx, sizeof idx, NULL, 0);
+    lodtensor_t *i32 = fx_make_lod1(fx_i32(), d12, 2, idx32, sizeof idx32, NULL, 0);
+    lodtensor_t *b = fx_make_lod1(fx_i64(), d12 + 1, 1, bad, sizeof bad, NULL, 0);
+    lodtensor_t *n = fx_make_lod1(fx_i64(), d1, 1, neg, sizeof neg, NULL, 0);
+    lodtensor_t *f = fx_make_lod1(fx_f32(), d1, 1, fidx, sizeof fidx, NULL, 0);
     lodtensor_t *out = NULL;
     size_t levels = 9;
     if (t && i && CHECK_OK(lodtensor_gather_rows(t, i, &out))) {
         static const float want[10] = {30, 31, 0, 1, 10, 11, 20, 21, 20, 21};
-        CHECK(memcmp(data_of(out), want, sizeof want) == 0);
+        CHECK(memcmp(fx_data(out), want, sizeof want) == 0);
         CHECK_OK(lodtensor_lod_num_levels(out, &levels));
         CHECK_EQ_SIZE(levels, 0);
         lodtensor_destroy(out);
@@ -179,12 +159,12 @@ static void test_log_softmax(void) {
     static const int64_t dims[2] = {2, 3};
     static const size_t lod[2] = {0, 2};
     static const int32_t ints[2] = {1, 2};
-    lodtensor_t *t = make(fx_f64(), dims, 2, x, sizeof x, lod, 2);
-    lodtensor_t *scalar = make(fx_f64(), NULL, 0, x, sizeof(double), NULL, 0);
-    lodtensor_t *it = make(fx_i32(), dims, 1, ints, sizeof ints, NULL, 0);
+    lodtensor_t *t = fx_make_lod1(fx_f64(), dims, 2, x, sizeof x, lod, 2);
+    lodtensor_t *scalar = fx_make_lod1(fx_f64(), NULL, 0, x, sizeof(double), NULL, 0);
+    lodtensor_t *it = fx_make_lod1(fx_i32(), dims, 1, ints, sizeof ints, NULL, 0);
     lodtensor_t *out = NULL;
     if (t && CHECK_OK(lodtensor_log_softmax(t, &out))) {
-        const double *v = (const double *)data_of(out);
+        const double *v = (const double *)fx_data(out);
         const double lse = 3.4076059644443806, ln2 = 0.6931471805599453; /* log(e + e^2 + e^3), log(2) */
         CHECK(absd(v[0] - (1 - lse)) < 1e-12 && absd(v[2] - (3 - lse)) < 1e-12);
         CHECK(absd(v[3] + ln2) < 1e-12 && absd(v[5] - (-2000 - ln2)) < 1e-9);
