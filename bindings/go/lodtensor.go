@@ -483,30 +483,22 @@ func checkDType[T Element](t *Tensor) error {
 // the same memory) is open: keep t reachable (runtime.KeepAlive) while using the slice, and do
 // not use it after Close. Writes through other handles on the memory are visible in it.
 func View[T Element](t *Tensor) ([]T, error) {
-	if err := checkDType[T](t); err != nil {
-		return nil, err
-	}
-	var p unsafe.Pointer
-	err := call(func() C.lodtensor_status_t { return C.lodtensor_data(t.c(), &p) })
-	if err != nil {
-		return nil, err
-	}
-	n, err := t.NumEl()
-	if err != nil {
-		return nil, err
-	}
-	return unsafe.Slice((*T)(p), n), nil
+	return viewWith[T](t, func(p *unsafe.Pointer) C.lodtensor_status_t { return C.lodtensor_data(t.c(), p) })
 }
 
 // MutableView is View for writing: writes are seen by every handle sharing t's memory. Same
 // lifetime rule as View.
 func MutableView[T Element](t *Tensor) ([]T, error) {
+	return viewWith[T](t, func(p *unsafe.Pointer) C.lodtensor_status_t { return C.lodtensor_data_mut(t.c(), p) })
+}
+
+// viewWith is View and MutableView: a slice of t's elements at the address data reports.
+func viewWith[T Element](t *Tensor, data func(*unsafe.Pointer) C.lodtensor_status_t) ([]T, error) {
 	if err := checkDType[T](t); err != nil {
 		return nil, err
 	}
 	var p unsafe.Pointer
-	err := call(func() C.lodtensor_status_t { return C.lodtensor_data_mut(t.c(), &p) })
-	if err != nil {
+	if err := call(func() C.lodtensor_status_t { return data(&p) }); err != nil {
 		return nil, err
 	}
 	n, err := t.NumEl()
