@@ -2,6 +2,9 @@
 //! beam_search, beam_search_decode (the worked trace), gather_tree, the state gather, and the
 //! decoder against exhaustive search and greedy decoding written plainly here.
 
+mod common;
+
+use common::{with_1_and_4_threads, Rng};
 use half::{bf16, f16};
 use lodtensor::backend::cpu::pool::set_num_threads;
 use lodtensor::{
@@ -20,23 +23,6 @@ fn dense<T: Element>(data: &[T], dims: &[usize]) -> LoDTensor {
 
 fn v<T: Element>(t: &LoDTensor) -> Vec<T> {
     t.tensor().as_slice::<T>().unwrap().to_vec()
-}
-
-/// A small xorshift generator, so the tests need no extra dependency.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32
-    }
 }
 
 // ---- top_k -------------------------------------------------------------------------------------
@@ -162,11 +148,7 @@ fn top_k_many_rows_same_with_1_and_4_threads() {
     let (rows, width, k) = (20_000, 40, 4);
     let data: Vec<f32> = (0..rows * width).map(|_| rng.unit()).collect();
     let x = dense(&data, &[rows, width]);
-    set_num_threads(1).unwrap();
-    let (a, ai) = top_k(&x, k, true).unwrap();
-    set_num_threads(4).unwrap();
-    let (b, bi) = top_k(&x, k, true).unwrap();
-    set_num_threads(0).unwrap();
+    let ((a, ai), (b, bi)) = with_1_and_4_threads(|| top_k(&x, k, true).unwrap());
     assert_eq!(v::<f32>(&a), v::<f32>(&b));
     assert_eq!(v::<i64>(&ai), v::<i64>(&bi));
     check_top_k_dtype::<f32>(2000, 300, 5, true, 99, true);
@@ -509,13 +491,9 @@ fn fused_step_continuous_values_and_threads() {
     let pre_scores: Vec<f32> = (0..rows).map(|_| -rng.unit() * 4.0).collect();
     let lp: Vec<f32> = (0..rows * vocab).map(|_| rng.unit().max(1e-6).ln()).collect();
     let (ps, x) = (dense(&pre_scores, &[rows]), dense(&lp, &[rows, vocab]));
-    set_num_threads(1).unwrap();
-    let a = beam_search_fused_step(&pre_ids, &ps, &x, beam, 0).unwrap();
-    let a_unfused = unfused(&pre_ids, &pre_scores, &lp, vocab, beam);
-    set_num_threads(4).unwrap();
-    let b = beam_search_fused_step(&pre_ids, &ps, &x, beam, 0).unwrap();
-    let b_unfused = unfused(&pre_ids, &pre_scores, &lp, vocab, beam);
-    set_num_threads(0).unwrap();
+    let ((a, a_unfused), (b, b_unfused)) = with_1_and_4_threads(|| {
+        (beam_search_fused_step(&pre_ids, &ps, &x, beam, 0).unwrap(), unfused(&pre_ids, &pre_scores, &lp, vocab, beam))
+    });
     same_step(&a, &b);
     same_step(&a_unfused, &b_unfused);
     same_step(&a, &a_unfused);

@@ -1,30 +1,11 @@
 //! Property tests on random valid LoDs (empty sequences included), checked against plain
 //! reference computations written here.
 
+mod common;
+
+use common::nested_lengths;
 use lodtensor::{check_lod, lengths_to_offsets, offsets_to_lengths, Error, LoDTensor, Lod, Tensor};
 use proptest::prelude::*;
-
-/// Random lengths for 1 to 4 levels, with empty sequences at every level (so lower levels may
-/// hold no sequence at all, and split pieces and slices may be empty below the top).
-fn lengths_strategy() -> impl Strategy<Value = Vec<Vec<usize>>> {
-    (1usize..=4, 1usize..=12, any::<u64>()).prop_map(|(levels, top, seed)| {
-        let mut rng = seed;
-        let mut next = move |n: usize| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            (rng % n as u64) as usize
-        };
-        let mut out = Vec::new();
-        let mut count = top;
-        for _ in 0..levels {
-            let level: Vec<usize> = (0..count).map(|_| next(4)).collect();
-            count = level.iter().sum();
-            out.push(level);
-        }
-        out
-    })
-}
 
 /// Rows covered by sequence `i` of level `k`, by recursion over the lengths.
 fn naive_rows(lengths: &[Vec<usize>], k: usize, i: usize) -> usize {
@@ -63,7 +44,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
-    fn lengths_offsets_round_trip(lengths in lengths_strategy()) {
+    fn lengths_offsets_round_trip(lengths in nested_lengths(12, 3)) {
         let lod = Lod::from_lengths(&lengths).unwrap();
         prop_assert_eq!(lod.lengths(), lengths.clone());
         prop_assert_eq!(offsets_to_lengths(lod.levels()).unwrap(), lengths.clone());
@@ -71,7 +52,7 @@ proptest! {
     }
 
     #[test]
-    fn abs_offsets_match_naive_walk(lengths in lengths_strategy()) {
+    fn abs_offsets_match_naive_walk(lengths in nested_lengths(12, 3)) {
         let lod = Lod::from_lengths(&lengths).unwrap();
         let abs = naive_abs(&lengths);
         prop_assert_eq!(lod.abs_offsets(), abs.clone());
@@ -83,7 +64,7 @@ proptest! {
     }
 
     #[test]
-    fn split_then_merge_is_identity(lengths in lengths_strategy(), n in 1usize..8) {
+    fn split_then_merge_is_identity(lengths in nested_lengths(12, 3), n in 1usize..8) {
         let t = tensor_for(&Lod::from_lengths(&lengths).unwrap());
         let pieces = t.split(n).unwrap();
         let batch = lengths[0].len();
@@ -96,7 +77,7 @@ proptest! {
     }
 
     #[test]
-    fn slice_agrees_with_sub_lod(lengths in lengths_strategy(), a in 0usize..12, b in 0usize..12, level_pick in 0usize..4) {
+    fn slice_agrees_with_sub_lod(lengths in nested_lengths(12, 3), a in 0usize..12, b in 0usize..12, level_pick in 0usize..4) {
         let lod = Lod::from_lengths(&lengths).unwrap();
         let t = tensor_for(&lod);
         let level = level_pick % lod.num_levels();
@@ -118,7 +99,7 @@ proptest! {
     }
 
     #[test]
-    fn breaking_monotonicity_is_rejected(lengths in lengths_strategy(), pick in any::<usize>()) {
+    fn breaking_monotonicity_is_rejected(lengths in nested_lengths(12, 3), pick in any::<usize>()) {
         let mut levels = Lod::from_lengths(&lengths).unwrap().into_levels();
         let k = pick % levels.len();
         prop_assume!(levels[k].len() >= 2);

@@ -2,7 +2,9 @@
 //! (under the names of the Paddle tests or docs they come from), property tests against plain
 //! reference loops written here on random LoDs and every dtype, and thread-count determinism.
 
-use lodtensor::backend::cpu::pool::set_num_threads;
+mod common;
+
+use common::with_1_and_4_threads;
 use lodtensor::dtype::Scalar;
 use lodtensor::{
     sequence_expand, sequence_expand_as, sequence_scatter, sequence_scatter_inplace, DType, Dim, Error, LoDTensor, Lod,
@@ -450,11 +452,7 @@ fn thousands_of_sequences_and_thread_count_determinism() {
             sequence_scatter(&dense, &idt, &ut).unwrap(),
         )
     };
-    set_num_threads(1).unwrap();
-    let a = run();
-    set_num_threads(4).unwrap();
-    let b = run();
-    set_num_threads(0).unwrap();
+    let (a, b) = with_1_and_4_threads(run);
     assert!(a.0.tensor().nbytes() > 256 * 1024);
     assert_eq!(a.0.tensor().bytes().unwrap(), b.0.tensor().bytes().unwrap());
     assert_eq!(a.0.lod(), b.0.lod());

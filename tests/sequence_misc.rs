@@ -2,8 +2,10 @@
 //! enumerate, erase, reshape): every worked example, property tests against plain loops written
 //! here on random LoDs and every supported dtype, thread-count determinism, and the errors.
 
+mod common;
+
+use common::with_1_and_4_threads;
 use half::{bf16, f16};
-use lodtensor::backend::cpu::pool::set_num_threads;
 use lodtensor::ops::{
     sequence_concat, sequence_conv, sequence_enumerate, sequence_erase, sequence_mask, sequence_reshape,
     sequence_reverse, sequence_slice, sequence_softmax,
@@ -604,11 +606,7 @@ fn results_do_not_depend_on_the_thread_count() {
             raw(&sequence_conv(&xc, &fc, None, 3, -1, 1, false).unwrap()),
         ]
     };
-    set_num_threads(1).unwrap();
-    let one = run();
-    set_num_threads(4).unwrap();
-    let four = run();
-    set_num_threads(0).unwrap();
+    let (one, four) = with_1_and_4_threads(run);
     assert!(one == four, "results differ between 1 and 4 threads");
 }
 

@@ -2,8 +2,10 @@
 //! spec §6, property tests against plain reference loops written here on random LoDs and every
 //! supported dtype, thread-count determinism and unsupported dtypes.
 
+mod common;
+
+use common::with_1_and_4_threads;
 use half::{bf16, f16};
-use lodtensor::backend::cpu::pool::set_num_threads;
 use lodtensor::dtype::Scalar;
 use lodtensor::{
     sequence_first_step, sequence_last_step, sequence_pad, sequence_pool, sequence_unpad, DType, Dim, Error, LoDTensor,
@@ -380,11 +382,7 @@ fn thousands_of_sequences_and_thread_count_determinism() {
         let back = sequence_unpad(&padded, &len).unwrap();
         (pools, padded.tensor().bytes().unwrap().to_vec(), back.tensor().bytes().unwrap().to_vec())
     };
-    set_num_threads(1).unwrap();
-    let a = run();
-    set_num_threads(4).unwrap();
-    let b = run();
-    set_num_threads(0).unwrap();
+    let (a, b) = with_1_and_4_threads(run);
     assert!(a.1.len() > 256 * 1024);
     assert!(a.0[0].len() > 256 * 1024 / 2);
     assert_eq!(a, b);

@@ -1,6 +1,9 @@
 //! The worked examples of §5 of the semantics spec (TensorArray family), each under the name of
 //! the Paddle test or document it comes from, plus property tests against plain references.
 
+mod common;
+
+use common::nested_lengths;
 use lodtensor::backend::cpu::pool::set_num_threads;
 use lodtensor::{
     array_to_lod_tensor, dynamic_rnn, lod_tensor_to_array, reorder_lod_tensor_by_rank, shrink_rnn_memory,
@@ -492,27 +495,6 @@ fn dynamic_rnn_matches_a_per_sequence_loop() {
 // Property tests
 // ------------------------------------------------------------------------------------------------
 
-/// Random lengths for 1 to 4 levels, empty sequences at every level (as in tests/properties.rs).
-fn lengths_strategy(max_top: usize, max_len: usize) -> impl Strategy<Value = Vec<Vec<usize>>> {
-    (1usize..=4, 1usize..=max_top, any::<u64>()).prop_map(move |(levels, top, seed)| {
-        let mut rng = seed | 1;
-        let mut next = move |n: usize| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            (rng % n as u64) as usize
-        };
-        let mut out = Vec::new();
-        let mut count = top;
-        for _ in 0..levels {
-            let level: Vec<usize> = (0..count).map(|_| next(max_len + 1)).collect();
-            count = level.iter().sum();
-            out.push(level);
-        }
-        out
-    })
-}
-
 /// A tensor of `dtype` with rows of `width` elements holding pseudo-random bytes.
 fn random_tensor(lod: Lod, dtype: DType, width: usize, seed: u64) -> LoDTensor {
     let rows = lod.rows().unwrap();
@@ -561,7 +543,7 @@ proptest! {
 
     #[test]
     fn unpack_matches_paddle_and_pack_inverts_it(
-        lengths in lengths_strategy(12, 4),
+        lengths in nested_lengths(12, 4),
         level_pick in 0usize..4,
         dtype_pick in 0usize..10,
         width in 0usize..3,
@@ -593,7 +575,7 @@ proptest! {
 
     #[test]
     fn reorder_by_permutation_then_inverse_is_identity(
-        lengths in lengths_strategy(40, 3),
+        lengths in nested_lengths(40, 3),
         shuffle in any::<u64>(),
         dtype_pick in 0usize..10,
         dense in any::<bool>(),

@@ -2,8 +2,10 @@
 //! checked for all 100 dtype pairs, exhaustively for the 8- and 16-bit sources, with float16 and
 //! bfloat16 results compared to a nearest-value search over every value of the type.
 
+mod common;
+
+use common::{with_1_and_4_threads, Rng};
 use half::{bf16, f16};
-use lodtensor::backend::cpu::pool::set_num_threads;
 use lodtensor::ops::{cast, fill, gather_rows, log_softmax};
 use lodtensor::{DType, Dim, Element, Error, LoDTensor, Lod, Tensor};
 use proptest::prelude::*;
@@ -24,16 +26,6 @@ fn raw(t: &LoDTensor) -> Vec<u8> {
 fn from_raw(dtype: DType, bytes: &[u8]) -> LoDTensor {
     let n = bytes.len() / dtype.size();
     LoDTensor::dense(Tensor::from_bytes(dtype, Dim::new(&[n]).unwrap(), bytes).unwrap())
-}
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
 }
 
 // ---- the exact value of an element, and the reference conversion ----------------------------
@@ -509,10 +501,6 @@ fn results_do_not_depend_on_the_thread_count() {
             raw(&log_softmax(&dense(&vals::<f32>(&sane), &[n / 100, 100])).unwrap()),
         ]
     };
-    set_num_threads(1).unwrap();
-    let one = run();
-    set_num_threads(4).unwrap();
-    let four = run();
-    set_num_threads(0).unwrap();
+    let (one, four) = with_1_and_4_threads(run);
     assert!(one == four, "results differ between 1 and 4 threads");
 }

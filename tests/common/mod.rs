@@ -1,0 +1,58 @@
+//! Support shared by the integration tests: a seeded generator, random multi-level LoDs, and the
+//! thread-count determinism check. Each test crate uses part of it.
+#![allow(dead_code)]
+
+use lodtensor::backend::cpu::pool::set_num_threads;
+use proptest::prelude::*;
+
+/// A small xorshift generator, so the tests need no extra dependency. Seed it with an odd value
+/// (zero stays zero).
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// Uniform in `0..n`.
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    /// Uniform in `[0, 1)`.
+    pub fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32
+    }
+}
+
+/// Random lengths for 1 to 4 levels: 1 to `max_top` top-level sequences, every sequence holding 0
+/// to `max_len` entries of the level below, so empty sequences occur at every level (and lower
+/// levels may hold no sequence at all).
+pub fn nested_lengths(max_top: usize, max_len: usize) -> impl Strategy<Value = Vec<Vec<usize>>> {
+    (1usize..=4, 1usize..=max_top, any::<u64>()).prop_map(move |(levels, top, seed)| {
+        let mut rng = Rng(seed | 1);
+        let mut out = Vec::new();
+        let mut count = top;
+        for _ in 0..levels {
+            let level: Vec<usize> = (0..count).map(|_| rng.below(max_len + 1)).collect();
+            count = level.iter().sum();
+            out.push(level);
+        }
+        out
+    })
+}
+
+/// `run` with the library's pool at 1 thread and at 4 threads, then back to the default; the
+/// caller asserts the two results are equal. (Other tests running meanwhile see a different pool
+/// size, which by design cannot change their results.)
+pub fn with_1_and_4_threads<R>(run: impl Fn() -> R) -> (R, R) {
+    set_num_threads(1).unwrap();
+    let one = run();
+    set_num_threads(4).unwrap();
+    let four = run();
+    set_num_threads(0).unwrap();
+    (one, four)
+}
