@@ -1,5 +1,9 @@
 //! Gives the shared library its SONAME so that programs linked against it record
-//! `liblodtensor.so.<major>` and keep loading it across compatible releases.
+//! `liblodtensor.so.<major>` and keep loading it across compatible releases; lists the CUDA
+//! kernel files for the crate; with the `cuda-emulator` feature, compiles those kernels as C++
+//! for the emulator.
+use std::path::{Path, PathBuf};
+
 fn main() {
     let major = std::env::var("CARGO_PKG_VERSION_MAJOR").unwrap_or_else(|_| "0".into());
     let target_os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
@@ -7,4 +11,66 @@ fn main() {
         println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,liblodtensor.so.{major}");
     }
     println!("cargo:rerun-if-changed=build.rs");
+
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/backend/cuda/kernels");
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("src/backend/cuda/kernels")
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "cu"))
+        .collect();
+    files.sort();
+    let common = dir.join("common.cuh");
+    let mut list = String::from("&[\n");
+    for f in &files {
+        println!("cargo:rerun-if-changed={}", f.display());
+        let name = f.file_name().unwrap().to_str().expect("an ASCII kernel file name");
+        list += &format!(
+            "    ({name:?}, concat!(include_str!({:?}), \"\\n#line 1 \\\"{name}\\\"\\n\", include_str!({:?}))),\n",
+            common.display(),
+            f.display()
+        );
+    }
+    list += "]\n";
+    std::fs::write(out.join("kernel_sources.rs"), list).expect("writing kernel_sources.rs");
+
+    if std::env::var_os("CARGO_FEATURE_CUDA_EMULATOR").is_some() {
+        emulator(&out, &dir, &files);
+    }
+}
+
+/// Compiles every kernel file, each in a namespace of its own, with the emulator's host
+/// definitions of the CUDA built-ins into one static library.
+fn emulator(out: &Path, kernels: &Path, files: &[PathBuf]) {
+    let emu = kernels.parent().unwrap().join("emulator");
+    println!("cargo:rerun-if-changed={}", emu.display());
+    let mut tu = format!("#include {:?}\n", emu.join("host.h").display());
+    for (i, f) in files.iter().enumerate() {
+        tu += &format!(
+            "namespace lodtensor_kernels_{i} {{\n#include {:?}\n#include {:?}\n}}\n",
+            kernels.join("common.cuh").display(),
+            f.display()
+        );
+    }
+    tu += &format!("#include {:?}\n", emu.join("launch.cpp").display());
+    let src = out.join("emulator.cpp");
+    std::fs::write(&src, tu).expect("writing emulator.cpp");
+    let obj = out.join("emulator.o");
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    let run = |cmd: &mut std::process::Command| {
+        let status = cmd.status().unwrap_or_else(|e| panic!("cuda-emulator: cannot run {cmd:?}: {e}"));
+        assert!(status.success(), "cuda-emulator: {cmd:?} failed");
+    };
+    run(std::process::Command::new(&cxx)
+        .args(["-std=c++20", "-O2", "-fPIC", "-pthread", "-Wall", "-Werror", "-c"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&obj));
+    let lib = out.join("liblodtensor_cuda_emulator.a");
+    let _ = std::fs::remove_file(&lib);
+    run(std::process::Command::new("ar").arg("crs").arg(&lib).arg(&obj));
+    println!("cargo:rustc-link-search=native={}", out.display());
+    println!("cargo:rustc-link-lib=static=lodtensor_cuda_emulator");
+    println!("cargo:rustc-link-lib=dylib=stdc++");
 }

@@ -1,50 +1,20 @@
 //! Devices of the `cuda` feature: the driver probe, each device's primary context and stream, its
 //! caching allocator, and the copies between host and device.
 
+use super::driver::{self, Context, DevicePtr, Module};
 use super::size_class::size_class;
 use crate::dim::Dim;
 use crate::error::{ensure, err, Error, Result};
 use crate::memory::Allocation;
 use crate::place::Place;
 use crate::tensor::Tensor;
-use cudarc::driver::{result, sys, DriverError};
 use std::collections::HashMap;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// A driver failure as a library error: out-of-memory keeps its status, anything else is
-/// `Internal` naming the call.
-pub(crate) fn driver_error(what: &str, e: DriverError) -> Error {
-    let name = e.error_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|_| format!("{:?}", e.0));
-    if e.0 == sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY {
-        err!(OutOfMemory, "{what}: the device is out of memory ({name})")
-    } else {
-        err!(Internal, "{what}: the CUDA driver failed with {name}")
-    }
-}
-
-/// The number of devices, or why CUDA cannot be used. Probed once: cudarc panics when a driver
-/// function is called without libcuda, so its presence is checked first and every probing call
-/// runs inside `catch_unwind`.
+/// The number of devices, or why CUDA cannot be used; probed once.
 fn probe() -> Result<usize> {
     static PROBE: OnceLock<Result<usize>> = OnceLock::new();
-    PROBE
-        .get_or_init(|| {
-            // SAFETY: only tries to dlopen the driver library.
-            let present = catch_unwind(|| unsafe { sys::is_culib_present() }).unwrap_or(false);
-            ensure!(present, Unsupported, "cuda: no CUDA driver found (libcuda.so could not be loaded)");
-            let count = catch_unwind(|| result::init().and_then(|()| result::device::get_count()));
-            match count {
-                Err(_) => Err(err!(Unsupported, "cuda: the CUDA driver could not be loaded (a symbol is missing)")),
-                Ok(Err(e)) if e.0 == sys::cudaError_enum::CUDA_ERROR_NO_DEVICE => {
-                    Err(err!(Unsupported, "cuda: the CUDA driver reports no device"))
-                }
-                Ok(Err(e)) => Err(err!(Unsupported, "cuda: the CUDA driver failed to initialise: {e:?}")),
-                Ok(Ok(0)) => Err(err!(Unsupported, "cuda: the CUDA driver reports no device")),
-                Ok(Ok(n)) => Ok(n as usize),
-            }
-        })
-        .clone()
+    PROBE.get_or_init(driver::device_count).clone()
 }
 
 /// The number of CUDA devices; `Unsupported` when there is no driver or no device.
@@ -62,29 +32,16 @@ pub fn ensure_device(device: u32) -> Result<()> {
     Ok(())
 }
 
-/// One device: its primary context, the one stream all its work goes to, the free lists of its
-/// caching allocator and its compiled kernel modules.
+/// One device: its context and stream, the free lists of its caching allocator and its loaded
+/// kernel modules.
 pub(crate) struct Device {
     pub(crate) ordinal: u32,
-    ctx: sys::CUcontext,
-    pub(crate) stream: sys::CUstream,
-    pub(crate) arch: String,
-    free: Mutex<HashMap<usize, Vec<sys::CUdeviceptr>>>,
-    pub(crate) modules: Mutex<HashMap<&'static str, sys::CUmodule>>,
+    pub(crate) ctx: Context,
+    free: Mutex<HashMap<usize, Vec<DevicePtr>>>,
+    pub(crate) modules: Mutex<HashMap<&'static str, Module>>,
 }
 
-// SAFETY: the context and stream handles may be used from any thread (each call binds the context
-// first); the maps are behind mutexes.
-unsafe impl Send for Device {}
-unsafe impl Sync for Device {}
-
 impl Device {
-    /// Makes this device's context current on the calling thread.
-    pub(crate) fn bind(&self) -> Result<()> {
-        // SAFETY: a primary context retained for the life of the process.
-        unsafe { result::ctx::set_current(self.ctx) }.map_err(|e| driver_error("cuda context", e))
-    }
-
     /// A block of at least `len` bytes (`len` > 0) from the cache, or a new one.
     fn alloc(self: &Arc<Self>, len: usize) -> Result<DeviceBlock> {
         let class =
@@ -92,35 +49,23 @@ impl Device {
         if let Some(ptr) = self.free.lock().expect("allocator lock").get_mut(&class).and_then(Vec::pop) {
             return Ok(DeviceBlock { ptr, class, device: self.clone() });
         }
-        self.bind()?;
-        // SAFETY: a plain allocation in the bound context.
-        let ptr = match unsafe { result::malloc_sync(class) } {
+        let ptr = match self.ctx.malloc(class) {
             Ok(p) => p,
-            Err(e) if e.0 == sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY => {
+            Err(Error::OutOfMemory(_)) => {
                 // Cached blocks of other sizes may be what is missing: give them back and retry.
                 self.empty_cache()?;
-                unsafe { result::malloc_sync(class) }.map_err(|e| driver_error("device allocation", e))?
+                self.ctx.malloc(class)?
             }
-            Err(e) => return Err(driver_error("device allocation", e)),
+            Err(e) => return Err(e),
         };
         Ok(DeviceBlock { ptr, class, device: self.clone() })
     }
 
     /// Frees every cached block (after the queued work that may still use them).
     pub(crate) fn empty_cache(&self) -> Result<()> {
-        self.synchronize()?;
+        self.ctx.synchronize()?;
         let blocks: Vec<_> = self.free.lock().expect("allocator lock").drain().flat_map(|(_, v)| v).collect();
-        for ptr in blocks {
-            // SAFETY: blocks in the free lists are owned by no allocation.
-            unsafe { result::free_sync(ptr) }.map_err(|e| driver_error("device free", e))?;
-        }
-        Ok(())
-    }
-
-    pub(crate) fn synchronize(&self) -> Result<()> {
-        self.bind()?;
-        // SAFETY: this device's stream.
-        unsafe { result::stream::synchronize(self.stream) }.map_err(|e| driver_error("cuda synchronize", e))
+        blocks.into_iter().try_for_each(|ptr| self.ctx.free(ptr))
     }
 
     /// A new, uninitialised device allocation of `len` bytes.
@@ -133,7 +78,7 @@ impl Device {
 /// A block of device memory from a device's cache; dropping it puts it back on its free list.
 /// Reuse needs no wait: every use of a device's memory is queued on its one stream.
 pub struct DeviceBlock {
-    ptr: sys::CUdeviceptr,
+    ptr: DevicePtr,
     class: usize,
     device: Arc<Device>,
 }
@@ -161,34 +106,12 @@ pub(crate) fn device(ordinal: u32) -> Result<Arc<Device>> {
     if let Some(d) = slot.as_ref() {
         return Ok(d.clone());
     }
-    let what = "cuda device setup";
-    let d = catch_unwind(AssertUnwindSafe(|| -> Result<Device> {
-        let dev = result::device::get(ordinal as i32).map_err(|e| driver_error(what, e))?;
-        // SAFETY: the primary context is retained once and never released (it lives as long as the
-        // process, like the cached blocks and modules that belong to it).
-        let ctx = unsafe { result::primary_ctx::retain(dev) }.map_err(|e| driver_error(what, e))?;
-        unsafe { result::ctx::set_current(ctx) }.map_err(|e| driver_error(what, e))?;
-        let major = unsafe {
-            result::device::get_attribute(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
-        }
-        .map_err(|e| driver_error(what, e))?;
-        let minor = unsafe {
-            result::device::get_attribute(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
-        }
-        .map_err(|e| driver_error(what, e))?;
-        // Non-blocking: the stream does not wait for work on the legacy default stream of others.
-        let stream =
-            result::stream::create(result::stream::StreamKind::NonBlocking).map_err(|e| driver_error(what, e))?;
-        Ok(Device {
-            ordinal,
-            ctx,
-            stream,
-            arch: format!("compute_{major}{minor}"),
-            free: Mutex::new(HashMap::new()),
-            modules: Mutex::new(HashMap::new()),
-        })
-    }))
-    .map_err(|_| err!(Internal, "cuda:{ordinal}: the CUDA driver panicked during device setup"))??;
+    let d = Device {
+        ordinal,
+        ctx: Context::open(ordinal)?,
+        free: Mutex::new(HashMap::new()),
+        modules: Mutex::new(HashMap::new()),
+    };
     let d = Arc::new(d);
     *slot = Some(d.clone());
     Ok(d)
@@ -196,7 +119,7 @@ pub(crate) fn device(ordinal: u32) -> Result<Arc<Device>> {
 
 /// Waits until the work queued on `device` has finished.
 pub fn synchronize(ordinal: u32) -> Result<()> {
-    device(ordinal)?.synchronize()
+    device(ordinal)?.ctx.synchronize()
 }
 
 /// A copy of `src` (host or device memory) on CUDA device `ordinal`.
@@ -206,31 +129,12 @@ pub fn copy_to_device(src: &Tensor, ordinal: u32) -> Result<Tensor> {
     let alloc = d.allocation(n)?;
     if n > 0 {
         match src.place() {
-            Place::Cpu => {
-                d.bind()?;
-                // SAFETY: `n` bytes at both ends; a copy from pageable memory returns once the source
-                // has been read, so `src` may change afterwards.
-                let bytes = src.bytes()?;
-                unsafe { result::memcpy_htod_async(alloc.as_ptr() as sys::CUdeviceptr, bytes, d.stream) }
-                    .map_err(|e| driver_error("copy to device", e))?;
-            }
-            Place::Cuda(s) if s == ordinal => {
-                d.bind()?;
-                // SAFETY: device memory of `n` bytes at both ends, ordered on the device's stream.
-                unsafe {
-                    result::memcpy_dtod_async(
-                        alloc.as_ptr() as sys::CUdeviceptr,
-                        src.as_ptr() as sys::CUdeviceptr,
-                        n,
-                        d.stream,
-                    )
-                }
-                .map_err(|e| driver_error("copy on device", e))?;
-            }
-            Place::Cuda(_) => {
-                // Between devices through the host: simple, and rare in inference.
-                return copy_to_device(&copy_to_host(src)?, ordinal);
-            }
+            // A copy from pageable memory returns once the source has been read, so `src` may
+            // change afterwards.
+            Place::Cpu => d.ctx.htod(alloc.as_ptr() as DevicePtr, src.bytes()?)?,
+            Place::Cuda(s) if s == ordinal => d.ctx.dtod(alloc.as_ptr() as DevicePtr, src.as_ptr() as DevicePtr, n)?,
+            // Between devices through the host: simple, and rare in inference.
+            Place::Cuda(_) => return copy_to_device(&copy_to_host(src)?, ordinal),
         }
     }
     Tensor::from_allocation(alloc, src.dtype(), *src.dims())
@@ -245,12 +149,7 @@ pub fn copy_to_host(src: &Tensor) -> Result<Tensor> {
     let mut out = Tensor::zeros(src.dtype(), *src.dims())?;
     let n = src.nbytes();
     if n > 0 {
-        d.bind()?;
-        let dst = out.bytes_mut()?;
-        // SAFETY: `n` bytes at both ends; the stream is synchronised before `dst` is read.
-        unsafe { result::memcpy_dtoh_async(dst, src.as_ptr() as sys::CUdeviceptr, d.stream) }
-            .map_err(|e| driver_error("copy to host", e))?;
-        d.synchronize()?;
+        d.ctx.dtoh(out.bytes_mut()?, src.as_ptr() as DevicePtr)?;
     }
     Ok(out)
 }

@@ -1,27 +1,48 @@
 //! The CUDA backend. With the `cuda` feature: the driver probe, one context and stream per
-//! device, a caching allocator, host<->device copies and the NVRTC-compiled kernels. Without it:
-//! a stand-in with the same names whose every entry answers `Unsupported` ("built without CUDA"),
-//! so the rest of the library needs no `#[cfg]`.
+//! device, a caching allocator, host<->device copies and the NVRTC-compiled kernels. With
+//! `cuda-emulator` (for testing without a GPU): the same backend over `emulator.rs`, which keeps
+//! "device" memory on the host and runs the same kernel sources, compiled as C++, on host threads.
+//! Without either: a stand-in with the same names whose every entry answers `Unsupported` ("built
+//! without CUDA"), so the rest of the library needs no `#[cfg]`.
 //!
 //! Every device's work goes to that device's one stream, in call order; so a block handed back to
 //! the cache can be reused by the next call on the same device without waiting for the GPU.
 
 pub mod size_class;
 
-#[cfg(feature = "cuda")]
-mod device;
-#[cfg(feature = "cuda")]
-mod kernels;
-#[cfg(feature = "cuda")]
-pub use device::*;
-#[cfg(feature = "cuda")]
-pub use kernels::{compile_ptx, gather_row_ranges};
+#[cfg(all(feature = "cuda", feature = "cuda-emulator"))]
+compile_error!("the features `cuda` and `cuda-emulator` exclude each other: choose one");
 
-#[cfg(not(feature = "cuda"))]
+#[cfg(feature = "cuda")]
+mod driver;
+#[cfg(all(feature = "cuda-emulator", not(feature = "cuda")))]
+#[path = "emulator.rs"]
+mod driver;
+
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+mod device;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+mod launch;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+mod rows;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+pub use device::*;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+pub use rows::gather_row_ranges;
+
+#[cfg(not(any(feature = "cuda", feature = "cuda-emulator")))]
 mod stub;
-#[cfg(not(feature = "cuda"))]
+#[cfg(not(any(feature = "cuda", feature = "cuda-emulator")))]
 pub use stub::*;
 
-/// The CUDA C sources of the kernels, `(file name, source)`: compiled by NVRTC at first use on a
-/// device, and by the CI check without a GPU.
-pub const KERNEL_SOURCES: &[(&str, &str)] = &[("rows.cu", include_str!("kernels/rows.cu"))];
+/// The CUDA C sources of the kernels, `(file name, source)`, each with `kernels/common.cuh` in
+/// front: compiled by NVRTC at first use on a device, and by the CI check without a GPU. The list
+/// is every `kernels/*.cu` (made by build.rs).
+pub const KERNEL_SOURCES: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/kernel_sources.rs"));
+
+/// Compiles every kernel file to PTX for `arch` (`compute_90` ...): `(file, PTX bytes)`. Needs
+/// NVRTC only, no GPU: the CI check that every kernel compiles.
+#[cfg(feature = "cuda")]
+pub fn compile_ptx(arch: &str) -> crate::error::Result<Vec<(&'static str, usize)>> {
+    KERNEL_SOURCES.iter().map(|&(name, src)| Ok((name, driver::ptx_of(name, src, arch)?.len()))).collect()
+}

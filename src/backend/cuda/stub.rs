@@ -52,8 +52,3 @@ pub fn copy_to_host(src: &Tensor) -> Result<Tensor> {
 pub fn gather_row_ranges(src: &Tensor, _row_bytes: usize, _ranges: &[Range<usize>], _dims: Dim) -> Result<Tensor> {
     copy_to_host(src)
 }
-
-/// Compiles every kernel to PTX for `arch` with NVRTC.
-pub fn compile_ptx(_arch: &str) -> Result<Vec<(&'static str, usize)>> {
-    Err(missing("NVRTC"))
-}

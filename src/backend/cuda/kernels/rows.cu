@@ -4,9 +4,6 @@
 // offsets) are uploaded once per call. Rows are moved in words of W bytes (the host picks the
 // widest word that divides the row size and both addresses), one word per thread, grid-stride.
 
-typedef unsigned long long u64;
-typedef long long i64;
-
 struct __align__(16) word16 { u64 a, b; };
 
 template <typename W>
@@ -42,3 +39,9 @@ LODTENSOR_GATHER(gather_row_ranges_2, unsigned short)
 LODTENSOR_GATHER(gather_row_ranges_4, unsigned int)
 LODTENSOR_GATHER(gather_row_ranges_8, u64)
 LODTENSOR_GATHER(gather_row_ranges_16, word16)
+
+LODTENSOR_EXPORT(gather_row_ranges_1)
+LODTENSOR_EXPORT(gather_row_ranges_2)
+LODTENSOR_EXPORT(gather_row_ranges_4)
+LODTENSOR_EXPORT(gather_row_ranges_8)
+LODTENSOR_EXPORT(gather_row_ranges_16)

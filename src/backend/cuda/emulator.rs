@@ -1,0 +1,112 @@
+//! The `cuda-emulator` build's driver: the items of `driver.rs`, over the host. Two devices,
+//! cuda:0 and cuda:1, whose "device memory" is host memory that the rest of the library still
+//! treats as device memory (no host access to it except through the copies), and whose kernels
+//! are the same `kernels/*.cu` sources compiled as C++ (emulator/host.h) and run synchronously by
+//! a team of host threads per block. It exists to test the CUDA backend, the kernels' indexing
+//! and the launchers' arguments, on machines without a GPU; it says nothing about speed.
+
+use super::launch::Args;
+use crate::error::{ensure, err, Result};
+use std::alloc::{alloc, dealloc, Layout};
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_void, CString};
+use std::sync::Mutex;
+
+extern "C" {
+    fn lodtensor_emulator_launch(
+        name: *const c_char,
+        grid: *const u32,
+        block: *const u32,
+        params: *mut *mut c_void,
+    ) -> c_int;
+}
+
+/// An address in (emulated) device memory.
+pub(crate) type DevicePtr = u64;
+/// A kernel file; every file is compiled into the library.
+#[derive(Clone, Copy)]
+pub(crate) struct Module(&'static str);
+/// A kernel, by name.
+pub(crate) struct Function(CString);
+
+const DEVICES: usize = 2;
+/// Device allocations are aligned like cudaMalloc's.
+const ALIGN: usize = 256;
+
+pub(crate) fn device_count() -> Result<usize> {
+    Ok(DEVICES)
+}
+
+/// One emulated device: the sizes of its live allocations, for `free`.
+pub(crate) struct Context {
+    live: Mutex<HashMap<DevicePtr, Layout>>,
+}
+
+impl Context {
+    pub(crate) fn open(ordinal: u32) -> Result<Context> {
+        ensure!((ordinal as usize) < DEVICES, InvalidArgument, "cuda:{ordinal}: the emulator has {DEVICES} devices");
+        Ok(Context { live: Mutex::new(HashMap::new()) })
+    }
+
+    pub(crate) fn malloc(&self, len: usize) -> Result<DevicePtr> {
+        let layout = Layout::from_size_align(len.max(1), ALIGN)
+            .map_err(|_| err!(OutOfMemory, "device allocation: {len} bytes is too large"))?;
+        // SAFETY: a non-zero size.
+        let p = unsafe { alloc(layout) };
+        ensure!(!p.is_null(), OutOfMemory, "device allocation: the emulator could not allocate {len} bytes");
+        self.live.lock().expect("emulator lock").insert(p as DevicePtr, layout);
+        Ok(p as DevicePtr)
+    }
+
+    pub(crate) fn free(&self, ptr: DevicePtr) -> Result<()> {
+        let layout = self.live.lock().expect("emulator lock").remove(&ptr);
+        let layout = layout.ok_or_else(|| err!(Internal, "device free: {ptr:#x} is not a live allocation"))?;
+        // SAFETY: allocated by `malloc` with this layout, and removed from the live set once.
+        unsafe { dealloc(ptr as *mut u8, layout) };
+        Ok(())
+    }
+
+    pub(crate) fn htod(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
+        // SAFETY: the caller gives `src.len()` bytes of device (here: host) memory at `dst`.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst as *mut u8, src.len()) };
+        Ok(())
+    }
+
+    pub(crate) fn dtod(&self, dst: DevicePtr, src: DevicePtr, n: usize) -> Result<()> {
+        // SAFETY: the caller gives `n` bytes at both ends, distinct allocations.
+        unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, n) };
+        Ok(())
+    }
+
+    pub(crate) fn dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Result<()> {
+        // SAFETY: the caller gives `dst.len()` bytes of device memory at `src`.
+        unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst.as_mut_ptr(), dst.len()) };
+        Ok(())
+    }
+
+    /// Launches run to completion before they return: nothing is ever queued.
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+
+    pub(crate) fn load(&self, name: &'static str, _source: &str) -> Result<Module> {
+        Ok(Module(name))
+    }
+
+    pub(crate) fn function(&self, module: Module, name: &str) -> Result<Function> {
+        let _ = module.0;
+        Ok(Function(CString::new(name).expect("no NUL")))
+    }
+
+    pub(crate) fn launch(&self, f: &Function, grid: [u32; 3], block: [u32; 3], args: &mut Args) -> Result<()> {
+        let mut params = args.pointers();
+        // SAFETY: `args` matches the kernel's parameters (the launcher's contract) and every address
+        // in them is live emulated device memory for the (synchronous) run.
+        let rc = unsafe { lodtensor_emulator_launch(f.0.as_ptr(), grid.as_ptr(), block.as_ptr(), params.as_mut_ptr()) };
+        match rc {
+            0 => Ok(()),
+            1 => Err(err!(Internal, "kernel {}: not registered with LODTENSOR_EXPORT", f.0.to_string_lossy())),
+            _ => Err(err!(Internal, "kernel {}: bad launch shape {grid:?} x {block:?}", f.0.to_string_lossy())),
+        }
+    }
+}

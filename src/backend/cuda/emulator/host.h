@@ -1,0 +1,139 @@
+// The CUDA built-ins that kernel files may use (see kernels/common.cuh), defined for the host so
+// that the emulator compiles the kernel sources unchanged as C++20. A kernel exported with
+// LODTENSOR_EXPORT runs its threads one after another on one host thread (they may not wait for
+// each other); one exported with LODTENSOR_EXPORT_SYNC runs each block's threads as host threads
+// that really run at once: __syncthreads() is a barrier among them, __shared__ variables are
+// statics (launches are serialised, and the team runs one block at a time). Atomics are
+// std::atomic_ref operations.
+#pragma once
+#include <atomic>
+#include <barrier>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __noinline__
+#define __align__(n) alignas(n)
+#define __shared__ static
+#define __launch_bounds__(...)
+
+struct uint3 {
+  unsigned int x, y, z;
+};
+struct dim3 {
+  unsigned int x = 1, y = 1, z = 1;
+};
+
+namespace lodtensor_emulator {
+// The calling thread's indices, and the launch's shape (one launch at a time).
+inline thread_local uint3 thread_idx;
+inline thread_local uint3 block_idx;
+inline thread_local std::barrier<> *block_barrier = nullptr;
+inline dim3 block_dim;
+inline dim3 grid_dim;
+// A __syncthreads() in a kernel exported without _SYNC: a bug in the kernel file; aborts.
+[[noreturn]] void barrier_outside_team();
+
+template <typename T>
+T bits_as(const auto &v) {
+  static_assert(sizeof(T) == sizeof(v));
+  T t;
+  std::memcpy(&t, &v, sizeof t);
+  return t;
+}
+}  // namespace lodtensor_emulator
+
+#define threadIdx (::lodtensor_emulator::thread_idx)
+#define blockIdx (::lodtensor_emulator::block_idx)
+#define blockDim (::lodtensor_emulator::block_dim)
+#define gridDim (::lodtensor_emulator::grid_dim)
+
+inline void __syncthreads() {
+  if (!::lodtensor_emulator::block_barrier) ::lodtensor_emulator::barrier_outside_team();
+  ::lodtensor_emulator::block_barrier->arrive_and_wait();
+}
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+
+template <typename T>
+inline T __ldg(const T *p) { return *p; }
+
+inline float __uint_as_float(unsigned int v) { return lodtensor_emulator::bits_as<float>(v); }
+inline unsigned int __float_as_uint(float v) { return lodtensor_emulator::bits_as<unsigned int>(v); }
+inline float __int_as_float(int v) { return lodtensor_emulator::bits_as<float>(v); }
+inline int __float_as_int(float v) { return lodtensor_emulator::bits_as<int>(v); }
+inline double __longlong_as_double(long long v) { return lodtensor_emulator::bits_as<double>(v); }
+inline long long __double_as_longlong(double v) { return lodtensor_emulator::bits_as<long long>(v); }
+inline float __expf(float x) { return std::exp(x); }
+inline float __logf(float x) { return std::log(x); }
+
+// CUDA's overloaded min/max of equal argument types.
+#define LODTENSOR_EMULATOR_MINMAX(T)                \
+  inline T min(T a, T b) { return b < a ? b : a; } \
+  inline T max(T a, T b) { return a < b ? b : a; }
+LODTENSOR_EMULATOR_MINMAX(int)
+LODTENSOR_EMULATOR_MINMAX(unsigned int)
+LODTENSOR_EMULATOR_MINMAX(long long)
+LODTENSOR_EMULATOR_MINMAX(unsigned long long)
+LODTENSOR_EMULATOR_MINMAX(float)
+LODTENSOR_EMULATOR_MINMAX(double)
+#undef LODTENSOR_EMULATOR_MINMAX
+
+// Atomics return the old value, like CUDA's.
+template <typename T>
+inline T atomicAdd(T *p, T v) { return std::atomic_ref<T>(*p).fetch_add(v); }
+template <typename T>
+inline T atomicExch(T *p, T v) { return std::atomic_ref<T>(*p).exchange(v); }
+template <typename T>
+inline T atomicCAS(T *p, T expected, T desired) {
+  std::atomic_ref<T>(*p).compare_exchange_strong(expected, desired);
+  return expected;
+}
+template <typename T>
+inline T atomicMax(T *p, T v) {
+  std::atomic_ref<T> a(*p);
+  T old = a.load();
+  while (old < v && !a.compare_exchange_weak(old, v)) {
+  }
+  return old;
+}
+template <typename T>
+inline T atomicMin(T *p, T v) {
+  std::atomic_ref<T> a(*p);
+  T old = a.load();
+  while (v < old && !a.compare_exchange_weak(old, v)) {
+  }
+  return old;
+}
+
+// Registration of the kernels by name: LODTENSOR_EXPORT(name) after each kernel.
+namespace lodtensor_emulator {
+using Invoke = void (*)(void *kernel, void **params);
+void register_kernel(const char *name, void *kernel, Invoke invoke, bool cooperative);
+
+template <typename... A, std::size_t... I>
+void call(void (*f)(A...), void **params, std::index_sequence<I...>) {
+  f(*static_cast<std::remove_cvref_t<A> *>(params[I])...);
+}
+
+template <typename... A>
+struct Registrar {
+  Registrar(const char *name, void (*f)(A...), bool cooperative) {
+    register_kernel(
+        name, reinterpret_cast<void *>(f),
+        [](void *kernel, void **params) {
+          call(reinterpret_cast<void (*)(A...)>(kernel), params, std::index_sequence_for<A...>{});
+        },
+        cooperative);
+  }
+};
+}  // namespace lodtensor_emulator
+
+#define LODTENSOR_EXPORT(name) \
+  static ::lodtensor_emulator::Registrar lodtensor_registrar_##name(#name, &name, false);
+#define LODTENSOR_EXPORT_SYNC(name) \
+  static ::lodtensor_emulator::Registrar lodtensor_registrar_##name(#name, &name, true);

@@ -1,0 +1,133 @@
+//! Launching the kernels of `kernels/*.cu`: kernel arguments, the per-device module cache, and
+//! uploads of host tables (LoD offsets and the like, once per call).
+
+use super::device::Device;
+use super::driver::DevicePtr;
+use super::KERNEL_SOURCES;
+use crate::error::{err, Result};
+use crate::memory::Allocation;
+use crate::tensor::Tensor;
+use std::ffi::c_void;
+use std::sync::Arc;
+
+#[cfg(not(target_endian = "little"))]
+compile_error!("kernel arguments are passed as the low bytes of 8-byte slots: little-endian targets only");
+
+/// A kernel argument: a pointer-sized or smaller plain value, passed in an 8-byte slot (the driver
+/// reads as many bytes as the parameter has, from the slot's start).
+pub(crate) trait KernelArg: Copy {
+    fn slot(self) -> u64;
+}
+
+macro_rules! kernel_arg_int {
+    ($($t:ty),*) => {$(
+        impl KernelArg for $t {
+            fn slot(self) -> u64 {
+                self as u64
+            }
+        }
+    )*};
+}
+kernel_arg_int!(u8, u16, u32, u64, i32, i64);
+
+impl KernelArg for f32 {
+    fn slot(self) -> u64 {
+        self.to_bits() as u64
+    }
+}
+
+impl KernelArg for f64 {
+    fn slot(self) -> u64 {
+        self.to_bits()
+    }
+}
+
+/// The arguments of one launch, in the order of the kernel's parameters. Each kernel's launcher
+/// is the one place that must agree with its CUDA signature.
+#[derive(Default)]
+pub(crate) struct Args {
+    slots: Vec<u64>,
+}
+
+impl Args {
+    pub(crate) fn new() -> Args {
+        Args::default()
+    }
+
+    pub(crate) fn arg(mut self, value: impl KernelArg) -> Args {
+        self.slots.push(value.slot());
+        self
+    }
+
+    /// The device address of a tensor's first element.
+    pub(crate) fn ptr(self, t: &Tensor) -> Args {
+        self.arg(t.as_ptr() as u64)
+    }
+
+    /// The device address of an allocation.
+    pub(crate) fn buf(self, a: &Allocation) -> Args {
+        self.arg(a.as_ptr() as u64)
+    }
+
+    /// The slots' addresses, as the driver's launch takes them.
+    pub(crate) fn pointers(&mut self) -> Vec<*mut c_void> {
+        self.slots.iter_mut().map(|s| (s as *mut u64).cast()).collect()
+    }
+}
+
+/// Threads per block of the grid-stride kernels.
+pub(crate) const BLOCK: u32 = 256;
+
+/// Enough blocks of `BLOCK` threads for `work` items of a grid-stride loop (at least 1, at most
+/// 2^16: the loop covers the rest).
+pub(crate) fn blocks_for(work: u64) -> u32 {
+    work.div_ceil(BLOCK as u64).clamp(1, 1 << 16) as u32
+}
+
+/// Launches kernel `function` of file `file` on `d` (compiled and loaded at its first use there)
+/// with `grid` x `block` threads.
+pub(crate) fn launch(
+    d: &Arc<Device>,
+    file: &'static str,
+    function: &str,
+    grid: [u32; 3],
+    block: [u32; 3],
+    mut args: Args,
+) -> Result<()> {
+    let module = {
+        let mut modules = d.modules.lock().expect("module cache lock");
+        match modules.get(file) {
+            Some(&m) => m,
+            None => {
+                let source = KERNEL_SOURCES
+                    .iter()
+                    .find(|(n, _)| *n == file)
+                    .ok_or_else(|| err!(Internal, "no kernel file {file}"))?
+                    .1;
+                let m = d.ctx.load(file, source)?;
+                modules.insert(file, m);
+                m
+            }
+        }
+    };
+    let f = d.ctx.function(module, function)?;
+    d.ctx.launch(&f, grid, block, &mut args)
+}
+
+/// A grid-stride launch over `work` items: `blocks_for(work)` blocks of `BLOCK` threads.
+pub(crate) fn launch_1d(d: &Arc<Device>, file: &'static str, function: &str, work: u64, args: Args) -> Result<()> {
+    launch(d, file, function, [blocks_for(work), 1, 1], [BLOCK, 1, 1], args)
+}
+
+/// Uploads `values` to a new device buffer (ordered on the device's stream); the buffer may be
+/// dropped right after the launches that read it are queued.
+pub(crate) fn upload<T: KernelArg>(d: &Arc<Device>, values: &[T]) -> Result<Arc<Allocation>> {
+    let len = std::mem::size_of_val(values);
+    let alloc = d.allocation(len)?;
+    if len > 0 {
+        // SAFETY: primitive values (no padding) viewed as their bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), len) };
+        d.ctx.htod(alloc.as_ptr() as DevicePtr, bytes)?;
+    }
+    Ok(alloc)
+}
