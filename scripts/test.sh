@@ -70,7 +70,7 @@ else
   gpu_tests=()
   for f in tests/cuda*.rs; do gpu_tests+=(--test "$(basename "$f" .rs)"); done
   LODTENSOR_REQUIRE_GPU=1 cargo test --release --features cuda-emulator --target-dir target/emu --no-fail-fast \
-    "${gpu_tests[@]}" || failed+=("GPU tests on the CUDA emulator")
+    --lib "${gpu_tests[@]}" || failed+=("GPU tests on the CUDA emulator")
   # The C tests see two usable devices here, so their CUDA branches run.
   if cmake -S capi-tests -B build/capi-emu -DCMAKE_BUILD_TYPE=Debug -DLODTENSOR_MEMCHECK=OFF -DLODTENSOR_BINDINGS=OFF \
        "-DLODTENSOR_CARGO_TARGET_DIR=$PWD/target/emu" "-DLODTENSOR_CARGO_ARGS=--features=cuda-emulator" &&
