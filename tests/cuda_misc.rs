@@ -141,7 +141,7 @@ fn gpu_slice_equals_cpu_with_offsets_on_the_device() {
             &mut rng,
             dtype,
             &[rows, 1 + case % 7, 2],
-            Lod::from_lengths(&[lengths.clone()]).unwrap(),
+            Lod::from_lengths(std::slice::from_ref(&lengths)).unwrap(),
             true,
         );
         let (mut offs, mut lens) = (Vec::new(), Vec::new());

@@ -361,8 +361,8 @@ pub fn sequence_reshape(x: &LoDTensor, new_dim: i64) -> Result<LoDTensor> {
         }
         // The whole tensor as one row: one copy in the widest words its size allows.
         Place::Cuda(_) => {
-            let whole: &[Range<usize>] = if t.nbytes() == 0 { &[] } else { &[0..1] };
-            gather_into_new(t, t.nbytes(), whole, dims)?
+            let whole: Vec<Range<usize>> = if t.nbytes() == 0 { vec![] } else { std::iter::once(0..1).collect() };
+            gather_into_new(t, t.nbytes(), &whole, dims)?
         }
     };
     LoDTensor::new(out, Lod::from_offsets(vec![out_lod])?)

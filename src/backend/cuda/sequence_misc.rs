@@ -143,13 +143,7 @@ pub fn sequence_mask(x: &Tensor, maxlen: usize, out_dtype: DType, one: u64, zero
         return Ok(out);
     }
     let name = format!("sequence_mask_{}_{}", dtype_suffix(x.dtype())?, out_dtype.size());
-    let args = Args::new()
-        .arg(x.as_ptr() as u64)
-        .arg(out.as_mut_ptr() as u64)
-        .arg(maxlen as u64)
-        .arg(total)
-        .arg(one)
-        .arg(zero);
+    let args = Args::new().ptr(x).arg(out.as_mut_ptr() as u64).arg(maxlen as u64).arg(total).arg(one).arg(zero);
     launch_1d(&d, FILE, &name, total, args)?;
     Ok(out)
 }
@@ -166,7 +160,7 @@ pub fn sequence_enumerate(x: &Tensor, offsets: &[usize], win: usize, pad: i64) -
     let num_seqs = count_u32(offsets.len() - 1, "x")?;
     let table = upload(&d, &offsets_i64(offsets))?;
     let args = Args::new()
-        .arg(x.as_ptr() as u64)
+        .ptr(x)
         .arg(out.as_mut_ptr() as u64)
         .buf(&table)
         .arg(num_seqs)
@@ -197,8 +191,8 @@ pub fn sequence_conv(
     let context_length = if s.width == 0 { 0 } else { s.context_length };
     let table = upload(&d, &offsets_i64(offsets))?;
     let args = Args::new()
-        .arg(x.as_ptr() as u64)
-        .arg(filter.as_ptr() as u64)
+        .ptr(x)
+        .ptr(filter)
         .arg(padding.map_or(0, |p| p.as_ptr() as u64))
         .arg(out.as_mut_ptr() as u64)
         .buf(&table)
@@ -258,7 +252,7 @@ pub fn sequence_scatter_add(
     let t = table.as_ptr() as u64;
     let args = Args::new()
         .arg(out.as_mut_ptr() as u64)
-        .arg(updates.as_ptr() as u64)
+        .ptr(updates)
         .arg(t)
         .arg(t + 8 * groups)
         .arg(t + 8 * (2 * groups + 1))
