@@ -93,7 +93,9 @@ fn random_lengths(rng: &mut Rng, sequences: usize, max_len: usize) -> Vec<usize>
     (0..sequences).map(|_| if rng.below(4) == 0 { 0 } else { rng.below(max_len + 1) }).collect()
 }
 
-const SEQUENCE_COUNTS: [usize; 4] = [1, 3, 40, 300];
+/// One sequence, a few, and enough that the kernels' output spans many tiles (8192 elements each)
+/// with many sequences in a tile.
+const SEQUENCE_COUNTS: [usize; 4] = [1, 3, 300, 3000];
 
 #[test]
 fn gpu_concat_equals_cpu() {
@@ -124,6 +126,17 @@ fn gpu_concat_equals_cpu() {
         let got = sequence_concat(&xd.iter().collect::<Vec<_>>()).unwrap();
         assert_same(&got, &want, &format!("concat case {case}: {inputs} x {seqs} sequences of {dtype} x {width}"));
     }
+    // The CPU's errors: row widths, dtypes or sequence counts that differ, a single input.
+    let a = LoDTensor::from_slice(&[1f32, 2., 3., 4.], &[2, 2], vec![vec![0, 1, 2]]).unwrap();
+    let wide = LoDTensor::from_slice(&[1f32, 2., 3.], &[1, 3], vec![vec![0, 0, 1]]).unwrap();
+    let ints = LoDTensor::from_slice(&[1i32, 2], &[1, 2], vec![vec![0, 1, 1]]).unwrap();
+    let one_seq = LoDTensor::from_slice(&[1f32, 2.], &[1, 2], vec![vec![0, 1]]).unwrap();
+    for (b, what) in [(&wide, "row width"), (&ints, "dtype"), (&one_seq, "sequence count")] {
+        let want = sequence_concat(&[&a, b]);
+        assert!(want.is_err(), "{what}");
+        assert_same_outcome(sequence_concat(&[&gpu(&a), &gpu(b)]), want, &format!("concat {what}"));
+    }
+    assert_same_outcome(sequence_concat(&[&gpu(&a)]), sequence_concat(&[&a]), "concat of one input");
 }
 
 #[test]
@@ -135,7 +148,7 @@ fn gpu_slice_equals_cpu_with_offsets_on_the_device() {
     for case in 0..24 {
         let dtype = DType::ALL[case % DType::ALL.len()];
         let seqs = SEQUENCE_COUNTS[case % 4];
-        let lengths = random_lengths(&mut rng, seqs, 8);
+        let lengths = if case < 4 { vec![0; seqs] } else { random_lengths(&mut rng, seqs, 8) };
         let rows: usize = lengths.iter().sum();
         let x = random_tensor(
             &mut rng,
@@ -194,6 +207,13 @@ fn gpu_reverse_equals_cpu() {
         let want = sequence_reverse(&x).unwrap();
         assert_same(&sequence_reverse(&gpu(&x)).unwrap(), &want, &format!("reverse case {case}: {dtype} x {width}"));
     }
+    let column = LoDTensor::from_slice(&[1f32, 2., 3.], &[3], vec![vec![0, 3]]).unwrap();
+    let nested = LoDTensor::from_slice(&[1f32, 2., 3.], &[3, 1], vec![vec![0, 1], vec![0, 3]]).unwrap();
+    for x in [column, nested] {
+        let want = sequence_reverse(&x);
+        assert!(want.is_err());
+        assert_same_outcome(sequence_reverse(&gpu(&x)), want, "reverse errors");
+    }
 }
 
 #[test]
@@ -206,7 +226,11 @@ fn gpu_reshape_equals_cpu() {
         let dtype = DType::ALL[case % DType::ALL.len()];
         let seqs = SEQUENCE_COUNTS[case % 4];
         let m = [1, 2, 4, 6][case % 4];
-        let lengths: Vec<usize> = random_lengths(&mut rng, seqs, 4).into_iter().map(|l| 2 * l).collect();
+        let lengths: Vec<usize> = if case < 4 {
+            vec![0; seqs]
+        } else {
+            random_lengths(&mut rng, seqs, 4).into_iter().map(|l| 2 * l).collect()
+        };
         let rows: usize = lengths.iter().sum();
         let x = random_tensor(&mut rng, dtype, &[rows, m], Lod::from_lengths(&[lengths]).unwrap(), case % 2 == 0);
         for new_dim in [1, 2, 3, 4, 12] {
@@ -225,9 +249,9 @@ fn gpu_gather_rows_equals_cpu_with_the_index_on_the_device() {
     let mut rng = Rng(0x6a7);
     for case in 0..30 {
         let dtype = DType::ALL[case % DType::ALL.len()];
-        let rows = [1, 7, 500][case % 3];
+        let rows = [1, 7, 500, 0][case % 4];
         let x = random_tensor(&mut rng, dtype, &[rows, 1 + case % 9], Lod::empty(), case % 2 == 0);
-        let k = [0, 1, 40, 900][case % 4];
+        let k = if rows == 0 { 0 } else { [0, 1, 40, 900][case % 3] };
         // Runs of consecutive indices (one range each) mixed with random ones.
         let mut index = Vec::new();
         while index.len() < k {
@@ -309,7 +333,7 @@ fn gpu_enumerate_equals_cpu() {
     let mut rng = Rng(0xe1e1);
     for case in 0..32 {
         let seqs = SEQUENCE_COUNTS[case % 4];
-        let lengths = random_lengths(&mut rng, seqs, 12);
+        let lengths = if case < 4 { vec![0; seqs] } else { random_lengths(&mut rng, seqs, 12) };
         let rows: usize = lengths.iter().sum();
         // 2-level LoDs too: windows stay inside the sequences of the last level.
         let lod = if case % 3 == 2 {
@@ -340,7 +364,7 @@ fn gpu_erase_equals_cpu() {
     let mut rng = Rng(0xe2a5);
     for case in 0..32 {
         let seqs = SEQUENCE_COUNTS[case % 4];
-        let lengths = random_lengths(&mut rng, seqs, 12);
+        let lengths = if case < 4 { vec![0; seqs] } else { random_lengths(&mut rng, seqs, 12) };
         let rows: usize = lengths.iter().sum();
         let lod = if case % 3 == 2 {
             Lod::from_lengths(&[vec![seqs / 3, seqs - seqs / 3], lengths]).unwrap()
@@ -377,7 +401,7 @@ fn gpu_conv_equals_cpu() {
     let mut max_diff = 0f64;
     for case in 0..40 {
         let seqs = SEQUENCE_COUNTS[case % 4];
-        let lengths = random_lengths(&mut rng, seqs, 7);
+        let lengths = if case < 4 { vec![0; seqs] } else { random_lengths(&mut rng, seqs, 7) };
         let rows: usize = lengths.iter().sum();
         let (start, length) = [(0i64, 1i64), (-1, 3), (2, 3), (-2, 5), (0, 3), (-4, 2)][case % 6];
         let trainable = case % 2 == 1 && !(start == 0 && length == 1);
@@ -677,5 +701,49 @@ fn gpu_gather_rows_bandwidth() {
         let copy = time_best(&|| drop(to_place(&x, GPU).unwrap()));
         let gather = time_best(&|| drop(gather_rows(&x, &index).unwrap()));
         report("gather_rows", rows, width, bytes, copy, gather);
+    }
+}
+
+/// The kernels' own float16/bfloat16 conversions on the values where they are easy to get wrong:
+/// subnormals, the largest finite values, infinities, NaN, and sums that round to a subnormal or
+/// overflow (sequence_scatter rounds after every add; sequence_mask compares the exact value).
+#[test]
+fn gpu_half_precision_edges_equal_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let f16_bits: [u16; 12] =
+        [0x0001, 0x8001, 0x03ff, 0x0400, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x3c01, 0x3555, 0, 0x8000];
+    let bf16_bits: [u16; 12] =
+        [0x0001, 0x8001, 0x007f, 0x0080, 0x7f7f, 0xff7f, 0x7f80, 0xff80, 0x3f81, 0x3eab, 0, 0x8000];
+    for (dtype, bits) in [(DType::F16, f16_bits), (DType::BF16, bf16_bits)] {
+        let bytes: Vec<u8> = bits.iter().flat_map(|b| b.to_le_bytes()).collect();
+        let x = LoDTensor::dense(Tensor::from_bytes(dtype, Dim::new(&[12]).unwrap(), &bytes).unwrap());
+        for out_dtype in [DType::F16, DType::BF16, DType::I8, DType::Bool] {
+            assert_same(
+                &sequence_mask(&gpu(&x), 3, out_dtype).unwrap(),
+                &sequence_mask(&x, 3, out_dtype).unwrap(),
+                &format!("mask of {dtype} edges"),
+            );
+        }
+        // x is [12, 12], every row the 12 values; sequence r of the ids adds value r to each
+        // element of row r: element (r, c) is value c + value r, every pair once.
+        let ids: Vec<i64> = (0..12).flat_map(|_| 0..12).collect();
+        let upd: Vec<u8> =
+            (0..12).flat_map(|r| std::iter::repeat(bits[r]).take(12)).flat_map(|b| b.to_le_bytes()).collect();
+        let lod = Lod::from_lengths(&[vec![12; 12]]).unwrap();
+        let ids = LoDTensor::new(Tensor::from_slice(&ids, &[144, 1]).unwrap(), lod.clone()).unwrap();
+        let upd = LoDTensor::new(Tensor::from_bytes(dtype, Dim::new(&[144, 1]).unwrap(), &upd).unwrap(), lod).unwrap();
+        let rows: Vec<u8> = bytes.iter().copied().cycle().take(12 * bytes.len()).collect();
+        let x2 = LoDTensor::dense(Tensor::from_bytes(dtype, Dim::new(&[12, 12]).unwrap(), &rows).unwrap());
+        let want = sequence_scatter(&x2, &ids, &upd).unwrap();
+        let got = sequence_scatter(&gpu(&x2), &gpu(&ids), &gpu(&upd)).unwrap();
+        // NaN results (inf + -inf) are compared as NaN: a GPU's NaN payload is its own.
+        let (g, w) = (bytes_of(&got), want.tensor().bytes().unwrap().to_vec());
+        let is_nan = |b: u16| if dtype == DType::F16 { b & 0x7fff > 0x7c00 } else { b & 0x7fff > 0x7f80 };
+        for (i, (g, w)) in g.chunks(2).zip(w.chunks(2)).enumerate() {
+            let (g, w) = (u16::from_le_bytes([g[0], g[1]]), u16::from_le_bytes([w[0], w[1]]));
+            assert!(g == w || (is_nan(g) && is_nan(w)), "{dtype} scatter element {i}: {g:#06x} vs {w:#06x}");
+        }
     }
 }
