@@ -4,7 +4,8 @@
 //! On a CUDA place (`x`, `ids` and `updates` on one device; mixed places are an error naming
 //! both) the ids are copied to the host, where they are checked and grouped by the element they
 //! update; the device then adds each group's updates in id order, so the result equals the CPU's
-//! exactly (integers wrap, floats round after every add, as on the CPU).
+//! exactly (integers wrap, floats round after every add, as on the CPU; only the payload of a NaN
+//! result may differ, a GPU making its own canonical NaN).
 
 use super::common_place;
 use super::host_inputs::on_host;

@@ -381,7 +381,7 @@ pub fn sequence_reshape(x: &LoDTensor, new_dim: i64) -> Result<LoDTensor> {
 ///
 /// On a CUDA place one thread computes each output element, summing in the CPU kernel's order
 /// with separately rounded multiplies and adds (no fused multiply-add), so the result equals the
-/// CPU's; the tests still compare within a float tolerance, which a faster kernel summing in
+/// CPU's (a NaN result's payload aside); the tests still compare within a float tolerance, which a faster kernel summing in
 /// another order would need.
 pub fn sequence_conv(
     x: &LoDTensor,
