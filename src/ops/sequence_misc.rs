@@ -27,22 +27,31 @@ use crate::tensor::Tensor;
 
 /// Softmax within each sequence of the last LoD level: `out[r] = exp(x[r] - m) / Σ exp(x[s] - m)`
 /// over the rows `s` of r's sequence, `m` their maximum. `x` holds one element per row (`[N]` or
-/// `[N, 1]`); float16, bfloat16, float32 (exponentials in f32, sums in f64) and float64. Same shape
-/// and LoD as `x`.
+/// `[N, 1]`); float16, bfloat16, float32 (exponentials in f32, sums in f64) and float64. Same shape,
+/// LoD and place as `x` (on a CUDA device: equal to float rounding, the sum being taken in another
+/// order).
 pub fn sequence_softmax(x: &LoDTensor) -> Result<LoDTensor> {
     const OP: &str = "sequence_softmax";
     let place = common_place(&[("x", x.tensor())])?;
     let offsets = last_level(x, "x", OP)?;
     ensure_column(x.tensor(), "x", OP)?;
-    require_cpu(place, OP)?;
-    let mut out = Tensor::zeros(x.tensor().dtype(), *x.dims())?;
-    dispatch_dtype!(x.tensor().dtype(), "x", [F16, BF16, F32, F64], |T| {
-        let (xs, out) = (x.tensor().as_slice::<T>()?, out.as_mut_slice::<T>()?);
-        match x.tensor().dtype() {
-            DType::F64 => softmax_segments::<T, f64>(xs, offsets, false, out),
-            _ => softmax_segments::<T, f32>(xs, offsets, false, out),
+    let out = match place {
+        crate::place::Place::Cpu => {
+            let mut out = Tensor::zeros(x.tensor().dtype(), *x.dims())?;
+            dispatch_dtype!(x.tensor().dtype(), "x", [F16, BF16, F32, F64], |T| {
+                let (xs, out) = (x.tensor().as_slice::<T>()?, out.as_mut_slice::<T>()?);
+                match x.tensor().dtype() {
+                    DType::F64 => softmax_segments::<T, f64>(xs, offsets, false, out),
+                    _ => softmax_segments::<T, f32>(xs, offsets, false, out),
+                }
+            })?;
+            out
         }
-    })?;
+        crate::place::Place::Cuda(_) => {
+            dispatch_dtype!(x.tensor().dtype(), "x", [F16, BF16, F32, F64], |T| Ok(()))?;
+            crate::backend::cuda::softmax_segments(x.tensor(), crate::backend::cuda::Segments::Bounds(offsets), false)?
+        }
+    };
     LoDTensor::new(out, x.lod().clone())
 }
 
