@@ -48,6 +48,7 @@ pub fn sequence_softmax(x: &LoDTensor) -> Result<LoDTensor> {
             out
         }
         crate::place::Place::Cuda(_) => {
+            // The CPU path's dtype check, with its message.
             dispatch_dtype!(x.tensor().dtype(), "x", [F16, BF16, F32, F64], |T| Ok(()))?;
             crate::backend::cuda::softmax_segments(x.tensor(), crate::backend::cuda::Segments::Bounds(offsets), false)?
         }

@@ -122,6 +122,7 @@ pub fn log_softmax(x: &LoDTensor) -> Result<LoDTensor> {
             out
         }
         Place::Cuda(_) => {
+            // The CPU path's dtype check, with its message.
             dispatch_dtype!(t.dtype(), "x", [F16, BF16, F32, F64], |T| Ok(()))?;
             cuda::softmax_segments(t, cuda::Segments::Rows { rows, width }, true)?
         }
