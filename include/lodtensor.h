@@ -351,10 +351,12 @@ lodtensor_status_t beam_search_step(const struct lodtensor_t *pre_ids, const str
 // integer truncates toward zero and saturates at the integer's range, NaN becoming 0; conversion
 // to a float rounds to nearest, ties to even (float16 and bfloat16 too, from the exact source
 // value), overflowing to ±infinity. bool converts to 0 or 1; a number converts to bool as
-// `value != 0` (NaN is true, -0.0 false).
+// `value != 0` (NaN is true, -0.0 false); a NaN keeps its payload (quieted) between floats. The
+// result is on `x`'s place; on a CUDA device it is converted there, equal to the host's bit for
+// bit.
 //
-// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_UNSUPPORTED (unknown `dtype`, `x` not
-// on the host), LODTENSOR_OUT_OF_MEMORY.
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_UNSUPPORTED (unknown `dtype`, a CUDA
+// place in a build without CUDA), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t lodtensor_cast(const struct lodtensor_t *x, struct lodtensor_dtype_t dtype, struct lodtensor_t **out);
 
 // Removes every LoD level, leaving a dense tensor. Returns LODTENSOR_NULL_ARGUMENT.
@@ -411,7 +413,8 @@ lodtensor_status_t lodtensor_dims(const struct lodtensor_t *t, int64_t *buf, siz
 lodtensor_status_t lodtensor_dtype(const struct lodtensor_t *t, struct lodtensor_dtype_t *out);
 
 // A new host tensor of `dtype` and dims `dims[0..ndim]` (NULL allowed when `ndim` is 0), every
-// element `value`, without LoD (set one with `lodtensor_set_lod`). Nothing is silently changed:
+// element `value`, without LoD (set one with `lodtensor_set_lod`); move it to a device with
+// `lodtensor_to_place`. Nothing is silently changed:
 // for integer dtypes `value` must be a whole number inside the dtype's range, for bool 0 or 1;
 // for float dtypes it is rounded to nearest but must not overflow to infinity (NaN and
 // ±infinity themselves are allowed). `*out` is a new tensor, destroyed by the caller.
@@ -480,10 +483,12 @@ lodtensor_status_t lodtensor_lod_reset(const struct lodtensor_t *x, const struct
 
 // Log-softmax over the last axis: `out = x - m - log(sum(exp(x - m)))`, `m` the maximum along
 // the axis (so nothing overflows; exponentials in float, or double for float64, sums in double),
-// for float32, float64, float16 and bfloat16. `*out` is a new tensor with `x`'s dims and LoD.
+// for float32, float64, float16 and bfloat16. `*out` is a new tensor with `x`'s dims and LoD, on
+// `x`'s place (on a CUDA device it is computed there, equal to the host's to float rounding).
 //
 // Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_ARGUMENT (0-d `x`),
-// LODTENSOR_UNSUPPORTED (dtype not a float, not on the host), LODTENSOR_OUT_OF_MEMORY.
+// LODTENSOR_UNSUPPORTED (dtype not a float, a CUDA place in a build without CUDA),
+// LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t lodtensor_log_softmax(const struct lodtensor_t *x, struct lodtensor_t **out);
 
 // Concatenates `count` tensors along rows into a new tensor with its own memory; LoD levels are
@@ -747,12 +752,13 @@ lodtensor_status_t sequence_mask(const struct lodtensor_t *x, int64_t maxlen, st
 // `x`: rank >= 2, exactly 1 LoD level (our rule; Paddle's multi-level result is inconsistent).
 // `pad_value`: `x`'s dtype, either 1 element (every element of a padding step) or dims
 // `x.dims[1..]` (one whole step); its LoD is ignored. `padded_length`: -1 for the longest
-// sequence, else at least the longest sequence. Every dtype works. On failure neither output is
-// written.
+// sequence, else at least the longest sequence. Every dtype works. On a CUDA device (`x` and
+// `pad_value` both there) the padding runs there and both outputs are on that device. On failure
+// neither output is written.
 // Returns LODTENSOR_NULL_ARGUMENT (`x`, `pad_value`, `out`), LODTENSOR_INVALID_ARGUMENT (`x` rank
 // < 2 or of 9 dims; `pad_value` dtype or dims; `padded_length` < -1 or shorter than a sequence;
 // `x` and `pad_value` on different places), LODTENSOR_INVALID_LOD (`x` without exactly 1 LoD
-// level), LODTENSOR_UNSUPPORTED (memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+// level), LODTENSOR_UNSUPPORTED (a CUDA place in a build without CUDA), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t sequence_pad(const struct lodtensor_t *x, const struct lodtensor_t *pad_value, int64_t padded_length, struct lodtensor_t **out, struct lodtensor_t **out_length);
 
 // Paddle's `sequence_pool` (spec §6): one output row per sequence of `x`'s last LoD level, reduced
@@ -762,11 +768,13 @@ lodtensor_status_t sequence_pad(const struct lodtensor_t *x, const struct lodten
 // column. `*out`: a new `[sequences, x.dims[1..]...]` tensor with LoD `[L[0]]` for a 2-level `x`,
 // none for 1 level. `out_max_index` may be NULL; otherwise `*out_max_index` is, for MAX and MIN,
 // a new int32 tensor of `*out`'s dims (no LoD) holding the absolute row of `x` each value came
-// from (-1 for an empty sequence), and NULL for the other pool types.
+// from (-1 for an empty sequence), and NULL for the other pool types. With `x` on a CUDA device
+// the pooling runs there (results equal to the host's bit for bit, NaN payloads of sums aside) and
+// the outputs are on that device.
 // Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_ARGUMENT (unknown
 // `pool_type`), LODTENSOR_INVALID_LOD (`x` with no LoD or more than 2 levels),
 // LODTENSOR_OUT_OF_RANGE (MAX/MIN on more than 2^31-1 rows), LODTENSOR_UNSUPPORTED (another
-// dtype; memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+// dtype; a CUDA place in a build without CUDA), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t sequence_pool(const struct lodtensor_t *x, int32_t pool_type, double pad_value, struct lodtensor_t **out, struct lodtensor_t **out_max_index);
 
 // The elements of `x` (`[N, M]`, exactly one LoD level, any dtype) as a new tensor of
@@ -832,20 +840,24 @@ lodtensor_status_t sequence_slice(const struct lodtensor_t *x, const struct lodt
 // (so large inputs do not overflow, unlike Paddle's CPU kernel). `x` holds one element per row
 // (`[N]` or `[N, 1]`) of float32, float64, float16 or bfloat16 (exponentials in float, or double
 // for float64; sums in double). On success
-// `*out` is a new tensor with `x`'s dims and LoD, destroyed by the caller.
+// `*out` is a new tensor with `x`'s dims and LoD, on `x`'s place (on a CUDA device it is computed
+// there, equal to the host's to float rounding), destroyed by the caller.
 //
 // Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_LOD (`x` has no LoD),
 // LODTENSOR_INVALID_ARGUMENT (`x` has more than one element per row),
-// LODTENSOR_UNSUPPORTED (dtype not a float, or `x` not on the host), LODTENSOR_OUT_OF_MEMORY.
+// LODTENSOR_UNSUPPORTED (dtype not a float, or a CUDA place in a build without CUDA),
+// LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t sequence_softmax(const struct lodtensor_t *x, struct lodtensor_t **out);
 
 // Paddle's `sequence_unpad` (spec §6): `*out` is a new tensor holding the first `length[i]` steps
 // of row `i` of `x`, concatenated: dims `[sum, x.dims[2..]...]` (`[sum, 1]` for a 2-D `x`), LoD
 // one level of `length` (no LoD when `x` has 0 rows). `x`: `[N, L, ...]`, rank >= 2, LoD ignored.
-// `length`: int64 or int32, dims `[N]`, each value in `[0, L]`. Every dtype of `x` works.
+// `length`: int64 or int32, dims `[N]`, each value in `[0, L]`. Every dtype of `x` works. On a
+// CUDA device (`x` and `length` both there) the copy runs there; `length` is copied to the host
+// to be checked (a small copy that waits for the device's queued work).
 // Returns LODTENSOR_NULL_ARGUMENT (`x`, `length`, `out`), LODTENSOR_INVALID_ARGUMENT (`x` rank <
 // 2; `length` dims; a length negative or more than `L`; different places),
-// LODTENSOR_UNSUPPORTED (`length` not int32/int64; memory not on the host),
+// LODTENSOR_UNSUPPORTED (`length` not int32/int64; a CUDA place in a build without CUDA),
 // LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t sequence_unpad(const struct lodtensor_t *x, const struct lodtensor_t *length, struct lodtensor_t **out);
 

@@ -11,12 +11,13 @@ use super::types::lodtensor_status_t;
 /// `x`: rank >= 2, exactly 1 LoD level (our rule; Paddle's multi-level result is inconsistent).
 /// `pad_value`: `x`'s dtype, either 1 element (every element of a padding step) or dims
 /// `x.dims[1..]` (one whole step); its LoD is ignored. `padded_length`: -1 for the longest
-/// sequence, else at least the longest sequence. Every dtype works. On failure neither output is
-/// written.
+/// sequence, else at least the longest sequence. Every dtype works. On a CUDA device (`x` and
+/// `pad_value` both there) the padding runs there and both outputs are on that device. On failure
+/// neither output is written.
 /// Returns LODTENSOR_NULL_ARGUMENT (`x`, `pad_value`, `out`), LODTENSOR_INVALID_ARGUMENT (`x` rank
 /// < 2 or of 9 dims; `pad_value` dtype or dims; `padded_length` < -1 or shorter than a sequence;
 /// `x` and `pad_value` on different places), LODTENSOR_INVALID_LOD (`x` without exactly 1 LoD
-/// level), LODTENSOR_UNSUPPORTED (memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+/// level), LODTENSOR_UNSUPPORTED (a CUDA place in a build without CUDA), LODTENSOR_OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn sequence_pad(
     x: *const lodtensor_t,
@@ -40,10 +41,12 @@ pub unsafe extern "C" fn sequence_pad(
 /// Paddle's `sequence_unpad` (spec §6): `*out` is a new tensor holding the first `length[i]` steps
 /// of row `i` of `x`, concatenated: dims `[sum, x.dims[2..]...]` (`[sum, 1]` for a 2-D `x`), LoD
 /// one level of `length` (no LoD when `x` has 0 rows). `x`: `[N, L, ...]`, rank >= 2, LoD ignored.
-/// `length`: int64 or int32, dims `[N]`, each value in `[0, L]`. Every dtype of `x` works.
+/// `length`: int64 or int32, dims `[N]`, each value in `[0, L]`. Every dtype of `x` works. On a
+/// CUDA device (`x` and `length` both there) the copy runs there; `length` is copied to the host
+/// to be checked (a small copy that waits for the device's queued work).
 /// Returns LODTENSOR_NULL_ARGUMENT (`x`, `length`, `out`), LODTENSOR_INVALID_ARGUMENT (`x` rank <
 /// 2; `length` dims; a length negative or more than `L`; different places),
-/// LODTENSOR_UNSUPPORTED (`length` not int32/int64; memory not on the host),
+/// LODTENSOR_UNSUPPORTED (`length` not int32/int64; a CUDA place in a build without CUDA),
 /// LODTENSOR_OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn sequence_unpad(

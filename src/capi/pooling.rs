@@ -48,11 +48,13 @@ fn pool_type(code: i32) -> Result<PoolType> {
 /// column. `*out`: a new `[sequences, x.dims[1..]...]` tensor with LoD `[L[0]]` for a 2-level `x`,
 /// none for 1 level. `out_max_index` may be NULL; otherwise `*out_max_index` is, for MAX and MIN,
 /// a new int32 tensor of `*out`'s dims (no LoD) holding the absolute row of `x` each value came
-/// from (-1 for an empty sequence), and NULL for the other pool types.
+/// from (-1 for an empty sequence), and NULL for the other pool types. With `x` on a CUDA device
+/// the pooling runs there (results equal to the host's bit for bit, NaN payloads of sums aside) and
+/// the outputs are on that device.
 /// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_ARGUMENT (unknown
 /// `pool_type`), LODTENSOR_INVALID_LOD (`x` with no LoD or more than 2 levels),
 /// LODTENSOR_OUT_OF_RANGE (MAX/MIN on more than 2^31-1 rows), LODTENSOR_UNSUPPORTED (another
-/// dtype; memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+/// dtype; a CUDA place in a build without CUDA), LODTENSOR_OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn sequence_pool(
     x: *const lodtensor_t,

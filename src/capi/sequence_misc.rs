@@ -31,11 +31,13 @@ unsafe fn unary(
 /// (so large inputs do not overflow, unlike Paddle's CPU kernel). `x` holds one element per row
 /// (`[N]` or `[N, 1]`) of float32, float64, float16 or bfloat16 (exponentials in float, or double
 /// for float64; sums in double). On success
-/// `*out` is a new tensor with `x`'s dims and LoD, destroyed by the caller.
+/// `*out` is a new tensor with `x`'s dims and LoD, on `x`'s place (on a CUDA device it is computed
+/// there, equal to the host's to float rounding), destroyed by the caller.
 ///
 /// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_LOD (`x` has no LoD),
 /// LODTENSOR_INVALID_ARGUMENT (`x` has more than one element per row),
-/// LODTENSOR_UNSUPPORTED (dtype not a float, or `x` not on the host), LODTENSOR_OUT_OF_MEMORY.
+/// LODTENSOR_UNSUPPORTED (dtype not a float, or a CUDA place in a build without CUDA),
+/// LODTENSOR_OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn sequence_softmax(x: *const lodtensor_t, out: *mut *mut lodtensor_t) -> lodtensor_status_t {
     unary(x, out, ops::sequence_softmax)

@@ -8,7 +8,8 @@ use crate::dim::Dim;
 use crate::ops;
 
 /// A new host tensor of `dtype` and dims `dims[0..ndim]` (NULL allowed when `ndim` is 0), every
-/// element `value`, without LoD (set one with `lodtensor_set_lod`). Nothing is silently changed:
+/// element `value`, without LoD (set one with `lodtensor_set_lod`); move it to a device with
+/// `lodtensor_to_place`. Nothing is silently changed:
 /// for integer dtypes `value` must be a whole number inside the dtype's range, for bool 0 or 1;
 /// for float dtypes it is rounded to nearest but must not overflow to infinity (NaN and
 /// ±infinity themselves are allowed). `*out` is a new tensor, destroyed by the caller.
@@ -39,10 +40,12 @@ pub unsafe extern "C" fn lodtensor_fill(
 /// integer truncates toward zero and saturates at the integer's range, NaN becoming 0; conversion
 /// to a float rounds to nearest, ties to even (float16 and bfloat16 too, from the exact source
 /// value), overflowing to ±infinity. bool converts to 0 or 1; a number converts to bool as
-/// `value != 0` (NaN is true, -0.0 false).
+/// `value != 0` (NaN is true, -0.0 false); a NaN keeps its payload (quieted) between floats. The
+/// result is on `x`'s place; on a CUDA device it is converted there, equal to the host's bit for
+/// bit.
 ///
-/// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_UNSUPPORTED (unknown `dtype`, `x` not
-/// on the host), LODTENSOR_OUT_OF_MEMORY.
+/// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_UNSUPPORTED (unknown `dtype`, a CUDA
+/// place in a build without CUDA), LODTENSOR_OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_cast(
     x: *const lodtensor_t,
@@ -84,10 +87,12 @@ pub unsafe extern "C" fn lodtensor_gather_rows(
 
 /// Log-softmax over the last axis: `out = x - m - log(sum(exp(x - m)))`, `m` the maximum along
 /// the axis (so nothing overflows; exponentials in float, or double for float64, sums in double),
-/// for float32, float64, float16 and bfloat16. `*out` is a new tensor with `x`'s dims and LoD.
+/// for float32, float64, float16 and bfloat16. `*out` is a new tensor with `x`'s dims and LoD, on
+/// `x`'s place (on a CUDA device it is computed there, equal to the host's to float rounding).
 ///
 /// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_ARGUMENT (0-d `x`),
-/// LODTENSOR_UNSUPPORTED (dtype not a float, not on the host), LODTENSOR_OUT_OF_MEMORY.
+/// LODTENSOR_UNSUPPORTED (dtype not a float, a CUDA place in a build without CUDA),
+/// LODTENSOR_OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_log_softmax(
     x: *const lodtensor_t,

@@ -3,12 +3,14 @@
 //! every dtype (Paddle's CPU kernels list float32/float64/int32/int64).
 
 use super::common_place;
-use super::support::{gather_into_new, one_level_from_lengths, require_cpu};
+use super::support::{gather_into_new, one_level_from_lengths};
 use crate::backend::cpu::pad::pad_sequences;
+use crate::backend::cuda;
 use crate::dim::Dim;
 use crate::dtype::DType;
 use crate::error::{ensure, err, Result};
 use crate::lod_tensor::LoDTensor;
+use crate::place::Place;
 use crate::tensor::Tensor;
 use std::ops::Range;
 
@@ -19,7 +21,8 @@ use std::ops::Range;
 /// `x` has rank >= 2 and exactly one LoD level (our rule: Paddle accepts more levels but then
 /// returns rows that disagree with `length`). `pad_value` has `x`'s dtype and either one element
 /// (used for every element of a padding step) or dims `x.dims[1..]` (one whole step); its LoD is
-/// ignored. `padded_length` is -1 (the longest sequence) or at least the longest sequence.
+/// ignored. `padded_length` is -1 (the longest sequence) or at least the longest sequence. On a
+/// CUDA device both outputs are on it.
 pub fn sequence_pad(x: &LoDTensor, pad_value: &LoDTensor, padded_length: i64) -> Result<(LoDTensor, LoDTensor)> {
     let place = common_place(&[("x", x.tensor()), ("pad_value", pad_value.tensor())])?;
     ensure!(
@@ -73,21 +76,32 @@ pub fn sequence_pad(x: &LoDTensor, pad_value: &LoDTensor, padded_length: i64) ->
             n
         }
     };
-    require_cpu(place, "sequence_pad")?;
     let mut dims = vec![lengths.len(), padded];
     dims.extend_from_slice(step);
-    let mut out = Tensor::zeros(xt.dtype(), Dim::new(&dims)?)?;
-    let pad_bytes = pt.bytes()?;
-    let pad_row: Vec<u8> = if pt.numel() == 1 { pad_bytes.repeat(width) } else { pad_bytes.to_vec() };
-    pad_sequences(xt.bytes()?, xt.row_bytes(), offsets, padded, &pad_row, out.bytes_mut()?)?;
+    let dims = Dim::new(&dims)?;
+    let out = match place {
+        Place::Cpu => {
+            let mut out = Tensor::zeros(xt.dtype(), dims)?;
+            let pad_bytes = pt.bytes()?;
+            let pad_row: Vec<u8> = if pt.numel() == 1 { pad_bytes.repeat(width) } else { pad_bytes.to_vec() };
+            pad_sequences(xt.bytes()?, xt.row_bytes(), offsets, padded, &pad_row, out.bytes_mut()?)?;
+            out
+        }
+        Place::Cuda(_) => cuda::pad_sequences(xt, xt.row_bytes(), offsets, padded, pt, dims)?,
+    };
     let length: Vec<i64> = lengths.iter().map(|&n| n as i64).collect();
-    Ok((LoDTensor::dense(out), LoDTensor::dense(Tensor::from_slice(&length, &[length.len()])?)))
+    let mut length = Tensor::from_slice(&length, &[length.len()])?;
+    if let Place::Cuda(n) = place {
+        length = cuda::copy_to_device(&length, n)?;
+    }
+    Ok((LoDTensor::dense(out), LoDTensor::dense(length)))
 }
 
 /// Paddle's `sequence_unpad`: the first `length[i]` steps of row `i` of `x` (`[N, L, ...]`, rank >=
 /// 2, LoD ignored), concatenated. The result is `[sum, x.dims[2..]...]` (`[sum, 1]` for a 2-D `x`)
 /// with the one-level LoD of `length` (none when `N` is 0). `length` is int64 (or int32), rank 1,
-/// `N` values each in `[0, L]`.
+/// `N` values each in `[0, L]`, on `x`'s place; a device `length` is copied to the host to be
+/// checked (a small copy that waits for the device's queued work).
 pub fn sequence_unpad(x: &LoDTensor, length: &LoDTensor) -> Result<LoDTensor> {
     let place = common_place(&[("x", x.tensor()), ("length", length.tensor())])?;
     let d = x.dims().as_slice();
@@ -105,11 +119,22 @@ pub fn sequence_unpad(x: &LoDTensor, length: &LoDTensor) -> Result<LoDTensor> {
         lt.dims(),
         d[0]
     );
-    require_cpu(place, "sequence_unpad")?;
+    if !matches!(lt.dtype(), DType::I64 | DType::I32) {
+        return Err(err!(Unsupported, "length: dtype {} is not supported here; supported: int64, int32", lt.dtype()));
+    }
+    // A device `length` is read on the host (a small copy that waits for the device's queue):
+    // the lengths decide the output's size and LoD.
+    let host;
+    let lt = match place {
+        Place::Cpu => lt,
+        Place::Cuda(_) => {
+            host = cuda::copy_to_host(lt)?;
+            &host
+        }
+    };
     let values: Vec<i64> = match lt.dtype() {
         DType::I64 => lt.as_slice::<i64>()?.to_vec(),
-        DType::I32 => lt.as_slice::<i32>()?.iter().map(|&v| v as i64).collect(),
-        other => return Err(err!(Unsupported, "length: dtype {other} is not supported here; supported: int64, int32")),
+        _ => lt.as_slice::<i32>()?.iter().map(|&v| v as i64).collect(),
     };
     let padded = d[1];
     let mut ranges: Vec<Range<usize>> = Vec::with_capacity(values.len());

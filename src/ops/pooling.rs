@@ -1,12 +1,13 @@
 //! `sequence_pool`, `sequence_first_step` and `sequence_last_step` (spec §6): one output row per
 //! sequence of the last LoD level, pooled column by column.
 
-use super::support::require_cpu;
 use crate::backend::cpu::pooling::{pool_extreme, pool_select, pool_sum};
+use crate::backend::cuda::{self, element_bits, SumDivisor};
 use crate::dtype::{dispatch_dtype, DType, Scalar};
 use crate::error::{ensure, Result};
 use crate::lod::Lod;
 use crate::lod_tensor::LoDTensor;
+use crate::place::Place;
 use crate::tensor::Tensor;
 
 /// How `sequence_pool` reduces a sequence (per column).
@@ -44,7 +45,9 @@ pub struct Pooled {
 ///
 /// dtypes: float32, float64, float16, bfloat16; others are `Unsupported`. Sums are accumulated
 /// in f64 in row order and rounded to the dtype once (so f16/bf16 lose nothing in the sum, and
-/// float32 may differ from Paddle's float32 sum in the last bit).
+/// float32 may differ from Paddle's float32 sum in the last bit). On a CUDA device the outputs are
+/// there, equal to the CPU's bit for bit (the device sums in the same order; only a NaN's payload
+/// may differ).
 pub fn sequence_pool(x: &LoDTensor, pool: PoolType, pad_value: f64) -> Result<Pooled> {
     let levels = x.lod().num_levels();
     ensure!(levels > 0, InvalidLod, "x: has no LoD; sequence_pool pools the sequences of x's last LoD level");
@@ -62,33 +65,54 @@ pub fn sequence_pool(x: &LoDTensor, pool: PoolType, pad_value: f64) -> Result<Po
             i32::MAX
         );
     }
-    require_cpu(xt.place(), "sequence_pool")?;
     let dims = x.dims().with_rows(sequences)?;
-    let mut out = Tensor::zeros(xt.dtype(), dims)?;
     let mut max_index = None;
-    dispatch_dtype!(xt.dtype(), "x", [F32, F64, F16, BF16], |T| {
-        let src = xt.as_slice::<T>()?;
-        let pad = T::from_f64(pad_value);
-        let dst = out.as_mut_slice::<T>()?;
-        match pool {
-            PoolType::Sum => pool_sum(src, width, offsets, |_| 1.0, pad, dst),
-            PoolType::Average => pool_sum(src, width, offsets, |n| n as f64, pad, dst),
-            PoolType::Sqrt => pool_sum(src, width, offsets, |n| (n as f64).sqrt(), pad, dst),
-            PoolType::First => pool_select(src, width, offsets, |start, _| start, pad, dst),
-            PoolType::Last => pool_select(src, width, offsets, |_, end| end - 1, pad, dst),
-            PoolType::Max | PoolType::Min => {
-                let mut index = Tensor::zeros(DType::I32, dims)?;
-                let idx = index.as_mut_slice::<i32>()?;
-                if pool == PoolType::Max {
-                    pool_extreme(src, width, offsets, |v: T, best: T| v > best, pad, dst, idx)?;
-                } else {
-                    pool_extreme(src, width, offsets, |v: T, best: T| v < best, pad, dst, idx)?;
+    let out = match xt.place() {
+        Place::Cpu => {
+            let mut out = Tensor::zeros(xt.dtype(), dims)?;
+            dispatch_dtype!(xt.dtype(), "x", [F32, F64, F16, BF16], |T| {
+                let src = xt.as_slice::<T>()?;
+                let pad = T::from_f64(pad_value);
+                let dst = out.as_mut_slice::<T>()?;
+                match pool {
+                    PoolType::Sum => pool_sum(src, width, offsets, |_| 1.0, pad, dst),
+                    PoolType::Average => pool_sum(src, width, offsets, |n| n as f64, pad, dst),
+                    PoolType::Sqrt => pool_sum(src, width, offsets, |n| (n as f64).sqrt(), pad, dst),
+                    PoolType::First => pool_select(src, width, offsets, |start, _| start, pad, dst),
+                    PoolType::Last => pool_select(src, width, offsets, |_, end| end - 1, pad, dst),
+                    PoolType::Max | PoolType::Min => {
+                        let mut index = Tensor::zeros(DType::I32, dims)?;
+                        let idx = index.as_mut_slice::<i32>()?;
+                        if pool == PoolType::Max {
+                            pool_extreme(src, width, offsets, |v: T, best: T| v > best, pad, dst, idx)?;
+                        } else {
+                            pool_extreme(src, width, offsets, |v: T, best: T| v < best, pad, dst, idx)?;
+                        }
+                        max_index = Some(LoDTensor::dense(index));
+                        Ok(())
+                    }
                 }
-                max_index = Some(LoDTensor::dense(index));
-                Ok(())
+            })?;
+            out
+        }
+        Place::Cuda(_) => {
+            // The pad element is rounded on the host, as the CPU kernel rounds it.
+            let pad =
+                dispatch_dtype!(xt.dtype(), "x", [F32, F64, F16, BF16], |T| Ok(element_bits(T::from_f64(pad_value))))?;
+            match pool {
+                PoolType::Sum => cuda::pool_sum(xt, width, offsets, SumDivisor::One, pad, dims)?,
+                PoolType::Average => cuda::pool_sum(xt, width, offsets, SumDivisor::Length, pad, dims)?,
+                PoolType::Sqrt => cuda::pool_sum(xt, width, offsets, SumDivisor::SqrtLength, pad, dims)?,
+                PoolType::First => cuda::pool_select(xt, width, offsets, false, pad, dims)?,
+                PoolType::Last => cuda::pool_select(xt, width, offsets, true, pad, dims)?,
+                PoolType::Max | PoolType::Min => {
+                    let (out, index) = cuda::pool_extreme(xt, width, offsets, pool == PoolType::Max, pad, dims)?;
+                    max_index = Some(LoDTensor::dense(index));
+                    out
+                }
             }
         }
-    })?;
+    };
     let lod = if levels == 2 { Lod::from_offsets(vec![x.lod().level(0)?.to_vec()])? } else { Lod::empty() };
     Ok(Pooled { out: LoDTensor::new(out, lod)?, max_index })
 }

@@ -20,7 +20,7 @@
 
 use super::common_place;
 use super::host_inputs::on_host;
-use super::support::{ensure_column, gather_into_new, int_column, last_level, one_level, require_cpu};
+use super::support::{ensure_column, gather_into_new, int_column, last_level, one_level};
 use crate::backend::cpu::convert::{chunk_bounds, dispatch_any_dtype, elements_mut, CHUNK};
 use crate::backend::cpu::rows::gather_row_ranges;
 use crate::backend::cpu::sequence as kernels;
@@ -37,22 +37,32 @@ use std::ops::Range;
 
 /// Softmax within each sequence of the last LoD level: `out[r] = exp(x[r] - m) / Σ exp(x[s] - m)`
 /// over the rows `s` of r's sequence, `m` their maximum. `x` holds one element per row (`[N]` or
-/// `[N, 1]`); float16, bfloat16, float32 (exponentials in f32, sums in f64) and float64. Same shape
-/// and LoD as `x`.
+/// `[N, 1]`); float16, bfloat16, float32 (exponentials in f32, sums in f64) and float64. Same shape,
+/// LoD and place as `x` (on a CUDA device: equal to float rounding, the sum being taken in another
+/// order).
 pub fn sequence_softmax(x: &LoDTensor) -> Result<LoDTensor> {
     const OP: &str = "sequence_softmax";
     let place = common_place(&[("x", x.tensor())])?;
     let offsets = last_level(x, "x", OP)?;
     ensure_column(x.tensor(), "x", OP)?;
-    require_cpu(place, OP)?;
-    let mut out = Tensor::zeros(x.tensor().dtype(), *x.dims())?;
-    dispatch_dtype!(x.tensor().dtype(), "x", [F16, BF16, F32, F64], |T| {
-        let (xs, out) = (x.tensor().as_slice::<T>()?, out.as_mut_slice::<T>()?);
-        match x.tensor().dtype() {
-            DType::F64 => softmax_segments::<T, f64>(xs, offsets, false, out),
-            _ => softmax_segments::<T, f32>(xs, offsets, false, out),
+    let out = match place {
+        crate::place::Place::Cpu => {
+            let mut out = Tensor::zeros(x.tensor().dtype(), *x.dims())?;
+            dispatch_dtype!(x.tensor().dtype(), "x", [F16, BF16, F32, F64], |T| {
+                let (xs, out) = (x.tensor().as_slice::<T>()?, out.as_mut_slice::<T>()?);
+                match x.tensor().dtype() {
+                    DType::F64 => softmax_segments::<T, f64>(xs, offsets, false, out),
+                    _ => softmax_segments::<T, f32>(xs, offsets, false, out),
+                }
+            })?;
+            out
         }
-    })?;
+        crate::place::Place::Cuda(_) => {
+            // The CPU path's dtype check, with its message.
+            dispatch_dtype!(x.tensor().dtype(), "x", [F16, BF16, F32, F64], |T| Ok(()))?;
+            crate::backend::cuda::softmax_segments(x.tensor(), crate::backend::cuda::Segments::Bounds(offsets), false)?
+        }
+    };
     LoDTensor::new(out, x.lod().clone())
 }
 

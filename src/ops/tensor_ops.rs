@@ -4,13 +4,15 @@
 
 use super::common_place;
 use super::host_inputs::on_host;
-use super::support::{gather_into_new, int_column, require_cpu};
+use super::support::{gather_into_new, int_column};
 use crate::backend::cpu::convert::{self, dispatch_any_dtype, elements, elements_mut, CastElem, Value};
 use crate::backend::cpu::softmax::softmax_segments;
+use crate::backend::cuda;
 use crate::dim::Dim;
 use crate::dtype::{dispatch_dtype, DType};
 use crate::error::{ensure, err, Result};
 use crate::lod_tensor::LoDTensor;
+use crate::place::Place;
 use crate::tensor::Tensor;
 use std::ops::Range;
 
@@ -38,7 +40,8 @@ fn exact<T: CastElem>(value: f64) -> Result<T> {
 
 /// A new host tensor of `dtype` and `dims`, every element `value`, without LoD. The value must be
 /// exactly representable in integer and bool dtypes, and must not overflow a float dtype (where it
-/// is rounded to nearest); see [`exact`]. Any dtype.
+/// is rounded to nearest); see [`exact`]. Any dtype. Host only (there is no place argument; move
+/// the result with `to_place`).
 pub fn fill(dtype: DType, dims: Dim, value: f64) -> Result<LoDTensor> {
     let mut out = Tensor::zeros(dtype, dims)?;
     dispatch_any_dtype!(dtype, "dtype", |T| convert::fill(elements_mut::<T>(&mut out)?, exact::<T>(value)?))?;
@@ -48,16 +51,22 @@ pub fn fill(dtype: DType, dims: Dim, value: f64) -> Result<LoDTensor> {
 /// `x`'s elements converted to `dtype` (any of the ten, to any of the ten) with the rules of
 /// `backend::cpu::convert`: Rust's `as` (integers wrap, floats to integers truncate and saturate,
 /// NaN to 0, to float rounds to nearest even), correctly rounded to float16/bfloat16, bool 0/1
-/// and `!= 0`. A new tensor with `x`'s dims and LoD, also when `dtype` is `x`'s.
+/// and `!= 0`. A new tensor with `x`'s dims and LoD, also when `dtype` is `x`'s, on `x`'s place (a
+/// CUDA device converts with the same rules, bit for bit).
 pub fn cast(x: &LoDTensor, dtype: DType) -> Result<LoDTensor> {
     let place = common_place(&[("x", x.tensor())])?;
-    require_cpu(place, "cast")?;
     let t = x.tensor();
-    let mut out = Tensor::zeros(dtype, *t.dims())?;
-    dispatch_any_dtype!(t.dtype(), "x", |S| {
-        let src = elements::<S>(t)?;
-        dispatch_any_dtype!(dtype, "dtype", |D| convert::cast(src, elements_mut::<D>(&mut out)?))
-    })?;
+    let out = match place {
+        Place::Cpu => {
+            let mut out = Tensor::zeros(dtype, *t.dims())?;
+            dispatch_any_dtype!(t.dtype(), "x", |S| {
+                let src = elements::<S>(t)?;
+                dispatch_any_dtype!(dtype, "dtype", |D| convert::cast(src, elements_mut::<D>(&mut out)?))
+            })?;
+            out
+        }
+        Place::Cuda(_) => cuda::cast(t, dtype)?,
+    };
     LoDTensor::new(out, x.lod().clone())
 }
 
@@ -94,22 +103,32 @@ pub(crate) fn gather_rows_named(x: &LoDTensor, x_name: &str, index: &LoDTensor, 
 }
 
 /// `out = x - m - ln Σ exp(x - m)` over the last axis (`m` the maximum along it) for float16,
-/// bfloat16, float32 (exponentials in f32) and float64; sums in f64. Same dims and LoD as `x`,
-/// which must have at least 1 dim.
+/// bfloat16, float32 (exponentials in f32) and float64; sums in f64. Same dims, LoD and place as
+/// `x`, which must have at least 1 dim (on a CUDA device: equal to float rounding, the sum being
+/// taken in another order).
 pub fn log_softmax(x: &LoDTensor) -> Result<LoDTensor> {
     let place = common_place(&[("x", x.tensor())])?;
     let t = x.tensor();
     let width = *t.dims().as_slice().last().ok_or_else(|| err!(InvalidArgument, "x: a 0-d tensor has no last axis"))?;
-    require_cpu(place, "log_softmax")?;
     let rows = t.numel().checked_div(width).unwrap_or(0);
-    let bounds: Vec<usize> = (0..=rows).map(|r| r * width).collect();
-    let mut out = Tensor::zeros(t.dtype(), *t.dims())?;
-    dispatch_dtype!(t.dtype(), "x", [F16, BF16, F32, F64], |T| {
-        let (xs, out) = (t.as_slice::<T>()?, out.as_mut_slice::<T>()?);
-        match t.dtype() {
-            DType::F64 => softmax_segments::<T, f64>(xs, &bounds, true, out),
-            _ => softmax_segments::<T, f32>(xs, &bounds, true, out),
+    let out = match place {
+        Place::Cpu => {
+            let bounds: Vec<usize> = (0..=rows).map(|r| r * width).collect();
+            let mut out = Tensor::zeros(t.dtype(), *t.dims())?;
+            dispatch_dtype!(t.dtype(), "x", [F16, BF16, F32, F64], |T| {
+                let (xs, out) = (t.as_slice::<T>()?, out.as_mut_slice::<T>()?);
+                match t.dtype() {
+                    DType::F64 => softmax_segments::<T, f64>(xs, &bounds, true, out),
+                    _ => softmax_segments::<T, f32>(xs, &bounds, true, out),
+                }
+            })?;
+            out
         }
-    })?;
+        Place::Cuda(_) => {
+            // The CPU path's dtype check, with its message.
+            dispatch_dtype!(t.dtype(), "x", [F16, BF16, F32, F64], |T| Ok(()))?;
+            cuda::softmax_segments(t, cuda::Segments::Rows { rows, width }, true)?
+        }
+    };
     LoDTensor::new(out, x.lod().clone())
 }

@@ -52,3 +52,23 @@ pub const KERNEL_SOURCES: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/
 pub fn compile_ptx(arch: &str) -> crate::error::Result<Vec<(&'static str, usize)>> {
     KERNEL_SOURCES.iter().map(|&(name, src)| Ok((name, driver::ptx_of(name, src, arch)?.len()))).collect()
 }
+pub mod seq_args;
+pub use seq_args::*;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+mod pad;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+mod seq_common;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+pub use pad::pad_sequences;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+mod pooling;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+pub use pooling::{pool_extreme, pool_select, pool_sum};
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+mod softmax;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+pub use softmax::softmax_segments;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+mod convert;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+pub use convert::cast;

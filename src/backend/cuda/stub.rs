@@ -107,3 +107,62 @@ pub fn sequence_scatter_add(
 ) -> Result<()> {
     copy_to_host(out).map(drop)
 }
+
+/// `sequence_pad`'s slots on a CUDA device.
+pub fn pad_sequences(
+    x: &Tensor,
+    _row_bytes: usize,
+    _offsets: &[usize],
+    _padded: usize,
+    _pad: &Tensor,
+    _dims: Dim,
+) -> Result<Tensor> {
+    copy_to_host(x)
+}
+
+/// `sequence_pool`'s sums on a CUDA device.
+pub fn pool_sum(
+    x: &Tensor,
+    _width: usize,
+    _offsets: &[usize],
+    _divisor: super::SumDivisor,
+    _pad: u64,
+    _dims: Dim,
+) -> Result<Tensor> {
+    copy_to_host(x)
+}
+
+/// `sequence_pool`'s maxima/minima and their rows on a CUDA device.
+pub fn pool_extreme(
+    x: &Tensor,
+    _width: usize,
+    _offsets: &[usize],
+    _max: bool,
+    _pad: u64,
+    _dims: Dim,
+) -> Result<(Tensor, Tensor)> {
+    copy_to_host(x)?;
+    Err(missing("sequence_pool"))
+}
+
+/// `sequence_pool`'s first/last rows on a CUDA device.
+pub fn pool_select(
+    x: &Tensor,
+    _width: usize,
+    _offsets: &[usize],
+    _last: bool,
+    _pad: u64,
+    _dims: Dim,
+) -> Result<Tensor> {
+    copy_to_host(x)
+}
+
+/// Softmax or log-softmax over segments on a CUDA device.
+pub fn softmax_segments(x: &Tensor, _segments: super::Segments, _log: bool) -> Result<Tensor> {
+    copy_to_host(x)
+}
+
+/// `cast` on a CUDA device.
+pub fn cast(x: &Tensor, _dtype: crate::dtype::DType) -> Result<Tensor> {
+    copy_to_host(x)
+}

@@ -24,3 +24,176 @@ typedef long long i64;
 #define LODTENSOR_EXPORT(name)
 #define LODTENSOR_EXPORT_SYNC(name)
 #endif
+
+// ---- Element types and conversions, bit for bit as on the CPU -----------------------------------
+// The CPU converts through Rust's `as` and the `half` crate (src/backend/cpu/convert.rs): a NaN
+// keeps its payload (quieted), float16/bfloat16 round to nearest even from the exact value
+// (round-to-odd intermediates), floats to integers truncate and saturate (NaN to 0), integers
+// wrap. A GPU's own conversions return a canonical NaN, so NaNs and the 16-bit floats go through
+// their bits here; the other conversions are IEEE round-to-nearest-even on both sides. Kernels see
+// bool, float16 and bfloat16 as these structs, so that overloads tell the dtypes apart.
+
+struct bool_t { u8 v; };
+struct f16_t { u16 bits; };
+struct bf16_t { u16 bits; };
+
+__device__ __forceinline__ bool lt_is_nan32(u32 x) { return (x & 0x7fffffffu) > 0x7f800000u; }
+__device__ __forceinline__ bool lt_is_nan64(u64 x) { return (x & 0x7fffffffffffffffull) > 0x7ff0000000000000ull; }
+
+// f32 -> f64 (exact; a NaN is quieted, its payload kept: x86's cvtss2sd).
+__device__ __forceinline__ double lt_f32_to_f64(float f) {
+  const u32 x = __float_as_uint(f);
+  if (lt_is_nan32(x))
+    return __longlong_as_double((i64)(((u64)(x & 0x80000000u) << 32) | 0x7ff8000000000000ull |
+                                      ((u64)(x & 0x7fffffu) << 29)));
+  return (double)f;
+}
+
+// f64 -> f32, nearest even (a NaN is quieted, the top of its payload kept: x86's cvtsd2ss).
+__device__ __forceinline__ float lt_f64_to_f32(double d) {
+  const u64 x = (u64)__double_as_longlong(d);
+  if (lt_is_nan64(x))
+    return __uint_as_float((u32)((x >> 32) & 0x80000000u) | 0x7fc00000u | (u32)((x >> 29) & 0x7fffffu));
+  return (float)d;
+}
+
+// f64 -> f32 rounded to odd (the CPU's f64_to_f32_odd): truncation with the last bit set when
+// inexact; beyond f32's range +-FLT_MAX. Followed by one nearest rounding to 16 bits it gives the
+// correctly rounded result.
+__device__ __forceinline__ float lt_f64_to_f32_odd(double v) {
+  const float r = lt_f64_to_f32(v);
+  u32 b = __float_as_uint(r);
+  if (lt_is_nan32(b) || (double)r == v) return r;
+  if ((b & 0x7fffffffu) == 0x7f800000u) return __uint_as_float((b & 0x80000000u) | 0x7f7fffffu);
+  if (b & 1u) return r;
+  const bool away = v > 0 ? (double)r > v : (double)r < v;
+  return __uint_as_float(away ? b - 1u : b + 1u);
+}
+
+// i64 -> f64 rounded to odd (the CPU's i64_to_f64_odd).
+__device__ __forceinline__ double lt_i64_to_f64_odd(i64 i) {
+  const double r = (double)i;
+  const u64 b = (u64)__double_as_longlong(r);
+  bool exact, away;
+  if (r >= 9223372036854775808.0) {
+    exact = false;
+    away = true;
+  } else {
+    const i64 ri = (i64)r;
+    exact = ri == i;
+    away = i >= 0 ? ri > i : ri < i;
+  }
+  if (exact || (b & 1ull)) return r;
+  return __longlong_as_double((i64)(away ? b - 1ull : b + 1ull));
+}
+
+// float16 <-> f32: the `half` crate's conversions (equal to the F16C instructions it uses).
+__device__ __forceinline__ float lt_f16_to_f32(u16 h) {
+  const u32 sign = (u32)(h & 0x8000u) << 16, exp = h & 0x7c00u, man = h & 0x3ffu;
+  if (exp == 0x7c00u) return __uint_as_float(sign | 0x7f800000u | (man ? 0x400000u | (man << 13) : 0u));
+  if (exp == 0) {
+    // Zero or subnormal: man * 2^-24 exactly.
+    const float m = (float)man * 5.9604644775390625e-8f;
+    return sign ? -m : m;
+  }
+  return __uint_as_float(sign | (((exp >> 10) + 112u) << 23) | (man << 13));
+}
+
+__device__ __forceinline__ u16 lt_f32_to_f16(float f) {
+  const u32 x = __float_as_uint(f);
+  const u32 sign = x & 0x80000000u, exp = x & 0x7f800000u, man = x & 0x7fffffu;
+  const u32 hs = sign >> 16;
+  if (exp == 0x7f800000u) return (u16)(hs | 0x7c00u | (man ? 0x200u : 0u) | (man >> 13));
+  const i32 he = (i32)(exp >> 23) - 127 + 15;
+  if (he >= 0x1f) return (u16)(hs | 0x7c00u);
+  if (he <= 0) {
+    if (14 - he > 24) return (u16)hs;
+    const u32 m = man | 0x800000u;
+    u32 hm = m >> (14 - he);
+    const u32 round = 1u << (13 - he);
+    if ((m & round) && (m & (3u * round - 1u))) hm += 1u;
+    return (u16)(hs | hm);
+  }
+  const u32 h = hs | ((u32)he << 10) | (man >> 13);
+  return (u16)(((man & 0x1000u) && (man & 0x2fffu)) ? h + 1u : h);
+}
+
+// bfloat16 <-> f32: the `half` crate's conversions.
+__device__ __forceinline__ float lt_bf16_to_f32(u16 h) {
+  const u32 x = (u32)h;
+  return __uint_as_float(((x & 0x7fffu) > 0x7f80u ? x | 0x40u : x) << 16);
+}
+
+__device__ __forceinline__ u16 lt_f32_to_bf16(float f) {
+  const u32 x = __float_as_uint(f);
+  if (lt_is_nan32(x)) return (u16)((x >> 16) | 0x40u);
+  return (u16)(((x & 0x8000u) && (x & 0x17fffu)) ? (x >> 16) + 1u : x >> 16);
+}
+
+// An element as the CPU's `Value`: an i64 for bool and the integers, an f64 for the floats.
+__device__ __forceinline__ i64 lt_value(bool_t v) { return v.v != 0; }
+__device__ __forceinline__ i64 lt_value(u8 v) { return v; }
+__device__ __forceinline__ i64 lt_value(signed char v) { return v; }
+__device__ __forceinline__ i64 lt_value(short v) { return v; }
+__device__ __forceinline__ i64 lt_value(i32 v) { return v; }
+__device__ __forceinline__ i64 lt_value(i64 v) { return v; }
+__device__ __forceinline__ double lt_value(f16_t v) { return lt_f32_to_f64(lt_f16_to_f32(v.bits)); }
+__device__ __forceinline__ double lt_value(bf16_t v) { return lt_f32_to_f64(lt_bf16_to_f32(v.bits)); }
+__device__ __forceinline__ double lt_value(float v) { return lt_f32_to_f64(v); }
+__device__ __forceinline__ double lt_value(double v) { return v; }
+
+// A float truncated toward zero into [lo, hi) as an integer type (lo and hi exact in f64),
+// saturating; NaN is 0.
+template <typename T>
+__device__ __forceinline__ T lt_trunc_sat(double v, double lo, double hi, T tmin, T tmax) {
+  if (v != v) return (T)0;
+  if (v <= lo) return tmin;
+  if (v >= hi) return tmax;
+  return (T)(i64)v;
+}
+
+// Stores a `Value` as an element (the CPU's `from_value`).
+__device__ __forceinline__ void lt_store(bool_t *p, i64 v) { p->v = v != 0; }
+__device__ __forceinline__ void lt_store(bool_t *p, double v) { p->v = v != 0.0; }
+__device__ __forceinline__ void lt_store(u8 *p, i64 v) { *p = (u8)(u64)v; }
+__device__ __forceinline__ void lt_store(u8 *p, double v) { *p = lt_trunc_sat<u8>(v, 0.0, 256.0, 0, 255); }
+__device__ __forceinline__ void lt_store(signed char *p, i64 v) { *p = (signed char)(u8)(u64)v; }
+__device__ __forceinline__ void lt_store(signed char *p, double v) {
+  *p = lt_trunc_sat<signed char>(v, -128.0, 128.0, -128, 127);
+}
+__device__ __forceinline__ void lt_store(short *p, i64 v) { *p = (short)(u16)(u64)v; }
+__device__ __forceinline__ void lt_store(short *p, double v) {
+  *p = lt_trunc_sat<short>(v, -32768.0, 32768.0, -32768, 32767);
+}
+__device__ __forceinline__ void lt_store(i32 *p, i64 v) { *p = (i32)(u32)(u64)v; }
+__device__ __forceinline__ void lt_store(i32 *p, double v) {
+  *p = lt_trunc_sat<i32>(v, -2147483648.0, 2147483648.0, (i32)0x80000000u, 0x7fffffff);
+}
+__device__ __forceinline__ void lt_store(i64 *p, i64 v) { *p = v; }
+__device__ __forceinline__ void lt_store(i64 *p, double v) {
+  *p = lt_trunc_sat<i64>(v, -9223372036854775808.0, 9223372036854775808.0, (i64)0x8000000000000000ull,
+                         0x7fffffffffffffffll);
+}
+__device__ __forceinline__ void lt_store(f16_t *p, i64 v) {
+  p->bits = lt_f32_to_f16(lt_f64_to_f32_odd(lt_i64_to_f64_odd(v)));
+}
+__device__ __forceinline__ void lt_store(f16_t *p, double v) { p->bits = lt_f32_to_f16(lt_f64_to_f32_odd(v)); }
+__device__ __forceinline__ void lt_store(bf16_t *p, i64 v) {
+  p->bits = lt_f32_to_bf16(lt_f64_to_f32_odd(lt_i64_to_f64_odd(v)));
+}
+__device__ __forceinline__ void lt_store(bf16_t *p, double v) { p->bits = lt_f32_to_bf16(lt_f64_to_f32_odd(v)); }
+__device__ __forceinline__ void lt_store(float *p, i64 v) { *p = (float)v; }
+__device__ __forceinline__ void lt_store(float *p, double v) { *p = lt_f64_to_f32(v); }
+__device__ __forceinline__ void lt_store(double *p, i64 v) { *p = (double)v; }
+__device__ __forceinline__ void lt_store(double *p, double v) { *p = v; }
+
+// A float element as the value its comparisons use (exact), and an element from the low bits of
+// a kernel argument.
+__device__ __forceinline__ float lt_cmp(f16_t v) { return lt_f16_to_f32(v.bits); }
+__device__ __forceinline__ float lt_cmp(bf16_t v) { return lt_bf16_to_f32(v.bits); }
+__device__ __forceinline__ float lt_cmp(float v) { return v; }
+__device__ __forceinline__ double lt_cmp(double v) { return v; }
+__device__ __forceinline__ void lt_from_bits(f16_t *p, u64 b) { p->bits = (u16)b; }
+__device__ __forceinline__ void lt_from_bits(bf16_t *p, u64 b) { p->bits = (u16)b; }
+__device__ __forceinline__ void lt_from_bits(float *p, u64 b) { *p = __uint_as_float((u32)b); }
+__device__ __forceinline__ void lt_from_bits(double *p, u64 b) { *p = __longlong_as_double((i64)b); }

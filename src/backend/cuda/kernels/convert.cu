@@ -1,0 +1,43 @@
+// cast: every element converted between any two of the ten dtypes with the CPU's rules (the
+// conversions of common.cuh), grid-stride, one kernel per (source, destination) pair.
+
+template <typename S, typename D>
+__device__ void cast_elements(const S *__restrict__ src, D *__restrict__ dst, u64 n) {
+  const u64 stride = (u64)gridDim.x * blockDim.x;
+  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) lt_store(&dst[i], lt_value(src[i]));
+}
+
+// float32 to float32 is a copy, signalling NaNs included: on the CPU the f32 -> f64 -> f32 round
+// trip of `as` is folded away by the optimiser (a release build), so nothing quiets them there.
+template <>
+__device__ void cast_elements<float, float>(const float *__restrict__ src, float *__restrict__ dst, u64 n) {
+  const u64 stride = (u64)gridDim.x * blockDim.x;
+  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) dst[i] = src[i];
+}
+
+#define LODTENSOR_CAST(SN, S, DN, D)                                                            \
+  extern "C" __global__ void cast_##SN##_##DN(const S *src, D *dst, u64 n) { cast_elements<S, D>(src, dst, n); } \
+  LODTENSOR_EXPORT(cast_##SN##_##DN)
+
+#define LODTENSOR_CAST_FROM(SN, S)         \
+  LODTENSOR_CAST(SN, S, bool, bool_t)      \
+  LODTENSOR_CAST(SN, S, uint8, u8)         \
+  LODTENSOR_CAST(SN, S, int8, signed char) \
+  LODTENSOR_CAST(SN, S, int16, short)      \
+  LODTENSOR_CAST(SN, S, int32, i32)        \
+  LODTENSOR_CAST(SN, S, int64, i64)        \
+  LODTENSOR_CAST(SN, S, float16, f16_t)    \
+  LODTENSOR_CAST(SN, S, bfloat16, bf16_t)  \
+  LODTENSOR_CAST(SN, S, float32, float)    \
+  LODTENSOR_CAST(SN, S, float64, double)
+
+LODTENSOR_CAST_FROM(bool, bool_t)
+LODTENSOR_CAST_FROM(uint8, u8)
+LODTENSOR_CAST_FROM(int8, signed char)
+LODTENSOR_CAST_FROM(int16, short)
+LODTENSOR_CAST_FROM(int32, i32)
+LODTENSOR_CAST_FROM(int64, i64)
+LODTENSOR_CAST_FROM(float16, f16_t)
+LODTENSOR_CAST_FROM(bfloat16, bf16_t)
+LODTENSOR_CAST_FROM(float32, float)
+LODTENSOR_CAST_FROM(float64, double)

@@ -1,0 +1,50 @@
+// sequence_pad: slot s of the output holds the rows of sequence s, then copies of the pad row up
+// to `padded` rows. One launch for all sequences, grid-stride over the output's words (W bytes,
+// the widest word that divides the row and the three addresses): consecutive threads write
+// consecutive words, and the sequence of a word is a division, not a search.
+
+struct __align__(16) pad_word16 { u64 a, b; };
+
+template <typename W>
+__device__ void pad_rows(const W *__restrict__ src, W *__restrict__ dst, const W *__restrict__ pad_row,
+                         u64 row_words, u64 padded, const i64 *__restrict__ offsets, u64 total) {
+  const u64 stride = (u64)gridDim.x * blockDim.x;
+  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const u64 row = i / row_words;
+    const u64 col = i - row * row_words;
+    const u64 seq = row / padded;
+    const u64 step = row - seq * padded;
+    const i64 start = offsets[seq];
+    dst[i] = (i64)step < offsets[seq + 1] - start ? src[((u64)start + step) * row_words + col] : pad_row[col];
+  }
+}
+
+#define LODTENSOR_PAD(NAME, W)                                                                     \
+  extern "C" __global__ void NAME(const W *src, W *dst, const W *pad_row, u64 row_words, u64 padded, \
+                                  const i64 *offsets, u64 total) {                                 \
+    pad_rows<W>(src, dst, pad_row, row_words, padded, offsets, total);                             \
+  }                                                                                                \
+  LODTENSOR_EXPORT(NAME)
+
+LODTENSOR_PAD(pad_rows_1, u8)
+LODTENSOR_PAD(pad_rows_2, u16)
+LODTENSOR_PAD(pad_rows_4, u32)
+LODTENSOR_PAD(pad_rows_8, u64)
+LODTENSOR_PAD(pad_rows_16, pad_word16)
+
+// dst[0..n) = value[0]: one pad element repeated into a pad row (and fill's kernel), E bytes each.
+template <typename E>
+__device__ void broadcast(const E *__restrict__ value, E *__restrict__ dst, u64 n) {
+  const u64 stride = (u64)gridDim.x * blockDim.x;
+  const E v = value[0];
+  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) dst[i] = v;
+}
+
+#define LODTENSOR_BROADCAST(NAME, E)                                                 \
+  extern "C" __global__ void NAME(const E *value, E *dst, u64 n) { broadcast<E>(value, dst, n); } \
+  LODTENSOR_EXPORT(NAME)
+
+LODTENSOR_BROADCAST(broadcast_1, u8)
+LODTENSOR_BROADCAST(broadcast_2, u16)
+LODTENSOR_BROADCAST(broadcast_4, u32)
+LODTENSOR_BROADCAST(broadcast_8, u64)

@@ -1,0 +1,66 @@
+//! Launcher of `kernels/pad.cu`: `sequence_pad`'s slots, one launch (two with a one-element pad
+//! value, which is first repeated into a pad row).
+
+use super::device::new_tensor;
+use super::launch::{launch_1d, Args};
+use super::seq_common::{device_of, upload_offsets};
+use crate::dim::Dim;
+use crate::error::{ensure, Result};
+use crate::tensor::Tensor;
+
+/// A new device tensor of `dims` (`[sequences, padded, step...]`, `x`'s dtype): slot `i` holds rows
+/// `offsets[i]..offsets[i+1]` of `x` (rows of `row_bytes`), then copies of the pad row up to
+/// `padded` rows. `pad` is on `x`'s device with one element or one row of `row_bytes`. The caller
+/// has checked the offsets against `x` and that no sequence is longer than `padded`.
+pub fn pad_sequences(
+    x: &Tensor,
+    row_bytes: usize,
+    offsets: &[usize],
+    padded: usize,
+    pad: &Tensor,
+    dims: Dim,
+) -> Result<Tensor> {
+    let d = device_of(x, "sequence_pad")?;
+    let mut out = new_tensor(&d, x.dtype(), dims)?;
+    let sequences = offsets.len().saturating_sub(1);
+    ensure!(
+        sequences * padded * row_bytes == out.nbytes(),
+        Internal,
+        "sequence_pad: {sequences} slots of {padded} rows of {row_bytes} bytes for {} bytes",
+        out.nbytes()
+    );
+    if out.nbytes() == 0 {
+        return Ok(out);
+    }
+    let elem = x.dtype().size();
+    // The pad row: the pad value itself, or its one element repeated (one small launch).
+    let row;
+    let pad_row = if pad.nbytes() == row_bytes {
+        pad
+    } else {
+        ensure!(pad.nbytes() == elem, Internal, "sequence_pad: a pad value of {} bytes", pad.nbytes());
+        let mut r = new_tensor(&d, x.dtype(), Dim::new(&[row_bytes / elem])?)?;
+        let args = Args::new().ptr(pad).arg(r.as_mut_ptr() as u64).arg((row_bytes / elem) as u64);
+        launch_1d(&d, "pad.cu", &format!("broadcast_{elem}"), (row_bytes / elem) as u64, args)?;
+        row = r;
+        &row
+    };
+    let offsets = upload_offsets(&d, offsets)?;
+    let addrs = [x.as_ptr() as usize, out.as_mut_ptr() as usize, pad_row.as_ptr() as usize];
+    let word = [16usize, 8, 4, 2, 1]
+        .into_iter()
+        .find(|&w| row_bytes % w == 0 && addrs.iter().all(|a| a % w == 0))
+        .expect("1 divides everything");
+    let row_words = (row_bytes / word) as u64;
+    let total = (sequences * padded) as u64 * row_words;
+    let args = Args::new()
+        .ptr(x)
+        .arg(out.as_mut_ptr() as u64)
+        .ptr(pad_row)
+        .arg(row_words)
+        .arg(padded as u64)
+        .buf(&offsets)
+        .arg(total);
+    launch_1d(&d, "pad.cu", &format!("pad_rows_{word}"), total, args)?;
+    Ok(out)
+}

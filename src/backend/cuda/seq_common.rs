@@ -1,0 +1,36 @@
+//! What the launchers of the sequence kernels (pad, pooling, softmax, cast) share: the device of
+//! an input, a float dtype's kernel suffix and offsets as the kernels' i64 table.
+
+use super::device::{device, Device};
+use super::launch::upload;
+use crate::dtype::DType;
+use crate::error::{err, Result};
+use crate::memory::Allocation;
+use crate::place::Place;
+use crate::tensor::Tensor;
+use std::sync::Arc;
+
+/// The device `t` is on; `op` names the launcher in the (internal) error for a host tensor.
+pub(crate) fn device_of(t: &Tensor, op: &str) -> Result<Arc<Device>> {
+    match t.place() {
+        Place::Cuda(ordinal) => device(ordinal),
+        p => Err(err!(Internal, "{op}: the CUDA kernel got a tensor on {p}")),
+    }
+}
+
+/// The kernel-name suffix of a float dtype (the callers have checked the dtype).
+pub(crate) fn float_suffix(dtype: DType) -> Result<&'static str> {
+    Ok(match dtype {
+        DType::F16 => "f16",
+        DType::BF16 => "bf16",
+        DType::F32 => "f32",
+        DType::F64 => "f64",
+        other => return Err(err!(Internal, "no float kernel for {other}")),
+    })
+}
+
+/// `offsets` (row or element offsets) uploaded as i64.
+pub(crate) fn upload_offsets(d: &Arc<Device>, offsets: &[usize]) -> Result<Arc<Allocation>> {
+    let table: Vec<i64> = offsets.iter().map(|&o| o as i64).collect();
+    upload(d, &table)
+}
