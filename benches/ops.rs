@@ -29,6 +29,7 @@ use lodtensor::{
     array_to_lod_tensor, beam_search_fused_step, beam_search_gather_tree, lod_tensor_to_array, sequence_expand_as,
     sequence_pad, sequence_pool, sequence_scatter, sequence_unpad, Allocation, LoDTensor, PoolType, RankTable, Tensor,
 };
+use lodtensor::{scatter_rows, ScatterMode};
 use rayon::prelude::*;
 use std::alloc::{alloc, dealloc, Layout};
 use std::hint::black_box;
@@ -314,6 +315,24 @@ fn cases() -> Vec<Case> {
         let read = n * w * f + n * per * (8 + f);
         v.push(case("scatter 320x32000 50/row", read, n * w * f, Calib::Copy, move || {
             drop(black_box(sequence_scatter(&x, &ids, &upd).unwrap()))
+        }));
+    }
+
+    // scatter_rows ADD (index_add): 262144 update rows of 128 floats into x[100000, 128], indices
+    // uniform. Its own generator, so the cases after it keep their data. Minimum traffic: read x,
+    // the updates and the int64 index once, write the output once. Calibration: the copy of the
+    // output's size, as for sequence_scatter (a row gather of the updates in the op's order would
+    // hide the cost of the order the op chose, which is the kernel's design).
+    {
+        let mut rng = Rng(0x5CA7_7E12);
+        let (n, m, w) = (100_000, 262_144, 128);
+        let x = LoDTensor::dense(Tensor::from_slice(&data(n * w, &mut rng), &[n, w]).unwrap());
+        let index: Vec<i64> = (0..m).map(|_| rng.range(0, n - 1) as i64).collect();
+        let index = LoDTensor::dense(Tensor::from_slice(&index, &[m]).unwrap());
+        let upd = LoDTensor::dense(Tensor::from_slice(&data(m * w, &mut rng), &[m, w]).unwrap());
+        let read = n * w * f + m * w * f + m * 8;
+        v.push(case("scatter_add 262144x128 into 100000", read, n * w * f, Calib::Copy, move || {
+            drop(black_box(scatter_rows(&x, &index, &upd, ScatterMode::Add).unwrap()))
         }));
     }
 
