@@ -86,8 +86,8 @@ enum Calib {
     /// Row scatter-add as the plain sequential loop: the output is a copy of `x`, then
     /// `out[index[i]] += updates[i]` for i in order (rows of `width` f32).
     ScatterLoop {
-        x: LoDTensor,
-        updates: LoDTensor,
+        x: Rc<LoDTensor>,
+        updates: Rc<LoDTensor>,
         index: Rc<Vec<usize>>,
         width: usize,
     },
@@ -383,7 +383,12 @@ fn cases() -> Vec<Case> {
         let upd = LoDTensor::dense(Tensor::from_slice(&data(m * w, &mut rng), &[m, w]).unwrap());
         let index_t: Vec<i64> = index.iter().map(|&r| r as i64).collect();
         let index_t = LoDTensor::dense(Tensor::from_slice(&index_t, &[m]).unwrap());
-        let calib = Calib::ScatterLoop { x: x.clone(), updates: upd.clone(), index: Rc::new(index), width: w };
+        let calib = Calib::ScatterLoop {
+            x: Rc::new(x.clone()),
+            updates: Rc::new(upd.clone()),
+            index: Rc::new(index),
+            width: w,
+        };
         let read = n * w * f + m * w * f + m * 8;
         v.push(case("scatter_add 262144x128 into 100000", read, n * w * f, calib, move || {
             drop(black_box(scatter_rows(&x, &index_t, &upd, ScatterMode::Add).unwrap()))
