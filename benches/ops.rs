@@ -19,6 +19,8 @@
 //!   new buffer (ranges derived in this file from the lengths): GB/s = `(read + write) / time`.
 //!   A time step of every sequence is short rows from many places, slower than one stream; the
 //!   plain copy of the same size and the op's ratio to it are printed as well ("copy GB/s").
+//! - `plain loop` (row scatter-add): the sequential loop the op must equal, credited with the op's
+//!   bytes; the copy's GB/s and the op's ratio to it are printed as well (see the case).
 //!
 //! The ratio is op GB/s / calibration GB/s, taken per pair of adjacent runs (op, then its
 //! calibration) and then the median over pairs. The same copy into a buffer reused across runs ("warm
@@ -371,8 +373,8 @@ fn cases() -> Vec<Case> {
     // `out[index[i]] += updates[i]` in order), credited with the same minimum bytes; its copy's
     // ratio is printed too ("copy GB/s"). Why not the copy alone: with random indices the 134 MB
     // of updates cannot be read (nor the output rows updated) in one stream; one of the two is
-    // 512-byte rows in random order, which on the benchmark VM moves at a third to a half of a
-    // sequential read (benches/REPORT.md), so no kernel of this op reaches a copy's speed. The
+    // 512-byte rows in random order, which on the benchmark VM moves at a quarter to a third of
+    // a sequential read (benches/REPORT.md), so no kernel of this op reaches a copy's speed. The
     // plain loop does the op's work with none of its design (no grouping by destination row, no
     // prefetching); a plain loop over the rows grouped by destination was slower still.
     {
