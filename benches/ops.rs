@@ -19,6 +19,8 @@
 //!   new buffer (ranges derived in this file from the lengths): GB/s = `(read + write) / time`.
 //!   A time step of every sequence is short rows from many places, slower than one stream; the
 //!   plain copy of the same size and the op's ratio to it are printed as well ("copy GB/s").
+//! - `plain loop` (row scatter-add): the sequential loop the op must equal, credited with the op's
+//!   bytes; the copy's GB/s and the op's ratio to it are printed as well (see the case).
 //!
 //! The ratio is op GB/s / calibration GB/s, taken per pair of adjacent runs (op, then its
 //! calibration) and then the median over pairs. The same copy into a buffer reused across runs ("warm
@@ -29,6 +31,7 @@ use lodtensor::{
     array_to_lod_tensor, beam_search_fused_step, beam_search_gather_tree, lod_tensor_to_array, sequence_expand_as,
     sequence_pad, sequence_pool, sequence_scatter, sequence_unpad, Allocation, LoDTensor, PoolType, RankTable, Tensor,
 };
+use lodtensor::{scatter_rows, ScatterMode};
 use rayon::prelude::*;
 use std::alloc::{alloc, dealloc, Layout};
 use std::hint::black_box;
@@ -81,6 +84,14 @@ enum Calib {
         source: Rc<Vec<u8>>,
         row_bytes: usize,
         ranges: Rc<Vec<Range<usize>>>,
+    },
+    /// Row scatter-add as the plain sequential loop: the output is a copy of `x`, then
+    /// `out[index[i]] += updates[i]` for i in order (rows of `width` f32).
+    ScatterLoop {
+        x: Rc<LoDTensor>,
+        updates: Rc<LoDTensor>,
+        index: Rc<Vec<usize>>,
+        width: usize,
     },
 }
 
@@ -164,6 +175,30 @@ fn row_gather(src: &[u8], row_bytes: usize, ranges: &[Range<usize>], dst: &mut [
     }
 }
 
+/// The plain-loop calibration of row scatter-add: `dst` = `x`, then `dst[index[i]] +=
+/// updates[i]` for i in order. With 2 threads each adds the updates of its half of the rows.
+fn scatter_loop(x: &[f32], updates: &[f32], index: &[usize], w: usize, dst: &mut [f32], threads: usize) {
+    let add = |rows: Range<usize>, dst: &mut [f32]| {
+        dst.copy_from_slice(&x[rows.start * w..rows.end * w]);
+        for (i, &r) in index.iter().enumerate() {
+            if rows.contains(&r) {
+                let row = &mut dst[(r - rows.start) * w..(r - rows.start + 1) * w];
+                for (a, &b) in row.iter_mut().zip(&updates[i * w..(i + 1) * w]) {
+                    *a += b;
+                }
+            }
+        }
+    };
+    let rows = dst.len() / w;
+    if threads == 1 {
+        add(0..rows, dst);
+    } else {
+        let half = rows / 2;
+        let (a, b) = dst.split_at_mut(half * w);
+        pool().unwrap().install(|| rayon::join(|| add(0..half, a), || add(half..rows, b)));
+    }
+}
+
 fn sum_f32(x: &[f32]) -> f32 {
     let mut acc = [0f32; 16];
     let chunks = x.chunks_exact(16);
@@ -239,6 +274,19 @@ fn measure(c: &Case, threads: usize, reps: usize) -> Row {
                 t_copy.push(fresh_copy());
                 (t, time(|| tiled_copy(&src, warm.slice(c.write), threads)))
             }
+            Calib::ScatterLoop { x, updates, index, width } => {
+                let x = x.tensor().as_slice::<f32>().unwrap();
+                let updates = updates.tensor().as_slice::<f32>().unwrap();
+                let t = time(|| {
+                    let out = Allocation::zeroed(c.write).unwrap();
+                    // SAFETY: a new allocation of `c.write` bytes (f32 rows), held only here.
+                    let dst = unsafe { std::slice::from_raw_parts_mut(out.as_ptr().cast::<f32>(), c.write / 4) };
+                    scatter_loop(x, updates, index, *width, dst, threads);
+                    black_box(out.as_ptr());
+                });
+                t_copy.push(fresh_copy());
+                (t, time(|| tiled_copy(&src, warm.slice(c.write), threads)))
+            }
             Calib::Sum => {
                 let t = time(|| {
                     black_box(read_sum(black_box(&sum_src), threads));
@@ -264,6 +312,7 @@ fn measure(c: &Case, threads: usize, reps: usize) -> Row {
         Calib::Copy => (src_len + c.write, "copy"),
         Calib::Sum => (c.read, "sum"),
         Calib::Gather { .. } => (c.read + c.write, "row gather"),
+        Calib::ScatterLoop { .. } => (c.read + c.write, "plain loop"),
     };
     let copy_gbs = (!t_copy.is_empty()).then(|| gbs(src_len + c.write, median(t_copy)));
     Row {
@@ -314,6 +363,37 @@ fn cases() -> Vec<Case> {
         let read = n * w * f + n * per * (8 + f);
         v.push(case("scatter 320x32000 50/row", read, n * w * f, Calib::Copy, move || {
             drop(black_box(sequence_scatter(&x, &ids, &upd).unwrap()))
+        }));
+    }
+
+    // scatter_rows ADD (index_add): 262144 update rows of 128 floats into x[100000, 128], indices
+    // uniform; its own generator, so the cases after it keep their data. Minimum traffic: read x,
+    // the updates and the int64 index once, write the output once.
+    // Calibration: "plain loop", the sequential loop the op must equal bit for bit (copy x, then
+    // `out[index[i]] += updates[i]` in order), credited with the same minimum bytes; its copy's
+    // ratio is printed too ("copy GB/s"). Why not the copy alone: with random indices the 134 MB
+    // of updates cannot be read (nor the output rows updated) in one stream; one of the two is
+    // 512-byte rows in random order, which on the benchmark VM moves at a quarter to a third of
+    // a sequential read (benches/REPORT.md), so no kernel of this op reaches a copy's speed. The
+    // plain loop does the op's work with none of its design (no grouping by destination row, no
+    // prefetching); a plain loop over the rows grouped by destination was slower still.
+    {
+        let mut rng = Rng(0x5CA7_7E12);
+        let (n, m, w) = (100_000, 262_144, 128);
+        let x = LoDTensor::dense(Tensor::from_slice(&data(n * w, &mut rng), &[n, w]).unwrap());
+        let index: Vec<usize> = (0..m).map(|_| rng.range(0, n - 1)).collect();
+        let upd = LoDTensor::dense(Tensor::from_slice(&data(m * w, &mut rng), &[m, w]).unwrap());
+        let index_t: Vec<i64> = index.iter().map(|&r| r as i64).collect();
+        let index_t = LoDTensor::dense(Tensor::from_slice(&index_t, &[m]).unwrap());
+        let calib = Calib::ScatterLoop {
+            x: Rc::new(x.clone()),
+            updates: Rc::new(upd.clone()),
+            index: Rc::new(index),
+            width: w,
+        };
+        let read = n * w * f + m * w * f + m * 8;
+        v.push(case("scatter_add 262144x128 into 100000", read, n * w * f, calib, move || {
+            drop(black_box(scatter_rows(&x, &index_t, &upd, ScatterMode::Add).unwrap()))
         }));
     }
 

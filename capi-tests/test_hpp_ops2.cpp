@@ -1,5 +1,5 @@
 // test_hpp_ops2: the C++ layer over the second batch of operators (sequence softmax, concat,
-// slice, reverse, mask, enumerate, erase, reshape, conv; fill, cast, gather_rows, log_softmax,
+// slice, reverse, mask, enumerate, erase, reshape, conv; fill, cast, gather_rows, scatter_rows, log_softmax,
 // topk) and the beam-search building blocks (step, fused step, gather_state, gather_tree).
 // Expected values are worked by hand here or are the spec's worked examples.
 #include <lodtensor.hpp>
@@ -108,6 +108,20 @@ void test_dense_ops() {
     const std::int64_t index[] = {2, 0};
     lt::Tensor g = lt::gather_rows(lt::Tensor::create<float>(rows, {3, 1}), lt::Tensor::create<std::int64_t>(index, {2}));
     CHECK(same<float>(g.data<float>(), {3, 1}));
+    // Paddle's scatter example: x [[1,1],[2,2],[3,3]], index [2,1,0,1], updates [[1,1],[2,2],[3,3],[4,4]]:
+    // overwrite (last wins) [[3,3],[4,4],[1,1]]; add [[1+3,1+3],[2+2+4,2+2+4],[3+1,3+1]].
+    const float sx[] = {1, 1, 2, 2, 3, 3}, su[] = {1, 1, 2, 2, 3, 3, 4, 4};
+    const std::int64_t si[] = {2, 1, 0, 1};
+    lt::Tensor sxt = lt::Tensor::create<float>(sx, {3, 2}), sit = lt::Tensor::create<std::int64_t>(si, {4});
+    lt::Tensor sut = lt::Tensor::create<float>(su, {4, 2});
+    CHECK(same<float>(lt::scatter_rows(sxt, sit, sut, LODTENSOR_SCATTER_OVERWRITE).data<float>(), {3, 3, 4, 4, 1, 1}));
+    CHECK(same<float>(lt::scatter_rows(sxt, sit, sut, LODTENSOR_SCATTER_ADD).data<float>(), {4, 4, 8, 8, 4, 4}));
+    try {
+        lt::scatter_rows(sxt, sit, sut, 2);
+        CHECK(false);
+    } catch (const lt::Error &e) {
+        CHECK(e.status() == LODTENSOR_INVALID_ARGUMENT);
+    }
     const float zeros[] = {0, 0};
     CHECK(near(lt::log_softmax(lt::Tensor::create<float>(zeros, {1, 2})).data<float>(), {-std::log(2.0), -std::log(2.0)}));
     const float row[] = {1, 3, 2};

@@ -86,6 +86,14 @@
 // `sequence_pool`: the sum of each sequence.
 #define LODTENSOR_POOL_SUM 0
 
+// `lodtensor_scatter_rows`: the update row is added to the output row; repeated indices
+// accumulate (`index_add` along axis 0, Paddle's `scatter` with `overwrite=False` on a copy of x).
+#define LODTENSOR_SCATTER_ADD 1
+
+// `lodtensor_scatter_rows`: the update row replaces the output row; when an index repeats, the
+// last update wins (Paddle's `scatter` with `overwrite=True`).
+#define LODTENSOR_SCATTER_OVERWRITE 0
+
 // Status code returned by every fallible function. 0 is success; any other value is a failure
 // whose detail is in `lodtensor_last_error_message()`.
 enum lodtensor_status_t
@@ -515,6 +523,25 @@ lodtensor_status_t lodtensor_numel(const struct lodtensor_t *t, size_t *out);
 
 // Where the elements live. Returns LODTENSOR_NULL_ARGUMENT.
 lodtensor_status_t lodtensor_place(const struct lodtensor_t *t, struct lodtensor_place_t *out);
+
+// Row scatter: `*out` is a new tensor (own memory) with `x`'s dims, dtype and LoD, equal to `x`
+// except that for every `i` in `0..M`, row `index[i]` of it is replaced by
+// (LODTENSOR_SCATTER_OVERWRITE; for a repeated index the last `i` wins) or increased by
+// (LODTENSOR_SCATTER_ADD; repeated indices accumulate) row `i` of `updates`. `x` is not modified.
+// `x`: rank >= 1, dims `[N, ...]`, any LoD. `index`: int32 or int64, dims `[M]` or `[M, 1]`
+// (M may be 0), every value in `[0, N)`; negative values are errors, not counted from the end.
+// `updates`: `x`'s dtype, dims `[M, x.dims[1..]...]` (`[M]` for a 1-d `x`). The LoDs of `index`
+// and `updates` are ignored. OVERWRITE moves bytes and takes every dtype; ADD takes every numeric
+// dtype (not bool). ADD adds each row's updates onto `x`'s row in increasing `i`, exactly as the
+// sequential loop, so the result is the same bit for bit whatever the thread count; integers
+// wrap on overflow; float16/bfloat16 compute each addition in float and round it to the dtype.
+// Returns LODTENSOR_NULL_ARGUMENT (`x`, `index`, `updates`, `out`), LODTENSOR_INVALID_ARGUMENT
+// (`mode` not a LODTENSOR_SCATTER_* value; 0-d `x`; `index` not `[M]` or `[M, 1]`; `updates`
+// not `[M, x.dims[1..]...]` or of another dtype than `x`; inputs on different places),
+// LODTENSOR_OUT_OF_RANGE (an index < 0 or >= N; the message names its position and value),
+// LODTENSOR_UNSUPPORTED (`index` not int32/int64; bool `x` with ADD; memory not on the host),
+// LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t lodtensor_scatter_rows(const struct lodtensor_t *x, const struct lodtensor_t *index, const struct lodtensor_t *updates, int32_t mode, struct lodtensor_t **out);
 
 // Panics inside the library on purpose and returns what the caller sees: always
 // `LODTENSOR_INTERNAL`, with the panic's text in the last error message. It shows that a panic

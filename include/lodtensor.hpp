@@ -550,6 +550,13 @@ inline Tensor gather_rows(TensorRef x, TensorRef index) {
     check(lodtensor_gather_rows(x.get(), index.get(), &out));
     return Tensor(out);
 }
+// Row scatter: a copy of x whose rows index[i] are replaced by (LODTENSOR_SCATTER_OVERWRITE, the
+// last of repeated indices wins) or increased by (LODTENSOR_SCATTER_ADD) the rows updates[i].
+inline Tensor scatter_rows(TensorRef x, TensorRef index, TensorRef updates, std::int32_t mode) {
+    lodtensor_t *out = nullptr;
+    check(lodtensor_scatter_rows(x.get(), index.get(), updates.get(), mode, &out));
+    return Tensor(out);
+}
 inline Tensor log_softmax(TensorRef x) {
     lodtensor_t *out = nullptr;
     check(lodtensor_log_softmax(x.get(), &out));

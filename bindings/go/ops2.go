@@ -108,6 +108,24 @@ func GatherRows(x, index *Tensor) (*Tensor, error) {
 	})
 }
 
+// ScatterMode selects how ScatterRows combines an update row with the row it names.
+type ScatterMode int32
+
+// The scatter modes (LODTENSOR_SCATTER_*).
+const (
+	ScatterOverwrite ScatterMode = C.LODTENSOR_SCATTER_OVERWRITE // the last update of a row wins
+	ScatterAdd       ScatterMode = C.LODTENSOR_SCATTER_ADD       // the updates of a row add up, in order
+)
+
+// ScatterRows is a copy of x (its LoD kept) whose rows index[i] are replaced by, or increased by,
+// the rows updates[i], as mode says.
+func ScatterRows(x, index, updates *Tensor, mode ScatterMode) (*Tensor, error) {
+	defer runtime.KeepAlive([]*Tensor{x, index, updates})
+	return handleOp(func(out **C.lodtensor_t) C.lodtensor_status_t {
+		return C.lodtensor_scatter_rows(x.c(), index.c(), updates.c(), C.int32_t(mode), out)
+	})
+}
+
 // LogSoftmax is the log-softmax over the last axis.
 func LogSoftmax(x *Tensor) (*Tensor, error) {
 	defer runtime.KeepAlive(x)

@@ -93,6 +93,17 @@ func TestDenseOps(t *testing.T) {
 	g := keep(lt.GatherRows(tensor(t, []float32{1, 2, 3}, []int64{3, 1}, lt.LoD{}),
 		tensor(t, []int64{2, 0}, []int64{2}, lt.LoD{})))
 	eq(t, "gather_rows", floats(t, g), []float32{3, 1})
+	// Paddle's scatter example: x [[1,1],[2,2],[3,3]], index [2,1,0,1], updates [[1,1],[2,2],[3,3],[4,4]]:
+	// overwrite (the last of row 1 wins) [[3,3],[4,4],[1,1]]; add [[1+3,1+3],[2+2+4,2+2+4],[3+1,3+1]].
+	sx := tensor(t, []float32{1, 1, 2, 2, 3, 3}, []int64{3, 2}, lt.LoD{})
+	si := tensor(t, []int64{2, 1, 0, 1}, []int64{4}, lt.LoD{})
+	su := tensor(t, []float32{1, 1, 2, 2, 3, 3, 4, 4}, []int64{4, 2}, lt.LoD{})
+	eq(t, "scatter_rows overwrite", floats(t, keep(lt.ScatterRows(sx, si, su, lt.ScatterOverwrite))), []float32{3, 3, 4, 4, 1, 1})
+	eq(t, "scatter_rows add", floats(t, keep(lt.ScatterRows(sx, si, su, lt.ScatterAdd))), []float32{4, 4, 8, 8, 4, 4})
+	_, err = lt.ScatterRows(sx, tensor(t, []int64{3}, []int64{1}, lt.LoD{}), tensor(t, []float32{0, 0}, []int64{1, 2}, lt.LoD{}), lt.ScatterAdd)
+	wantError(t, err, lt.OutOfRange, "index[0] = 3")
+	_, err = lt.ScatterRows(sx, si, su, 2)
+	wantError(t, err, lt.InvalidArgument, "mode")
 	near(t, "log_softmax", floats(t, keep(lt.LogSoftmax(tensor(t, []float32{0, 0}, []int64{1, 2}, lt.LoD{})))),
 		[]float64{-math.Ln2, -math.Ln2})
 	values, indices, err := lt.TopK(tensor(t, []float32{1, 3, 2}, []int64{1, 3}, lt.LoD{}), 2, true)

@@ -32,6 +32,8 @@ pub use expand::*;
 pub use pad::*;
 pub use pooling::*;
 pub use scatter::*;
+pub mod scatter_rows;
+pub use scatter_rows::*;
 pub mod beam_search;
 pub mod beam_search_decode;
 pub mod rnn;

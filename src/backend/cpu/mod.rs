@@ -9,6 +9,7 @@ pub mod pool;
 pub mod pooling;
 pub mod rows;
 pub mod scatter;
+pub mod scatter_rows;
 pub mod sequence;
 pub mod softmax;
 pub mod tensor_array;

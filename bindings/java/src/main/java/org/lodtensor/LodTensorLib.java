@@ -224,6 +224,8 @@ interface LodTensorLib extends Library {
 
     int lodtensor_gather_rows(Pointer x, Pointer index, PointerByReference out);
 
+    int lodtensor_scatter_rows(Pointer x, Pointer index, Pointer updates, int mode, PointerByReference out);
+
     int lodtensor_log_softmax(Pointer x, PointerByReference out);
 
     int lodtensor_topk(Pointer x, long k, boolean largest, PointerByReference outValues,

@@ -2,9 +2,14 @@ package org.lodtensor;
 
 import com.sun.jna.ptr.PointerByReference;
 
-/** Dense operations: fill, cast, gather_rows, log_softmax and top-k. Results are new tensors. */
+/** Dense operations: fill, cast, gather_rows, scatter_rows, log_softmax and top-k. Results are new tensors. */
 public final class Ops {
     private static final LodTensorLib LIB = LodTensorLib.INSTANCE;
+
+    /** scatterRows: the update row replaces the row it names; the last of repeated indices wins. */
+    public static final int SCATTER_OVERWRITE = 0;
+    /** scatterRows: the update row is added to the row it names; repeated indices add up, in order. */
+    public static final int SCATTER_ADD = 1;
 
     private Ops() {}
 
@@ -24,6 +29,15 @@ public final class Ops {
     public static Tensor gatherRows(Tensor x, Tensor index) {
         PointerByReference out = new PointerByReference();
         return Tensor.out(LIB.lodtensor_gather_rows(x.ptr(), index.ptr(), out), out);
+    }
+
+    /**
+     * A copy of x (its LoD kept) whose rows index[i] are replaced by (SCATTER_OVERWRITE) or
+     * increased by (SCATTER_ADD) the rows updates[i].
+     */
+    public static Tensor scatterRows(Tensor x, Tensor index, Tensor updates, int mode) {
+        PointerByReference out = new PointerByReference();
+        return Tensor.out(LIB.lodtensor_scatter_rows(x.ptr(), index.ptr(), updates.ptr(), mode, out), out);
     }
 
     /** The log-softmax over the last axis. */

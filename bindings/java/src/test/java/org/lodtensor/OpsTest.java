@@ -3,6 +3,7 @@ package org.lodtensor;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -11,7 +12,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The second batch of operators (sequence softmax, concat, slice, reverse, mask, enumerate,
- * erase, reshape, conv; fill, cast, gatherRows, logSoftmax, topk) and the beam-search blocks
+ * erase, reshape, conv; fill, cast, gatherRows, scatterRows, logSoftmax, topk) and the beam-search blocks
  * (step, fused step, gatherState, gatherTree). Expected values are worked by hand or the spec's.
  */
 class OpsTest {
@@ -99,6 +100,22 @@ class OpsTest {
         assertArrayEquals(new double[] {1, -2, 3}, keep(Ops.cast(ints, DType.FLOAT64)).toDoubleArray());
         Tensor g = keep(Ops.gatherRows(floats(new float[] {1, 2, 3}, l(3, 1), Lod.NONE), longs(l(2, 0), l(2), Lod.NONE)));
         assertArrayEquals(new float[] {3, 1}, g.toFloatArray());
+        // Paddle's scatter example: x [[1,1],[2,2],[3,3]], index [2,1,0,1], updates [[1,1],[2,2],[3,3],[4,4]]:
+        // overwrite (the last of row 1 wins) [[3,3],[4,4],[1,1]]; add [[1+3,1+3],[2+2+4,2+2+4],[3+1,3+1]].
+        Tensor sx = floats(new float[] {1, 1, 2, 2, 3, 3}, l(3, 2), Lod.NONE);
+        Tensor si = longs(l(2, 1, 0, 1), l(4), Lod.NONE);
+        Tensor su = floats(new float[] {1, 1, 2, 2, 3, 3, 4, 4}, l(4, 2), Lod.NONE);
+        assertArrayEquals(new float[] {3, 3, 4, 4, 1, 1},
+                keep(Ops.scatterRows(sx, si, su, Ops.SCATTER_OVERWRITE)).toFloatArray());
+        assertArrayEquals(new float[] {4, 4, 8, 8, 4, 4}, keep(Ops.scatterRows(sx, si, su, Ops.SCATTER_ADD)).toFloatArray());
+        Tensor far = longs(l(3), l(1), Lod.NONE);
+        Tensor one = floats(new float[] {0, 0}, l(1, 2), Lod.NONE);
+        LodTensorException e =
+                assertThrows(LodTensorException.class, () -> Ops.scatterRows(sx, far, one, Ops.SCATTER_ADD));
+        assertEquals(Status.OUT_OF_RANGE, e.status());
+        assertTrue(e.getMessage().contains("index[0] = 3"), e.getMessage());
+        assertEquals(Status.INVALID_ARGUMENT,
+                assertThrows(LodTensorException.class, () -> Ops.scatterRows(sx, si, su, 2)).status());
         near(keep(Ops.logSoftmax(floats(new float[] {0, 0}, l(1, 2), Lod.NONE))).toFloatArray(),
                 -Math.log(2), -Math.log(2));
         try (Sequence.Pair top = Ops.topk(floats(new float[] {1, 3, 2}, l(1, 3), Lod.NONE), 2, true)) {
