@@ -142,6 +142,70 @@ proptest! {
     }
 }
 
+/// top_k of `rows` rows of `width` values (`vals`, converted to T) against the stable sort.
+fn check_top_k_values<T: Element + lodtensor::dtype::Scalar>(vals: &[f64], width: usize, k: usize, largest: bool) {
+    let rows = vals.len() / width;
+    let data: Vec<T> = vals.iter().map(|&x| T::from_f64(x)).collect();
+    let vals: Vec<f64> = data.iter().map(|x| x.to_f64()).collect();
+    let (val, idx) = top_k(&dense(&data, &[rows, width]), k, largest).unwrap();
+    let (val, idx) = (v::<T>(&val), v::<i64>(&idx));
+    for r in 0..rows {
+        let want = ref_top_k(&vals[r * width..(r + 1) * width], k, largest);
+        let got: Vec<usize> = idx[r * k..(r + 1) * k].iter().map(|&i| i as usize).collect();
+        assert_eq!(got, want, "row {r} of width {width}, k {k}, largest {largest}");
+        for (j, &c) in got.iter().enumerate() {
+            assert_eq!(val[r * k + j].to_f64().to_bits(), data[r * width + c].to_f64().to_bits());
+        }
+    }
+}
+
+// Rows long enough for the threshold path of the row selection (k <= 16 and at least 4k blocks of
+// 64): block bests, a bar from them, only blocks reaching it scanned; chunks of 8192 elements; a
+// chunk with a NaN scanned whole. Widths around the path's limit and the chunk size, ties, NaN in
+// one chunk only, infinities, constant and sorted rows, every dtype family.
+#[test]
+fn top_k_long_rows_match_a_stable_sort() {
+    let mut rng = Rng(0x5eed);
+    for k in [1usize, 2, 10, 16, 17] {
+        for width in [4 * 64 * k - 1, 4 * 64 * k, 5000, 8192, 8193, 20_000] {
+            let width = width.max(k);
+            let rows = 2;
+            let n = rows * width;
+            let patterns: Vec<Vec<f64>> = vec![
+                (0..n).map(|_| rng.unit() as f64 * 20.0 - 10.0).collect(),
+                (0..n).map(|_| rng.below(9) as f64 - 4.0).collect(),
+                (0..n).map(|i| if i % width == width - 3 { f64::NAN } else { rng.unit() as f64 }).collect(),
+                (0..n).map(|i| if i % width == 8200 || i % 997 == 5 { f64::NAN } else { rng.unit() as f64 }).collect(),
+                (0..n)
+                    .map(|i| match i % 1500 {
+                        7 => f64::INFINITY,
+                        700 => f64::NEG_INFINITY,
+                        _ => rng.unit() as f64 - 0.5,
+                    })
+                    .collect(),
+                vec![1.5; n],
+                (0..n).map(|i| (i % width) as f64 / 64.0).collect(),
+                (0..n).map(|i| -((i % width) as f64) / 64.0).collect(),
+            ];
+            for (p, vals) in patterns.iter().enumerate() {
+                for largest in [true, false] {
+                    check_top_k_values::<f32>(vals, width, k, largest);
+                    if p % 2 == 0 {
+                        check_top_k_values::<f64>(vals, width, k, largest);
+                        check_top_k_values::<f16>(vals, width, k, largest);
+                        check_top_k_values::<bf16>(vals, width, k, largest);
+                    }
+                    if !vals.iter().any(|x| x.is_nan()) {
+                        let scaled: Vec<f64> = vals.iter().map(|x| (x * 10.0).clamp(-1e9, 1e9)).collect();
+                        check_top_k_values::<i32>(&scaled, width, k, largest);
+                        check_top_k_values::<i8>(&scaled, width, k, largest);
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn top_k_many_rows_same_with_1_and_4_threads() {
     let mut rng = Rng(7);

@@ -293,6 +293,45 @@ fn pool_test_lods() {
     assert_eq!(values(&out), want);
 }
 
+// The max/min kernel's column passes: 128 columns per pass over the sequence, then blocks of 16,
+// then the last columns one by one; widths around those sizes, empty and one-row sequences.
+#[test]
+fn pool_wide_rows_match_reference() {
+    for width in [1usize, 15, 16, 17, 31, 127, 128, 129, 144, 150, 256, 263] {
+        let lengths = vec![vec![0, 1, 5, 0, 40, 2, 17]];
+        check_pool::<f32>(&lengths, width, 0.5, width as u64);
+        check_pool::<f64>(&lengths, width, -1.0, width as u64 + 1);
+        check_pool::<f16>(&lengths, width, 0.0, width as u64 + 2);
+        check_pool::<bf16>(&lengths, width, 0.0, width as u64 + 3);
+    }
+}
+
+// NaN in the wide max/min kernel: a NaN never replaces a value, a leading NaN stays, ties keep the
+// first row; the reference's strict comparisons say the same.
+#[test]
+fn pool_wide_rows_nan_and_ties() {
+    let width = 150;
+    let rows = 9;
+    let mut x: Vec<f32> = (0..rows * width).map(|i| ((i * 7) % 5) as f32).collect();
+    for c in [0, 3, 127, 128, 140, 149] {
+        x[c] = f32::NAN; // first row: stays
+        x[4 * width + c + 1 - usize::from(c == 149)] = f32::NAN; // later rows: never taken
+    }
+    let offsets = [0, rows];
+    let t = LoDTensor::from_slice(&x, &[rows, width], lod(&[&offsets])).unwrap();
+    for p in [PoolType::Max, PoolType::Min] {
+        let got = sequence_pool(&t, p, 0.0).unwrap();
+        let (want, want_index) = pool_reference(&x, width, &offsets, p, 0.0);
+        let got_v = got.out.tensor().as_slice::<f32>().unwrap();
+        assert_eq!(
+            got_v.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            want.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        );
+        assert_eq!(got.max_index.unwrap().tensor().as_slice::<i32>().unwrap(), want_index.as_slice(), "{p:?}");
+        assert!(got_v[3].is_nan() && got_v[128].is_nan());
+    }
+}
+
 /// Plain-loop reference of sequence_pad on bytes.
 fn pad_reference(x: &[u8], row: usize, offsets: &[usize], padded: usize, pad_row: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();

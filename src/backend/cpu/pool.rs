@@ -88,6 +88,12 @@ pub fn for_each_segment_with_work<T: Send>(
         return Ok(());
     }
     let pool = pool()?;
+    if pool.current_num_threads() == 1 {
+        // One worker: handing the work to it and sleeping until it is done only adds a wake-up
+        // of each thread (tens of microseconds on a loaded machine, a sixth of a 0.2 ms beam step).
+        run_range(out, bounds, 0, usize::MAX, &task);
+        return Ok(());
+    }
     // Enough leaves for load balance across uneven segments, few enough to keep overhead low.
     let grain = segments.div_ceil(pool.current_num_threads() * 8).max(1);
     pool.install(|| run_range(out, bounds, 0, grain, &task));

@@ -144,92 +144,90 @@ pub fn pool_extreme<T: Scalar>(
             return;
         }
         let rows = &x[start * width..end * width];
-        // Whole 16-column blocks, WIDE_BLOCK columns per pass over the sequence in memory order
-        // (a pass per 16 columns would read one line per row at the row stride: slow, as for sums).
-        let full = width / SUM_BLOCK * SUM_BLOCK;
-        if full == SUM_BLOCK {
-            // One block: best and rows stay in registers for the whole sequence.
-            let (b, a) = if avx2 {
-                // SAFETY: the CPU has AVX2 (checked at run time above).
-                unsafe { extreme_block_avx2(rows, width, start, &beats) }
-            } else {
-                extreme_block(rows, width, start, &beats)
-            };
-            seg[..SUM_BLOCK].copy_from_slice(&b);
-            for (d, &a) in idx[..SUM_BLOCK].iter().zip(&a) {
-                d.store(a, Ordering::Relaxed);
-            }
-        }
-        for c0 in (0..if full == SUM_BLOCK { 0 } else { full }).step_by(WIDE_BLOCK) {
-            let c1 = (c0 + WIDE_BLOCK).min(full);
-            let blocks = (c1 - c0) / SUM_BLOCK;
-            let mut best = [[T::ZERO; SUM_BLOCK]; WIDE_BLOCK / SUM_BLOCK];
-            let mut at = [[start as i32; SUM_BLOCK]; WIDE_BLOCK / SUM_BLOCK];
-            for (b, first) in best[..blocks].iter_mut().zip(rows[c0..c1].chunks_exact(SUM_BLOCK)) {
-                b.copy_from_slice(first);
-            }
-            for (k, row) in rows.chunks_exact(width).enumerate().skip(1) {
-                let r = (start + k) as i32;
-                let blocks_of_row = row[c0..c1].chunks_exact(SUM_BLOCK);
-                for ((b, a), v) in best[..blocks].iter_mut().zip(&mut at[..blocks]).zip(blocks_of_row) {
-                    extreme_step(v.try_into().expect("a whole block"), b, a, r, &beats);
-                }
-            }
-            let outs = seg[c0..c1].chunks_exact_mut(SUM_BLOCK).zip(idx[c0..c1].chunks_exact(SUM_BLOCK));
-            for ((b, a), (o, d)) in best[..blocks].iter().zip(&at[..blocks]).zip(outs) {
-                o.copy_from_slice(b);
-                for (d, &a) in d.iter().zip(a) {
-                    d.store(a, Ordering::Relaxed);
-                }
-            }
-        }
-        if full < width {
-            let (c0, n) = (full, width - full);
-            let mut best = [T::ZERO; SUM_BLOCK];
-            let mut at = [start as i32; SUM_BLOCK];
-            best[..n].copy_from_slice(&rows[c0..width]);
-            for (k, row) in rows.chunks_exact(width).enumerate().skip(1) {
-                let r = (start + k) as i32;
-                for ((b, a), &v) in best[..n].iter_mut().zip(&mut at[..n]).zip(&row[c0..]) {
-                    let take = beats(v, *b);
-                    *b = if take { v } else { *b };
-                    *a = if take { r } else { *a };
-                }
-            }
-            seg[c0..].copy_from_slice(&best[..n]);
-            for (d, &a) in idx[c0..].iter().zip(&at[..n]) {
-                d.store(a, Ordering::Relaxed);
-            }
-        }
+        extreme_sequence(rows, width, start, &beats, avx2, seg, idx);
     })
 }
 
-/// The extreme values and their rows over all rows of a sequence (`rows`, rows of `width`, the
-/// first being row `start` of `x`) for its first `SUM_BLOCK` columns, in registers.
+/// Columns per pass of the max/min kernel over wide rows: the running extremes and rows of a pass
+/// (1 KiB for f32) stay in L1 while the pass reads the sequence in memory order.
+const EXTREME_WIDE: usize = 128;
+
+/// The max/min kernel for one non-empty sequence (`rows`, rows of `width`, the first being row
+/// `start` of `x`): passes of `EXTREME_WIDE` columns, then of `SUM_BLOCK` columns (in registers),
+/// then the last columns one by one; writes all of `seg` and `idx`. The two block kernels are
+/// compiled for AVX2 too, each as its own function: with the whole sequence function compiled
+/// for AVX2, LLVM turned the 16-column block's index select into a mask and a branch per lane.
 #[inline(always)]
-fn extreme_block<T: Scalar>(
+fn extreme_sequence<T: Scalar>(
     rows: &[T],
     width: usize,
     start: usize,
     beats: &impl Fn(T, T) -> bool,
-) -> ([T; SUM_BLOCK], [i32; SUM_BLOCK]) {
-    let mut best: [T; SUM_BLOCK] = rows[..SUM_BLOCK].try_into().expect("a block of the first row");
-    let mut at = [start as i32; SUM_BLOCK];
-    for (k, row) in rows.chunks_exact(width).enumerate().skip(1) {
-        let v: &[T; SUM_BLOCK] = row[..SUM_BLOCK].try_into().expect("a block of the row");
-        extreme_step(v, &mut best, &mut at, (start + k) as i32, beats);
+    avx2: bool,
+    seg: &mut [T],
+    idx: &[AtomicI32],
+) {
+    let mut c0 = 0;
+    while c0 + EXTREME_WIDE <= width {
+        let (b, a) = if avx2 {
+            // SAFETY: the CPU has AVX2 (checked by the caller).
+            unsafe { extreme_columns_avx2::<T, EXTREME_WIDE>(rows, width, c0, start, beats) }
+        } else {
+            extreme_columns::<T, EXTREME_WIDE>(rows, width, c0, start, beats)
+        };
+        emit(&b, &a, &mut seg[c0..c0 + EXTREME_WIDE], &idx[c0..c0 + EXTREME_WIDE]);
+        c0 += EXTREME_WIDE;
     }
-    (best, at)
+    while c0 + SUM_BLOCK <= width {
+        let (b, a) = if avx2 {
+            // SAFETY: the CPU has AVX2 (checked by the caller).
+            unsafe { extreme_block_avx2(rows, width, c0, start, beats) }
+        } else {
+            extreme_block(rows, width, c0, start, beats)
+        };
+        emit(&b, &a, &mut seg[c0..c0 + SUM_BLOCK], &idx[c0..c0 + SUM_BLOCK]);
+        c0 += SUM_BLOCK;
+    }
+    if c0 < width {
+        let n = width - c0;
+        let mut best = [T::ZERO; SUM_BLOCK];
+        let mut at = [start as i32; SUM_BLOCK];
+        best[..n].copy_from_slice(&rows[c0..width]);
+        for (k, row) in rows.chunks_exact(width).enumerate().skip(1) {
+            let r = (start + k) as i32;
+            for ((b, a), &v) in best[..n].iter_mut().zip(&mut at[..n]).zip(&row[c0..]) {
+                let take = beats(v, *b);
+                *b = if take { v } else { *b };
+                *a = if take { r } else { *a };
+            }
+        }
+        emit(&best[..n], &at[..n], &mut seg[c0..], &idx[c0..]);
+    }
 }
 
-/// Whether the CPU has AVX2: the library is built for baseline x86-64 (SSE2, where a blend is
-/// three instructions on 4 lanes); the one-block max/min kernel also exists compiled for AVX2
-/// (one `vblendvps` on 8 lanes).
-fn has_avx2() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return std::arch::is_x86_feature_detected!("avx2");
-    #[cfg(not(target_arch = "x86_64"))]
-    false
+/// Writes extremes and their rows to the output row and the index row.
+#[inline(always)]
+fn emit<T: Scalar>(best: &[T], at: &[i32], seg: &mut [T], idx: &[AtomicI32]) {
+    seg.copy_from_slice(best);
+    for (d, &a) in idx.iter().zip(at) {
+        d.store(a, Ordering::Relaxed);
+    }
+}
+
+/// [`extreme_columns`] compiled with AVX2 enabled (`vblendvps` on 8 lanes; the library is built
+/// for SSE2, where a blend is three instructions on 4 lanes).
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx2"))]
+unsafe fn extreme_columns_avx2<T: Scalar, const W: usize>(
+    rows: &[T],
+    width: usize,
+    c0: usize,
+    start: usize,
+    beats: &impl Fn(T, T) -> bool,
+) -> ([T; W], [i32; W]) {
+    extreme_columns::<T, W>(rows, width, c0, start, beats)
 }
 
 /// [`extreme_block`] compiled with AVX2 enabled.
@@ -240,29 +238,78 @@ fn has_avx2() -> bool {
 unsafe fn extreme_block_avx2<T: Scalar>(
     rows: &[T],
     width: usize,
+    c0: usize,
     start: usize,
     beats: &impl Fn(T, T) -> bool,
 ) -> ([T; SUM_BLOCK], [i32; SUM_BLOCK]) {
-    extreme_block(rows, width, start, beats)
+    extreme_block(rows, width, c0, start, beats)
 }
 
-/// One row's step of the max/min kernel over one block of columns: `best`/`at` take `v`/`r`
-/// where `v` beats them. Fixed-size arrays indexed by constants, copied to locals, so the compare
+/// The extreme values and their rows of columns `c0..c0 + W` over all rows of a sequence, read in
+/// memory order. Two buffers, read one and write the other, swapped per row: with one array
+/// updated in place LLVM turned the select into a masked store (`vmaskmovps`, slow on AMD) or,
+/// for slices of run-time length, a compare and branch per element.
+#[inline(always)]
+fn extreme_columns<T: Scalar, const W: usize>(
+    rows: &[T],
+    width: usize,
+    c0: usize,
+    start: usize,
+    beats: &impl Fn(T, T) -> bool,
+) -> ([T; W], [i32; W]) {
+    let mut best0: [T; W] = rows[c0..c0 + W].try_into().expect("W columns of the first row");
+    let mut best1 = best0;
+    let mut at0 = [start as i32; W];
+    let mut at1 = at0;
+    let (mut best, mut next_best, mut at, mut next_at) = (&mut best0, &mut best1, &mut at0, &mut at1);
+    for (k, row) in rows.chunks_exact(width).enumerate().skip(1) {
+        let v: &[T; W] = row[c0..c0 + W].try_into().expect("W columns of the row");
+        let r = (start + k) as i32;
+        for j in 0..W {
+            let take = beats(v[j], best[j]);
+            next_best[j] = if take { v[j] } else { best[j] };
+            next_at[j] = if take { r } else { at[j] };
+        }
+        std::mem::swap(&mut best, &mut next_best);
+        std::mem::swap(&mut at, &mut next_at);
+    }
+    (*best, *at)
+}
+
+/// Whether the CPU has AVX2: the library is built for baseline x86-64 (SSE2, where a blend is
+/// three instructions on 4 lanes); the max/min kernel also exists compiled for AVX2 (one
+/// `vblendvps` on 8 lanes).
+fn has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("avx2");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// The extreme values and their rows of columns `c0..c0 + SUM_BLOCK` over all rows of a sequence,
+/// in registers: fixed-size arrays indexed by constants, copied to locals per row, so the compare
 /// and both selects become vector compares and blends (over a slice of run-time length LLVM
 /// emitted a compare and a branch per element, which mispredicts whenever the extreme moves).
 #[inline(always)]
-fn extreme_step<T: Scalar>(
-    v: &[T; SUM_BLOCK],
-    best: &mut [T; SUM_BLOCK],
-    at: &mut [i32; SUM_BLOCK],
-    r: i32,
+fn extreme_block<T: Scalar>(
+    rows: &[T],
+    width: usize,
+    c0: usize,
+    start: usize,
     beats: &impl Fn(T, T) -> bool,
-) {
-    let (mut b, mut a) = (*best, *at);
-    for j in 0..SUM_BLOCK {
-        let take = beats(v[j], b[j]);
-        b[j] = if take { v[j] } else { b[j] };
-        a[j] = if take { r } else { a[j] };
+) -> ([T; SUM_BLOCK], [i32; SUM_BLOCK]) {
+    let mut best: [T; SUM_BLOCK] = rows[c0..c0 + SUM_BLOCK].try_into().expect("a block of the first row");
+    let mut at = [start as i32; SUM_BLOCK];
+    for (k, row) in rows.chunks_exact(width).enumerate().skip(1) {
+        let v: &[T; SUM_BLOCK] = row[c0..c0 + SUM_BLOCK].try_into().expect("a block of the row");
+        let r = (start + k) as i32;
+        let (mut b, mut a) = (best, at);
+        for j in 0..SUM_BLOCK {
+            let take = beats(v[j], b[j]);
+            b[j] = if take { v[j] } else { b[j] };
+            a[j] = if take { r } else { a[j] };
+        }
+        (best, at) = (b, a);
     }
-    (*best, *at) = (b, a);
+    (best, at)
 }

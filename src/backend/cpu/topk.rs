@@ -9,8 +9,8 @@ use crate::error::Result;
 
 /// Rows per parallel task: enough work to amortize the task's scratch buffer.
 const ROWS_PER_TASK: usize = 64;
-/// Elements checked at once before looking at any of them one by one.
-const BLOCK: usize = 64;
+/// Elements checked at once before looking at any of them one by one (one-pass scan).
+const ONE_PASS_BLOCK: usize = 64;
 
 /// Whether `a` ranks before `b` (equal values: the caller keeps scan order, so the smaller index
 /// wins). NaN ranks above every number: first when `LARGEST`, last otherwise.
@@ -52,10 +52,275 @@ fn insert<T: Scalar, const LARGEST: bool>(vals: &mut [T], idx: &mut [usize], n: 
     idx[pos] = i;
 }
 
+/// Elements per block of the threshold pass (see [`select_row`]).
+const BLOCK: usize = 64;
+/// Blocks per chunk of the threshold pass: their summaries live on the stack.
+const CHUNK_BLOCKS: usize = 128;
+/// The largest k that takes the threshold path.
+const THRESHOLD_MAX_K: usize = 16;
+/// At most this many bisection steps to find the bar of a chunk ([`kth_bar`]).
+const BISECTION_STEPS: usize = 12;
+/// Lanes of the threshold pass: 16 independent running bests per block, so the compiler keeps
+/// them in vector registers.
+const LANES: usize = 16;
+/// A mask with one bit per lane.
+const ALL_LANES: u32 = (1 << LANES) - 1;
+
 /// The best `vals.len()` entries of `row` (which must have at least that many), best first, with
 /// their column indices: descending (`LARGEST`) or ascending values, NaN above every number, equal
 /// values by smaller index.
+///
+/// For a small k over a long row (a beam over a vocabulary) the row is read in chunks of
+/// `CHUNK_BLOCKS` blocks of `BLOCK` elements. A first, vectorized pass over a chunk notes each
+/// block's best element and whether the chunk may hold a NaN. Without a NaN, the k-th best of the
+/// block bests, `t`, is the k-th best of k real elements, so no element ranking below `t` can be
+/// in the result, and a second pass visits, in index order, only the blocks whose best ranks at
+/// least `t` and offers their elements to the sorted buffer (a chunk with a NaN is scanned
+/// whole). With scores in random order a one-pass scan inserts about k ln(V / k) times, mostly in
+/// the first few thousand elements, each in a block it then scans element by element (0.08-0.16
+/// of a read of the logits for k = 10, V = 5000); with the threshold about k blocks are scanned.
 pub fn select_row<T: Scalar, const LARGEST: bool>(row: &[T], vals: &mut [T], idx: &mut [usize]) {
+    let k = vals.len();
+    if k == 0 {
+        return;
+    }
+    if k > THRESHOLD_MAX_K || row.len() < 4 * k * BLOCK {
+        select_row_one_pass::<T, LARGEST>(row, vals, idx)
+    } else if has_avx2() {
+        // SAFETY: the CPU has AVX2 (checked at run time).
+        unsafe { select_row_threshold_avx2::<T, LARGEST>(row, vals, idx) }
+    } else {
+        select_row_threshold::<T, LARGEST>(row, vals, idx)
+    }
+}
+
+/// Whether the CPU has AVX2: the library is built for baseline x86-64 (SSE2, 4 lanes of f32);
+/// the threshold selection also exists compiled for AVX2 (8 lanes), chosen at run time.
+fn has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("avx2");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// The threshold path of [`select_row`] (k <= `THRESHOLD_MAX_K`, at least 4k blocks).
+fn select_row_threshold<T: Scalar, const LARGEST: bool>(row: &[T], vals: &mut [T], idx: &mut [usize]) {
+    threshold_body::<T, LARGEST>(row, vals, idx)
+}
+
+/// [`select_row_threshold`] compiled with AVX2 enabled.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx2"))]
+unsafe fn select_row_threshold_avx2<T: Scalar, const LARGEST: bool>(row: &[T], vals: &mut [T], idx: &mut [usize]) {
+    threshold_body::<T, LARGEST>(row, vals, idx)
+}
+
+#[inline(always)]
+fn threshold_body<T: Scalar, const LARGEST: bool>(row: &[T], vals: &mut [T], idx: &mut [usize]) {
+    let k = vals.len();
+    let mut n = 0;
+    for (c, chunk) in row.chunks(CHUNK_BLOCKS * BLOCK).enumerate() {
+        let base = c * CHUNK_BLOCKS * BLOCK;
+        let mut best = [T::ZERO; CHUNK_BLOCKS];
+        let mut nan_lanes = [0u32; 8];
+        let blocks = chunk.chunks_exact(BLOCK);
+        let rest = blocks.remainder();
+        let nb = chunk.len() / BLOCK;
+        for (b, block) in best.iter_mut().zip(blocks) {
+            (*b, nan_lanes) = block_summary::<T, LARGEST>(block.try_into().expect("a whole block"), nan_lanes);
+        }
+        let nan = std::hint::black_box(nan_lanes).iter().fold(0, |x, &b| x | b) != 0;
+        // The bar an element must reach: one that k block bests reach, or, once the buffer is
+        // full, its last entry if that ranks higher. The first chunk has at least 4k blocks
+        // (checked above), so the buffer is full after it.
+        let mut t = if nb >= k && !nan { Some(kth_bar::<T, LARGEST>(&best[..nb], k)) } else { None };
+        if n == k {
+            let worst = vals[k - 1];
+            t = Some(match t {
+                Some(t) if beats::<T, LARGEST>(t, worst) => t,
+                _ => worst,
+            });
+        }
+        match t {
+            Some(t) if !nan => {
+                // Without a NaN in the chunk, a plain comparison decides; a NaN bar (the buffer's
+                // last entry) ranks above every number when LARGEST (no block), below otherwise.
+                #[allow(clippy::eq_op)]
+                let t_nan = t != t;
+                for (b, block) in chunk.chunks_exact(BLOCK).enumerate() {
+                    let visit = if t_nan { !LARGEST } else { !plain_better::<T, LARGEST>(t, best[b]) };
+                    if visit {
+                        scan::<T, LARGEST>(block, base + b * BLOCK, Some(t), vals, idx, &mut n);
+                    }
+                }
+                scan::<T, LARGEST>(rest, base + nb * BLOCK, Some(t), vals, idx, &mut n);
+            }
+            _ => scan::<T, LARGEST>(chunk, base, t, vals, idx, &mut n),
+        }
+    }
+    debug_assert_eq!(n, k);
+}
+
+/// A block's best element by plain comparison (a NaN in the block may or may not be it), and
+/// `nan_acc` or-ed with the block's NaN lanes (non-zero where the block may hold a NaN). The block as 8 groups of 8 lanes combined pairwise, lane by
+/// lane: a tree of vector selects (`maxps`) and of vector NaN compares (`cmpunordps`, which tests
+/// both operands) and ors, then one vector reduced to a value. Written so, with opaque values
+/// (`black_box`) between the lane trees and the final reductions, because LLVM otherwise matched
+/// the whole as one 64-element reduction and emitted it as scalar pairs and shuffles (3x the
+/// instructions), kept the NaN flags as bytes, or vectorized the caller's loop over blocks
+/// instead, four blocks at a time with scalar loads.
+#[inline(always)]
+fn block_summary<T: Scalar, const LARGEST: bool>(block: &[T; BLOCK], nan_acc: [u32; 8]) -> (T, [u32; 8]) {
+    let g = |i: usize| -> [T; 8] { block[i * 8..(i + 1) * 8].try_into().expect("8 groups of 8") };
+    let best = lanes_best::<T, LARGEST, 8>;
+    let m = best(best(best(g(0), g(1)), best(g(2), g(3))), best(best(g(4), g(5)), best(g(6), g(7))));
+    let or = |a: [u32; 8], b: [u32; 8]| -> [u32; 8] { std::array::from_fn(|j| a[j] | b[j]) };
+    let nan = or(or(lanes_nan(g(0), g(1)), lanes_nan(g(2), g(3))), or(lanes_nan(g(4), g(5)), lanes_nan(g(6), g(7))));
+    let m = std::hint::black_box(m);
+    let h: [T; 4] = lanes_best::<T, LARGEST, 4>(m[..4].try_into().expect("4"), m[4..].try_into().expect("4"));
+    let d: [T; 2] = lanes_best::<T, LARGEST, 2>(h[..2].try_into().expect("2"), h[2..].try_into().expect("2"));
+    (if plain_better::<T, LARGEST>(d[1], d[0]) { d[1] } else { d[0] }, or(nan_acc, nan))
+}
+
+/// Lane by lane, the better of `a` and `b` by plain comparison (`b` on a NaN in `a`).
+#[inline(always)]
+fn lanes_best<T: Scalar, const LARGEST: bool, const N: usize>(a: [T; N], b: [T; N]) -> [T; N] {
+    std::array::from_fn(|j| if plain_better::<T, LARGEST>(a[j], b[j]) { a[j] } else { b[j] })
+}
+
+/// Lane by lane, 1 where `a` or `b` is NaN.
+#[inline(always)]
+#[allow(clippy::eq_op)]
+fn lanes_nan<T: Scalar, const N: usize>(a: [T; N], b: [T; N]) -> [u32; N] {
+    std::array::from_fn(|j| ((a[j] != a[j]) as u32) | ((b[j] != b[j]) as u32))
+}
+
+/// `a` ranks before `b`, for numbers only (false for any NaN operand).
+#[inline(always)]
+fn plain_better<T: Scalar, const LARGEST: bool>(a: T, b: T) -> bool {
+    if LARGEST {
+        a > b
+    } else {
+        a < b
+    }
+}
+
+/// A bar that at least `k` of `values` (no NaN, `k <= values.len()`) reach, close to the k-th
+/// best of them: bisection between the worst and the best value, counting with one vectorized
+/// compare per step how many values reach the midpoint, until exactly k do, the interval cannot
+/// shrink, or `BISECTION_STEPS` steps. (An exact k-th best by sorted insertion cost a third of the
+/// whole selection: it mispredicted on most insertions, or, branch-free, was a long shuffle chain.)
+/// Any bar that k real elements reach is a valid bar: the result is the same, only the number of
+/// blocks visited afterwards depends on it. Inlined, so it is compiled for AVX2 with its caller.
+#[inline(always)]
+fn kth_bar<T: Scalar, const LARGEST: bool>(values: &[T], k: usize) -> T {
+    let reach = |bar: T| values.iter().fold(0usize, |n, &v| n + !plain_better::<T, LARGEST>(bar, v) as usize);
+    let (mut lo, mut hi) = values.iter().fold((values[0], values[0]), |(lo, hi), &v| {
+        (if plain_better::<T, LARGEST>(lo, v) { v } else { lo }, if plain_better::<T, LARGEST>(v, hi) { v } else { hi })
+    });
+    if reach(hi) >= k {
+        return hi;
+    }
+    for _ in 0..BISECTION_STEPS {
+        let mid = T::from_f64((lo.to_f64() + hi.to_f64()) / 2.0);
+        if !(plain_better::<T, LARGEST>(mid, lo) && plain_better::<T, LARGEST>(hi, mid)) {
+            break;
+        }
+        let n = reach(mid);
+        if n >= k {
+            lo = mid;
+            if n == k {
+                break;
+            }
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// Offers the elements of `part` (whose first is column `start`), in order, to the sorted buffer
+/// `vals`/`idx` holding `n` entries (see [`offer_one`]). Of each group of `LANES` elements, only
+/// those that may reach the bar (the last entry once the buffer is full, else `t`) are looked at,
+/// found with one vectorized compare that gives a bit mask.
+#[inline(always)]
+fn scan<T: Scalar, const LARGEST: bool>(
+    part: &[T],
+    start: usize,
+    t: Option<T>,
+    vals: &mut [T],
+    idx: &mut [usize],
+    n: &mut usize,
+) {
+    let k = vals.len();
+    let groups = part.chunks_exact(LANES);
+    let tail = groups.remainder();
+    let mut at = start;
+    for group in groups {
+        let group: &[T; LANES] = group.try_into().expect("a whole group");
+        let bar = if *n == k { Some(vals[k - 1]) } else { t };
+        let mut mask = bar.map_or(ALL_LANES, |bar| reach_mask::<T, LARGEST>(group, bar));
+        while mask != 0 {
+            let o = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            offer_one::<T, LARGEST>(group[o], at + o, t, vals, idx, n);
+        }
+        at += LANES;
+    }
+    for (o, &v) in tail.iter().enumerate() {
+        offer_one::<T, LARGEST>(v, at + o, t, vals, idx, n);
+    }
+}
+
+/// Bit `j` set where `group[j]` may reach `bar` ([`may_reach`]).
+#[inline(always)]
+fn reach_mask<T: Scalar, const LARGEST: bool>(group: &[T; LANES], bar: T) -> u32 {
+    let mut mask = 0u32;
+    for (j, &v) in group.iter().enumerate() {
+        mask |= (may_reach::<T, LARGEST>(v, bar) as u32) << j;
+    }
+    mask
+}
+
+/// Offers element `i` (value `v`) to the sorted buffer `vals`/`idx` holding `n` entries: while it
+/// is not full, it enters if it ranks at least `t` (always without a bar); once full, if it beats
+/// the last entry.
+#[inline(always)]
+fn offer_one<T: Scalar, const LARGEST: bool>(
+    v: T,
+    i: usize,
+    t: Option<T>,
+    vals: &mut [T],
+    idx: &mut [usize],
+    n: &mut usize,
+) {
+    let k = vals.len();
+    if *n < k {
+        if t.map_or(true, |t| !beats::<T, LARGEST>(t, v)) {
+            insert::<T, LARGEST>(vals, idx, *n, v, i);
+            *n += 1;
+        }
+    } else if beats::<T, LARGEST>(v, vals[k - 1]) {
+        insert::<T, LARGEST>(vals, idx, k - 1, v, i);
+    }
+}
+
+/// A superset of "`v` ranks at least `bar`" without NaN branches (true for any NaN operand).
+#[inline(always)]
+#[allow(clippy::neg_cmp_op_on_partial_ord)]
+fn may_reach<T: Scalar, const LARGEST: bool>(v: T, bar: T) -> bool {
+    if LARGEST {
+        !(v < bar)
+    } else {
+        !(v > bar)
+    }
+}
+
+/// [`select_row`] in one pass: the buffer starts with the first k elements, and blocks of the
+/// rest that cannot enter are rejected with one branch-free comparison against its last entry.
+fn select_row_one_pass<T: Scalar, const LARGEST: bool>(row: &[T], vals: &mut [T], idx: &mut [usize]) {
     let k = vals.len();
     if k == 0 {
         return;
@@ -75,11 +340,11 @@ pub fn select_row<T: Scalar, const LARGEST: bool>(row: &[T], vals: &mut [T], idx
         }
     };
     let rest = &row[k..];
-    let mut blocks = rest.chunks_exact(BLOCK);
+    let mut blocks = rest.chunks_exact(ONE_PASS_BLOCK);
     let mut start = k;
     for block in &mut blocks {
         visit(start, block, &mut worst);
-        start += BLOCK;
+        start += ONE_PASS_BLOCK;
     }
     visit(start, blocks.remainder(), &mut worst);
 }
