@@ -46,14 +46,6 @@ fn append_unit(levels: &[Vec<usize>], unit: usize, out: &mut [Vec<usize>]) -> Ra
     start..end
 }
 
-/// The host place of the named inputs, or `Unsupported` (for the ops without a CUDA kernel yet).
-fn host(inputs: &[(&str, &Tensor)]) -> Result<()> {
-    match common_place(inputs)? {
-        Place::Cpu => Ok(()),
-        other => Err(err!(Unsupported, "{}: is on {other}; this operation runs on the CPU only", inputs[0].0)),
-    }
-}
-
 fn lod_of(levels: Vec<Vec<usize>>) -> Result<Lod> {
     if levels.is_empty() {
         Ok(Lod::empty())
@@ -175,7 +167,8 @@ pub fn array_to_lod_tensor(array: &TensorArray, table: &RankTable) -> Result<LoD
         );
         tensors.push(("array", t));
     }
-    host(&tensors)?;
+    let place = common_place(&tensors)?;
+    place.ensure_usable()?;
     let steps = table.max_sequence_len();
     ensure!(
         steps <= elements.len(),
@@ -210,10 +203,18 @@ pub fn array_to_lod_tensor(array: &TensorArray, table: &RankTable) -> Result<LoD
             blocks.push((x, append_unit(e.lod().levels(), pos, &mut levels)));
         }
     }
-    let srcs = elements.iter().map(|e| e.tensor().bytes()).collect::<Result<Vec<&[u8]>>>()?;
     let total: usize = blocks.iter().map(|(_, r)| r.len()).sum();
-    let mut out = Tensor::zeros(first.tensor().dtype(), first.dims().with_rows(total)?)?;
-    gather_blocks(&srcs, first.tensor().row_bytes(), &blocks, out.bytes_mut()?)?;
+    let (dtype, dims, row_bytes) = (first.tensor().dtype(), first.dims().with_rows(total)?, first.tensor().row_bytes());
+    let out = if let Place::Cuda(_) = place {
+        // One launch over a table of the elements' device addresses.
+        let srcs: Vec<&Tensor> = elements.iter().map(|e| e.tensor()).collect();
+        crate::backend::cuda::gather_sources(&srcs, row_bytes, &blocks, dtype, dims)?
+    } else {
+        let srcs = elements.iter().map(|e| e.tensor().bytes()).collect::<Result<Vec<&[u8]>>>()?;
+        let mut out = Tensor::zeros(dtype, dims)?;
+        gather_blocks(&srcs, row_bytes, &blocks, out.bytes_mut()?)?;
+        out
+    };
     let mut lod = table.coarse_lod().to_vec();
     lod.push(rank_level);
     lod.extend(levels);
@@ -325,7 +326,8 @@ pub fn tensor_array_to_tensor(array: &TensorArray, axis: i64, use_stack: bool) -
         sizes.push(if axis < ndim { d[axis] } else { 1 });
         inputs.push(("array", e.tensor()));
     }
-    host(&inputs)?;
+    let place = common_place(&inputs)?;
+    place.ensure_usable()?;
     let mut out_dims = dims0.to_vec();
     if use_stack {
         out_dims.insert(axis, elements.len());
@@ -339,8 +341,15 @@ pub fn tensor_array_to_tensor(array: &TensorArray, axis: i64, use_stack: bool) -
     let outer: usize = dims0[..axis].iter().product();
     let inner: Vec<usize> =
         elements.iter().map(|e| e.dims().as_slice()[axis..].iter().product::<usize>() * esize).collect();
+    let (dtype, dims) = (first.tensor().dtype(), Dim::new(&out_dims)?);
+    if let Place::Cuda(_) = place {
+        // One launch over a table of the elements' device addresses.
+        let srcs: Vec<&Tensor> = elements.iter().map(|e| e.tensor()).collect();
+        let out = crate::backend::cuda::concat_outer(&srcs, &inner, outer, dtype, dims)?;
+        return Ok((LoDTensor::dense(out), sizes));
+    }
     let srcs = elements.iter().map(|e| e.tensor().bytes()).collect::<Result<Vec<&[u8]>>>()?;
-    let mut out = Tensor::zeros(first.tensor().dtype(), Dim::new(&out_dims)?)?;
+    let mut out = Tensor::zeros(dtype, dims)?;
     concat_outer(&srcs, &inner, outer, out.bytes_mut()?)?;
     Ok((LoDTensor::dense(out), sizes))
 }
@@ -351,13 +360,19 @@ pub fn unstack(x: &LoDTensor, axis: i64) -> Result<TensorArray> {
     let dims = x.dims().as_slice();
     ensure!(!dims.is_empty(), InvalidArgument, "x: is 0-d; there is no axis to unstack along");
     let axis = normalize_axis(axis, dims.len(), &format!("unstacking a {}-d tensor", dims.len()))?;
-    host(&[("x", x.tensor())])?;
+    let place = common_place(&[("x", x.tensor())])?;
+    place.ensure_usable()?;
     let n = dims[axis];
     let outer: usize = dims[..axis].iter().product();
     let inner_bytes = dims[axis + 1..].iter().product::<usize>() * x.tensor().dtype().size();
     let mut part_dims = dims.to_vec();
     part_dims.remove(axis);
     let part_dims = Dim::new(&part_dims)?;
+    if let Place::Cuda(_) = place {
+        // All parts in one launch over a table of their device addresses.
+        let parts = crate::backend::cuda::split_outer(x.tensor(), inner_bytes, n, outer, part_dims)?;
+        return Ok(TensorArray::from_vec(parts.into_iter().map(LoDTensor::dense).collect()));
+    }
     let src = x.tensor().bytes()?;
     let mut ranges = Vec::with_capacity(outer);
     let mut items = Vec::with_capacity(n);

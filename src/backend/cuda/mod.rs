@@ -46,3 +46,11 @@ pub const KERNEL_SOURCES: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/
 pub fn compile_ptx(arch: &str) -> crate::error::Result<Vec<(&'static str, usize)>> {
     KERNEL_SOURCES.iter().map(|&(name, src)| Ok((name, driver::ptx_of(name, src, arch)?.len()))).collect()
 }
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+mod beam;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+mod tensor_array;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+pub use beam::{beam_step, fused_step, gather_tree, sum_f32, top_k, DeviceStep};
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+pub use tensor_array::{concat_outer, gather_sources, split_outer};
