@@ -52,3 +52,4 @@ pub use ops::beam_search::{beam_search_fused_step, beam_search_gather_state, bea
 pub use ops::beam_search_decode::{beam_search_decode, beam_search_gather_tree};
 pub use ops::topk::top_k;
 pub use ops::transfer::{cuda_device_count, synchronize, to_place};
+pub use decoder::TensorStepFn;
