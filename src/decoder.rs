@@ -4,14 +4,14 @@
 //! the fused step, keeps the selected ids and scores in TensorArrays, and at the end backtracks
 //! them into sentences (`beam_search_decode`), ranked with an optional length penalty.
 
+use crate::dtype::{dispatch_dtype, Scalar};
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;
 use crate::lod_tensor::LoDTensor;
-use crate::dtype::{dispatch_dtype, Scalar};
 use crate::ops::beam_search::{fused_step_on_slices, BeamSearchStep};
+use crate::ops::beam_search_decode::beam_search_decode;
 use crate::ops::transfer::to_place;
 use crate::place::Place;
-use crate::ops::beam_search_decode::beam_search_decode;
 use crate::tensor::Tensor;
 use crate::tensor_array::TensorArray;
 

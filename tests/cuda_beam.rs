@@ -11,10 +11,9 @@ mod common;
 use common::Rng;
 use half::{bf16, f16};
 use lodtensor::{
-    array_to_lod_tensor, beam_search_decode, beam_search_fused_step, beam_search_gather_state,
-    beam_search_gather_tree, beam_search_step, cuda_device_count, shrink_rnn_memory, tensor_array_to_tensor, to_place,
-    top_k, unstack, DType, Decoder, DecoderOptions, Dim, Element, Error, LoDTensor, Lod, Place, RankTable, Tensor,
-    TensorArray,
+    array_to_lod_tensor, beam_search_decode, beam_search_fused_step, beam_search_gather_state, beam_search_gather_tree,
+    beam_search_step, cuda_device_count, shrink_rnn_memory, tensor_array_to_tensor, to_place, top_k, unstack, DType,
+    Decoder, DecoderOptions, Dim, Element, Error, LoDTensor, Lod, Place, RankTable, Tensor, TensorArray,
 };
 
 const GPU: Place = Place::Cuda(0);
@@ -107,7 +106,8 @@ fn gpu_top_k_equals_cpu() {
         return;
     }
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let dtypes = [DType::U8, DType::I8, DType::I16, DType::I32, DType::I64, DType::F16, DType::BF16, DType::F32, DType::F64];
+    let dtypes =
+        [DType::U8, DType::I8, DType::I16, DType::I32, DType::I64, DType::F16, DType::BF16, DType::F32, DType::F64];
     for case in 0..36 {
         let dtype = dtypes[case % dtypes.len()];
         let width = [1usize, 3, 17, 100, 700, 130][rng.below(6)];
@@ -179,7 +179,11 @@ fn prefixes(rng: &mut Rng, sources: usize, end_id: i64, two_levels: bool) -> Pre
 fn assert_step_same(got: &lodtensor::BeamSearchStep, want: &lodtensor::BeamSearchStep, what: &str) {
     assert_same(&got.selected_ids, &want.selected_ids, &format!("{what}: selected_ids"));
     assert_same(&got.selected_scores, &want.selected_scores, &format!("{what}: selected_scores"));
-    assert_same(&LoDTensor::dense(got.parent_idx.clone()), &LoDTensor::dense(want.parent_idx.clone()), &format!("{what}: parent_idx"));
+    assert_same(
+        &LoDTensor::dense(got.parent_idx.clone()),
+        &LoDTensor::dense(want.parent_idx.clone()),
+        &format!("{what}: parent_idx"),
+    );
 }
 
 #[test]
@@ -198,8 +202,13 @@ fn gpu_fused_step_equals_cpu() {
         let lp = tie_heavy(&mut rng, p.rows * vocab);
         let log_probs = LoDTensor::dense(tensor_of(dtype, &lp, &[p.rows, vocab]));
         let want = beam_search_fused_step(&p.pre_ids, &p.pre_scores, &log_probs, beam, end_id).unwrap();
-        let got = beam_search_fused_step(&dev(&p.pre_ids), &dev(&p.pre_scores), &dev(&log_probs), beam, end_id).unwrap();
-        assert_step_same(&got, &want, &format!("case {case}: {dtype}, {sources} sources, {} rows, V {vocab}, beam {beam}", p.rows));
+        let got =
+            beam_search_fused_step(&dev(&p.pre_ids), &dev(&p.pre_scores), &dev(&log_probs), beam, end_id).unwrap();
+        assert_step_same(
+            &got,
+            &want,
+            &format!("case {case}: {dtype}, {sources} sources, {} rows, V {vocab}, beam {beam}", p.rows),
+        );
     }
 }
 
@@ -260,13 +269,27 @@ fn gpu_beam_step_equals_cpu() {
         assert_same(&got.selected_ids, &want.selected_ids, &what);
         assert_same(&LoDTensor::dense(got.parent_idx.clone()), &LoDTensor::dense(want.parent_idx.clone()), &what);
         let g = to_place(&got.selected_scores, Place::Cpu).unwrap();
-        let close = |a: f64, b: f64, ulp: f64| a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= 2.0 * ulp * a.abs().max(b.abs());
+        let close = |a: f64, b: f64, ulp: f64| {
+            a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= 2.0 * ulp * a.abs().max(b.abs())
+        };
         if f64_scores {
-            for (a, b) in g.tensor().as_slice::<f64>().unwrap().iter().zip(want.selected_scores.tensor().as_slice::<f64>().unwrap()) {
+            for (a, b) in g
+                .tensor()
+                .as_slice::<f64>()
+                .unwrap()
+                .iter()
+                .zip(want.selected_scores.tensor().as_slice::<f64>().unwrap())
+            {
                 assert!(close(*a, *b, f64::EPSILON), "{what}: {a} vs {b}");
             }
         } else {
-            for (a, b) in g.tensor().as_slice::<f32>().unwrap().iter().zip(want.selected_scores.tensor().as_slice::<f32>().unwrap()) {
+            for (a, b) in g
+                .tensor()
+                .as_slice::<f32>()
+                .unwrap()
+                .iter()
+                .zip(want.selected_scores.tensor().as_slice::<f32>().unwrap())
+            {
                 assert!(close(*a as f64, *b as f64, f32::EPSILON as f64), "{what}: {a} vs {b}");
             }
         }
@@ -374,8 +397,14 @@ fn gpu_gather_tree_equals_cpu() {
                 bad[rng.below(n)] = if rng.below(2) == 0 { -1 } else { beam as i64 };
                 let b = conv(&bad);
                 match beam_search_gather_tree(&i, &b) {
-                    Ok(w) => assert_same(&beam_search_gather_tree(&dev(&i), &dev(&b)).unwrap(), &w, "unvisited bad parent"),
-                    Err(_) => same_error(beam_search_gather_tree(&dev(&i), &dev(&b)), beam_search_gather_tree(&i, &b), "bad parent"),
+                    Ok(w) => {
+                        assert_same(&beam_search_gather_tree(&dev(&i), &dev(&b)).unwrap(), &w, "unvisited bad parent")
+                    }
+                    Err(_) => same_error(
+                        beam_search_gather_tree(&dev(&i), &dev(&b)),
+                        beam_search_gather_tree(&i, &b),
+                        "bad parent",
+                    ),
                 }
             }
         }
@@ -387,7 +416,8 @@ fn decode_inputs(rng: &mut Rng, sources: usize, beam: usize, steps: usize, end_i
     let vocab = 6;
     let identity: Vec<usize> = (0..=sources).collect();
     let lod = Lod::from_offsets(vec![identity.clone(), identity]).unwrap();
-    let mut pre_ids = LoDTensor::new(Tensor::from_slice(&vec![0i64; sources], &[sources, 1]).unwrap(), lod.clone()).unwrap();
+    let mut pre_ids =
+        LoDTensor::new(Tensor::from_slice(&vec![0i64; sources], &[sources, 1]).unwrap(), lod.clone()).unwrap();
     let mut pre_scores = LoDTensor::new(Tensor::from_slice(&vec![0f32; sources], &[sources, 1]).unwrap(), lod).unwrap();
     let (mut ids, mut scores) = (TensorArray::new(), TensorArray::new());
     ids.push(pre_ids.clone());
@@ -519,7 +549,8 @@ fn gpu_concat_stack_unstack_equal_cpu() {
         let dims: Vec<usize> = (0..ndim).map(|_| rng.below(5)).collect();
         let n = 1 + rng.below(5);
         let use_stack = rng.below(2) == 0;
-        let axis = rng.below(ndim + use_stack as usize) as i64 - if rng.below(3) == 0 { (ndim + use_stack as usize) as i64 } else { 0 };
+        let axis = rng.below(ndim + use_stack as usize) as i64
+            - if rng.below(3) == 0 { (ndim + use_stack as usize) as i64 } else { 0 };
         let concat_axis = if axis < 0 { axis + ndim as i64 + use_stack as i64 } else { axis } as usize;
         let items: Vec<LoDTensor> = (0..n)
             .map(|_| {
@@ -602,7 +633,9 @@ fn gpu_decoder_equals_cpu() {
             let mut out = vec![0f32; info.ids.len() * v];
             for (r, row) in out.chunks_exact_mut(v).enumerate() {
                 for (j, x) in row.iter_mut().enumerate() {
-                    let h = (info.ids[r] as usize * 7 + info.parent_idx[r] as usize * 3 + j * 5 + info.step * 11 + case) % 13;
+                    let h =
+                        (info.ids[r] as usize * 7 + info.parent_idx[r] as usize * 3 + j * 5 + info.step * 11 + case)
+                            % 13;
                     *x = -(h as f32) / 2.0;
                 }
             }

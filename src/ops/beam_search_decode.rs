@@ -103,7 +103,8 @@ pub fn beam_search_decode(
     let (ids, scores) = (ids.as_slice(), scores.as_slice());
     let mut place = Place::Cpu;
     for (t, (i, s)) in ids.iter().zip(scores).enumerate() {
-        let p = common_place(&[("ids", i.tensor()), ("scores", s.tensor())]).map_err(|e| err!(InvalidArgument, "step {t}: {e}"))?;
+        let p = common_place(&[("ids", i.tensor()), ("scores", s.tensor())])
+            .map_err(|e| err!(InvalidArgument, "step {t}: {e}"))?;
         if t == 0 {
             place = p;
             place.ensure_usable()?;

@@ -132,7 +132,8 @@ pub fn lod_tensor_to_array(x: &LoDTensor, table: &RankTable) -> Result<TensorArr
 /// (`dims[1..]`) and number of LoD levels; no item is longer than the array; element `t` (for `t`
 /// below the longest length) holds exactly one unit (top-level sequence, or row without LoD) per
 /// sequence alive at step `t` (Our rule: Paddle reads past or ignores mismatches). Elements from
-/// the longest length on are not read. 1-D elements give a 1-D result (Our rule).
+/// the longest length on are not read. 1-D elements give a 1-D result (Our rule). On a CUDA device
+/// the row blocks of all elements move in one launch over an uploaded table of their addresses.
 pub fn array_to_lod_tensor(array: &TensorArray, table: &RankTable) -> Result<LoDTensor> {
     let elements = array.as_slice();
     let first = elements.first().ok_or_else(|| {
@@ -225,7 +226,8 @@ pub fn array_to_lod_tensor(array: &TensorArray, table: &RankTable) -> Result<LoD
 /// `x`, `n` = the number of table sequences longer than `step` (x is in rank order). With a LoD the
 /// units are top-level sequences (all nested levels kept, re-based), and `x` must have at least
 /// `n` of them (Our rule: InvalidArgument, where Paddle falls back to rows); without one they are
-/// rows. `n == 0` gives a 0-row tensor without LoD (Our rule). Shares `x`'s memory (no copy).
+/// rows. `n == 0` gives a 0-row tensor without LoD (Our rule). Shares `x`'s memory (no copy; any
+/// place).
 pub fn shrink_rnn_memory(x: &LoDTensor, table: &RankTable, step: usize) -> Result<LoDTensor> {
     let n = table.alive_at(step);
     let have = units(x, "x")?;
@@ -292,7 +294,8 @@ fn normalize_axis(axis: i64, n: usize, what: &str) -> Result<usize> {
 /// along `axis` (`OutIndex`). A negative axis counts from the end (Our rule: Paddle does not
 /// normalise it for `OutIndex`): concat takes `axis` in `[-ndim, ndim)`, stack in
 /// `[-(ndim+1), ndim]`. Concat needs equal dims except along `axis`; stack needs equal dims; both
-/// need one dtype and place. When stacking at `axis == ndim` the sizes are 1.
+/// need one dtype and place. When stacking at `axis == ndim` the sizes are 1. On a CUDA device all
+/// elements move in one launch over an uploaded table of their addresses.
 pub fn tensor_array_to_tensor(array: &TensorArray, axis: i64, use_stack: bool) -> Result<(LoDTensor, Vec<usize>)> {
     let elements = array.as_slice();
     let first = elements
@@ -355,7 +358,8 @@ pub fn tensor_array_to_tensor(array: &TensorArray, axis: i64, use_stack: bool) -
 }
 
 /// Splits `x` along `axis` (in `[-ndim, ndim)`) into `dims[axis]` tensors of `x`'s dims without
-/// that axis (the inverse of stacking); `x`'s LoD is dropped. Each element has its own memory.
+/// that axis (the inverse of stacking); `x`'s LoD is dropped. Each element has its own memory (on
+/// a CUDA device: all filled by one launch over a table of their addresses).
 pub fn unstack(x: &LoDTensor, axis: i64) -> Result<TensorArray> {
     let dims = x.dims().as_slice();
     ensure!(!dims.is_empty(), InvalidArgument, "x: is 0-d; there is no axis to unstack along");

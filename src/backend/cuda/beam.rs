@@ -41,7 +41,14 @@ fn u32_of(v: usize, what: &str) -> Result<u32> {
 /// `top_k` of every row (`rows` x `width`, `1 <= k <= width`) of device tensor `x`: values (x's
 /// dtype) and int64 columns, both of `out_dims`. One block per row; k above 64 costs
 /// `ceil(k / 64)` reads of the row (one per pass of 64), with no upper bound.
-pub fn top_k(x: &Tensor, rows: usize, width: usize, k: usize, largest: bool, out_dims: Dim) -> Result<(Tensor, Tensor)> {
+pub fn top_k(
+    x: &Tensor,
+    rows: usize,
+    width: usize,
+    k: usize,
+    largest: bool,
+    out_dims: Dim,
+) -> Result<(Tensor, Tensor)> {
     let d = device_of(x, "top_k")?;
     let mut values = new_tensor(&d, x.dtype(), out_dims)?;
     let mut indices = new_tensor(&d, DType::I64, out_dims)?;

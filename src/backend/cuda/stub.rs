@@ -57,7 +57,14 @@ pub fn gather_row_ranges(src: &Tensor, _row_bytes: usize, _ranges: &[Range<usize
 pub type DeviceStep = (Tensor, Tensor, Tensor, Vec<usize>);
 
 /// `top_k` of a device tensor.
-pub fn top_k(x: &Tensor, _rows: usize, _width: usize, _k: usize, _largest: bool, _dims: Dim) -> Result<(Tensor, Tensor)> {
+pub fn top_k(
+    x: &Tensor,
+    _rows: usize,
+    _width: usize,
+    _k: usize,
+    _largest: bool,
+    _dims: Dim,
+) -> Result<(Tensor, Tensor)> {
     Err(copy_to_host(x).err().unwrap_or_else(|| missing("top_k")))
 }
 
@@ -93,7 +100,13 @@ pub fn beam_step(
 }
 
 /// gather_tree on a device.
-pub fn gather_tree(_ids: &Tensor, _parents: &Tensor, _steps: usize, _batch: usize, _beam: usize) -> Result<Option<Tensor>> {
+pub fn gather_tree(
+    _ids: &Tensor,
+    _parents: &Tensor,
+    _steps: usize,
+    _batch: usize,
+    _beam: usize,
+) -> Result<Option<Tensor>> {
     Err(missing("beam_search_gather_tree"))
 }
 

@@ -76,7 +76,14 @@ pub fn gather_sources(
 
 /// Launches the pieces kernel: `whole` is `outer` rows; piece `p` (at `pieces[p]`) owns
 /// `piece_bytes[p]` bytes of each row, after the pieces before it.
-fn pieces(d: &Arc<Device>, pieces: &[u64], piece_bytes: &[usize], whole: u64, outer: usize, to_whole: bool) -> Result<()> {
+fn pieces(
+    d: &Arc<Device>,
+    pieces: &[u64],
+    piece_bytes: &[usize],
+    whole: u64,
+    outer: usize,
+    to_whole: bool,
+) -> Result<()> {
     let whole_bytes: usize = piece_bytes.iter().sum();
     if whole_bytes == 0 || outer == 0 {
         return Ok(());
