@@ -192,7 +192,7 @@ static void test_steps(void) {
 static void test_gather_tree_and_decode(void) {
     /* [T=3, B=2, beam=2] */
     const int32_t ids[12] = {2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4}, par[12] = {0, 0, 1, 0, 1, 0, 0, 1, 1, 1, 0, 0};
-    const int32_t bad[12] = {0, 0, 1, 0, 1, 0, 0, 2, 1, 1, 0, 0};
+    const int32_t bad[12] = {0, 0, 1, 0, 1, 0, 2, 1, 1, 1, 0, 0};
     const int64_t dims[3] = {3, 2, 2};
     lodtensor_t *it = mk(I32, dims, 3, ids, NULL, 0, NULL, 0), *pt = mk(I32, dims, 3, par, NULL, 0, NULL, 0);
     lodtensor_t *bt = mk(I32, dims, 3, bad, NULL, 0, NULL, 0);
