@@ -338,9 +338,14 @@ fn gpu_beam_step_errors_and_places() {
         Err(Error::InvalidArgument(m)) => assert!(m.contains("cuda:0") && m.contains("cpu"), "{m}"),
         other => panic!("{other:?}"),
     }
-    match top_k(&to_place(&lp, Place::Cuda(1)).map_or_else(|_| dev(&lp), |t| t), 1, true) {
-        Ok(_) => {}
-        Err(e) => panic!("{e:?}"),
+    // A second device: its results stay there.
+    if cuda_device_count().unwrap() > 1 {
+        let (v, _) = top_k(&to_place(&lp, Place::Cuda(1)).unwrap(), 2, true).unwrap();
+        assert_eq!(v.tensor().place(), Place::Cuda(1));
+        assert_eq!(
+            to_place(&v, Place::Cpu).unwrap().tensor().bytes().unwrap(),
+            top_k(&lp, 2, true).unwrap().0.tensor().bytes().unwrap()
+        );
     }
 }
 
