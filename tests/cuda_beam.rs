@@ -721,3 +721,66 @@ fn gpu_fused_step_speed() {
         step / read
     );
 }
+
+/// The multi-tensor moves (pack, concat along axis 0 and 1, unstack, gather_state) against a
+/// device copy of the same bytes, measured in the same run. Ignored in the normal run;
+/// scripts/test-gpu.sh runs it (`-- --ignored --nocapture gpu_tensor_array_bandwidth`).
+#[test]
+#[ignore]
+fn gpu_tensor_array_bandwidth() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let time = |f: &dyn Fn()| {
+        (0..5)
+            .map(|_| {
+                lodtensor::synchronize(GPU).unwrap();
+                let t = std::time::Instant::now();
+                f();
+                lodtensor::synchronize(GPU).unwrap();
+                t.elapsed().as_secs_f64()
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    let report = |what: &str, bytes: f64, op: f64, copy: f64| {
+        eprintln!(
+            "{what} ({} MiB): copy {:.0} GB/s, op {:.0} GB/s = {:.0}% of copy",
+            (bytes / 2.0) as usize >> 20,
+            bytes / copy / 1e9,
+            bytes / op / 1e9,
+            100.0 * copy / op
+        );
+    };
+    // 4096 sequences of 1..=64 rows of 256 float32: pack of the unpacked steps.
+    let lengths: Vec<usize> = (0..4096).map(|i| 1 + (i * 37) % 64).collect();
+    let rows: usize = lengths.iter().sum();
+    let x = LoDTensor::new(
+        Tensor::zeros(DType::F32, Dim::new(&[rows, 256]).unwrap()).unwrap(),
+        Lod::from_lengths(&[lengths]).unwrap(),
+    )
+    .unwrap();
+    let xd = dev(&x);
+    let table = RankTable::from_lod_tensor(&x, 0).unwrap();
+    let steps = lodtensor::lod_tensor_to_array(&xd, &table).unwrap();
+    let bytes = 2.0 * xd.tensor().nbytes() as f64;
+    let copy = time(&|| drop(to_place(&xd, GPU).unwrap()));
+    report("pack", bytes, time(&|| drop(array_to_lod_tensor(&steps, &table).unwrap())), copy);
+    // 8 pieces of [4096, 1024] float32: concat along 0 and 1, and unstack along 1 of the stack.
+    let pieces: Vec<LoDTensor> = (0..8)
+        .map(|_| dev(&LoDTensor::dense(Tensor::zeros(DType::F32, Dim::new(&[4096, 1024]).unwrap()).unwrap())))
+        .collect();
+    let array = TensorArray::from_vec(pieces);
+    let whole = tensor_array_to_tensor(&array, 0, true).unwrap().0;
+    let bytes = 2.0 * whole.tensor().nbytes() as f64;
+    let copy = time(&|| drop(to_place(&whole, GPU).unwrap()));
+    report("concat axis 0", bytes, time(&|| drop(tensor_array_to_tensor(&array, 0, false).unwrap())), copy);
+    report("concat axis 1", bytes, time(&|| drop(tensor_array_to_tensor(&array, 1, false).unwrap())), copy);
+    report("unstack axis 1", bytes, time(&|| drop(unstack(&whole, 1).unwrap())), copy);
+    // gather_state: 64 x 5 prefixes of a [320, 65536] float32 state by reversed parents.
+    let state = dev(&LoDTensor::dense(Tensor::zeros(DType::F32, Dim::new(&[320, 65536]).unwrap()).unwrap()));
+    let parents: Vec<i32> = (0..320).rev().collect();
+    let parents = dev(&LoDTensor::dense(Tensor::from_slice(&parents, &[320]).unwrap()));
+    let bytes = 2.0 * state.tensor().nbytes() as f64;
+    let copy = time(&|| drop(to_place(&state, GPU).unwrap()));
+    report("gather_state", bytes, time(&|| drop(beam_search_gather_state(&state, &parents).unwrap())), copy);
+}
