@@ -53,6 +53,11 @@ fn emulator(out: &Path, kernels: &Path, files: &[PathBuf]) {
             f.display()
         );
     }
+    tu += &format!(
+        "namespace lodtensor_emulator_selftest {{\n#include {:?}\n#include {:?}\n}}\n",
+        kernels.join("common.cuh").display(),
+        emu.join("selftest.cu").display()
+    );
     tu += &format!("#include {:?}\n", emu.join("launch.cpp").display());
     let src = out.join("emulator.cpp");
     std::fs::write(&src, tu).expect("writing emulator.cpp");

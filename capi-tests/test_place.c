@@ -88,10 +88,12 @@ static void test_with_cuda(size_t count) {
     }
     /* sequence_expand_as on the device: row r of x repeated y_lengths[r] times. */
     if (CHECK_OK(fx_make_f32(7, 1, LODTENSOR_LOD_LENGTHS, y_sizes, 1, y_lengths, 5, &y)) && d != NULL) {
-        lodtensor_t *dense = NULL;
-        if (CHECK_OK(lodtensor_to_place(x, fx_place(LODTENSOR_DEVICE_CUDA, 0), &dense))) {
+        lodtensor_t *dense = NULL, *yd = NULL; /* the inputs of an op share its place */
+        if (CHECK_OK(lodtensor_to_place(x, fx_place(LODTENSOR_DEVICE_CUDA, 0), &dense)) &&
+            CHECK_OK(lodtensor_to_place(y, fx_place(LODTENSOR_DEVICE_CUDA, 0), &yd))) {
             CHECK_OK(lodtensor_clear_lod(dense));
-            if (CHECK_OK(sequence_expand_as(dense, y, &e)) && CHECK_OK(lodtensor_to_place(e, fx_cpu(), &eh))) {
+            CHECK_STATUS_MSG(sequence_expand_as(dense, y, &e), LODTENSOR_INVALID_ARGUMENT, "cuda:0");
+            if (CHECK_OK(sequence_expand_as(dense, yd, &e)) && CHECK_OK(lodtensor_to_place(e, fx_cpu(), &eh))) {
                 const void *data = NULL;
                 CHECK_OK(lodtensor_data(eh, &data));
                 for (i = 0; data != NULL && i < 7 * WIDTH; ++i) {
@@ -99,6 +101,7 @@ static void test_with_cuda(size_t count) {
                 }
             }
         }
+        lodtensor_destroy(yd);
         lodtensor_destroy(dense);
     }
     lodtensor_destroy(eh);

@@ -438,11 +438,13 @@ lodtensor_status_t lodtensor_from_buffer(struct lodtensor_place_t place, struct 
 
 // Rows `x[index[0]], x[index[1]], ...` as a new tensor of dims `[K, x.dims[1..]]` without LoD.
 // `index` is an int32 or int64 tensor of dims `[K]` or `[K, 1]`; `x` is any dtype, rank >= 1.
+// Runs on the inputs' place (the CPU or one CUDA device, where `index` is copied to the host to
+// be checked); `*out` is on that place.
 //
 // Returns LODTENSOR_NULL_ARGUMENT (`x`, `index`, `out`), LODTENSOR_INVALID_ARGUMENT (0-d `x`,
-// `index` not `[K]` or `[K, 1]`), LODTENSOR_OUT_OF_RANGE (an index < 0 or >= the rows of `x`;
-// the message names its position), LODTENSOR_UNSUPPORTED (`index` not int32/int64, not on the
-// host), LODTENSOR_OUT_OF_MEMORY.
+// `index` not `[K]` or `[K, 1]`, `x` and `index` on different places), LODTENSOR_OUT_OF_RANGE
+// (an index < 0 or >= the rows of `x`; the message names its position), LODTENSOR_UNSUPPORTED
+// (`index` not int32/int64, a CUDA place this build cannot use), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t lodtensor_gather_rows(const struct lodtensor_t *x, const struct lodtensor_t *index, struct lodtensor_t **out);
 
 // The message of the last failed call on the calling thread: which argument broke which rule.
@@ -637,12 +639,13 @@ lodtensor_status_t rank_table_size(const struct rank_table_t *table, size_t *out
 // the same number of level-0 sequences, the same dtype (any) and the same row width (product of
 // `dims[1..]`); the output takes `xs[0]`'s trailing dims and has one LoD level whose sequence
 // lengths are the sums of the inputs' row counts. Level 0 is read as absolute rows, so
-// multi-level inputs work too (Paddle reads its offsets as rows). `*out` is a new tensor.
+// multi-level inputs work too (Paddle reads its offsets as rows). `*out` is a new tensor on the
+// inputs' place (the CPU or one CUDA device).
 //
 // Returns LODTENSOR_NULL_ARGUMENT (`xs`, any `xs[i]`, `out`), LODTENSOR_INVALID_ARGUMENT
-// (`count` < 2, dtype or row width differing from `xs[0]`'s), LODTENSOR_INVALID_LOD (an input
-// without LoD, or with a different number of sequences), LODTENSOR_UNSUPPORTED (not on the
-// host), LODTENSOR_OUT_OF_MEMORY.
+// (`count` < 2, dtype or row width differing from `xs[0]`'s, inputs on different places),
+// LODTENSOR_INVALID_LOD (an input without LoD, or with a different number of sequences),
+// LODTENSOR_UNSUPPORTED (a CUDA place this build cannot use), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t sequence_concat(const struct lodtensor_t *const *xs, size_t count, struct lodtensor_t **out);
 
 // Paddle's `sequence_conv`: for each row `r` of `x` (`[T, N]`, exactly one LoD level), the
@@ -653,36 +656,39 @@ lodtensor_status_t sequence_concat(const struct lodtensor_t *const *xs, size_t c
 // max(0, -context_start)`, `down_pad = max(0, context_start + context_length - 1)`):
 // `padding_data[up_pad + p]` before the sequence, `padding_data[up_pad + p - len]` after it.
 // `padding_data` may be NULL, and is ignored, unless `padding_trainable`. float32 or float64
-// (`x`, `filter` and `padding_data` alike).
+// (`x`, `filter` and `padding_data` alike). `*out` is on the inputs' place; on a CUDA device
+// the sums run in the CPU's order without fused multiply-adds.
 //
 // Returns LODTENSOR_NULL_ARGUMENT (`x`, `filter`, `out`; `padding_data` when
 // `padding_trainable`), LODTENSOR_INVALID_LOD (`x` has not exactly one LoD level),
 // LODTENSOR_INVALID_ARGUMENT (`x` not rank 2, `context_length` < 1, `context_stride` not 1,
 // `padding_trainable` with `context_start` 0 and `context_length` 1, |`context_start`| or
 // `context_length` >= 2^62, `filter` or `padding_data` of the wrong dims or a dtype other than
-// `x`'s), LODTENSOR_UNSUPPORTED (not float32/float64, or not on the host),
-// LODTENSOR_OUT_OF_MEMORY.
+// `x`'s, inputs on different places), LODTENSOR_UNSUPPORTED (not float32/float64, a CUDA place
+// this build cannot use), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t sequence_conv(const struct lodtensor_t *x, const struct lodtensor_t *filter, const struct lodtensor_t *padding_data, int64_t context_length, int64_t context_start, int64_t context_stride, bool padding_trainable, struct lodtensor_t **out);
 
 // Sliding windows within sequences: `out[r][k] = x[r + k]` while row `r + k` belongs to the
 // same sequence of `x`'s last LoD level as row `r`, else `pad_value`. `x` is int32 or int64 with
 // one element per row (`[N]` or `[N, 1]`) and a LoD; `win_size` >= 2; `pad_value` must fit `x`'s
-// dtype. `*out` is a new `[N, win_size]` tensor with `x`'s LoD.
+// dtype. `*out` is a new `[N, win_size]` tensor with `x`'s LoD and place.
 //
 // Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_LOD (`x` has no LoD),
 // LODTENSOR_INVALID_ARGUMENT (`x` not one element per row, `win_size` < 2, `pad_value` out of
-// the dtype's range), LODTENSOR_UNSUPPORTED (dtype not int32/int64, or not on the host),
-// LODTENSOR_OUT_OF_MEMORY.
+// the dtype's range), LODTENSOR_UNSUPPORTED (dtype not int32/int64, a CUDA place this build
+// cannot use), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t sequence_enumerate(const struct lodtensor_t *x, int64_t win_size, int64_t pad_value, struct lodtensor_t **out);
 
 // Removes every element of `x` equal to one of `tokens[0..tokens_len]` (NULL allowed when
 // `tokens_len` is 0, which copies `x`). `x` is int32 or int64 with one element per row (`[N]` or
 // `[N, 1]`) and a LoD. `*out` is a new tensor of `x`'s rank with the surviving rows; every LoD
-// level but the last is copied, the last is recomputed from the surviving counts.
+// level but the last is copied, the last is recomputed from the surviving counts. `*out` is on
+// `x`'s place; on a CUDA device `x` is copied to the host (the output's size depends on it)
+// and the surviving rows are gathered on the device.
 //
 // Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`, `tokens` NULL with `tokens_len` > 0),
 // LODTENSOR_INVALID_LOD (`x` has no LoD), LODTENSOR_INVALID_ARGUMENT (`x` not one element per
-// row), LODTENSOR_UNSUPPORTED (dtype not int32/int64, or not on the host),
+// row), LODTENSOR_UNSUPPORTED (dtype not int32/int64, a CUDA place this build cannot use),
 // LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t sequence_erase(const struct lodtensor_t *x, const int64_t *tokens, size_t tokens_len, struct lodtensor_t **out);
 
@@ -690,7 +696,8 @@ lodtensor_status_t sequence_erase(const struct lodtensor_t *x, const int64_t *to
 // says. With `R` = level `ref_level` of `y`'s LoD (-1 = the last level), sequence `i` of `x` (its
 // level-0 sequences, or each row when `x` has no LoD) is written `R[i+1] - R[i]` times, in order
 // (a count of entries of the level below, or of rows for the last level; 0 drops the sequence).
-// `x`: rank >= 2, at most 1 LoD level. `y`: at least 1 LoD level; its data is not read.
+// `x`: rank >= 2, at most 1 LoD level. `y`: at least 1 LoD level; its data is not read, but it
+// must be on `x`'s place (the CPU or a CUDA device, where the result is made).
 // `*out` is a new tensor with its own memory, `x`'s dtype and trailing dims; with `x` having a
 // LoD, its LoD is one level of `x`'s sequence lengths, each repeated; without, no LoD (also when
 // the result has zero sequences). Every dtype works.
@@ -698,16 +705,19 @@ lodtensor_status_t sequence_erase(const struct lodtensor_t *x, const int64_t *to
 // `x` without LoD whose rows differ from the number of sequences of level `ref_level`),
 // LODTENSOR_INVALID_LOD (`x` with more than 1 LoD level; `y` without LoD; `x`'s sequence count
 // differs from level `ref_level`'s), LODTENSOR_OUT_OF_RANGE (`ref_level` not -1 and not a level
-// of `y`), LODTENSOR_UNSUPPORTED (`x` not in host memory), LODTENSOR_OUT_OF_MEMORY.
+// of `y`), LODTENSOR_UNSUPPORTED (a CUDA place this build cannot use), LODTENSOR_OUT_OF_MEMORY.
+// LODTENSOR_INVALID_ARGUMENT also when `x` and `y` are on different places (naming both).
 lodtensor_status_t sequence_expand(const struct lodtensor_t *x, const struct lodtensor_t *y, int64_t ref_level, struct lodtensor_t **out);
 
 // Paddle's `sequence_expand_as` (spec §2.2): row `h` of `x` is written `L[h+1] - L[h]` times,
 // where `L` is `y`'s one-level LoD. `x`: rank >= 2 (its LoD is ignored), as many rows as `y` has
-// sequences. `y`: exactly 1 LoD level; its data is not read. `*out` is a new tensor with its own
+// sequences. `y`: exactly 1 LoD level; its data is not read, but it must be on `x`'s place (the
+// CPU or a CUDA device, where the result is made). `*out` is a new tensor with its own
 // memory, `L.back()` rows, `x`'s dtype and trailing dims, and `y`'s LoD. Every dtype works.
 // Returns LODTENSOR_NULL_ARGUMENT (`x`, `y`, `out`), LODTENSOR_INVALID_ARGUMENT (`x` rank < 2,
-// rows of `x` != sequences of `y`), LODTENSOR_INVALID_LOD (`y` without exactly 1 LoD level),
-// LODTENSOR_UNSUPPORTED (`x` not in host memory), LODTENSOR_OUT_OF_MEMORY.
+// rows of `x` != sequences of `y`, `x` and `y` on different places), LODTENSOR_INVALID_LOD (`y`
+// without exactly 1 LoD level), LODTENSOR_UNSUPPORTED (a CUDA place this build cannot use),
+// LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t sequence_expand_as(const struct lodtensor_t *x, const struct lodtensor_t *y, struct lodtensor_t **out);
 
 // Paddle's `sequence_first_step`: `sequence_pool` with LODTENSOR_POOL_FIRST and pad value 0
@@ -723,11 +733,12 @@ lodtensor_status_t sequence_last_step(const struct lodtensor_t *x, struct lodten
 // The mask of lengths: `y[..., j] = (j < x[...]) ? 1 : 0` for `j` in `[0, maxlen)`. `y` has
 // `x`'s dims plus `[maxlen]`, dtype `out_dtype` (any of the ten, bool included) and no LoD.
 // `maxlen` < 0 means `max(0, max over x of trunc(x))`, and 0 when `x` is empty; `maxlen` 0 is
-// an error. `x` may be any numeric dtype (not bool). `*out` is a new tensor.
+// an error. `x` may be any numeric dtype (not bool). `*out` is a new tensor on `x`'s place; on a
+// CUDA device with `maxlen` < 0, `x` is copied to the host to find its maximum.
 //
 // Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_ARGUMENT (`maxlen` 0, `x`
 // already has `LODTENSOR_MAX_DIMS` dims), LODTENSOR_UNSUPPORTED (`x` bool, an unknown
-// `out_dtype`, or not on the host), LODTENSOR_OUT_OF_MEMORY (the mask is too large).
+// `out_dtype`, a CUDA place this build cannot use), LODTENSOR_OUT_OF_MEMORY (the mask is too large).
 lodtensor_status_t sequence_mask(const struct lodtensor_t *x, int64_t maxlen, struct lodtensor_dtype_t out_dtype, struct lodtensor_t **out);
 
 // Paddle's `sequence_pad` (spec §6): `*out` is a new `[sequences, padded_length, x.dims[1..]...]`
@@ -761,19 +772,20 @@ lodtensor_status_t sequence_pool(const struct lodtensor_t *x, int32_t pool_type,
 // The elements of `x` (`[N, M]`, exactly one LoD level, any dtype) as a new tensor of
 // `[N * M / new_dim, new_dim]` in the same row-major order. Every sequence's element count
 // `len * M` must be a multiple of `new_dim`; the output LoD has lengths `len * M / new_dim`.
+// `*out` is on `x`'s place.
 //
 // Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_LOD (not exactly one LoD
 // level), LODTENSOR_INVALID_ARGUMENT (rank not 2, `new_dim` < 1, a sequence whose element
-// count is not a multiple of `new_dim`, naming it), LODTENSOR_UNSUPPORTED (not on the host),
-// LODTENSOR_OUT_OF_MEMORY.
+// count is not a multiple of `new_dim`, naming it), LODTENSOR_UNSUPPORTED (a CUDA place this
+// build cannot use), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t sequence_reshape(const struct lodtensor_t *x, int64_t new_dim, struct lodtensor_t **out);
 
 // The rows of each sequence of `x` in reverse order. `x` has rank >= 2, exactly one LoD level,
-// any dtype. `*out` is a new tensor with `x`'s dims and LoD.
+// any dtype. `*out` is a new tensor with `x`'s dims, LoD and place.
 //
 // Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_LOD (not exactly one LoD
-// level), LODTENSOR_INVALID_ARGUMENT (rank < 2), LODTENSOR_UNSUPPORTED (not on the host),
-// LODTENSOR_OUT_OF_MEMORY.
+// level), LODTENSOR_INVALID_ARGUMENT (rank < 2), LODTENSOR_UNSUPPORTED (a CUDA place this build
+// cannot use), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t sequence_reverse(const struct lodtensor_t *x, struct lodtensor_t **out);
 
 // Paddle's `sequence_scatter` (spec §3): `*out` is a new tensor (own memory, `x`'s dims and
@@ -782,13 +794,16 @@ lodtensor_status_t sequence_reverse(const struct lodtensor_t *x, struct lodtenso
 // integers wrap). `ids`: int64 or int32, exactly 1 LoD level, one id per row (`[M]` or `[M, 1]`).
 // `updates`: `x`'s dtype, exactly 1 LoD level (its offsets are not compared with `ids`', as in
 // Paddle), one value per id. An empty sequence leaves its row alone; rows past the last
-// sequence are copied unchanged. dtypes of `x`: every numeric type (not bool).
+// sequence are copied unchanged. dtypes of `x`: every numeric type (not bool). Runs on the
+// inputs' place (the CPU or one CUDA device, where `ids` is copied to the host to be checked);
+// `*out` is on that place.
 // Returns LODTENSOR_NULL_ARGUMENT (`x`, `ids`, `updates`, `out`), LODTENSOR_INVALID_ARGUMENT
-// (0-d `x`; `ids` or `updates` not one value per id; `updates` dtype != `x`'s),
+// (0-d `x`; `ids` or `updates` not one value per id; `updates` dtype != `x`'s; inputs on
+// different places),
 // LODTENSOR_INVALID_LOD (`ids` or `updates` without exactly 1 LoD level),
 // LODTENSOR_OUT_OF_RANGE (an id outside `[0, row width of x)`; more `ids` sequences than rows of
-// `x`), LODTENSOR_UNSUPPORTED (`ids` not int32/int64; `x` bool; memory not on the host),
-// LODTENSOR_OUT_OF_MEMORY.
+// `x`), LODTENSOR_UNSUPPORTED (`ids` not int32/int64; `x` bool; a CUDA place this build cannot
+// use), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t sequence_scatter(const struct lodtensor_t *x, const struct lodtensor_t *ids, const struct lodtensor_t *updates, struct lodtensor_t **out);
 
 // `sequence_scatter` in place: adds the updates into `x`'s own memory (its dims and LoD stay).
@@ -802,14 +817,15 @@ lodtensor_status_t sequence_scatter_inplace(struct lodtensor_t *x, const struct 
 // Rows `[L[i] + offset[i], L[i] + offset[i] + length[i])` of each sequence `i` of `x`, whose LoD
 // `L` has exactly one level, concatenated; the output LoD is `[[0, cumsum(length)]]`. `offset`
 // and `length` are int64 (or int32) tensors of dims `[N, 1]` or `[N]`, `N` = the number of
-// sequences. `x` may be of any dtype. `*out` is a new tensor.
+// sequences. `x` may be of any dtype. `*out` is a new tensor on the inputs' place; on a CUDA
+// device `offset` and `length` are copied to the host to be checked.
 //
 // Returns LODTENSOR_NULL_ARGUMENT (`x`, `offset`, `length`, `out`), LODTENSOR_INVALID_LOD (`x`
 // has no LoD or more than one level), LODTENSOR_INVALID_ARGUMENT (`offset`/`length` not `[N]` or
 // `[N, 1]`; a negative offset or length, naming the sequence), LODTENSOR_OUT_OF_RANGE (a slice
 // ending past its sequence: `L[i] + offset[i] + length[i] > L[i + 1]`, naming the sequence),
-// LODTENSOR_UNSUPPORTED (`offset`/`length` not int32/int64, or not on the host),
-// LODTENSOR_OUT_OF_MEMORY.
+// LODTENSOR_UNSUPPORTED (`offset`/`length` not int32/int64, a CUDA place this build cannot
+// use), LODTENSOR_INVALID_ARGUMENT also for inputs on different places, LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t sequence_slice(const struct lodtensor_t *x, const struct lodtensor_t *offset, const struct lodtensor_t *length, struct lodtensor_t **out);
 
 // Softmax within each sequence of `x`'s last LoD level, with the sequence's maximum subtracted

@@ -8,7 +8,10 @@
 # build and test parallelism.
 # Step 5 builds the `cuda` feature (in target/cuda, so the default library stays as it is) and
 # compiles every CUDA kernel with NVRTC, which needs no GPU: libnvrtc.so.13 comes from PyPI's
-# nvidia-cuda-nvrtc, installed into build/nvrtc when missing. LODTENSOR_SKIP_CUDA=1 skips step 5.
+# nvidia-cuda-nvrtc, installed into build/nvrtc when missing. Step 6 runs the GPU tests
+# (tests/cuda*.rs) and the C API tests against the `cuda-emulator` build (target/emu,
+# build/capi-emu): the CUDA backend and its kernels, run on the host. LODTENSOR_SKIP_CUDA=1 skips
+# steps 5 and 6.
 # A failing test suite does not stop the ones after it (CI shows every failure at once); the
 # script exits non-zero if any failed. A failing build does stop it.
 set -euo pipefail
@@ -16,7 +19,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
 jobs=${JOBS:-$(nproc)}
 
-section "1/5 tools"
+section "1/6 tools"
 # The bindings' toolchains (Go with cgo, a JDK, JNA and the JUnit 5 console launcher) too, unless
 # LODTENSOR_BINDINGS=OFF; one apt-get run installs whatever is missing.
 bindings=${LODTENSOR_BINDINGS:-ON}
@@ -32,18 +35,18 @@ echo "$(cmake --version | head -n1); $(c++ --version | head -n1); $(valgrind --v
 [[ $bindings == OFF ]] || echo "$(go version); $(javac -version 2>&1)"
 
 # --release: the same build CMake's cargo step uses, so the library is compiled once.
-section "2/5 Rust tests (cargo test --release)"
+section "2/6 Rust tests (cargo test --release)"
 failed=()
 cargo test --release --no-fail-fast || failed+=("Rust tests (cargo test --release)")
 
-section "3/5 build the C API tests (cmake, build/capi)"
+section "3/6 build the C API tests (cmake, build/capi)"
 cmake -S capi-tests -B build/capi -DCMAKE_BUILD_TYPE=Debug "-DLODTENSOR_BINDINGS=$bindings"
 cmake --build build/capi -j "$jobs"
 
-section "4/5 run the C API tests (ctest)"
+section "4/6 run the C API tests (ctest)"
 ctest --test-dir build/capi --output-on-failure -j "$jobs" || failed+=("C API tests (ctest)")
 
-section "5/5 CUDA: cargo build --features cuda, NVRTC compile of every kernel (no GPU needed)"
+section "5/6 CUDA: cargo build --features cuda, NVRTC compile of every kernel (no GPU needed)"
 if [[ ${LODTENSOR_SKIP_CUDA:-0} == 1 ]]; then
   echo "skipped (LODTENSOR_SKIP_CUDA=1)"
 elif nvrtc_dir=$(ensure_nvrtc build/nvrtc); then
@@ -58,6 +61,25 @@ elif nvrtc_dir=$(ensure_nvrtc build/nvrtc); then
   fi
 else
   failed+=("CUDA: NVRTC (pip install nvidia-cuda-nvrtc) could not be installed")
+fi
+
+section "6/6 CUDA emulator: GPU tests and C API tests on emulated devices (target/emu, build/capi-emu)"
+if [[ ${LODTENSOR_SKIP_CUDA:-0} == 1 ]]; then
+  echo "skipped (LODTENSOR_SKIP_CUDA=1)"
+else
+  gpu_tests=()
+  for f in tests/cuda*.rs; do gpu_tests+=(--test "$(basename "$f" .rs)"); done
+  LODTENSOR_REQUIRE_GPU=1 cargo test --release --features cuda-emulator --target-dir target/emu --no-fail-fast \
+    --lib "${gpu_tests[@]}" || failed+=("GPU tests on the CUDA emulator")
+  # The C tests see two usable devices here, so their CUDA branches run.
+  if cmake -S capi-tests -B build/capi-emu -DCMAKE_BUILD_TYPE=Debug -DLODTENSOR_MEMCHECK=OFF -DLODTENSOR_BINDINGS=OFF \
+       "-DLODTENSOR_CARGO_TARGET_DIR=$PWD/target/emu" "-DLODTENSOR_CARGO_ARGS=--features=cuda-emulator" &&
+     cmake --build build/capi-emu -j "$jobs"; then
+    ctest --test-dir build/capi-emu --output-on-failure -j "$jobs" -E '^(install_consumer|symbols)' ||
+      failed+=("C API tests on the CUDA emulator")
+  else
+    failed+=("C API tests on the CUDA emulator (build)")
+  fi
 fi
 
 if ((${#failed[@]})); then

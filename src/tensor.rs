@@ -183,9 +183,15 @@ impl Tensor {
         }
     }
 
-    /// A new tensor with its own copy of the elements.
+    /// A new tensor with its own copy of the elements, on the same place.
     pub fn copy(&self) -> Result<Tensor> {
-        Ok(Tensor { alloc: Allocation::copy_of(self.bytes()?)?, offset: 0, dims: self.dims, dtype: self.dtype })
+        match self.place() {
+            Place::Cpu => {
+                Ok(Tensor { alloc: Allocation::copy_of(self.bytes()?)?, offset: 0, dims: self.dims, dtype: self.dtype })
+            }
+            // On the device's stream, like every op there.
+            Place::Cuda(n) => crate::backend::cuda::copy_to_device(self, n),
+        }
     }
 
     /// Rows `[range.start, range.end)` as a tensor sharing this tensor's memory.

@@ -54,7 +54,7 @@ impl TensorArray {
     /// Element `index` as a tensor with its own copy of the elements, on the element's place (a
     /// device element is copied on its device).
     pub fn read_copy(&self, index: usize) -> Result<LoDTensor> {
-        copy_on_its_place(self.get(index)?)
+        self.get(index)?.copy()
     }
 
     /// Stores `t` at `index`. Writing past the end grows the array; the slots in between become
@@ -92,16 +92,6 @@ impl TensorArray {
     /// Removes every element.
     pub fn clear(&mut self) {
         self.items.clear();
-    }
-}
-
-/// A copy of `t` with its own memory on `t`'s place (a device tensor is copied on its device).
-pub fn copy_on_its_place(t: &LoDTensor) -> Result<LoDTensor> {
-    match t.tensor().place() {
-        crate::place::Place::Cpu => t.copy(),
-        crate::place::Place::Cuda(n) => {
-            LoDTensor::new(crate::backend::cuda::copy_to_device(t.tensor(), n)?, t.lod().clone())
-        }
     }
 }
 

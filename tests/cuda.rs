@@ -117,12 +117,13 @@ fn gpu_row_gathers_equal_cpu() {
         }
         let want = sequence_expand_as(&x, &y).unwrap();
         let xd = to_place(&x, Place::Cuda(0)).unwrap();
-        let got = sequence_expand_as(&xd, &y).unwrap();
+        let yd = to_place(&y, Place::Cuda(0)).unwrap(); // inputs of an op share its place
+        let got = sequence_expand_as(&xd, &yd).unwrap();
         assert_eq!(got.tensor().place(), Place::Cuda(0));
         assert_eq!(got.lod(), want.lod());
         assert_eq!(bytes_of(&got), want.tensor().bytes().unwrap(), "case {case}: {seqs} sequences, width {width}");
         let want = sequence_expand(&x, &y, 0).unwrap();
-        let got = sequence_expand(&xd, &y, 0).unwrap();
+        let got = sequence_expand(&xd, &yd, 0).unwrap();
         assert_eq!(bytes_of(&got), want.tensor().bytes().unwrap(), "sequence_expand, case {case}");
     }
     synchronize(Place::Cuda(0)).unwrap();
@@ -211,6 +212,7 @@ fn gpu_gather_bandwidth() {
             ones,
         )
         .unwrap();
+        let y = to_place(&y, gpu).unwrap();
         let gather = time(&|| drop(sequence_expand_as(&xd, &y).unwrap()));
         eprintln!(
             "gather {rows} x {width} f32 ({} MiB): copy {:.0} GB/s, row gather {:.0} GB/s = {:.0}% of copy",

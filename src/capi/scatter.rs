@@ -11,13 +11,16 @@ use super::types::lodtensor_status_t;
 /// integers wrap). `ids`: int64 or int32, exactly 1 LoD level, one id per row (`[M]` or `[M, 1]`).
 /// `updates`: `x`'s dtype, exactly 1 LoD level (its offsets are not compared with `ids`', as in
 /// Paddle), one value per id. An empty sequence leaves its row alone; rows past the last
-/// sequence are copied unchanged. dtypes of `x`: every numeric type (not bool).
+/// sequence are copied unchanged. dtypes of `x`: every numeric type (not bool). Runs on the
+/// inputs' place (the CPU or one CUDA device, where `ids` is copied to the host to be checked);
+/// `*out` is on that place.
 /// Returns LODTENSOR_NULL_ARGUMENT (`x`, `ids`, `updates`, `out`), LODTENSOR_INVALID_ARGUMENT
-/// (0-d `x`; `ids` or `updates` not one value per id; `updates` dtype != `x`'s),
+/// (0-d `x`; `ids` or `updates` not one value per id; `updates` dtype != `x`'s; inputs on
+/// different places),
 /// LODTENSOR_INVALID_LOD (`ids` or `updates` without exactly 1 LoD level),
 /// LODTENSOR_OUT_OF_RANGE (an id outside `[0, row width of x)`; more `ids` sequences than rows of
-/// `x`), LODTENSOR_UNSUPPORTED (`ids` not int32/int64; `x` bool; memory not on the host),
-/// LODTENSOR_OUT_OF_MEMORY.
+/// `x`), LODTENSOR_UNSUPPORTED (`ids` not int32/int64; `x` bool; a CUDA place this build cannot
+/// use), LODTENSOR_OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn sequence_scatter(
     x: *const lodtensor_t,

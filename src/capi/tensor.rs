@@ -176,9 +176,9 @@ pub unsafe extern "C" fn lodtensor_share(t: *const lodtensor_t, out: *mut *mut l
     })
 }
 
-/// A new handle with its own host copy of the elements and the same LoD.
-/// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_UNSUPPORTED (memory not on the host),
-/// LODTENSOR_OUT_OF_MEMORY.
+/// A new handle with its own copy of the elements, on the same place, and the same LoD (a copy on a
+/// device is queued on its stream). Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_UNSUPPORTED (the
+/// tensor is on a CUDA device that cannot be used), LODTENSOR_OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_copy(t: *const lodtensor_t, out: *mut *mut lodtensor_t) -> lodtensor_status_t {
     boundary(|| {

@@ -100,7 +100,7 @@ pub unsafe extern "C" fn tensor_array_write(
     boundary(|| {
         let a = get_mut(a, "a")?;
         let t = get(t, "t")?;
-        a.inner.write(index, if copy { crate::tensor_array::copy_on_its_place(&t.inner)? } else { t.inner.clone() })
+        a.inner.write(index, if copy { t.inner.copy()? } else { t.inner.clone() })
     })
 }
 

@@ -60,11 +60,13 @@ pub unsafe extern "C" fn lodtensor_cast(
 
 /// Rows `x[index[0]], x[index[1]], ...` as a new tensor of dims `[K, x.dims[1..]]` without LoD.
 /// `index` is an int32 or int64 tensor of dims `[K]` or `[K, 1]`; `x` is any dtype, rank >= 1.
+/// Runs on the inputs' place (the CPU or one CUDA device, where `index` is copied to the host to
+/// be checked); `*out` is on that place.
 ///
 /// Returns LODTENSOR_NULL_ARGUMENT (`x`, `index`, `out`), LODTENSOR_INVALID_ARGUMENT (0-d `x`,
-/// `index` not `[K]` or `[K, 1]`), LODTENSOR_OUT_OF_RANGE (an index < 0 or >= the rows of `x`;
-/// the message names its position), LODTENSOR_UNSUPPORTED (`index` not int32/int64, not on the
-/// host), LODTENSOR_OUT_OF_MEMORY.
+/// `index` not `[K]` or `[K, 1]`, `x` and `index` on different places), LODTENSOR_OUT_OF_RANGE
+/// (an index < 0 or >= the rows of `x`; the message names its position), LODTENSOR_UNSUPPORTED
+/// (`index` not int32/int64, a CUDA place this build cannot use), LODTENSOR_OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_gather_rows(
     x: *const lodtensor_t,

@@ -3,7 +3,6 @@
 //! state by the parent indices the step returns.
 
 use super::common_place;
-use super::support::{gather_into_new, int_column};
 use crate::backend::cpu::beam_search::{regroup, select_fused, select_unfused, Candidate, Selected};
 use crate::dtype::{dispatch_dtype, DType, Scalar};
 use crate::error::{ensure, err, Result};
@@ -295,26 +294,5 @@ pub(crate) fn fused_step_on_slices<T: Scalar>(
 /// Errors: `InvalidArgument` for a 0-d `state`; `OutOfRange` for a parent outside `[0, rows)`;
 /// `Unsupported` for `parent_idx` not int32/int64 (or a CUDA place in a build without CUDA).
 pub fn beam_search_gather_state(state: &LoDTensor, parent_idx: &LoDTensor) -> Result<LoDTensor> {
-    let place = common_place(&[("state", state.tensor()), ("parent_idx", parent_idx.tensor())])?;
-    if place == Place::Cpu {
-        return super::tensor_ops::gather_rows_named(state, "state", parent_idx, "parent_idx");
-    }
-    let t = state.tensor();
-    let rows = t.rows().map_err(|_| err!(InvalidArgument, "state: a 0-d tensor has no rows to gather"))?;
-    let index = int_column(&crate::backend::cuda::copy_to_host(parent_idx.tensor())?, "parent_idx", None)?;
-    // Runs of consecutive parents become one range, as on the host.
-    let mut ranges: Vec<std::ops::Range<usize>> = Vec::new();
-    for (k, &i) in index.iter().enumerate() {
-        ensure!(
-            (0..rows as i64).contains(&i),
-            OutOfRange,
-            "parent_idx: parent_idx[{k}] = {i} is out of range [0, {rows}) of state's rows"
-        );
-        let i = i as usize;
-        match ranges.last_mut() {
-            Some(r) if r.end == i => r.end += 1,
-            _ => ranges.push(i..i + 1),
-        }
-    }
-    Ok(LoDTensor::dense(gather_into_new(t, t.row_bytes(), &ranges, t.dims().with_rows(index.len())?)?))
+    super::tensor_ops::gather_rows_named(state, "state", parent_idx, "parent_idx")
 }

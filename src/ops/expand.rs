@@ -2,6 +2,7 @@
 //! as many times as a level of `y`'s LoD says. Both only move row blocks, so they work for every
 //! dtype (Paddle's CPU kernels list float32/float64/int32/int64; the byte kernel needs no list).
 
+use super::common_place;
 use super::support::{gather_into_new, one_level_from_lengths};
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;
@@ -25,8 +26,10 @@ fn check_rank(x: &LoDTensor, op: &str) -> Result<()> {
 /// `repeat_i` times, in order; a count of 0 drops it. With a LoD, the result has one level: the
 /// length of sequence `i` repeated `repeat_i` times (empty sequences give empty entries); without
 /// one, the result has none (a dense `x` is the "lod_expand" of spec §1.9). `y`'s data is not
-/// read. A result of zero sequences has no LoD (`[0]` is not a valid top level).
+/// read, but `y` must be on `x`'s place, as every input of an op (else `InvalidArgument` naming
+/// both places). A result of zero sequences has no LoD (`[0]` is not a valid top level).
 pub fn sequence_expand(x: &LoDTensor, y: &LoDTensor, ref_level: i64) -> Result<LoDTensor> {
+    let place = common_place(&[("x", x.tensor()), ("y", y.tensor())])?;
     check_rank(x, "sequence_expand")?;
     ensure!(
         x.lod().num_levels() <= 1,
@@ -64,7 +67,7 @@ pub fn sequence_expand(x: &LoDTensor, y: &LoDTensor, ref_level: i64) -> Result<L
         ),
     }
     // A pure row gather: runs wherever x is (the CUDA row-range gather on a device).
-    x.tensor().place().ensure_usable()?;
+    place.ensure_usable()?;
     let seq = |i: usize| match x_level {
         Some(xl) => xl[i]..xl[i + 1],
         None => i..i + 1,
@@ -91,8 +94,9 @@ pub fn sequence_expand(x: &LoDTensor, y: &LoDTensor, ref_level: i64) -> Result<L
 
 /// Paddle's `sequence_expand_as`: row `h` of `x` is written `L[h+1] - L[h]` times, where `L` is
 /// `y`'s one-level LoD, so the result has `L.back()` rows and `y`'s LoD. `x`'s own LoD is ignored;
-/// `y`'s data is not read.
+/// `y`'s data is not read, but `y` must be on `x`'s place (else `InvalidArgument` naming both).
 pub fn sequence_expand_as(x: &LoDTensor, y: &LoDTensor) -> Result<LoDTensor> {
+    let place = common_place(&[("x", x.tensor()), ("y", y.tensor())])?;
     check_rank(x, "sequence_expand_as")?;
     ensure!(
         y.lod().num_levels() == 1,
@@ -108,7 +112,7 @@ pub fn sequence_expand_as(x: &LoDTensor, y: &LoDTensor) -> Result<LoDTensor> {
         "x: has {x_rows} rows, but y's LoD has {} sequences; each row of x needs one sequence of y",
         l.len() - 1
     );
-    x.tensor().place().ensure_usable()?;
+    place.ensure_usable()?;
     let rows = l[l.len() - 1];
     let mut ranges: Vec<Range<usize>> = Vec::new();
     ranges.try_reserve_exact(rows).map_err(|_| err!(OutOfMemory, "y: {rows} row copies cannot be listed"))?;

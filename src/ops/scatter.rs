@@ -1,20 +1,33 @@
 //! `sequence_scatter` (spec §3): sequence `i` of `ids` adds `updates` into row `i` of `x`, at the
 //! column each id names (the row flattened). Out of place (a new tensor) or in place.
+//!
+//! On a CUDA place (`x`, `ids` and `updates` on one device; mixed places are an error naming
+//! both) the ids are copied to the host, where they are checked and grouped by the element they
+//! update; the device then adds each group's updates in id order, so the result equals the CPU's
+//! exactly (integers wrap, floats round after every add, as on the CPU; only the payload of a NaN
+//! result may differ, a GPU making its own canonical NaN).
 
-use super::support::require_cpu;
+use super::common_place;
+use super::host_inputs::on_host;
 use crate::backend::cpu::scatter::scatter_add_rows;
+use crate::backend::cuda;
 use crate::dtype::{dispatch_dtype, DType, Scalar};
 use crate::error::{ensure, err, Result};
 use crate::lod_tensor::LoDTensor;
+use crate::place::Place;
 use crate::tensor::Tensor;
 
-/// What the checks found: the row width of `x` and the offsets of `ids`' sequences.
+/// What the checks found: the row width of `x`, the offsets of `ids`' sequences, the inputs'
+/// place and the ids in host memory (`ids` itself on the host).
 struct Plan<'a> {
     width: usize,
     offsets: &'a [usize],
+    place: Place,
+    host_ids: Tensor,
 }
 
 fn check<'a>(x: &Tensor, ids: &'a LoDTensor, updates: &LoDTensor) -> Result<Plan<'a>> {
+    let place = common_place(&[("x", x), ("ids", ids.tensor()), ("updates", updates.tensor())])?;
     let rows = x.rows().map_err(|_| err!(InvalidArgument, "x: is 0-d; sequence_scatter updates rows of x"))?;
     ensure!(
         matches!(ids.tensor().dtype(), DType::I64 | DType::I32),
@@ -61,15 +74,14 @@ fn check<'a>(x: &Tensor, ids: &'a LoDTensor, updates: &LoDTensor) -> Result<Plan
         OutOfRange,
         "ids: has {sequences} sequences, but x has {rows} rows; sequence i updates row i of x, so ids may have at most {rows}"
     );
-    require_cpu(x.place(), "sequence_scatter")?;
-    require_cpu(ids.tensor().place(), "sequence_scatter")?;
-    require_cpu(updates.tensor().place(), "sequence_scatter")?;
+    place.ensure_usable()?;
     let width = x.dims().row_width();
-    match ids.tensor().dtype() {
-        DType::I32 => check_ids(ids.tensor().as_slice::<i32>()?, offsets, width)?,
-        _ => check_ids(ids.tensor().as_slice::<i64>()?, offsets, width)?,
+    let host_ids = on_host(ids.tensor())?;
+    match host_ids.dtype() {
+        DType::I32 => check_ids(host_ids.as_slice::<i32>()?, offsets, width)?,
+        _ => check_ids(host_ids.as_slice::<i64>()?, offsets, width)?,
     }
-    Ok(Plan { width, offsets })
+    Ok(Plan { width, offsets, place, host_ids })
 }
 
 fn check_ids<I: Copy + Into<i64>>(ids: &[I], offsets: &[usize], width: usize) -> Result<()> {
@@ -106,6 +118,13 @@ fn run(
     })
 }
 
+/// The scatter-add into `out`, a device tensor of `x`'s dtype.
+fn run_device(plan: &Plan, updates: &LoDTensor, out: &mut Tensor) -> Result<()> {
+    dispatch_dtype!(out.dtype(), "x", [U8, I8, I16, I32, I64, F16, BF16, F32, F64], |T| Ok(()))?;
+    let ids = plan.host_ids.index_values("ids")?;
+    cuda::sequence_scatter_add(out, plan.width, plan.offsets, &ids, updates.tensor())
+}
+
 fn as_mut_elements<T: Scalar>(bytes: &mut [u8]) -> &mut [T] {
     // SAFETY: `bytes` are a whole tensor of dtype `T` (checked by the caller's dispatch), aligned
     // as its allocation is, and `T` is plain data.
@@ -121,6 +140,12 @@ fn as_mut_elements<T: Scalar>(bytes: &mut [u8]) -> &mut [T] {
 /// wrap; bool is `Unsupported`.
 pub fn sequence_scatter(x: &LoDTensor, ids: &LoDTensor, updates: &LoDTensor) -> Result<LoDTensor> {
     let plan = check(x.tensor(), ids, updates)?;
+    if let Place::Cuda(device) = plan.place {
+        dispatch_dtype!(x.tensor().dtype(), "x", [U8, I8, I16, I32, I64, F16, BF16, F32, F64], |T| Ok(()))?;
+        let mut out = cuda::copy_to_device(x.tensor(), device)?;
+        run_device(&plan, updates, &mut out)?;
+        return Ok(LoDTensor::dense(out));
+    }
     let mut out = Tensor::zeros(x.tensor().dtype(), *x.dims())?;
     run(&plan, ids, updates, Some(x.tensor()), out.bytes_mut()?, x.tensor().dtype())?;
     Ok(LoDTensor::dense(out))
@@ -130,6 +155,15 @@ pub fn sequence_scatter(x: &LoDTensor, ids: &LoDTensor, updates: &LoDTensor) -> 
 /// with another tensor (else `InvalidArgument`); see [`sequence_scatter_inplace_shared`].
 pub fn sequence_scatter_inplace(x: &mut LoDTensor, ids: &LoDTensor, updates: &LoDTensor) -> Result<()> {
     let plan = check(x.tensor(), ids, updates)?;
+    if let Place::Cuda(_) = plan.place {
+        // The rule of `Tensor::bytes_mut`, which device memory does not go through.
+        ensure!(
+            !x.tensor().is_shared(),
+            InvalidArgument,
+            "tensor: its memory is shared with another tensor; copy it before writing through Rust"
+        );
+        return run_device(&plan, updates, x.tensor_mut());
+    }
     let dtype = x.tensor().dtype();
     run(&plan, ids, updates, None, x.tensor_mut().bytes_mut()?, dtype)
 }
@@ -147,6 +181,9 @@ pub unsafe fn sequence_scatter_inplace_shared(x: &mut LoDTensor, ids: &LoDTensor
             InvalidArgument,
             "{name}: uses x's memory; an in-place scatter cannot read from the tensor it writes"
         );
+    }
+    if let Place::Cuda(_) = plan.place {
+        return run_device(&plan, updates, x.tensor_mut());
     }
     let dtype = x.tensor().dtype();
     let n = x.tensor().nbytes();

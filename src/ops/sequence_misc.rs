@@ -11,19 +11,29 @@
 //! - `sequence_enumerate` windows stay inside the sequences of the last LoD level (Paddle reads
 //!   level 0 as rows, the same for 1-level inputs).
 //! - Byte-moving operators (concat, slice, reverse, reshape) accept every dtype.
+//!
+//! On a CUDA place (all inputs on one device; mixed places are an error naming both) every op but
+//! softmax runs on the device and gives the CPU's result exactly (conv: see `sequence_conv`). The
+//! LoD and attributes live on the host; inputs whose values decide the output's shape are read
+//! there: `sequence_slice`'s offset/length, `sequence_erase`'s x (see there) and `sequence_mask`'s
+//! x when `maxlen < 0` are copied to the host (a synchronous copy of a small index tensor).
 
 use super::common_place;
-use super::support::{ensure_column, int_column, last_level, one_level, require_cpu};
+use super::host_inputs::on_host;
+use super::support::{ensure_column, gather_into_new, int_column, last_level, one_level, require_cpu};
 use crate::backend::cpu::convert::{chunk_bounds, dispatch_any_dtype, elements_mut, CHUNK};
 use crate::backend::cpu::rows::gather_row_ranges;
 use crate::backend::cpu::sequence as kernels;
 use crate::backend::cpu::softmax::softmax_segments;
+use crate::backend::cuda;
 use crate::dim::{Dim, MAX_DIMS};
 use crate::dtype::{dispatch_dtype, DType, Scalar};
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;
 use crate::lod_tensor::LoDTensor;
+use crate::place::Place;
 use crate::tensor::Tensor;
+use std::ops::Range;
 
 /// Softmax within each sequence of the last LoD level: `out[r] = exp(x[r] - m) / Σ exp(x[s] - m)`
 /// over the rows `s` of r's sequence, `m` their maximum. `x` holds one element per row (`[N]` or
@@ -92,30 +102,40 @@ pub fn sequence_concat(xs: &[&LoDTensor]) -> Result<LoDTensor> {
             first.dims().row_width()
         );
     }
-    require_cpu(place, OP)?;
     // Rows of zero width take no memory, so their counts can add up past usize.
     let out_offsets = (0..=sequences)
         .map(|i| abs.iter().try_fold(0usize, |acc, a| acc.checked_add(a[i])))
         .collect::<Option<Vec<usize>>>()
         .ok_or_else(|| err!(OutOfMemory, "xs: the total row count overflows"))?;
-    let mut out = Tensor::zeros(first.dtype(), first.dims().with_rows(out_offsets[sequences])?)?;
-    let srcs = xs.iter().map(|x| x.tensor().bytes()).collect::<Result<Vec<&[u8]>>>()?;
+    let dims = first.dims().with_rows(out_offsets[sequences])?;
     let offsets: Vec<&[usize]> = abs.iter().map(Vec::as_slice).collect();
-    kernels::concat_sequences(&srcs, &offsets, first.row_bytes(), &out_offsets, out.bytes_mut()?)?;
+    let out = match place {
+        Place::Cpu => {
+            let mut out = Tensor::zeros(first.dtype(), dims)?;
+            let srcs = xs.iter().map(|x| x.tensor().bytes()).collect::<Result<Vec<&[u8]>>>()?;
+            kernels::concat_sequences(&srcs, &offsets, first.row_bytes(), &out_offsets, out.bytes_mut()?)?;
+            out
+        }
+        Place::Cuda(_) => {
+            let srcs: Vec<&Tensor> = xs.iter().map(|x| x.tensor()).collect();
+            cuda::sequence_concat_rows(&srcs, &offsets, first.row_bytes(), &out_offsets, dims)?
+        }
+    };
     LoDTensor::new(out, Lod::from_offsets(vec![out_offsets])?)
 }
 
 /// Rows `[L[i] + offset[i], L[i] + offset[i] + length[i])` of each sequence `i` of `x` (exactly
 /// one LoD level `L`), concatenated; the output LoD is `[[0, cumsum(length)]]`. `offset` and
 /// `length` are int64 or int32, `[N]` or `[N, 1]` with `N` the number of sequences; every value
-/// must be >= 0 and every slice must stay inside its sequence. Any dtype.
+/// must be >= 0 and every slice must stay inside its sequence. Any dtype. On a CUDA place
+/// `offset` and `length` (on the device with `x`) are copied to the host to be checked.
 pub fn sequence_slice(x: &LoDTensor, offset: &LoDTensor, length: &LoDTensor) -> Result<LoDTensor> {
     const OP: &str = "sequence_slice";
     let place = common_place(&[("x", x.tensor()), ("offset", offset.tensor()), ("length", length.tensor())])?;
     let lod = one_level(x, "x", OP)?;
     let n = lod.len() - 1;
-    let offsets = int_column(offset.tensor(), "offset", Some(n))?;
-    let lengths = int_column(length.tensor(), "length", Some(n))?;
+    let offsets = int_column(&on_host(offset.tensor())?, "offset", Some(n))?;
+    let lengths = int_column(&on_host(length.tensor())?, "length", Some(n))?;
     let mut ranges = Vec::with_capacity(n);
     let mut out_lod = Vec::with_capacity(n + 1);
     out_lod.push(0usize);
@@ -135,10 +155,9 @@ pub fn sequence_slice(x: &LoDTensor, offset: &LoDTensor, length: &LoDTensor) -> 
         ranges.push(start..start + l as usize);
         out_lod.push(out_lod[i] + l as usize);
     }
-    require_cpu(place, OP)?;
+    place.ensure_usable()?;
     let t = x.tensor();
-    let mut out = Tensor::zeros(t.dtype(), t.dims().with_rows(out_lod[n])?)?;
-    gather_row_ranges(t.bytes()?, t.row_bytes(), &ranges, out.bytes_mut()?)?;
+    let out = gather_into_new(t, t.row_bytes(), &ranges, t.dims().with_rows(out_lod[n])?)?;
     LoDTensor::new(out, Lod::from_offsets(vec![out_lod])?)
 }
 
@@ -149,19 +168,24 @@ pub fn sequence_reverse(x: &LoDTensor) -> Result<LoDTensor> {
     let place = common_place(&[("x", x.tensor())])?;
     let lod = one_level(x, "x", OP)?;
     ensure!(x.dims().ndim() >= 2, InvalidArgument, "x: dims {:?}; {OP} needs rank >= 2", x.dims());
-    require_cpu(place, OP)?;
     let t = x.tensor();
-    let mut out = Tensor::zeros(t.dtype(), *t.dims())?;
-    kernels::reverse_rows(t.bytes()?, t.row_bytes(), lod, out.bytes_mut()?)?;
+    let out = match place {
+        Place::Cpu => {
+            let mut out = Tensor::zeros(t.dtype(), *t.dims())?;
+            kernels::reverse_rows(t.bytes()?, t.row_bytes(), lod, out.bytes_mut()?)?;
+            out
+        }
+        Place::Cuda(_) => cuda::sequence_reverse_rows(t, lod)?,
+    };
     LoDTensor::new(out, x.lod().clone())
 }
 
 /// `y[..., j] = (j < x[...]) ? 1 : 0` for `j` in `[0, maxlen)`: `y` has `x`'s dims plus
 /// `[maxlen]`, dtype `out_dtype` (any of the ten), and no LoD. `maxlen < 0` means
 /// `max(0, max(trunc(x)))` (0 for an empty `x`); `maxlen == 0` is an error, as in Paddle. `x` is
-/// any numeric dtype (not bool).
+/// any numeric dtype (not bool). On a CUDA place with `maxlen < 0`, `x` is copied to the host to
+/// find its maximum (the output's shape depends on it).
 pub fn sequence_mask(x: &LoDTensor, maxlen: i64, out_dtype: DType) -> Result<LoDTensor> {
-    const OP: &str = "sequence_mask";
     let place = common_place(&[("x", x.tensor())])?;
     ensure!(maxlen != 0, InvalidArgument, "maxlen: must be negative (meaning max(x)) or at least 1, got 0");
     ensure!(
@@ -170,19 +194,48 @@ pub fn sequence_mask(x: &LoDTensor, maxlen: i64, out_dtype: DType) -> Result<LoD
         "x: has {} dims; the mask adds one and a tensor has at most {MAX_DIMS}",
         x.dims().ndim()
     );
-    require_cpu(place, OP)?;
+    place.ensure_usable()?;
     let t = x.tensor();
     dispatch_dtype!(t.dtype(), "x", [U8, I8, I16, I32, I64, F16, BF16, F32, F64], |X| {
-        let xs = t.as_slice::<X>()?;
-        let maxlen = if maxlen < 0 { xs.iter().map(|v| v.to_f64() as i64).max().unwrap_or(0).max(0) } else { maxlen };
+        let maxlen = if maxlen < 0 {
+            let host = on_host(t)?;
+            host.as_slice::<X>()?.iter().map(|v| v.to_f64() as i64).max().unwrap_or(0).max(0)
+        } else {
+            maxlen
+        };
         let maxlen = usize::try_from(maxlen)
             .map_err(|_| err!(OutOfMemory, "maxlen: {maxlen} is larger than any tensor can be"))?;
         let mut dims = t.dims().as_slice().to_vec();
         dims.push(maxlen);
-        let mut out = Tensor::zeros(out_dtype, Dim::new(&dims)?)?;
-        dispatch_any_dtype!(out_dtype, "out_dtype", |D| kernels::mask(xs, maxlen, elements_mut::<D>(&mut out)?))?;
+        let dims = Dim::new(&dims)?;
+        let out = match place {
+            Place::Cpu => {
+                let mut out = Tensor::zeros(out_dtype, dims)?;
+                let xs = t.as_slice::<X>()?;
+                dispatch_any_dtype!(out_dtype, "out_dtype", |D| kernels::mask(
+                    xs,
+                    maxlen,
+                    elements_mut::<D>(&mut out)?
+                ))?;
+                out
+            }
+            Place::Cuda(_) => {
+                let (one, zero) = (bit_pattern(out_dtype, 1.0)?, bit_pattern(out_dtype, 0.0)?);
+                cuda::sequence_mask(t, maxlen, out_dtype, one, zero, dims)?
+            }
+        };
         Ok(LoDTensor::dense(out))
     })
+}
+
+/// `value` in `dtype` (converted by the CPU's rules, as `fill` does), as little-endian bits in a
+/// u64: what a device kernel writes for it.
+fn bit_pattern(dtype: DType, value: f64) -> Result<u64> {
+    let t = super::fill(dtype, Dim::new(&[1])?, value)?;
+    let mut word = [0u8; 8];
+    let bytes = t.tensor().bytes()?;
+    word[..bytes.len()].copy_from_slice(bytes);
+    Ok(u64::from_le_bytes(word))
 }
 
 /// Sliding windows: `out[r][k] = x[r + k]` while row `r + k` is in r's sequence (of the last LoD
@@ -196,14 +249,21 @@ pub fn sequence_enumerate(x: &LoDTensor, win_size: i64, pad_value: i64) -> Resul
     ensure!(win_size >= 2, InvalidArgument, "win_size: must be at least 2, got {win_size}");
     let win = usize::try_from(win_size)
         .map_err(|_| err!(OutOfMemory, "win_size: {win_size} is larger than any tensor can be"))?;
-    require_cpu(place, OP)?;
+    place.ensure_usable()?;
     let t = x.tensor();
     let rows = t.numel();
-    let mut out = Tensor::zeros(t.dtype(), Dim::new(&[rows, win])?)?;
-    dispatch_dtype!(t.dtype(), "x", [I32, I64], |T| {
+    let dims = Dim::new(&[rows, win])?;
+    let out = dispatch_dtype!(t.dtype(), "x", [I32, I64], |T| {
         let pad = T::try_from(pad_value)
             .map_err(|_| err!(InvalidArgument, "pad_value: {pad_value} does not fit in {}", t.dtype()))?;
-        kernels::enumerate(t.as_slice::<T>()?, offsets, win, pad, out.as_mut_slice::<T>()?)
+        match place {
+            Place::Cpu => {
+                let mut out = Tensor::zeros(t.dtype(), dims)?;
+                kernels::enumerate(t.as_slice::<T>()?, offsets, win, pad, out.as_mut_slice::<T>()?)?;
+                Ok(out)
+            }
+            Place::Cuda(_) => cuda::sequence_enumerate(t, offsets, win, pad_value),
+        }
     })?;
     LoDTensor::new(out, x.lod().clone())
 }
@@ -211,30 +271,59 @@ pub fn sequence_enumerate(x: &LoDTensor, win_size: i64, pad_value: i64) -> Resul
 /// Removes every element equal to one of `tokens`. `x` is int32 or int64 with one element per
 /// row (`[N]` or `[N, 1]`) and a LoD; the output keeps `x`'s rank, with every LoD level but the
 /// last copied and the last recomputed from the surviving counts. An empty `tokens` copies `x`.
+///
+/// On a CUDA place `x` is copied to the host: the output's size depends on the data, and `x` is
+/// one int per row (token ids), as small as the output. The host finds the surviving runs with
+/// the CPU's rule (the very code of the CPU path, so the two cannot disagree) and the device
+/// gathers them in one launch. A device count-and-scan would save that copy but needs its own
+/// copy back of the counts (the LoD is on the host) and two more launches.
 pub fn sequence_erase(x: &LoDTensor, tokens: &[i64]) -> Result<LoDTensor> {
     const OP: &str = "sequence_erase";
     let place = common_place(&[("x", x.tensor())])?;
     let offsets = last_level(x, "x", OP)?;
     ensure_column(x.tensor(), "x", OP)?;
-    require_cpu(place, OP)?;
+    place.ensure_usable()?;
     let mut tokens = tokens.to_vec();
     tokens.sort_unstable();
     tokens.dedup();
     let t = x.tensor();
     dispatch_dtype!(t.dtype(), "x", [I32, I64], |T| {
-        let xs = t.as_slice::<T>()?;
+        let host = on_host(t)?;
+        let xs = host.as_slice::<T>()?;
         let counts = kernels::erase_counts(xs, offsets, &tokens)?;
         let mut last = Vec::with_capacity(counts.len() + 1);
         last.push(0usize);
         for (i, c) in counts.iter().enumerate() {
             last.push(last[i] + c);
         }
-        let mut out = Tensor::zeros(t.dtype(), t.dims().with_rows(last[counts.len()])?)?;
-        kernels::erase(xs, offsets, &tokens, &last, out.as_mut_slice::<T>()?)?;
+        let dims = t.dims().with_rows(last[counts.len()])?;
+        let out = match place {
+            Place::Cpu => {
+                let mut out = Tensor::zeros(t.dtype(), dims)?;
+                kernels::erase(xs, offsets, &tokens, &last, out.as_mut_slice::<T>()?)?;
+                out
+            }
+            Place::Cuda(_) => gather_into_new(t, t.row_bytes(), &surviving_runs(xs, &tokens), dims)?,
+        };
         let mut levels = x.lod().levels().to_vec();
         *levels.last_mut().expect("x has a LoD") = last;
         LoDTensor::new(out, Lod::from_offsets(levels)?)
     })
+}
+
+/// The runs of consecutive rows of `x` that survive erasing `tokens` (sorted), in row order.
+fn surviving_runs<T: Copy + Into<i64>>(x: &[T], tokens: &[i64]) -> Vec<Range<usize>> {
+    let mut runs: Vec<Range<usize>> = Vec::new();
+    for (r, &v) in x.iter().enumerate() {
+        if tokens.binary_search(&v.into()).is_ok() {
+            continue;
+        }
+        match runs.last_mut() {
+            Some(run) if run.end == r => run.end += 1,
+            _ => runs.push(r..r + 1),
+        }
+    }
+    runs
 }
 
 /// The same elements as `[N * M / new_dim, new_dim]` (row-major reinterpretation, copied). `x` is
@@ -260,13 +349,22 @@ pub fn sequence_reshape(x: &LoDTensor, new_dim: i64) -> Result<LoDTensor> {
         );
         out_lod.push(out_lod[i] + elements / new_dim);
     }
-    require_cpu(place, OP)?;
     let t = x.tensor();
-    let mut out = Tensor::zeros(t.dtype(), Dim::new(&[t.numel() / new_dim, new_dim])?)?;
-    let size = t.dtype().size();
-    let bounds = chunk_bounds(t.numel(), CHUNK);
-    let ranges: Vec<_> = bounds.windows(2).map(|w| w[0]..w[1]).collect();
-    gather_row_ranges(t.bytes()?, size, &ranges, out.bytes_mut()?)?;
+    let dims = Dim::new(&[t.numel() / new_dim, new_dim])?;
+    let out = match place {
+        Place::Cpu => {
+            let mut out = Tensor::zeros(t.dtype(), dims)?;
+            let bounds = chunk_bounds(t.numel(), CHUNK);
+            let ranges: Vec<_> = bounds.windows(2).map(|w| w[0]..w[1]).collect();
+            gather_row_ranges(t.bytes()?, t.dtype().size(), &ranges, out.bytes_mut()?)?;
+            out
+        }
+        // The whole tensor as one row: one copy in the widest words its size allows.
+        Place::Cuda(_) => {
+            let whole: Vec<Range<usize>> = if t.nbytes() == 0 { vec![] } else { std::iter::once(0..1).collect() };
+            gather_into_new(t, t.nbytes(), &whole, dims)?
+        }
+    };
     LoDTensor::new(out, Lod::from_offsets(vec![out_lod])?)
 }
 
@@ -280,6 +378,11 @@ pub fn sequence_reshape(x: &LoDTensor, new_dim: i64) -> Result<LoDTensor> {
 /// `padding[up_pad + p - len]` for `p >= len`. `padding` is ignored unless `padding_trainable`.
 /// `context_stride` must be 1; `padding_trainable` with `context_start` 0 and `context_length` 1
 /// is an error, as in Paddle.
+///
+/// On a CUDA place one thread computes each output element, summing in the CPU kernel's order
+/// with separately rounded multiplies and adds (no fused multiply-add), so the result equals the
+/// CPU's (a NaN result's payload aside); the tests still compare within a float tolerance, which a faster kernel summing in
+/// another order would need.
 pub fn sequence_conv(
     x: &LoDTensor,
     filter: &LoDTensor,
@@ -345,7 +448,6 @@ pub fn sequence_conv(
             p.tensor().dtype()
         );
     }
-    require_cpu(place, OP)?;
     let shape = kernels::ConvShape {
         width: n,
         out_width: fd[1],
@@ -353,6 +455,11 @@ pub fn sequence_conv(
         context_start,
         up_pad: up_pad as usize,
     };
+    if let Place::Cuda(_) = place {
+        dispatch_dtype!(dtype, "x", [F32, F64], |T| Ok(()))?;
+        let out = cuda::sequence_conv(x.tensor(), offsets, filter.tensor(), padding.map(|p| p.tensor()), &shape)?;
+        return LoDTensor::new(out, x.lod().clone());
+    }
     let mut out = Tensor::zeros(dtype, Dim::new(&[xd[0], fd[1]])?)?;
     dispatch_dtype!(dtype, "x", [F32, F64], |T| {
         let pad = padding.map(|p| p.tensor().as_slice::<T>()).transpose()?;

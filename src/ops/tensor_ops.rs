@@ -3,6 +3,7 @@
 //! axis.
 
 use super::common_place;
+use super::host_inputs::on_host;
 use super::support::{gather_into_new, int_column, require_cpu};
 use crate::backend::cpu::convert::{self, dispatch_any_dtype, elements, elements_mut, CastElem, Value};
 use crate::backend::cpu::softmax::softmax_segments;
@@ -62,6 +63,8 @@ pub fn cast(x: &LoDTensor, dtype: DType) -> Result<LoDTensor> {
 
 /// Rows `x[index[0]], x[index[1]], ...` as a new tensor of dims `[K, x.dims[1..]]` without LoD.
 /// `index` is int32 or int64, `[K]` or `[K, 1]`; every value must be in `[0, rows of x)`. Any dtype.
+/// On a CUDA place (`x` and `index` on one device) the rows are gathered there in one launch;
+/// `index` is copied to the host to be checked and turned into ranges.
 pub fn gather_rows(x: &LoDTensor, index: &LoDTensor) -> Result<LoDTensor> {
     gather_rows_named(x, "x", index, "index")
 }
@@ -71,7 +74,7 @@ pub(crate) fn gather_rows_named(x: &LoDTensor, x_name: &str, index: &LoDTensor, 
     let place = common_place(&[(x_name, x.tensor()), (index_name, index.tensor())])?;
     let t = x.tensor();
     let rows = t.rows().map_err(|_| err!(InvalidArgument, "{x_name}: a 0-d tensor has no rows to gather"))?;
-    let index = int_column(index.tensor(), index_name, None)?;
+    let index = int_column(&on_host(index.tensor())?, index_name, None)?;
     // Runs of consecutive indices become one range: one copy per run instead of per row.
     let mut ranges: Vec<Range<usize>> = Vec::new();
     for (k, &i) in index.iter().enumerate() {
@@ -86,7 +89,7 @@ pub(crate) fn gather_rows_named(x: &LoDTensor, x_name: &str, index: &LoDTensor, 
             _ => ranges.push(i..i + 1),
         }
     }
-    require_cpu(place, "gather_rows")?;
+    place.ensure_usable()?;
     Ok(LoDTensor::dense(gather_into_new(t, t.row_bytes(), &ranges, t.dims().with_rows(index.len())?)?))
 }
 

@@ -40,6 +40,23 @@ pub(crate) fn device_count() -> Result<usize> {
     // SAFETY: only tries to dlopen the driver library.
     let present = catch_unwind(|| unsafe { sys::is_culib_present() }).unwrap_or(false);
     ensure!(present, Unsupported, "cuda: no CUDA driver found (libcuda.so could not be loaded)");
+    let version = catch_unwind(|| {
+        let mut v = 0;
+        // SAFETY: writes one int.
+        (unsafe { sys::cuDriverGetVersion(&mut v) } == sys::cudaError_enum::CUDA_SUCCESS).then_some(v)
+    });
+    let Ok(Some(version)) = version else {
+        return Err(err!(Unsupported, "cuda: the CUDA driver could not be loaded (cuDriverGetVersion failed)"));
+    };
+    ensure!(
+        version >= MIN_DRIVER_VERSION,
+        Unsupported,
+        "cuda: the CUDA driver supports CUDA {}.{}; lodtensor's kernels (PTX from NVRTC 13) need {}.{} or newer",
+        version / 1000,
+        version % 1000 / 10,
+        MIN_DRIVER_VERSION / 1000,
+        MIN_DRIVER_VERSION % 1000 / 10
+    );
     match catch_unwind(|| result::init().and_then(|()| result::device::get_count())) {
         Err(_) => Err(err!(Unsupported, "cuda: the CUDA driver could not be loaded (a symbol is missing)")),
         Ok(Err(e)) if e.0 == sys::cudaError_enum::CUDA_ERROR_NO_DEVICE => {
@@ -50,6 +67,10 @@ pub(crate) fn device_count() -> Result<usize> {
         Ok(Ok(n)) => Ok(n as usize),
     }
 }
+
+/// The oldest driver (as cuDriverGetVersion reports it: 1000 * major + 10 * minor) that loads the
+/// PTX NVRTC 13 writes.
+const MIN_DRIVER_VERSION: i32 = 13000;
 
 /// One device's primary context and the one stream all its work goes to.
 pub(crate) struct Context {

@@ -110,3 +110,57 @@ impl Context {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn upload(ctx: &Context, bytes: &[u8]) -> DevicePtr {
+        let p = ctx.malloc(bytes.len()).unwrap();
+        ctx.htod(p, bytes).unwrap();
+        p
+    }
+
+    fn run(ctx: &Context, name: &str, grid: [u32; 3], block: [u32; 3], args: Args) -> Result<()> {
+        ctx.launch(&ctx.function(ctx.load("selftest.cu", "").unwrap(), name).unwrap(), grid, block, &mut { args })
+    }
+
+    /// A block reduction through __shared__ memory and __syncthreads, with an atomicAdd per block:
+    /// right only if each block's threads really wait for each other.
+    #[test]
+    fn block_barriers_shared_memory_and_atomics() {
+        let ctx = Context::open(0).unwrap();
+        let x: Vec<i32> = (0..100_000).map(|i| (i % 1000) - 300).collect();
+        let xs: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let (px, pout) = (upload(&ctx, &xs), upload(&ctx, &[0; 4]));
+        let args = Args::new().arg(px).arg(pout).arg(x.len() as u32);
+        run(&ctx, "emulator_block_sum", [7, 1, 1], [256, 1, 1], args).unwrap();
+        let mut out = [0u8; 4];
+        ctx.dtoh(&mut out, pout).unwrap();
+        assert_eq!(i32::from_le_bytes(out), x.iter().sum::<i32>());
+        ctx.free(px).unwrap();
+        ctx.free(pout).unwrap();
+    }
+
+    #[test]
+    fn indices_of_3d_launches() {
+        let ctx = Context::open(1).unwrap();
+        let (grid, block) = ([3, 2, 2], [4, 3, 2]);
+        let n = 12 * 24;
+        let p = upload(&ctx, &vec![0xff; 4 * n]);
+        run(&ctx, "emulator_indices", grid, block, Args::new().arg(p)).unwrap();
+        let mut out = vec![0u8; 4 * n];
+        ctx.dtoh(&mut out, p).unwrap();
+        let got: Vec<u32> = out.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
+        assert_eq!(got, (0..n as u32).collect::<Vec<_>>());
+        ctx.free(p).unwrap();
+    }
+
+    #[test]
+    fn unknown_kernels_and_bad_shapes_are_errors() {
+        let ctx = Context::open(0).unwrap();
+        assert!(run(&ctx, "no_such_kernel", [1, 1, 1], [1, 1, 1], Args::new()).is_err());
+        assert!(run(&ctx, "emulator_indices", [1, 1, 1], [2048, 1, 1], Args::new().arg(0u64)).is_err());
+        assert!(Context::open(2).is_err());
+    }
+}

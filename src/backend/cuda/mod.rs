@@ -29,6 +29,12 @@ mod rows;
 pub use device::*;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 pub use rows::gather_row_ranges;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+mod sequence_misc;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+pub use sequence_misc::{
+    sequence_concat_rows, sequence_conv, sequence_enumerate, sequence_mask, sequence_reverse_rows, sequence_scatter_add,
+};
 
 #[cfg(not(any(feature = "cuda", feature = "cuda-emulator")))]
 mod stub;

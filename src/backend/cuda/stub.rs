@@ -53,6 +53,61 @@ pub fn gather_row_ranges(src: &Tensor, _row_bytes: usize, _ranges: &[Range<usize
     copy_to_host(src)
 }
 
+/// sequence_concat on a CUDA device.
+pub fn sequence_concat_rows(
+    srcs: &[&Tensor],
+    _offsets: &[&[usize]],
+    _row_bytes: usize,
+    _out_offsets: &[usize],
+    _dims: Dim,
+) -> Result<Tensor> {
+    copy_to_host(srcs[0])
+}
+
+/// sequence_reverse on a CUDA device.
+pub fn sequence_reverse_rows(src: &Tensor, _offsets: &[usize]) -> Result<Tensor> {
+    copy_to_host(src)
+}
+
+/// sequence_mask on a CUDA device.
+pub fn sequence_mask(
+    x: &Tensor,
+    _maxlen: usize,
+    _out_dtype: crate::dtype::DType,
+    _one: u64,
+    _zero: u64,
+    _dims: Dim,
+) -> Result<Tensor> {
+    copy_to_host(x)
+}
+
+/// sequence_enumerate on a CUDA device.
+pub fn sequence_enumerate(x: &Tensor, _offsets: &[usize], _win: usize, _pad: i64) -> Result<Tensor> {
+    copy_to_host(x)
+}
+
+/// sequence_conv on a CUDA device.
+pub fn sequence_conv(
+    x: &Tensor,
+    _offsets: &[usize],
+    _filter: &Tensor,
+    _padding: Option<&Tensor>,
+    _shape: &crate::backend::cpu::sequence::ConvShape,
+) -> Result<Tensor> {
+    copy_to_host(x)
+}
+
+/// The scatter-add of sequence_scatter on a CUDA device.
+pub fn sequence_scatter_add(
+    out: &mut Tensor,
+    _width: usize,
+    _ids_offsets: &[usize],
+    _ids: &[i64],
+    _updates: &Tensor,
+) -> Result<()> {
+    copy_to_host(out).map(drop)
+}
+
 /// The outputs of a device beam-search step (ids, scores, parents, host row offsets).
 pub type DeviceStep = (Tensor, Tensor, Tensor, Vec<usize>);
 

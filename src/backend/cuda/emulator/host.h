@@ -70,6 +70,12 @@ inline double __longlong_as_double(long long v) { return lodtensor_emulator::bit
 inline long long __double_as_longlong(double v) { return lodtensor_emulator::bits_as<long long>(v); }
 inline float __expf(float x) { return std::exp(x); }
 inline float __logf(float x) { return std::log(x); }
+// Arithmetic rounded to nearest even that may not be fused into an FMA (ISO C++ does not contract
+// across these calls; x86-64 without -mfma has no FMA anyway).
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline double __dadd_rn(double a, double b) { return a + b; }
+inline double __dmul_rn(double a, double b) { return a * b; }
 
 // CUDA's overloaded min/max of equal argument types.
 #define LODTENSOR_EMULATOR_MINMAX(T)                \

@@ -1,0 +1,277 @@
+/* test_cuda_misc: the smaller sequence ops through the C API on cuda:0 (sequence_concat,
+ * sequence_slice, sequence_reverse, sequence_reshape, lodtensor_gather_rows, sequence_mask,
+ * sequence_enumerate, sequence_erase, sequence_conv, sequence_scatter, sequence_scatter_inplace,
+ * sequence_expand, sequence_expand_as): each result is made on the device from device inputs,
+ * brought back with lodtensor_to_place and compared with the CPU result of the same call (dims,
+ * LoD and bytes; sequence_conv within a float tolerance). Inputs on different places are
+ * LODTENSOR_INVALID_ARGUMENT naming both. Without a usable CUDA device it says so and passes. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lodtensor.h>
+
+#include "check.h"
+#include "fixtures.h"
+
+static lodtensor_place_t gpu_place(void) { return fx_place(LODTENSOR_DEVICE_CUDA, 0); }
+
+/* A device copy of t (NULL after a failed check). */
+static lodtensor_t *to_gpu(const lodtensor_t *t) {
+    lodtensor_t *d = NULL;
+    if (t == NULL || !CHECK_OK(lodtensor_to_place(t, gpu_place(), &d))) {
+        return NULL;
+    }
+    return d;
+}
+
+/* The number of differing elements between a device result and the CPU's: dims and LoD must be
+ * equal, and the bytes too (tolerance 0) or, for float32 data, each element within `tolerance`
+ * relative to 1 + |want|. Destroys `got_device`. */
+static void check_same(lodtensor_t *got_device, const lodtensor_t *want, double tolerance, const char *what) {
+    lodtensor_place_t place;
+    lodtensor_t *got = NULL;
+    int64_t gd[LODTENSOR_MAX_DIMS], wd[LODTENSOR_MAX_DIMS];
+    size_t gn = 0, wn = 0, gl = 0, wl = 0, gb = 0, wb = 0, level;
+    if (got_device == NULL || want == NULL) {
+        CHECK(got_device != NULL && want != NULL);
+        lodtensor_destroy(got_device);
+        return;
+    }
+    CHECK_OK(lodtensor_place(got_device, &place));
+    CHECK_EQ_INT(place.device_type, LODTENSOR_DEVICE_CUDA);
+    if (!CHECK_OK(lodtensor_to_place(got_device, fx_cpu(), &got))) {
+        lodtensor_destroy(got_device);
+        return;
+    }
+    lodtensor_destroy(got_device);
+    CHECK_OK(lodtensor_dims(got, gd, LODTENSOR_MAX_DIMS, &gn));
+    CHECK_OK(lodtensor_dims(want, wd, LODTENSOR_MAX_DIMS, &wn));
+    CHECK(gn == wn && memcmp(gd, wd, gn * sizeof(int64_t)) == 0);
+    CHECK_OK(lodtensor_lod_num_levels(got, &gl));
+    CHECK_OK(lodtensor_lod_num_levels(want, &wl));
+    if (CHECK_EQ_SIZE(gl, wl)) {
+        for (level = 0; level < wl; ++level) {
+            const size_t *w = NULL;
+            size_t n = 0;
+            CHECK_OK(lodtensor_lod_offsets(want, level, &w, &n));
+            CHECK_OFFSETS(got, level, w, n);
+        }
+    }
+    CHECK_OK(lodtensor_nbytes(got, &gb));
+    CHECK_OK(lodtensor_nbytes(want, &wb));
+    if (CHECK_EQ_SIZE(gb, wb) && wb > 0) {
+        const void *g = fx_data(got), *w = fx_data(want);
+        if (tolerance == 0) {
+            if (!CHECK(memcmp(g, w, wb) == 0)) {
+                fprintf(stderr, "  %s: the device result differs from the CPU's\n", what);
+            }
+        } else {
+            size_t i, bad = 0;
+            for (i = 0; i < wb / sizeof(float); ++i) {
+                double a = ((const float *)g)[i], b = ((const float *)w)[i];
+                bad += fabs(a - b) > tolerance * (1 + fabs(b));
+            }
+            if (!CHECK_EQ_SIZE(bad, 0)) {
+                fprintf(stderr, "  %s: %zu elements differ beyond the tolerance\n", what, bad);
+            }
+        }
+    }
+    lodtensor_destroy(got);
+}
+
+/* A float32 [rows, width] fixture tensor with a one-level offsets LoD (none when n is 0). */
+static lodtensor_t *f32_seq(size_t rows, size_t width, const size_t *offsets, size_t n) {
+    lodtensor_t *t = NULL;
+    size_t sizes[1];
+    sizes[0] = n;
+    if (!CHECK_OK(fx_make_f32(rows, width, LODTENSOR_LOD_OFFSETS, sizes, n ? 1 : 0, offsets, n, &t))) {
+        return NULL;
+    }
+    return t;
+}
+
+static void test_movement(void) {
+    static const size_t lod_a[4] = {0, 3, 3, 7}, lod_b[4] = {0, 1, 5, 6};
+    static const int64_t offs[3] = {1, 0, 2}, lens[3] = {2, 0, 1}, col[2] = {3, 1};
+    static const int32_t index[6] = {4, 5, 6, 0, 0, 2};
+    static const int64_t index_dims[1] = {6};
+    lodtensor_t *a = f32_seq(7, 5, lod_a, 4), *b = f32_seq(6, 5, lod_b, 4);
+    lodtensor_t *o = fx_make_lod1(fx_i64(), col, 2, offs, sizeof offs, NULL, 0);
+    lodtensor_t *l = fx_make_lod1(fx_i64(), col, 2, lens, sizeof lens, NULL, 0);
+    lodtensor_t *idx = fx_make_lod1(fx_i32(), index_dims, 1, index, sizeof index, NULL, 0);
+    lodtensor_t *ad = to_gpu(a), *bd = to_gpu(b), *od = to_gpu(o), *ld = to_gpu(l), *idxd = to_gpu(idx);
+    lodtensor_t *want = NULL, *got = NULL;
+    const lodtensor_t *pair[2], *mixed[2];
+    pair[0] = ad;
+    pair[1] = bd;
+    mixed[0] = ad;
+    mixed[1] = b;
+    {
+        const lodtensor_t *host_pair[2];
+        host_pair[0] = a;
+        host_pair[1] = b;
+        if (CHECK_OK(sequence_concat(host_pair, 2, &want)) && CHECK_OK(sequence_concat(pair, 2, &got))) {
+            check_same(got, want, 0, "sequence_concat");
+        }
+        lodtensor_destroy(want);
+    }
+    got = fx_sentinel();
+    CHECK_STATUS_MSG(sequence_concat(mixed, 2, &got), LODTENSOR_INVALID_ARGUMENT, "cuda:0");
+    CHECK(got == fx_sentinel());
+    want = NULL;
+    if (CHECK_OK(sequence_slice(a, o, l, &want)) && CHECK_OK(sequence_slice(ad, od, ld, &got))) {
+        check_same(got, want, 0, "sequence_slice");
+    }
+    lodtensor_destroy(want);
+    CHECK_STATUS_MSG(sequence_slice(ad, o, ld, &got), LODTENSOR_INVALID_ARGUMENT, "cpu");
+    if (CHECK_OK(sequence_reverse(a, &want)) && CHECK_OK(sequence_reverse(ad, &got))) {
+        check_same(got, want, 0, "sequence_reverse");
+    }
+    lodtensor_destroy(want);
+    /* Sequence 0 of a holds 3 rows x 5 = 15 elements: not a multiple of 2. */
+    CHECK_STATUS_MSG(sequence_reshape(ad, 2, &got), LODTENSOR_INVALID_ARGUMENT, "sequence 0");
+    if (CHECK_OK(sequence_reshape(b, 5, &want)) && CHECK_OK(sequence_reshape(bd, 5, &got))) {
+        check_same(got, want, 0, "sequence_reshape");
+    }
+    lodtensor_destroy(want);
+    if (CHECK_OK(sequence_reshape(a, 1, &want)) && CHECK_OK(sequence_reshape(ad, 1, &got))) {
+        check_same(got, want, 0, "sequence_reshape to 1 column");
+    }
+    lodtensor_destroy(want);
+    if (CHECK_OK(lodtensor_gather_rows(a, idx, &want)) && CHECK_OK(lodtensor_gather_rows(ad, idxd, &got))) {
+        check_same(got, want, 0, "lodtensor_gather_rows");
+    }
+    lodtensor_destroy(want);
+    CHECK_STATUS_MSG(lodtensor_gather_rows(ad, idx, &got), LODTENSOR_INVALID_ARGUMENT, "index");
+    lodtensor_destroy(a);
+    lodtensor_destroy(b);
+    lodtensor_destroy(o);
+    lodtensor_destroy(l);
+    lodtensor_destroy(idx);
+    lodtensor_destroy(ad);
+    lodtensor_destroy(bd);
+    lodtensor_destroy(od);
+    lodtensor_destroy(ld);
+    lodtensor_destroy(idxd);
+}
+
+static void test_int_ops(void) {
+    static const int64_t ids[10] = {2, 2, 6, 1, 3, 9, 6, 1, 0, 1};
+    static const size_t lod[4] = {0, 3, 6, 10};
+    static const int64_t dims[2] = {10, 1};
+    static const int64_t erase_tokens[3] = {2, 3, 5};
+    static const float lengths[4] = {3, 1, 1.5f, 0};
+    static const int64_t ldims[1] = {4};
+    lodtensor_t *x = fx_make_lod1(fx_i64(), dims, 2, ids, sizeof ids, lod, 4);
+    lodtensor_t *len = fx_make_lod1(fx_f32(), ldims, 1, lengths, sizeof lengths, NULL, 0);
+    lodtensor_t *xd = to_gpu(x), *lend = to_gpu(len);
+    lodtensor_t *want = NULL, *got = NULL;
+    if (CHECK_OK(sequence_enumerate(x, 3, -1, &want)) && CHECK_OK(sequence_enumerate(xd, 3, -1, &got))) {
+        check_same(got, want, 0, "sequence_enumerate");
+    }
+    lodtensor_destroy(want);
+    if (CHECK_OK(sequence_erase(x, erase_tokens, 3, &want)) && CHECK_OK(sequence_erase(xd, erase_tokens, 3, &got))) {
+        check_same(got, want, 0, "sequence_erase");
+    }
+    lodtensor_destroy(want);
+    if (CHECK_OK(sequence_mask(len, -1, fx_f32(), &want)) && CHECK_OK(sequence_mask(lend, -1, fx_f32(), &got))) {
+        check_same(got, want, 0, "sequence_mask, maxlen from x");
+    }
+    lodtensor_destroy(want);
+    if (CHECK_OK(sequence_mask(len, 5, fx_bool(), &want)) && CHECK_OK(sequence_mask(lend, 5, fx_bool(), &got))) {
+        check_same(got, want, 0, "sequence_mask to bool");
+    }
+    lodtensor_destroy(want);
+    CHECK_STATUS_MSG(sequence_mask(lend, 0, fx_i64(), &got), LODTENSOR_INVALID_ARGUMENT, "maxlen");
+    lodtensor_destroy(x);
+    lodtensor_destroy(len);
+    lodtensor_destroy(xd);
+    lodtensor_destroy(lend);
+}
+
+static void test_conv(void) {
+    static const size_t lod[3] = {0, 3, 4};
+    static const int64_t fdims[2] = {6, 3}, pdims[2] = {2, 2};
+    float filter[18], pad[4];
+    size_t i;
+    lodtensor_t *x = f32_seq(4, 2, lod, 3), *f = NULL, *p = NULL, *xd, *fd, *pd, *want = NULL, *got = NULL;
+    for (i = 0; i < 18; ++i) {
+        filter[i] = (float)i / 7.0f - 1.0f;
+    }
+    for (i = 0; i < 4; ++i) {
+        pad[i] = 0.5f * (float)i;
+    }
+    f = fx_make_lod1(fx_f32(), fdims, 2, filter, sizeof filter, NULL, 0);
+    p = fx_make_lod1(fx_f32(), pdims, 2, pad, sizeof pad, NULL, 0);
+    xd = to_gpu(x), fd = to_gpu(f), pd = to_gpu(p);
+    /* The kernel sums as the CPU does, without fused multiply-adds; 1e-6 allows for a GPU
+     * that would still round differently. */
+    if (CHECK_OK(sequence_conv(x, f, p, 3, -1, 1, true, &want)) &&
+        CHECK_OK(sequence_conv(xd, fd, pd, 3, -1, 1, true, &got))) {
+        check_same(got, want, 1e-6, "sequence_conv");
+    }
+    lodtensor_destroy(want);
+    CHECK_STATUS_MSG(sequence_conv(xd, f, NULL, 3, -1, 1, false, &got), LODTENSOR_INVALID_ARGUMENT, "filter");
+    lodtensor_destroy(x);
+    lodtensor_destroy(f);
+    lodtensor_destroy(p);
+    lodtensor_destroy(xd);
+    lodtensor_destroy(fd);
+    lodtensor_destroy(pd);
+}
+
+static void test_scatter_and_expand(void) {
+    static const int64_t ids[12] = {0, 1, 2, 5, 4, 3, 2, 1, 3, 2, 5, 4};
+    static const float upd[12] = {0.3f, 0.3f, 0.4f, 0.1f, 0.2f, 0.3f, 0.4f, 0.0f, 0.2f, 0.3f, 0.1f, 0.4f};
+    static const size_t lod[4] = {0, 3, 8, 12}, ylod[4] = {0, 2, 2, 5};
+    static const int64_t dims[2] = {12, 1};
+    lodtensor_t *x = f32_seq(3, 6, NULL, 0), *i = fx_make_lod1(fx_i64(), dims, 2, ids, sizeof ids, lod, 4);
+    lodtensor_t *u = fx_make_lod1(fx_f32(), dims, 2, upd, sizeof upd, lod, 4);
+    lodtensor_t *y = f32_seq(5, 1, ylod, 4);
+    lodtensor_t *xd = to_gpu(x), *id = to_gpu(i), *ud = to_gpu(u), *yd = to_gpu(y), *want = NULL, *got = NULL;
+    lodtensor_t *in_place = to_gpu(x);
+    if (CHECK_OK(sequence_scatter(x, i, u, &want)) && CHECK_OK(sequence_scatter(xd, id, ud, &got))) {
+        check_same(got, want, 0, "sequence_scatter");
+        if (in_place && CHECK_OK(sequence_scatter_inplace(in_place, id, ud))) {
+            check_same(in_place, want, 0, "sequence_scatter_inplace");
+            in_place = NULL;
+        }
+    }
+    lodtensor_destroy(want);
+    lodtensor_destroy(in_place);
+    CHECK_STATUS_MSG(sequence_scatter(xd, i, ud, &got), LODTENSOR_INVALID_ARGUMENT, "ids");
+    if (CHECK_OK(sequence_expand(x, y, 0, &want)) && CHECK_OK(sequence_expand(xd, yd, 0, &got))) {
+        check_same(got, want, 0, "sequence_expand");
+    }
+    lodtensor_destroy(want);
+    if (CHECK_OK(sequence_expand_as(x, y, &want)) && CHECK_OK(sequence_expand_as(xd, yd, &got))) {
+        check_same(got, want, 0, "sequence_expand_as");
+    }
+    lodtensor_destroy(want);
+    got = fx_sentinel();
+    CHECK_STATUS_MSG(sequence_expand(xd, y, 0, &got), LODTENSOR_INVALID_ARGUMENT, "cuda:0");
+    CHECK_STATUS_MSG(sequence_expand_as(x, yd, &got), LODTENSOR_INVALID_ARGUMENT, "cuda:0");
+    CHECK(got == fx_sentinel());
+    lodtensor_destroy(x);
+    lodtensor_destroy(i);
+    lodtensor_destroy(u);
+    lodtensor_destroy(y);
+    lodtensor_destroy(xd);
+    lodtensor_destroy(id);
+    lodtensor_destroy(ud);
+    lodtensor_destroy(yd);
+}
+
+int main(void) {
+    if (!fx_cuda_usable()) {
+        printf("skipped: no CUDA device\n");
+        return 0;
+    }
+    test_movement();
+    test_int_ops();
+    test_conv();
+    test_scatter_and_expand();
+    return CHECK_RETURN();
+}

@@ -1,0 +1,28 @@
+// Kernels that test the emulator itself (emulator.rs's unit tests): block barriers, __shared__
+// memory, atomics and the thread/block indices of 3-D launches. Compiled into the emulator only.
+
+// Sum of x[0..n) into *out: a grid-stride partial sum per thread, a shared-memory tree per block,
+// one atomicAdd per block. Wrong barriers or shared memory give a wrong sum.
+extern "C" __global__ void emulator_block_sum(const i32 *x, i32 *out, u32 n) {
+  __shared__ i32 partial[256];
+  const u32 t = threadIdx.x;
+  i32 s = 0;
+  for (u32 i = blockIdx.x * blockDim.x + t; i < n; i += gridDim.x * blockDim.x) s += x[i];
+  partial[t] = s;
+  __syncthreads();
+  for (u32 w = blockDim.x / 2; w > 0; w /= 2) {
+    if (t < w) partial[t] += partial[t + w];
+    __syncthreads();
+  }
+  if (t == 0) atomicAdd(out, partial[0]);
+}
+LODTENSOR_EXPORT_SYNC(emulator_block_sum)
+
+// Every thread of a 3-D grid of 3-D blocks writes its linear global index at that index.
+extern "C" __global__ void emulator_indices(u32 *out) {
+  const u32 block = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+  const u32 thread = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+  const u32 at = block * (blockDim.x * blockDim.y * blockDim.z) + thread;
+  out[at] = at;
+}
+LODTENSOR_EXPORT(emulator_indices)

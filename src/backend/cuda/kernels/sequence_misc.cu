@@ -1,0 +1,322 @@
+// Kernels of the smaller sequence operators (ops/sequence_misc.rs, ops/scatter.rs): concat and
+// reverse (row movement within sequences), mask, enumerate, conv and the scatter-add.
+//
+// The sequence kernels walk the output in tiles of whole rows, one tile per block at a time
+// (grid-stride over tiles). Each thread finds the sequences of the tile's first and last rows
+// (the same search in every thread of the block: the same addresses, served from cache), and
+// then the sequence of each of its rows by a search between those two only: a tile that lies in
+// one sequence needs no per-element search at all, and no barrier is needed to share the result.
+// Consecutive threads handle consecutive elements of the output, so writes are coalesced.
+
+// The last k in [lo, hi) with offsets[k] <= row, given offsets[lo] <= row: the sequence (or
+// range) holding `row`. Empty sequences (an offset equal to the next one) are passed over,
+// because the later of equal offsets wins.
+__device__ __forceinline__ u32 last_at_or_below(const i64 *__restrict__ offsets, u32 lo, u32 hi, u64 row) {
+  while (hi - lo > 1) {
+    const u32 mid = lo + (hi - lo) / 2;
+    if ((u64)offsets[mid] <= row) lo = mid; else hi = mid;
+  }
+  return lo;
+}
+
+// The tile loop shared by the sequence kernels: `total_rows` output rows of `row_elems` elements
+// in tiles of `tile_rows` rows; `offsets` (count + 1 of them, offsets[count] == total_rows) split
+// the rows into sequences. The body (the last argument) sees `row`, `col` (the element's place in its row), `seq` (the
+// sequence holding `row`) and `e` (the element's index in the output).
+#define LODTENSOR_FOR_EACH_TILE_ELEMENT(offsets, count, total_rows, row_elems, tile_rows, ...)         \
+  do {                                                                                              \
+    const u64 num_tiles_ = ((total_rows) + (tile_rows) - 1) / (tile_rows);                          \
+    for (u64 tile_ = blockIdx.x; tile_ < num_tiles_; tile_ += gridDim.x) {                          \
+      const u64 first_ = tile_ * (tile_rows);                                                       \
+      const u64 rows_ = min((u64)(tile_rows), (u64)((total_rows) - first_));                        \
+      const u32 lo_ = last_at_or_below((offsets), 0, (count), first_);                              \
+      const u32 hi_ = last_at_or_below((offsets), lo_, (count), first_ + rows_ - 1) + 1;            \
+      const u64 n_ = rows_ * (row_elems);                                                           \
+      for (u64 i_ = threadIdx.x; i_ < n_; i_ += blockDim.x) {                                       \
+        const u64 row = first_ + i_ / (row_elems);                                                  \
+        const u64 col = i_ - (row - first_) * (row_elems);                                          \
+        const u64 e = first_ * (row_elems) + i_;                                                    \
+        const u32 seq = last_at_or_below((offsets), lo_, hi_, row);                                 \
+        __VA_ARGS__                                                                                 \
+      }                                                                                             \
+    }                                                                                               \
+  } while (0)
+
+struct __align__(16) misc_word16 { u64 a, b; };
+
+// ---- 16-bit floats, kept as their bits; the conversions of the `half` crate the CPU path uses
+// (round to nearest even, NaN kept quiet with its high payload bits).
+struct f16_bits { u16 v; };
+struct bf16_bits { u16 v; };
+
+__device__ __forceinline__ float f16_to_f32(u16 h) {
+  const u32 sign = (u32)(h & 0x8000u) << 16;
+  const u32 exp = (h >> 10) & 0x1fu;
+  u32 man = h & 0x3ffu;
+  if (exp == 0x1fu) return __uint_as_float(sign | 0x7f800000u | (man << 13));
+  if (exp == 0) {
+    if (man == 0) return __uint_as_float(sign);
+    // A subnormal: shift the mantissa up until its leading 1 is the hidden bit.
+    int e = -1;
+    do {
+      e++;
+      man <<= 1;
+    } while ((man & 0x400u) == 0);
+    return __uint_as_float(sign | ((u32)(127 - 15 - e) << 23) | ((man & 0x3ffu) << 13));
+  }
+  return __uint_as_float(sign | ((exp + 127 - 15) << 23) | (man << 13));
+}
+
+__device__ __forceinline__ u16 f32_to_f16(float f) {
+  const u32 x = __float_as_uint(f);
+  const u32 sign = x & 0x80000000u, exp = x & 0x7f800000u, man = x & 0x007fffffu;
+  if (exp == 0x7f800000u) return (u16)((sign >> 16) | 0x7c00u | (man ? 0x0200u : 0u) | (man >> 13));
+  const u32 half_sign = sign >> 16;
+  const int half_exp = (int)(exp >> 23) - 127 + 15;
+  if (half_exp >= 0x1f) return (u16)(half_sign | 0x7c00u);
+  if (half_exp <= 0) {
+    if (14 - half_exp > 24) return (u16)half_sign;
+    const u32 m = man | 0x00800000u;
+    u32 half_man = m >> (14 - half_exp);
+    const u32 round_bit = 1u << (13 - half_exp);
+    if ((m & round_bit) != 0 && (m & (3 * round_bit - 1)) != 0) half_man++;
+    return (u16)(half_sign | half_man);
+  }
+  const u32 bits = half_sign | ((u32)half_exp << 10) | (man >> 13);
+  const u32 round_bit = 0x1000u;
+  return (u16)(((man & round_bit) != 0 && (man & (3 * round_bit - 1)) != 0) ? bits + 1 : bits);
+}
+
+__device__ __forceinline__ float bf16_to_f32(u16 h) { return __uint_as_float((u32)h << 16); }
+
+__device__ __forceinline__ u16 f32_to_bf16(float f) {
+  const u32 x = __float_as_uint(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (u16)((x >> 16) | 0x0040u);
+  const u32 round_bit = 0x8000u;
+  return (u16)(((x & round_bit) != 0 && (x & (3 * round_bit - 1)) != 0) ? (x >> 16) + 1 : (x >> 16));
+}
+
+// ---- Row movement. Rows are moved in words of W bytes (the host picks the widest word that
+// divides the row size and every address involved).
+
+// sequence_concat: output rows [dst_offsets[k], dst_offsets[k+1]) come from the rows starting at
+// device address src_addr[k] (range k = sequence i of input j, in output order).
+template <typename W>
+__device__ void concat_ranges(W *__restrict__ dst, u64 row_words, const u64 *__restrict__ src_addr,
+                              const i64 *__restrict__ dst_offsets, u32 num_ranges, u64 total_rows,
+                              u64 tile_rows) {
+  LODTENSOR_FOR_EACH_TILE_ELEMENT(dst_offsets, num_ranges, total_rows, row_words, tile_rows, {
+    const W *src = (const W *)src_addr[seq];
+    dst[e] = src[(row - (u64)dst_offsets[seq]) * row_words + col];
+  });
+}
+
+// sequence_reverse: row r of sequence s = [offsets[s], offsets[s+1]) is row
+// offsets[s] + offsets[s+1] - 1 - r of the input.
+template <typename W>
+__device__ void reverse_rows(const W *__restrict__ src, W *__restrict__ dst, u64 row_words,
+                             const i64 *__restrict__ offsets, u32 num_seqs, u64 total_rows, u64 tile_rows) {
+  LODTENSOR_FOR_EACH_TILE_ELEMENT(offsets, num_seqs, total_rows, row_words, tile_rows, {
+    const u64 src_row = (u64)offsets[seq] + (u64)offsets[seq + 1] - 1 - row;
+    dst[e] = src[src_row * row_words + col];
+  });
+}
+
+#define LODTENSOR_MISC_MOVE(W, SUFFIX)                                                             \
+  extern "C" __global__ void sequence_concat_rows_##SUFFIX(W *dst, u64 row_words, const u64 *src_addr, \
+                                                           const i64 *dst_offsets, u32 num_ranges,      \
+                                                           u64 total_rows, u64 tile_rows) {             \
+    concat_ranges<W>(dst, row_words, src_addr, dst_offsets, num_ranges, total_rows, tile_rows);         \
+  }                                                                                                \
+  extern "C" __global__ void sequence_reverse_rows_##SUFFIX(const W *src, W *dst, u64 row_words,        \
+                                                            const i64 *offsets, u32 num_seqs,           \
+                                                            u64 total_rows, u64 tile_rows) {            \
+    reverse_rows<W>(src, dst, row_words, offsets, num_seqs, total_rows, tile_rows);                     \
+  }
+
+LODTENSOR_MISC_MOVE(u8, 1)
+LODTENSOR_MISC_MOVE(u16, 2)
+LODTENSOR_MISC_MOVE(u32, 4)
+LODTENSOR_MISC_MOVE(u64, 8)
+LODTENSOR_MISC_MOVE(misc_word16, 16)
+
+LODTENSOR_EXPORT(sequence_concat_rows_1)
+LODTENSOR_EXPORT(sequence_concat_rows_2)
+LODTENSOR_EXPORT(sequence_concat_rows_4)
+LODTENSOR_EXPORT(sequence_concat_rows_8)
+LODTENSOR_EXPORT(sequence_concat_rows_16)
+LODTENSOR_EXPORT(sequence_reverse_rows_1)
+LODTENSOR_EXPORT(sequence_reverse_rows_2)
+LODTENSOR_EXPORT(sequence_reverse_rows_4)
+LODTENSOR_EXPORT(sequence_reverse_rows_8)
+LODTENSOR_EXPORT(sequence_reverse_rows_16)
+
+// ---- sequence_mask: out[i * maxlen + j] = (j < x[i]) ? one : zero, compared in double as the
+// CPU does ((j as f64) < x.to_f64()). `one` and `zero` are the output dtype's bit patterns (the
+// host converts 1 and 0 with the CPU's rules), so one kernel per output width serves every dtype.
+
+__device__ __forceinline__ double as_double(u8 v) { return (double)v; }
+__device__ __forceinline__ double as_double(signed char v) { return (double)v; }
+__device__ __forceinline__ double as_double(short v) { return (double)v; }
+__device__ __forceinline__ double as_double(i32 v) { return (double)v; }
+__device__ __forceinline__ double as_double(i64 v) { return (double)v; }
+__device__ __forceinline__ double as_double(float v) { return (double)v; }
+__device__ __forceinline__ double as_double(double v) { return v; }
+__device__ __forceinline__ double as_double(f16_bits v) { return (double)f16_to_f32(v.v); }
+__device__ __forceinline__ double as_double(bf16_bits v) { return (double)bf16_to_f32(v.v); }
+
+template <typename X, typename D>
+__device__ void sequence_mask(const X *__restrict__ x, D *__restrict__ out, u64 maxlen, u64 total, D one,
+                              D zero) {
+  const u64 stride = (u64)gridDim.x * blockDim.x;
+  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const u64 r = i / maxlen;
+    const u64 j = i - r * maxlen;
+    out[i] = (double)j < as_double(x[r]) ? one : zero;
+  }
+}
+
+#define LODTENSOR_MASK(X, XNAME, D, DBYTES)                                                        \
+  extern "C" __global__ void sequence_mask_##XNAME##_##DBYTES(const X *x, D *out, u64 maxlen, u64 total, \
+                                                              u64 one, u64 zero) {                    \
+    sequence_mask<X, D>(x, out, maxlen, total, (D)one, (D)zero);                                       \
+  }                                                                                                \
+  LODTENSOR_EXPORT(sequence_mask_##XNAME##_##DBYTES)
+
+#define LODTENSOR_MASK_ALL_OUT(X, XNAME) \
+  LODTENSOR_MASK(X, XNAME, u8, 1)        \
+  LODTENSOR_MASK(X, XNAME, u16, 2)       \
+  LODTENSOR_MASK(X, XNAME, u32, 4)       \
+  LODTENSOR_MASK(X, XNAME, u64, 8)
+
+LODTENSOR_MASK_ALL_OUT(u8, u8)
+LODTENSOR_MASK_ALL_OUT(signed char, i8)
+LODTENSOR_MASK_ALL_OUT(short, i16)
+LODTENSOR_MASK_ALL_OUT(i32, i32)
+LODTENSOR_MASK_ALL_OUT(i64, i64)
+LODTENSOR_MASK_ALL_OUT(f16_bits, f16)
+LODTENSOR_MASK_ALL_OUT(bf16_bits, bf16)
+LODTENSOR_MASK_ALL_OUT(float, f32)
+LODTENSOR_MASK_ALL_OUT(double, f64)
+
+// ---- sequence_enumerate: out[r * win + k] = x[r + k] while row r + k is in r's sequence (of
+// the last LoD level), else pad.
+template <typename T>
+__device__ void sequence_enumerate(const T *__restrict__ x, T *__restrict__ out, const i64 *__restrict__ offsets,
+                                   u32 num_seqs, u64 rows, u64 win, T pad, u64 tile_rows) {
+  LODTENSOR_FOR_EACH_TILE_ELEMENT(offsets, num_seqs, rows, win, tile_rows, {
+    out[e] = row + col < (u64)offsets[seq + 1] ? x[row + col] : pad;
+  });
+}
+
+#define LODTENSOR_ENUMERATE(T, NAME)                                                               \
+  extern "C" __global__ void sequence_enumerate_##NAME(const T *x, T *out, const i64 *offsets, u32 num_seqs, \
+                                                       u64 rows, u64 win, T pad, u64 tile_rows) {     \
+    sequence_enumerate<T>(x, out, offsets, num_seqs, rows, win, pad, tile_rows);                       \
+  }                                                                                                \
+  LODTENSOR_EXPORT(sequence_enumerate_##NAME)
+
+LODTENSOR_ENUMERATE(i32, i32)
+LODTENSOR_ENUMERATE(i64, i64)
+
+// ---- sequence_conv: one thread per output element (r, m), the dot product of r's context
+// (context_length rows of width n side by side) with column m of the filter. The sums run in the
+// CPU kernel's order (context block j, then column c) with explicitly rounded multiplies and adds,
+// which the compiler may not fuse into FMAs: the result is the CPU's, bit for bit.
+__device__ __forceinline__ float conv_mul(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ float conv_add(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double conv_mul(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ double conv_add(double a, double b) { return __dadd_rn(a, b); }
+
+template <typename T>
+__device__ void sequence_conv(const T *__restrict__ x, const T *__restrict__ filter, const T *__restrict__ padding,
+                              T *__restrict__ out, const i64 *__restrict__ offsets, u32 num_seqs, u64 rows,
+                              u64 n, u64 m, u64 context_length, i64 context_start, u64 up_pad, u64 tile_rows) {
+  LODTENSOR_FOR_EACH_TILE_ELEMENT(offsets, num_seqs, rows, m, tile_rows, {
+    const u64 start = (u64)offsets[seq];
+    const i64 len = offsets[seq + 1] - offsets[seq];
+    const i64 r = (i64)(row - start);
+    T acc = (T)0;
+    for (u64 j = 0; j < context_length; j++) {
+      const i64 p = r + context_start + (i64)j;
+      const T *src;
+      if (p >= 0 && p < len) {
+        src = x + (start + (u64)p) * n;
+      } else if (padding) {
+        const u64 k = p < 0 ? (u64)((i64)up_pad + p) : up_pad + (u64)(p - len);
+        src = padding + k * n;
+      } else {
+        continue;
+      }
+      const T *f = filter + j * n * m + col;
+      for (u64 c = 0; c < n; c++) acc = conv_add(acc, conv_mul(src[c], f[c * m]));
+    }
+    out[e] = acc;
+  });
+}
+
+#define LODTENSOR_CONV(T, NAME)                                                                    \
+  extern "C" __global__ void sequence_conv_##NAME(const T *x, const T *filter, const T *padding, T *out,   \
+                                                  const i64 *offsets, u32 num_seqs, u64 rows, u64 n, u64 m, \
+                                                  u64 context_length, i64 context_start, u64 up_pad,       \
+                                                  u64 tile_rows) {                                        \
+    sequence_conv<T>(x, filter, padding, out, offsets, num_seqs, rows, n, m, context_length, context_start, \
+                     up_pad, tile_rows);                                                                  \
+  }                                                                                                \
+  LODTENSOR_EXPORT(sequence_conv_##NAME)
+
+LODTENSOR_CONV(float, f32)
+LODTENSOR_CONV(double, f64)
+
+// ---- sequence_scatter: the host groups the ids by target element (row i of x, column id),
+// keeping id order within a group; one thread per group adds the group's updates in that order.
+// Each element is written by one thread, in the CPU's order: the results are the CPU's exactly
+// (integers wrap; 16-bit floats add in float and round once per add, as `Scalar::add` does).
+__device__ __forceinline__ u8 scatter_add(u8 a, u8 b) { return (u8)(a + b); }
+__device__ __forceinline__ signed char scatter_add(signed char a, signed char b) {
+  return (signed char)(u8)((u8)a + (u8)b);
+}
+__device__ __forceinline__ short scatter_add(short a, short b) { return (short)(u16)((u16)a + (u16)b); }
+__device__ __forceinline__ i32 scatter_add(i32 a, i32 b) { return (i32)((u32)a + (u32)b); }
+__device__ __forceinline__ i64 scatter_add(i64 a, i64 b) { return (i64)((u64)a + (u64)b); }
+__device__ __forceinline__ float scatter_add(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double scatter_add(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ f16_bits scatter_add(f16_bits a, f16_bits b) {
+  f16_bits r;
+  r.v = f32_to_f16(__fadd_rn(f16_to_f32(a.v), f16_to_f32(b.v)));
+  return r;
+}
+__device__ __forceinline__ bf16_bits scatter_add(bf16_bits a, bf16_bits b) {
+  bf16_bits r;
+  r.v = f32_to_bf16(__fadd_rn(bf16_to_f32(a.v), bf16_to_f32(b.v)));
+  return r;
+}
+
+// Group g adds updates[order[q]] for q in [bounds[g], bounds[g+1]) to out[targets[g]].
+template <typename T>
+__device__ void sequence_scatter(T *__restrict__ out, const T *__restrict__ updates, const i64 *__restrict__ targets,
+                                 const i64 *__restrict__ bounds, const i64 *__restrict__ order, u64 groups) {
+  const u64 stride = (u64)gridDim.x * blockDim.x;
+  for (u64 g = (u64)blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += stride) {
+    T acc = out[targets[g]];
+    for (i64 q = bounds[g]; q < bounds[g + 1]; q++) acc = scatter_add(acc, updates[order[q]]);
+    out[targets[g]] = acc;
+  }
+}
+
+#define LODTENSOR_SCATTER(T, NAME)                                                                 \
+  extern "C" __global__ void sequence_scatter_##NAME(T *out, const T *updates, const i64 *targets, \
+                                                     const i64 *bounds, const i64 *order, u64 groups) { \
+    sequence_scatter<T>(out, updates, targets, bounds, order, groups);                               \
+  }                                                                                                \
+  LODTENSOR_EXPORT(sequence_scatter_##NAME)
+
+LODTENSOR_SCATTER(u8, u8)
+LODTENSOR_SCATTER(signed char, i8)
+LODTENSOR_SCATTER(short, i16)
+LODTENSOR_SCATTER(i32, i32)
+LODTENSOR_SCATTER(i64, i64)
+LODTENSOR_SCATTER(f16_bits, f16)
+LODTENSOR_SCATTER(bf16_bits, bf16)
+LODTENSOR_SCATTER(float, f32)
+LODTENSOR_SCATTER(double, f64)

@@ -1,0 +1,261 @@
+//! Launchers of `kernels/sequence_misc.cu`: sequence_concat, sequence_reverse, sequence_mask,
+//! sequence_enumerate, sequence_conv and the scatter-add of sequence_scatter. The ops validate;
+//! these upload the host tables (LoD offsets, ranges, groups) once per call and launch once.
+
+use super::device::{device, new_tensor, Device};
+use super::launch::{launch, launch_1d, upload, Args, BLOCK};
+use crate::backend::cpu::sequence::ConvShape;
+use crate::dim::Dim;
+use crate::dtype::DType;
+use crate::error::{ensure, err, Result};
+use crate::place::Place;
+use crate::tensor::Tensor;
+use std::sync::Arc;
+
+const FILE: &str = "sequence_misc.cu";
+
+/// Output elements per tile of the sequence kernels: 32 per thread of a block, so the two
+/// searches each thread makes per tile are amortised over many elements.
+const TILE_ELEMS: u64 = 32 * BLOCK as u64;
+
+/// The device of `t`, which the op has checked to be on a CUDA place.
+fn device_of(t: &Tensor, what: &str) -> Result<Arc<Device>> {
+    match t.place() {
+        Place::Cuda(n) => device(n),
+        Place::Cpu => Err(err!(Internal, "{what}: the CUDA kernel got a tensor on the host")),
+    }
+}
+
+fn count_u32(n: usize, what: &str) -> Result<u32> {
+    u32::try_from(n).map_err(|_| err!(Unsupported, "{what}: {n} sequences; the CUDA kernel takes up to 2^32 - 1"))
+}
+
+fn offsets_i64(offsets: &[usize]) -> Vec<i64> {
+    offsets.iter().map(|&o| o as i64).collect()
+}
+
+/// Launches a tile kernel over `rows` output rows of `row_elems` elements; `args` ends with the
+/// tile size, which this appends.
+fn launch_tiles(d: &Arc<Device>, function: &str, rows: u64, row_elems: u64, args: Args) -> Result<()> {
+    let tile_rows = (TILE_ELEMS / row_elems.max(1)).max(1);
+    let grid = rows.div_ceil(tile_rows).clamp(1, 1 << 16) as u32;
+    launch(d, FILE, function, [grid, 1, 1], [BLOCK, 1, 1], args.arg(tile_rows))
+}
+
+/// The widest word (16, 8, 4, 2 or 1 bytes) dividing `row_bytes` and every address.
+fn word_for(row_bytes: usize, addrs: impl IntoIterator<Item = u64> + Clone) -> usize {
+    [16usize, 8, 4, 2, 1]
+        .into_iter()
+        .find(|&w| row_bytes % w == 0 && addrs.clone().into_iter().all(|a| a % w as u64 == 0))
+        .expect("1 divides everything")
+}
+
+/// sequence_concat on the device: output sequence `i` is sequence `i` of `srcs[0]`, then of
+/// `srcs[1]`, ...; `offsets[j]` are the absolute row offsets of `srcs[j]`'s sequences,
+/// `out_offsets` the output's; rows of `row_bytes` bytes. All sources on one device.
+pub fn sequence_concat_rows(
+    srcs: &[&Tensor],
+    offsets: &[&[usize]],
+    row_bytes: usize,
+    out_offsets: &[usize],
+    dims: Dim,
+) -> Result<Tensor> {
+    let d = device_of(srcs[0], "sequence_concat")?;
+    let mut out = new_tensor(&d, srcs[0].dtype(), dims)?;
+    let rows = *out_offsets.last().expect("offsets start with 0");
+    if out.nbytes() == 0 {
+        return Ok(out);
+    }
+    let sequences = out_offsets.len() - 1;
+    let num_ranges = count_u32(sequences * srcs.len(), "xs")?;
+    let dst = out.as_mut_ptr() as u64;
+    let word = word_for(row_bytes, srcs.iter().map(|s| s.as_ptr() as u64).chain([dst]));
+    // One table: the source address of each range, in output order, then the ranges' output
+    // row offsets (one more than the ranges).
+    let mut addrs = Vec::with_capacity(sequences * srcs.len());
+    let mut dst_offsets = Vec::with_capacity(sequences * srcs.len() + 1);
+    dst_offsets.push(0u64);
+    for i in 0..sequences {
+        for (src, offs) in srcs.iter().zip(offsets) {
+            addrs.push(src.as_ptr() as u64 + (offs[i] * row_bytes) as u64);
+            let at = *dst_offsets.last().expect("starts with 0");
+            dst_offsets.push(at + (offs[i + 1] - offs[i]) as u64);
+        }
+    }
+    addrs.extend(dst_offsets);
+    let table = upload(&d, &addrs)?;
+    let table_ptr = table.as_ptr() as u64;
+    let row_words = (row_bytes / word) as u64;
+    let args = Args::new()
+        .arg(dst)
+        .arg(row_words)
+        .arg(table_ptr)
+        .arg(table_ptr + 8 * num_ranges as u64)
+        .arg(num_ranges)
+        .arg(rows as u64);
+    launch_tiles(&d, &format!("sequence_concat_rows_{word}"), rows as u64, row_words, args)?;
+    Ok(out)
+}
+
+/// sequence_reverse on the device: each sequence `[offsets[i], offsets[i+1])` of `src`'s rows
+/// in reverse order, in a new tensor of `src`'s dims.
+pub fn sequence_reverse_rows(src: &Tensor, offsets: &[usize]) -> Result<Tensor> {
+    let d = device_of(src, "sequence_reverse")?;
+    let mut out = new_tensor(&d, src.dtype(), *src.dims())?;
+    let rows = *offsets.last().expect("a LoD level");
+    if out.nbytes() == 0 {
+        return Ok(out);
+    }
+    let num_seqs = count_u32(offsets.len() - 1, "x")?;
+    let row_bytes = src.row_bytes();
+    let (s, dst) = (src.as_ptr() as u64, out.as_mut_ptr() as u64);
+    let word = word_for(row_bytes, [s, dst]);
+    let table = upload(&d, &offsets_i64(offsets))?;
+    let row_words = (row_bytes / word) as u64;
+    let args = Args::new().arg(s).arg(dst).arg(row_words).buf(&table).arg(num_seqs).arg(rows as u64);
+    launch_tiles(&d, &format!("sequence_reverse_rows_{word}"), rows as u64, row_words, args)?;
+    Ok(out)
+}
+
+/// The kernel-name suffix of a computing dtype.
+fn dtype_suffix(dtype: DType) -> Result<&'static str> {
+    Ok(match dtype {
+        DType::U8 => "u8",
+        DType::I8 => "i8",
+        DType::I16 => "i16",
+        DType::I32 => "i32",
+        DType::I64 => "i64",
+        DType::F16 => "f16",
+        DType::BF16 => "bf16",
+        DType::F32 => "f32",
+        DType::F64 => "f64",
+        DType::Bool => return Err(err!(Internal, "no CUDA kernel computes on bool")),
+    })
+}
+
+/// sequence_mask on the device: `out[i * maxlen + j] = (j < x[i]) ? one : zero`, a new tensor of
+/// `dims` and `out_dtype`; `one` and `zero` are `out_dtype`'s bit patterns (low bytes).
+pub fn sequence_mask(x: &Tensor, maxlen: usize, out_dtype: DType, one: u64, zero: u64, dims: Dim) -> Result<Tensor> {
+    let d = device_of(x, "sequence_mask")?;
+    let mut out = new_tensor(&d, out_dtype, dims)?;
+    let total = out.numel() as u64;
+    if total == 0 {
+        return Ok(out);
+    }
+    let name = format!("sequence_mask_{}_{}", dtype_suffix(x.dtype())?, out_dtype.size());
+    let args = Args::new().ptr(x).arg(out.as_mut_ptr() as u64).arg(maxlen as u64).arg(total).arg(one).arg(zero);
+    launch_1d(&d, FILE, &name, total, args)?;
+    Ok(out)
+}
+
+/// sequence_enumerate on the device: `[rows, win]` windows of `x` (int32 or int64, one element
+/// per row) within the sequences `offsets` of its rows, `pad` (fits the dtype) past their ends.
+pub fn sequence_enumerate(x: &Tensor, offsets: &[usize], win: usize, pad: i64) -> Result<Tensor> {
+    let d = device_of(x, "sequence_enumerate")?;
+    let rows = x.numel();
+    let mut out = new_tensor(&d, x.dtype(), Dim::new(&[rows, win])?)?;
+    if out.numel() == 0 {
+        return Ok(out);
+    }
+    let num_seqs = count_u32(offsets.len() - 1, "x")?;
+    let table = upload(&d, &offsets_i64(offsets))?;
+    let args = Args::new()
+        .ptr(x)
+        .arg(out.as_mut_ptr() as u64)
+        .buf(&table)
+        .arg(num_seqs)
+        .arg(rows as u64)
+        .arg(win as u64)
+        .arg(pad);
+    launch_tiles(&d, &format!("sequence_enumerate_{}", dtype_suffix(x.dtype())?), rows as u64, win as u64, args)?;
+    Ok(out)
+}
+
+/// sequence_conv on the device: `[rows of x, out_width]`, x's rows split into sequences by
+/// `offsets`; `padding` only when trainable (the op has checked every shape).
+pub fn sequence_conv(
+    x: &Tensor,
+    offsets: &[usize],
+    filter: &Tensor,
+    padding: Option<&Tensor>,
+    s: &ConvShape,
+) -> Result<Tensor> {
+    let d = device_of(x, "sequence_conv")?;
+    let rows = *offsets.last().expect("a LoD level");
+    let mut out = new_tensor(&d, x.dtype(), Dim::new(&[rows, s.out_width])?)?;
+    if out.numel() == 0 {
+        return Ok(out);
+    }
+    let num_seqs = count_u32(offsets.len() - 1, "x")?;
+    // Rows of no columns contribute nothing, however long the context (as on the CPU).
+    let context_length = if s.width == 0 { 0 } else { s.context_length };
+    let table = upload(&d, &offsets_i64(offsets))?;
+    let args = Args::new()
+        .ptr(x)
+        .ptr(filter)
+        .arg(padding.map_or(0, |p| p.as_ptr() as u64))
+        .arg(out.as_mut_ptr() as u64)
+        .buf(&table)
+        .arg(num_seqs)
+        .arg(rows as u64)
+        .arg(s.width as u64)
+        .arg(s.out_width as u64)
+        .arg(context_length as u64)
+        .arg(s.context_start)
+        .arg(s.up_pad as u64);
+    launch_tiles(&d, &format!("sequence_conv_{}", dtype_suffix(x.dtype())?), rows as u64, s.out_width as u64, args)
+        .map(|_| out)
+}
+
+/// The scatter-add of sequence_scatter into `out` (a device tensor, rows of `width` elements):
+/// for every id `p` of sequence `i` (`ids_offsets`), `out[i * width + ids[p]] += updates[p]`,
+/// duplicates in id order. The ids are on the host and checked against `[0, width)`.
+pub fn sequence_scatter_add(
+    out: &mut Tensor,
+    width: usize,
+    ids_offsets: &[usize],
+    ids: &[i64],
+    updates: &Tensor,
+) -> Result<()> {
+    let d = device_of(out, "sequence_scatter")?;
+    let m = *ids_offsets.last().expect("a LoD level");
+    ensure!(m <= ids.len(), Internal, "sequence_scatter: {m} ids listed, {} given", ids.len());
+    if width == 0 || m == 0 {
+        return Ok(());
+    }
+    // The ids grouped by target element, id order kept within a group (a stable sort within each
+    // sequence): one table of the targets, the group bounds, then the order of the ids.
+    let mut order: Vec<i64> = (0..m as i64).collect();
+    for w in ids_offsets.windows(2) {
+        order[w[0]..w[1]].sort_by_key(|&p| ids[p as usize]);
+    }
+    let mut targets = Vec::new();
+    let mut bounds = Vec::new();
+    let mut seq = 0usize;
+    for (q, &p) in order.iter().enumerate() {
+        let p = p as usize;
+        while ids_offsets[seq + 1] <= p {
+            seq += 1;
+        }
+        let target = (seq * width) as i64 + ids[p];
+        if targets.last() != Some(&target) {
+            targets.push(target);
+            bounds.push(q as i64);
+        }
+    }
+    bounds.push(m as i64);
+    let groups = targets.len() as u64;
+    let mut table = targets;
+    table.extend(bounds);
+    table.extend(order);
+    let table = upload(&d, &table)?;
+    let t = table.as_ptr() as u64;
+    let args = Args::new()
+        .arg(out.as_mut_ptr() as u64)
+        .ptr(updates)
+        .arg(t)
+        .arg(t + 8 * groups)
+        .arg(t + 8 * (2 * groups + 1))
+        .arg(groups);
+    launch_1d(&d, FILE, &format!("sequence_scatter_{}", dtype_suffix(out.dtype())?), groups, args)
+}

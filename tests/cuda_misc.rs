@@ -1,0 +1,749 @@
+//! The smaller sequence ops on a CUDA device (emulated here: `--features cuda-emulator`): concat,
+//! slice, reverse, reshape, gather_rows, mask, enumerate, erase, conv, scatter, and the place
+//! rules of expand/expand_as. Every result is compared with the CPU path's on the same inputs
+//! (random, fixed seeds): byte for byte for the data-movement and integer ops and for scatter;
+//! within a float tolerance for sequence_conv (see `gpu_conv_equals_cpu`). Without a usable
+//! device each test says it was skipped and passes.
+
+mod common;
+
+use common::Rng;
+use half::{bf16, f16};
+use lodtensor::ops::{
+    gather_rows, sequence_concat, sequence_conv, sequence_enumerate, sequence_erase, sequence_mask, sequence_reshape,
+    sequence_reverse, sequence_slice,
+};
+use lodtensor::{cuda_device_count, sequence_expand, sequence_expand_as, synchronize, to_place};
+use lodtensor::{sequence_scatter, sequence_scatter_inplace, DType, Dim, Error, LoDTensor, Lod, Place, Tensor};
+
+const GPU: Place = Place::Cuda(0);
+
+fn gpu_or_skip() -> bool {
+    match cuda_device_count() {
+        Ok(_) => true,
+        Err(e) => {
+            assert!(
+                std::env::var("LODTENSOR_REQUIRE_GPU").map_or(true, |v| v != "1"),
+                "LODTENSOR_REQUIRE_GPU=1, but no usable CUDA device: {e}"
+            );
+            eprintln!("skipped: no usable CUDA device ({e})");
+            false
+        }
+    }
+}
+
+fn gpu(t: &LoDTensor) -> LoDTensor {
+    to_place(t, GPU).unwrap()
+}
+
+fn bytes_of(t: &LoDTensor) -> Vec<u8> {
+    to_place(t, Place::Cpu).unwrap().tensor().bytes().unwrap().to_vec()
+}
+
+/// The device result is on the device and equals the CPU result: dims, dtype, LoD and bytes.
+#[track_caller]
+fn assert_same(got: &LoDTensor, want: &LoDTensor, what: &str) {
+    assert_eq!(got.tensor().place(), GPU, "{what}: result place");
+    assert_eq!(got.dims(), want.dims(), "{what}: dims");
+    assert_eq!(got.tensor().dtype(), want.tensor().dtype(), "{what}: dtype");
+    assert_eq!(got.lod(), want.lod(), "{what}: LoD");
+    assert!(bytes_of(got) == want.tensor().bytes().unwrap(), "{what}: data differs");
+}
+
+/// The same outcome on both places: equal results, or the same error.
+#[track_caller]
+fn assert_same_outcome(got: lodtensor::Result<LoDTensor>, want: lodtensor::Result<LoDTensor>, what: &str) {
+    match (got, want) {
+        (Ok(g), Ok(w)) => assert_same(&g, &w, what),
+        (Err(g), Err(w)) => assert_eq!(format!("{g:?}"), format!("{w:?}"), "{what}: errors differ"),
+        (g, w) => panic!("{what}: device gave {:?}, CPU gave {:?}", g.map(|_| ()), w.map(|_| ())),
+    }
+}
+
+/// An InvalidArgument naming both places.
+#[track_caller]
+fn assert_mixed(r: lodtensor::Result<impl std::fmt::Debug>, a: &str, b: &str) {
+    match r {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains(a) && m.contains(b), "{m}"),
+        other => panic!("expected InvalidArgument naming {a} and {b}, got {other:?}"),
+    }
+}
+
+/// Random bytes valid for `dtype` (bool: 0 or 1).
+fn random_bytes(rng: &mut Rng, dtype: DType, n: usize) -> Vec<u8> {
+    (0..n * dtype.size())
+        .map(|_| if dtype == DType::Bool { (rng.next() & 1) as u8 } else { rng.next() as u8 })
+        .collect()
+}
+
+/// A host tensor of `dtype` and `dims` with random contents and the given LoD; with `shift`, a row
+/// slice of a larger tensor, so its address is not the allocation's.
+fn random_tensor(rng: &mut Rng, dtype: DType, dims: &[usize], lod: Lod, shift: bool) -> LoDTensor {
+    let rows = dims[0] + shift as usize;
+    let mut full = dims.to_vec();
+    full[0] = rows;
+    let n: usize = full.iter().product();
+    let t = Tensor::from_bytes(dtype, Dim::new(&full).unwrap(), &random_bytes(rng, dtype, n)).unwrap();
+    let t = if shift { t.slice_rows(1..rows).unwrap() } else { t };
+    LoDTensor::new(t, lod).unwrap()
+}
+
+/// Random sequence lengths: one in four empty.
+fn random_lengths(rng: &mut Rng, sequences: usize, max_len: usize) -> Vec<usize> {
+    (0..sequences).map(|_| if rng.below(4) == 0 { 0 } else { rng.below(max_len + 1) }).collect()
+}
+
+/// One sequence, a few, and enough that the kernels' output spans many tiles (8192 elements each)
+/// with many sequences in a tile.
+const SEQUENCE_COUNTS: [usize; 4] = [1, 3, 300, 3000];
+
+#[test]
+fn gpu_concat_equals_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0x9e37_79b9);
+    for case in 0..40 {
+        let dtype = DType::ALL[case % DType::ALL.len()];
+        let seqs = SEQUENCE_COUNTS[case % 4];
+        let width = [1, 3, 5, 17][(case / 4) % 4];
+        let inputs = 2 + case % 3;
+        let xs: Vec<LoDTensor> = (0..inputs)
+            .map(|j| {
+                let lengths = if case == 0 { vec![0; seqs] } else { random_lengths(&mut rng, seqs, 6) };
+                let rows: usize = lengths.iter().sum();
+                // Every other case: a 2-level LoD (concat reads level 0 as absolute rows).
+                let lod = if case % 2 == 1 {
+                    Lod::from_lengths(&[vec![1; seqs], lengths]).unwrap()
+                } else {
+                    Lod::from_lengths(&[lengths]).unwrap()
+                };
+                random_tensor(&mut rng, dtype, &[rows, width], lod, j % 2 == 1)
+            })
+            .collect();
+        let want = sequence_concat(&xs.iter().collect::<Vec<_>>()).unwrap();
+        let xd: Vec<LoDTensor> = xs.iter().map(gpu).collect();
+        let got = sequence_concat(&xd.iter().collect::<Vec<_>>()).unwrap();
+        assert_same(&got, &want, &format!("concat case {case}: {inputs} x {seqs} sequences of {dtype} x {width}"));
+    }
+    // The CPU's errors: row widths, dtypes or sequence counts that differ, a single input.
+    let a = LoDTensor::from_slice(&[1f32, 2., 3., 4.], &[2, 2], vec![vec![0, 1, 2]]).unwrap();
+    let wide = LoDTensor::from_slice(&[1f32, 2., 3.], &[1, 3], vec![vec![0, 0, 1]]).unwrap();
+    let ints = LoDTensor::from_slice(&[1i32, 2], &[1, 2], vec![vec![0, 1, 1]]).unwrap();
+    let one_seq = LoDTensor::from_slice(&[1f32, 2.], &[1, 2], vec![vec![0, 1]]).unwrap();
+    for (b, what) in [(&wide, "row width"), (&ints, "dtype"), (&one_seq, "sequence count")] {
+        let want = sequence_concat(&[&a, b]);
+        assert!(want.is_err(), "{what}");
+        assert_same_outcome(sequence_concat(&[&gpu(&a), &gpu(b)]), want, &format!("concat {what}"));
+    }
+    assert_same_outcome(sequence_concat(&[&gpu(&a)]), sequence_concat(&[&a]), "concat of one input");
+}
+
+#[test]
+fn gpu_slice_equals_cpu_with_offsets_on_the_device() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0x51ce);
+    for case in 0..24 {
+        let dtype = DType::ALL[case % DType::ALL.len()];
+        let seqs = SEQUENCE_COUNTS[case % 4];
+        let lengths = if case < 4 { vec![0; seqs] } else { random_lengths(&mut rng, seqs, 8) };
+        let rows: usize = lengths.iter().sum();
+        let x = random_tensor(
+            &mut rng,
+            dtype,
+            &[rows, 1 + case % 7, 2],
+            Lod::from_lengths(std::slice::from_ref(&lengths)).unwrap(),
+            true,
+        );
+        let (mut offs, mut lens) = (Vec::new(), Vec::new());
+        for &l in &lengths {
+            let o = rng.below(l + 1);
+            offs.push(o as i64);
+            lens.push(rng.below(l - o + 1) as i64);
+        }
+        let (offset, length) = if case % 2 == 0 {
+            (
+                LoDTensor::from_slice(&offs, &[seqs, 1], vec![]).unwrap(),
+                LoDTensor::from_slice(&lens, &[seqs, 1], vec![]).unwrap(),
+            )
+        } else {
+            let o32: Vec<i32> = offs.iter().map(|&v| v as i32).collect();
+            let l32: Vec<i32> = lens.iter().map(|&v| v as i32).collect();
+            (
+                LoDTensor::from_slice(&o32, &[seqs], vec![]).unwrap(),
+                LoDTensor::from_slice(&l32, &[seqs], vec![]).unwrap(),
+            )
+        };
+        let want = sequence_slice(&x, &offset, &length);
+        let got = sequence_slice(&gpu(&x), &gpu(&offset), &gpu(&length));
+        assert_same_outcome(got, want, &format!("slice case {case}"));
+    }
+    // The rules on device inputs give the CPU's errors.
+    let x = LoDTensor::from_slice(&[1f32, 2., 3., 4., 5.], &[5, 1], vec![vec![0, 3, 5]]).unwrap();
+    for (o, l) in [([0i64, 1], [4i64, 1]), ([-1, 0], [1, 1]), ([0, 0], [1, -2])] {
+        let (o, l) =
+            (LoDTensor::from_slice(&o, &[2, 1], vec![]).unwrap(), LoDTensor::from_slice(&l, &[2, 1], vec![]).unwrap());
+        let want = sequence_slice(&x, &o, &l);
+        assert!(want.is_err());
+        assert_same_outcome(sequence_slice(&gpu(&x), &gpu(&o), &gpu(&l)), want, "slice errors");
+    }
+}
+
+#[test]
+fn gpu_reverse_equals_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0x7e7e);
+    for case in 0..30 {
+        let dtype = DType::ALL[case % DType::ALL.len()];
+        let seqs = SEQUENCE_COUNTS[case % 4];
+        let lengths = if case == 1 { vec![0; seqs] } else { random_lengths(&mut rng, seqs, 9) };
+        let rows: usize = lengths.iter().sum();
+        let width = [1, 2, 3, 8, 13, 64][case % 6];
+        let x = random_tensor(&mut rng, dtype, &[rows, width], Lod::from_lengths(&[lengths]).unwrap(), case % 3 == 0);
+        let want = sequence_reverse(&x).unwrap();
+        assert_same(&sequence_reverse(&gpu(&x)).unwrap(), &want, &format!("reverse case {case}: {dtype} x {width}"));
+    }
+    let column = LoDTensor::from_slice(&[1f32, 2., 3.], &[3], vec![vec![0, 3]]).unwrap();
+    let nested = LoDTensor::from_slice(&[1f32, 2., 3.], &[3, 1], vec![vec![0, 1], vec![0, 3]]).unwrap();
+    for x in [column, nested] {
+        let want = sequence_reverse(&x);
+        assert!(want.is_err());
+        assert_same_outcome(sequence_reverse(&gpu(&x)), want, "reverse errors");
+    }
+}
+
+#[test]
+fn gpu_reshape_equals_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0x4e5a);
+    for case in 0..30 {
+        let dtype = DType::ALL[case % DType::ALL.len()];
+        let seqs = SEQUENCE_COUNTS[case % 4];
+        let m = [1, 2, 4, 6][case % 4];
+        let lengths: Vec<usize> = if case < 4 {
+            vec![0; seqs]
+        } else {
+            random_lengths(&mut rng, seqs, 4).into_iter().map(|l| 2 * l).collect()
+        };
+        let rows: usize = lengths.iter().sum();
+        let x = random_tensor(&mut rng, dtype, &[rows, m], Lod::from_lengths(&[lengths]).unwrap(), case % 2 == 0);
+        for new_dim in [1, 2, 3, 4, 12] {
+            let want = sequence_reshape(&x, new_dim);
+            let got = sequence_reshape(&gpu(&x), new_dim);
+            assert_same_outcome(got, want, &format!("reshape case {case}, new_dim {new_dim}"));
+        }
+    }
+}
+
+#[test]
+fn gpu_gather_rows_equals_cpu_with_the_index_on_the_device() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0x6a7);
+    for case in 0..30 {
+        let dtype = DType::ALL[case % DType::ALL.len()];
+        let rows = [1, 7, 500, 0][case % 4];
+        let x = random_tensor(&mut rng, dtype, &[rows, 1 + case % 9], Lod::empty(), case % 2 == 0);
+        let k = if rows == 0 { 0 } else { [0, 1, 40, 900][case % 3] };
+        // Runs of consecutive indices (one range each) mixed with random ones.
+        let mut index = Vec::new();
+        while index.len() < k {
+            let start = rng.below(rows);
+            let run = 1 + rng.below(5);
+            index.extend((start..(start + run).min(rows)).map(|i| i as i64));
+        }
+        index.truncate(k);
+        let index = if case % 2 == 0 {
+            LoDTensor::from_slice(&index, &[k], vec![]).unwrap()
+        } else {
+            let i32s: Vec<i32> = index.iter().map(|&v| v as i32).collect();
+            LoDTensor::from_slice(&i32s, &[k, 1], vec![]).unwrap()
+        };
+        let want = gather_rows(&x, &index).unwrap();
+        assert_same(&gather_rows(&gpu(&x), &gpu(&index)).unwrap(), &want, &format!("gather_rows case {case}"));
+    }
+    let x = LoDTensor::from_slice(&[1u8, 2, 3], &[3, 1], vec![]).unwrap();
+    let bad = LoDTensor::from_slice(&[0i64, 3], &[2], vec![]).unwrap();
+    let want = gather_rows(&x, &bad);
+    assert!(matches!(want, Err(Error::OutOfRange(_))));
+    assert_same_outcome(gather_rows(&gpu(&x), &gpu(&bad)), want, "gather_rows out of range");
+}
+
+/// `n` values of a numeric `dtype` around the range of `maxlen` (negatives, fractions for floats).
+fn mask_input(rng: &mut Rng, dtype: DType, n: usize) -> Tensor {
+    let v: Vec<f64> = (0..n).map(|_| rng.below(12) as f64 - 2.0 + if rng.below(2) == 0 { 0.5 } else { 0.0 }).collect();
+    let int = |v: &f64| v.floor();
+    match dtype {
+        DType::U8 => Tensor::from_slice(&v.iter().map(|v| int(v).max(0.0) as u8).collect::<Vec<_>>(), &[n]),
+        DType::I8 => Tensor::from_slice(&v.iter().map(|v| int(v) as i8).collect::<Vec<_>>(), &[n]),
+        DType::I16 => Tensor::from_slice(&v.iter().map(|v| int(v) as i16).collect::<Vec<_>>(), &[n]),
+        DType::I32 => Tensor::from_slice(&v.iter().map(|v| int(v) as i32).collect::<Vec<_>>(), &[n]),
+        DType::I64 => Tensor::from_slice(&v.iter().map(|v| int(v) as i64).collect::<Vec<_>>(), &[n]),
+        DType::F16 => Tensor::from_slice(&v.iter().map(|&v| f16::from_f64(v)).collect::<Vec<_>>(), &[n]),
+        DType::BF16 => Tensor::from_slice(&v.iter().map(|&v| bf16::from_f64(v)).collect::<Vec<_>>(), &[n]),
+        DType::F32 => Tensor::from_slice(&v.iter().map(|&v| v as f32).collect::<Vec<_>>(), &[n]),
+        DType::F64 => Tensor::from_slice(&v, &[n]),
+        DType::Bool => Tensor::from_bytes(DType::Bool, Dim::new(&[n]).unwrap(), &vec![1; n]),
+    }
+    .unwrap()
+}
+
+#[test]
+fn gpu_mask_equals_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0x3a5c);
+    for (case, &x_dtype) in DType::ALL.iter().enumerate() {
+        for (k, &out_dtype) in DType::ALL.iter().enumerate() {
+            let n = [0, 1, 37, 300][(case + k) % 4];
+            let x = LoDTensor::dense(mask_input(&mut rng, x_dtype, n));
+            for maxlen in [-1, 1, 7] {
+                let want = sequence_mask(&x, maxlen, out_dtype);
+                let got = sequence_mask(&gpu(&x), maxlen, out_dtype);
+                if let Ok(w) = &want {
+                    assert!(w.tensor().numel() > 0 || n == 0 || maxlen < 0, "the test must produce masks");
+                }
+                assert_same_outcome(got, want, &format!("mask {x_dtype} -> {out_dtype}, n {n}, maxlen {maxlen}"));
+            }
+        }
+    }
+    // 2-d x, and the errors.
+    let x = LoDTensor::dense(Tensor::from_slice(&[3i32, 0, 1, 5, 2, 2], &[2, 3]).unwrap());
+    assert_same(
+        &sequence_mask(&gpu(&x), 6, DType::F32).unwrap(),
+        &sequence_mask(&x, 6, DType::F32).unwrap(),
+        "2-d mask",
+    );
+    assert_same_outcome(sequence_mask(&gpu(&x), 0, DType::I64), sequence_mask(&x, 0, DType::I64), "maxlen 0");
+}
+
+#[test]
+fn gpu_enumerate_equals_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0xe1e1);
+    for case in 0..32 {
+        let seqs = SEQUENCE_COUNTS[case % 4];
+        let lengths = if case < 4 { vec![0; seqs] } else { random_lengths(&mut rng, seqs, 12) };
+        let rows: usize = lengths.iter().sum();
+        // 2-level LoDs too: windows stay inside the sequences of the last level.
+        let lod = if case % 3 == 2 {
+            let top = vec![seqs / 2, seqs - seqs / 2];
+            Lod::from_lengths(&[top, lengths]).unwrap()
+        } else {
+            Lod::from_lengths(&[lengths]).unwrap()
+        };
+        let dtype = if case % 2 == 0 { DType::I32 } else { DType::I64 };
+        let dims: &[usize] = if case % 4 < 2 { &[rows, 1] } else { &[rows] };
+        let x = random_tensor(&mut rng, dtype, dims, lod, case % 5 == 0);
+        let win = [2, 3, 7, 30][(case / 2) % 4];
+        let pad = [0, -1, 5][case % 3];
+        let want = sequence_enumerate(&x, win, pad);
+        let got = sequence_enumerate(&gpu(&x), win, pad);
+        assert_same_outcome(got, want, &format!("enumerate case {case}: {seqs} sequences, win {win}, pad {pad}"));
+    }
+    let x = LoDTensor::from_slice(&[1i32, 2, 3], &[3, 1], vec![vec![0, 3]]).unwrap();
+    assert_same_outcome(sequence_enumerate(&gpu(&x), 1, 0), sequence_enumerate(&x, 1, 0), "win 1");
+    assert_same_outcome(sequence_enumerate(&gpu(&x), 2, 1 << 40), sequence_enumerate(&x, 2, 1 << 40), "pad range");
+}
+
+#[test]
+fn gpu_erase_equals_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0xe2a5);
+    for case in 0..32 {
+        let seqs = SEQUENCE_COUNTS[case % 4];
+        let lengths = if case < 4 { vec![0; seqs] } else { random_lengths(&mut rng, seqs, 12) };
+        let rows: usize = lengths.iter().sum();
+        let lod = if case % 3 == 2 {
+            Lod::from_lengths(&[vec![seqs / 3, seqs - seqs / 3], lengths]).unwrap()
+        } else {
+            Lod::from_lengths(&[lengths]).unwrap()
+        };
+        let ids: Vec<i64> = (0..rows).map(|_| rng.below(8) as i64 - 1).collect();
+        let x = if case % 2 == 0 {
+            LoDTensor::new(Tensor::from_slice(&ids, &[rows, 1]).unwrap(), lod).unwrap()
+        } else {
+            let i32s: Vec<i32> = ids.iter().map(|&v| v as i32).collect();
+            LoDTensor::new(Tensor::from_slice(&i32s, &[rows]).unwrap(), lod).unwrap()
+        };
+        let tokens: &[i64] = [&[][..], &[3], &[2, 3, 5], &[-1, 0, 1, 2, 3, 4, 5, 6], &[6, 6, 1]][case % 5];
+        let want = sequence_erase(&x, tokens);
+        let got = sequence_erase(&gpu(&x), tokens);
+        assert_same_outcome(got, want, &format!("erase case {case}: tokens {tokens:?}"));
+    }
+    let x = LoDTensor::from_slice(&[1f32, 2.], &[2, 1], vec![vec![0, 2]]).unwrap();
+    assert_same_outcome(sequence_erase(&gpu(&x), &[1]), sequence_erase(&x, &[1]), "float x");
+}
+
+/// sequence_conv on the device against the CPU. The kernel sums in the CPU's order without fused
+/// multiply-adds, so the emulator (and, by IEEE rounding, a GPU) gives the CPU's bits; the test
+/// allows |got - want| <= 1e-5 * (1 + |want|) for float32 and 1e-12 * (1 + |want|) for float64
+/// (a few units in the last place for these sizes: products of values in [-1, 1], at most 60
+/// terms), which a kernel summing in another order would also meet.
+#[test]
+fn gpu_conv_equals_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0xc0c0);
+    let mut max_diff = 0f64;
+    for case in 0..40 {
+        let seqs = SEQUENCE_COUNTS[case % 4];
+        let lengths = if case < 4 { vec![0; seqs] } else { random_lengths(&mut rng, seqs, 7) };
+        let rows: usize = lengths.iter().sum();
+        let (start, length) = [(0i64, 1i64), (-1, 3), (2, 3), (-2, 5), (0, 3), (-4, 2)][case % 6];
+        let trainable = case % 2 == 1 && !(start == 0 && length == 1);
+        let n = [1, 3, 4, 0][(case / 6) % 4];
+        let m = [1, 4, 5][case % 3];
+        let up = (-start).max(0) as usize;
+        let down = (start + length - 1).max(0) as usize;
+        let f64s = case % 4 == 3;
+        let values = |rng: &mut Rng, k: usize| -> Vec<f64> { (0..k).map(|_| 2.0 * rng.unit() as f64 - 1.0).collect() };
+        let make = |v: Vec<f64>, dims: &[usize], lod: Vec<Vec<usize>>| {
+            if f64s {
+                LoDTensor::from_slice(&v, dims, lod).unwrap()
+            } else {
+                LoDTensor::from_slice(&v.iter().map(|&v| v as f32).collect::<Vec<_>>(), dims, lod).unwrap()
+            }
+        };
+        let x = make(values(&mut rng, rows * n), &[rows, n], Lod::from_lengths(&[lengths]).unwrap().levels().to_vec());
+        let filter = make(values(&mut rng, length as usize * n * m), &[length as usize * n, m], vec![]);
+        let padding = make(values(&mut rng, (up + down) * n), &[up + down, n], vec![]);
+        let want = sequence_conv(&x, &filter, Some(&padding), length, start, 1, trainable).unwrap();
+        let got = sequence_conv(&gpu(&x), &gpu(&filter), Some(&gpu(&padding)), length, start, 1, trainable).unwrap();
+        assert_eq!(got.tensor().place(), GPU);
+        assert_eq!((got.dims(), got.lod()), (want.dims(), want.lod()), "conv case {case}");
+        let got = to_place(&got, Place::Cpu).unwrap();
+        let (g, w): (Vec<f64>, Vec<f64>) = if f64s {
+            (got.tensor().as_slice::<f64>().unwrap().to_vec(), want.tensor().as_slice::<f64>().unwrap().to_vec())
+        } else {
+            let up = |t: &LoDTensor| t.tensor().as_slice::<f32>().unwrap().iter().map(|&v| v as f64).collect();
+            (up(&got), up(&want))
+        };
+        let tol = if f64s { 1e-12 } else { 1e-5 };
+        for (i, (g, w)) in g.iter().zip(&w).enumerate() {
+            max_diff = max_diff.max((g - w).abs());
+            assert!((g - w).abs() <= tol * (1.0 + w.abs()), "conv case {case}, element {i}: {g} vs {w}");
+        }
+    }
+    eprintln!("sequence_conv: largest |device - CPU| = {max_diff:e}");
+    // Errors on device inputs: the CPU's.
+    let x = LoDTensor::from_slice(&[1f32, 2.], &[2, 1], vec![vec![0, 2]]).unwrap();
+    let f = LoDTensor::from_slice(&[1f32, 2.], &[2, 1], vec![]).unwrap();
+    assert_same_outcome(
+        sequence_conv(&gpu(&x), &gpu(&f), None, 3, -1, 1, false),
+        sequence_conv(&x, &f, None, 3, -1, 1, false),
+        "filter dims",
+    );
+    let xi = LoDTensor::from_slice(&[1i32, 2], &[2, 1], vec![vec![0, 2]]).unwrap();
+    let fi = LoDTensor::from_slice(&[1i32, 2], &[2, 1], vec![]).unwrap();
+    let want = sequence_conv(&xi, &fi, None, 2, 0, 1, false);
+    assert!(matches!(want, Err(Error::Unsupported(_))));
+    assert_same_outcome(sequence_conv(&gpu(&xi), &gpu(&fi), None, 2, 0, 1, false), want, "int conv");
+}
+
+/// x of `dtype` `[rows, width]`, ids (repeated, int32 or int64) and updates for sequence_scatter.
+fn scatter_case(rng: &mut Rng, dtype: DType, case: usize) -> (LoDTensor, LoDTensor, LoDTensor) {
+    let rows = [1, 4, 60][case % 3];
+    let width = [1, 3, 7][(case / 3) % 3];
+    let seqs = 1 + rng.below(rows);
+    let lengths = random_lengths(rng, seqs, 9);
+    let m: usize = lengths.iter().sum();
+    let lod = Lod::from_lengths(&[lengths]).unwrap();
+    // Small ids make duplicates; integers hold any bits, so sums wrap.
+    let ids: Vec<i64> = (0..m).map(|_| rng.below(width) as i64).collect();
+    let ids = if case % 2 == 0 {
+        LoDTensor::new(Tensor::from_slice(&ids, &[m, 1]).unwrap(), lod.clone()).unwrap()
+    } else {
+        let i32s: Vec<i32> = ids.iter().map(|&v| v as i32).collect();
+        LoDTensor::new(Tensor::from_slice(&i32s, &[m]).unwrap(), lod.clone()).unwrap()
+    };
+    let floats = |rng: &mut Rng, n: usize| -> Vec<f32> { (0..n).map(|_| 8.0 * rng.unit() - 4.0).collect() };
+    let values = |rng: &mut Rng, dims: &[usize], lod: Lod| -> LoDTensor {
+        let n = dims.iter().product();
+        let t = match dtype {
+            // Finite values: a GPU's NaN payloads are its own.
+            DType::F16 => {
+                Tensor::from_slice(&floats(rng, n).iter().map(|&v| f16::from_f32(v)).collect::<Vec<_>>(), dims)
+            }
+            DType::BF16 => {
+                Tensor::from_slice(&floats(rng, n).iter().map(|&v| bf16::from_f32(v)).collect::<Vec<_>>(), dims)
+            }
+            DType::F32 => Tensor::from_slice(&floats(rng, n), dims),
+            DType::F64 => Tensor::from_slice(&floats(rng, n).iter().map(|&v| v as f64 / 3.0).collect::<Vec<_>>(), dims),
+            _ => Tensor::from_bytes(dtype, Dim::new(dims).unwrap(), &random_bytes(rng, dtype, n)),
+        };
+        LoDTensor::new(t.unwrap(), lod).unwrap()
+    };
+    let x = values(rng, &[rows, width], Lod::empty());
+    let updates = values(rng, &[m, 1], lod);
+    (x, ids, updates)
+}
+
+#[test]
+fn gpu_scatter_equals_cpu_out_of_place_and_in_place() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0x5ca7);
+    let dtypes =
+        [DType::U8, DType::I8, DType::I16, DType::I32, DType::I64, DType::F16, DType::BF16, DType::F32, DType::F64];
+    for (k, &dtype) in dtypes.iter().enumerate() {
+        for case in 0..9 {
+            let (x, ids, updates) = scatter_case(&mut rng, dtype, case + k);
+            let what = format!("scatter {dtype}, case {case}");
+            let want = sequence_scatter(&x, &ids, &updates).unwrap();
+            let (xd, idsd, updd) = (gpu(&x), gpu(&ids), gpu(&updates));
+            assert_same(&sequence_scatter(&xd, &idsd, &updd).unwrap(), &want, &what);
+            assert!(bytes_of(&xd) == x.tensor().bytes().unwrap(), "{what}: out of place changed x");
+            let mut inplace = xd.copy_to_same_place();
+            sequence_scatter_inplace(&mut inplace, &idsd, &updd).unwrap();
+            assert_same(&inplace, &want, &format!("{what}, in place"));
+        }
+    }
+    // The CPU's errors: an id out of range, too many sequences, bool x; in place on shared memory.
+    let x = LoDTensor::from_slice(&[0i32; 6], &[2, 3], vec![]).unwrap();
+    let upd = LoDTensor::from_slice(&[1i32, 1], &[2, 1], vec![vec![0, 1, 2]]).unwrap();
+    for ids in [[0i64, 3], [-1, 0]] {
+        let ids = LoDTensor::from_slice(&ids, &[2, 1], vec![vec![0, 1, 2]]).unwrap();
+        let want = sequence_scatter(&x, &ids, &upd);
+        assert!(matches!(want, Err(Error::OutOfRange(_))));
+        assert_same_outcome(sequence_scatter(&gpu(&x), &gpu(&ids), &gpu(&upd)), want, "scatter id range");
+        let mut xd = gpu(&x);
+        assert!(sequence_scatter_inplace(&mut xd, &gpu(&ids), &gpu(&upd)).is_err());
+        assert!(bytes_of(&xd) == x.tensor().bytes().unwrap(), "a failed in-place scatter wrote");
+    }
+    let ids = LoDTensor::from_slice(&[0i64, 1, 2], &[3, 1], vec![vec![0, 1, 2, 3]]).unwrap();
+    let upd3 = LoDTensor::from_slice(&[1i32, 1, 1], &[3, 1], vec![vec![0, 1, 2, 3]]).unwrap();
+    assert_same_outcome(
+        sequence_scatter(&gpu(&x), &gpu(&ids), &gpu(&upd3)),
+        sequence_scatter(&x, &ids, &upd3),
+        "more sequences than rows",
+    );
+    let xb =
+        LoDTensor::new(Tensor::from_bytes(DType::Bool, Dim::new(&[2, 3]).unwrap(), &[0; 6]).unwrap(), Lod::empty())
+            .unwrap();
+    let ub = LoDTensor::new(
+        Tensor::from_bytes(DType::Bool, Dim::new(&[2, 1]).unwrap(), &[1; 2]).unwrap(),
+        upd.lod().clone(),
+    )
+    .unwrap();
+    let ids2 = LoDTensor::from_slice(&[0i64, 1], &[2, 1], vec![vec![0, 1, 2]]).unwrap();
+    let want = sequence_scatter(&xb, &ids2, &ub);
+    assert!(matches!(want, Err(Error::Unsupported(_))));
+    assert_same_outcome(sequence_scatter(&gpu(&xb), &gpu(&ids2), &gpu(&ub)), want, "bool scatter");
+    let mut xd = gpu(&x);
+    let _share = xd.clone();
+    assert!(matches!(sequence_scatter_inplace(&mut xd, &gpu(&ids2), &gpu(&upd)), Err(Error::InvalidArgument(_))));
+}
+
+/// A copy of a device tensor on its device, with its own memory (for in-place tests).
+trait CopyOnDevice {
+    fn copy_to_same_place(&self) -> LoDTensor;
+}
+
+impl CopyOnDevice for LoDTensor {
+    fn copy_to_same_place(&self) -> LoDTensor {
+        to_place(self, self.tensor().place()).unwrap()
+    }
+}
+
+/// Inputs on different places (the CPU and cuda:0, or cuda:0 and cuda:1) are an InvalidArgument
+/// naming both, for every op with more than one input.
+#[test]
+fn gpu_mixed_places_are_errors_naming_both() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let second = if cuda_device_count().unwrap() > 1 { Some(Place::Cuda(1)) } else { None };
+    let x = LoDTensor::from_slice(&[1f32, 2., 3., 4.], &[4, 1], vec![vec![0, 1, 4]]).unwrap();
+    let y = LoDTensor::from_slice(&[0u8; 3], &[3, 1], vec![vec![0, 2, 3]]).unwrap();
+    let idx = LoDTensor::from_slice(&[1i64, 0], &[2, 1], vec![]).unwrap();
+    let xd = gpu(&x);
+    let mut others: Vec<(LoDTensor, &str)> = vec![(x.clone(), "cpu")];
+    if let Some(p) = second {
+        others.push((to_place(&x, p).unwrap(), "cuda:1"));
+    }
+    for (other, name) in &others {
+        assert_mixed(sequence_concat(&[&xd, other]), "cuda:0", name);
+        assert_mixed(sequence_concat(&[other, &xd]), "cuda:0", name);
+        let idx_other = to_place(&idx, other.tensor().place()).unwrap();
+        assert_mixed(sequence_slice(&xd, &idx_other, &gpu(&idx)), "cuda:0", name);
+        assert_mixed(sequence_slice(&xd, &gpu(&idx), &idx_other), "cuda:0", name);
+        assert_mixed(gather_rows(&xd, &idx_other), "cuda:0", name);
+        assert_mixed(gather_rows(other, &gpu(&idx)), "cuda:0", name);
+        let y_other = to_place(&y, other.tensor().place()).unwrap();
+        assert_mixed(sequence_expand(&xd, &y_other, 0), "cuda:0", name);
+        assert_mixed(sequence_expand(other, &gpu(&y), 0), "cuda:0", name);
+        let dense = LoDTensor::from_slice(&[1f32, 2.], &[2, 1], vec![]).unwrap();
+        assert_mixed(sequence_expand_as(&gpu(&dense), &y_other), "cuda:0", name);
+        assert_mixed(sequence_expand_as(&to_place(&dense, other.tensor().place()).unwrap(), &gpu(&y)), "cuda:0", name);
+        let f = LoDTensor::from_slice(&[1f32, 2., 3.], &[3, 1], vec![]).unwrap();
+        let f_other = to_place(&f, other.tensor().place()).unwrap();
+        assert_mixed(sequence_conv(&xd, &f_other, None, 3, -1, 1, false), "cuda:0", name);
+        let pad = LoDTensor::from_slice(&[0f32, 0.], &[2, 1], vec![]).unwrap();
+        let pad_other = to_place(&pad, other.tensor().place()).unwrap();
+        assert_mixed(sequence_conv(&xd, &gpu(&f), Some(&pad_other), 3, -1, 1, true), "cuda:0", name);
+        let xs = LoDTensor::from_slice(&[0f32; 4], &[2, 2], vec![]).unwrap();
+        let ids = LoDTensor::from_slice(&[0i64, 1], &[2, 1], vec![vec![0, 1, 2]]).unwrap();
+        let upd = LoDTensor::from_slice(&[1f32, 2.], &[2, 1], vec![vec![0, 1, 2]]).unwrap();
+        let p = other.tensor().place();
+        let (xs_o, ids_o, upd_o) = (to_place(&xs, p).unwrap(), to_place(&ids, p).unwrap(), to_place(&upd, p).unwrap());
+        assert_mixed(sequence_scatter(&gpu(&xs), &ids_o, &gpu(&upd)), "cuda:0", name);
+        assert_mixed(sequence_scatter(&gpu(&xs), &gpu(&ids), &upd_o), "cuda:0", name);
+        assert_mixed(sequence_scatter(&xs_o, &gpu(&ids), &gpu(&upd)), "cuda:0", name);
+        let mut xs_d = gpu(&xs);
+        assert_mixed(sequence_scatter_inplace(&mut xs_d, &ids_o, &gpu(&upd)), "cuda:0", name);
+    }
+    // Same place, y on the device: expand and expand_as run there.
+    let yd = gpu(&y);
+    let dense = LoDTensor::from_slice(&[1f32, 2.], &[2, 1], vec![]).unwrap();
+    assert_same(&sequence_expand(&xd, &yd, 0).unwrap(), &sequence_expand(&x, &y, 0).unwrap(), "expand");
+    assert_same(&sequence_expand_as(&gpu(&dense), &yd).unwrap(), &sequence_expand_as(&dense, &y).unwrap(), "expand_as");
+    synchronize(GPU).unwrap();
+}
+
+// ---- Bandwidth on a real GPU (ignored here; scripts/test-gpu.sh runs them with --ignored):
+// each op's effective bandwidth (bytes read + written) against a device copy of the same bytes.
+
+fn time_best(f: &dyn Fn()) -> f64 {
+    (0..5)
+        .map(|_| {
+            synchronize(GPU).unwrap();
+            let t = std::time::Instant::now();
+            f();
+            synchronize(GPU).unwrap();
+            t.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+fn report(op: &str, rows: usize, width: usize, bytes: f64, copy: f64, t: f64) {
+    eprintln!(
+        "{op} {rows} x {width} f32: copy {:.0} GB/s, {op} {:.0} GB/s = {:.0}% of copy",
+        bytes / copy / 1e9,
+        bytes / t / 1e9,
+        100.0 * copy / t
+    );
+}
+
+const BANDWIDTH_SHAPES: [(usize, usize, usize); 3] = [(1 << 21, 64, 1), (1 << 24, 8, 40), (1 << 18, 1024, 200)];
+
+fn bandwidth_input(rows: usize, width: usize, mean_len: usize) -> LoDTensor {
+    let mut rng = Rng(77);
+    let mut lengths = Vec::new();
+    let mut left = rows;
+    while left > 0 {
+        let l = (1 + rng.below(2 * mean_len)).min(left);
+        lengths.push(l);
+        left -= l;
+    }
+    let t = Tensor::zeros(DType::F32, Dim::new(&[rows, width]).unwrap()).unwrap();
+    gpu(&LoDTensor::new(t, Lod::from_lengths(&[lengths]).unwrap()).unwrap())
+}
+
+#[test]
+#[ignore]
+fn gpu_concat_bandwidth() {
+    if !gpu_or_skip() {
+        return;
+    }
+    for (rows, width, mean_len) in BANDWIDTH_SHAPES {
+        let x = bandwidth_input(rows / 2, width, mean_len);
+        let out = sequence_concat(&[&x, &x]).unwrap();
+        let bytes = 2.0 * out.tensor().nbytes() as f64;
+        let copy = time_best(&|| drop(to_place(&out, GPU).unwrap()));
+        let concat = time_best(&|| drop(sequence_concat(&[&x, &x]).unwrap()));
+        report("concat", rows, width, bytes, copy, concat);
+    }
+}
+
+#[test]
+#[ignore]
+fn gpu_reverse_bandwidth() {
+    if !gpu_or_skip() {
+        return;
+    }
+    for (rows, width, mean_len) in BANDWIDTH_SHAPES {
+        let x = bandwidth_input(rows, width, mean_len);
+        let bytes = 2.0 * x.tensor().nbytes() as f64;
+        let copy = time_best(&|| drop(to_place(&x, GPU).unwrap()));
+        let reverse = time_best(&|| drop(sequence_reverse(&x).unwrap()));
+        report("reverse", rows, width, bytes, copy, reverse);
+    }
+}
+
+#[test]
+#[ignore]
+fn gpu_gather_rows_bandwidth() {
+    if !gpu_or_skip() {
+        return;
+    }
+    for (rows, width, _) in BANDWIDTH_SHAPES {
+        let x = bandwidth_input(rows, width, 1);
+        // A random permutation-like index: one range per row, the kernel's worst case.
+        let mut rng = Rng(5);
+        let index: Vec<i64> = (0..rows).map(|_| rng.below(rows) as i64).collect();
+        let index = gpu(&LoDTensor::from_slice(&index, &[rows], vec![]).unwrap());
+        let bytes = 2.0 * x.tensor().nbytes() as f64;
+        let copy = time_best(&|| drop(to_place(&x, GPU).unwrap()));
+        let gather = time_best(&|| drop(gather_rows(&x, &index).unwrap()));
+        report("gather_rows", rows, width, bytes, copy, gather);
+    }
+}
+
+/// The kernels' own float16/bfloat16 conversions on the values where they are easy to get wrong:
+/// subnormals, the largest finite values, infinities, NaN, and sums that round to a subnormal or
+/// overflow (sequence_scatter rounds after every add; sequence_mask compares the exact value).
+#[test]
+fn gpu_half_precision_edges_equal_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let f16_bits: [u16; 12] =
+        [0x0001, 0x8001, 0x03ff, 0x0400, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x3c01, 0x3555, 0, 0x8000];
+    let bf16_bits: [u16; 12] =
+        [0x0001, 0x8001, 0x007f, 0x0080, 0x7f7f, 0xff7f, 0x7f80, 0xff80, 0x3f81, 0x3eab, 0, 0x8000];
+    for (dtype, bits) in [(DType::F16, f16_bits), (DType::BF16, bf16_bits)] {
+        let bytes: Vec<u8> = bits.iter().flat_map(|b| b.to_le_bytes()).collect();
+        let x = LoDTensor::dense(Tensor::from_bytes(dtype, Dim::new(&[12]).unwrap(), &bytes).unwrap());
+        for out_dtype in [DType::F16, DType::BF16, DType::I8, DType::Bool] {
+            assert_same(
+                &sequence_mask(&gpu(&x), 3, out_dtype).unwrap(),
+                &sequence_mask(&x, 3, out_dtype).unwrap(),
+                &format!("mask of {dtype} edges"),
+            );
+        }
+        // x is [12, 12], every row the 12 values; sequence r of the ids adds value r to each
+        // element of row r: element (r, c) is value c + value r, every pair once.
+        let ids: Vec<i64> = (0..12).flat_map(|_| 0..12).collect();
+        let upd: Vec<u8> =
+            (0..12).flat_map(|r| std::iter::repeat(bits[r]).take(12)).flat_map(|b| b.to_le_bytes()).collect();
+        let lod = Lod::from_lengths(&[vec![12; 12]]).unwrap();
+        let ids = LoDTensor::new(Tensor::from_slice(&ids, &[144, 1]).unwrap(), lod.clone()).unwrap();
+        let upd = LoDTensor::new(Tensor::from_bytes(dtype, Dim::new(&[144, 1]).unwrap(), &upd).unwrap(), lod).unwrap();
+        let rows: Vec<u8> = bytes.iter().copied().cycle().take(12 * bytes.len()).collect();
+        let x2 = LoDTensor::dense(Tensor::from_bytes(dtype, Dim::new(&[12, 12]).unwrap(), &rows).unwrap());
+        let want = sequence_scatter(&x2, &ids, &upd).unwrap();
+        let got = sequence_scatter(&gpu(&x2), &gpu(&ids), &gpu(&upd)).unwrap();
+        // NaN results (inf + -inf) are compared as NaN: a GPU's NaN payload is its own.
+        let (g, w) = (bytes_of(&got), want.tensor().bytes().unwrap().to_vec());
+        let is_nan = |b: u16| if dtype == DType::F16 { b & 0x7fff > 0x7c00 } else { b & 0x7fff > 0x7f80 };
+        for (i, (g, w)) in g.chunks(2).zip(w.chunks(2)).enumerate() {
+            let (g, w) = (u16::from_le_bytes([g[0], g[1]]), u16::from_le_bytes([w[0], w[1]]));
+            assert!(g == w || (is_nan(g) && is_nan(w)), "{dtype} scatter element {i}: {g:#06x} vs {w:#06x}");
+        }
+    }
+}
