@@ -360,9 +360,9 @@ lodtensor_status_t lodtensor_cast(const struct lodtensor_t *x, struct lodtensor_
 // Removes every LoD level, leaving a dense tensor. Returns LODTENSOR_NULL_ARGUMENT.
 lodtensor_status_t lodtensor_clear_lod(struct lodtensor_t *t);
 
-// A new handle with its own host copy of the elements and the same LoD.
-// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_UNSUPPORTED (memory not on the host),
-// LODTENSOR_OUT_OF_MEMORY.
+// A new handle with its own copy of the elements, on the same place, and the same LoD (a copy on a
+// device is queued on its stream). Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_UNSUPPORTED (the
+// tensor is on a CUDA device that cannot be used), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t lodtensor_copy(const struct lodtensor_t *t, struct lodtensor_t **out);
 
 // Creates a host tensor holding a copy of `data`.
