@@ -257,7 +257,7 @@ extern "C" {
 // without exactly 2 LoD levels or with another number of sources than step 0; scores whose LoD,
 // element count or dtype differ from the ids'; bool scores; more candidates for a source than
 // `beam_size`; steps whose LoDs do not chain), LODTENSOR_UNSUPPORTED (ids not int64; scores not
-// float32/float64/float16/bfloat16/int32/int64; memory not on the host),
+// float32/float64/float16/bfloat16/int32/int64; memory on a CUDA device in a build without CUDA),
 // LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t beam_search_decode(const struct tensor_array_t *ids, const struct tensor_array_t *scores, size_t beam_size, int64_t end_id, struct lodtensor_t **out_sentence_ids, struct lodtensor_t **out_sentence_scores);
 
@@ -307,8 +307,8 @@ lodtensor_status_t beam_search_decoder_run(const struct beam_search_decoder_t *d
 // Returns LODTENSOR_NULL_ARGUMENT (`pre_ids`, `pre_scores`, `log_probs`, `out_selected_ids`,
 // `out_selected_scores`), LODTENSOR_INVALID_ARGUMENT (`beam_size` == 0; `pre_ids` without a
 // LoD; `log_probs` not 2-D; `pre_ids`, `pre_scores` or `log_probs` without one element/row per
-// prefix row; more than INT32_MAX rows), LODTENSOR_UNSUPPORTED (other dtypes, memory not on the
-// host), LODTENSOR_OUT_OF_MEMORY.
+// prefix row; more than INT32_MAX rows), LODTENSOR_UNSUPPORTED (other dtypes, memory on a CUDA
+// device in a build without CUDA), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t beam_search_fused_step(const struct lodtensor_t *pre_ids, const struct lodtensor_t *pre_scores, const struct lodtensor_t *log_probs, size_t beam_size, int64_t end_id, struct lodtensor_t **out_selected_ids, struct lodtensor_t **out_selected_scores, struct lodtensor_t **out_parent_idx);
 
 // Reorders decoder state after a step: row i of `*out` is row `parent_idx[i]` of `state` (the
@@ -317,7 +317,7 @@ lodtensor_status_t beam_search_fused_step(const struct lodtensor_t *pre_ids, con
 // LoD, its own memory; the caller destroys it. Any dtype.
 // Returns LODTENSOR_NULL_ARGUMENT (`state`, `parent_idx`, `out`), LODTENSOR_INVALID_ARGUMENT
 // (0-d `state`), LODTENSOR_OUT_OF_RANGE (a parent outside [0, rows of state)),
-// LODTENSOR_UNSUPPORTED (`parent_idx` not int32/int64, memory not on the host),
+// LODTENSOR_UNSUPPORTED (`parent_idx` not int32/int64, memory on a CUDA device in a build without CUDA),
 // LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t beam_search_gather_state(const struct lodtensor_t *state, const struct lodtensor_t *parent_idx, struct lodtensor_t **out);
 
@@ -327,7 +327,7 @@ lodtensor_status_t beam_search_gather_state(const struct lodtensor_t *state, con
 // `p = parents[t+1,b,.]` back, `out[t,b,k] = ids[t,b,p]`. T = 0 gives an empty result.
 // Returns LODTENSOR_NULL_ARGUMENT (`ids`, `parents`, `out`), LODTENSOR_INVALID_ARGUMENT (not 3-D,
 // different shapes or dtypes), LODTENSOR_OUT_OF_RANGE (a followed parent outside [0, beam)),
-// LODTENSOR_UNSUPPORTED (another dtype, memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+// LODTENSOR_UNSUPPORTED (another dtype, memory on a CUDA device in a build without CUDA), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t beam_search_gather_tree(const struct lodtensor_t *ids, const struct lodtensor_t *parents, struct lodtensor_t **out);
 
 // Paddle's `beam_search` op: one step of beam search over the candidates of every prefix row.
@@ -350,7 +350,7 @@ lodtensor_status_t beam_search_gather_tree(const struct lodtensor_t *ids, const 
 // than 2 LoD levels; `level` out of range; `pre_ids` or `pre_scores` without one element per
 // prefix row; `ids` of another shape; `pre_scores` of another dtype than `scores`; more than
 // INT32_MAX rows), LODTENSOR_UNSUPPORTED (`pre_ids`/`ids` not int64, `scores` not
-// float32/float64, memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+// float32/float64, memory on a CUDA device in a build without CUDA), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t beam_search_step(const struct lodtensor_t *pre_ids, const struct lodtensor_t *pre_scores, const struct lodtensor_t *ids, const struct lodtensor_t *scores, size_t level, size_t beam_size, int64_t end_id, bool is_accumulated, struct lodtensor_t **out_selected_ids, struct lodtensor_t **out_selected_scores, struct lodtensor_t **out_parent_idx);
 
 // `x`'s elements converted to `dtype`, between any two of the ten dtypes, as a new tensor with
@@ -615,8 +615,8 @@ lodtensor_status_t lodtensor_to_place(const struct lodtensor_t *t, struct lodten
 // otherwise); equal values come in index order. One pass over each row, no sort. Any dtype but
 // bool. The caller destroys both new tensors.
 // Returns LODTENSOR_NULL_ARGUMENT (`x`, `out_values`, `out_indices`), LODTENSOR_INVALID_ARGUMENT
-// (0-d `x`, `k` == 0, `k` greater than the last dim), LODTENSOR_UNSUPPORTED (bool, memory not on
-// the host), LODTENSOR_OUT_OF_MEMORY.
+// (0-d `x`, `k` == 0, `k` greater than the last dim), LODTENSOR_UNSUPPORTED (bool; memory on
+// a CUDA device in a build without CUDA), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t lodtensor_topk(const struct lodtensor_t *x, size_t k, bool largest, struct lodtensor_t **out_values, struct lodtensor_t **out_indices);
 
 // The library version as "MAJOR.MINOR.PATCH" (static storage; never NULL). Compare with
@@ -652,7 +652,7 @@ lodtensor_status_t rank_table_max_sequence_len(const struct rank_table_t *table,
 // indices are used. The caller destroys it.
 // Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (the table's size differs from
 // `x`'s unit count, so its indices are not a permutation of `x`'s units; 0-d `x`),
-// LODTENSOR_UNSUPPORTED (memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+// LODTENSOR_UNSUPPORTED (memory on a CUDA device in a build without CUDA), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t rank_table_reorder(const struct rank_table_t *table, const struct lodtensor_t *x, struct lodtensor_t **out);
 
 // Paddle's `shrink_rnn_memory`: the RNN state for time step `step`, i.e. the first n units of
@@ -931,14 +931,15 @@ lodtensor_status_t tensor_array_dynamic_rnn(const struct lodtensor_t *x, size_t 
 // dtype, dims[1..] or place differ from element 0's, or that is 0-d; a sequence longer than the
 // array; element t not holding exactly one unit per sequence longer than t),
 // LODTENSOR_INVALID_LOD (elements with different numbers of LoD levels),
-// LODTENSOR_UNSUPPORTED (memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+// LODTENSOR_UNSUPPORTED (memory on a CUDA device in a build without CUDA), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t tensor_array_pack(const struct tensor_array_t *a, const struct rank_table_t *table, struct lodtensor_t **out);
 
 // Element `index` as a new handle: with `copy` false it shares the element's memory (writes
-// through one are seen by the other), with `copy` true it has its own host copy. The LoD is the
-// element's. The caller destroys the handle.
+// through one are seen by the other), with `copy` true it has its own copy on the element's place
+// (a device element is copied on its device). The LoD is the element's. The caller destroys the
+// handle.
 // Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_OUT_OF_RANGE (`index` >= size),
-// LODTENSOR_UNSUPPORTED (`copy` of memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+// LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t tensor_array_read(const struct tensor_array_t *a, size_t index, bool copy, struct lodtensor_t **out);
 
 // The number of elements. Returns LODTENSOR_NULL_ARGUMENT.
@@ -953,7 +954,7 @@ lodtensor_status_t tensor_array_size(const struct tensor_array_t *a, size_t *out
 // the array size entries; NULL skips them.
 // Returns LODTENSOR_NULL_ARGUMENT (`a`, `out`), LODTENSOR_INVALID_ARGUMENT (empty array, axis
 // out of range, mismatched dims or dtype, concat of 0-d tensors, more than 9 dims),
-// LODTENSOR_BUFFER_TOO_SMALL (`sizes_len`), LODTENSOR_UNSUPPORTED (memory not on the host),
+// LODTENSOR_BUFFER_TOO_SMALL (`sizes_len`), LODTENSOR_UNSUPPORTED (memory on a CUDA device in a build without CUDA),
 // LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t tensor_array_to_tensor(const struct tensor_array_t *a, int64_t axis, bool use_stack, struct lodtensor_t **out, size_t *sizes, size_t sizes_len);
 
@@ -964,22 +965,22 @@ lodtensor_status_t tensor_array_to_tensor(const struct tensor_array_t *a, int64_
 // allocation. The caller destroys the array.
 // Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (`x` has no LoD level r, or
 // `table` does not rank `x`'s sequences: another count or other lengths),
-// LODTENSOR_UNSUPPORTED (memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+// LODTENSOR_UNSUPPORTED (memory on a CUDA device in a build without CUDA), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t tensor_array_unpack(const struct lodtensor_t *x, const struct rank_table_t *table, struct tensor_array_t **out);
 
 // Splits `x` along `axis` (in [-ndim, ndim)) into a new array of dims[axis] tensors with `x`'s
 // dims without that axis, each with its own memory and no LoD (the inverse of stacking).
 // The caller destroys the array.
 // Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (0-d `x`, axis out of range),
-// LODTENSOR_UNSUPPORTED (memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+// LODTENSOR_UNSUPPORTED (memory on a CUDA device in a build without CUDA), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t tensor_array_unstack(const struct lodtensor_t *x, int64_t axis, struct tensor_array_t **out);
 
 // Stores `t` (its elements and LoD) at `index`: with `copy` false the element shares `t`'s memory,
-// with `copy` true it holds a host copy. `t` stays the caller's. Writing at or past the end grows
-// the array to `index + 1`; the slots in between become 0-row tensors of `t`'s dtype and row shape
-// (dims[1..]; dims [0] for a 0-d `t`) without LoD.
-// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_UNSUPPORTED (`copy` of memory not on the host),
-// LODTENSOR_OUT_OF_MEMORY (the array cannot grow to `index + 1`).
+// with `copy` true it holds a copy on `t`'s place. `t` stays the caller's. Writing at or past the
+// end grows the array to `index + 1`; the slots in between become 0-row tensors of `t`'s dtype,
+// row shape (dims[1..]; dims [0] for a 0-d `t`) and place, without LoD.
+// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_OUT_OF_MEMORY (the array cannot grow to
+// `index + 1`; no memory for the copy).
 lodtensor_status_t tensor_array_write(struct tensor_array_t *a, size_t index, const struct lodtensor_t *t, bool copy);
 
 #ifdef __cplusplus

@@ -4,11 +4,14 @@
 //! the fused step, keeps the selected ids and scores in TensorArrays, and at the end backtracks
 //! them into sentences (`beam_search_decode`), ranked with an optional length penalty.
 
+use crate::dtype::{dispatch_dtype, Scalar};
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;
 use crate::lod_tensor::LoDTensor;
-use crate::ops::beam_search::fused_step_on_slices;
+use crate::ops::beam_search::{fused_step_on_slices, BeamSearchStep};
 use crate::ops::beam_search_decode::beam_search_decode;
+use crate::ops::transfer::to_place;
+use crate::place::Place;
 use crate::tensor::Tensor;
 use crate::tensor_array::TensorArray;
 
@@ -81,6 +84,11 @@ pub struct Hypotheses {
 /// A step callback: fills `log_probs` (`ids.len() x vocab_size`, row-major; its contents on entry
 /// are unspecified) for the prefixes of `info`.
 pub type StepFn<'a> = dyn FnMut(&StepInfo, &mut [f32]) -> Result<()> + 'a;
+
+/// A step callback of [`Decoder::run_tensors`]: returns the log-probs of the prefixes of `info`
+/// as a `[prefixes, vocab_size]` tensor (float32, float16 or bfloat16) on the host or on a CUDA
+/// device; on a device the step's selection runs there.
+pub type TensorStepFn<'a> = dyn FnMut(&StepInfo) -> Result<LoDTensor> + 'a;
 
 /// A beam-search decoder with fixed options.
 #[derive(Clone, Debug)]
@@ -200,6 +208,108 @@ impl Decoder {
                 info.scores,
                 o.end_id,
             )?;
+            if out.selected_ids.dims().as_slice()[0] == 0 {
+                break;
+            }
+            parents = out.parent_idx.as_slice::<i32>()?.iter().map(|&p| p as i64).collect();
+            id_steps.push(out.selected_ids.clone());
+            score_steps.push(out.selected_scores.clone());
+            pre_ids = out.selected_ids;
+            pre_scores = out.selected_scores;
+        }
+        let (sent_ids, sent_scores) = beam_search_decode(&id_steps, &score_steps, o.beam_size, o.end_id)?;
+        self.rank(num_sources, &sent_ids, &sent_scores)
+    }
+
+    /// [`Decoder::run`] for a model that hands over its log-probs as a tensor, wherever they are
+    /// (no edit callback). When the tensor is on a CUDA device, the fused step runs there (the
+    /// `min_length` ban of `end_id` is applied while the rows are read, not by writing them), the
+    /// prefixes of the next step stay on the device for the step after, and the selected ids,
+    /// scores and parents (a few per source) are copied to the host for [`StepInfo`] and the final
+    /// backtracking; each step therefore waits for the device once. The result equals `run`'s for
+    /// the same log-probs, on either place.
+    ///
+    /// Errors: those of `run`; `InvalidArgument` for a returned tensor that is not `[prefixes,
+    /// vocab_size]`; `Unsupported` for a dtype other than float32/float16/bfloat16.
+    pub fn run_tensors(&self, num_sources: usize, step: &mut TensorStepFn) -> Result<Hypotheses> {
+        let o = &self.options;
+        ensure!(num_sources >= 1, InvalidArgument, "num_sources: is 0; decode at least one source");
+        let identity: Vec<usize> = (0..=num_sources).collect();
+        let init_lod = Lod::from_offsets(vec![identity.clone(), identity])?;
+        let mut pre_ids =
+            LoDTensor::new(Tensor::from_slice(&vec![o.start_id; num_sources], &[num_sources, 1])?, init_lod.clone())?;
+        let mut pre_scores =
+            LoDTensor::new(Tensor::from_slice(&vec![0f32; num_sources], &[num_sources, 1])?, init_lod)?;
+        let mut parents: Vec<i64> = (0..num_sources as i64).collect();
+        let (mut id_steps, mut score_steps) = (TensorArray::new(), TensorArray::new());
+        id_steps.push(pre_ids.clone());
+        score_steps.push(pre_scores.clone());
+        // The previous step's selection where it was made on a device: the next step's inputs there.
+        let mut on_device: Option<(LoDTensor, LoDTensor)> = None;
+        for t in 0..o.max_length {
+            let ids = pre_ids.tensor().as_slice::<i64>()?;
+            if t > 0 && ids.iter().all(|&id| id == o.end_id) {
+                break;
+            }
+            let sources = pre_ids.lod().abs_offsets().swap_remove(0);
+            let rows = ids.len();
+            let info = StepInfo {
+                step: t,
+                source_offsets: &sources,
+                ids,
+                parent_idx: &parents,
+                scores: pre_scores.tensor().as_slice::<f32>()?,
+                vocab_size: o.vocab_size,
+            };
+            let lp = step(&info)?;
+            let v = o.vocab_size;
+            ensure!(
+                lp.dims().as_slice() == [rows, v],
+                InvalidArgument,
+                "log_probs: has dims {:?}; the step function must return [{rows}, {v}] (prefixes x vocabulary)",
+                lp.dims()
+            );
+            let banned = (t < o.min_length).then_some(o.end_id as usize);
+            let out = match lp.tensor().place() {
+                Place::Cpu => dispatch_dtype!(lp.tensor().dtype(), "log_probs", [F32, F16, BF16], |T| {
+                    let src = lp.tensor().as_slice::<T>()?;
+                    let (h, s) = (sources.clone(), info.scores);
+                    match banned {
+                        Some(b) => {
+                            let mut copy = src.to_vec();
+                            copy.chunks_exact_mut(v).for_each(|row| row[b] = T::from_f64(f64::NEG_INFINITY));
+                            fused_step_on_slices(h, o.beam_size, &copy, v, ids, s, o.end_id)
+                        }
+                        None => fused_step_on_slices(h, o.beam_size, src, v, ids, s, o.end_id),
+                    }
+                })?,
+                Place::Cuda(n) => {
+                    dispatch_dtype!(lp.tensor().dtype(), "log_probs", [F32, F16, BF16], |T| Ok(()))?;
+                    let (di, ds) = match on_device.take() {
+                        Some((i, s)) if i.tensor().place() == Place::Cuda(n) => (i, s),
+                        _ => (to_place(&pre_ids, Place::Cuda(n))?, to_place(&pre_scores, Place::Cuda(n))?),
+                    };
+                    let (ids_d, scores_d, parents_d, offsets) = crate::backend::cuda::fused_step(
+                        &sources,
+                        o.beam_size,
+                        lp.tensor(),
+                        v,
+                        di.tensor(),
+                        ds.tensor(),
+                        o.end_id,
+                        banned,
+                    )?;
+                    let lod = Lod::from_offsets(vec![sources.clone(), offsets])?;
+                    let (ids_d, scores_d) = (LoDTensor::new(ids_d, lod.clone())?, LoDTensor::new(scores_d, lod)?);
+                    let out = BeamSearchStep {
+                        selected_ids: to_place(&ids_d, Place::Cpu)?,
+                        selected_scores: to_place(&scores_d, Place::Cpu)?,
+                        parent_idx: to_place(&LoDTensor::dense(parents_d), Place::Cpu)?.into_parts().0,
+                    };
+                    on_device = Some((ids_d, scores_d));
+                    out
+                }
+            };
             if out.selected_ids.dims().as_slice()[0] == 0 {
                 break;
             }

@@ -47,6 +47,7 @@ pub use ops::tensor_array::{
 pub use tensor_array::{RankItem, RankTable, TensorArray};
 /// cbindgen:ignore
 pub mod decoder;
+pub use decoder::TensorStepFn;
 pub use decoder::{Decoder, DecoderOptions, Hypotheses, StepInfo};
 pub use ops::beam_search::{beam_search_fused_step, beam_search_gather_state, beam_search_step, BeamSearchStep};
 pub use ops::beam_search_decode::{beam_search_decode, beam_search_gather_tree};

@@ -51,13 +51,14 @@ impl TensorArray {
         Ok(self.get(index)?.clone())
     }
 
-    /// Element `index` as a tensor with its own copy of the elements.
+    /// Element `index` as a tensor with its own copy of the elements, on the element's place (a
+    /// device element is copied on its device).
     pub fn read_copy(&self, index: usize) -> Result<LoDTensor> {
         self.get(index)?.copy()
     }
 
     /// Stores `t` at `index`. Writing past the end grows the array; the slots in between become
-    /// 0-row tensors of `t`'s dtype and row shape (dims `[0]` when `t` is 0-d), without LoD.
+    /// 0-row tensors of `t`'s dtype, row shape (dims `[0]` when `t` is 0-d) and place, without LoD.
     pub fn write(&mut self, index: usize, t: LoDTensor) -> Result<()> {
         if index < self.items.len() {
             self.items[index] = t;
@@ -71,7 +72,12 @@ impl TensorArray {
             .map_err(|_| err!(OutOfMemory, "index: growing the array to {new_len} elements failed"))?;
         if index > self.items.len() {
             let dims = t.dims().with_rows(0).or_else(|_| crate::dim::Dim::new(&[0]))?;
-            let gap = LoDTensor::dense(Tensor::zeros(t.tensor().dtype(), dims)?);
+            let mut gap = Tensor::zeros(t.tensor().dtype(), dims)?;
+            if let crate::place::Place::Cuda(n) = t.tensor().place() {
+                // 0 bytes: no transfer, just a tensor on t's device.
+                gap = crate::backend::cuda::copy_to_device(&gap, n)?;
+            }
+            let gap = LoDTensor::dense(gap);
             self.items.resize(index, gap);
         }
         self.items.push(t);

@@ -23,8 +23,8 @@ pub const LODTENSOR_BEAM_SEARCH_DECODER_OPTIONS_VERSION: u32 = 1;
 /// otherwise); equal values come in index order. One pass over each row, no sort. Any dtype but
 /// bool. The caller destroys both new tensors.
 /// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out_values`, `out_indices`), LODTENSOR_INVALID_ARGUMENT
-/// (0-d `x`, `k` == 0, `k` greater than the last dim), LODTENSOR_UNSUPPORTED (bool, memory not on
-/// the host), LODTENSOR_OUT_OF_MEMORY.
+/// (0-d `x`, `k` == 0, `k` greater than the last dim), LODTENSOR_UNSUPPORTED (bool; memory on
+/// a CUDA device in a build without CUDA), LODTENSOR_OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_topk(
     x: *const lodtensor_t,
@@ -76,7 +76,7 @@ fn write_step(
 /// than 2 LoD levels; `level` out of range; `pre_ids` or `pre_scores` without one element per
 /// prefix row; `ids` of another shape; `pre_scores` of another dtype than `scores`; more than
 /// INT32_MAX rows), LODTENSOR_UNSUPPORTED (`pre_ids`/`ids` not int64, `scores` not
-/// float32/float64, memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+/// float32/float64, memory on a CUDA device in a build without CUDA), LODTENSOR_OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn beam_search_step(
     pre_ids: *const lodtensor_t,
@@ -127,8 +127,8 @@ pub unsafe extern "C" fn beam_search_step(
 /// Returns LODTENSOR_NULL_ARGUMENT (`pre_ids`, `pre_scores`, `log_probs`, `out_selected_ids`,
 /// `out_selected_scores`), LODTENSOR_INVALID_ARGUMENT (`beam_size` == 0; `pre_ids` without a
 /// LoD; `log_probs` not 2-D; `pre_ids`, `pre_scores` or `log_probs` without one element/row per
-/// prefix row; more than INT32_MAX rows), LODTENSOR_UNSUPPORTED (other dtypes, memory not on the
-/// host), LODTENSOR_OUT_OF_MEMORY.
+/// prefix row; more than INT32_MAX rows), LODTENSOR_UNSUPPORTED (other dtypes, memory on a CUDA
+/// device in a build without CUDA), LODTENSOR_OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn beam_search_fused_step(
     pre_ids: *const lodtensor_t,
@@ -158,7 +158,7 @@ pub unsafe extern "C" fn beam_search_fused_step(
 /// LoD, its own memory; the caller destroys it. Any dtype.
 /// Returns LODTENSOR_NULL_ARGUMENT (`state`, `parent_idx`, `out`), LODTENSOR_INVALID_ARGUMENT
 /// (0-d `state`), LODTENSOR_OUT_OF_RANGE (a parent outside [0, rows of state)),
-/// LODTENSOR_UNSUPPORTED (`parent_idx` not int32/int64, memory not on the host),
+/// LODTENSOR_UNSUPPORTED (`parent_idx` not int32/int64, memory on a CUDA device in a build without CUDA),
 /// LODTENSOR_OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn beam_search_gather_state(
@@ -186,7 +186,7 @@ pub unsafe extern "C" fn beam_search_gather_state(
 /// without exactly 2 LoD levels or with another number of sources than step 0; scores whose LoD,
 /// element count or dtype differ from the ids'; bool scores; more candidates for a source than
 /// `beam_size`; steps whose LoDs do not chain), LODTENSOR_UNSUPPORTED (ids not int64; scores not
-/// float32/float64/float16/bfloat16/int32/int64; memory not on the host),
+/// float32/float64/float16/bfloat16/int32/int64; memory on a CUDA device in a build without CUDA),
 /// LODTENSOR_OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn beam_search_decode(
@@ -214,7 +214,7 @@ pub unsafe extern "C" fn beam_search_decode(
 /// `p = parents[t+1,b,.]` back, `out[t,b,k] = ids[t,b,p]`. T = 0 gives an empty result.
 /// Returns LODTENSOR_NULL_ARGUMENT (`ids`, `parents`, `out`), LODTENSOR_INVALID_ARGUMENT (not 3-D,
 /// different shapes or dtypes), LODTENSOR_OUT_OF_RANGE (a followed parent outside [0, beam)),
-/// LODTENSOR_UNSUPPORTED (another dtype, memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+/// LODTENSOR_UNSUPPORTED (another dtype, memory on a CUDA device in a build without CUDA), LODTENSOR_OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn beam_search_gather_tree(
     ids: *const lodtensor_t,

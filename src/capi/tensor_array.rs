@@ -64,10 +64,11 @@ pub unsafe extern "C" fn tensor_array_size(a: *const tensor_array_t, out: *mut u
 }
 
 /// Element `index` as a new handle: with `copy` false it shares the element's memory (writes
-/// through one are seen by the other), with `copy` true it has its own host copy. The LoD is the
-/// element's. The caller destroys the handle.
+/// through one are seen by the other), with `copy` true it has its own copy on the element's place
+/// (a device element is copied on its device). The LoD is the element's. The caller destroys the
+/// handle.
 /// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_OUT_OF_RANGE (`index` >= size),
-/// LODTENSOR_UNSUPPORTED (`copy` of memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+/// LODTENSOR_OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn tensor_array_read(
     a: *const tensor_array_t,
@@ -84,11 +85,11 @@ pub unsafe extern "C" fn tensor_array_read(
 }
 
 /// Stores `t` (its elements and LoD) at `index`: with `copy` false the element shares `t`'s memory,
-/// with `copy` true it holds a host copy. `t` stays the caller's. Writing at or past the end grows
-/// the array to `index + 1`; the slots in between become 0-row tensors of `t`'s dtype and row shape
-/// (dims[1..]; dims [0] for a 0-d `t`) without LoD.
-/// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_UNSUPPORTED (`copy` of memory not on the host),
-/// LODTENSOR_OUT_OF_MEMORY (the array cannot grow to `index + 1`).
+/// with `copy` true it holds a copy on `t`'s place. `t` stays the caller's. Writing at or past the
+/// end grows the array to `index + 1`; the slots in between become 0-row tensors of `t`'s dtype,
+/// row shape (dims[1..]; dims [0] for a 0-d `t`) and place, without LoD.
+/// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_OUT_OF_MEMORY (the array cannot grow to
+/// `index + 1`; no memory for the copy).
 #[no_mangle]
 pub unsafe extern "C" fn tensor_array_write(
     a: *mut tensor_array_t,
@@ -121,7 +122,7 @@ pub unsafe extern "C" fn tensor_array_clear(a: *mut tensor_array_t) -> lodtensor
 /// the array size entries; NULL skips them.
 /// Returns LODTENSOR_NULL_ARGUMENT (`a`, `out`), LODTENSOR_INVALID_ARGUMENT (empty array, axis
 /// out of range, mismatched dims or dtype, concat of 0-d tensors, more than 9 dims),
-/// LODTENSOR_BUFFER_TOO_SMALL (`sizes_len`), LODTENSOR_UNSUPPORTED (memory not on the host),
+/// LODTENSOR_BUFFER_TOO_SMALL (`sizes_len`), LODTENSOR_UNSUPPORTED (memory on a CUDA device in a build without CUDA),
 /// LODTENSOR_OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn tensor_array_to_tensor(
@@ -154,7 +155,7 @@ pub unsafe extern "C" fn tensor_array_to_tensor(
 /// dims without that axis, each with its own memory and no LoD (the inverse of stacking).
 /// The caller destroys the array.
 /// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (0-d `x`, axis out of range),
-/// LODTENSOR_UNSUPPORTED (memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+/// LODTENSOR_UNSUPPORTED (memory on a CUDA device in a build without CUDA), LODTENSOR_OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn tensor_array_unstack(
     x: *const lodtensor_t,
@@ -276,7 +277,7 @@ pub unsafe extern "C" fn rank_table_items(
 /// allocation. The caller destroys the array.
 /// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (`x` has no LoD level r, or
 /// `table` does not rank `x`'s sequences: another count or other lengths),
-/// LODTENSOR_UNSUPPORTED (memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+/// LODTENSOR_UNSUPPORTED (memory on a CUDA device in a build without CUDA), LODTENSOR_OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn tensor_array_unpack(
     x: *const lodtensor_t,
@@ -300,7 +301,7 @@ pub unsafe extern "C" fn tensor_array_unpack(
 /// dtype, dims[1..] or place differ from element 0's, or that is 0-d; a sequence longer than the
 /// array; element t not holding exactly one unit per sequence longer than t),
 /// LODTENSOR_INVALID_LOD (elements with different numbers of LoD levels),
-/// LODTENSOR_UNSUPPORTED (memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+/// LODTENSOR_UNSUPPORTED (memory on a CUDA device in a build without CUDA), LODTENSOR_OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn tensor_array_pack(
     a: *const tensor_array_t,
@@ -341,7 +342,7 @@ pub unsafe extern "C" fn rank_table_shrink_rnn_memory(
 /// indices are used. The caller destroys it.
 /// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (the table's size differs from
 /// `x`'s unit count, so its indices are not a permutation of `x`'s units; 0-d `x`),
-/// LODTENSOR_UNSUPPORTED (memory not on the host), LODTENSOR_OUT_OF_MEMORY.
+/// LODTENSOR_UNSUPPORTED (memory on a CUDA device in a build without CUDA), LODTENSOR_OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn rank_table_reorder(
     table: *const rank_table_t,

@@ -3,12 +3,12 @@
 //! state by the parent indices the step returns.
 
 use super::common_place;
-use super::support::require_cpu;
 use crate::backend::cpu::beam_search::{regroup, select_fused, select_unfused, Candidate, Selected};
 use crate::dtype::{dispatch_dtype, DType, Scalar};
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;
 use crate::lod_tensor::LoDTensor;
+use crate::place::Place;
 use crate::tensor::Tensor;
 
 /// The outputs of a beam-search step.
@@ -63,6 +63,17 @@ fn outputs<S: Scalar>(h: Vec<usize>, sel: Selected<S>) -> Result<BeamSearchStep>
     })
 }
 
+/// Builds the output tensors of a device step (outputs on the device, LoD on the host).
+fn device_outputs(h: Vec<usize>, step: crate::backend::cuda::DeviceStep) -> Result<BeamSearchStep> {
+    let (ids, scores, parents, row_offsets) = step;
+    let lod = Lod::from_offsets(vec![h, row_offsets])?;
+    Ok(BeamSearchStep {
+        selected_ids: LoDTensor::new(ids, lod.clone())?,
+        selected_scores: LoDTensor::new(scores, lod)?,
+        parent_idx: parents,
+    })
+}
+
 fn check_rows_fit_i32(rows: usize) -> Result<()> {
     ensure!(
         rows <= i32::MAX as usize,
@@ -87,8 +98,15 @@ fn check_rows_fit_i32(rows: usize) -> Result<()> {
 /// Errors: `InvalidArgument` for `beam_size == 0`, a 0-d `scores`, fewer than 2 LoD levels,
 /// `level` out of range, `pre_ids`/`pre_scores` without exactly one element per prefix row,
 /// `ids` of another shape than `scores`, `pre_scores` of another dtype than `scores`, more than
-/// `i32::MAX` rows; `Unsupported` for `pre_ids`/`ids` not int64, scores not float32/float64, or
-/// inputs not on the host.
+/// `i32::MAX` rows; `Unsupported` for `pre_ids`/`ids` not int64, scores not float32/float64 (or
+/// a CUDA place in a build without CUDA).
+///
+/// On a CUDA device one block replays the per-source selection (the same offers in the same
+/// order, so ties and NaN land as on the CPU) and regroups the items by row; the row offsets (the
+/// output LoD) are copied to the host, which waits for the device. With `is_accumulated` the result
+/// equals the CPU's bit for bit; otherwise `ln` is the device's `logf`/`log` (CUDA: within 1 ulp of
+/// the correctly rounded result), so scores may differ from the CPU's in the last bit and a
+/// selection between candidates that close may differ.
 #[allow(clippy::too_many_arguments)]
 pub fn beam_search_step(
     pre_ids: &LoDTensor,
@@ -106,7 +124,7 @@ pub fn beam_search_step(
     if let Some(ids) = ids {
         places.push(("ids", ids.tensor()));
     }
-    require_cpu(common_place(&places)?, "beam_search_step")?;
+    let place = common_place(&places)?;
     let rows =
         scores.tensor().rows().map_err(|_| err!(InvalidArgument, "scores: is 0-d; it needs one row per prefix"))?;
     let levels = scores.lod().num_levels();
@@ -140,6 +158,21 @@ pub fn beam_search_step(
     }
     let width = scores.dims().row_width();
     let h = scores.lod().abs_offsets().swap_remove(level);
+    if let Place::Cuda(_) = place {
+        dispatch_dtype!(scores.tensor().dtype(), "scores", [F32, F64], |T| Ok(()))?;
+        let step = crate::backend::cuda::beam_step(
+            &h,
+            beam_size,
+            scores.tensor(),
+            ids.map(|t| t.tensor()),
+            width,
+            is_accumulated,
+            pre_ids.tensor(),
+            pre_scores.tensor(),
+            end_id,
+        )?;
+        return device_outputs(h, step);
+    }
     let pre = pre_ids.tensor().as_slice::<i64>()?;
     let cand_ids = ids.map(|t| t.tensor().as_slice::<i64>()).transpose()?;
     dispatch_dtype!(scores.tensor().dtype(), "scores", [F32, F64], |T| {
@@ -172,9 +205,14 @@ pub fn beam_search_step(
 /// V)` best tokens (ties by smaller token id); finished rows (`pre_id == end_id`) offer only
 /// `end_id` with their score; selection, pruning and output are those of [`beam_search_step`].
 ///
+/// On a CUDA device: one block per unfinished prefix row selects its candidates in one read of
+/// the row (nothing of size `P x V` is written), one block replays the per-source selection; the
+/// result equals the CPU's bit for bit (the candidate scores are the same float32 sums). The row
+/// offsets (the output LoD) are copied to the host, which waits for the device.
+///
 /// Errors: `InvalidArgument` for `beam_size == 0`, `pre_ids` without a LoD, `log_probs` not 2-D,
 /// `pre_ids`/`pre_scores`/`log_probs` not one per prefix row, more than `i32::MAX` rows;
-/// `Unsupported` for other dtypes or inputs not on the host.
+/// `Unsupported` for other dtypes (or a CUDA place in a build without CUDA).
 pub fn beam_search_fused_step(
     pre_ids: &LoDTensor,
     pre_scores: &LoDTensor,
@@ -183,14 +221,11 @@ pub fn beam_search_fused_step(
     end_id: i64,
 ) -> Result<BeamSearchStep> {
     ensure!(beam_size >= 1, InvalidArgument, "beam_size: is 0; it must be at least 1");
-    require_cpu(
-        common_place(&[
-            ("pre_ids", pre_ids.tensor()),
-            ("pre_scores", pre_scores.tensor()),
-            ("log_probs", log_probs.tensor()),
-        ])?,
-        "beam_search_fused_step",
-    )?;
+    let place = common_place(&[
+        ("pre_ids", pre_ids.tensor()),
+        ("pre_scores", pre_scores.tensor()),
+        ("log_probs", log_probs.tensor()),
+    ])?;
     ensure!(
         !pre_ids.lod().is_empty(),
         InvalidArgument,
@@ -212,6 +247,20 @@ pub fn beam_search_fused_step(
     );
     let vocab = dims[1];
     let h = pre_ids.lod().abs_offsets().swap_remove(0);
+    if let Place::Cuda(_) = place {
+        dispatch_dtype!(log_probs.tensor().dtype(), "log_probs", [F32, F16, BF16], |T| Ok(()))?;
+        let step = crate::backend::cuda::fused_step(
+            &h,
+            beam_size,
+            log_probs.tensor(),
+            vocab,
+            pre_ids.tensor(),
+            pre_scores.tensor(),
+            end_id,
+            None,
+        )?;
+        return device_outputs(h, step);
+    }
     let pre = pre_ids.tensor().as_slice::<i64>()?;
     let ps = pre_scores.tensor().as_slice::<f32>()?;
     dispatch_dtype!(log_probs.tensor().dtype(), "log_probs", [F32, F16, BF16], |T| {
@@ -237,11 +286,13 @@ pub(crate) fn fused_step_on_slices<T: Scalar>(
 
 /// Reorders decoder state after a step: row `i` of the result is row `parent_idx[i]` of `state`
 /// (the same as `sequence_expand(state, selected_ids, 1)` for a state without LoD). `parent_idx`
-/// is int32 or int64 of any shape (its elements are read in order); the result has `state`'s
-/// dtype and row shape and no LoD, and owns new memory. Any dtype.
+/// is int32 or int64, `[N]` or `[N, 1]`; the result has `state`'s dtype and row shape and no LoD,
+/// and owns new memory. Any dtype. On a CUDA device `parent_idx` (small: one per prefix) is copied
+/// to the host to be validated and turned into row runs (this waits for the device), then one
+/// gather launch moves the rows.
 ///
 /// Errors: `InvalidArgument` for a 0-d `state`; `OutOfRange` for a parent outside `[0, rows)`;
-/// `Unsupported` for `parent_idx` not int32/int64, or inputs not on the host.
+/// `Unsupported` for `parent_idx` not int32/int64 (or a CUDA place in a build without CUDA).
 pub fn beam_search_gather_state(state: &LoDTensor, parent_idx: &LoDTensor) -> Result<LoDTensor> {
     super::tensor_ops::gather_rows_named(state, "state", parent_idx, "parent_idx")
 }

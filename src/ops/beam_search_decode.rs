@@ -3,11 +3,11 @@
 //! for dense `[T, B, beam]` ids and parents.
 
 use super::common_place;
-use super::support::require_cpu;
 use crate::dtype::{dispatch_dtype, DType, Scalar};
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;
 use crate::lod_tensor::LoDTensor;
+use crate::place::Place;
 use crate::tensor::Tensor;
 use crate::tensor_array::TensorArray;
 
@@ -79,8 +79,12 @@ fn check_step<'a>(
 /// step without exactly 2 LoD levels, a step with another number of sources than step 0, scores
 /// whose LoD, element count or dtype differ from the ids', a bool `scores` (as Paddle), more
 /// candidates for a source than `beam_size` slots, a backtracked index outside its source's
-/// candidates; `Unsupported` for ids not int64, scores not float32/float64/float16/bfloat16/
-/// int32/int64, or arrays not on the host.
+/// candidates, steps on different places; `Unsupported` for ids not int64, scores not
+/// float32/float64/float16/bfloat16/int32/int64 (or a CUDA place in a build without CUDA).
+///
+/// On a CUDA device the backtracking (host bookkeeping over small tensors) runs on the host: all
+/// steps' ids, then all steps' scores, are gathered on the device into one buffer each (one launch
+/// each) and copied to the host (this waits for the device); the results go back to the device.
 pub fn beam_search_decode(
     ids: &TensorArray,
     scores: &TensorArray,
@@ -97,16 +101,62 @@ pub fn beam_search_decode(
         ids.len()
     );
     let (ids, scores) = (ids.as_slice(), scores.as_slice());
+    let mut place = Place::Cpu;
     for (t, (i, s)) in ids.iter().zip(scores).enumerate() {
-        require_cpu(common_place(&[("ids", i.tensor()), ("scores", s.tensor())])?, "beam_search_decode")
-            .map_err(|e| err!(Unsupported, "step {t}: {e}"))?;
+        let p = common_place(&[("ids", i.tensor()), ("scores", s.tensor())])
+            .map_err(|e| err!(InvalidArgument, "step {t}: {e}"))?;
+        if t == 0 {
+            place = p;
+            place.ensure_usable()?;
+        }
+        ensure!(
+            p == place,
+            InvalidArgument,
+            "ids: element {t} is on {p}, but element 0 is on {place}; every step must be on the same place"
+        );
     }
     let dtype = scores[0].tensor().dtype();
     ensure!(dtype != DType::Bool, InvalidArgument, "scores: beam_search_decode does not support bool scores");
     let sources = ids[0].lod().levels().first().map_or(0, |l| l.len() - 1);
+    if let Place::Cuda(ordinal) = place {
+        dispatch_dtype!(dtype, "scores", [F32, F64, F16, BF16, I32, I64], |T| Ok(()))?;
+        // The checks decode makes, in its order, before anything is copied.
+        for t in (0..ids.len()).rev() {
+            check_step(&ids[t], &scores[t], t, sources, dtype)?;
+        }
+        let (host_ids, host_scores) = (to_host(ids)?, to_host(scores)?);
+        let (i, s) = beam_search_decode(&host_ids, &host_scores, beam_size, end_id)?;
+        let to_device = |x: LoDTensor| -> Result<LoDTensor> {
+            let (t, lod) = x.into_parts();
+            LoDTensor::new(crate::backend::cuda::copy_to_device(&t, ordinal)?, lod)
+        };
+        return Ok((to_device(i)?, to_device(s)?));
+    }
     dispatch_dtype!(dtype, "scores", [F32, F64, F16, BF16, I32, I64], |T| decode::<T>(
         ids, scores, sources, beam_size, end_id
     ))
+}
+
+/// Host copies of device tensors of one dtype (each with its LoD): one gather of all of them on
+/// the device, one copy to the host.
+fn to_host(steps: &[LoDTensor]) -> Result<TensorArray> {
+    let dtype = steps[0].tensor().dtype();
+    let size = dtype.size();
+    let blocks: Vec<(usize, std::ops::Range<usize>)> =
+        steps.iter().enumerate().map(|(t, s)| (t, 0..s.tensor().numel())).collect();
+    let total: usize = blocks.iter().map(|(_, r)| r.len()).sum();
+    let srcs: Vec<&Tensor> = steps.iter().map(|s| s.tensor()).collect();
+    let all = crate::backend::cuda::gather_sources(&srcs, size, &blocks, dtype, crate::dim::Dim::new(&[total])?)?;
+    let all = crate::backend::cuda::copy_to_host(&all)?;
+    let bytes = all.bytes()?;
+    let mut at = 0;
+    let mut out = Vec::with_capacity(steps.len());
+    for s in steps {
+        let n = s.tensor().nbytes();
+        out.push(LoDTensor::new(Tensor::from_bytes(dtype, *s.dims(), &bytes[at..at + n])?, s.lod().clone())?);
+        at += n;
+    }
+    Ok(TensorArray::from_vec(out))
 }
 
 fn decode<T: Scalar>(
@@ -229,9 +279,13 @@ fn gather_tree_by_step<T: Copy + Into<i64>>(
 ///
 /// Errors: `InvalidArgument` for inputs not 3-D or of different shapes or dtypes;
 /// `OutOfRange` for a followed parent outside `[0, beam)` (Our rule: negative parents too);
-/// `Unsupported` for other dtypes or inputs not on the host.
+/// `Unsupported` for other dtypes (or a CUDA place in a build without CUDA).
+///
+/// On a CUDA device one thread follows each chain; a bad parent raises a flag that the host reads
+/// (this waits for the device), and then the error is found on host copies, so it names the same
+/// element as on the CPU.
 pub fn beam_search_gather_tree(ids: &LoDTensor, parents: &LoDTensor) -> Result<LoDTensor> {
-    require_cpu(common_place(&[("ids", ids.tensor()), ("parents", parents.tensor())])?, "beam_search_gather_tree")?;
+    let place = common_place(&[("ids", ids.tensor()), ("parents", parents.tensor())])?;
     let dims = ids.dims().as_slice();
     ensure!(dims.len() == 3, InvalidArgument, "ids: has dims {dims:?}; gather_tree needs 3-D [T, B, beam]");
     ensure!(
@@ -248,6 +302,15 @@ pub fn beam_search_gather_tree(ids: &LoDTensor, parents: &LoDTensor) -> Result<L
         ids.tensor().dtype()
     );
     let (steps, batch, beam) = (dims[0], dims[1], dims[2]);
+    if let Place::Cuda(_) = place {
+        dispatch_dtype!(ids.tensor().dtype(), "ids", [I32, I64], |T| Ok(()))?;
+        if let Some(out) = crate::backend::cuda::gather_tree(ids.tensor(), parents.tensor(), steps, batch, beam)? {
+            return Ok(LoDTensor::dense(out));
+        }
+        let host = |t: &LoDTensor| crate::backend::cuda::copy_to_host(t.tensor()).map(LoDTensor::dense);
+        beam_search_gather_tree(&host(ids)?, &host(parents)?)?;
+        return Err(err!(Internal, "gather_tree: the device saw a bad parent, the host copies have none"));
+    }
     let mut out = Tensor::zeros(ids.tensor().dtype(), *ids.dims())?;
     // `i64::from` widens int32 and is the identity for int64.
     #[allow(clippy::useless_conversion)]

@@ -46,14 +46,6 @@ fn append_unit(levels: &[Vec<usize>], unit: usize, out: &mut [Vec<usize>]) -> Ra
     start..end
 }
 
-/// The host place of the named inputs, or `Unsupported` (for the ops without a CUDA kernel yet).
-fn host(inputs: &[(&str, &Tensor)]) -> Result<()> {
-    match common_place(inputs)? {
-        Place::Cpu => Ok(()),
-        other => Err(err!(Unsupported, "{}: is on {other}; this operation runs on the CPU only", inputs[0].0)),
-    }
-}
-
 fn lod_of(levels: Vec<Vec<usize>>) -> Result<Lod> {
     if levels.is_empty() {
         Ok(Lod::empty())
@@ -140,7 +132,8 @@ pub fn lod_tensor_to_array(x: &LoDTensor, table: &RankTable) -> Result<TensorArr
 /// (`dims[1..]`) and number of LoD levels; no item is longer than the array; element `t` (for `t`
 /// below the longest length) holds exactly one unit (top-level sequence, or row without LoD) per
 /// sequence alive at step `t` (Our rule: Paddle reads past or ignores mismatches). Elements from
-/// the longest length on are not read. 1-D elements give a 1-D result (Our rule).
+/// the longest length on are not read. 1-D elements give a 1-D result (Our rule). On a CUDA device
+/// the row blocks of all elements move in one launch over an uploaded table of their addresses.
 pub fn array_to_lod_tensor(array: &TensorArray, table: &RankTable) -> Result<LoDTensor> {
     let elements = array.as_slice();
     let first = elements.first().ok_or_else(|| {
@@ -175,7 +168,8 @@ pub fn array_to_lod_tensor(array: &TensorArray, table: &RankTable) -> Result<LoD
         );
         tensors.push(("array", t));
     }
-    host(&tensors)?;
+    let place = common_place(&tensors)?;
+    place.ensure_usable()?;
     let steps = table.max_sequence_len();
     ensure!(
         steps <= elements.len(),
@@ -210,10 +204,18 @@ pub fn array_to_lod_tensor(array: &TensorArray, table: &RankTable) -> Result<LoD
             blocks.push((x, append_unit(e.lod().levels(), pos, &mut levels)));
         }
     }
-    let srcs = elements.iter().map(|e| e.tensor().bytes()).collect::<Result<Vec<&[u8]>>>()?;
     let total: usize = blocks.iter().map(|(_, r)| r.len()).sum();
-    let mut out = Tensor::zeros(first.tensor().dtype(), first.dims().with_rows(total)?)?;
-    gather_blocks(&srcs, first.tensor().row_bytes(), &blocks, out.bytes_mut()?)?;
+    let (dtype, dims, row_bytes) = (first.tensor().dtype(), first.dims().with_rows(total)?, first.tensor().row_bytes());
+    let out = if let Place::Cuda(_) = place {
+        // One launch over a table of the elements' device addresses.
+        let srcs: Vec<&Tensor> = elements.iter().map(|e| e.tensor()).collect();
+        crate::backend::cuda::gather_sources(&srcs, row_bytes, &blocks, dtype, dims)?
+    } else {
+        let srcs = elements.iter().map(|e| e.tensor().bytes()).collect::<Result<Vec<&[u8]>>>()?;
+        let mut out = Tensor::zeros(dtype, dims)?;
+        gather_blocks(&srcs, row_bytes, &blocks, out.bytes_mut()?)?;
+        out
+    };
     let mut lod = table.coarse_lod().to_vec();
     lod.push(rank_level);
     lod.extend(levels);
@@ -224,7 +226,8 @@ pub fn array_to_lod_tensor(array: &TensorArray, table: &RankTable) -> Result<LoD
 /// `x`, `n` = the number of table sequences longer than `step` (x is in rank order). With a LoD the
 /// units are top-level sequences (all nested levels kept, re-based), and `x` must have at least
 /// `n` of them (Our rule: InvalidArgument, where Paddle falls back to rows); without one they are
-/// rows. `n == 0` gives a 0-row tensor without LoD (Our rule). Shares `x`'s memory (no copy).
+/// rows. `n == 0` gives a 0-row tensor without LoD (Our rule). Shares `x`'s memory (no copy; any
+/// place).
 pub fn shrink_rnn_memory(x: &LoDTensor, table: &RankTable, step: usize) -> Result<LoDTensor> {
     let n = table.alive_at(step);
     let have = units(x, "x")?;
@@ -291,7 +294,8 @@ fn normalize_axis(axis: i64, n: usize, what: &str) -> Result<usize> {
 /// along `axis` (`OutIndex`). A negative axis counts from the end (Our rule: Paddle does not
 /// normalise it for `OutIndex`): concat takes `axis` in `[-ndim, ndim)`, stack in
 /// `[-(ndim+1), ndim]`. Concat needs equal dims except along `axis`; stack needs equal dims; both
-/// need one dtype and place. When stacking at `axis == ndim` the sizes are 1.
+/// need one dtype and place. When stacking at `axis == ndim` the sizes are 1. On a CUDA device all
+/// elements move in one launch over an uploaded table of their addresses.
 pub fn tensor_array_to_tensor(array: &TensorArray, axis: i64, use_stack: bool) -> Result<(LoDTensor, Vec<usize>)> {
     let elements = array.as_slice();
     let first = elements
@@ -325,7 +329,8 @@ pub fn tensor_array_to_tensor(array: &TensorArray, axis: i64, use_stack: bool) -
         sizes.push(if axis < ndim { d[axis] } else { 1 });
         inputs.push(("array", e.tensor()));
     }
-    host(&inputs)?;
+    let place = common_place(&inputs)?;
+    place.ensure_usable()?;
     let mut out_dims = dims0.to_vec();
     if use_stack {
         out_dims.insert(axis, elements.len());
@@ -339,25 +344,39 @@ pub fn tensor_array_to_tensor(array: &TensorArray, axis: i64, use_stack: bool) -
     let outer: usize = dims0[..axis].iter().product();
     let inner: Vec<usize> =
         elements.iter().map(|e| e.dims().as_slice()[axis..].iter().product::<usize>() * esize).collect();
+    let (dtype, dims) = (first.tensor().dtype(), Dim::new(&out_dims)?);
+    if let Place::Cuda(_) = place {
+        // One launch over a table of the elements' device addresses.
+        let srcs: Vec<&Tensor> = elements.iter().map(|e| e.tensor()).collect();
+        let out = crate::backend::cuda::concat_outer(&srcs, &inner, outer, dtype, dims)?;
+        return Ok((LoDTensor::dense(out), sizes));
+    }
     let srcs = elements.iter().map(|e| e.tensor().bytes()).collect::<Result<Vec<&[u8]>>>()?;
-    let mut out = Tensor::zeros(first.tensor().dtype(), Dim::new(&out_dims)?)?;
+    let mut out = Tensor::zeros(dtype, dims)?;
     concat_outer(&srcs, &inner, outer, out.bytes_mut()?)?;
     Ok((LoDTensor::dense(out), sizes))
 }
 
 /// Splits `x` along `axis` (in `[-ndim, ndim)`) into `dims[axis]` tensors of `x`'s dims without
-/// that axis (the inverse of stacking); `x`'s LoD is dropped. Each element has its own memory.
+/// that axis (the inverse of stacking); `x`'s LoD is dropped. Each element has its own memory (on
+/// a CUDA device: all filled by one launch over a table of their addresses).
 pub fn unstack(x: &LoDTensor, axis: i64) -> Result<TensorArray> {
     let dims = x.dims().as_slice();
     ensure!(!dims.is_empty(), InvalidArgument, "x: is 0-d; there is no axis to unstack along");
     let axis = normalize_axis(axis, dims.len(), &format!("unstacking a {}-d tensor", dims.len()))?;
-    host(&[("x", x.tensor())])?;
+    let place = common_place(&[("x", x.tensor())])?;
+    place.ensure_usable()?;
     let n = dims[axis];
     let outer: usize = dims[..axis].iter().product();
     let inner_bytes = dims[axis + 1..].iter().product::<usize>() * x.tensor().dtype().size();
     let mut part_dims = dims.to_vec();
     part_dims.remove(axis);
     let part_dims = Dim::new(&part_dims)?;
+    if let Place::Cuda(_) = place {
+        // All parts in one launch over a table of their device addresses.
+        let parts = crate::backend::cuda::split_outer(x.tensor(), inner_bytes, n, outer, part_dims)?;
+        return Ok(TensorArray::from_vec(parts.into_iter().map(LoDTensor::dense).collect()));
+    }
     let src = x.tensor().bytes()?;
     let mut ranges = Vec::with_capacity(outer);
     let mut items = Vec::with_capacity(n);

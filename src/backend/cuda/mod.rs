@@ -72,3 +72,11 @@ pub use softmax::softmax_segments;
 mod convert;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 pub use convert::cast;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+mod beam;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+mod tensor_array;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+pub use beam::{beam_step, fused_step, gather_tree, sum_f32, top_k, DeviceStep};
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+pub use tensor_array::{concat_outer, gather_sources, split_outer};

@@ -166,3 +166,92 @@ pub fn softmax_segments(x: &Tensor, _segments: super::Segments, _log: bool) -> R
 pub fn cast(x: &Tensor, _dtype: crate::dtype::DType) -> Result<Tensor> {
     copy_to_host(x)
 }
+
+/// The outputs of a device beam-search step (ids, scores, parents, host row offsets).
+pub type DeviceStep = (Tensor, Tensor, Tensor, Vec<usize>);
+
+/// `top_k` of a device tensor.
+pub fn top_k(
+    x: &Tensor,
+    _rows: usize,
+    _width: usize,
+    _k: usize,
+    _largest: bool,
+    _dims: Dim,
+) -> Result<(Tensor, Tensor)> {
+    Err(copy_to_host(x).err().unwrap_or_else(|| missing("top_k")))
+}
+
+/// The fused beam-search step on a device.
+#[allow(clippy::too_many_arguments)]
+pub fn fused_step(
+    _source_rows: &[usize],
+    _beam: usize,
+    _log_probs: &Tensor,
+    _vocab: usize,
+    _pre_ids: &Tensor,
+    _pre_scores: &Tensor,
+    _end_id: i64,
+    _banned: Option<usize>,
+) -> Result<DeviceStep> {
+    Err(missing("beam_search_fused_step"))
+}
+
+/// Paddle's beam-search step on a device.
+#[allow(clippy::too_many_arguments)]
+pub fn beam_step(
+    _source_rows: &[usize],
+    _beam: usize,
+    _scores: &Tensor,
+    _ids: Option<&Tensor>,
+    _width: usize,
+    _accumulated: bool,
+    _pre_ids: &Tensor,
+    _pre_scores: &Tensor,
+    _end_id: i64,
+) -> Result<DeviceStep> {
+    Err(missing("beam_search_step"))
+}
+
+/// gather_tree on a device.
+pub fn gather_tree(
+    _ids: &Tensor,
+    _parents: &Tensor,
+    _steps: usize,
+    _batch: usize,
+    _beam: usize,
+) -> Result<Option<Tensor>> {
+    Err(missing("beam_search_gather_tree"))
+}
+
+/// One read of a float32 device tensor (the fused step's speed yardstick).
+pub fn sum_f32(_x: &Tensor) -> Result<()> {
+    Err(missing("sum_f32"))
+}
+
+/// Row blocks of several device tensors gathered into a new one.
+pub fn gather_sources(
+    _srcs: &[&Tensor],
+    _row_bytes: usize,
+    _blocks: &[(usize, Range<usize>)],
+    _dtype: crate::dtype::DType,
+    _dims: Dim,
+) -> Result<Tensor> {
+    Err(missing("array_to_lod_tensor"))
+}
+
+/// Concatenation of device tensors along an axis.
+pub fn concat_outer(
+    _srcs: &[&Tensor],
+    _inner: &[usize],
+    _outer: usize,
+    _dtype: crate::dtype::DType,
+    _dims: Dim,
+) -> Result<Tensor> {
+    Err(missing("tensor_array_to_tensor"))
+}
+
+/// A device tensor split into equal pieces along an axis.
+pub fn split_outer(_x: &Tensor, _inner: usize, _n: usize, _outer: usize, _part_dims: Dim) -> Result<Vec<Tensor>> {
+    Err(missing("unstack"))
+}

@@ -1,0 +1,253 @@
+//! Launchers of `kernels/beam.cu`: top-k, the fused and Paddle beam-search steps, gather_tree.
+
+use super::device::{copy_to_host, device, new_tensor, Device};
+use super::launch::{blocks_for, launch, launch_1d, upload, Args};
+use crate::dim::Dim;
+use crate::dtype::DType;
+use crate::error::{ensure, err, Result};
+use crate::place::Place;
+use crate::tensor::Tensor;
+use std::sync::Arc;
+
+/// The largest block of the top-k kernels (`TOPK_THREADS` in beam.cu).
+const TOPK_THREADS: u64 = 256;
+/// Threads of the one-block selection kernels (`SELECT_THREADS` in beam.cu).
+const SELECT_THREADS: u32 = 256;
+/// Rows per launch of the block-per-row kernels: more rows are walked by the same blocks.
+const MAX_ROW_BLOCKS: u64 = 1 << 16;
+
+/// The outputs of a device beam-search step: `selected_ids` (int64 `[N, 1]`), `selected_scores`
+/// (`[N, 1]`), `parent_idx` (int32 `[N]`), all on the device, and the host offsets of each prefix
+/// row's items (`rows + 1`).
+pub type DeviceStep = (Tensor, Tensor, Tensor, Vec<usize>);
+
+fn device_of(t: &Tensor, what: &str) -> Result<Arc<Device>> {
+    match t.place() {
+        Place::Cuda(n) => device(n),
+        other => Err(err!(Internal, "{what}: the CUDA kernel got a tensor on {other}")),
+    }
+}
+
+/// Threads per block for rows of `width`: a power of two from 32 to 256, about 32 elements each
+/// (short rows do not pay for a large block's merge).
+fn topk_threads(width: u64) -> u32 {
+    width.div_ceil(32).next_power_of_two().clamp(32, TOPK_THREADS) as u32
+}
+
+fn u32_of(v: usize, what: &str) -> Result<u32> {
+    u32::try_from(v).map_err(|_| err!(Unsupported, "{what}: {v} is too large for the CUDA kernel (at most 2^32 - 1)"))
+}
+
+/// `top_k` of every row (`rows` x `width`, `1 <= k <= width`) of device tensor `x`: values (x's
+/// dtype) and int64 columns, both of `out_dims`. One block per row; k above 64 costs
+/// `ceil(k / 64)` reads of the row (one per pass of 64), with no upper bound.
+pub fn top_k(
+    x: &Tensor,
+    rows: usize,
+    width: usize,
+    k: usize,
+    largest: bool,
+    out_dims: Dim,
+) -> Result<(Tensor, Tensor)> {
+    let d = device_of(x, "top_k")?;
+    let mut values = new_tensor(&d, x.dtype(), out_dims)?;
+    let mut indices = new_tensor(&d, DType::I64, out_dims)?;
+    if rows == 0 {
+        return Ok((values, indices));
+    }
+    let name = match x.dtype() {
+        DType::U8 => "top_k_u8",
+        DType::I8 => "top_k_i8",
+        DType::I16 => "top_k_i16",
+        DType::I32 => "top_k_i32",
+        DType::I64 => "top_k_i64",
+        DType::F16 => "top_k_f16",
+        DType::BF16 => "top_k_bf16",
+        DType::F32 => "top_k_f32",
+        DType::F64 => "top_k_f64",
+        other => return Err(err!(Unsupported, "x: dtype {other} is not supported by the CUDA top_k")),
+    };
+    let args = Args::new()
+        .arg(x.as_ptr() as u64)
+        .arg(rows as u64)
+        .arg(width as u64)
+        .arg(u32_of(k, "k")?)
+        .arg(largest as i32)
+        .arg(values.as_mut_ptr() as u64)
+        .arg(indices.as_mut_ptr() as u64);
+    let grid = (rows as u64).min(MAX_ROW_BLOCKS) as u32;
+    launch(&d, "beam.cu", name, [grid, 1, 1], [topk_threads(width as u64), 1, 1], args)?;
+    Ok((values, indices))
+}
+
+/// The one-block selection kernel `kernel` for a step: output tensors with room for every
+/// source's `beam` items, the launch (arguments: the source offsets, `pre_ids`, `end_id`, `beam`,
+/// then `candidates` appends its own, then the scratch and outputs), then the host copy of the row
+/// offsets (the output LoD lives on the host) and the outputs cut to their length.
+#[allow(clippy::too_many_arguments)]
+fn select_step(
+    d: &Arc<Device>,
+    kernel: &str,
+    source_rows: &[usize],
+    pre_ids: &Tensor,
+    end_id: i64,
+    beam: usize,
+    score_dtype: DType,
+    candidates: impl FnOnce(Args) -> Args,
+) -> Result<DeviceStep> {
+    let sources = source_rows.len() - 1;
+    let rows = source_rows[sources];
+    let cap = sources
+        .checked_mul(beam)
+        .ok_or_else(|| err!(OutOfMemory, "beam_size: {sources} sources x beam {beam} overflows"))?;
+    let h: Vec<i64> = source_rows.iter().map(|&v| v as i64).collect();
+    let h = upload(d, &h)?;
+    let top_rows = d.allocation(cap * 8)?;
+    let top_ids = d.allocation(cap * 8)?;
+    let top_scores = d.allocation(cap * score_dtype.size())?;
+    let cursor = d.allocation(rows * 8)?;
+    let mut offsets = new_tensor(d, DType::I64, Dim::new(&[rows + 1])?)?;
+    let mut ids = new_tensor(d, DType::I64, Dim::new(&[cap, 1])?)?;
+    let mut scores = new_tensor(d, score_dtype, Dim::new(&[cap, 1])?)?;
+    let mut parents = new_tensor(d, DType::I32, Dim::new(&[cap])?)?;
+    let args = Args::new()
+        .buf(&h)
+        .arg(u32_of(sources, "pre_ids: the number of sources")?)
+        .ptr(pre_ids)
+        .arg(end_id)
+        .arg(u32_of(beam, "beam_size")?);
+    let args = candidates(args)
+        .buf(&top_rows)
+        .buf(&top_ids)
+        .buf(&top_scores)
+        .arg(offsets.as_mut_ptr() as u64)
+        .buf(&cursor)
+        .arg(ids.as_mut_ptr() as u64)
+        .arg(scores.as_mut_ptr() as u64)
+        .arg(parents.as_mut_ptr() as u64);
+    launch(d, "beam.cu", kernel, [1, 1, 1], [SELECT_THREADS, 1, 1], args)?;
+    let host = copy_to_host(&offsets)?;
+    let offsets: Vec<usize> = host.as_slice::<i64>()?.iter().map(|&v| v as usize).collect();
+    let n = offsets[rows];
+    ensure!(n <= cap, Internal, "beam step: {n} items selected, room for {cap}");
+    Ok((ids.slice_rows(0..n)?, scores.slice_rows(0..n)?, parents.slice_rows(0..n)?, offsets))
+}
+
+/// The fused step on the device (see `ops::beam_search_fused_step`): one block per unfinished
+/// prefix row takes the row's `min(beam, vocab)` best log-probs (one read of the row), then one
+/// block replays Paddle's per-source selection over those candidates and regroups the result by
+/// row. `banned` (the decoder's min_length rule) makes that column read as -inf. Inputs are
+/// validated by the caller: `log_probs` `[rows, vocab]` (f32/f16/bf16), `pre_ids` int64 and
+/// `pre_scores` float32 with one element per row, all on one device.
+#[allow(clippy::too_many_arguments)]
+pub fn fused_step(
+    source_rows: &[usize],
+    beam: usize,
+    log_probs: &Tensor,
+    vocab: usize,
+    pre_ids: &Tensor,
+    pre_scores: &Tensor,
+    end_id: i64,
+    banned: Option<usize>,
+) -> Result<DeviceStep> {
+    let d = device_of(log_probs, "beam_search_fused_step")?;
+    let rows = source_rows[source_rows.len() - 1];
+    let k = beam.min(vocab);
+    let cand_vals = d.allocation(rows * k * 4)?;
+    let cand_cols = d.allocation(rows * k * 8)?;
+    if rows > 0 && k > 0 {
+        let name = match log_probs.dtype() {
+            DType::F32 => "fused_row_topk_f32",
+            DType::F16 => "fused_row_topk_f16",
+            DType::BF16 => "fused_row_topk_bf16",
+            other => return Err(err!(Unsupported, "log_probs: dtype {other} is not supported by the CUDA fused step")),
+        };
+        let args = Args::new()
+            .ptr(log_probs)
+            .arg(rows as u64)
+            .arg(vocab as u64)
+            .arg(u32_of(k, "beam_size")?)
+            .ptr(pre_ids)
+            .arg(end_id)
+            .arg(banned.map_or(-1, |b| b as i64))
+            .buf(&cand_vals)
+            .buf(&cand_cols);
+        let grid = (rows as u64).min(MAX_ROW_BLOCKS) as u32;
+        launch(&d, "beam.cu", name, [grid, 1, 1], [topk_threads(vocab as u64), 1, 1], args)?;
+    }
+    let k = u32_of(k, "beam_size")?;
+    select_step(&d, "fused_select", source_rows, pre_ids, end_id, beam, DType::F32, |a| {
+        a.buf(&cand_vals).buf(&cand_cols).ptr(pre_scores).arg(k)
+    })
+}
+
+/// Paddle's beam_search step on the device (see `ops::beam_search_step`): one block replays the
+/// per-source selection over every row's `width` candidates. Validated by the caller; `scores`
+/// and `pre_scores` float32 or float64, `ids` (optional) int64 of `scores`' shape.
+#[allow(clippy::too_many_arguments)]
+pub fn beam_step(
+    source_rows: &[usize],
+    beam: usize,
+    scores: &Tensor,
+    ids: Option<&Tensor>,
+    width: usize,
+    accumulated: bool,
+    pre_ids: &Tensor,
+    pre_scores: &Tensor,
+    end_id: i64,
+) -> Result<DeviceStep> {
+    let d = device_of(scores, "beam_search_step")?;
+    let name = match scores.dtype() {
+        DType::F32 => "step_select_f32",
+        DType::F64 => "step_select_f64",
+        other => return Err(err!(Unsupported, "scores: dtype {other} is not supported by the CUDA beam step")),
+    };
+    select_step(&d, name, source_rows, pre_ids, end_id, beam, scores.dtype(), |a| {
+        a.ptr(scores)
+            .arg(ids.map_or(0, |t| t.as_ptr() as u64))
+            .ptr(pre_scores)
+            .arg(width as u64)
+            .arg(accumulated as i32)
+    })
+}
+
+/// gather_tree of `[steps, batch, beam]` int32/int64 device tensors (`steps >= 1`): the result,
+/// or `None` when a followed parent is outside `[0, beam)` (the caller reports which, from the
+/// host copies). One thread per chain.
+pub fn gather_tree(ids: &Tensor, parents: &Tensor, steps: usize, batch: usize, beam: usize) -> Result<Option<Tensor>> {
+    let d = device_of(ids, "beam_search_gather_tree")?;
+    let mut out = new_tensor(&d, ids.dtype(), *ids.dims())?;
+    let chains = (batch * beam) as u64;
+    if steps == 0 || chains == 0 {
+        return Ok(Some(out));
+    }
+    let name = match ids.dtype() {
+        DType::I32 => "gather_tree_i32",
+        DType::I64 => "gather_tree_i64",
+        other => return Err(err!(Unsupported, "ids: dtype {other} is not supported by the CUDA gather_tree")),
+    };
+    let bad = Tensor::from_allocation(upload(&d, &[0i32])?, DType::I32, Dim::new(&[1])?)?;
+    let args = Args::new()
+        .ptr(ids)
+        .ptr(parents)
+        .arg(steps as u64)
+        .arg(batch as u64)
+        .arg(beam as u64)
+        .arg(out.as_mut_ptr() as u64)
+        .ptr(&bad);
+    launch_1d(&d, "beam.cu", name, chains, args)?;
+    let bad = copy_to_host(&bad)?.as_slice::<i32>()?[0];
+    Ok(if bad == 0 { Some(out) } else { None })
+}
+
+/// Sums a float32 device tensor in block partial sums (discarded): one read of its bytes, the
+/// yardstick of the fused step's speed test.
+pub fn sum_f32(x: &Tensor) -> Result<()> {
+    let d = device_of(x, "sum_f32")?;
+    ensure!(x.dtype() == DType::F32, InvalidArgument, "x: dtype {}; sum_f32 reads float32", x.dtype());
+    let n = x.numel() as u64;
+    let blocks = blocks_for(n).min(1024);
+    let out = d.allocation(blocks as usize * 4)?;
+    let args = Args::new().ptr(x).arg(n).buf(&out);
+    launch(&d, "beam.cu", "sum_f32", [blocks, 1, 1], [256, 1, 1], args)
+}

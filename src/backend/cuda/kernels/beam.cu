@@ -1,0 +1,441 @@
+// Top-k and beam search: the block-per-row top-k behind `top_k` and the fused beam step, the
+// per-source selection (Paddle's sequential "Insert" replayed exactly), the regrouping of the
+// selection by prefix row, gather_tree, and a plain sum used as the bandwidth yardstick of the
+// fused step's speed test.
+//
+// The order of top-k is total: a value ranks before another when it is greater (smallest: less),
+// NaN above every number, and equal values (NaN vs NaN included, -0 vs +0 included) by the smaller
+// column. So "the k first of the row" is one well-defined set in one order, whatever the split of
+// the row among threads, and the block merge can take the best head of the per-thread lists.
+
+// ---- element keys ---------------------------------------------------------------------------
+
+static __device__ inline float half_to_float(u16 h) {
+  const u32 sign = (u32)(h & 0x8000u) << 16;
+  const u32 exp = (h >> 10) & 0x1fu;
+  u32 man = h & 0x3ffu;
+  u32 bits;
+  if (exp == 0x1fu) {
+    bits = sign | 0x7f800000u | (man << 13);  // inf, NaN (payload kept)
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112u) << 23) | (man << 13);
+  } else if (man == 0) {
+    bits = sign;
+  } else {
+    // Subnormal: normalise (exact: every f16 is an f32).
+    u32 e = 113u;
+    while ((man & 0x400u) == 0) {
+      man <<= 1;
+      e--;
+    }
+    bits = sign | (e << 23) | ((man & 0x3ffu) << 13);
+  }
+  return __uint_as_float(bits);
+}
+
+static __device__ inline float bf16_to_float(u16 h) { return __uint_as_float((u32)h << 16); }
+
+// Storage type S, comparison key type C, and the exact conversion between them.
+static __device__ inline u32 key_of(u8 v) { return v; }
+static __device__ inline i32 key_of(signed char v) { return v; }
+static __device__ inline i32 key_of(short v) { return v; }
+static __device__ inline i32 key_of(i32 v) { return v; }
+static __device__ inline i64 key_of(i64 v) { return v; }
+static __device__ inline float key_of(float v) { return v; }
+static __device__ inline double key_of(double v) { return v; }
+struct f16_bits { u16 bits; };
+struct bf16_bits { u16 bits; };
+static __device__ inline float key_of(f16_bits v) { return half_to_float(v.bits); }
+static __device__ inline float key_of(bf16_bits v) { return bf16_to_float(v.bits); }
+
+static __device__ inline bool is_nan(float v) { return v != v; }
+static __device__ inline bool is_nan(double v) { return v != v; }
+template <typename C>
+static __device__ inline bool is_nan(C) { return false; }
+
+// What a banned column reads as: -inf (only the fused step, whose keys are float, bans).
+template <typename C>
+static __device__ inline C lowest_key() { return C(); }
+template <>
+__device__ inline float lowest_key<float>() { return __uint_as_float(0xff800000u); }
+
+static __device__ inline float ln(float v) { return logf(v); }
+static __device__ inline double ln(double v) { return log(v); }
+
+// Whether value a ranks strictly before value b (ties are decided by the column, elsewhere).
+template <typename C>
+static __device__ inline bool beats(C a, C b, bool largest) {
+  const bool an = is_nan(a), bn = is_nan(b);
+  return largest ? (a > b || (an && !bn)) : (a < b || (bn && !an));
+}
+
+// Whether (a, ai) ranks strictly before (b, bi) in the total order.
+template <typename C>
+static __device__ inline bool before(C a, u64 ai, C b, u64 bi, bool largest) {
+  return beats(a, b, largest) || (!beats(b, a, largest) && ai < bi);
+}
+
+// ---- top-k of one row by one block ----------------------------------------------------------
+
+// Threads per block of the top-k kernels: at most this many (the host picks a power of two).
+#define TOPK_THREADS 256
+// Entries of a thread's own sorted list: k above it takes ceil(k / TOPK_LIST) passes over the row.
+#define TOPK_LIST 64
+// Elements each thread loads before looking at them: loads in flight hide memory latency.
+#define TOPK_UNROLL 8
+
+// Shared state of one block's merge, for any key type (8-byte slots hold every key).
+template <typename C>
+struct TopkShared {
+  C val[TOPK_THREADS];
+  u64 col[TOPK_THREADS];
+  u32 thread[TOPK_THREADS];
+  u32 has[TOPK_THREADS];
+};
+
+// The first k (in the total order) of row[0, width) for the whole block: calls emit(rank, column,
+// key) on thread 0 for rank 0 .. k-1, best first. Every thread of the block must call it (it
+// synchronises); k <= width. A column equal to `banned` reads as -inf (the decoder's min_length).
+template <typename S, typename C, typename Emit>
+static __device__ void block_topk(const S *__restrict__ row, u64 width, u32 k, bool largest, i64 banned,
+                                  TopkShared<C> &sh, Emit emit) {
+  const u32 tid = threadIdx.x, threads = blockDim.x;
+  C lv[TOPK_LIST];
+  u64 li[TOPK_LIST];
+  C last_v = C();
+  u64 last_i = 0;
+  for (u32 done = 0; done < k;) {
+    const u32 kk = min(k - done, (u32)TOPK_LIST);
+    u32 n = 0;
+    C worst = C();
+    for (u64 base = 0; base < width; base += (u64)TOPK_UNROLL * threads) {
+      C v[TOPK_UNROLL];
+      for (u32 u = 0; u < TOPK_UNROLL; u++) {
+        const u64 j = base + tid + (u64)u * threads;
+        v[u] = j < width ? key_of(row[j]) : C();
+        if ((i64)j == banned) v[u] = lowest_key<C>();
+      }
+      for (u32 u = 0; u < TOPK_UNROLL; u++) {
+        const u64 j = base + tid + (u64)u * threads;
+        if (j >= width) break;
+        // A later pass only sees what ranks after the last pick.
+        if (done > 0 && !before(last_v, last_i, v[u], j, largest)) continue;
+        // This thread's columns increase, so a value equal to the worst kept one loses to it.
+        if (n == kk && !beats(v[u], worst, largest)) continue;
+        u32 p = n < kk ? n++ : kk - 1;
+        while (p > 0 && beats(v[u], lv[p - 1], largest)) {
+          lv[p] = lv[p - 1];
+          li[p] = li[p - 1];
+          p--;
+        }
+        lv[p] = v[u];
+        li[p] = j;
+        worst = lv[n - 1];
+      }
+    }
+    // Merge: kk rounds, each taking the best head among the threads' lists.
+    u32 head = 0;
+    for (u32 r = 0; r < kk; r++) {
+      sh.has[tid] = head < n;
+      sh.val[tid] = head < n ? lv[head] : C();
+      sh.col[tid] = head < n ? li[head] : 0;
+      sh.thread[tid] = tid;
+      __syncthreads();
+      for (u32 s = threads / 2; s > 0; s >>= 1) {
+        if (tid < s) {
+          const u32 o = tid + s;
+          const bool take = sh.has[o] && (!sh.has[tid] || before(sh.val[o], sh.col[o], sh.val[tid], sh.col[tid], largest));
+          if (take) {
+            sh.has[tid] = 1;
+            sh.val[tid] = sh.val[o];
+            sh.col[tid] = sh.col[o];
+            sh.thread[tid] = sh.thread[o];
+          }
+        }
+        __syncthreads();
+      }
+      if (sh.thread[0] == tid) head++;
+      if (tid == 0) emit(done + r, sh.col[0], sh.val[0]);
+      last_v = sh.val[0];
+      last_i = sh.col[0];
+      __syncthreads();
+    }
+    done += kk;
+  }
+}
+
+// top_k: rows of `width`, k per row; values (S, copied bit for bit) and int64 columns.
+template <typename S, typename C>
+static __device__ void top_k_rows(const S *x, u64 rows, u64 width, u32 k, int largest, S *values, i64 *indices) {
+  __shared__ TopkShared<C> sh;
+  for (u64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    const S *row = x + r * width;
+    block_topk<S, C>(row, width, k, largest != 0, -1, sh, [&](u32 rank, u64 col, C) {
+      indices[r * k + rank] = (i64)col;
+      values[r * k + rank] = row[col];
+    });
+  }
+}
+
+#define LODTENSOR_TOPK(NAME, S, C)                                                                 \
+  extern "C" __global__ void NAME(const S *x, u64 rows, u64 width, u32 k, int largest, S *values, \
+                                  i64 *indices) {                                                  \
+    top_k_rows<S, C>(x, rows, width, k, largest, values, indices);                                 \
+  }                                                                                                \
+  LODTENSOR_EXPORT_SYNC(NAME)
+
+LODTENSOR_TOPK(top_k_u8, u8, u32)
+LODTENSOR_TOPK(top_k_i8, signed char, i32)
+LODTENSOR_TOPK(top_k_i16, short, i32)
+LODTENSOR_TOPK(top_k_i32, i32, i32)
+LODTENSOR_TOPK(top_k_i64, i64, i64)
+LODTENSOR_TOPK(top_k_f16, f16_bits, float)
+LODTENSOR_TOPK(top_k_bf16, bf16_bits, float)
+LODTENSOR_TOPK(top_k_f32, float, float)
+LODTENSOR_TOPK(top_k_f64, double, double)
+
+// The fused step's first pass: for every prefix row not finished (pre_ids[r] != end_id), its k
+// best log-probabilities (largest, NaN first, ties by smaller token) as float and their tokens.
+// Finished rows are not read. Column `banned` (>= 0) reads as -inf.
+template <typename S>
+static __device__ void fused_row_topk(const S *log_probs, u64 rows, u64 vocab, u32 k, const i64 *pre_ids,
+                                      i64 end_id, i64 banned, float *cand_vals, i64 *cand_ids) {
+  __shared__ TopkShared<float> sh;
+  for (u64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    if (pre_ids[r] == end_id) continue;  // the same for the whole block
+    block_topk<S, float>(log_probs + r * vocab, vocab, k, true, banned, sh, [&](u32 rank, u64 col, float v) {
+      cand_ids[r * k + rank] = (i64)col;
+      cand_vals[r * k + rank] = v;
+    });
+  }
+}
+
+#define LODTENSOR_FUSED_TOPK(NAME, S)                                                               \
+  extern "C" __global__ void NAME(const S *log_probs, u64 rows, u64 vocab, u32 k, const i64 *pre_ids, \
+                                  i64 end_id, i64 banned, float *cand_vals, i64 *cand_ids) {        \
+    fused_row_topk<S>(log_probs, rows, vocab, k, pre_ids, end_id, banned, cand_vals, cand_ids);     \
+  }                                                                                                 \
+  LODTENSOR_EXPORT_SYNC(NAME)
+
+LODTENSOR_FUSED_TOPK(fused_row_topk_f32, float)
+LODTENSOR_FUSED_TOPK(fused_row_topk_f16, f16_bits)
+LODTENSOR_FUSED_TOPK(fused_row_topk_bf16, bf16_bits)
+
+// ---- per-source selection and regrouping (one block) -------------------------------------------
+
+#define SELECT_THREADS 256
+
+// Paddle's Item::operator<: lower score, or equal score and lower row.
+template <typename T>
+static __device__ inline bool item_less(T as, i64 ar, T bs, i64 br) {
+  return as < bs || (as == bs && ar < br);
+}
+
+// Paddle's Insert into a list of capacity `beam` holding `len` items; returns the new length.
+// Step for step the CPU's `offer`: ties and NaN (never less, never greater) land where they do there.
+template <typename T>
+static __device__ inline u32 offer(i64 *rows, i64 *ids, T *scores, u32 beam, u32 len, i64 row, i64 id, T score) {
+  u32 n;
+  if (len < beam) {
+    n = len + 1;
+  } else if (item_less(score, row, scores[beam - 1], rows[beam - 1])) {
+    return len;
+  } else {
+    n = beam;
+  }
+  u32 k = n - 1;
+  while (k > 0 && item_less(scores[k - 1], rows[k - 1], score, row)) {
+    rows[k] = rows[k - 1];
+    ids[k] = ids[k - 1];
+    scores[k] = scores[k - 1];
+    k--;
+  }
+  rows[k] = row;
+  ids[k] = id;
+  scores[k] = score;
+  return n;
+}
+
+// Where the candidates come from: the fused step's per-row top lists, or Paddle's step's rows.
+struct FusedCandidates {
+  const float *vals;  // [rows, k]
+  const i64 *cols;    // [rows, k]
+  const float *pre_scores;
+  u32 k;
+  __device__ u32 count(i64) const { return k; }
+  __device__ void get(i64 r, u32 j, i64 &id, float &score) const {
+    id = cols[r * k + j];
+    score = pre_scores[r] + vals[r * k + j];
+  }
+};
+
+template <typename T>
+struct StepCandidates {
+  const T *scores;  // [rows, width]
+  const i64 *ids;   // [rows, width] or null: the column is the token
+  const T *pre_scores;
+  u64 width;
+  int accumulated;
+  __device__ u32 count(i64) const { return (u32)width; }
+  __device__ void get(i64 r, u32 j, i64 &id, T &score) const {
+    const u64 i = (u64)r * width + j;
+    id = ids ? ids[i] : (i64)j;
+    score = accumulated ? scores[i] : pre_scores[r] + ln(scores[i]);
+  }
+};
+
+// One block does the whole selection: each thread replays the offers of its sources into the
+// source's top list (`top_*`, beam slots per source), drops the sources whose items all come from
+// finished rows, counts items per row, scans the counts into `row_offsets` (rows + 1), and writes
+// the items row by row (each row's items in list order) to out_ids / out_scores / out_parents.
+template <typename T, typename Cands>
+static __device__ void select_and_regroup(const i64 *source_rows, u32 sources, const i64 *pre_ids, i64 end_id,
+                                          u32 beam, Cands cands, i64 *top_rows, i64 *top_ids, T *top_scores,
+                                          i64 *row_offsets, i64 *cursor, i64 *out_ids, T *out_scores,
+                                          i32 *out_parents) {
+  __shared__ i64 partial[SELECT_THREADS];
+  const u32 tid = threadIdx.x, threads = blockDim.x;
+  const i64 rows = source_rows[sources];
+  for (u32 s = tid; s < sources; s += threads) {
+    i64 *lr = top_rows + (u64)s * beam;
+    i64 *li = top_ids + (u64)s * beam;
+    T *ls = top_scores + (u64)s * beam;
+    u32 len = 0;
+    for (i64 r = source_rows[s]; r < source_rows[s + 1]; r++) {
+      if (pre_ids[r] == end_id) {
+        len = offer(lr, li, ls, beam, len, r, end_id, (T)cands.pre_scores[r]);
+        continue;
+      }
+      const u32 m = cands.count(r);
+      for (u32 j = 0; j < m; j++) {
+        i64 id;
+        T score;
+        cands.get(r, j, id, score);
+        len = offer(lr, li, ls, beam, len, r, id, score);
+      }
+    }
+    bool all_finished = true;
+    for (u32 j = 0; j < len; j++) all_finished = all_finished && li[j] == end_id && pre_ids[lr[j]] == end_id;
+    const bool keep = len > 0 && !all_finished;
+    for (i64 r = source_rows[s]; r < source_rows[s + 1]; r++) cursor[r] = 0;
+    if (keep)
+      for (u32 j = 0; j < len; j++) cursor[lr[j]]++;
+    for (u32 j = keep ? len : 0; j < beam; j++) lr[j] = -1;
+  }
+  __syncthreads();
+  // Exclusive scan of the counts: a contiguous chunk of rows per thread.
+  const i64 chunk = (rows + threads - 1) / threads;
+  const i64 lo = min((i64)tid * chunk, rows), hi = min(lo + chunk, rows);
+  i64 sum = 0;
+  for (i64 r = lo; r < hi; r++) sum += cursor[r];
+  partial[tid] = sum;
+  __syncthreads();
+  if (tid == 0) {
+    i64 at = 0;
+    for (u32 t = 0; t < threads; t++) {
+      const i64 v = partial[t];
+      partial[t] = at;
+      at += v;
+    }
+  }
+  __syncthreads();
+  i64 at = partial[tid];
+  for (i64 r = lo; r < hi; r++) {
+    const i64 c = cursor[r];
+    row_offsets[r] = at;
+    cursor[r] = at;
+    at += c;
+  }
+  if (tid == threads - 1) row_offsets[rows] = at;
+  __syncthreads();
+  for (u32 s = tid; s < sources; s += threads) {
+    for (u32 j = 0; j < beam; j++) {
+      const i64 r = top_rows[(u64)s * beam + j];
+      if (r < 0) break;
+      const i64 o = cursor[r]++;
+      out_ids[o] = top_ids[(u64)s * beam + j];
+      out_scores[o] = top_scores[(u64)s * beam + j];
+      out_parents[o] = (i32)r;
+    }
+  }
+}
+
+extern "C" __global__ void fused_select(const i64 *source_rows, u32 sources, const i64 *pre_ids, i64 end_id, u32 beam,
+                                        const float *cand_vals, const i64 *cand_cols, const float *pre_scores, u32 k,
+                                        i64 *top_rows, i64 *top_ids, float *top_scores, i64 *row_offsets, i64 *cursor,
+                                        i64 *out_ids, float *out_scores, i32 *out_parents) {
+  FusedCandidates c{cand_vals, cand_cols, pre_scores, k};
+  select_and_regroup<float>(source_rows, sources, pre_ids, end_id, beam, c, top_rows, top_ids, top_scores, row_offsets,
+                            cursor, out_ids, out_scores, out_parents);
+}
+LODTENSOR_EXPORT_SYNC(fused_select)
+
+#define LODTENSOR_STEP_SELECT(NAME, T)                                                                       \
+  extern "C" __global__ void NAME(const i64 *source_rows, u32 sources, const i64 *pre_ids, i64 end_id,       \
+                                  u32 beam, const T *scores, const i64 *ids, const T *pre_scores, u64 width, \
+                                  int accumulated, i64 *top_rows, i64 *top_ids, T *top_scores,               \
+                                  i64 *row_offsets, i64 *cursor, i64 *out_ids, T *out_scores,                \
+                                  i32 *out_parents) {                                                        \
+    StepCandidates<T> c{scores, ids, pre_scores, width, accumulated};                                        \
+    select_and_regroup<T>(source_rows, sources, pre_ids, end_id, beam, c, top_rows, top_ids, top_scores,     \
+                          row_offsets, cursor, out_ids, out_scores, out_parents);                            \
+  }                                                                                                          \
+  LODTENSOR_EXPORT_SYNC(NAME)
+
+LODTENSOR_STEP_SELECT(step_select_f32, float)
+LODTENSOR_STEP_SELECT(step_select_f64, double)
+
+// ---- gather_tree -------------------------------------------------------------------------------
+
+// One thread per chain (batch entry b, slot k), walking back from the last step; consecutive
+// threads write consecutive slots. A parent outside [0, beam) sets *bad and ends the chain (the
+// host then reports the error the CPU path names).
+template <typename T>
+static __device__ void gather_tree(const T *ids, const T *parents, u64 steps, u64 batch, u64 beam, T *out, u32 *bad) {
+  const u64 chains = batch * beam;
+  const u64 stride = (u64)gridDim.x * blockDim.x;
+  for (u64 c = (u64)blockIdx.x * blockDim.x + threadIdx.x; c < chains; c += stride) {
+    const u64 b = c / beam, k = c - b * beam;
+    u64 at = (steps - 1) * chains + c;
+    out[at] = ids[at];
+    i64 p = (i64)parents[at];
+    for (u64 t = steps - 1; t-- > 0;) {
+      if (p < 0 || (u64)p >= beam) {
+        atomicExch(bad, 1u);
+        break;
+      }
+      const u64 from = (t * batch + b) * beam + (u64)p;
+      out[(t * batch + b) * beam + k] = ids[from];
+      p = (i64)parents[from];
+    }
+  }
+}
+
+#define LODTENSOR_GATHER_TREE(NAME, T)                                                                  \
+  extern "C" __global__ void NAME(const T *ids, const T *parents, u64 steps, u64 batch, u64 beam, T *out, \
+                                  u32 *bad) {                                                           \
+    gather_tree<T>(ids, parents, steps, batch, beam, out, bad);                                         \
+  }                                                                                                     \
+  LODTENSOR_EXPORT(NAME)
+
+LODTENSOR_GATHER_TREE(gather_tree_i32, i32)
+LODTENSOR_GATHER_TREE(gather_tree_i64, i64)
+
+// ---- the speed test's yardstick: one read of n floats -------------------------------------------
+
+// Block sums in `out[blockIdx.x]` (atomics-free; the test only times it).
+extern "C" __global__ void sum_f32(const float *x, u64 n, float *out) {
+  __shared__ float part[256];
+  float acc = 0.0f;
+  const u64 stride = (u64)gridDim.x * blockDim.x;
+  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) acc += x[i];
+  part[threadIdx.x] = acc;
+  __syncthreads();
+  for (u32 s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = part[0];
+}
+LODTENSOR_EXPORT_SYNC(sum_f32)
+

@@ -1,0 +1,786 @@
+//! The beam-search family and the TensorArray ops on a CUDA device (the emulator here) against the
+//! CPU: top_k, the fused and Paddle beam steps, gather_state, gather_tree, beam_search_decode,
+//! array_to_lod_tensor, shrink_rnn_memory, tensor_array_to_tensor, unstack, TensorArray
+//! read/write, and the decoder with device log-probs. Data movement, indices, selections and the
+//! fused step's scores must be identical bit for bit (the device adds the same two float32s);
+//! Paddle's step without accumulated scores takes `ln` on the device (CUDA's logf is within 1 ulp),
+//! so its scores are compared to 2 ulp and its ids on inputs without near-ties.
+
+mod common;
+
+use common::Rng;
+use half::{bf16, f16};
+use lodtensor::{
+    array_to_lod_tensor, beam_search_decode, beam_search_fused_step, beam_search_gather_state, beam_search_gather_tree,
+    beam_search_step, cuda_device_count, shrink_rnn_memory, tensor_array_to_tensor, to_place, top_k, unstack, DType,
+    Decoder, DecoderOptions, Dim, Element, Error, LoDTensor, Lod, Place, RankTable, Tensor, TensorArray,
+};
+
+const GPU: Place = Place::Cuda(0);
+
+fn gpu_or_skip() -> bool {
+    match cuda_device_count() {
+        Ok(n) => {
+            eprintln!("{n} CUDA device(s): running the GPU checks on cuda:0");
+            true
+        }
+        Err(e) => {
+            assert!(
+                std::env::var("LODTENSOR_REQUIRE_GPU").map_or(true, |v| v != "1"),
+                "LODTENSOR_REQUIRE_GPU=1, but no usable CUDA device: {e}"
+            );
+            eprintln!("skipped: no usable CUDA device ({e})");
+            false
+        }
+    }
+}
+
+fn dev(t: &LoDTensor) -> LoDTensor {
+    to_place(t, GPU).unwrap()
+}
+
+fn bytes_of(t: &Tensor) -> Vec<u8> {
+    to_place(&LoDTensor::dense(t.clone()), Place::Cpu).unwrap().tensor().bytes().unwrap().to_vec()
+}
+
+/// `got` is on cuda:0 and equals `want` (on the host) in dtype, dims, LoD and every byte.
+fn assert_same(got: &LoDTensor, want: &LoDTensor, what: &str) {
+    assert_eq!(got.tensor().place(), GPU, "{what}: place");
+    assert_eq!(got.tensor().dtype(), want.tensor().dtype(), "{what}: dtype");
+    assert_eq!(got.dims(), want.dims(), "{what}: dims");
+    assert_eq!(got.lod(), want.lod(), "{what}: LoD");
+    assert_eq!(bytes_of(got.tensor()), want.tensor().bytes().unwrap(), "{what}: bytes");
+}
+
+/// Small integers (ties everywhere), with NaN, -inf and +inf now and then.
+fn tie_heavy(rng: &mut Rng, n: usize) -> Vec<f32> {
+    (0..n)
+        .map(|_| match rng.below(40) {
+            0 => f32::NAN,
+            1 | 2 => f32::NEG_INFINITY,
+            3 => f32::INFINITY,
+            4 => -0.0,
+            _ => rng.below(7) as f32 - 3.0,
+        })
+        .collect()
+}
+
+/// `values` (f32) in `dtype`, rows of `width`.
+fn tensor_of(dtype: DType, values: &[f32], dims: &[usize]) -> Tensor {
+    fn conv<T: Element>(v: &[f32], f: impl Fn(f32) -> T, dims: &[usize]) -> Tensor {
+        Tensor::from_slice(&v.iter().map(|&x| f(x)).collect::<Vec<T>>(), dims).unwrap()
+    }
+    let int = |x: f32| if x.is_nan() { 0.0 } else { x.clamp(-100.0, 100.0) };
+    match dtype {
+        DType::U8 => conv(values, |x| (int(x) + 100.0) as u8, dims),
+        DType::I8 => conv(values, |x| int(x) as i8, dims),
+        DType::I16 => conv(values, |x| int(x) as i16, dims),
+        DType::I32 => conv(values, |x| int(x) as i32, dims),
+        DType::I64 => conv(values, |x| int(x) as i64, dims),
+        DType::F16 => conv(values, f16::from_f32, dims),
+        DType::BF16 => conv(values, bf16::from_f32, dims),
+        DType::F32 => conv(values, |x| x, dims),
+        DType::F64 => conv(values, |x| x as f64, dims),
+        DType::Bool => {
+            let bytes: Vec<u8> = values.iter().map(|&x| (x > 0.0) as u8).collect();
+            Tensor::from_bytes(DType::Bool, Dim::new(dims).unwrap(), &bytes).unwrap()
+        }
+    }
+}
+
+fn message(r: lodtensor::Result<impl std::fmt::Debug>) -> Error {
+    r.expect_err("expected an error")
+}
+
+/// Both results are errors of the same kind and message.
+fn same_error<T: std::fmt::Debug>(got: lodtensor::Result<T>, want: lodtensor::Result<T>, what: &str) {
+    let (g, w) = (message(got), message(want));
+    assert_eq!(format!("{g:?}"), format!("{w:?}"), "{what}");
+}
+
+// ---- top_k -------------------------------------------------------------------------------------
+
+#[test]
+fn gpu_top_k_equals_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let dtypes =
+        [DType::U8, DType::I8, DType::I16, DType::I32, DType::I64, DType::F16, DType::BF16, DType::F32, DType::F64];
+    for case in 0..36 {
+        let dtype = dtypes[case % dtypes.len()];
+        let width = [1usize, 3, 17, 100, 700, 130][rng.below(6)];
+        let rows = [0usize, 1, 7, 23][rng.below(4)];
+        let k = match rng.below(5) {
+            0 => 1,
+            1 => width,
+            2 => width.min(70), // more than one pass of 64
+            _ => 1 + rng.below(width.min(8)),
+        };
+        let largest = rng.below(2) == 0;
+        let values = tie_heavy(&mut rng, rows * width);
+        let x = LoDTensor::dense(tensor_of(dtype, &values, &[rows, width]));
+        let (wv, wi) = top_k(&x, k, largest).unwrap();
+        let (gv, gi) = top_k(&dev(&x), k, largest).unwrap();
+        let what = format!("case {case}: {dtype} {rows} x {width}, k {k}, largest {largest}");
+        assert_same(&gi, &wi, &what);
+        assert_same(&gv, &wv, &what);
+    }
+    // 3-D input with a LoD: rows are all leading dims, the LoD is kept.
+    let values = tie_heavy(&mut rng, 4 * 3 * 9);
+    let x = LoDTensor::new(tensor_of(DType::F32, &values, &[4, 3, 9]), Lod::from_offsets(vec![vec![0, 1, 4]]).unwrap())
+        .unwrap();
+    let (wv, wi) = top_k(&x, 4, true).unwrap();
+    let (gv, gi) = top_k(&dev(&x), 4, true).unwrap();
+    assert_same(&gv, &wv, "3-D values");
+    assert_same(&gi, &wi, "3-D indices");
+}
+
+#[test]
+fn gpu_top_k_errors_match_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let x = LoDTensor::dense(tensor_of(DType::F32, &[1.0, 2.0, 3.0, 4.0], &[2, 2]));
+    same_error(top_k(&dev(&x), 3, true), top_k(&x, 3, true), "k > width");
+    same_error(top_k(&dev(&x), 0, true), top_k(&x, 0, true), "k = 0");
+    let b = LoDTensor::dense(tensor_of(DType::Bool, &[1.0, 0.0], &[1, 2]));
+    assert!(matches!(top_k(&dev(&b), 1, true), Err(Error::Unsupported(_))));
+    same_error(top_k(&dev(&b), 1, true), top_k(&b, 1, true), "bool");
+}
+
+// ---- beam steps --------------------------------------------------------------------------------
+
+/// Random prefixes: `sources` sources of 0 to 4 prefix rows each, some of them finished.
+struct Prefixes {
+    pre_ids: LoDTensor,
+    pre_scores: LoDTensor,
+    rows: usize,
+}
+
+fn prefixes(rng: &mut Rng, sources: usize, end_id: i64, two_levels: bool) -> Prefixes {
+    let lengths: Vec<usize> = (0..sources).map(|_| if rng.below(5) == 0 { 0 } else { 1 + rng.below(4) }).collect();
+    let rows: usize = lengths.iter().sum();
+    let ids: Vec<i64> = (0..rows).map(|_| if rng.below(4) == 0 { end_id } else { rng.below(9) as i64 }).collect();
+    let scores = tie_heavy(rng, rows);
+    let lod = if two_levels {
+        Lod::from_lengths(&[lengths, vec![1; rows]]).unwrap()
+    } else {
+        Lod::from_lengths(&[lengths]).unwrap()
+    };
+    Prefixes {
+        pre_ids: LoDTensor::new(Tensor::from_slice(&ids, &[rows, 1]).unwrap(), lod.clone()).unwrap(),
+        pre_scores: LoDTensor::new(Tensor::from_slice(&scores, &[rows, 1]).unwrap(), lod).unwrap(),
+        rows,
+    }
+}
+
+fn assert_step_same(got: &lodtensor::BeamSearchStep, want: &lodtensor::BeamSearchStep, what: &str) {
+    assert_same(&got.selected_ids, &want.selected_ids, &format!("{what}: selected_ids"));
+    assert_same(&got.selected_scores, &want.selected_scores, &format!("{what}: selected_scores"));
+    assert_same(
+        &LoDTensor::dense(got.parent_idx.clone()),
+        &LoDTensor::dense(want.parent_idx.clone()),
+        &format!("{what}: parent_idx"),
+    );
+}
+
+#[test]
+fn gpu_fused_step_equals_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    for case in 0..45 {
+        let dtype = [DType::F32, DType::F16, DType::BF16][case % 3];
+        let sources = 1 + rng.below(6);
+        let end_id = rng.below(3) as i64;
+        let p = prefixes(&mut rng, sources, end_id, case % 2 == 0);
+        let vocab = [1usize, 2, 3, 10, 40, 300][rng.below(6)];
+        let beam = [1usize, 2, 3, 4, 5, 8][rng.below(6)];
+        let lp = tie_heavy(&mut rng, p.rows * vocab);
+        let log_probs = LoDTensor::dense(tensor_of(dtype, &lp, &[p.rows, vocab]));
+        let want = beam_search_fused_step(&p.pre_ids, &p.pre_scores, &log_probs, beam, end_id).unwrap();
+        let got =
+            beam_search_fused_step(&dev(&p.pre_ids), &dev(&p.pre_scores), &dev(&log_probs), beam, end_id).unwrap();
+        assert_step_same(
+            &got,
+            &want,
+            &format!("case {case}: {dtype}, {sources} sources, {} rows, V {vocab}, beam {beam}", p.rows),
+        );
+    }
+}
+
+#[test]
+fn gpu_beam_step_equals_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0x0123_4567_89ab_cdef);
+    for case in 0..40 {
+        let f64_scores = case % 2 == 1;
+        let sources = 1 + rng.below(5);
+        let end_id = rng.below(3) as i64;
+        let p = prefixes(&mut rng, sources, end_id, true);
+        let width = [1usize, 2, 4, 7][rng.below(4)];
+        let beam = [1usize, 2, 3, 5][rng.below(4)];
+        let accumulated = case % 4 < 2;
+        let n = p.rows * width;
+        // Accumulated: ties everywhere. Not accumulated: probabilities in (0, 1] without ties.
+        let values: Vec<f32> =
+            if accumulated { tie_heavy(&mut rng, n) } else { (0..n).map(|_| 1.0 - rng.unit()).collect() };
+        let with_ids = rng.below(2) == 0;
+        let ids = LoDTensor::new(
+            Tensor::from_slice(&(0..n).map(|_| rng.below(20) as i64).collect::<Vec<_>>(), &[p.rows, width]).unwrap(),
+            p.pre_ids.lod().clone(),
+        )
+        .unwrap();
+        let (scores, pre_scores) = if f64_scores {
+            let pre: Vec<f64> = p.pre_scores.tensor().as_slice::<f32>().unwrap().iter().map(|&v| v as f64).collect();
+            (
+                tensor_of(DType::F64, &values, &[p.rows, width]),
+                LoDTensor::new(Tensor::from_slice(&pre, &[p.rows, 1]).unwrap(), p.pre_ids.lod().clone()).unwrap(),
+            )
+        } else {
+            (tensor_of(DType::F32, &values, &[p.rows, width]), p.pre_scores.clone())
+        };
+        let scores = LoDTensor::new(scores, p.pre_ids.lod().clone()).unwrap();
+        let ids_arg = with_ids.then_some(&ids);
+        let want = beam_search_step(&p.pre_ids, &pre_scores, ids_arg, &scores, 0, beam, end_id, accumulated).unwrap();
+        let ids_dev = dev(&ids);
+        let got = beam_search_step(
+            &dev(&p.pre_ids),
+            &dev(&pre_scores),
+            with_ids.then_some(&ids_dev),
+            &dev(&scores),
+            0,
+            beam,
+            end_id,
+            accumulated,
+        )
+        .unwrap();
+        let what = format!("case {case}: f64 {f64_scores}, accumulated {accumulated}, width {width}, beam {beam}");
+        if accumulated {
+            assert_step_same(&got, &want, &what);
+            continue;
+        }
+        // ln on the device: ids and parents exact, scores within 2 ulp.
+        assert_same(&got.selected_ids, &want.selected_ids, &what);
+        assert_same(&LoDTensor::dense(got.parent_idx.clone()), &LoDTensor::dense(want.parent_idx.clone()), &what);
+        let g = to_place(&got.selected_scores, Place::Cpu).unwrap();
+        let close = |a: f64, b: f64, ulp: f64| {
+            a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= 2.0 * ulp * a.abs().max(b.abs())
+        };
+        if f64_scores {
+            for (a, b) in g
+                .tensor()
+                .as_slice::<f64>()
+                .unwrap()
+                .iter()
+                .zip(want.selected_scores.tensor().as_slice::<f64>().unwrap())
+            {
+                assert!(close(*a, *b, f64::EPSILON), "{what}: {a} vs {b}");
+            }
+        } else {
+            for (a, b) in g
+                .tensor()
+                .as_slice::<f32>()
+                .unwrap()
+                .iter()
+                .zip(want.selected_scores.tensor().as_slice::<f32>().unwrap())
+            {
+                assert!(close(*a as f64, *b as f64, f32::EPSILON as f64), "{what}: {a} vs {b}");
+            }
+        }
+    }
+}
+
+#[test]
+fn gpu_beam_step_errors_and_places() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(77);
+    let p = prefixes(&mut rng, 3, 1, true);
+    let lp = LoDTensor::dense(tensor_of(DType::F32, &tie_heavy(&mut rng, p.rows * 5), &[p.rows, 5]));
+    let bad = LoDTensor::dense(tensor_of(DType::F32, &tie_heavy(&mut rng, (p.rows + 1) * 5), &[p.rows + 1, 5]));
+    same_error(
+        beam_search_fused_step(&dev(&p.pre_ids), &dev(&p.pre_scores), &dev(&bad), 2, 1),
+        beam_search_fused_step(&p.pre_ids, &p.pre_scores, &bad, 2, 1),
+        "log_probs rows",
+    );
+    same_error(
+        beam_search_fused_step(&dev(&p.pre_ids), &dev(&p.pre_scores), &dev(&lp), 0, 1),
+        beam_search_fused_step(&p.pre_ids, &p.pre_scores, &lp, 0, 1),
+        "beam 0",
+    );
+    let lp64 = LoDTensor::dense(tensor_of(DType::F64, &tie_heavy(&mut rng, p.rows * 5), &[p.rows, 5]));
+    same_error(
+        beam_search_fused_step(&dev(&p.pre_ids), &dev(&p.pre_scores), &dev(&lp64), 2, 1),
+        beam_search_fused_step(&p.pre_ids, &p.pre_scores, &lp64, 2, 1),
+        "f64 log_probs",
+    );
+    // Mixed places: an InvalidArgument naming both.
+    match beam_search_fused_step(&p.pre_ids, &p.pre_scores, &dev(&lp), 2, 1) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("cuda:0") && m.contains("cpu"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    if cuda_device_count().unwrap() > 1 {
+        let other = to_place(&lp, Place::Cuda(1)).unwrap();
+        match beam_search_fused_step(&dev(&p.pre_ids), &dev(&p.pre_scores), &other, 2, 1) {
+            Err(Error::InvalidArgument(m)) => assert!(m.contains("cuda:0") && m.contains("cuda:1"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
+    let scores = LoDTensor::new(lp.tensor().clone(), p.pre_ids.lod().clone()).unwrap();
+    match beam_search_step(&dev(&p.pre_ids), &p.pre_scores, None, &dev(&scores), 0, 2, 1, true) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("cuda:0") && m.contains("cpu"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    // A second device: its results stay there.
+    if cuda_device_count().unwrap() > 1 {
+        let (v, _) = top_k(&to_place(&lp, Place::Cuda(1)).unwrap(), 2, true).unwrap();
+        assert_eq!(v.tensor().place(), Place::Cuda(1));
+        assert_eq!(
+            to_place(&v, Place::Cpu).unwrap().tensor().bytes().unwrap(),
+            top_k(&lp, 2, true).unwrap().0.tensor().bytes().unwrap()
+        );
+    }
+}
+
+// ---- gather_state, gather_tree, decode --------------------------------------------------------
+
+#[test]
+fn gpu_gather_state_equals_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(99);
+    for case in 0..20 {
+        let rows = 1 + rng.below(30);
+        let width = 1 + rng.below(13);
+        let n = rng.below(40);
+        let state = LoDTensor::dense(tensor_of(DType::F32, &tie_heavy(&mut rng, rows * width), &[rows, width]));
+        let parents: Vec<i32> = (0..n).map(|_| rng.below(rows) as i32).collect();
+        let parents = LoDTensor::dense(Tensor::from_slice(&parents, &[n]).unwrap());
+        let want = beam_search_gather_state(&state, &parents).unwrap();
+        let got = beam_search_gather_state(&dev(&state), &dev(&parents)).unwrap();
+        assert_same(&got, &want, &format!("case {case}"));
+    }
+    let state = LoDTensor::dense(tensor_of(DType::F32, &[1.0, 2.0], &[2, 1]));
+    let bad = LoDTensor::dense(Tensor::from_slice(&[0i64, 2], &[2]).unwrap());
+    same_error(beam_search_gather_state(&dev(&state), &dev(&bad)), beam_search_gather_state(&state, &bad), "parent 2");
+}
+
+#[test]
+fn gpu_gather_tree_equals_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(1234567);
+    for case in 0..20 {
+        let (steps, batch, beam) = (rng.below(6), 1 + rng.below(5), 1 + rng.below(4));
+        let n = steps * batch * beam;
+        let ids: Vec<i64> = (0..n).map(|_| rng.below(50) as i64).collect();
+        let par: Vec<i64> = (0..n).map(|_| rng.below(beam) as i64).collect();
+        let dims = [steps, batch, beam];
+        for dtype in [DType::I32, DType::I64] {
+            let conv = |v: &[i64]| {
+                LoDTensor::dense(if dtype == DType::I32 {
+                    Tensor::from_slice(&v.iter().map(|&x| x as i32).collect::<Vec<_>>(), &dims).unwrap()
+                } else {
+                    Tensor::from_slice(v, &dims).unwrap()
+                })
+            };
+            let (i, p) = (conv(&ids), conv(&par));
+            let want = beam_search_gather_tree(&i, &p).unwrap();
+            let got = beam_search_gather_tree(&dev(&i), &dev(&p)).unwrap();
+            assert_same(&got, &want, &format!("case {case} {dtype}"));
+            if steps >= 2 {
+                let mut bad = par.clone();
+                bad[rng.below(n)] = if rng.below(2) == 0 { -1 } else { beam as i64 };
+                let b = conv(&bad);
+                match beam_search_gather_tree(&i, &b) {
+                    Ok(w) => {
+                        assert_same(&beam_search_gather_tree(&dev(&i), &dev(&b)).unwrap(), &w, "unvisited bad parent")
+                    }
+                    Err(_) => same_error(
+                        beam_search_gather_tree(&dev(&i), &dev(&b)),
+                        beam_search_gather_tree(&i, &b),
+                        "bad parent",
+                    ),
+                }
+            }
+        }
+    }
+}
+
+/// A few CPU fused steps, kept as TensorArrays: the input of beam_search_decode.
+fn decode_inputs(rng: &mut Rng, sources: usize, beam: usize, steps: usize, end_id: i64) -> (TensorArray, TensorArray) {
+    let vocab = 6;
+    let identity: Vec<usize> = (0..=sources).collect();
+    let lod = Lod::from_offsets(vec![identity.clone(), identity]).unwrap();
+    let mut pre_ids =
+        LoDTensor::new(Tensor::from_slice(&vec![0i64; sources], &[sources, 1]).unwrap(), lod.clone()).unwrap();
+    let mut pre_scores = LoDTensor::new(Tensor::from_slice(&vec![0f32; sources], &[sources, 1]).unwrap(), lod).unwrap();
+    let (mut ids, mut scores) = (TensorArray::new(), TensorArray::new());
+    ids.push(pre_ids.clone());
+    scores.push(pre_scores.clone());
+    for _ in 0..steps {
+        let rows = pre_ids.tensor().numel();
+        let lp = LoDTensor::dense(tensor_of(DType::F32, &tie_heavy(rng, rows * vocab), &[rows, vocab]));
+        let out = beam_search_fused_step(&pre_ids, &pre_scores, &lp, beam, end_id).unwrap();
+        if out.selected_ids.tensor().numel() == 0 {
+            break;
+        }
+        ids.push(out.selected_ids.clone());
+        scores.push(out.selected_scores.clone());
+        pre_ids = out.selected_ids;
+        pre_scores = out.selected_scores;
+    }
+    (ids, scores)
+}
+
+fn array_to(a: &TensorArray, place: Place) -> TensorArray {
+    TensorArray::from_vec(a.as_slice().iter().map(|t| to_place(t, place).unwrap()).collect())
+}
+
+#[test]
+fn gpu_decode_equals_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(4242);
+    for case in 0..12 {
+        let (sources, beam, steps) = (1 + rng.below(4), 1 + rng.below(4), 1 + rng.below(6));
+        let (ids, scores) = decode_inputs(&mut rng, sources, beam, steps, 1);
+        let (wi, ws) = beam_search_decode(&ids, &scores, beam, 1).unwrap();
+        let (gi, gs) = beam_search_decode(&array_to(&ids, GPU), &array_to(&scores, GPU), beam, 1).unwrap();
+        assert_same(&gi, &wi, &format!("case {case}: ids"));
+        assert_same(&gs, &ws, &format!("case {case}: scores"));
+    }
+    // Errors as on the CPU (checked before anything moves), and steps on different places.
+    let (ids, scores) = decode_inputs(&mut rng, 2, 2, 3, 1);
+    same_error(
+        beam_search_decode(&array_to(&ids, GPU), &array_to(&scores, GPU), 1, 1),
+        beam_search_decode(&ids, &scores, 1, 1),
+        "beam too small",
+    );
+    let mut mixed = array_to(&ids, GPU);
+    mixed.write(1, ids.read(1).unwrap()).unwrap();
+    match beam_search_decode(&mixed, &array_to(&scores, GPU), 2, 1) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("cuda:0") && m.contains("cpu"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+// ---- TensorArray -------------------------------------------------------------------------------
+
+fn random_lod_tensor(rng: &mut Rng, dtype: DType, width: usize, levels: usize, top: usize) -> LoDTensor {
+    let mut lengths = Vec::new();
+    let mut count = top;
+    for _ in 0..levels {
+        let level: Vec<usize> = (0..count).map(|_| rng.below(4)).collect();
+        count = level.iter().sum();
+        lengths.push(level);
+    }
+    let values: Vec<f32> = (0..count * width).map(|i| (i % 251) as f32 - 100.0).collect();
+    LoDTensor::new(tensor_of(dtype, &values, &[count, width]), Lod::from_lengths(&lengths).unwrap()).unwrap()
+}
+
+#[test]
+fn gpu_tensor_array_pack_and_shrink_equal_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(31337);
+    let dtypes = [DType::U8, DType::I16, DType::F32, DType::F64, DType::Bool];
+    for case in 0..20 {
+        let dtype = dtypes[case % dtypes.len()];
+        let levels = 1 + rng.below(3);
+        let (width, top) = (1 + rng.below(9), [1, 5, 40][rng.below(3)]);
+        let x = random_lod_tensor(&mut rng, dtype, width, levels, top);
+        let level = rng.below(levels);
+        let table = RankTable::from_lod_tensor(&x, level).unwrap();
+        let xd = dev(&x);
+        let want = lodtensor::lod_tensor_to_array(&x, &table).unwrap();
+        let got = lodtensor::lod_tensor_to_array(&xd, &table).unwrap();
+        assert_eq!(got.len(), want.len());
+        for (t, (g, w)) in got.as_slice().iter().zip(want.as_slice()).enumerate() {
+            assert_same(g, w, &format!("case {case}: unpack step {t}"));
+        }
+        if want.is_empty() {
+            continue;
+        }
+        let packed = array_to_lod_tensor(&got, &table).unwrap();
+        assert_same(&packed, &array_to_lod_tensor(&want, &table).unwrap(), &format!("case {case}: pack"));
+        assert_same(&packed, &x, &format!("case {case}: pack(unpack(x)) == x"));
+        for step in 0..if level == 0 { table.max_sequence_len() + 1 } else { 0 } {
+            let mem = lodtensor::reorder_lod_tensor_by_rank(&x, &table).unwrap();
+            let w = shrink_rnn_memory(&mem, &table, step).unwrap();
+            let g = shrink_rnn_memory(&dev(&mem), &table, step).unwrap();
+            assert_same(&g, &w, &format!("case {case}: shrink at {step}"));
+        }
+    }
+    // Elements on different places, and an element count mismatch: errors as on the CPU.
+    let x = random_lod_tensor(&mut rng, DType::F32, 3, 1, 5);
+    let table = RankTable::from_lod_tensor(&x, 0).unwrap();
+    let host = lodtensor::lod_tensor_to_array(&x, &table).unwrap();
+    if host.len() >= 2 {
+        let mut mixed = array_to(&host, GPU);
+        mixed.write(1, host.read(1).unwrap()).unwrap();
+        match array_to_lod_tensor(&mixed, &table) {
+            Err(Error::InvalidArgument(m)) => assert!(m.contains("cuda:0") && m.contains("cpu"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        let mut short = host.clone();
+        let e0 = host.read(0).unwrap();
+        short.write(0, LoDTensor::dense(e0.tensor().slice_rows(0..0).unwrap())).unwrap();
+        same_error(array_to_lod_tensor(&array_to(&short, GPU), &table), array_to_lod_tensor(&short, &table), "units");
+    }
+}
+
+#[test]
+fn gpu_concat_stack_unstack_equal_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(8675309);
+    let dtypes = [DType::U8, DType::I16, DType::F32, DType::F64, DType::BF16];
+    for case in 0..30 {
+        let dtype = dtypes[case % dtypes.len()];
+        let ndim = 1 + rng.below(3);
+        let dims: Vec<usize> = (0..ndim).map(|_| rng.below(5)).collect();
+        let n = 1 + rng.below(5);
+        let use_stack = rng.below(2) == 0;
+        let axis = rng.below(ndim + use_stack as usize) as i64
+            - if rng.below(3) == 0 { (ndim + use_stack as usize) as i64 } else { 0 };
+        let concat_axis = if axis < 0 { axis + ndim as i64 + use_stack as i64 } else { axis } as usize;
+        let items: Vec<LoDTensor> = (0..n)
+            .map(|_| {
+                let mut d = dims.clone();
+                if !use_stack && concat_axis < ndim {
+                    d[concat_axis] = rng.below(4);
+                }
+                let numel: usize = d.iter().product();
+                LoDTensor::dense(tensor_of(dtype, &tie_heavy(&mut rng, numel), &d))
+            })
+            .collect();
+        let array = TensorArray::from_vec(items);
+        let (want, wsizes) = tensor_array_to_tensor(&array, axis, use_stack).unwrap();
+        let (got, gsizes) = tensor_array_to_tensor(&array_to(&array, GPU), axis, use_stack).unwrap();
+        let what = format!("case {case}: {dtype} dims {dims:?} x {n}, axis {axis}, stack {use_stack}");
+        assert_eq!(gsizes, wsizes, "{what}");
+        assert_same(&got, &want, &what);
+        if ndim >= 1 {
+            let ax = rng.below(ndim) as i64;
+            let w = unstack(&array.as_slice()[0], ax).unwrap();
+            let g = unstack(&dev(&array.as_slice()[0]), ax).unwrap();
+            assert_eq!(g.len(), w.len());
+            for (gi, wi) in g.as_slice().iter().zip(w.as_slice()) {
+                assert_same(gi, wi, &format!("{what}: unstack axis {ax}"));
+            }
+        }
+    }
+    // A bigger one, so the kernels' grid loops run more than one block.
+    let items: Vec<LoDTensor> =
+        (0..3).map(|i| LoDTensor::dense(tensor_of(DType::F32, &vec![i as f32; 300 * 37], &[300, 37]))).collect();
+    let array = TensorArray::from_vec(items);
+    for axis in [0i64, 1] {
+        let (want, _) = tensor_array_to_tensor(&array, axis, false).unwrap();
+        let (got, _) = tensor_array_to_tensor(&array_to(&array, GPU), axis, false).unwrap();
+        assert_same(&got, &want, "big concat");
+    }
+}
+
+#[test]
+fn gpu_tensor_array_read_write_stay_on_device() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let x = dev(&LoDTensor::dense(tensor_of(DType::F32, &[1.0, 2.0, 3.0, 4.0], &[2, 2])));
+    let mut a = TensorArray::new();
+    a.write(3, x.clone()).unwrap();
+    for t in a.as_slice() {
+        assert_eq!(t.tensor().place(), GPU);
+    }
+    assert_eq!(a.get(1).unwrap().dims(), &Dim::new(&[0, 2]).unwrap());
+    let c = a.read_copy(3).unwrap();
+    assert_eq!(c.tensor().place(), GPU);
+    assert!(!c.tensor().shares_memory_with(x.tensor()));
+    assert_eq!(bytes_of(c.tensor()), bytes_of(x.tensor()));
+    assert!(a.read(3).unwrap().tensor().shares_memory_with(x.tensor()));
+}
+
+// ---- the decoder -------------------------------------------------------------------------------
+
+#[test]
+fn gpu_decoder_equals_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    for (case, dtype) in [DType::F32, DType::F16, DType::BF16].into_iter().enumerate() {
+        let options = DecoderOptions {
+            beam_size: 3,
+            vocab_size: 11,
+            start_id: 0,
+            end_id: 2,
+            max_length: 7,
+            min_length: 2,
+            length_penalty: 0.6,
+            num_hypotheses: 2,
+        };
+        let decoder = Decoder::new(options).unwrap();
+        // A deterministic "model": log-probs from the prefix's token, parent and step.
+        let model = |info: &lodtensor::StepInfo| -> Vec<f32> {
+            let v = info.vocab_size;
+            let mut out = vec![0f32; info.ids.len() * v];
+            for (r, row) in out.chunks_exact_mut(v).enumerate() {
+                for (j, x) in row.iter_mut().enumerate() {
+                    let h =
+                        (info.ids[r] as usize * 7 + info.parent_idx[r] as usize * 3 + j * 5 + info.step * 11 + case)
+                            % 13;
+                    *x = -(h as f32) / 2.0;
+                }
+            }
+            out
+        };
+        let want = decoder
+            .run_tensors(3, &mut |info| {
+                Ok(LoDTensor::dense(tensor_of(dtype, &model(info), &[info.ids.len(), info.vocab_size])))
+            })
+            .unwrap();
+        let got = decoder
+            .run_tensors(3, &mut |info| {
+                Ok(dev(&LoDTensor::dense(tensor_of(dtype, &model(info), &[info.ids.len(), info.vocab_size]))))
+            })
+            .unwrap();
+        assert_eq!(got.ids.lod(), want.ids.lod());
+        assert_eq!(bytes_of(got.ids.tensor()), want.ids.tensor().bytes().unwrap());
+        assert_eq!(bytes_of(got.scores.tensor()), want.scores.tensor().bytes().unwrap());
+        if dtype == DType::F32 {
+            // The host-buffer API gives the same sentences.
+            let plain = decoder
+                .run(
+                    3,
+                    &mut |info, lp| {
+                        lp.copy_from_slice(&model(info));
+                        Ok(())
+                    },
+                    None,
+                )
+                .unwrap();
+            assert_eq!(plain.ids.lod(), want.ids.lod());
+            assert_eq!(plain.ids.tensor().bytes().unwrap(), want.ids.tensor().bytes().unwrap());
+            assert_eq!(plain.scores.tensor().bytes().unwrap(), want.scores.tensor().bytes().unwrap());
+        }
+    }
+}
+
+// ---- speed -------------------------------------------------------------------------------------
+
+/// The fused step on 64 sources x 5 prefixes x 32000 float32 log-probs against one device read of
+/// the same bytes (a sum kernel). Target: within 2x. Ignored in the normal run; scripts/test-gpu.sh
+/// runs it (`-- --ignored --nocapture gpu_fused_step_speed`).
+#[test]
+#[ignore]
+fn gpu_fused_step_speed() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let (sources, beam, vocab) = (64usize, 5usize, 32000usize);
+    let rows = sources * beam;
+    let mut rng = Rng(5);
+    let lp: Vec<f32> = (0..rows * vocab).map(|_| -10.0 * rng.unit()).collect();
+    let log_probs = dev(&LoDTensor::dense(Tensor::from_slice(&lp, &[rows, vocab]).unwrap()));
+    let lod = Lod::from_lengths(&[vec![beam; sources]]).unwrap();
+    let ids: Vec<i64> = (0..rows).map(|i| 3 + i as i64 % 7).collect();
+    let pre_ids = dev(&LoDTensor::new(Tensor::from_slice(&ids, &[rows, 1]).unwrap(), lod.clone()).unwrap());
+    let pre_scores = dev(&LoDTensor::new(Tensor::from_slice(&vec![-1f32; rows], &[rows, 1]).unwrap(), lod).unwrap());
+    let time = |f: &dyn Fn()| {
+        (0..20)
+            .map(|_| {
+                lodtensor::synchronize(GPU).unwrap();
+                let t = std::time::Instant::now();
+                f();
+                lodtensor::synchronize(GPU).unwrap();
+                t.elapsed().as_secs_f64()
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    let read = time(&|| lodtensor::backend::cuda::sum_f32(log_probs.tensor()).unwrap());
+    let step = time(&|| drop(beam_search_fused_step(&pre_ids, &pre_scores, &log_probs, beam, 1).unwrap()));
+    let mb = log_probs.tensor().nbytes() as f64 / 1e6;
+    eprintln!(
+        "fused step {sources} x {beam} x {vocab} f32 ({mb:.0} MB): one read {:.1} us ({:.0} GB/s), fused step {:.1} us \
+         ({:.2}x the read)",
+        read * 1e6,
+        mb / 1e3 / read,
+        step * 1e6,
+        step / read
+    );
+}
+
+/// The multi-tensor moves (pack, concat along axis 0 and 1, unstack, gather_state) against a
+/// device copy of the same bytes, measured in the same run. Ignored in the normal run;
+/// scripts/test-gpu.sh runs it (`-- --ignored --nocapture gpu_tensor_array_bandwidth`).
+#[test]
+#[ignore]
+fn gpu_tensor_array_bandwidth() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let time = |f: &dyn Fn()| {
+        (0..5)
+            .map(|_| {
+                lodtensor::synchronize(GPU).unwrap();
+                let t = std::time::Instant::now();
+                f();
+                lodtensor::synchronize(GPU).unwrap();
+                t.elapsed().as_secs_f64()
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    let report = |what: &str, bytes: f64, op: f64, copy: f64| {
+        eprintln!(
+            "{what} ({} MiB): copy {:.0} GB/s, op {:.0} GB/s = {:.0}% of copy",
+            (bytes / 2.0) as usize >> 20,
+            bytes / copy / 1e9,
+            bytes / op / 1e9,
+            100.0 * copy / op
+        );
+    };
+    // 4096 sequences of 1..=64 rows of 256 float32: pack of the unpacked steps.
+    let lengths: Vec<usize> = (0..4096).map(|i| 1 + (i * 37) % 64).collect();
+    let rows: usize = lengths.iter().sum();
+    let x = LoDTensor::new(
+        Tensor::zeros(DType::F32, Dim::new(&[rows, 256]).unwrap()).unwrap(),
+        Lod::from_lengths(&[lengths]).unwrap(),
+    )
+    .unwrap();
+    let xd = dev(&x);
+    let table = RankTable::from_lod_tensor(&x, 0).unwrap();
+    let steps = lodtensor::lod_tensor_to_array(&xd, &table).unwrap();
+    let bytes = 2.0 * xd.tensor().nbytes() as f64;
+    let copy = time(&|| drop(to_place(&xd, GPU).unwrap()));
+    report("pack", bytes, time(&|| drop(array_to_lod_tensor(&steps, &table).unwrap())), copy);
+    // 8 pieces of [4096, 1024] float32: concat along 0 and 1, and unstack along 1 of the stack.
+    let pieces: Vec<LoDTensor> = (0..8)
+        .map(|_| dev(&LoDTensor::dense(Tensor::zeros(DType::F32, Dim::new(&[4096, 1024]).unwrap()).unwrap())))
+        .collect();
+    let array = TensorArray::from_vec(pieces);
+    let whole = tensor_array_to_tensor(&array, 0, true).unwrap().0;
+    let bytes = 2.0 * whole.tensor().nbytes() as f64;
+    let copy = time(&|| drop(to_place(&whole, GPU).unwrap()));
+    report("concat axis 0", bytes, time(&|| drop(tensor_array_to_tensor(&array, 0, false).unwrap())), copy);
+    report("concat axis 1", bytes, time(&|| drop(tensor_array_to_tensor(&array, 1, false).unwrap())), copy);
+    report("unstack axis 1", bytes, time(&|| drop(unstack(&whole, 1).unwrap())), copy);
+    // gather_state: 64 x 5 prefixes of a [320, 65536] float32 state by reversed parents.
+    let state = dev(&LoDTensor::dense(Tensor::zeros(DType::F32, Dim::new(&[320, 65536]).unwrap()).unwrap()));
+    let parents: Vec<i32> = (0..320).rev().collect();
+    let parents = dev(&LoDTensor::dense(Tensor::from_slice(&parents, &[320]).unwrap()));
+    let bytes = 2.0 * state.tensor().nbytes() as f64;
+    let copy = time(&|| drop(to_place(&state, GPU).unwrap()));
+    report("gather_state", bytes, time(&|| drop(beam_search_gather_state(&state, &parents).unwrap())), copy);
+}
