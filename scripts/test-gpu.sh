@@ -2,8 +2,9 @@
 # The GPU run of the `cuda` feature, for a machine with an NVIDIA GPU and its driver:
 #   bash scripts/test-gpu.sh
 # Builds the feature (target/cuda), runs every Rust test with it (the GPU-vs-CPU checks of
-# tests/cuda.rs included), then the C API tests against the CUDA build (build/capi-cuda; without
-# valgrind, which does not get along with the CUDA driver). LODTENSOR_REQUIRE_GPU=1 makes a GPU
+# tests/cuda*.rs included), the ignored speed tests (gpu_*, one at a time), then the C API tests
+# against the CUDA build (build/capi-cuda; without valgrind, which does not get along with the
+# CUDA driver). LODTENSOR_REQUIRE_GPU=1 makes a GPU
 # test fail instead of skipping when no device is found (the default here), so a green run really
 # ran on the GPU; LODTENSOR_REQUIRE_GPU=0 lets the script run (skipping) on a machine without one.
 # scripts/test.sh stays the CI entry point (no GPU needed); this one is for a GPU session.
@@ -23,9 +24,11 @@ failed=()
 section "Rust tests with --features cuda"
 cargo test --release --features cuda --target-dir target/cuda --no-fail-fast || failed+=("Rust tests (cuda)")
 
-section "Speed: the row gather against a device copy (target: >= 70%)"
-cargo test --release --features cuda --target-dir target/cuda --test cuda -- --ignored --nocapture \
-  gpu_gather_bandwidth || failed+=("GPU bandwidth test")
+section "Speed: every ignored gpu_* test of tests/cuda*.rs (data movement >= 70% of a device copy; the fused step within 2x of a read of the logits)"
+gpu_tests=()
+for f in tests/cuda*.rs; do gpu_tests+=(--test "$(basename "$f" .rs)"); done
+cargo test --release --features cuda --target-dir target/cuda "${gpu_tests[@]}" -- --ignored --nocapture \
+  --test-threads=1 gpu_ || failed+=("GPU speed tests")
 
 section "C API tests against the CUDA build (build/capi-cuda)"
 cmake -S capi-tests -B build/capi-cuda -DCMAKE_BUILD_TYPE=Debug -DLODTENSOR_MEMCHECK=OFF \
