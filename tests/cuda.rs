@@ -2,6 +2,9 @@
 //! (feature `cuda`, no GPU needed), and GPU results equal to CPU results (skipped, with a
 //! message, where no device can be used).
 
+mod common;
+
+use common::{bytes_of, gpu_or_skip};
 use lodtensor::{cuda_device_count, sequence_expand, sequence_expand_as, synchronize, to_place};
 use lodtensor::{Error, LoDTensor, Lod, Place, Tensor};
 
@@ -66,28 +69,6 @@ impl Lcg {
         self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         ((self.0 >> 33) as usize) % n.max(1)
     }
-}
-
-fn gpu_or_skip() -> bool {
-    match cuda_device_count() {
-        Ok(n) => {
-            eprintln!("{n} CUDA device(s): running the GPU checks on cuda:0");
-            true
-        }
-        Err(e) => {
-            // scripts/test-gpu.sh sets this, so that a GPU run cannot pass by skipping.
-            assert!(
-                std::env::var("LODTENSOR_REQUIRE_GPU").map_or(true, |v| v != "1"),
-                "LODTENSOR_REQUIRE_GPU=1, but no usable CUDA device: {e}"
-            );
-            eprintln!("skipped: no usable CUDA device ({e})");
-            false
-        }
-    }
-}
-
-fn bytes_of(t: &LoDTensor) -> Vec<u8> {
-    to_place(t, Place::Cpu).unwrap().tensor().bytes().unwrap().to_vec()
 }
 
 /// The row gather on the device equals the CPU result byte for byte: every word size the kernel

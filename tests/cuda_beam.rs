@@ -8,49 +8,13 @@
 
 mod common;
 
-use common::Rng;
+use common::{assert_same, gpu, gpu_or_skip, tensor_bytes, Rng, GPU};
 use half::{bf16, f16};
 use lodtensor::{
     array_to_lod_tensor, beam_search_decode, beam_search_fused_step, beam_search_gather_state, beam_search_gather_tree,
     beam_search_step, cuda_device_count, shrink_rnn_memory, tensor_array_to_tensor, to_place, top_k, unstack, DType,
     Decoder, DecoderOptions, Dim, Element, Error, LoDTensor, Lod, Place, RankTable, Tensor, TensorArray,
 };
-
-const GPU: Place = Place::Cuda(0);
-
-fn gpu_or_skip() -> bool {
-    match cuda_device_count() {
-        Ok(n) => {
-            eprintln!("{n} CUDA device(s): running the GPU checks on cuda:0");
-            true
-        }
-        Err(e) => {
-            assert!(
-                std::env::var("LODTENSOR_REQUIRE_GPU").map_or(true, |v| v != "1"),
-                "LODTENSOR_REQUIRE_GPU=1, but no usable CUDA device: {e}"
-            );
-            eprintln!("skipped: no usable CUDA device ({e})");
-            false
-        }
-    }
-}
-
-fn dev(t: &LoDTensor) -> LoDTensor {
-    to_place(t, GPU).unwrap()
-}
-
-fn bytes_of(t: &Tensor) -> Vec<u8> {
-    to_place(&LoDTensor::dense(t.clone()), Place::Cpu).unwrap().tensor().bytes().unwrap().to_vec()
-}
-
-/// `got` is on cuda:0 and equals `want` (on the host) in dtype, dims, LoD and every byte.
-fn assert_same(got: &LoDTensor, want: &LoDTensor, what: &str) {
-    assert_eq!(got.tensor().place(), GPU, "{what}: place");
-    assert_eq!(got.tensor().dtype(), want.tensor().dtype(), "{what}: dtype");
-    assert_eq!(got.dims(), want.dims(), "{what}: dims");
-    assert_eq!(got.lod(), want.lod(), "{what}: LoD");
-    assert_eq!(bytes_of(got.tensor()), want.tensor().bytes().unwrap(), "{what}: bytes");
-}
 
 /// Small integers (ties everywhere), with NaN, -inf and +inf now and then.
 fn tie_heavy(rng: &mut Rng, n: usize) -> Vec<f32> {
@@ -122,7 +86,7 @@ fn gpu_top_k_equals_cpu() {
         let values = tie_heavy(&mut rng, rows * width);
         let x = LoDTensor::dense(tensor_of(dtype, &values, &[rows, width]));
         let (wv, wi) = top_k(&x, k, largest).unwrap();
-        let (gv, gi) = top_k(&dev(&x), k, largest).unwrap();
+        let (gv, gi) = top_k(&gpu(&x), k, largest).unwrap();
         let what = format!("case {case}: {dtype} {rows} x {width}, k {k}, largest {largest}");
         assert_same(&gi, &wi, &what);
         assert_same(&gv, &wv, &what);
@@ -132,7 +96,7 @@ fn gpu_top_k_equals_cpu() {
     let x = LoDTensor::new(tensor_of(DType::F32, &values, &[4, 3, 9]), Lod::from_offsets(vec![vec![0, 1, 4]]).unwrap())
         .unwrap();
     let (wv, wi) = top_k(&x, 4, true).unwrap();
-    let (gv, gi) = top_k(&dev(&x), 4, true).unwrap();
+    let (gv, gi) = top_k(&gpu(&x), 4, true).unwrap();
     assert_same(&gv, &wv, "3-D values");
     assert_same(&gi, &wi, "3-D indices");
 }
@@ -143,11 +107,11 @@ fn gpu_top_k_errors_match_cpu() {
         return;
     }
     let x = LoDTensor::dense(tensor_of(DType::F32, &[1.0, 2.0, 3.0, 4.0], &[2, 2]));
-    same_error(top_k(&dev(&x), 3, true), top_k(&x, 3, true), "k > width");
-    same_error(top_k(&dev(&x), 0, true), top_k(&x, 0, true), "k = 0");
+    same_error(top_k(&gpu(&x), 3, true), top_k(&x, 3, true), "k > width");
+    same_error(top_k(&gpu(&x), 0, true), top_k(&x, 0, true), "k = 0");
     let b = LoDTensor::dense(tensor_of(DType::Bool, &[1.0, 0.0], &[1, 2]));
-    assert!(matches!(top_k(&dev(&b), 1, true), Err(Error::Unsupported(_))));
-    same_error(top_k(&dev(&b), 1, true), top_k(&b, 1, true), "bool");
+    assert!(matches!(top_k(&gpu(&b), 1, true), Err(Error::Unsupported(_))));
+    same_error(top_k(&gpu(&b), 1, true), top_k(&b, 1, true), "bool");
 }
 
 // ---- beam steps --------------------------------------------------------------------------------
@@ -203,7 +167,7 @@ fn gpu_fused_step_equals_cpu() {
         let log_probs = LoDTensor::dense(tensor_of(dtype, &lp, &[p.rows, vocab]));
         let want = beam_search_fused_step(&p.pre_ids, &p.pre_scores, &log_probs, beam, end_id).unwrap();
         let got =
-            beam_search_fused_step(&dev(&p.pre_ids), &dev(&p.pre_scores), &dev(&log_probs), beam, end_id).unwrap();
+            beam_search_fused_step(&gpu(&p.pre_ids), &gpu(&p.pre_scores), &gpu(&log_probs), beam, end_id).unwrap();
         assert_step_same(
             &got,
             &want,
@@ -248,12 +212,12 @@ fn gpu_beam_step_equals_cpu() {
         let scores = LoDTensor::new(scores, p.pre_ids.lod().clone()).unwrap();
         let ids_arg = with_ids.then_some(&ids);
         let want = beam_search_step(&p.pre_ids, &pre_scores, ids_arg, &scores, 0, beam, end_id, accumulated).unwrap();
-        let ids_dev = dev(&ids);
+        let ids_dev = gpu(&ids);
         let got = beam_search_step(
-            &dev(&p.pre_ids),
-            &dev(&pre_scores),
+            &gpu(&p.pre_ids),
+            &gpu(&pre_scores),
             with_ids.then_some(&ids_dev),
-            &dev(&scores),
+            &gpu(&scores),
             0,
             beam,
             end_id,
@@ -306,35 +270,35 @@ fn gpu_beam_step_errors_and_places() {
     let lp = LoDTensor::dense(tensor_of(DType::F32, &tie_heavy(&mut rng, p.rows * 5), &[p.rows, 5]));
     let bad = LoDTensor::dense(tensor_of(DType::F32, &tie_heavy(&mut rng, (p.rows + 1) * 5), &[p.rows + 1, 5]));
     same_error(
-        beam_search_fused_step(&dev(&p.pre_ids), &dev(&p.pre_scores), &dev(&bad), 2, 1),
+        beam_search_fused_step(&gpu(&p.pre_ids), &gpu(&p.pre_scores), &gpu(&bad), 2, 1),
         beam_search_fused_step(&p.pre_ids, &p.pre_scores, &bad, 2, 1),
         "log_probs rows",
     );
     same_error(
-        beam_search_fused_step(&dev(&p.pre_ids), &dev(&p.pre_scores), &dev(&lp), 0, 1),
+        beam_search_fused_step(&gpu(&p.pre_ids), &gpu(&p.pre_scores), &gpu(&lp), 0, 1),
         beam_search_fused_step(&p.pre_ids, &p.pre_scores, &lp, 0, 1),
         "beam 0",
     );
     let lp64 = LoDTensor::dense(tensor_of(DType::F64, &tie_heavy(&mut rng, p.rows * 5), &[p.rows, 5]));
     same_error(
-        beam_search_fused_step(&dev(&p.pre_ids), &dev(&p.pre_scores), &dev(&lp64), 2, 1),
+        beam_search_fused_step(&gpu(&p.pre_ids), &gpu(&p.pre_scores), &gpu(&lp64), 2, 1),
         beam_search_fused_step(&p.pre_ids, &p.pre_scores, &lp64, 2, 1),
         "f64 log_probs",
     );
     // Mixed places: an InvalidArgument naming both.
-    match beam_search_fused_step(&p.pre_ids, &p.pre_scores, &dev(&lp), 2, 1) {
+    match beam_search_fused_step(&p.pre_ids, &p.pre_scores, &gpu(&lp), 2, 1) {
         Err(Error::InvalidArgument(m)) => assert!(m.contains("cuda:0") && m.contains("cpu"), "{m}"),
         other => panic!("{other:?}"),
     }
     if cuda_device_count().unwrap() > 1 {
         let other = to_place(&lp, Place::Cuda(1)).unwrap();
-        match beam_search_fused_step(&dev(&p.pre_ids), &dev(&p.pre_scores), &other, 2, 1) {
+        match beam_search_fused_step(&gpu(&p.pre_ids), &gpu(&p.pre_scores), &other, 2, 1) {
             Err(Error::InvalidArgument(m)) => assert!(m.contains("cuda:0") && m.contains("cuda:1"), "{m}"),
             other => panic!("{other:?}"),
         }
     }
     let scores = LoDTensor::new(lp.tensor().clone(), p.pre_ids.lod().clone()).unwrap();
-    match beam_search_step(&dev(&p.pre_ids), &p.pre_scores, None, &dev(&scores), 0, 2, 1, true) {
+    match beam_search_step(&gpu(&p.pre_ids), &p.pre_scores, None, &gpu(&scores), 0, 2, 1, true) {
         Err(Error::InvalidArgument(m)) => assert!(m.contains("cuda:0") && m.contains("cpu"), "{m}"),
         other => panic!("{other:?}"),
     }
@@ -365,12 +329,12 @@ fn gpu_gather_state_equals_cpu() {
         let parents: Vec<i32> = (0..n).map(|_| rng.below(rows) as i32).collect();
         let parents = LoDTensor::dense(Tensor::from_slice(&parents, &[n]).unwrap());
         let want = beam_search_gather_state(&state, &parents).unwrap();
-        let got = beam_search_gather_state(&dev(&state), &dev(&parents)).unwrap();
+        let got = beam_search_gather_state(&gpu(&state), &gpu(&parents)).unwrap();
         assert_same(&got, &want, &format!("case {case}"));
     }
     let state = LoDTensor::dense(tensor_of(DType::F32, &[1.0, 2.0], &[2, 1]));
     let bad = LoDTensor::dense(Tensor::from_slice(&[0i64, 2], &[2]).unwrap());
-    same_error(beam_search_gather_state(&dev(&state), &dev(&bad)), beam_search_gather_state(&state, &bad), "parent 2");
+    same_error(beam_search_gather_state(&gpu(&state), &gpu(&bad)), beam_search_gather_state(&state, &bad), "parent 2");
 }
 
 #[test]
@@ -395,7 +359,7 @@ fn gpu_gather_tree_equals_cpu() {
             };
             let (i, p) = (conv(&ids), conv(&par));
             let want = beam_search_gather_tree(&i, &p).unwrap();
-            let got = beam_search_gather_tree(&dev(&i), &dev(&p)).unwrap();
+            let got = beam_search_gather_tree(&gpu(&i), &gpu(&p)).unwrap();
             assert_same(&got, &want, &format!("case {case} {dtype}"));
             if steps >= 2 {
                 let mut bad = par.clone();
@@ -403,10 +367,10 @@ fn gpu_gather_tree_equals_cpu() {
                 let b = conv(&bad);
                 match beam_search_gather_tree(&i, &b) {
                     Ok(w) => {
-                        assert_same(&beam_search_gather_tree(&dev(&i), &dev(&b)).unwrap(), &w, "unvisited bad parent")
+                        assert_same(&beam_search_gather_tree(&gpu(&i), &gpu(&b)).unwrap(), &w, "unvisited bad parent")
                     }
                     Err(_) => same_error(
-                        beam_search_gather_tree(&dev(&i), &dev(&b)),
+                        beam_search_gather_tree(&gpu(&i), &gpu(&b)),
                         beam_search_gather_tree(&i, &b),
                         "bad parent",
                     ),
@@ -503,7 +467,7 @@ fn gpu_tensor_array_pack_and_shrink_equal_cpu() {
         let x = random_lod_tensor(&mut rng, dtype, width, levels, top);
         let level = rng.below(levels);
         let table = RankTable::from_lod_tensor(&x, level).unwrap();
-        let xd = dev(&x);
+        let xd = gpu(&x);
         let want = lodtensor::lod_tensor_to_array(&x, &table).unwrap();
         let got = lodtensor::lod_tensor_to_array(&xd, &table).unwrap();
         assert_eq!(got.len(), want.len());
@@ -519,7 +483,7 @@ fn gpu_tensor_array_pack_and_shrink_equal_cpu() {
         for step in 0..if level == 0 { table.max_sequence_len() + 1 } else { 0 } {
             let mem = lodtensor::reorder_lod_tensor_by_rank(&x, &table).unwrap();
             let w = shrink_rnn_memory(&mem, &table, step).unwrap();
-            let g = shrink_rnn_memory(&dev(&mem), &table, step).unwrap();
+            let g = shrink_rnn_memory(&gpu(&mem), &table, step).unwrap();
             assert_same(&g, &w, &format!("case {case}: shrink at {step}"));
         }
     }
@@ -576,7 +540,7 @@ fn gpu_concat_stack_unstack_equal_cpu() {
         if ndim >= 1 {
             let ax = rng.below(ndim) as i64;
             let w = unstack(&array.as_slice()[0], ax).unwrap();
-            let g = unstack(&dev(&array.as_slice()[0]), ax).unwrap();
+            let g = unstack(&gpu(&array.as_slice()[0]), ax).unwrap();
             assert_eq!(g.len(), w.len());
             for (gi, wi) in g.as_slice().iter().zip(w.as_slice()) {
                 assert_same(gi, wi, &format!("{what}: unstack axis {ax}"));
@@ -599,7 +563,7 @@ fn gpu_tensor_array_read_write_stay_on_device() {
     if !gpu_or_skip() {
         return;
     }
-    let x = dev(&LoDTensor::dense(tensor_of(DType::F32, &[1.0, 2.0, 3.0, 4.0], &[2, 2])));
+    let x = gpu(&LoDTensor::dense(tensor_of(DType::F32, &[1.0, 2.0, 3.0, 4.0], &[2, 2])));
     let mut a = TensorArray::new();
     a.write(3, x.clone()).unwrap();
     for t in a.as_slice() {
@@ -609,7 +573,7 @@ fn gpu_tensor_array_read_write_stay_on_device() {
     let c = a.read_copy(3).unwrap();
     assert_eq!(c.tensor().place(), GPU);
     assert!(!c.tensor().shares_memory_with(x.tensor()));
-    assert_eq!(bytes_of(c.tensor()), bytes_of(x.tensor()));
+    assert_eq!(tensor_bytes(c.tensor()), tensor_bytes(x.tensor()));
     assert!(a.read(3).unwrap().tensor().shares_memory_with(x.tensor()));
 }
 
@@ -653,12 +617,12 @@ fn gpu_decoder_equals_cpu() {
             .unwrap();
         let got = decoder
             .run_tensors(3, &mut |info| {
-                Ok(dev(&LoDTensor::dense(tensor_of(dtype, &model(info), &[info.ids.len(), info.vocab_size]))))
+                Ok(gpu(&LoDTensor::dense(tensor_of(dtype, &model(info), &[info.ids.len(), info.vocab_size]))))
             })
             .unwrap();
         assert_eq!(got.ids.lod(), want.ids.lod());
-        assert_eq!(bytes_of(got.ids.tensor()), want.ids.tensor().bytes().unwrap());
-        assert_eq!(bytes_of(got.scores.tensor()), want.scores.tensor().bytes().unwrap());
+        assert_eq!(tensor_bytes(got.ids.tensor()), want.ids.tensor().bytes().unwrap());
+        assert_eq!(tensor_bytes(got.scores.tensor()), want.scores.tensor().bytes().unwrap());
         if dtype == DType::F32 {
             // The host-buffer API gives the same sentences.
             let plain = decoder
@@ -693,11 +657,11 @@ fn gpu_fused_step_speed() {
     let rows = sources * beam;
     let mut rng = Rng(5);
     let lp: Vec<f32> = (0..rows * vocab).map(|_| -10.0 * rng.unit()).collect();
-    let log_probs = dev(&LoDTensor::dense(Tensor::from_slice(&lp, &[rows, vocab]).unwrap()));
+    let log_probs = gpu(&LoDTensor::dense(Tensor::from_slice(&lp, &[rows, vocab]).unwrap()));
     let lod = Lod::from_lengths(&[vec![beam; sources]]).unwrap();
     let ids: Vec<i64> = (0..rows).map(|i| 3 + i as i64 % 7).collect();
-    let pre_ids = dev(&LoDTensor::new(Tensor::from_slice(&ids, &[rows, 1]).unwrap(), lod.clone()).unwrap());
-    let pre_scores = dev(&LoDTensor::new(Tensor::from_slice(&vec![-1f32; rows], &[rows, 1]).unwrap(), lod).unwrap());
+    let pre_ids = gpu(&LoDTensor::new(Tensor::from_slice(&ids, &[rows, 1]).unwrap(), lod.clone()).unwrap());
+    let pre_scores = gpu(&LoDTensor::new(Tensor::from_slice(&vec![-1f32; rows], &[rows, 1]).unwrap(), lod).unwrap());
     let time = |f: &dyn Fn()| {
         (0..20)
             .map(|_| {
@@ -759,7 +723,7 @@ fn gpu_tensor_array_bandwidth() {
         Lod::from_lengths(&[lengths]).unwrap(),
     )
     .unwrap();
-    let xd = dev(&x);
+    let xd = gpu(&x);
     let table = RankTable::from_lod_tensor(&x, 0).unwrap();
     let steps = lodtensor::lod_tensor_to_array(&xd, &table).unwrap();
     let bytes = 2.0 * xd.tensor().nbytes() as f64;
@@ -767,7 +731,7 @@ fn gpu_tensor_array_bandwidth() {
     report("pack", bytes, time(&|| drop(array_to_lod_tensor(&steps, &table).unwrap())), copy);
     // 8 pieces of [4096, 1024] float32: concat along 0 and 1, and unstack along 1 of the stack.
     let pieces: Vec<LoDTensor> = (0..8)
-        .map(|_| dev(&LoDTensor::dense(Tensor::zeros(DType::F32, Dim::new(&[4096, 1024]).unwrap()).unwrap())))
+        .map(|_| gpu(&LoDTensor::dense(Tensor::zeros(DType::F32, Dim::new(&[4096, 1024]).unwrap()).unwrap())))
         .collect();
     let array = TensorArray::from_vec(pieces);
     let whole = tensor_array_to_tensor(&array, 0, true).unwrap().0;
@@ -777,9 +741,9 @@ fn gpu_tensor_array_bandwidth() {
     report("concat axis 1", bytes, time(&|| drop(tensor_array_to_tensor(&array, 1, false).unwrap())), copy);
     report("unstack axis 1", bytes, time(&|| drop(unstack(&whole, 1).unwrap())), copy);
     // gather_state: 64 x 5 prefixes of a [320, 65536] float32 state by reversed parents.
-    let state = dev(&LoDTensor::dense(Tensor::zeros(DType::F32, Dim::new(&[320, 65536]).unwrap()).unwrap()));
+    let state = gpu(&LoDTensor::dense(Tensor::zeros(DType::F32, Dim::new(&[320, 65536]).unwrap()).unwrap()));
     let parents: Vec<i32> = (0..320).rev().collect();
-    let parents = dev(&LoDTensor::dense(Tensor::from_slice(&parents, &[320]).unwrap()));
+    let parents = gpu(&LoDTensor::dense(Tensor::from_slice(&parents, &[320]).unwrap()));
     let bytes = 2.0 * state.tensor().nbytes() as f64;
     let copy = time(&|| drop(to_place(&state, GPU).unwrap()));
     report("gather_state", bytes, time(&|| drop(beam_search_gather_state(&state, &parents).unwrap())), copy);

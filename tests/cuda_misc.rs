@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::Rng;
+use common::{assert_same, bytes_of, gpu, gpu_or_skip, Rng, GPU};
 use half::{bf16, f16};
 use lodtensor::ops::{
     gather_rows, sequence_concat, sequence_conv, sequence_enumerate, sequence_erase, sequence_mask, sequence_reshape,
@@ -15,40 +15,6 @@ use lodtensor::ops::{
 };
 use lodtensor::{cuda_device_count, sequence_expand, sequence_expand_as, synchronize, to_place};
 use lodtensor::{sequence_scatter, sequence_scatter_inplace, DType, Dim, Error, LoDTensor, Lod, Place, Tensor};
-
-const GPU: Place = Place::Cuda(0);
-
-fn gpu_or_skip() -> bool {
-    match cuda_device_count() {
-        Ok(_) => true,
-        Err(e) => {
-            assert!(
-                std::env::var("LODTENSOR_REQUIRE_GPU").map_or(true, |v| v != "1"),
-                "LODTENSOR_REQUIRE_GPU=1, but no usable CUDA device: {e}"
-            );
-            eprintln!("skipped: no usable CUDA device ({e})");
-            false
-        }
-    }
-}
-
-fn gpu(t: &LoDTensor) -> LoDTensor {
-    to_place(t, GPU).unwrap()
-}
-
-fn bytes_of(t: &LoDTensor) -> Vec<u8> {
-    to_place(t, Place::Cpu).unwrap().tensor().bytes().unwrap().to_vec()
-}
-
-/// The device result is on the device and equals the CPU result: dims, dtype, LoD and bytes.
-#[track_caller]
-fn assert_same(got: &LoDTensor, want: &LoDTensor, what: &str) {
-    assert_eq!(got.tensor().place(), GPU, "{what}: result place");
-    assert_eq!(got.dims(), want.dims(), "{what}: dims");
-    assert_eq!(got.tensor().dtype(), want.tensor().dtype(), "{what}: dtype");
-    assert_eq!(got.lod(), want.lod(), "{what}: LoD");
-    assert!(bytes_of(got) == want.tensor().bytes().unwrap(), "{what}: data differs");
-}
 
 /// The same outcome on both places: equal results, or the same error.
 #[track_caller]

@@ -11,34 +11,10 @@
 
 mod common;
 
-use common::Rng;
+use common::{bytes_of, gpu, gpu_or_skip, Rng, GPU};
 use lodtensor::ops::{cast, fill, log_softmax, sequence_softmax};
 use lodtensor::{cuda_device_count, sequence_first_step, sequence_last_step, sequence_pad, sequence_pool};
 use lodtensor::{sequence_unpad, synchronize, to_place, DType, Dim, Error, LoDTensor, Lod, Place, PoolType, Tensor};
-
-const GPU: Place = Place::Cuda(0);
-
-fn gpu_or_skip() -> bool {
-    match cuda_device_count() {
-        Ok(_) => true,
-        Err(e) => {
-            assert!(
-                std::env::var("LODTENSOR_REQUIRE_GPU").map_or(true, |v| v != "1"),
-                "LODTENSOR_REQUIRE_GPU=1, but no usable CUDA device: {e}"
-            );
-            eprintln!("skipped: no usable CUDA device ({e})");
-            false
-        }
-    }
-}
-
-fn gpu(x: &LoDTensor) -> LoDTensor {
-    to_place(x, GPU).unwrap()
-}
-
-fn bytes_of(t: &LoDTensor) -> Vec<u8> {
-    to_place(t, Place::Cpu).unwrap().tensor().bytes().unwrap().to_vec()
-}
 
 /// The result of a device op: on the device, with the CPU result's dims and LoD; its host bytes.
 fn host_bytes(got: &LoDTensor, want: &LoDTensor, place: Place) -> Vec<u8> {
