@@ -158,24 +158,14 @@ impl Decoder {
     /// stops decoding; `OutOfMemory` when `prefixes x vocab_size` overflows.
     pub fn run(&self, num_sources: usize, step: &mut StepFn, mut edit: Option<&mut StepFn>) -> Result<Hypotheses> {
         let o = &self.options;
-        ensure!(num_sources >= 1, InvalidArgument, "num_sources: is 0; decode at least one source");
-        let identity: Vec<usize> = (0..=num_sources).collect();
-        let init_lod = Lod::from_offsets(vec![identity.clone(), identity])?;
-        let mut pre_ids =
-            LoDTensor::new(Tensor::from_slice(&vec![o.start_id; num_sources], &[num_sources, 1])?, init_lod.clone())?;
-        let mut pre_scores =
-            LoDTensor::new(Tensor::from_slice(&vec![0f32; num_sources], &[num_sources, 1])?, init_lod)?;
-        let mut parents: Vec<i64> = (0..num_sources as i64).collect();
-        let (mut id_steps, mut score_steps) = (TensorArray::new(), TensorArray::new());
-        id_steps.push(pre_ids.clone());
-        score_steps.push(pre_scores.clone());
+        let mut beams = Beams::start(o, num_sources)?;
         let mut log_probs: Vec<f32> = Vec::new();
         for t in 0..o.max_length {
-            let ids = pre_ids.tensor().as_slice::<i64>()?;
+            let ids = beams.ids.tensor().as_slice::<i64>()?;
             if t > 0 && ids.iter().all(|&id| id == o.end_id) {
                 break; // every branch ended: the next step would prune every source
             }
-            let sources = pre_ids.lod().abs_offsets().swap_remove(0);
+            let sources = beams.ids.lod().abs_offsets().swap_remove(0);
             let rows = ids.len();
             let n = rows
                 .checked_mul(o.vocab_size)
@@ -186,8 +176,8 @@ impl Decoder {
                 step: t,
                 source_offsets: &sources,
                 ids,
-                parent_idx: &parents,
-                scores: pre_scores.tensor().as_slice::<f32>()?,
+                parent_idx: &beams.parents,
+                scores: beams.scores.tensor().as_slice::<f32>()?,
                 vocab_size: o.vocab_size,
             };
             step(&info, &mut log_probs)?;
@@ -208,16 +198,11 @@ impl Decoder {
                 info.scores,
                 o.end_id,
             )?;
-            if out.selected_ids.dims().as_slice()[0] == 0 {
+            if !beams.advance(out)? {
                 break;
             }
-            parents = out.parent_idx.as_slice::<i32>()?.iter().map(|&p| p as i64).collect();
-            id_steps.push(out.selected_ids.clone());
-            score_steps.push(out.selected_scores.clone());
-            pre_ids = out.selected_ids;
-            pre_scores = out.selected_scores;
         }
-        let (sent_ids, sent_scores) = beam_search_decode(&id_steps, &score_steps, o.beam_size, o.end_id)?;
+        let (sent_ids, sent_scores) = beam_search_decode(&beams.id_steps, &beams.score_steps, o.beam_size, o.end_id)?;
         self.rank(num_sources, &sent_ids, &sent_scores)
     }
 
@@ -233,32 +218,22 @@ impl Decoder {
     /// vocab_size]`; `Unsupported` for a dtype other than float32/float16/bfloat16.
     pub fn run_tensors(&self, num_sources: usize, step: &mut TensorStepFn) -> Result<Hypotheses> {
         let o = &self.options;
-        ensure!(num_sources >= 1, InvalidArgument, "num_sources: is 0; decode at least one source");
-        let identity: Vec<usize> = (0..=num_sources).collect();
-        let init_lod = Lod::from_offsets(vec![identity.clone(), identity])?;
-        let mut pre_ids =
-            LoDTensor::new(Tensor::from_slice(&vec![o.start_id; num_sources], &[num_sources, 1])?, init_lod.clone())?;
-        let mut pre_scores =
-            LoDTensor::new(Tensor::from_slice(&vec![0f32; num_sources], &[num_sources, 1])?, init_lod)?;
-        let mut parents: Vec<i64> = (0..num_sources as i64).collect();
-        let (mut id_steps, mut score_steps) = (TensorArray::new(), TensorArray::new());
-        id_steps.push(pre_ids.clone());
-        score_steps.push(pre_scores.clone());
+        let mut beams = Beams::start(o, num_sources)?;
         // The previous step's selection where it was made on a device: the next step's inputs there.
         let mut on_device: Option<(LoDTensor, LoDTensor)> = None;
         for t in 0..o.max_length {
-            let ids = pre_ids.tensor().as_slice::<i64>()?;
+            let ids = beams.ids.tensor().as_slice::<i64>()?;
             if t > 0 && ids.iter().all(|&id| id == o.end_id) {
-                break;
+                break; // every branch ended: the next step would prune every source
             }
-            let sources = pre_ids.lod().abs_offsets().swap_remove(0);
+            let sources = beams.ids.lod().abs_offsets().swap_remove(0);
             let rows = ids.len();
             let info = StepInfo {
                 step: t,
                 source_offsets: &sources,
                 ids,
-                parent_idx: &parents,
-                scores: pre_scores.tensor().as_slice::<f32>()?,
+                parent_idx: &beams.parents,
+                scores: beams.scores.tensor().as_slice::<f32>()?,
                 vocab_size: o.vocab_size,
             };
             let lp = step(&info)?;
@@ -287,7 +262,7 @@ impl Decoder {
                     dispatch_dtype!(lp.tensor().dtype(), "log_probs", [F32, F16, BF16], |T| Ok(()))?;
                     let (di, ds) = match on_device.take() {
                         Some((i, s)) if i.tensor().place() == Place::Cuda(n) => (i, s),
-                        _ => (to_place(&pre_ids, Place::Cuda(n))?, to_place(&pre_scores, Place::Cuda(n))?),
+                        _ => (to_place(&beams.ids, Place::Cuda(n))?, to_place(&beams.scores, Place::Cuda(n))?),
                     };
                     let (ids_d, scores_d, parents_d, offsets) = crate::backend::cuda::fused_step(
                         &sources,
@@ -310,16 +285,11 @@ impl Decoder {
                     out
                 }
             };
-            if out.selected_ids.dims().as_slice()[0] == 0 {
+            if !beams.advance(out)? {
                 break;
             }
-            parents = out.parent_idx.as_slice::<i32>()?.iter().map(|&p| p as i64).collect();
-            id_steps.push(out.selected_ids.clone());
-            score_steps.push(out.selected_scores.clone());
-            pre_ids = out.selected_ids;
-            pre_scores = out.selected_scores;
         }
-        let (sent_ids, sent_scores) = beam_search_decode(&id_steps, &score_steps, o.beam_size, o.end_id)?;
+        let (sent_ids, sent_scores) = beam_search_decode(&beams.id_steps, &beams.score_steps, o.beam_size, o.end_id)?;
         self.rank(num_sources, &sent_ids, &sent_scores)
     }
 
@@ -369,5 +339,44 @@ impl Decoder {
             )?,
             scores: LoDTensor::new(Tensor::from_slice(&out_scores, &[h])?, Lod::from_lengths(&[per_source])?)?,
         })
+    }
+}
+
+/// The decoding state between steps: the live prefixes' last ids and scores (2-level LoD: sources,
+/// then prefixes), their parents in the previous step, and every step's selection for the final
+/// backtracking.
+struct Beams {
+    ids: LoDTensor,
+    scores: LoDTensor,
+    parents: Vec<i64>,
+    id_steps: TensorArray,
+    score_steps: TensorArray,
+}
+
+impl Beams {
+    /// One prefix per source: the start token, score 0.
+    fn start(o: &DecoderOptions, num_sources: usize) -> Result<Beams> {
+        ensure!(num_sources >= 1, InvalidArgument, "num_sources: is 0; decode at least one source");
+        let identity: Vec<usize> = (0..=num_sources).collect();
+        let lod = Lod::from_offsets(vec![identity.clone(), identity])?;
+        let ids = LoDTensor::new(Tensor::from_slice(&vec![o.start_id; num_sources], &[num_sources, 1])?, lod.clone())?;
+        let scores = LoDTensor::new(Tensor::from_slice(&vec![0f32; num_sources], &[num_sources, 1])?, lod)?;
+        let (mut id_steps, mut score_steps) = (TensorArray::new(), TensorArray::new());
+        id_steps.push(ids.clone());
+        score_steps.push(scores.clone());
+        Ok(Beams { ids, scores, parents: (0..num_sources as i64).collect(), id_steps, score_steps })
+    }
+
+    /// Takes a step's selection (on the host); false when it selected nothing (decoding ends).
+    fn advance(&mut self, out: BeamSearchStep) -> Result<bool> {
+        if out.selected_ids.dims().as_slice()[0] == 0 {
+            return Ok(false);
+        }
+        self.parents = out.parent_idx.as_slice::<i32>()?.iter().map(|&p| p as i64).collect();
+        self.id_steps.push(out.selected_ids.clone());
+        self.score_steps.push(out.selected_scores.clone());
+        self.ids = out.selected_ids;
+        self.scores = out.selected_scores;
+        Ok(true)
     }
 }
