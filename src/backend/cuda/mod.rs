@@ -72,3 +72,11 @@ pub use softmax::softmax_segments;
 mod convert;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 pub use convert::cast;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+mod scatter_rows;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+pub use scatter_rows::{scatter_rows_add, scatter_rows_overwrite};
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+mod calibration;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+pub use calibration::read_bandwidth_probe;

@@ -166,3 +166,18 @@ pub fn softmax_segments(x: &Tensor, _segments: super::Segments, _log: bool) -> R
 pub fn cast(x: &Tensor, _dtype: crate::dtype::DType) -> Result<Tensor> {
     copy_to_host(x)
 }
+
+/// `scatter_rows` (overwrite) on a CUDA device.
+pub fn scatter_rows_overwrite(x: &Tensor, _index: &[i64], _updates: &Tensor) -> Result<Tensor> {
+    copy_to_host(x)
+}
+
+/// `scatter_rows` (add) on a CUDA device.
+pub fn scatter_rows_add(x: &Tensor, _index: &[i64], _updates: &Tensor) -> Result<Tensor> {
+    copy_to_host(x)
+}
+
+/// The GPU benchmark's read calibration on a CUDA device.
+pub fn read_bandwidth_probe(t: &Tensor) -> Result<()> {
+    copy_to_host(t).map(drop)
+}
