@@ -5,6 +5,9 @@
 //!   cargo bench --bench ops                 # every case, 1 and 2 threads, markdown table
 //!   cargo bench --bench ops -- pool         # only cases whose name contains "pool"
 //!   BENCH_REPS=3 BENCH_THREADS=1 ...        # fewer repetitions / one thread count (profiling)
+//!   BENCH_SMALL=1 ...                       # every case 16x smaller (a quick end-to-end run)
+//!
+//! The cases and their data are in benches/common (shared with the GPU benchmark, benches/gpu.rs).
 //!
 //! Each case declares the minimum bytes the operator must move: `read` (every input byte it
 //! needs, once) and `write` (every output byte, once). Its GB/s is `(read + write) / median time`.
@@ -26,86 +29,16 @@
 //! calibration) and then the median over pairs. The same copy into a buffer reused across runs ("warm
 //! copy") is printed too, for the cost of fresh pages.
 
+mod common;
+
+use common::{cases, Calib, Case};
 use lodtensor::backend::cpu::pool::{pool, set_num_threads};
-use lodtensor::{
-    array_to_lod_tensor, beam_search_fused_step, beam_search_gather_tree, lod_tensor_to_array, sequence_expand_as,
-    sequence_pad, sequence_pool, sequence_scatter, sequence_unpad, Allocation, LoDTensor, PoolType, RankTable, Tensor,
-};
-use lodtensor::{scatter_rows, ScatterMode};
+use lodtensor::Allocation;
 use rayon::prelude::*;
 use std::alloc::{alloc, dealloc, Layout};
 use std::hint::black_box;
 use std::ops::Range;
-use std::rc::Rc;
 use std::time::{Duration, Instant};
-
-/// splitmix64: fixed-seed lengths and ids, no dependency.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in `[lo, hi]`.
-    fn range(&mut self, lo: usize, hi: usize) -> usize {
-        lo + (self.next() % (hi - lo + 1) as u64) as usize
-    }
-}
-
-fn data(n: usize, rng: &mut Rng) -> Vec<f32> {
-    (0..n).map(|_| (rng.next() >> 40) as f32 / (1u64 << 24) as f32 - 0.5).collect()
-}
-
-fn offsets(lengths: &[usize]) -> Vec<usize> {
-    let mut o = vec![0];
-    for &n in lengths {
-        o.push(o[o.len() - 1] + n);
-    }
-    o
-}
-
-/// A one-level f32 LoDTensor of `lengths` sequences of rows of `width`.
-fn sequences(lengths: &[usize], width: usize, rng: &mut Rng) -> LoDTensor {
-    let o = offsets(lengths);
-    let rows = o[o.len() - 1];
-    LoDTensor::from_slice(&data(rows * width, rng), &[rows, width], vec![o]).unwrap()
-}
-
-#[derive(Clone)]
-enum Calib {
-    Copy,
-    Sum,
-    /// A plain loop copying these row ranges of `source` (rows of `row_bytes`) one after the other:
-    /// the op's own memory pattern with none of its bookkeeping.
-    Gather {
-        source: Rc<Vec<u8>>,
-        row_bytes: usize,
-        ranges: Rc<Vec<Range<usize>>>,
-    },
-    /// Row scatter-add as the plain sequential loop: the output is a copy of `x`, then
-    /// `out[index[i]] += updates[i]` for i in order (rows of `width` f32).
-    ScatterLoop {
-        x: Rc<LoDTensor>,
-        updates: Rc<LoDTensor>,
-        index: Rc<Vec<usize>>,
-        width: usize,
-    },
-}
-
-struct Case {
-    name: String,
-    read: usize,
-    write: usize,
-    calib: Calib,
-    op: Box<dyn Fn()>,
-}
-
-fn case(name: impl Into<String>, read: usize, write: usize, calib: Calib, op: impl Fn() + 'static) -> Case {
-    Case { name: name.into(), read, write, calib, op: Box::new(op) }
-}
 
 /// A 64-byte aligned buffer reused across runs: the warm-memory copy.
 struct Fresh {
@@ -260,7 +193,7 @@ fn measure(c: &Case, threads: usize, reps: usize) -> Row {
     };
     let warmup = 2;
     for rep in 0..warmup + reps {
-        let op = time(|| (c.op)());
+        let op = time(|| (c.op)().unwrap());
         let (cal, wrm) = match &c.calib {
             Calib::Copy => (fresh_copy(), time(|| tiled_copy(&src, warm.slice(c.write), threads))),
             Calib::Gather { source, row_bytes, ranges } => {
@@ -328,181 +261,6 @@ fn measure(c: &Case, threads: usize, reps: usize) -> Row {
     }
 }
 
-fn cases() -> Vec<Case> {
-    let mut rng = Rng(0x1234_5678);
-    let f = 4usize; // f32
-    let mut v = Vec::new();
-
-    // expand_as: NMT encoder memory to beams, and many short rows.
-    {
-        let (n, w, beams) = (64, 50 * 512, 5);
-        let x = LoDTensor::dense(Tensor::from_slice(&data(n * w, &mut rng), &[n, w]).unwrap());
-        let y = LoDTensor::from_slice(&vec![0f32; n * beams], &[n * beams, 1], vec![offsets(&vec![beams; n])]).unwrap();
-        v.push(case("expand_as 64x25600 x5", n * w * f, n * beams * w * f, Calib::Copy, move || {
-            drop(black_box(sequence_expand_as(&x, &y).unwrap()))
-        }));
-    }
-    {
-        let (n, w) = (4096, 128);
-        let lengths: Vec<usize> = (0..n).map(|_| rng.range(1, 64)).collect();
-        let total: usize = lengths.iter().sum();
-        let x = LoDTensor::dense(Tensor::from_slice(&data(n * w, &mut rng), &[n, w]).unwrap());
-        let y = LoDTensor::from_slice(&vec![0f32; total], &[total, 1], vec![offsets(&lengths)]).unwrap();
-        v.push(case("expand_as 4096x128 U[1,64]", n * w * f, total * w * f, Calib::Copy, move || {
-            drop(black_box(sequence_expand_as(&x, &y).unwrap()))
-        }));
-    }
-
-    // sequence_scatter, Paddle style: 50 updates into each row of X[320, 32000].
-    {
-        let (n, w, per) = (320, 32000, 50);
-        let x = LoDTensor::dense(Tensor::from_slice(&data(n * w, &mut rng), &[n, w]).unwrap());
-        let ids: Vec<i64> = (0..n * per).map(|_| rng.range(0, w - 1) as i64).collect();
-        let ids = LoDTensor::from_slice(&ids, &[n * per, 1], vec![offsets(&vec![per; n])]).unwrap();
-        let upd = LoDTensor::from_slice(&data(n * per, &mut rng), &[n * per, 1], vec![offsets(&vec![per; n])]).unwrap();
-        let read = n * w * f + n * per * (8 + f);
-        v.push(case("scatter 320x32000 50/row", read, n * w * f, Calib::Copy, move || {
-            drop(black_box(sequence_scatter(&x, &ids, &upd).unwrap()))
-        }));
-    }
-
-    // scatter_rows ADD (index_add): 262144 update rows of 128 floats into x[100000, 128], indices
-    // uniform; its own generator, so the cases after it keep their data. Minimum traffic: read x,
-    // the updates and the int64 index once, write the output once.
-    // Calibration: "plain loop", the sequential loop the op must equal bit for bit (copy x, then
-    // `out[index[i]] += updates[i]` in order), credited with the same minimum bytes; its copy's
-    // ratio is printed too ("copy GB/s"). Why not the copy alone: with random indices the 134 MB
-    // of updates cannot be read (nor the output rows updated) in one stream; one of the two is
-    // 512-byte rows in random order, which on the benchmark VM moves at a quarter to a third of
-    // a sequential read (benches/REPORT.md), so no kernel of this op reaches a copy's speed. The
-    // plain loop does the op's work with none of its design (no grouping by destination row, no
-    // prefetching); a plain loop over the rows grouped by destination was slower still.
-    {
-        let mut rng = Rng(0x5CA7_7E12);
-        let (n, m, w) = (100_000, 262_144, 128);
-        let x = LoDTensor::dense(Tensor::from_slice(&data(n * w, &mut rng), &[n, w]).unwrap());
-        let index: Vec<usize> = (0..m).map(|_| rng.range(0, n - 1)).collect();
-        let upd = LoDTensor::dense(Tensor::from_slice(&data(m * w, &mut rng), &[m, w]).unwrap());
-        let index_t: Vec<i64> = index.iter().map(|&r| r as i64).collect();
-        let index_t = LoDTensor::dense(Tensor::from_slice(&index_t, &[m]).unwrap());
-        let calib = Calib::ScatterLoop {
-            x: Rc::new(x.clone()),
-            updates: Rc::new(upd.clone()),
-            index: Rc::new(index),
-            width: w,
-        };
-        let read = n * w * f + m * w * f + m * 8;
-        v.push(case("scatter_add 262144x128 into 100000", read, n * w * f, calib, move || {
-            drop(black_box(scatter_rows(&x, &index_t, &upd, ScatterMode::Add).unwrap()))
-        }));
-    }
-
-    // TensorArray unpack (lod_tensor_to_array) and pack (array_to_lod_tensor). Calibration: the
-    // same rows gathered by a plain loop, the ranges derived here from the lengths alone.
-    for (n, lo, hi, w) in [(64, 10, 100, 512), (32, 200, 1500, 80), (32, 200, 1500, 512)] {
-        let lengths: Vec<usize> = (0..n).map(|_| rng.range(lo, hi)).collect();
-        let x = sequences(&lengths, w, &mut rng);
-        let bytes = x.tensor().nbytes();
-        let table = RankTable::from_lod_tensor(&x, 0).unwrap();
-        let array = lod_tensor_to_array(&x, &table).unwrap();
-        // Rank order: longest first, ties by index; step t holds row t of each sequence alive.
-        let mut order: Vec<usize> = (0..n).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(lengths[i]));
-        let o = offsets(&lengths);
-        let steps = lengths.iter().copied().max().unwrap_or(0);
-        let (mut unpack_rows, mut step_start) = (vec![], vec![]);
-        for t in 0..steps {
-            step_start.push(unpack_rows.len());
-            unpack_rows.extend(order.iter().filter(|&&i| lengths[i] > t).map(|&i| o[i] + t..o[i] + t + 1));
-        }
-        let mut rank = vec![0; n];
-        for (k, &i) in order.iter().enumerate() {
-            rank[i] = k;
-        }
-        let pack_rows: Vec<Range<usize>> = (0..n)
-            .flat_map(|i| (0..lengths[i]).map(move |t| (i, t)))
-            .map(|(i, t)| step_start[t] + rank[i]..step_start[t] + rank[i] + 1)
-            .collect();
-        let source = Rc::new(x.tensor().bytes().unwrap().to_vec());
-        let unpack_cal = Calib::Gather { source: source.clone(), row_bytes: w * f, ranges: Rc::new(unpack_rows) };
-        let pack_cal = Calib::Gather { source, row_bytes: w * f, ranges: Rc::new(pack_rows) };
-        let t2 = table.clone();
-        v.push(case(format!("unpack {n} U[{lo},{hi}] w{w}"), bytes, bytes, unpack_cal, move || {
-            drop(black_box(lod_tensor_to_array(&x, &table).unwrap()))
-        }));
-        v.push(case(format!("pack {n} U[{lo},{hi}] w{w}"), bytes, bytes, pack_cal, move || {
-            drop(black_box(array_to_lod_tensor(&array, &t2).unwrap()))
-        }));
-    }
-
-    // pad / unpad.
-    for (n, lo, hi, padded, w) in [(128, 0, 127, -1i64, 512), (4096, 1, 128, 256, 64)] {
-        let lengths: Vec<usize> = (0..n).map(|_| rng.range(lo, hi)).collect();
-        let x = sequences(&lengths, w, &mut rng);
-        let pad = LoDTensor::dense(Tensor::from_slice(&[0f32], &[1]).unwrap());
-        let (padded_t, length) = sequence_pad(&x, &pad, padded).unwrap();
-        let l = padded_t.dims().as_slice()[1];
-        let bytes = x.tensor().nbytes();
-        let label = if padded < 0 { "max".to_string() } else { padded.to_string() };
-        v.push(case(
-            format!("pad {n} U[{lo},{hi}] to {label} w{w}"),
-            bytes,
-            n * l * w * f + n * 8,
-            Calib::Copy,
-            move || drop(black_box(sequence_pad(&x, &pad, padded).unwrap())),
-        ));
-        v.push(case(format!("unpad {n} U[{lo},{hi}] from {l} w{w}"), bytes + n * 8, bytes, Calib::Copy, move || {
-            drop(black_box(sequence_unpad(&padded_t, &length).unwrap()))
-        }));
-    }
-
-    // sequence_pool.
-    for (n, hi, w) in [(4096, 64, 128), (65536, 32, 16)] {
-        let lengths: Vec<usize> = (0..n).map(|_| rng.range(1, hi)).collect();
-        let x = std::rc::Rc::new(sequences(&lengths, w, &mut rng));
-        let bytes = x.tensor().nbytes();
-        for (p, name) in [(PoolType::Sum, "sum"), (PoolType::Average, "mean"), (PoolType::Max, "max")] {
-            let x = x.clone();
-            // max also writes the int32 index of every output element.
-            let write = n * w * f + if p == PoolType::Max { n * w * 4 } else { 0 };
-            v.push(case(format!("pool {name} {n} U[1,{hi}] w{w}"), bytes, write, Calib::Sum, move || {
-                drop(black_box(sequence_pool(&x, p, 0.0).unwrap()))
-            }));
-        }
-    }
-    // The fused beam-search step: batch x beam prefix rows over a vocabulary, mid-decode (two
-    // LoD levels, no finished rows). Its ceiling is a read of the logits (sum calibration).
-    for (batch, beam, vocab) in [(64usize, 5usize, 32000usize), (8, 4, 128256), (32, 10, 5000)] {
-        let p = batch * beam;
-        let source: Vec<usize> = (0..=batch).map(|b| b * beam).collect();
-        let rows: Vec<usize> = (0..=p).collect();
-        let pre_ids: Vec<i64> = (0..p).map(|_| rng.range(2, vocab - 1) as i64).collect();
-        let pre_ids = LoDTensor::from_slice(&pre_ids, &[p, 1], vec![source, rows]).unwrap();
-        let pre_scores: Vec<f32> = (0..p).map(|_| -(rng.range(0, 1000) as f32) / 100.0).collect();
-        let pre_scores = LoDTensor::dense(Tensor::from_slice(&pre_scores, &[p, 1]).unwrap());
-        let logits: Vec<f32> = data(p * vocab, &mut rng).iter().map(|v| v * 20.0 - 10.0).collect();
-        let log_probs = LoDTensor::dense(Tensor::from_slice(&logits, &[p, vocab]).unwrap());
-        let read = p * vocab * f + p * (8 + f);
-        let write = batch * beam * (8 + f + 4);
-        v.push(case(format!("beam step {batch}x{beam}x{vocab}"), read, write, Calib::Sum, move || {
-            drop(black_box(beam_search_fused_step(&pre_ids, &pre_scores, &log_probs, beam, 1).unwrap()))
-        }));
-    }
-    // gather_tree: T = 100 steps, batch 64, beam 5, int64.
-    {
-        let (t, batch, beam) = (100usize, 64usize, 5usize);
-        let n = t * batch * beam;
-        let ids: Vec<i64> = (0..n).map(|_| rng.range(0, 31999) as i64).collect();
-        let parents: Vec<i64> = (0..n).map(|_| rng.range(0, beam - 1) as i64).collect();
-        let ids = LoDTensor::dense(Tensor::from_slice(&ids, &[t, batch, beam]).unwrap());
-        let parents = LoDTensor::dense(Tensor::from_slice(&parents, &[t, batch, beam]).unwrap());
-        v.push(case("gather_tree T100 b64 k5", 2 * n * 8, n * 8, Calib::Copy, move || {
-            drop(black_box(beam_search_gather_tree(&ids, &parents).unwrap()))
-        }));
-    }
-    v
-}
-
 fn cpu_model() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -526,7 +284,8 @@ fn main() {
     println!();
     println!("| case | threads | median ms | GB/s | ceiling GB/s | ratio | calibration | copy GB/s | warm copy GB/s |");
     println!("|---|---:|---:|---:|---:|---:|---|---:|---:|");
-    let cases: Vec<Case> = cases()
+    let small = std::env::var("BENCH_SMALL").is_ok_and(|v| v == "1");
+    let cases: Vec<Case> = cases(&|t| t, small)
         .into_iter()
         .filter(|c| filter.is_empty() || filter.iter().any(|f| c.name.contains(f.as_str())))
         .collect();

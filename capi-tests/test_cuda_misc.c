@@ -1,7 +1,7 @@
 /* test_cuda_misc: the smaller sequence ops through the C API on cuda:0 (sequence_concat,
  * sequence_slice, sequence_reverse, sequence_reshape, lodtensor_gather_rows, sequence_mask,
  * sequence_enumerate, sequence_erase, sequence_conv, sequence_scatter, sequence_scatter_inplace,
- * sequence_expand, sequence_expand_as): each result is made on the device from device inputs,
+ * sequence_expand, sequence_expand_as, lodtensor_scatter_rows): each result is made on the device from device inputs,
  * brought back with lodtensor_to_place and compared with the CPU result of the same call (dims,
  * LoD and bytes; sequence_conv within a float tolerance). Inputs on different places are
  * LODTENSOR_INVALID_ARGUMENT naming both. Without a usable CUDA device it says so and passes. */
@@ -264,6 +264,58 @@ static void test_scatter_and_expand(void) {
     lodtensor_destroy(yd);
 }
 
+/* lodtensor_scatter_rows, both modes, a repeated index (rows 1 and 3) and an empty one. */
+static void test_scatter_rows(void) {
+    static const int64_t xdims[2] = {4, 3}, udims[2] = {5, 3}, idims[1] = {5}, edims[1] = {0}, e2dims[2] = {0, 3};
+    static const size_t lod[3] = {0, 1, 4};
+    static const int64_t index[5] = {3, 1, 3, 0, 1};
+    float xv[12], uv[15];
+    size_t k;
+    int32_t mode;
+    lodtensor_t *x, *i, *u, *e, *eu, *xd, *id, *ud, *ed, *eud, *want = NULL, *got = NULL;
+    for (k = 0; k < 12; ++k) xv[k] = 0.1f * (float)k - 0.35f;
+    for (k = 0; k < 15; ++k) uv[k] = 1.0f / (float)(k + 3);
+    x = fx_make_lod1(fx_f32(), xdims, 2, xv, sizeof xv, lod, 3);
+    i = fx_make_lod1(fx_i64(), idims, 1, index, sizeof index, NULL, 0);
+    u = fx_make_lod1(fx_f32(), udims, 2, uv, sizeof uv, NULL, 0);
+    e = fx_make_lod1(fx_i64(), edims, 1, index, 0, NULL, 0);
+    eu = fx_make_lod1(fx_f32(), e2dims, 2, uv, 0, NULL, 0);
+    xd = to_gpu(x);
+    id = to_gpu(i);
+    ud = to_gpu(u);
+    ed = to_gpu(e);
+    eud = to_gpu(eu);
+    for (mode = LODTENSOR_SCATTER_OVERWRITE; mode <= LODTENSOR_SCATTER_ADD; ++mode) {
+        if (CHECK_OK(lodtensor_scatter_rows(x, i, u, mode, &want)) &&
+            CHECK_OK(lodtensor_scatter_rows(xd, id, ud, mode, &got))) {
+            check_same(got, want, 0, "lodtensor_scatter_rows");
+        }
+        lodtensor_destroy(want);
+        if (CHECK_OK(lodtensor_scatter_rows(x, e, eu, mode, &want)) &&
+            CHECK_OK(lodtensor_scatter_rows(xd, ed, eud, mode, &got))) {
+            check_same(got, want, 0, "lodtensor_scatter_rows, empty index");
+        }
+        lodtensor_destroy(want);
+        got = fx_sentinel();
+        CHECK_STATUS_MSG(lodtensor_scatter_rows(xd, i, ud, mode, &got), LODTENSOR_INVALID_ARGUMENT, "cuda:0");
+        CHECK_STATUS_MSG(lodtensor_scatter_rows(x, id, ud, mode, &got), LODTENSOR_INVALID_ARGUMENT, "cuda:0");
+        CHECK_STATUS_MSG(lodtensor_scatter_rows(xd, id, ud, 2, &got), LODTENSOR_INVALID_ARGUMENT, "mode");
+        CHECK_STATUS_MSG(lodtensor_scatter_rows(xd, ud, ud, mode, &got), LODTENSOR_INVALID_ARGUMENT, "index");
+        CHECK(got == fx_sentinel());
+        got = NULL;
+    }
+    lodtensor_destroy(x);
+    lodtensor_destroy(i);
+    lodtensor_destroy(u);
+    lodtensor_destroy(e);
+    lodtensor_destroy(eu);
+    lodtensor_destroy(xd);
+    lodtensor_destroy(id);
+    lodtensor_destroy(ud);
+    lodtensor_destroy(ed);
+    lodtensor_destroy(eud);
+}
+
 int main(void) {
     if (!fx_cuda_usable()) {
         printf("skipped: no CUDA device\n");
@@ -273,5 +325,6 @@ int main(void) {
     test_int_ops();
     test_conv();
     test_scatter_and_expand();
+    test_scatter_rows();
     return CHECK_RETURN();
 }

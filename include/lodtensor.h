@@ -539,8 +539,9 @@ lodtensor_status_t lodtensor_place(const struct lodtensor_t *t, struct lodtensor
 // (`mode` not a LODTENSOR_SCATTER_* value; 0-d `x`; `index` not `[M]` or `[M, 1]`; `updates`
 // not `[M, x.dims[1..]...]` or of another dtype than `x`; inputs on different places),
 // LODTENSOR_OUT_OF_RANGE (an index < 0 or >= N; the message names its position and value),
-// LODTENSOR_UNSUPPORTED (`index` not int32/int64; bool `x` with ADD; memory not on the host),
-// LODTENSOR_OUT_OF_MEMORY.
+// LODTENSOR_UNSUPPORTED (`index` not int32/int64; bool `x` with ADD; inputs on a CUDA device in
+// a build without CUDA), LODTENSOR_OUT_OF_MEMORY. On a CUDA device the result is on that device
+// and equals the CPU's bit for bit; `index` is copied to the host first (it is validated there).
 lodtensor_status_t lodtensor_scatter_rows(const struct lodtensor_t *x, const struct lodtensor_t *index, const struct lodtensor_t *updates, int32_t mode, struct lodtensor_t **out);
 
 // Panics inside the library on purpose and returns what the caller sees: always

@@ -3,8 +3,9 @@
 //! message, where no device can be used).
 
 mod common;
+mod cuda_common;
 
-use common::{bytes_of, gpu_or_skip};
+use cuda_common::{bytes_of, gpu_or_skip};
 use lodtensor::{cuda_device_count, sequence_expand, sequence_expand_as, synchronize, to_place};
 use lodtensor::{Error, LoDTensor, Lod, Place, Tensor};
 

@@ -7,8 +7,10 @@
 //! so its scores are compared to 2 ulp and its ids on inputs without near-ties.
 
 mod common;
+mod cuda_common;
 
-use common::{assert_same, gpu, gpu_or_skip, tensor_bytes, Rng, GPU};
+use common::Rng;
+use cuda_common::{assert_same, gpu, gpu_or_skip, tensor_bytes, GPU};
 use half::{bf16, f16};
 use lodtensor::{
     array_to_lod_tensor, beam_search_decode, beam_search_fused_step, beam_search_gather_state, beam_search_gather_tree,
@@ -673,7 +675,7 @@ fn gpu_fused_step_speed() {
             })
             .fold(f64::INFINITY, f64::min)
     };
-    let read = time(&|| lodtensor::backend::cuda::sum_f32(log_probs.tensor()).unwrap());
+    let read = time(&|| lodtensor::backend::cuda::read_bandwidth_probe(log_probs.tensor()).unwrap());
     let step = time(&|| drop(beam_search_fused_step(&pre_ids, &pre_scores, &log_probs, beam, 1).unwrap()));
     let mb = log_probs.tensor().nbytes() as f64 / 1e6;
     eprintln!(

@@ -6,8 +6,12 @@
 //! device each test says it was skipped and passes.
 
 mod common;
+mod cuda_common;
 
-use common::{assert_same, bytes_of, gpu, gpu_or_skip, Rng, GPU};
+use common::Rng;
+use cuda_common::{
+    assert_mixed, assert_same, assert_same_outcome, bytes_of, gpu, gpu_or_skip, min_time, random_bytes, GPU,
+};
 use half::{bf16, f16};
 use lodtensor::ops::{
     gather_rows, sequence_concat, sequence_conv, sequence_enumerate, sequence_erase, sequence_mask, sequence_reshape,
@@ -15,32 +19,6 @@ use lodtensor::ops::{
 };
 use lodtensor::{cuda_device_count, sequence_expand, sequence_expand_as, synchronize, to_place};
 use lodtensor::{sequence_scatter, sequence_scatter_inplace, DType, Dim, Error, LoDTensor, Lod, Place, Tensor};
-
-/// The same outcome on both places: equal results, or the same error.
-#[track_caller]
-fn assert_same_outcome(got: lodtensor::Result<LoDTensor>, want: lodtensor::Result<LoDTensor>, what: &str) {
-    match (got, want) {
-        (Ok(g), Ok(w)) => assert_same(&g, &w, what),
-        (Err(g), Err(w)) => assert_eq!(format!("{g:?}"), format!("{w:?}"), "{what}: errors differ"),
-        (g, w) => panic!("{what}: device gave {:?}, CPU gave {:?}", g.map(|_| ()), w.map(|_| ())),
-    }
-}
-
-/// An InvalidArgument naming both places.
-#[track_caller]
-fn assert_mixed(r: lodtensor::Result<impl std::fmt::Debug>, a: &str, b: &str) {
-    match r {
-        Err(Error::InvalidArgument(m)) => assert!(m.contains(a) && m.contains(b), "{m}"),
-        other => panic!("expected InvalidArgument naming {a} and {b}, got {other:?}"),
-    }
-}
-
-/// Random bytes valid for `dtype` (bool: 0 or 1).
-fn random_bytes(rng: &mut Rng, dtype: DType, n: usize) -> Vec<u8> {
-    (0..n * dtype.size())
-        .map(|_| if dtype == DType::Bool { (rng.next() & 1) as u8 } else { rng.next() as u8 })
-        .collect()
-}
 
 /// A host tensor of `dtype` and `dims` with random contents and the given LoD; with `shift`, a row
 /// slice of a larger tensor, so its address is not the allocation's.
@@ -584,18 +562,6 @@ fn gpu_mixed_places_are_errors_naming_both() {
 // ---- Bandwidth on a real GPU (ignored here; scripts/test-gpu.sh runs them with --ignored):
 // each op's effective bandwidth (bytes read + written) against a device copy of the same bytes.
 
-fn time_best(f: &dyn Fn()) -> f64 {
-    (0..5)
-        .map(|_| {
-            synchronize(GPU).unwrap();
-            let t = std::time::Instant::now();
-            f();
-            synchronize(GPU).unwrap();
-            t.elapsed().as_secs_f64()
-        })
-        .fold(f64::INFINITY, f64::min)
-}
-
 fn report(op: &str, rows: usize, width: usize, bytes: f64, copy: f64, t: f64) {
     eprintln!(
         "{op} {rows} x {width} f32: copy {:.0} GB/s, {op} {:.0} GB/s = {:.0}% of copy",
@@ -630,8 +596,8 @@ fn gpu_concat_bandwidth() {
         let x = bandwidth_input(rows / 2, width, mean_len);
         let out = sequence_concat(&[&x, &x]).unwrap();
         let bytes = 2.0 * out.tensor().nbytes() as f64;
-        let copy = time_best(&|| drop(to_place(&out, GPU).unwrap()));
-        let concat = time_best(&|| drop(sequence_concat(&[&x, &x]).unwrap()));
+        let copy = min_time(&|| drop(to_place(&out, GPU).unwrap()));
+        let concat = min_time(&|| drop(sequence_concat(&[&x, &x]).unwrap()));
         report("concat", rows, width, bytes, copy, concat);
     }
 }
@@ -645,8 +611,8 @@ fn gpu_reverse_bandwidth() {
     for (rows, width, mean_len) in BANDWIDTH_SHAPES {
         let x = bandwidth_input(rows, width, mean_len);
         let bytes = 2.0 * x.tensor().nbytes() as f64;
-        let copy = time_best(&|| drop(to_place(&x, GPU).unwrap()));
-        let reverse = time_best(&|| drop(sequence_reverse(&x).unwrap()));
+        let copy = min_time(&|| drop(to_place(&x, GPU).unwrap()));
+        let reverse = min_time(&|| drop(sequence_reverse(&x).unwrap()));
         report("reverse", rows, width, bytes, copy, reverse);
     }
 }
@@ -664,8 +630,8 @@ fn gpu_gather_rows_bandwidth() {
         let index: Vec<i64> = (0..rows).map(|_| rng.below(rows) as i64).collect();
         let index = gpu(&LoDTensor::from_slice(&index, &[rows], vec![]).unwrap());
         let bytes = 2.0 * x.tensor().nbytes() as f64;
-        let copy = time_best(&|| drop(to_place(&x, GPU).unwrap()));
-        let gather = time_best(&|| drop(gather_rows(&x, &index).unwrap()));
+        let copy = min_time(&|| drop(to_place(&x, GPU).unwrap()));
+        let gather = min_time(&|| drop(gather_rows(&x, &index).unwrap()));
         report("gather_rows", rows, width, bytes, copy, gather);
     }
 }

@@ -10,8 +10,10 @@
 //! log-softmax: see `close`.
 
 mod common;
+mod cuda_common;
 
-use common::{bytes_of, gpu, gpu_or_skip, Rng, GPU};
+use common::Rng;
+use cuda_common::{bytes_of, gpu, gpu_or_skip, min_time, GPU};
 use lodtensor::ops::{cast, fill, log_softmax, sequence_softmax};
 use lodtensor::{cuda_device_count, sequence_first_step, sequence_last_step, sequence_pad, sequence_pool};
 use lodtensor::{sequence_unpad, synchronize, to_place, DType, Dim, Error, LoDTensor, Lod, Place, PoolType, Tensor};
@@ -590,17 +592,7 @@ fn gpu_pad_and_cast_bandwidth() {
     if !gpu_or_skip() {
         return;
     }
-    let time = |f: &dyn Fn()| {
-        (0..5)
-            .map(|_| {
-                synchronize(GPU).unwrap();
-                let t = std::time::Instant::now();
-                f();
-                synchronize(GPU).unwrap();
-                t.elapsed().as_secs_f64()
-            })
-            .fold(f64::INFINITY, f64::min)
-    };
+    let time = min_time;
     for (sequences, len, width) in [(1usize << 16, 32usize, 64usize), (1 << 20, 16, 8), (1 << 12, 64, 1024)] {
         let rows = sequences * len;
         let dims = Dim::new(&[rows, width]).unwrap();

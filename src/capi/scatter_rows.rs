@@ -37,8 +37,9 @@ fn scatter_mode(code: i32) -> Result<ScatterMode> {
 /// (`mode` not a LODTENSOR_SCATTER_* value; 0-d `x`; `index` not `[M]` or `[M, 1]`; `updates`
 /// not `[M, x.dims[1..]...]` or of another dtype than `x`; inputs on different places),
 /// LODTENSOR_OUT_OF_RANGE (an index < 0 or >= N; the message names its position and value),
-/// LODTENSOR_UNSUPPORTED (`index` not int32/int64; bool `x` with ADD; memory not on the host),
-/// LODTENSOR_OUT_OF_MEMORY.
+/// LODTENSOR_UNSUPPORTED (`index` not int32/int64; bool `x` with ADD; inputs on a CUDA device in
+/// a build without CUDA), LODTENSOR_OUT_OF_MEMORY. On a CUDA device the result is on that device
+/// and equals the CPU's bit for bit; `index` is copied to the host first (it is validated there).
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_scatter_rows(
     x: *const lodtensor_t,

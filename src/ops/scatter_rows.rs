@@ -2,11 +2,13 @@
 //! names (Paddle's `scatter` with `overwrite` true or false, `index_add` along axis 0).
 
 use super::common_place;
-use super::support::{int_column, require_cpu};
+use super::support::int_column;
 use crate::backend::cpu::scatter_rows::{scatter_add_rows_sorted, scatter_overwrite_rows, sort_by_row};
+use crate::backend::cuda;
 use crate::dtype::{dispatch_dtype, DType};
 use crate::error::{ensure, err, Result};
 use crate::lod_tensor::LoDTensor;
+use crate::place::Place;
 use crate::tensor::Tensor;
 
 /// How [`scatter_rows`] combines an update row with the output row it names.
@@ -39,14 +41,24 @@ pub enum ScatterMode {
 /// Errors: `InvalidArgument` for a 0-d `x`, an `index` that is not `[M]`/`[M, 1]`, `updates` of
 /// another dtype or not `[M, x.dims[1..]...]`, or inputs on different places; `OutOfRange` for an
 /// index outside `[0, N)` (naming its position and value); `Unsupported` for an `index` that is
-/// not int32/int64, bool with `Add`, or memory not on the host.
+/// not int32/int64, bool with `Add`, or a build without CUDA for inputs on a CUDA device.
+///
+/// On a CUDA device the result is the CPU's, bit for bit (each row's updates are added in the
+/// same order); `index` is copied to the host (validation and the plan of the device kernels:
+/// the last writer per row for `Overwrite`, the updates grouped by row for `Add`), then the
+/// device gathers or adds the rows in one launch.
 pub fn scatter_rows(x: &LoDTensor, index: &LoDTensor, updates: &LoDTensor, mode: ScatterMode) -> Result<LoDTensor> {
     let place = common_place(&[("x", x.tensor()), ("index", index.tensor()), ("updates", updates.tensor())])?;
     let (xt, ut) = (x.tensor(), updates.tensor());
     let rows = xt
         .rows()
         .map_err(|_| err!(InvalidArgument, "x: is 0-d; scatter_rows writes rows of x, so x needs rank >= 1"))?;
-    let index = int_column(index.tensor(), "index", None)?;
+    // On a device the index is copied to the host: every value is validated there, and the
+    // device plan (last writer per row, updates grouped by row) is made there.
+    let index = match place {
+        Place::Cpu => int_column(index.tensor(), "index", None)?,
+        Place::Cuda(_) => int_column(&cuda::copy_to_host(index.tensor())?, "index", None)?,
+    };
     let m = index.len();
     let (xd, ud) = (xt.dims().as_slice(), ut.dims().as_slice());
     ensure!(
@@ -74,7 +86,13 @@ pub fn scatter_rows(x: &LoDTensor, index: &LoDTensor, updates: &LoDTensor, mode:
             "index: index[{i}] = {v} is out of range [0, {rows}) of x's rows (negative indices are errors, not counted from the end)"
         );
     }
-    require_cpu(place, "scatter_rows")?;
+    if let Place::Cuda(_) = place {
+        let out = match mode {
+            ScatterMode::Overwrite => cuda::scatter_rows_overwrite(xt, &index, ut)?,
+            ScatterMode::Add => cuda::scatter_rows_add(xt, &index, ut)?,
+        };
+        return LoDTensor::new(out, x.lod().clone());
+    }
     let mut out = Tensor::zeros(xt.dtype(), *xt.dims())?;
     match mode {
         ScatterMode::Overwrite => {

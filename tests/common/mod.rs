@@ -1,6 +1,5 @@
-//! Support shared by the integration tests: a seeded generator, random multi-level LoDs, the
-//! thread-count determinism check, and the GPU tests' device checks. Each test crate uses part of
-//! it.
+//! Support shared by the integration tests: a seeded generator, random multi-level LoDs, and the
+//! thread-count determinism check. Each test crate uses part of it.
 #![allow(dead_code)]
 
 use lodtensor::backend::cpu::pool::set_num_threads;
@@ -56,54 +55,4 @@ pub fn with_1_and_4_threads<R>(run: impl Fn() -> R) -> (R, R) {
     let four = run();
     set_num_threads(0).unwrap();
     (one, four)
-}
-
-/// The device the GPU tests run on.
-pub const GPU: lodtensor::Place = lodtensor::Place::Cuda(0);
-
-/// Whether a CUDA device can be used; otherwise says that the test was skipped. With
-/// LODTENSOR_REQUIRE_GPU=1 (scripts/test-gpu.sh, and CI's emulator run) a missing device fails
-/// instead, so such a run cannot pass by skipping.
-pub fn gpu_or_skip() -> bool {
-    match lodtensor::cuda_device_count() {
-        Ok(_) => true,
-        Err(e) => {
-            assert!(
-                std::env::var("LODTENSOR_REQUIRE_GPU").map_or(true, |v| v != "1"),
-                "LODTENSOR_REQUIRE_GPU=1, but no usable CUDA device: {e}"
-            );
-            eprintln!("skipped: no usable CUDA device ({e})");
-            false
-        }
-    }
-}
-
-/// A copy of `t` on `GPU`.
-pub fn gpu(t: &lodtensor::LoDTensor) -> lodtensor::LoDTensor {
-    lodtensor::to_place(t, GPU).unwrap()
-}
-
-/// The bytes of `t`, wherever it is.
-pub fn tensor_bytes(t: &lodtensor::Tensor) -> Vec<u8> {
-    lodtensor::to_place(&lodtensor::LoDTensor::dense(t.clone()), lodtensor::Place::Cpu)
-        .unwrap()
-        .tensor()
-        .bytes()
-        .unwrap()
-        .to_vec()
-}
-
-/// The bytes of `t`'s elements, wherever they are.
-pub fn bytes_of(t: &lodtensor::LoDTensor) -> Vec<u8> {
-    tensor_bytes(t.tensor())
-}
-
-/// `got` is on `GPU` and equals `want` (a host result) in dims, dtype, LoD and every byte.
-#[track_caller]
-pub fn assert_same(got: &lodtensor::LoDTensor, want: &lodtensor::LoDTensor, what: &str) {
-    assert_eq!(got.tensor().place(), GPU, "{what}: result place");
-    assert_eq!(got.dims(), want.dims(), "{what}: dims");
-    assert_eq!(got.tensor().dtype(), want.tensor().dtype(), "{what}: dtype");
-    assert_eq!(got.lod(), want.lod(), "{what}: LoD");
-    assert!(bytes_of(got) == want.tensor().bytes().unwrap(), "{what}: data differs");
 }

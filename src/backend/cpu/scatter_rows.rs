@@ -30,6 +30,17 @@ fn vec_with_capacity<T>(n: usize, what: &str) -> Result<Vec<T>> {
     Ok(v)
 }
 
+impl ByRow {
+    /// Row r's positions are `order()[starts()[r]..starts()[r + 1]]`.
+    pub fn starts(&self) -> &[usize] {
+        &self.starts
+    }
+
+    pub fn order(&self) -> &[usize] {
+        &self.order
+    }
+}
+
 /// Counting sort of the positions of `index` by value (stable). Every value must be in
 /// `[0, rows)` (the caller checked).
 pub fn sort_by_row(index: &[i64], rows: usize) -> Result<ByRow> {
@@ -147,14 +158,21 @@ pub fn scatter_overwrite_rows(x: &[u8], updates: &[u8], row_bytes: usize, index:
     if row_bytes == 0 {
         return Ok(()); // nothing to write
     }
-    let rows = x.len() / row_bytes;
+    let blocks = overwrite_blocks(index, x.len() / row_bytes)?;
+    gather_blocks(&[x, updates], row_bytes, &blocks, out)
+}
+
+/// The rows of an overwrite's output, as runs of source rows: `(0, run)` rows of x, `(1, run)`
+/// rows of updates, in output order; row r comes from the last update naming it, else from x.
+/// Every index is in `[0, rows)` (the caller checked).
+pub fn overwrite_blocks(index: &[i64], rows: usize) -> Result<Vec<(usize, Range<usize>)>> {
     const NONE: usize = usize::MAX;
     let mut last = vec_with_capacity(rows, "last update per row")?;
     last.resize(rows, NONE);
     for (i, &r) in index.iter().enumerate() {
         last[r as usize] = i;
     }
-    // Block (0, rows) copies rows of x, (1, rows) rows of updates; runs become one block.
+    // Runs of consecutive source rows become one block.
     let mut blocks: Vec<(usize, Range<usize>)> = Vec::new();
     for (r, &i) in last.iter().enumerate() {
         let (src, row) = if i == NONE { (0, r) } else { (1, i) };
@@ -163,5 +181,5 @@ pub fn scatter_overwrite_rows(x: &[u8], updates: &[u8], row_bytes: usize, index:
             _ => blocks.push((src, row..row + 1)),
         }
     }
-    gather_blocks(&[x, updates], row_bytes, &blocks, out)
+    Ok(blocks)
 }

@@ -239,15 +239,3 @@ pub fn gather_tree(ids: &Tensor, parents: &Tensor, steps: usize, batch: usize, b
     let bad = copy_to_host(&bad)?.as_slice::<i32>()?[0];
     Ok(if bad == 0 { Some(out) } else { None })
 }
-
-/// Sums a float32 device tensor in block partial sums (discarded): one read of its bytes, the
-/// yardstick of the fused step's speed test.
-pub fn sum_f32(x: &Tensor) -> Result<()> {
-    let d = device_of(x, "sum_f32")?;
-    ensure!(x.dtype() == DType::F32, InvalidArgument, "x: dtype {}; sum_f32 reads float32", x.dtype());
-    let n = x.numel() as u64;
-    let blocks = blocks_for(n).min(1024);
-    let out = d.allocation(blocks as usize * 4)?;
-    let args = Args::new().ptr(x).arg(n).buf(&out);
-    launch(&d, "beam.cu", "sum_f32", [blocks, 1, 1], [256, 1, 1], args)
-}

@@ -77,6 +77,14 @@ mod beam;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 mod tensor_array;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
-pub use beam::{beam_step, fused_step, gather_tree, sum_f32, top_k, DeviceStep};
+pub use beam::{beam_step, fused_step, gather_tree, top_k, DeviceStep};
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 pub use tensor_array::{concat_outer, gather_sources, split_outer};
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+mod scatter_rows;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+pub use scatter_rows::{scatter_rows_add, scatter_rows_overwrite};
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+mod calibration;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+pub use calibration::read_bandwidth_probe;

@@ -41,10 +41,7 @@ pub fn gather_row_ranges(src: &Tensor, row_bytes: usize, ranges: &[Range<usize>]
     }
     let table = upload(&d, &table)?;
     let (src_ptr, dst_ptr) = (src.as_ptr() as u64, out.as_mut_ptr() as u64);
-    let word = [16usize, 8, 4, 2, 1]
-        .into_iter()
-        .find(|&w| row_bytes % w == 0 && src_ptr % w as u64 == 0 && dst_ptr % w as u64 == 0)
-        .expect("1 divides everything");
+    let word = super::seq_common::word_for(row_bytes, [src_ptr, dst_ptr]);
     let row_words = (row_bytes / word) as u64;
     let starts = table.as_ptr() as u64;
     let args = Args::new()

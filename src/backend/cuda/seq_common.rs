@@ -34,3 +34,12 @@ pub(crate) fn upload_offsets(d: &Arc<Device>, offsets: &[usize]) -> Result<Arc<A
     let table: Vec<i64> = offsets.iter().map(|&o| o as i64).collect();
     upload(d, &table)
 }
+
+/// The widest word (16, 8, 4, 2 or 1 bytes) dividing `row_bytes` and every address: the unit in
+/// which the row-movement kernels copy.
+pub(crate) fn word_for(row_bytes: usize, addrs: impl IntoIterator<Item = u64> + Clone) -> usize {
+    [16usize, 8, 4, 2, 1]
+        .into_iter()
+        .find(|&w| row_bytes % w == 0 && addrs.clone().into_iter().all(|a| a % w as u64 == 0))
+        .expect("1 divides everything")
+}

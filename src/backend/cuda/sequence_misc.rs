@@ -2,13 +2,13 @@
 //! sequence_enumerate, sequence_conv and the scatter-add of sequence_scatter. The ops validate;
 //! these upload the host tables (LoD offsets, ranges, groups) once per call and launch once.
 
-use super::device::{device, new_tensor, Device};
+use super::device::{new_tensor, Device};
 use super::launch::{launch, launch_1d, upload, Args, BLOCK};
+use super::seq_common::{device_of, upload_offsets, word_for};
 use crate::backend::cpu::sequence::ConvShape;
 use crate::dim::Dim;
 use crate::dtype::DType;
 use crate::error::{ensure, err, Result};
-use crate::place::Place;
 use crate::tensor::Tensor;
 use std::sync::Arc;
 
@@ -18,20 +18,8 @@ const FILE: &str = "sequence_misc.cu";
 /// searches each thread makes per tile are amortised over many elements.
 const TILE_ELEMS: u64 = 32 * BLOCK as u64;
 
-/// The device of `t`, which the op has checked to be on a CUDA place.
-fn device_of(t: &Tensor, what: &str) -> Result<Arc<Device>> {
-    match t.place() {
-        Place::Cuda(n) => device(n),
-        Place::Cpu => Err(err!(Internal, "{what}: the CUDA kernel got a tensor on the host")),
-    }
-}
-
 fn count_u32(n: usize, what: &str) -> Result<u32> {
     u32::try_from(n).map_err(|_| err!(Unsupported, "{what}: {n} sequences; the CUDA kernel takes up to 2^32 - 1"))
-}
-
-fn offsets_i64(offsets: &[usize]) -> Vec<i64> {
-    offsets.iter().map(|&o| o as i64).collect()
 }
 
 /// Launches a tile kernel over `rows` output rows of `row_elems` elements; `args` ends with the
@@ -40,14 +28,6 @@ fn launch_tiles(d: &Arc<Device>, function: &str, rows: u64, row_elems: u64, args
     let tile_rows = (TILE_ELEMS / row_elems.max(1)).max(1);
     let grid = rows.div_ceil(tile_rows).clamp(1, 1 << 16) as u32;
     launch(d, FILE, function, [grid, 1, 1], [BLOCK, 1, 1], args.arg(tile_rows))
-}
-
-/// The widest word (16, 8, 4, 2 or 1 bytes) dividing `row_bytes` and every address.
-fn word_for(row_bytes: usize, addrs: impl IntoIterator<Item = u64> + Clone) -> usize {
-    [16usize, 8, 4, 2, 1]
-        .into_iter()
-        .find(|&w| row_bytes % w == 0 && addrs.clone().into_iter().all(|a| a % w as u64 == 0))
-        .expect("1 divides everything")
 }
 
 /// sequence_concat on the device: output sequence `i` is sequence `i` of `srcs[0]`, then of
@@ -62,38 +42,21 @@ pub fn sequence_concat_rows(
 ) -> Result<Tensor> {
     let d = device_of(srcs[0], "sequence_concat")?;
     let mut out = new_tensor(&d, srcs[0].dtype(), dims)?;
-    let rows = *out_offsets.last().expect("offsets start with 0");
     if out.nbytes() == 0 {
         return Ok(out);
     }
     let sequences = out_offsets.len() - 1;
-    let num_ranges = count_u32(sequences * srcs.len(), "xs")?;
-    let dst = out.as_mut_ptr() as u64;
-    let word = word_for(row_bytes, srcs.iter().map(|s| s.as_ptr() as u64).chain([dst]));
-    // One table: the source address of each range, in output order, then the ranges' output
-    // row offsets (one more than the ranges).
+    // The ranges in output order: sequence i of source j, for each i, for each j.
     let mut addrs = Vec::with_capacity(sequences * srcs.len());
-    let mut dst_offsets = Vec::with_capacity(sequences * srcs.len() + 1);
-    dst_offsets.push(0u64);
+    let mut lens = Vec::with_capacity(sequences * srcs.len());
     for i in 0..sequences {
         for (src, offs) in srcs.iter().zip(offsets) {
             addrs.push(src.as_ptr() as u64 + (offs[i] * row_bytes) as u64);
-            let at = *dst_offsets.last().expect("starts with 0");
-            dst_offsets.push(at + (offs[i + 1] - offs[i]) as u64);
+            lens.push(offs[i + 1] - offs[i]);
         }
     }
-    addrs.extend(dst_offsets);
-    let table = upload(&d, &addrs)?;
-    let table_ptr = table.as_ptr() as u64;
-    let row_words = (row_bytes / word) as u64;
-    let args = Args::new()
-        .arg(dst)
-        .arg(row_words)
-        .arg(table_ptr)
-        .arg(table_ptr + 8 * num_ranges as u64)
-        .arg(num_ranges)
-        .arg(rows as u64);
-    launch_tiles(&d, &format!("sequence_concat_rows_{word}"), rows as u64, row_words, args)?;
+    let bases: Vec<u64> = srcs.iter().map(|s| s.as_ptr() as u64).collect();
+    gather_ranges_from(&d, &mut out, row_bytes, &bases, addrs, &lens, "xs")?;
     Ok(out)
 }
 
@@ -110,11 +73,60 @@ pub fn sequence_reverse_rows(src: &Tensor, offsets: &[usize]) -> Result<Tensor> 
     let row_bytes = src.row_bytes();
     let (s, dst) = (src.as_ptr() as u64, out.as_mut_ptr() as u64);
     let word = word_for(row_bytes, [s, dst]);
-    let table = upload(&d, &offsets_i64(offsets))?;
+    let table = upload_offsets(&d, offsets)?;
     let row_words = (row_bytes / word) as u64;
     let args = Args::new().arg(s).arg(dst).arg(row_words).buf(&table).arg(num_seqs).arg(rows as u64);
     launch_tiles(&d, &format!("sequence_reverse_rows_{word}"), rows as u64, row_words, args)?;
     Ok(out)
+}
+
+/// Fills `out` (`rows` rows of `row_bytes` bytes, the sum of `lens`) with ranges of rows from
+/// anywhere on its device: range k is `lens[k]` rows starting at device address `addrs[k]`, in
+/// output order. `bases` are the source tensors' addresses (the word size must divide them: every
+/// address is a base plus whole rows). One launch of the concat kernel; one table upload.
+pub(crate) fn gather_ranges_from(
+    d: &Arc<Device>,
+    out: &mut Tensor,
+    row_bytes: usize,
+    bases: &[u64],
+    addrs: Vec<u64>,
+    lens: &[usize],
+    what: &str,
+) -> Result<()> {
+    let rows: usize = lens.iter().sum();
+    ensure!(
+        rows * row_bytes == out.nbytes(),
+        Internal,
+        "{what}: {rows} rows of {row_bytes} bytes do not fill {} bytes",
+        out.nbytes()
+    );
+    if out.nbytes() == 0 {
+        return Ok(());
+    }
+    let num_ranges = count_u32(lens.len(), what)?;
+    let dst = out.as_mut_ptr() as u64;
+    let word = word_for(row_bytes, bases.iter().copied().chain([dst]));
+    // One table: the source address of each range, then the ranges' output row offsets (one
+    // more than the ranges).
+    let mut table = addrs;
+    table.reserve(lens.len() + 1);
+    let mut at = 0u64;
+    table.push(0);
+    for &n in lens {
+        at += n as u64;
+        table.push(at);
+    }
+    let table = upload(d, &table)?;
+    let table_ptr = table.as_ptr() as u64;
+    let row_words = (row_bytes / word) as u64;
+    let args = Args::new()
+        .arg(dst)
+        .arg(row_words)
+        .arg(table_ptr)
+        .arg(table_ptr + 8 * num_ranges as u64)
+        .arg(num_ranges)
+        .arg(rows as u64);
+    launch_tiles(d, &format!("sequence_concat_rows_{word}"), rows as u64, row_words, args)
 }
 
 /// The kernel-name suffix of a computing dtype.
@@ -158,7 +170,7 @@ pub fn sequence_enumerate(x: &Tensor, offsets: &[usize], win: usize, pad: i64) -
         return Ok(out);
     }
     let num_seqs = count_u32(offsets.len() - 1, "x")?;
-    let table = upload(&d, &offsets_i64(offsets))?;
+    let table = upload_offsets(&d, offsets)?;
     let args = Args::new()
         .ptr(x)
         .arg(out.as_mut_ptr() as u64)
@@ -189,7 +201,7 @@ pub fn sequence_conv(
     let num_seqs = count_u32(offsets.len() - 1, "x")?;
     // Rows of no columns contribute nothing, however long the context (as on the CPU).
     let context_length = if s.width == 0 { 0 } else { s.context_length };
-    let table = upload(&d, &offsets_i64(offsets))?;
+    let table = upload_offsets(&d, offsets)?;
     let args = Args::new()
         .ptr(x)
         .ptr(filter)
@@ -244,11 +256,30 @@ pub fn sequence_scatter_add(
         }
     }
     bounds.push(m as i64);
+    scatter_add_groups(&d, out, updates, 1, targets, &bounds, &order)
+}
+
+/// Adds rows of `updates` to rows of `out` (both of `width` elements, on `d`): group g adds
+/// update rows `order[q]`, `q` in `bounds[g]..bounds[g + 1]`, in that order, to row `targets[g]`
+/// (targets distinct). One launch, one thread per element of the target rows; one table upload.
+pub(crate) fn scatter_add_groups(
+    d: &Arc<Device>,
+    out: &mut Tensor,
+    updates: &Tensor,
+    width: usize,
+    targets: Vec<i64>,
+    bounds: &[i64],
+    order: &[i64],
+) -> Result<()> {
     let groups = targets.len() as u64;
+    ensure!(bounds.len() as u64 == groups + 1, Internal, "scatter-add: {groups} groups, {} bounds", bounds.len());
+    if groups == 0 || width == 0 {
+        return Ok(());
+    }
     let mut table = targets;
-    table.extend(bounds);
-    table.extend(order);
-    let table = upload(&d, &table)?;
+    table.extend_from_slice(bounds);
+    table.extend_from_slice(order);
+    let table = upload(d, &table)?;
     let t = table.as_ptr() as u64;
     let args = Args::new()
         .arg(out.as_mut_ptr() as u64)
@@ -256,6 +287,8 @@ pub fn sequence_scatter_add(
         .arg(t)
         .arg(t + 8 * groups)
         .arg(t + 8 * (2 * groups + 1))
-        .arg(groups);
-    launch_1d(&d, FILE, &format!("sequence_scatter_{}", dtype_suffix(out.dtype())?), groups, args)
+        .arg(groups)
+        .arg(width as u64);
+    let name = format!("sequence_scatter_{}", dtype_suffix(out.dtype())?);
+    launch_1d(d, FILE, &name, groups * width as u64, args)
 }

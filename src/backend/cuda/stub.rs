@@ -223,12 +223,6 @@ pub fn gather_tree(
 ) -> Result<Option<Tensor>> {
     Err(missing("beam_search_gather_tree"))
 }
-
-/// One read of a float32 device tensor (the fused step's speed yardstick).
-pub fn sum_f32(_x: &Tensor) -> Result<()> {
-    Err(missing("sum_f32"))
-}
-
 /// Row blocks of several device tensors gathered into a new one.
 pub fn gather_sources(
     _srcs: &[&Tensor],
@@ -254,4 +248,19 @@ pub fn concat_outer(
 /// A device tensor split into equal pieces along an axis.
 pub fn split_outer(_x: &Tensor, _inner: usize, _n: usize, _outer: usize, _part_dims: Dim) -> Result<Vec<Tensor>> {
     Err(missing("unstack"))
+}
+
+/// `scatter_rows` (overwrite) on a CUDA device.
+pub fn scatter_rows_overwrite(x: &Tensor, _index: &[i64], _updates: &Tensor) -> Result<Tensor> {
+    copy_to_host(x)
+}
+
+/// `scatter_rows` (add) on a CUDA device.
+pub fn scatter_rows_add(x: &Tensor, _index: &[i64], _updates: &Tensor) -> Result<Tensor> {
+    copy_to_host(x)
+}
+
+/// The GPU benchmark's read calibration on a CUDA device.
+pub fn read_bandwidth_probe(t: &Tensor) -> Result<()> {
+    copy_to_host(t).map(drop)
 }

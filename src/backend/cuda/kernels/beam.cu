@@ -421,21 +421,3 @@ static __device__ void gather_tree(const T *ids, const T *parents, u64 steps, u6
 LODTENSOR_GATHER_TREE(gather_tree_i32, i32)
 LODTENSOR_GATHER_TREE(gather_tree_i64, i64)
 
-// ---- the speed test's yardstick: one read of n floats -------------------------------------------
-
-// Block sums in `out[blockIdx.x]` (atomics-free; the test only times it).
-extern "C" __global__ void sum_f32(const float *x, u64 n, float *out) {
-  __shared__ float part[256];
-  float acc = 0.0f;
-  const u64 stride = (u64)gridDim.x * blockDim.x;
-  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) acc += x[i];
-  part[threadIdx.x] = acc;
-  __syncthreads();
-  for (u32 s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) out[blockIdx.x] = part[0];
-}
-LODTENSOR_EXPORT_SYNC(sum_f32)
-

@@ -44,58 +44,6 @@ __device__ __forceinline__ u32 last_at_or_below(const i64 *__restrict__ offsets,
 
 struct __align__(16) misc_word16 { u64 a, b; };
 
-// ---- 16-bit floats, kept as their bits; the conversions of the `half` crate the CPU path uses
-// (round to nearest even, NaN kept quiet with its high payload bits).
-struct f16_bits { u16 v; };
-struct bf16_bits { u16 v; };
-
-__device__ __forceinline__ float f16_to_f32(u16 h) {
-  const u32 sign = (u32)(h & 0x8000u) << 16;
-  const u32 exp = (h >> 10) & 0x1fu;
-  u32 man = h & 0x3ffu;
-  if (exp == 0x1fu) return __uint_as_float(sign | 0x7f800000u | (man << 13));
-  if (exp == 0) {
-    if (man == 0) return __uint_as_float(sign);
-    // A subnormal: shift the mantissa up until its leading 1 is the hidden bit.
-    int e = -1;
-    do {
-      e++;
-      man <<= 1;
-    } while ((man & 0x400u) == 0);
-    return __uint_as_float(sign | ((u32)(127 - 15 - e) << 23) | ((man & 0x3ffu) << 13));
-  }
-  return __uint_as_float(sign | ((exp + 127 - 15) << 23) | (man << 13));
-}
-
-__device__ __forceinline__ u16 f32_to_f16(float f) {
-  const u32 x = __float_as_uint(f);
-  const u32 sign = x & 0x80000000u, exp = x & 0x7f800000u, man = x & 0x007fffffu;
-  if (exp == 0x7f800000u) return (u16)((sign >> 16) | 0x7c00u | (man ? 0x0200u : 0u) | (man >> 13));
-  const u32 half_sign = sign >> 16;
-  const int half_exp = (int)(exp >> 23) - 127 + 15;
-  if (half_exp >= 0x1f) return (u16)(half_sign | 0x7c00u);
-  if (half_exp <= 0) {
-    if (14 - half_exp > 24) return (u16)half_sign;
-    const u32 m = man | 0x00800000u;
-    u32 half_man = m >> (14 - half_exp);
-    const u32 round_bit = 1u << (13 - half_exp);
-    if ((m & round_bit) != 0 && (m & (3 * round_bit - 1)) != 0) half_man++;
-    return (u16)(half_sign | half_man);
-  }
-  const u32 bits = half_sign | ((u32)half_exp << 10) | (man >> 13);
-  const u32 round_bit = 0x1000u;
-  return (u16)(((man & round_bit) != 0 && (man & (3 * round_bit - 1)) != 0) ? bits + 1 : bits);
-}
-
-__device__ __forceinline__ float bf16_to_f32(u16 h) { return __uint_as_float((u32)h << 16); }
-
-__device__ __forceinline__ u16 f32_to_bf16(float f) {
-  const u32 x = __float_as_uint(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (u16)((x >> 16) | 0x0040u);
-  const u32 round_bit = 0x8000u;
-  return (u16)(((x & round_bit) != 0 && (x & (3 * round_bit - 1)) != 0) ? (x >> 16) + 1 : (x >> 16));
-}
-
 // ---- Row movement. Rows are moved in words of W bytes (the host picks the widest word that
 // divides the row size and every address involved).
 
@@ -154,16 +102,7 @@ LODTENSOR_EXPORT(sequence_reverse_rows_16)
 // ---- sequence_mask: out[i * maxlen + j] = (j < x[i]) ? one : zero, compared in double as the
 // CPU does ((j as f64) < x.to_f64()). `one` and `zero` are the output dtype's bit patterns (the
 // host converts 1 and 0 with the CPU's rules), so one kernel per output width serves every dtype.
-
-__device__ __forceinline__ double as_double(u8 v) { return (double)v; }
-__device__ __forceinline__ double as_double(signed char v) { return (double)v; }
-__device__ __forceinline__ double as_double(short v) { return (double)v; }
-__device__ __forceinline__ double as_double(i32 v) { return (double)v; }
-__device__ __forceinline__ double as_double(i64 v) { return (double)v; }
-__device__ __forceinline__ double as_double(float v) { return (double)v; }
-__device__ __forceinline__ double as_double(double v) { return v; }
-__device__ __forceinline__ double as_double(f16_bits v) { return (double)f16_to_f32(v.v); }
-__device__ __forceinline__ double as_double(bf16_bits v) { return (double)bf16_to_f32(v.v); }
+// x[r] is read as the CPU's value (lt_value: the same f64 for every number a comparison can see).
 
 template <typename X, typename D>
 __device__ void sequence_mask(const X *__restrict__ x, D *__restrict__ out, u64 maxlen, u64 total, D one,
@@ -172,7 +111,7 @@ __device__ void sequence_mask(const X *__restrict__ x, D *__restrict__ out, u64 
   for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
     const u64 r = i / maxlen;
     const u64 j = i - r * maxlen;
-    out[i] = (double)j < as_double(x[r]) ? one : zero;
+    out[i] = (double)j < (double)lt_value(x[r]) ? one : zero;
   }
 }
 
@@ -194,8 +133,8 @@ LODTENSOR_MASK_ALL_OUT(signed char, i8)
 LODTENSOR_MASK_ALL_OUT(short, i16)
 LODTENSOR_MASK_ALL_OUT(i32, i32)
 LODTENSOR_MASK_ALL_OUT(i64, i64)
-LODTENSOR_MASK_ALL_OUT(f16_bits, f16)
-LODTENSOR_MASK_ALL_OUT(bf16_bits, bf16)
+LODTENSOR_MASK_ALL_OUT(f16_t, f16)
+LODTENSOR_MASK_ALL_OUT(bf16_t, bf16)
 LODTENSOR_MASK_ALL_OUT(float, f32)
 LODTENSOR_MASK_ALL_OUT(double, f64)
 
@@ -268,10 +207,13 @@ __device__ void sequence_conv(const T *__restrict__ x, const T *__restrict__ fil
 LODTENSOR_CONV(float, f32)
 LODTENSOR_CONV(double, f64)
 
-// ---- sequence_scatter: the host groups the ids by target element (row i of x, column id),
-// keeping id order within a group; one thread per group adds the group's updates in that order.
-// Each element is written by one thread, in the CPU's order: the results are the CPU's exactly
-// (integers wrap; 16-bit floats add in float and round once per add, as `Scalar::add` does).
+// ---- The scatter-add of sequence_scatter and of scatter_rows (ADD): the host groups the
+// updates by target row (of `width` elements; sequence_scatter's rows are single elements),
+// keeping update order within a group; the thread owning element c of group g's target row adds
+// the group's updates' elements c in that order. Each element is written by one thread, in the
+// CPU's order: the results are the CPU's exactly (integers wrap; 16-bit floats add in float and
+// round once per add, as `Scalar::add` does, with common.cuh's conversions). Consecutive threads
+// take consecutive elements of a row, so wide rows are read and written coalesced.
 __device__ __forceinline__ u8 scatter_add(u8 a, u8 b) { return (u8)(a + b); }
 __device__ __forceinline__ signed char scatter_add(signed char a, signed char b) {
   return (signed char)(u8)((u8)a + (u8)b);
@@ -281,33 +223,40 @@ __device__ __forceinline__ i32 scatter_add(i32 a, i32 b) { return (i32)((u32)a +
 __device__ __forceinline__ i64 scatter_add(i64 a, i64 b) { return (i64)((u64)a + (u64)b); }
 __device__ __forceinline__ float scatter_add(float a, float b) { return __fadd_rn(a, b); }
 __device__ __forceinline__ double scatter_add(double a, double b) { return __dadd_rn(a, b); }
-__device__ __forceinline__ f16_bits scatter_add(f16_bits a, f16_bits b) {
-  f16_bits r;
-  r.v = f32_to_f16(__fadd_rn(f16_to_f32(a.v), f16_to_f32(b.v)));
+__device__ __forceinline__ f16_t scatter_add(f16_t a, f16_t b) {
+  f16_t r;
+  r.bits = lt_f32_to_f16(__fadd_rn(lt_f16_to_f32(a.bits), lt_f16_to_f32(b.bits)));
   return r;
 }
-__device__ __forceinline__ bf16_bits scatter_add(bf16_bits a, bf16_bits b) {
-  bf16_bits r;
-  r.v = f32_to_bf16(__fadd_rn(bf16_to_f32(a.v), bf16_to_f32(b.v)));
+__device__ __forceinline__ bf16_t scatter_add(bf16_t a, bf16_t b) {
+  bf16_t r;
+  r.bits = lt_f32_to_bf16(__fadd_rn(lt_bf16_to_f32(a.bits), lt_bf16_to_f32(b.bits)));
   return r;
 }
 
-// Group g adds updates[order[q]] for q in [bounds[g], bounds[g+1]) to out[targets[g]].
+// Group g adds rows order[q] of `updates`, for q in [bounds[g], bounds[g+1]), to row targets[g]
+// of `out` (rows of `width` elements).
 template <typename T>
 __device__ void sequence_scatter(T *__restrict__ out, const T *__restrict__ updates, const i64 *__restrict__ targets,
-                                 const i64 *__restrict__ bounds, const i64 *__restrict__ order, u64 groups) {
+                                 const i64 *__restrict__ bounds, const i64 *__restrict__ order, u64 groups,
+                                 u64 width) {
+  const u64 total = groups * width;
   const u64 stride = (u64)gridDim.x * blockDim.x;
-  for (u64 g = (u64)blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += stride) {
-    T acc = out[targets[g]];
-    for (i64 q = bounds[g]; q < bounds[g + 1]; q++) acc = scatter_add(acc, updates[order[q]]);
-    out[targets[g]] = acc;
+  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const u64 g = i / width;
+    const u64 c = i - g * width;
+    T *o = out + (u64)targets[g] * width + c;
+    T acc = *o;
+    for (i64 q = bounds[g]; q < bounds[g + 1]; q++) acc = scatter_add(acc, updates[(u64)order[q] * width + c]);
+    *o = acc;
   }
 }
 
 #define LODTENSOR_SCATTER(T, NAME)                                                                 \
   extern "C" __global__ void sequence_scatter_##NAME(T *out, const T *updates, const i64 *targets, \
-                                                     const i64 *bounds, const i64 *order, u64 groups) { \
-    sequence_scatter<T>(out, updates, targets, bounds, order, groups);                               \
+                                                     const i64 *bounds, const i64 *order, u64 groups, \
+                                                     u64 width) {                                  \
+    sequence_scatter<T>(out, updates, targets, bounds, order, groups, width);                        \
   }                                                                                                \
   LODTENSOR_EXPORT(sequence_scatter_##NAME)
 
@@ -316,7 +265,7 @@ LODTENSOR_SCATTER(signed char, i8)
 LODTENSOR_SCATTER(short, i16)
 LODTENSOR_SCATTER(i32, i32)
 LODTENSOR_SCATTER(i64, i64)
-LODTENSOR_SCATTER(f16_bits, f16)
-LODTENSOR_SCATTER(bf16_bits, bf16)
+LODTENSOR_SCATTER(f16_t, f16)
+LODTENSOR_SCATTER(bf16_t, bf16)
 LODTENSOR_SCATTER(float, f32)
 LODTENSOR_SCATTER(double, f64)

@@ -1,0 +1,117 @@
+//! The operator benchmark on a CUDA device: the cases of benches/ops.rs (benches/common), their
+//! inputs moved to cuda:0 with `to_place`, each op timed with `synchronize(cuda:0)` before and
+//! after it, against a calibration on the same device of the same traffic, interleaved with it
+//! (op, calibration, op, ...) so both see the same conditions. Not part of `cargo test` or CI.
+//!
+//!   cargo bench --features cuda --bench gpu              # every case, markdown table
+//!   cargo bench --features cuda --bench gpu -- pool      # only cases whose name contains "pool"
+//!   BENCH_REPS=5 BENCH_SMALL=1 ...                       # fewer runs / every case 16x smaller
+//!
+//! It also builds with `cuda-emulator` (numbers meaningless there: an end-to-end check of every
+//! case, with BENCH_SMALL=1) and without either feature; with no usable device it prints "no CUDA
+//! device: nothing measured" and exits 0.
+//!
+//! A case's GB/s is `(read + write) / median time`, its minimum traffic as in ops.rs. Calibrations:
+//! - copy (every case whose CPU calibration moves bytes: copy, row gather, plain loop): `to_place`
+//!   of a device tensor of the output's size onto its own device, a device-to-device copy into a
+//!   fresh allocation, as an op's output is: GB/s = `2 x write / time`.
+//! - read (the CPU's `sum`: pooling, the beam step): `read_bandwidth_probe` over a device tensor
+//!   of the input's size, a read-only sum kernel: GB/s = `read / time`.
+//!
+//! The ratio is op GB/s / calibration GB/s, taken per pair of adjacent runs, then the median.
+//! Times include what the op does on the host (validation, planning, table uploads), as a caller
+//! sees it. An op without a CUDA path in this build is listed with its error, not measured.
+
+mod common;
+
+use common::{cases, Calib, Case};
+use lodtensor::backend::cuda::read_bandwidth_probe;
+use lodtensor::{cuda_device_count, synchronize, to_place, DType, Dim, LoDTensor, Place, Tensor};
+use std::time::{Duration, Instant};
+
+const GPU: Place = Place::Cuda(0);
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// `f` timed between two synchronizations of the device.
+fn timed(f: impl FnOnce() -> lodtensor::Result<()>) -> lodtensor::Result<Duration> {
+    synchronize(GPU)?;
+    let t = Instant::now();
+    f()?;
+    synchronize(GPU)?;
+    Ok(t.elapsed())
+}
+
+/// A device tensor of `bytes` bytes (u8), zeros.
+fn device_bytes(bytes: usize) -> lodtensor::Result<LoDTensor> {
+    to_place(&LoDTensor::dense(Tensor::zeros(DType::U8, Dim::new(&[bytes])?)?), GPU)
+}
+
+struct Row {
+    op_ms: f64,
+    op_gbs: f64,
+    ceil_gbs: f64,
+    ratio: f64,
+}
+
+fn measure(c: &Case, reps: usize) -> lodtensor::Result<Row> {
+    let read_probe = matches!(c.calib, Calib::Sum);
+    let cal_bytes = if read_probe { c.read } else { 2 * c.write };
+    let source = device_bytes(if read_probe { c.read } else { c.write })?;
+    let calibrate = || -> lodtensor::Result<()> {
+        if read_probe {
+            read_bandwidth_probe(source.tensor())
+        } else {
+            to_place(&source, GPU).map(drop)
+        }
+    };
+    let warmup = 3;
+    let (mut t_op, mut ratios) = (vec![], vec![]);
+    for rep in 0..warmup + reps {
+        let op = timed(|| (c.op)())?.as_secs_f64();
+        let cal = timed(calibrate)?.as_secs_f64();
+        if rep >= warmup {
+            t_op.push(op);
+            ratios.push(cal / op * (c.read + c.write) as f64 / cal_bytes as f64);
+        }
+    }
+    let op = median(t_op);
+    let op_gbs = (c.read + c.write) as f64 / op / 1e9;
+    let ratio = median(ratios);
+    Ok(Row { op_ms: op * 1e3, op_gbs, ceil_gbs: op_gbs / ratio, ratio })
+}
+
+fn main() {
+    let count = match cuda_device_count() {
+        Ok(n) if n > 0 => n,
+        _ => {
+            println!("no CUDA device: nothing measured");
+            return;
+        }
+    };
+    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let reps: usize = std::env::var("BENCH_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
+    let small = std::env::var("BENCH_SMALL").is_ok_and(|v| v == "1");
+    println!(
+        "device: cuda:0 of {count}; {reps} timed runs after 3 warm-ups, medians{}; ceiling: a device copy \
+         (2 x output bytes), or a device read of the input (pool, beam step)",
+        if small { "; BENCH_SMALL (16x smaller cases)" } else { "" }
+    );
+    println!();
+    println!("| case | median ms | GB/s | ceiling GB/s | ratio |");
+    println!("|---|---:|---:|---:|---:|");
+    let on = |t: LoDTensor| to_place(&t, GPU).expect("inputs to cuda:0");
+    let cases: Vec<Case> = cases(&on, small)
+        .into_iter()
+        .filter(|c| filter.is_empty() || filter.iter().any(|f| c.name.contains(f.as_str())))
+        .collect();
+    for c in &cases {
+        match measure(c, reps) {
+            Ok(r) => println!("| {} | {:.3} | {:.1} | {:.1} | {:.2} |", c.name, r.op_ms, r.op_gbs, r.ceil_gbs, r.ratio),
+            Err(e) => println!("| {} | not run: {e} | - | - | - |", c.name),
+        }
+    }
+}
