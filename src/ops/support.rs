@@ -1,6 +1,5 @@
-//! Helpers shared by the operators: the place a kernel exists for, the shapes of index and
-//! offset inputs, the LoD levels an op reads, the one-level LoD of an output, and "new tensor =
-//! these row ranges of x".
+//! Helpers shared by the operators: the shapes of index and offset inputs, the LoD levels an op
+//! reads, the one-level LoD of an output, and "new tensor = these row ranges of x".
 
 use crate::backend::cpu::rows::gather_row_ranges;
 use crate::dim::Dim;
@@ -9,20 +8,6 @@ use crate::lod_tensor::LoDTensor;
 use crate::place::Place;
 use crate::tensor::Tensor;
 use std::ops::Range;
-
-// Ops without a kernel for a place answer `Unsupported` naming the op: never a silent copy.
-
-/// `Ok` for host memory; for a CUDA place the backend's own error (a build without CUDA), else
-/// `Unsupported` naming `op`.
-pub(crate) fn require_cpu(place: Place, op: &str) -> Result<()> {
-    match place {
-        Place::Cpu => Ok(()),
-        Place::Cuda(n) => {
-            crate::backend::cuda::ensure_device(n)?;
-            Err(err!(Unsupported, "{op}: the inputs are on {place}; this op has a CPU kernel only"))
-        }
-    }
-}
 
 /// The output LoD of an op whose result is one level of `lengths`. Zero sequences give no LoD:
 /// `[0]` is not a valid top level, so such a result is a plain (0-row) tensor.
@@ -40,8 +25,7 @@ pub(crate) fn one_level_from_lengths(lengths: impl IntoIterator<Item = usize>) -
 
 /// A new tensor of `dims` on `src`'s place (same dtype as `src`) whose rows are `ranges[0]`, `ranges[1]`, ...
 /// of `src` viewed as rows of `row_bytes` bytes. The ranges must fit in `src` (callers validate).
-/// On a CUDA place this is the device's row-range gather (one launch), so every op built on it
-/// runs there too once it stops calling `require_cpu`.
+/// On a CUDA place this is the device's row-range gather (one launch).
 pub(crate) fn gather_into_new(src: &Tensor, row_bytes: usize, ranges: &[Range<usize>], dims: Dim) -> Result<Tensor> {
     if let Place::Cuda(_) = src.place() {
         return crate::backend::cuda::gather_row_ranges(src, row_bytes, ranges, dims);
