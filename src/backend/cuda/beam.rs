@@ -1,7 +1,7 @@
 //! Launchers of `kernels/beam.cu`: top-k, the fused and Paddle beam-search steps, gather_tree.
 
 use super::device::{copy_to_host, device, new_tensor, Device};
-use super::launch::{blocks_for, launch, launch_1d, upload, Args};
+use super::launch::{launch, launch_1d, upload, Args};
 use crate::dim::Dim;
 use crate::dtype::DType;
 use crate::error::{ensure, err, Result};
