@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <lodtensor.h>
 
@@ -169,6 +170,28 @@ static inline const void *fx_data(const lodtensor_t *t) {
     const void *p = NULL;
     CHECK_OK(lodtensor_data(t, &p));
     return p;
+}
+
+/* A host tensor of `ndim` dims holding a copy of `data`, with up to 2 LoD levels given as offsets
+ * (l0 may be NULL for no LoD; l1 NULL for one level). Aborts the test on failure. */
+static inline lodtensor_t *fx_make(lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim, const void *data,
+                                   const size_t *l0, size_t n0, const size_t *l1, size_t n1) {
+    size_t numel = 1, i, sizes[2], lod[64], levels = 0;
+    lodtensor_t *t = NULL;
+    for (i = 0; i < ndim; ++i) numel *= (size_t)dims[i];
+    if (l0 != NULL) {
+        sizes[levels++] = n0;
+        memcpy(lod, l0, n0 * sizeof(size_t));
+    }
+    if (l1 != NULL) {
+        sizes[levels++] = n1;
+        memcpy(lod + n0, l1, n1 * sizeof(size_t));
+    }
+    if (!CHECK_OK(lodtensor_create(dtype, dims, ndim, data, numel * dtype.bits / 8, LODTENSOR_LOD_OFFSETS, sizes,
+                                   levels, lod, n0 + n1, &t))) {
+        exit(1);
+    }
+    return t;
 }
 
 #endif /* LODTENSOR_CAPI_TESTS_FIXTURES_H */

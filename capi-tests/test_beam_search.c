@@ -20,28 +20,6 @@ static const lodtensor_dtype_t I32 = {LODTENSOR_DTYPE_CODE_INT, 32, 1};
 static const lodtensor_dtype_t I8 = {LODTENSOR_DTYPE_CODE_INT, 8, 1};
 static const lodtensor_dtype_t BOOL = {LODTENSOR_DTYPE_CODE_BOOL, 8, 1};
 
-/* A host tensor of `ndim` dims holding a copy of `data`, with up to 2 LoD levels given as offsets
- * (l0 may be NULL for no LoD; l1 NULL for one level). Aborts the test on failure. */
-static lodtensor_t *mk(lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim, const void *data,
-                       const size_t *l0, size_t n0, const size_t *l1, size_t n1) {
-    size_t numel = 1, i, sizes[2], lod[64], levels = 0;
-    lodtensor_t *t = NULL;
-    for (i = 0; i < ndim; ++i) numel *= (size_t)dims[i];
-    if (l0 != NULL) {
-        sizes[levels++] = n0;
-        memcpy(lod, l0, n0 * sizeof(size_t));
-    }
-    if (l1 != NULL) {
-        sizes[levels++] = n1;
-        memcpy(lod + n0, l1, n1 * sizeof(size_t));
-    }
-    if (!CHECK_OK(lodtensor_create(dtype, dims, ndim, data, numel * dtype.bits / 8, LODTENSOR_LOD_OFFSETS, sizes,
-                                   levels, lod, n0 + n1, &t))) {
-        exit(1);
-    }
-    return t;
-}
-
 static size_t numel_of(const lodtensor_t *t) {
     size_t n = 0;
     CHECK_OK(lodtensor_numel(t, &n));
@@ -71,7 +49,7 @@ static void test_topk(void) {
     const int64_t want_small_idx[4] = {0, 1, 0, 2};
     const size_t l0[2] = {0, 2};
     const uint8_t b[8] = {0};
-    lodtensor_t *t = mk(F32, dims, 2, x, l0, 2, NULL, 0), *bt = mk(BOOL, dims, 2, b, NULL, 0, NULL, 0);
+    lodtensor_t *t = fx_make(F32, dims, 2, x, l0, 2, NULL, 0), *bt = fx_make(BOOL, dims, 2, b, NULL, 0, NULL, 0);
     lodtensor_t *v = fx_sentinel(), *i = fx_sentinel();
     if (CHECK_OK(lodtensor_topk(t, 2, true, &v, &i))) {
         near_f32(v, want_val, 4);
@@ -95,7 +73,7 @@ static void test_topk(void) {
     CHECK_STATUS_MSG(lodtensor_topk(t, 5, true, &v, &i), LODTENSOR_INVALID_ARGUMENT, "k");
     CHECK_STATUS_MSG(lodtensor_topk(bt, 1, true, &v, &i), LODTENSOR_UNSUPPORTED, "x");
     {
-        lodtensor_t *scalar = mk(F32, NULL, 0, x, NULL, 0, NULL, 0);
+        lodtensor_t *scalar = fx_make(F32, NULL, 0, x, NULL, 0, NULL, 0);
         CHECK_STATUS_MSG(lodtensor_topk(scalar, 1, true, &v, &i), LODTENSOR_INVALID_ARGUMENT, "0-d");
         lodtensor_destroy(scalar);
     }
@@ -113,10 +91,10 @@ static void test_step(void) {
     const float want_sc[4] = {0.9f, 1.2f, 0.7f, 0.6f};
     const int32_t want_parent[4] = {0, 1, 3, 3};
     const int32_t pre32[4] = {1, 0, 0, 4};
-    lodtensor_t *p = mk(I64, d4, 1, pre, NULL, 0, NULL, 0), *ps = mk(F32, d4, 1, pre_s, NULL, 0, NULL, 0);
-    lodtensor_t *ci = mk(I64, d42, 2, ids, l0, 3, l1, 5), *cs = mk(F32, d42, 2, sc, l0, 3, l1, 5);
-    lodtensor_t *one = mk(F32, d42, 2, sc, l0, 3, NULL, 0), *p3 = mk(I64, d3, 1, pre, NULL, 0, NULL, 0);
-    lodtensor_t *p32 = mk(I32, d4, 1, pre32, NULL, 0, NULL, 0);
+    lodtensor_t *p = fx_make(I64, d4, 1, pre, NULL, 0, NULL, 0), *ps = fx_make(F32, d4, 1, pre_s, NULL, 0, NULL, 0);
+    lodtensor_t *ci = fx_make(I64, d42, 2, ids, l0, 3, l1, 5), *cs = fx_make(F32, d42, 2, sc, l0, 3, l1, 5);
+    lodtensor_t *one = fx_make(F32, d42, 2, sc, l0, 3, NULL, 0), *p3 = fx_make(I64, d3, 1, pre, NULL, 0, NULL, 0);
+    lodtensor_t *p32 = fx_make(I32, d4, 1, pre32, NULL, 0, NULL, 0);
     lodtensor_t *si = fx_sentinel(), *ss = fx_sentinel(), *pi = fx_sentinel();
     if (CHECK_OK(beam_search_step(p, ps, ci, cs, 0, 2, 0, true, &si, &ss, &pi))) {
         same_i64(si, want_ids, 4);
@@ -154,8 +132,8 @@ static void test_step(void) {
     {
         const double ps64[4] = {0.1, 1.2, 0.5, 0.4};
         const float sc0 = 0.5f;
-        lodtensor_t *pd = mk(F64, d4, 1, ps64, NULL, 0, NULL, 0), *ics = mk(I64, d42, 2, ids, l0, 3, l1, 5);
-        lodtensor_t *ip = mk(I64, d4, 1, pre, NULL, 0, NULL, 0), *s0 = mk(F32, NULL, 0, &sc0, NULL, 0, NULL, 0);
+        lodtensor_t *pd = fx_make(F64, d4, 1, ps64, NULL, 0, NULL, 0), *ics = fx_make(I64, d42, 2, ids, l0, 3, l1, 5);
+        lodtensor_t *ip = fx_make(I64, d4, 1, pre, NULL, 0, NULL, 0), *s0 = fx_make(F32, NULL, 0, &sc0, NULL, 0, NULL, 0);
         CHECK_STATUS_MSG(beam_search_step(p, pd, ci, cs, 0, 2, 0, true, &si, &ss, &pi), LODTENSOR_INVALID_ARGUMENT,
                          "pre_scores");
         CHECK_STATUS_MSG(beam_search_step(p, ip, NULL, ics, 0, 2, 0, true, &si, &ss, &pi), LODTENSOR_UNSUPPORTED,
@@ -194,13 +172,13 @@ static void test_fused_and_gather_state(void) {
     const int64_t bad_parent[1] = {4};
     const float fparent[1] = {0};
     const lodtensor_dtype_t I16 = {LODTENSOR_DTYPE_CODE_INT, 16, 1};
-    lodtensor_t *p = mk(I64, d41, 2, pre, l0, 3, l1, 5), *s = mk(F32, d4, 1, ps, NULL, 0, NULL, 0);
-    lodtensor_t *x = mk(F32, d43, 2, lp, NULL, 0, NULL, 0), *flat = mk(F32, d12, 1, lp, NULL, 0, NULL, 0);
-    lodtensor_t *x64 = mk(F64, d43, 2, lp64, NULL, 0, NULL, 0), *nolod = mk(I64, d41, 2, pre, NULL, 0, NULL, 0);
-    lodtensor_t *st = mk(I16, state_dims, 2, state, NULL, 0, NULL, 0);
+    lodtensor_t *p = fx_make(I64, d41, 2, pre, l0, 3, l1, 5), *s = fx_make(F32, d4, 1, ps, NULL, 0, NULL, 0);
+    lodtensor_t *x = fx_make(F32, d43, 2, lp, NULL, 0, NULL, 0), *flat = fx_make(F32, d12, 1, lp, NULL, 0, NULL, 0);
+    lodtensor_t *x64 = fx_make(F64, d43, 2, lp64, NULL, 0, NULL, 0), *nolod = fx_make(I64, d41, 2, pre, NULL, 0, NULL, 0);
+    lodtensor_t *st = fx_make(I16, state_dims, 2, state, NULL, 0, NULL, 0);
     const int64_t d1[1] = {1};
-    lodtensor_t *bp = mk(I64, d1, 1, bad_parent, NULL, 0, NULL, 0), *fp = mk(F32, d1, 1, fparent, NULL, 0, NULL, 0);
-    lodtensor_t *scalar = mk(F32, NULL, 0, fparent, NULL, 0, NULL, 0);
+    lodtensor_t *bp = fx_make(I64, d1, 1, bad_parent, NULL, 0, NULL, 0), *fp = fx_make(F32, d1, 1, fparent, NULL, 0, NULL, 0);
+    lodtensor_t *scalar = fx_make(F32, NULL, 0, fparent, NULL, 0, NULL, 0);
     lodtensor_t *si = fx_sentinel(), *ss = fx_sentinel(), *pi = fx_sentinel(), *g = fx_sentinel();
     if (CHECK_OK(beam_search_fused_step(p, s, x, 2, 0, &si, &ss, &pi))) {
         same_i64(si, want_ids, 4);
@@ -240,7 +218,7 @@ static void test_fused_and_gather_state(void) {
     CHECK_STATUS_MSG(beam_search_fused_step(p, s, flat, 2, 0, &si, &ss, &pi), LODTENSOR_INVALID_ARGUMENT, "log_probs");
     {
         const int64_t d26[2] = {2, 6};
-        lodtensor_t *x2 = mk(F32, d26, 2, lp, NULL, 0, NULL, 0);
+        lodtensor_t *x2 = fx_make(F32, d26, 2, lp, NULL, 0, NULL, 0);
         CHECK_STATUS_MSG(beam_search_fused_step(p, s, x2, 2, 0, &si, &ss, &pi), LODTENSOR_INVALID_ARGUMENT,
                          "log_probs");
         CHECK_STATUS_MSG(beam_search_fused_step(p, bp, x, 2, 0, &si, &ss, &pi), LODTENSOR_UNSUPPORTED, "pre_scores");
@@ -289,9 +267,9 @@ static void test_decode(void) {
             f[k] = (float)step_ids[t][k];
             b[k] = (int8_t)step_ids[t][k];
         }
-        a = mk(I64, &n[t], 1, step_ids[t], lods[t][0], 3, lods[t][1], l1_len[t]);
-        s = mk(F32, &n[t], 1, f, lods[t][0], 3, lods[t][1], l1_len[t]);
-        c = mk(I8, &n[t], 1, b, lods[t][0], 3, lods[t][1], l1_len[t]);
+        a = fx_make(I64, &n[t], 1, step_ids[t], lods[t][0], 3, lods[t][1], l1_len[t]);
+        s = fx_make(F32, &n[t], 1, f, lods[t][0], 3, lods[t][1], l1_len[t]);
+        c = fx_make(I8, &n[t], 1, b, lods[t][0], 3, lods[t][1], l1_len[t]);
         CHECK_OK(tensor_array_write(ids, t, a, false));
         CHECK_OK(tensor_array_write(scores, t, s, false));
         CHECK_OK(tensor_array_write(i8s, t, c, false));
@@ -327,8 +305,8 @@ static void test_decode(void) {
         const float f1[1] = {0.5f};
         const size_t a0[2] = {0, 1}, a1[2] = {0, 1};
         tensor_array_t *ai = NULL, *ab = NULL, *a_one = NULL, *af = NULL;
-        lodtensor_t *ti = mk(I64, one, 1, tok, a0, 2, a1, 2), *tb = mk(BOOL, one, 1, flag, a0, 2, a1, 2);
-        lodtensor_t *t1 = mk(I64, one, 1, tok, a0, 2, NULL, 0), *tf = mk(F32, one, 1, f1, a0, 2, NULL, 0);
+        lodtensor_t *ti = fx_make(I64, one, 1, tok, a0, 2, a1, 2), *tb = fx_make(BOOL, one, 1, flag, a0, 2, a1, 2);
+        lodtensor_t *t1 = fx_make(I64, one, 1, tok, a0, 2, NULL, 0), *tf = fx_make(F32, one, 1, f1, a0, 2, NULL, 0);
         CHECK_OK(tensor_array_create(&ai));
         CHECK_OK(tensor_array_create(&ab));
         CHECK_OK(tensor_array_create(&a_one));
@@ -361,9 +339,9 @@ static void test_gather_tree(void) {
     const int64_t want[12] = {2, 2, 1, 6, 3, 3, 6, 1, 0, 1, 9, 0}, bad[12] = {0, 0, 1, 1, 1, 0, 1, 0, 0, 0, 2, 1};
     const int64_t d[3] = {3, 2, 2}, d2[2] = {3, 4};
     const float f[12] = {0};
-    lodtensor_t *i = mk(I64, d, 3, ids, NULL, 0, NULL, 0), *p = mk(I64, d, 3, parents, NULL, 0, NULL, 0);
-    lodtensor_t *b = mk(I64, d, 3, bad, NULL, 0, NULL, 0), *flat = mk(I64, d2, 2, ids, NULL, 0, NULL, 0);
-    lodtensor_t *fl = mk(F32, d, 3, f, NULL, 0, NULL, 0), *out = fx_sentinel();
+    lodtensor_t *i = fx_make(I64, d, 3, ids, NULL, 0, NULL, 0), *p = fx_make(I64, d, 3, parents, NULL, 0, NULL, 0);
+    lodtensor_t *b = fx_make(I64, d, 3, bad, NULL, 0, NULL, 0), *flat = fx_make(I64, d2, 2, ids, NULL, 0, NULL, 0);
+    lodtensor_t *fl = fx_make(F32, d, 3, f, NULL, 0, NULL, 0), *out = fx_sentinel();
     if (CHECK_OK(beam_search_gather_tree(i, p, &out))) {
         same_i64(out, want, 12);
         lodtensor_destroy(out);

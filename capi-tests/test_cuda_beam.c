@@ -21,27 +21,6 @@ static const lodtensor_dtype_t I32 = {LODTENSOR_DTYPE_CODE_INT, 32, 1};
 
 static lodtensor_place_t gpu(void) { return fx_place(LODTENSOR_DEVICE_CUDA, 0); }
 
-/* A host tensor of `ndim` dims holding a copy of `data`, with up to 2 LoD levels of offsets. */
-static lodtensor_t *mk(lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim, const void *data,
-                       const size_t *l0, size_t n0, const size_t *l1, size_t n1) {
-    size_t numel = 1, i, sizes[2], lod[64], levels = 0;
-    lodtensor_t *t = NULL;
-    for (i = 0; i < ndim; ++i) numel *= (size_t)dims[i];
-    if (l0 != NULL) {
-        sizes[levels++] = n0;
-        memcpy(lod, l0, n0 * sizeof(size_t));
-    }
-    if (l1 != NULL) {
-        sizes[levels++] = n1;
-        memcpy(lod + n0, l1, n1 * sizeof(size_t));
-    }
-    if (!CHECK_OK(lodtensor_create(dtype, dims, ndim, data, numel * dtype.bits / 8, LODTENSOR_LOD_OFFSETS, sizes,
-                                   levels, lod, n0 + n1, &t))) {
-        exit(1);
-    }
-    return t;
-}
-
 /* A copy of `t` on cuda:0. */
 static lodtensor_t *on_gpu(const lodtensor_t *t) {
     lodtensor_t *d = NULL;
@@ -93,7 +72,7 @@ static void test_topk(void) {
     int largest;
     lodtensor_t *t, *d;
     for (i = 0; i < 6 * 37; ++i) x[i] = tie_value(i);
-    t = mk(F32, dims, 2, x, NULL, 0, NULL, 0);
+    t = fx_make(F32, dims, 2, x, NULL, 0, NULL, 0);
     d = on_gpu(t);
     for (largest = 0; largest < 2; ++largest) {
         size_t k;
@@ -133,11 +112,11 @@ static void test_steps(void) {
         sc[i] = tie_value(i + 3);
         cand[i] = (int64_t)(i % 4);
     }
-    pi = mk(I64, col, 2, pre, l0, 4, l1, 6);
-    ps = mk(F32, col, 2, pre_s, l0, 4, l1, 6);
-    lpt = mk(F32, lp_dims, 2, lp, NULL, 0, NULL, 0);
-    sct = mk(F32, sc_dims, 2, sc, l0, 4, l1, 6);
-    idt = mk(I64, sc_dims, 2, cand, l0, 4, l1, 6);
+    pi = fx_make(I64, col, 2, pre, l0, 4, l1, 6);
+    ps = fx_make(F32, col, 2, pre_s, l0, 4, l1, 6);
+    lpt = fx_make(F32, lp_dims, 2, lp, NULL, 0, NULL, 0);
+    sct = fx_make(F32, sc_dims, 2, sc, l0, 4, l1, 6);
+    idt = fx_make(I64, sc_dims, 2, cand, l0, 4, l1, 6);
     dpi = on_gpu(pi);
     dps = on_gpu(ps);
     dlp = on_gpu(lpt);
@@ -194,8 +173,8 @@ static void test_gather_tree_and_decode(void) {
     const int32_t ids[12] = {2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4}, par[12] = {0, 0, 1, 0, 1, 0, 0, 1, 1, 1, 0, 0};
     const int32_t bad[12] = {0, 0, 1, 0, 1, 0, 2, 1, 1, 1, 0, 0};
     const int64_t dims[3] = {3, 2, 2};
-    lodtensor_t *it = mk(I32, dims, 3, ids, NULL, 0, NULL, 0), *pt = mk(I32, dims, 3, par, NULL, 0, NULL, 0);
-    lodtensor_t *bt = mk(I32, dims, 3, bad, NULL, 0, NULL, 0);
+    lodtensor_t *it = fx_make(I32, dims, 3, ids, NULL, 0, NULL, 0), *pt = fx_make(I32, dims, 3, par, NULL, 0, NULL, 0);
+    lodtensor_t *bt = fx_make(I32, dims, 3, bad, NULL, 0, NULL, 0);
     lodtensor_t *dit = on_gpu(it), *dpt = on_gpu(pt), *dbt = on_gpu(bt), *w = NULL, *g = NULL;
     if (CHECK_OK(beam_search_gather_tree(it, pt, &w)) && CHECK_OK(beam_search_gather_tree(dit, dpt, &g))) same(g, w);
     lodtensor_destroy(w);
@@ -218,10 +197,10 @@ static void test_gather_tree_and_decode(void) {
         lodtensor_t *t[4];
         lodtensor_t *wi = NULL, *ws = NULL, *gi = NULL, *gs = NULL;
         size_t k;
-        t[0] = mk(I64, one, 2, s0, a0, 2, a1, 2);
-        t[1] = mk(F32, one, 2, f0, a0, 2, a1, 2);
-        t[2] = mk(I64, two, 2, s1, b0, 2, b1, 2);
-        t[3] = mk(F32, two, 2, f1, b0, 2, b1, 2);
+        t[0] = fx_make(I64, one, 2, s0, a0, 2, a1, 2);
+        t[1] = fx_make(F32, one, 2, f0, a0, 2, a1, 2);
+        t[2] = fx_make(I64, two, 2, s1, b0, 2, b1, 2);
+        t[3] = fx_make(F32, two, 2, f1, b0, 2, b1, 2);
         CHECK_OK(tensor_array_create(&hi));
         CHECK_OK(tensor_array_create(&hs));
         CHECK_OK(tensor_array_create(&di));

@@ -10,7 +10,7 @@ mod common;
 mod cuda_common;
 
 use common::Rng;
-use cuda_common::{assert_same, gpu, gpu_or_skip, tensor_bytes, GPU};
+use cuda_common::{assert_same, gpu, gpu_or_skip, min_time, tensor_bytes, GPU};
 use half::{bf16, f16};
 use lodtensor::{
     array_to_lod_tensor, beam_search_decode, beam_search_fused_step, beam_search_gather_state, beam_search_gather_tree,
@@ -664,19 +664,8 @@ fn gpu_fused_step_speed() {
     let ids: Vec<i64> = (0..rows).map(|i| 3 + i as i64 % 7).collect();
     let pre_ids = gpu(&LoDTensor::new(Tensor::from_slice(&ids, &[rows, 1]).unwrap(), lod.clone()).unwrap());
     let pre_scores = gpu(&LoDTensor::new(Tensor::from_slice(&vec![-1f32; rows], &[rows, 1]).unwrap(), lod).unwrap());
-    let time = |f: &dyn Fn()| {
-        (0..20)
-            .map(|_| {
-                lodtensor::synchronize(GPU).unwrap();
-                let t = std::time::Instant::now();
-                f();
-                lodtensor::synchronize(GPU).unwrap();
-                t.elapsed().as_secs_f64()
-            })
-            .fold(f64::INFINITY, f64::min)
-    };
-    let read = time(&|| lodtensor::backend::cuda::read_bandwidth_probe(log_probs.tensor()).unwrap());
-    let step = time(&|| drop(beam_search_fused_step(&pre_ids, &pre_scores, &log_probs, beam, 1).unwrap()));
+    let read = min_time(&|| lodtensor::backend::cuda::read_bandwidth_probe(log_probs.tensor()).unwrap());
+    let step = min_time(&|| drop(beam_search_fused_step(&pre_ids, &pre_scores, &log_probs, beam, 1).unwrap()));
     let mb = log_probs.tensor().nbytes() as f64 / 1e6;
     eprintln!(
         "fused step {sources} x {beam} x {vocab} f32 ({mb:.0} MB): one read {:.1} us ({:.0} GB/s), fused step {:.1} us \
@@ -697,17 +686,6 @@ fn gpu_tensor_array_bandwidth() {
     if !gpu_or_skip() {
         return;
     }
-    let time = |f: &dyn Fn()| {
-        (0..5)
-            .map(|_| {
-                lodtensor::synchronize(GPU).unwrap();
-                let t = std::time::Instant::now();
-                f();
-                lodtensor::synchronize(GPU).unwrap();
-                t.elapsed().as_secs_f64()
-            })
-            .fold(f64::INFINITY, f64::min)
-    };
     let report = |what: &str, bytes: f64, op: f64, copy: f64| {
         eprintln!(
             "{what} ({} MiB): copy {:.0} GB/s, op {:.0} GB/s = {:.0}% of copy",
@@ -729,8 +707,8 @@ fn gpu_tensor_array_bandwidth() {
     let table = RankTable::from_lod_tensor(&x, 0).unwrap();
     let steps = lodtensor::lod_tensor_to_array(&xd, &table).unwrap();
     let bytes = 2.0 * xd.tensor().nbytes() as f64;
-    let copy = time(&|| drop(to_place(&xd, GPU).unwrap()));
-    report("pack", bytes, time(&|| drop(array_to_lod_tensor(&steps, &table).unwrap())), copy);
+    let copy = min_time(&|| drop(to_place(&xd, GPU).unwrap()));
+    report("pack", bytes, min_time(&|| drop(array_to_lod_tensor(&steps, &table).unwrap())), copy);
     // 8 pieces of [4096, 1024] float32: concat along 0 and 1, and unstack along 1 of the stack.
     let pieces: Vec<LoDTensor> = (0..8)
         .map(|_| gpu(&LoDTensor::dense(Tensor::zeros(DType::F32, Dim::new(&[4096, 1024]).unwrap()).unwrap())))
@@ -738,15 +716,15 @@ fn gpu_tensor_array_bandwidth() {
     let array = TensorArray::from_vec(pieces);
     let whole = tensor_array_to_tensor(&array, 0, true).unwrap().0;
     let bytes = 2.0 * whole.tensor().nbytes() as f64;
-    let copy = time(&|| drop(to_place(&whole, GPU).unwrap()));
-    report("concat axis 0", bytes, time(&|| drop(tensor_array_to_tensor(&array, 0, false).unwrap())), copy);
-    report("concat axis 1", bytes, time(&|| drop(tensor_array_to_tensor(&array, 1, false).unwrap())), copy);
-    report("unstack axis 1", bytes, time(&|| drop(unstack(&whole, 1).unwrap())), copy);
+    let copy = min_time(&|| drop(to_place(&whole, GPU).unwrap()));
+    report("concat axis 0", bytes, min_time(&|| drop(tensor_array_to_tensor(&array, 0, false).unwrap())), copy);
+    report("concat axis 1", bytes, min_time(&|| drop(tensor_array_to_tensor(&array, 1, false).unwrap())), copy);
+    report("unstack axis 1", bytes, min_time(&|| drop(unstack(&whole, 1).unwrap())), copy);
     // gather_state: 64 x 5 prefixes of a [320, 65536] float32 state by reversed parents.
     let state = gpu(&LoDTensor::dense(Tensor::zeros(DType::F32, Dim::new(&[320, 65536]).unwrap()).unwrap()));
     let parents: Vec<i32> = (0..320).rev().collect();
     let parents = gpu(&LoDTensor::dense(Tensor::from_slice(&parents, &[320]).unwrap()));
     let bytes = 2.0 * state.tensor().nbytes() as f64;
-    let copy = time(&|| drop(to_place(&state, GPU).unwrap()));
-    report("gather_state", bytes, time(&|| drop(beam_search_gather_state(&state, &parents).unwrap())), copy);
+    let copy = min_time(&|| drop(to_place(&state, GPU).unwrap()));
+    report("gather_state", bytes, min_time(&|| drop(beam_search_gather_state(&state, &parents).unwrap())), copy);
 }
