@@ -53,7 +53,7 @@ ensure_cargo() {
 # needs no GPU), installing PyPI's nvidia-cuda-nvrtc into DIR with pip when it is not there yet.
 ensure_nvrtc() {
   local dir=$1 lib
-  lib=$(find "$dir" -name 'libnvrtc.so.13*' -print -quit 2>/dev/null || true)
+  lib=$(find -L "$dir" -name 'libnvrtc.so.13*' -print -quit 2>/dev/null || true)
   if [[ -z $lib ]]; then
     local py
     py=$(command -v python3 || true)
@@ -63,7 +63,7 @@ ensure_nvrtc() {
     fi
     echo "installing nvidia-cuda-nvrtc into $dir (pip)" >&2
     PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore "$py" -m pip install --quiet --disable-pip-version-check --target "$dir" 'nvidia-cuda-nvrtc>=13,<14' >&2 || return 1
-    lib=$(find "$dir" -name 'libnvrtc.so.13*' -print -quit)
+    lib=$(find -L "$dir" -name 'libnvrtc.so.13*' -print -quit)
     [[ -n $lib ]] || { echo "error: no libnvrtc.so.13 under $dir after pip install" >&2; return 1; }
   fi
   dirname "$lib"
