@@ -20,6 +20,9 @@ typedef int i32;
 typedef unsigned long long u64;
 typedef long long i64;
 
+// The widest word the row-movement kernels copy in (the host picks it per call).
+struct __align__(16) word16 { u64 a, b; };
+
 #ifndef LODTENSOR_EXPORT
 #define LODTENSOR_EXPORT(name)
 #define LODTENSOR_EXPORT_SYNC(name)

@@ -3,8 +3,6 @@
 // the widest word that divides the row and the three addresses): consecutive threads write
 // consecutive words, and the sequence of a word is a division, not a search.
 
-struct __align__(16) pad_word16 { u64 a, b; };
-
 template <typename W>
 __device__ void pad_rows(const W *__restrict__ src, W *__restrict__ dst, const W *__restrict__ pad_row,
                          u64 row_words, u64 padded, const i64 *__restrict__ offsets, u64 total) {
@@ -30,7 +28,7 @@ LODTENSOR_PAD(pad_rows_1, u8)
 LODTENSOR_PAD(pad_rows_2, u16)
 LODTENSOR_PAD(pad_rows_4, u32)
 LODTENSOR_PAD(pad_rows_8, u64)
-LODTENSOR_PAD(pad_rows_16, pad_word16)
+LODTENSOR_PAD(pad_rows_16, word16)
 
 // dst[0..n) = value[0]: one pad element repeated into a pad row (and fill's kernel), E bytes each.
 template <typename E>

@@ -4,8 +4,6 @@
 // offsets) are uploaded once per call. Rows are moved in words of W bytes (the host picks the
 // widest word that divides the row size and both addresses), one word per thread, grid-stride.
 
-struct __align__(16) word16 { u64 a, b; };
-
 template <typename W>
 __device__ void gather_row_ranges(const W *__restrict__ src, W *__restrict__ dst, u64 row_words,
                                   const i64 *__restrict__ starts, const i64 *__restrict__ dst_offsets,

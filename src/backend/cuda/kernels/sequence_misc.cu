@@ -42,8 +42,6 @@ __device__ __forceinline__ u32 last_at_or_below(const i64 *__restrict__ offsets,
     }                                                                                               \
   } while (0)
 
-struct __align__(16) misc_word16 { u64 a, b; };
-
 // ---- Row movement. Rows are moved in words of W bytes (the host picks the widest word that
 // divides the row size and every address involved).
 
@@ -86,7 +84,7 @@ LODTENSOR_MISC_MOVE(u8, 1)
 LODTENSOR_MISC_MOVE(u16, 2)
 LODTENSOR_MISC_MOVE(u32, 4)
 LODTENSOR_MISC_MOVE(u64, 8)
-LODTENSOR_MISC_MOVE(misc_word16, 16)
+LODTENSOR_MISC_MOVE(word16, 16)
 
 LODTENSOR_EXPORT(sequence_concat_rows_1)
 LODTENSOR_EXPORT(sequence_concat_rows_2)

@@ -1,44 +1,7 @@
-// Data movement of the TensorArray ops whose inputs or outputs are several device tensors: one
-// launch with an uploaded table of device pointers, never one launch per tensor. Words of W bytes
-// (the host picks the widest that divides every row/block size and every address).
-
-struct __align__(16) ta_word16 { u64 a, b; };
-
-// out = blocks of rows from several sources: block k copies rows [starts[k], starts[k] + n) of the
-// source at srcs[k] (n = dst_offsets[k+1] - dst_offsets[k]) to rows [dst_offsets[k],
-// dst_offsets[k+1]) of out. Grid-stride over output words; the block is found by a binary search
-// over the (small, cached) offsets, as in rows.cu.
-template <typename W>
-static __device__ void gather_sources(const u64 *__restrict__ srcs, const i64 *__restrict__ starts,
-                                      const i64 *__restrict__ dst_offsets, unsigned int num_blocks, W *__restrict__ dst,
-                                      u64 row_words, u64 total_rows) {
-  const u64 total = total_rows * row_words;
-  const u64 stride = (u64)gridDim.x * blockDim.x;
-  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
-    const u64 row = i / row_words;
-    const u64 col = i - row * row_words;
-    unsigned int lo = 0, hi = num_blocks;
-    while (hi - lo > 1) {
-      const unsigned int mid = lo + (hi - lo) / 2;
-      if ((u64)dst_offsets[mid] <= row) lo = mid; else hi = mid;
-    }
-    const W *src = (const W *)srcs[lo];
-    dst[i] = src[((u64)starts[lo] + (row - (u64)dst_offsets[lo])) * row_words + col];
-  }
-}
-
-#define LODTENSOR_GATHER_SOURCES(NAME, W)                                                              \
-  extern "C" __global__ void NAME(const u64 *srcs, const i64 *starts, const i64 *dst_offsets,          \
-                                  unsigned int num_blocks, W *dst, u64 row_words, u64 total_rows) {    \
-    gather_sources<W>(srcs, starts, dst_offsets, num_blocks, dst, row_words, total_rows);              \
-  }                                                                                                    \
-  LODTENSOR_EXPORT(NAME)
-
-LODTENSOR_GATHER_SOURCES(gather_sources_1, unsigned char)
-LODTENSOR_GATHER_SOURCES(gather_sources_2, unsigned short)
-LODTENSOR_GATHER_SOURCES(gather_sources_4, unsigned int)
-LODTENSOR_GATHER_SOURCES(gather_sources_8, u64)
-LODTENSOR_GATHER_SOURCES(gather_sources_16, ta_word16)
+// Concatenation and splitting along an axis for the TensorArray ops whose inputs or outputs are
+// several device tensors: one launch with an uploaded table of device pointers, never one launch
+// per tensor. Words of W bytes (the host picks the widest that divides every size and address).
+// (Row blocks from several tensors, as pack needs, are the concat kernel of sequence_misc.cu.)
 
 // Concatenation along an axis and its inverse, seen as `outer` rows of the whole tensor (`whole`,
 // rows of `whole_words`) where piece p owns words [col_offsets[p], col_offsets[p] + piece_words[p])
@@ -74,4 +37,4 @@ LODTENSOR_PIECES(pieces_1, unsigned char)
 LODTENSOR_PIECES(pieces_2, unsigned short)
 LODTENSOR_PIECES(pieces_4, unsigned int)
 LODTENSOR_PIECES(pieces_8, u64)
-LODTENSOR_PIECES(pieces_16, ta_word16)
+LODTENSOR_PIECES(pieces_16, word16)
