@@ -107,6 +107,11 @@ interface LodTensorLib extends Library {
         int invoke(Pointer info, Pointer logProbs, Pointer userData);
     }
 
+    /** beam_search_tensor_step_fn. */
+    interface BeamTensorStepFn extends Callback {
+        int invoke(Pointer info, Pointer outLogProbs, Pointer userData);
+    }
+
     /** tensor_array_step_fn. */
     interface StepFn extends Callback {
         int invoke(long step, Pointer stepInput, Pointer prevState, Pointer stepOutput, Pointer newState,
@@ -278,6 +283,9 @@ interface LodTensorLib extends Library {
 
     int beam_search_decoder_run(Pointer decoder, long numSources, BeamStepFn stepFn, BeamStepFn editFn,
                                 Pointer userData, PointerByReference outIds, PointerByReference outScores);
+
+    int beam_search_decoder_run_tensors(Pointer decoder, long numSources, BeamTensorStepFn stepFn, Pointer userData,
+                                        PointerByReference outIds, PointerByReference outScores);
 
     int rank_table_create(Pointer x, long level, PointerByReference out);
 
