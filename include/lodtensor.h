@@ -469,6 +469,21 @@ lodtensor_status_t lodtensor_dtype(const struct lodtensor_t *t, struct lodtensor
 // representable as described), LODTENSOR_UNSUPPORTED (unknown dtype), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t lodtensor_fill(struct lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim, double value, struct lodtensor_t **out);
 
+// `lodtensor_fill` on `place`: a new tensor of `dtype` and dims `dims[0..ndim]` (NULL allowed
+// when `ndim` is 0) on `place`, every element `value`, without LoD. `value` follows
+// `lodtensor_fill`'s rules (integer dtypes: a whole number inside the range; bool: 0 or 1;
+// floats: rounded to nearest, not overflowing to infinity). On a CUDA device the elements are
+// written there by one kernel queued on the device's stream (no host tensor, no copy); on the
+// CPU it is `lodtensor_fill`. `*out` is a new tensor, destroyed by the caller.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`out`, `dims` NULL with `ndim` > 0),
+// LODTENSOR_INVALID_ARGUMENT (a `place` that is not CPU with device_id 0 or CUDA with device_id
+// >= 0; a CUDA device_id beyond the device count; more than `LODTENSOR_MAX_DIMS` dims, a
+// negative dim, `value` not representable as described), LODTENSOR_UNSUPPORTED (unknown dtype;
+// a CUDA place in a build without CUDA, without a driver or without a device),
+// LODTENSOR_OUT_OF_MEMORY, LODTENSOR_INTERNAL (a CUDA driver failure, named in the message).
+lodtensor_status_t lodtensor_fill_on(struct lodtensor_place_t place, struct lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim, double value, struct lodtensor_t **out);
+
 // Creates a tensor over the caller's buffer without copying it (zero copy).
 //
 // `place` says where `data` lives (CPU, or a CUDA device in builds with CUDA). `data`/`data_len`
