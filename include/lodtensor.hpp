@@ -540,6 +540,12 @@ inline Tensor fill(lodtensor_dtype_t dtype, Span<const std::int64_t> dims, doubl
     check(lodtensor_fill(dtype, dims.data(), dims.size(), value, &out));
     return Tensor(out);
 }
+// fill directly on `place` (lodtensor_fill_on): on a CUDA device the elements are written there.
+inline Tensor fill_on(lodtensor_place_t place, lodtensor_dtype_t dtype, Span<const std::int64_t> dims, double value) {
+    lodtensor_t *out = nullptr;
+    check(lodtensor_fill_on(place, dtype, dims.data(), dims.size(), value, &out));
+    return Tensor(out);
+}
 inline Tensor cast(TensorRef x, lodtensor_dtype_t dtype) {
     lodtensor_t *out = nullptr;
     check(lodtensor_cast(x.get(), dtype, &out));

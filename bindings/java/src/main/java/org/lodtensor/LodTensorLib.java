@@ -225,6 +225,8 @@ interface LodTensorLib extends Library {
 
     int lodtensor_fill(DTypeT dtype, long[] dims, long ndim, double value, PointerByReference out);
 
+    int lodtensor_fill_on(PlaceT place, DTypeT dtype, long[] dims, long ndim, double value, PointerByReference out);
+
     int lodtensor_cast(Pointer x, DTypeT dtype, PointerByReference out);
 
     int lodtensor_gather_rows(Pointer x, Pointer index, PointerByReference out);
