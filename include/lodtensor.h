@@ -477,10 +477,10 @@ lodtensor_status_t lodtensor_fill(struct lodtensor_dtype_t dtype, const int64_t 
 // CPU it is `lodtensor_fill`. `*out` is a new tensor, destroyed by the caller.
 //
 // Returns LODTENSOR_NULL_ARGUMENT (`out`, `dims` NULL with `ndim` > 0),
-// LODTENSOR_INVALID_ARGUMENT (a `place` that is not CPU with device_id 0 or CUDA with device_id
-// >= 0; a CUDA device_id beyond the device count; more than `LODTENSOR_MAX_DIMS` dims, a
-// negative dim, `value` not representable as described), LODTENSOR_UNSUPPORTED (unknown dtype;
-// a CUDA place in a build without CUDA, without a driver or without a device),
+// LODTENSOR_INVALID_ARGUMENT (a `place` that is not CPU with device_id 0 or CUDA with a
+// device_id >= 0; a CUDA device_id beyond the device count; more than `LODTENSOR_MAX_DIMS`
+// dims, a negative dim, `value` not representable as described), LODTENSOR_UNSUPPORTED
+// (unknown dtype; a CUDA place in a build without CUDA, without a driver or without a device),
 // LODTENSOR_OUT_OF_MEMORY, LODTENSOR_INTERNAL (a CUDA driver failure, named in the message).
 lodtensor_status_t lodtensor_fill_on(struct lodtensor_place_t place, struct lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim, double value, struct lodtensor_t **out);
 
