@@ -184,12 +184,12 @@ typedef struct beam_search_decoder_options_t {
 typedef struct beam_search_step_info_t {
   // 0 for the first token.
   size_t step;
-  // The number of sources given to `beam_search_decoder_run`.
+  // The number of sources given to `beam_search_decoder_run` or `beam_search_decoder_run_tensors`.
   size_t num_sources;
   // num_sources + 1 offsets: source s owns prefixes source_offsets[s] .. source_offsets[s+1]
   // (none once it has finished).
   const size_t *source_offsets;
-  // The number of live prefixes P (rows of log_probs).
+  // The number of live prefixes P (rows of the log-probs).
   size_t num_prefixes;
   // P tokens: the last token of each prefix (start_id at step 0).
   const int64_t *ids;
@@ -198,7 +198,7 @@ typedef struct beam_search_step_info_t {
   const int64_t *parent_idx;
   // P cumulative log-probabilities.
   const float *scores;
-  // Columns of log_probs.
+  // Columns of the log-probs.
   size_t vocab_size;
 } beam_search_step_info_t;
 
@@ -211,6 +211,19 @@ typedef struct beam_search_step_info_t {
 // status in its message). Callbacks run on the thread that called `beam_search_decoder_run` and
 // may call the library.
 typedef int32_t (*beam_search_step_fn)(const struct beam_search_step_info_t *info, float *log_probs, void *user_data);
+
+// A decoder callback of `beam_search_decoder_run_tensors`: the model's next-token
+// log-probabilities of the live prefixes of `info` as a tensor, wherever the model computed them.
+//
+// On success it returns 0 and stores in `*out_log_probs` (NULL on entry) a handle it creates,
+// `[num_prefixes, vocab_size]`, float32, float16 or bfloat16, on the host or on a CUDA device
+// (its LoD is not read; rows of prefixes whose last token is end_id are not read). The decoder
+// takes the handle over and destroys it after the step: hand over a handle the callback does not
+// use afterwards (`lodtensor_share` one it keeps). Device memory must hold the log-probs when the
+// callback returns (work queued on other streams finished). A non-zero return stops decoding;
+// a handle stored anyway is destroyed too. Callbacks run on the thread that called
+// `beam_search_decoder_run_tensors` and may call the library.
+typedef int32_t (*beam_search_tensor_step_fn)(const struct beam_search_step_info_t *info, struct lodtensor_t **out_log_probs, void *user_data);
 
 // An element type in DLPack form (`DLDataType`): `code` is one of the `LODTENSOR_DTYPE_CODE_*`
 // values, `bits` the element size in bits, `lanes` must be 1.
@@ -292,6 +305,30 @@ lodtensor_status_t beam_search_decoder_options_init(struct beam_search_decoder_o
 // LODTENSOR_INVALID_ARGUMENT (`num_sources` == 0), LODTENSOR_CALLBACK_FAILED (a callback
 // returned non-zero; the message names it, its status and the step), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t beam_search_decoder_run(const struct beam_search_decoder_t *decoder, size_t num_sources, beam_search_step_fn step_fn, beam_search_step_fn edit_fn, void *user_data, struct lodtensor_t **out_ids, struct lodtensor_t **out_scores);
+
+// `beam_search_decoder_run` for a model that hands over its log-probs as a tensor on the host
+// or on a CUDA device (no edit callback): the logits of a model served on a GPU never go through
+// the host.
+//
+// Each step the decoder calls `step_fn` with the live prefixes (see `beam_search_step_info_t`)
+// and takes over the tensor it returns (see `beam_search_tensor_step_fn` for ownership). The
+// step's selection runs where that tensor lives: on a CUDA device the fused step runs there
+// (end_id is banned while prefixes are shorter than min_length as the rows are read, the
+// tensor is never written) and only the selected ids, scores and parents, a few per source,
+// come back to the host for the next `beam_search_step_info_t`; each such step waits for the
+// device once. Search, stopping and results are those of `beam_search_decoder_run`: for the
+// same log-probs (float16/bfloat16 values widened exactly) the sentences and scores are
+// identical, on either place. `*out_ids` and `*out_scores` are host tensors the caller destroys.
+// On failure nothing is returned and nothing leaks: every handle the callback stored has been
+// destroyed.
+// Returns LODTENSOR_NULL_ARGUMENT (`decoder`, `step_fn`, `out_ids`, `out_scores`),
+// LODTENSOR_INVALID_ARGUMENT (`num_sources` == 0; `step_fn` returned 0 but left
+// `*out_log_probs` NULL; a returned tensor whose dims are not `[num_prefixes, vocab_size]`),
+// LODTENSOR_CALLBACK_FAILED (`step_fn` returned non-zero; the message gives its status and the
+// step), LODTENSOR_UNSUPPORTED (a returned tensor neither float32, float16 nor bfloat16; on a
+// CUDA device in a build without CUDA), LODTENSOR_OUT_OF_MEMORY, LODTENSOR_INTERNAL (a CUDA
+// driver failure, named in the message).
+lodtensor_status_t beam_search_decoder_run_tensors(const struct beam_search_decoder_t *decoder, size_t num_sources, beam_search_tensor_step_fn step_fn, void *user_data, struct lodtensor_t **out_ids, struct lodtensor_t **out_scores);
 
 // The fused beam-search step of a decoder: the result of `lodtensor_topk(log_probs, beam_size)`,
 // adding `pre_scores` per row (float32), then `beam_search_step` (level 0, accumulated, ids =
@@ -431,6 +468,21 @@ lodtensor_status_t lodtensor_dtype(const struct lodtensor_t *t, struct lodtensor
 // LODTENSOR_INVALID_ARGUMENT (more than `LODTENSOR_MAX_DIMS` dims, a negative dim, `value` not
 // representable as described), LODTENSOR_UNSUPPORTED (unknown dtype), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t lodtensor_fill(struct lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim, double value, struct lodtensor_t **out);
+
+// `lodtensor_fill` on `place`: a new tensor of `dtype` and dims `dims[0..ndim]` (NULL allowed
+// when `ndim` is 0) on `place`, every element `value`, without LoD. `value` follows
+// `lodtensor_fill`'s rules (integer dtypes: a whole number inside the range; bool: 0 or 1;
+// floats: rounded to nearest, not overflowing to infinity). On a CUDA device the elements are
+// written there by one kernel queued on the device's stream (no host tensor, no copy); on the
+// CPU it is `lodtensor_fill`. `*out` is a new tensor, destroyed by the caller.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`out`, `dims` NULL with `ndim` > 0),
+// LODTENSOR_INVALID_ARGUMENT (a `place` that is not CPU with device_id 0 or CUDA with a
+// device_id >= 0; a CUDA device_id beyond the device count; more than `LODTENSOR_MAX_DIMS`
+// dims, a negative dim, `value` not representable as described), LODTENSOR_UNSUPPORTED
+// (unknown dtype; a CUDA place in a build without CUDA, without a driver or without a device),
+// LODTENSOR_OUT_OF_MEMORY, LODTENSOR_INTERNAL (a CUDA driver failure, named in the message).
+lodtensor_status_t lodtensor_fill_on(struct lodtensor_place_t place, struct lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim, double value, struct lodtensor_t **out);
 
 // Creates a tensor over the caller's buffer without copying it (zero copy).
 //

@@ -540,6 +540,12 @@ inline Tensor fill(lodtensor_dtype_t dtype, Span<const std::int64_t> dims, doubl
     check(lodtensor_fill(dtype, dims.data(), dims.size(), value, &out));
     return Tensor(out);
 }
+// fill directly on `place` (lodtensor_fill_on): on a CUDA device the elements are written there.
+inline Tensor fill_on(lodtensor_place_t place, lodtensor_dtype_t dtype, Span<const std::int64_t> dims, double value) {
+    lodtensor_t *out = nullptr;
+    check(lodtensor_fill_on(place, dtype, dims.data(), dims.size(), value, &out));
+    return Tensor(out);
+}
 inline Tensor cast(TensorRef x, lodtensor_dtype_t dtype) {
     lodtensor_t *out = nullptr;
     check(lodtensor_cast(x.get(), dtype, &out));
@@ -860,6 +866,37 @@ struct NoEdit {
     void operator()(BeamStep, Span<float>) const noexcept {}
 };
 
+template <typename Step>
+struct TensorDecoderContext {
+    Step *step;
+    std::exception_ptr error;
+};
+
+// What a tensor step function returns, as a handle the decoder takes over: an owned Tensor is
+// released to it; a TensorRef (the model keeps its tensor) is shared first.
+inline lodtensor_t *hand_over(Tensor &&t) noexcept { return t.release(); }
+inline lodtensor_t *hand_over(TensorRef t) {
+    lodtensor_t *out = nullptr;
+    check(lodtensor_share(t.get(), &out));
+    return out;
+}
+
+// The C callback of run_tensors: calls the C++ function and hands its tensor to the decoder; an
+// exception becomes a non-zero status (it must not unwind through the library) and is rethrown
+// by run_tensors().
+template <typename Ctx>
+std::int32_t decoder_tensor_trampoline(const beam_search_step_info_t *info, lodtensor_t **out_log_probs,
+                                       void *user_data) noexcept {
+    auto *ctx = static_cast<Ctx *>(user_data);
+    try {
+        *out_log_probs = hand_over((*ctx->step)(BeamStep(info)));
+        return 0;
+    } catch (...) {
+        ctx->error = std::current_exception();
+        return -1;
+    }
+}
+
 }  // namespace detail
 
 // A beam-search decoder around the caller's model (beam_search_decoder_*). Immutable: any number
@@ -898,6 +935,23 @@ class BeamSearchDecoder {
         lodtensor_t *ids = nullptr, *scores = nullptr;
         lodtensor_status_t s = beam_search_decoder_run(h_, num_sources, &detail::decoder_trampoline<Ctx, false>,
                                                        edit_fn, &ctx, &ids, &scores);
+        if (ctx.error) std::rethrow_exception(ctx.error);
+        check(s);
+        return DecodeResult{Tensor(ids), Tensor(scores)};
+    }
+
+    // Decodes num_sources sentences around a model that returns its log-probs as a tensor
+    // (beam_search_decoder_run_tensors): `step(BeamStep) -> Tensor` (or TensorRef, which is
+    // shared) gives the num_prefixes x vocab_size log-probs, float32, float16 or bfloat16, on the
+    // host or on a CUDA device; on a device the step's selection runs there. An exception from
+    // `step` is rethrown here; a library error (wrong dims or dtype, ...) throws Error.
+    template <typename Step>
+    DecodeResult run_tensors(std::size_t num_sources, Step &&step) const {
+        using Ctx = detail::TensorDecoderContext<std::remove_reference_t<Step>>;
+        Ctx ctx{&step, nullptr};
+        lodtensor_t *ids = nullptr, *scores = nullptr;
+        lodtensor_status_t s = beam_search_decoder_run_tensors(h_, num_sources, &detail::decoder_tensor_trampoline<Ctx>,
+                                                               &ctx, &ids, &scores);
         if (ctx.error) std::rethrow_exception(ctx.error);
         check(s);
         return DecodeResult{Tensor(ids), Tensor(scores)};

@@ -8,6 +8,9 @@ package lodtensor
 extern lodtensor_status_t lodtensorgo_decoder_run(const beam_search_decoder_t *decoder, size_t num_sources,
                                                   int with_edit, uintptr_t handle, lodtensor_t **out_ids,
                                                   lodtensor_t **out_scores);
+extern lodtensor_status_t lodtensorgo_decoder_run_tensors(const beam_search_decoder_t *decoder, size_t num_sources,
+                                                          uintptr_t handle, lodtensor_t **out_ids,
+                                                          lodtensor_t **out_scores);
 */
 import "C"
 
@@ -161,28 +164,105 @@ func lodtensorGoBeamStep(info *C.beam_search_step_info_t, logProbs *C.float, han
 			status = -1
 		}
 	}()
+	st := beamStepOf(info)
+	n := len(st.IDs) * st.VocabSize
+	if err := ctx.fns[which](st, unsafe.Slice((*float32)(unsafe.Pointer(logProbs)), n)); err != nil {
+		ctx.err = err
+		return callbackStatus(err)
+	}
+	return 0
+}
+
+// beamStepOf is the Go view of a step's prefixes (slices into the library's memory).
+func beamStepOf(info *C.beam_search_step_info_t) *BeamStep {
 	p := int(info.num_prefixes)
-	v := int(info.vocab_size)
 	offsets := make([]int, int(info.num_sources)+1)
 	for i, o := range unsafe.Slice(info.source_offsets, len(offsets)) {
 		offsets[i] = int(o)
 	}
-	st := &BeamStep{
+	return &BeamStep{
 		Step:          int(info.step),
 		NumSources:    int(info.num_sources),
 		SourceOffsets: offsets,
 		IDs:           unsafe.Slice((*int64)(unsafe.Pointer(info.ids)), p),
 		ParentIdx:     unsafe.Slice((*int64)(unsafe.Pointer(info.parent_idx)), p),
 		Scores:        unsafe.Slice((*float32)(unsafe.Pointer(info.scores)), p),
-		VocabSize:     v,
+		VocabSize:     int(info.vocab_size),
 	}
-	if err := ctx.fns[which](st, unsafe.Slice((*float32)(unsafe.Pointer(logProbs)), p*v)); err != nil {
-		ctx.err = err
-		var e *Error
-		if errors.As(err, &e) && e.Status != OK {
-			return C.int32_t(e.Status)
+}
+
+// callbackStatus is the status a callback returns for a Go error: a library error's own status
+// (so the message names it), else -1.
+func callbackStatus(err error) C.int32_t {
+	var e *Error
+	if errors.As(err, &e) && e.Status != OK {
+		return C.int32_t(e.Status)
+	}
+	return -1
+}
+
+// TensorModel is a decoder callback of RunTensors: it returns the next-token log-probabilities
+// of the live prefixes as a new [len(IDs), VocabSize] tensor, float32, float16 or bfloat16, on
+// the host or on a CUDA device (see beam_search_tensor_step_fn). The decoder takes the tensor
+// over: it is empty (closed) after the call, so return a Share() of a tensor the model keeps. An
+// error stops decoding (a tensor returned with it is closed).
+type TensorModel func(step *BeamStep) (*Tensor, error)
+
+type tensorDecoderContext struct {
+	fn       TensorModel
+	err      error
+	panicked bool
+	panicVal any
+}
+
+// RunTensors decodes numSources sentences around a model that returns its log-probabilities as
+// a tensor (beam_search_decoder_run_tensors): where that tensor lives on a CUDA device, the step's
+// selection runs there and the log-probs never go through the host. Results as for Run. An error
+// from the model comes back as an *Error with status CallbackFailed wrapping it; a panic is
+// re-raised here; a tensor of the wrong dims or dtype is an *Error of the library.
+func (d *Decoder) RunTensors(numSources int, step TensorModel) (ids, scores *Tensor, err error) {
+	if step == nil { // the library reports the NULL step function
+		return handlePair(func(a, b **C.lodtensor_t) C.lodtensor_status_t {
+			return C.beam_search_decoder_run_tensors(d.c(), C.size_t(numSources), nil, nil, a, b)
+		})
+	}
+	ctx := &tensorDecoderContext{fn: step}
+	handle := cgo.NewHandle(ctx)
+	defer handle.Delete()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var a, b *C.lodtensor_t
+	s := C.lodtensorgo_decoder_run_tensors(d.c(), C.size_t(numSources), C.uintptr_t(handle), &a, &b)
+	runtime.KeepAlive(d)
+	if ctx.panicked {
+		panic(ctx.panicVal)
+	}
+	if s != C.LODTENSOR_OK {
+		e := lastError(s)
+		if e.Status == CallbackFailed {
+			e.Err = ctx.err
 		}
-		return -1
+		return nil, nil, e
 	}
+	return newTensor(a), newTensor(b), nil
+}
+
+//export lodtensorGoBeamTensorStep
+func lodtensorGoBeamTensorStep(info *C.beam_search_step_info_t, out **C.lodtensor_t, handle C.uintptr_t) (status C.int32_t) {
+	ctx := cgo.Handle(handle).Value().(*tensorDecoderContext)
+	// A Go panic must not unwind through the library's frames.
+	defer func() {
+		if r := recover(); r != nil {
+			ctx.panicked, ctx.panicVal = true, r
+			status = -1
+		}
+	}()
+	lp, err := ctx.fn(beamStepOf(info))
+	if err != nil {
+		lp.Close()
+		ctx.err = err
+		return callbackStatus(err)
+	}
+	*out = lp.take()
 	return 0
 }

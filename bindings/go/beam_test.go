@@ -209,3 +209,151 @@ func TestDecoderWithGoModel(t *testing.T) {
 	_, _, err = dec.Run(2, model, nil)
 	wantError(t, err, lt.NullArgument, "decoder")
 }
+
+// toyLogProbs is a deterministic toy model: the log-prob of token v after prefix p depends on its
+// last token, its parent and the step; token 1 (end) is attractive for some prefixes.
+func toyLogProbs(st *lt.BeamStep) []float32 {
+	lp := make([]float32, len(st.IDs)*st.VocabSize)
+	for p := range st.IDs {
+		for v := 0; v < st.VocabSize; v++ {
+			h := uint64(st.IDs[p])*2654435761 + uint64(st.ParentIdx[p])*40503 + uint64(v)*9973 + uint64(st.Step)*131
+			h ^= h >> 13
+			h = (h * 0x5bd1e995) & 0xffffffff
+			h ^= h >> 15
+			if v == 1 && h%3 == 0 {
+				lp[p*st.VocabSize+v] = -0.05 * float32(h%5)
+			} else {
+				lp[p*st.VocabSize+v] = -float32(h%777) / 101
+			}
+		}
+	}
+	return lp
+}
+
+// toyTensor is toyLogProbs as a [prefixes, vocab] tensor of dtype (rounded to nearest even).
+func toyTensor(st *lt.BeamStep, dtype lt.DType) (*lt.Tensor, error) {
+	t, err := lt.NewTensor(toyLogProbs(st), []int64{int64(len(st.IDs)), int64(st.VocabSize)}, lt.LoD{})
+	if err != nil || dtype == lt.Float32 {
+		return t, err
+	}
+	defer t.Close()
+	return lt.Cast(t, dtype)
+}
+
+func sameTensors(t *testing.T, what string, got, want *lt.Tensor) {
+	t.Helper()
+	for l := 0; l < 2; l++ {
+		g, _ := got.LoDOffsets(l)
+		w, _ := want.LoDOffsets(l)
+		eq(t, what+" LoD", g, w)
+	}
+	if gd, _ := got.DType(); gd == lt.Int64 {
+		eq(t, what, must[[]int64](t)(lt.Data[int64](got)), must[[]int64](t)(lt.Data[int64](want)))
+	} else {
+		eq(t, what, floats(t, got), floats(t, want))
+	}
+}
+
+func TestDecoderRunTensors(t *testing.T) {
+	o := lt.DefaultDecoderOptions()
+	o.VocabSize, o.StartID, o.EndID = 9, 0, 1
+	o.BeamSize, o.NumHypotheses, o.MinLength, o.MaxLength = 4, 3, 2, 6
+	dec := must[*lt.Decoder](t)(lt.NewDecoder(o))
+	defer dec.Close()
+	bfloat16 := lt.DType{Code: 4, Bits: 16, Lanes: 1}
+	devices, err := lt.CUDADeviceCount()
+	if err != nil {
+		devices = 0
+		t.Log("CUDA part skipped: no CUDA device")
+	}
+	for _, dtype := range []lt.DType{lt.Float32, bfloat16} {
+		// The host decoder fed the same values through the same rounding.
+		wantIDs, wantScores, err := dec.Run(3, func(st *lt.BeamStep, logProbs []float32) error {
+			x, err := toyTensor(st, dtype)
+			if err != nil {
+				return err
+			}
+			defer x.Close()
+			back, err := lt.Cast(x, lt.Float32)
+			if err != nil {
+				return err
+			}
+			defer back.Close()
+			copy(logProbs, floats(t, back))
+			return nil
+		}, nil)
+		ok(t, err)
+		eq(t, "sentences", must[int](t)(wantScores.NumEl()), 9)
+		places := []lt.Place{lt.CPU}
+		if devices > 0 {
+			places = append(places, lt.CUDA(0))
+		}
+		for _, place := range places {
+			var kept *lt.Tensor
+			ids, scores, err := dec.RunTensors(3, func(st *lt.BeamStep) (*lt.Tensor, error) {
+				x, err := toyTensor(st, dtype)
+				if err != nil || place == lt.CPU {
+					return x, err
+				}
+				defer x.Close()
+				return x.ToPlace(place)
+			})
+			ok(t, err)
+			sameTensors(t, "ids", ids, wantIDs)
+			sameTensors(t, "scores", scores, wantScores)
+			ids.Close()
+			scores.Close()
+			// A tensor the model keeps, handed over as a share.
+			ids, scores, err = dec.RunTensors(3, func(st *lt.BeamStep) (*lt.Tensor, error) {
+				kept.Close()
+				var e error
+				if kept, e = toyTensor(st, dtype); e != nil {
+					return nil, e
+				}
+				return kept.Share()
+			})
+			ok(t, err)
+			sameTensors(t, "ids (shared)", ids, wantIDs)
+			eq(t, "kept tensor still open", must[int](t)(kept.NumEl()) > 0, true)
+			kept.Close()
+			ids.Close()
+			scores.Close()
+		}
+		wantIDs.Close()
+		wantScores.Close()
+	}
+
+	boom := errors.New("model failed")
+	_, _, err = dec.RunTensors(2, func(st *lt.BeamStep) (*lt.Tensor, error) {
+		if st.Step == 1 {
+			return nil, boom
+		}
+		return toyTensor(st, lt.Float32)
+	})
+	wantError(t, err, lt.CallbackFailed, "step 1")
+	if !errors.Is(err, boom) {
+		t.Errorf("the model's error is not wrapped: %v", err)
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != "model panic" {
+				t.Errorf("recovered %v, want the model's panic", r)
+			}
+		}()
+		_, _, _ = dec.RunTensors(2, func(*lt.BeamStep) (*lt.Tensor, error) { panic("model panic") })
+	}()
+	_, _, err = dec.RunTensors(2, func(*lt.BeamStep) (*lt.Tensor, error) { return nil, nil })
+	wantError(t, err, lt.InvalidArgument, "out_log_probs")
+	_, _, err = dec.RunTensors(2, func(st *lt.BeamStep) (*lt.Tensor, error) {
+		return lt.NewTensor(make([]float64, len(st.IDs)*st.VocabSize), []int64{int64(len(st.IDs)), int64(st.VocabSize)}, lt.LoD{})
+	})
+	wantError(t, err, lt.Unsupported, "log_probs")
+	_, _, err = dec.RunTensors(2, func(st *lt.BeamStep) (*lt.Tensor, error) {
+		return lt.NewTensor(toyLogProbs(st), []int64{int64(len(st.IDs) * st.VocabSize)}, lt.LoD{})
+	})
+	wantError(t, err, lt.InvalidArgument, "dims")
+	_, _, err = dec.RunTensors(0, func(st *lt.BeamStep) (*lt.Tensor, error) { return toyTensor(st, lt.Float32) })
+	wantError(t, err, lt.InvalidArgument, "num_sources")
+	_, _, err = dec.RunTensors(2, nil)
+	wantError(t, err, lt.NullArgument, "step_fn")
+}

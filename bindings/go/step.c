@@ -33,3 +33,16 @@ lodtensor_status_t lodtensorgo_decoder_run(const beam_search_decoder_t *decoder,
     return beam_search_decoder_run(decoder, num_sources, lodtensorgo_beam_step,
                                    with_edit ? lodtensorgo_beam_edit : NULL, (void *)handle, out_ids, out_scores);
 }
+
+// The C side of Decoder.RunTensors: the tensor step callback, forwarding to
+// lodtensorGoBeamTensorStep.
+static int32_t lodtensorgo_beam_tensor_step(const beam_search_step_info_t *info, lodtensor_t **out_log_probs,
+                                            void *user_data) {
+    return lodtensorGoBeamTensorStep((beam_search_step_info_t *)info, out_log_probs, (uintptr_t)user_data);
+}
+
+lodtensor_status_t lodtensorgo_decoder_run_tensors(const beam_search_decoder_t *decoder, size_t num_sources,
+                                                   uintptr_t handle, lodtensor_t **out_ids, lodtensor_t **out_scores) {
+    return beam_search_decoder_run_tensors(decoder, num_sources, lodtensorgo_beam_tensor_step, (void *)handle, out_ids,
+                                           out_scores);
+}

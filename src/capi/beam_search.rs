@@ -7,7 +7,7 @@ use super::tensor::{lodtensor_t, new_handle};
 use super::tensor_array::tensor_array_t;
 use super::types::lodtensor_status_t;
 use crate::decoder::{Decoder, DecoderOptions, StepInfo};
-use crate::error::{ensure, Result};
+use crate::error::{ensure, err, Result};
 use crate::lod_tensor::LoDTensor;
 use crate::ops::beam_search::{self as ops, BeamSearchStep};
 use crate::ops::beam_search_decode as decode_ops;
@@ -262,12 +262,12 @@ pub struct beam_search_decoder_options_t {
 pub struct beam_search_step_info_t {
     /// 0 for the first token.
     pub step: usize,
-    /// The number of sources given to `beam_search_decoder_run`.
+    /// The number of sources given to `beam_search_decoder_run` or `beam_search_decoder_run_tensors`.
     pub num_sources: usize,
     /// num_sources + 1 offsets: source s owns prefixes source_offsets[s] .. source_offsets[s+1]
     /// (none once it has finished).
     pub source_offsets: *const usize,
-    /// The number of live prefixes P (rows of log_probs).
+    /// The number of live prefixes P (rows of the log-probs).
     pub num_prefixes: usize,
     /// P tokens: the last token of each prefix (start_id at step 0).
     pub ids: *const i64,
@@ -276,7 +276,7 @@ pub struct beam_search_step_info_t {
     pub parent_idx: *const i64,
     /// P cumulative log-probabilities.
     pub scores: *const f32,
-    /// Columns of log_probs.
+    /// Columns of the log-probs.
     pub vocab_size: usize,
 }
 
@@ -368,15 +368,9 @@ pub unsafe extern "C" fn beam_search_decoder_destroy(decoder: *mut beam_search_d
     }
 }
 
-/// Calls a C callback for one step; a non-zero status becomes `CallbackFailed`.
-unsafe fn call(
-    f: unsafe extern "C" fn(*const beam_search_step_info_t, *mut f32, *mut c_void) -> i32,
-    name: &str,
-    info: &StepInfo,
-    log_probs: &mut [f32],
-    user_data: *mut c_void,
-) -> Result<()> {
-    let c = beam_search_step_info_t {
+/// The C view of a step's prefixes, borrowing `info`.
+fn c_info(info: &StepInfo) -> beam_search_step_info_t {
+    beam_search_step_info_t {
         step: info.step,
         num_sources: info.source_offsets.len() - 1,
         source_offsets: info.source_offsets.as_ptr(),
@@ -385,7 +379,18 @@ unsafe fn call(
         parent_idx: info.parent_idx.as_ptr(),
         scores: info.scores.as_ptr(),
         vocab_size: info.vocab_size,
-    };
+    }
+}
+
+/// Calls a C callback for one step; a non-zero status becomes `CallbackFailed`.
+unsafe fn call(
+    f: unsafe extern "C" fn(*const beam_search_step_info_t, *mut f32, *mut c_void) -> i32,
+    name: &str,
+    info: &StepInfo,
+    log_probs: &mut [f32],
+    user_data: *mut c_void,
+) -> Result<()> {
+    let c = c_info(info);
     let status = f(&c, log_probs.as_mut_ptr(), user_data);
     ensure!(status == 0, CallbackFailed, "{name}: returned status {status} at step {}", info.step);
     Ok(())
@@ -424,6 +429,89 @@ pub unsafe extern "C" fn beam_search_decoder_run(
         let mut edit = edit_fn.map(|f| move |info: &StepInfo, lp: &mut [f32]| call(f, "edit_fn", info, lp, user_data));
         let edit = edit.as_mut().map(|e| e as &mut crate::decoder::StepFn);
         let hyps = decoder.inner.run(num_sources, &mut step, edit)?;
+        new_handle(oi, hyps.ids);
+        new_handle(os, hyps.scores);
+        Ok(())
+    })
+}
+
+/// A decoder callback of `beam_search_decoder_run_tensors`: the model's next-token
+/// log-probabilities of the live prefixes of `info` as a tensor, wherever the model computed them.
+///
+/// On success it returns 0 and stores in `*out_log_probs` (NULL on entry) a handle it creates,
+/// `[num_prefixes, vocab_size]`, float32, float16 or bfloat16, on the host or on a CUDA device
+/// (its LoD is not read; rows of prefixes whose last token is end_id are not read). The decoder
+/// takes the handle over and destroys it after the step: hand over a handle the callback does not
+/// use afterwards (`lodtensor_share` one it keeps). Device memory must hold the log-probs when the
+/// callback returns (work queued on other streams finished). A non-zero return stops decoding;
+/// a handle stored anyway is destroyed too. Callbacks run on the thread that called
+/// `beam_search_decoder_run_tensors` and may call the library.
+pub type beam_search_tensor_step_fn = Option<
+    unsafe extern "C" fn(
+        info: *const beam_search_step_info_t,
+        out_log_probs: *mut *mut lodtensor_t,
+        user_data: *mut c_void,
+    ) -> i32,
+>;
+
+/// Calls a tensor callback for one step and takes over the handle it returns, whatever its status.
+unsafe fn call_tensor(
+    f: unsafe extern "C" fn(*const beam_search_step_info_t, *mut *mut lodtensor_t, *mut c_void) -> i32,
+    info: &StepInfo,
+    user_data: *mut c_void,
+) -> Result<LoDTensor> {
+    let c = c_info(info);
+    let mut log_probs: *mut lodtensor_t = std::ptr::null_mut();
+    let status = f(&c, &mut log_probs, user_data);
+    // Ours from here on, also when the callback failed: dropped with the step.
+    let taken = (!log_probs.is_null()).then(|| Box::from_raw(log_probs).inner);
+    ensure!(status == 0, CallbackFailed, "step_fn: returned status {status} at step {}", info.step);
+    taken.ok_or_else(|| {
+        err!(
+            InvalidArgument,
+            "step_fn: returned 0 but left out_log_probs NULL at step {}; store a new handle in it",
+            info.step
+        )
+    })
+}
+
+/// `beam_search_decoder_run` for a model that hands over its log-probs as a tensor on the host
+/// or on a CUDA device (no edit callback): the logits of a model served on a GPU never go through
+/// the host.
+///
+/// Each step the decoder calls `step_fn` with the live prefixes (see `beam_search_step_info_t`)
+/// and takes over the tensor it returns (see `beam_search_tensor_step_fn` for ownership). The
+/// step's selection runs where that tensor lives: on a CUDA device the fused step runs there
+/// (end_id is banned while prefixes are shorter than min_length as the rows are read, the
+/// tensor is never written) and only the selected ids, scores and parents, a few per source,
+/// come back to the host for the next `beam_search_step_info_t`; each such step waits for the
+/// device once. Search, stopping and results are those of `beam_search_decoder_run`: for the
+/// same log-probs (float16/bfloat16 values widened exactly) the sentences and scores are
+/// identical, on either place. `*out_ids` and `*out_scores` are host tensors the caller destroys.
+/// On failure nothing is returned and nothing leaks: every handle the callback stored has been
+/// destroyed.
+/// Returns LODTENSOR_NULL_ARGUMENT (`decoder`, `step_fn`, `out_ids`, `out_scores`),
+/// LODTENSOR_INVALID_ARGUMENT (`num_sources` == 0; `step_fn` returned 0 but left
+/// `*out_log_probs` NULL; a returned tensor whose dims are not `[num_prefixes, vocab_size]`),
+/// LODTENSOR_CALLBACK_FAILED (`step_fn` returned non-zero; the message gives its status and the
+/// step), LODTENSOR_UNSUPPORTED (a returned tensor neither float32, float16 nor bfloat16; on a
+/// CUDA device in a build without CUDA), LODTENSOR_OUT_OF_MEMORY, LODTENSOR_INTERNAL (a CUDA
+/// driver failure, named in the message).
+#[no_mangle]
+pub unsafe extern "C" fn beam_search_decoder_run_tensors(
+    decoder: *const beam_search_decoder_t,
+    num_sources: usize,
+    step_fn: beam_search_tensor_step_fn,
+    user_data: *mut c_void,
+    out_ids: *mut *mut lodtensor_t,
+    out_scores: *mut *mut lodtensor_t,
+) -> lodtensor_status_t {
+    boundary(|| {
+        let decoder = get(decoder, "decoder")?;
+        let step_fn = step_fn.ok_or_else(|| null("step_fn"))?;
+        let (oi, os) = (Out::new(out_ids, "out_ids")?, Out::new(out_scores, "out_scores")?);
+        let mut step = |info: &StepInfo| call_tensor(step_fn, info, user_data);
+        let hyps = decoder.inner.run_tensors(num_sources, &mut step)?;
         new_handle(oi, hyps.ids);
         new_handle(os, hyps.scores);
         Ok(())

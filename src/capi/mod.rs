@@ -103,3 +103,5 @@ pub(crate) fn boundary_str(
 }
 mod beam_search;
 pub use beam_search::*;
+mod fill_on;
+pub use fill_on::*;

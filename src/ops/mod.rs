@@ -45,3 +45,5 @@ pub use tensor_ops::*;
 pub mod topk;
 pub mod transfer;
 pub use transfer::*;
+mod fill_on;
+pub use fill_on::*;

@@ -88,3 +88,7 @@ pub use scatter_rows::{scatter_rows_add, scatter_rows_overwrite};
 mod calibration;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 pub use calibration::read_bandwidth_probe;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+mod fill;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+pub use fill::fill;

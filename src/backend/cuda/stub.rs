@@ -264,3 +264,8 @@ pub fn scatter_rows_add(x: &Tensor, _index: &[i64], _updates: &Tensor) -> Result
 pub fn read_bandwidth_probe(t: &Tensor) -> Result<()> {
     copy_to_host(t).map(drop)
 }
+
+/// A new device tensor with every element `element`.
+pub fn fill(_ordinal: u32, _dtype: crate::dtype::DType, _dims: Dim, _element: &[u8]) -> Result<Tensor> {
+    Err(missing("fill"))
+}

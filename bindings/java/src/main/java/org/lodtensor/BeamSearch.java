@@ -59,6 +59,19 @@ public final class BeamSearch implements AutoCloseable {
         void apply(StepInfo info, FloatBuffer logProbs) throws Exception;
     }
 
+    /**
+     * A decoder callback of {@link #runTensors}: returns the next-token log-probabilities of the
+     * live prefixes as a new [numPrefixes, vocabSize] tensor, float32, float16 or bfloat16, on the
+     * host or on a CUDA device (see beam_search_tensor_step_fn). The decoder takes the tensor over:
+     * it is empty (closed) after the call, so return a {@link Tensor#share} of a tensor the model
+     * keeps. Anything thrown stops decoding; {@link #runTensors} then throws CALLBACK_FAILED with
+     * it as the cause.
+     */
+    @FunctionalInterface
+    public interface TensorModel {
+        Tensor apply(StepInfo info) throws Exception;
+    }
+
     /** Sentences and their scores; closing it closes both. */
     public record Result(Tensor ids, Tensor scores) implements AutoCloseable {
         @Override
@@ -124,17 +137,55 @@ public final class BeamSearch implements AutoCloseable {
         return new Result(Tensor.adopt(ids.getValue()), Tensor.adopt(scores.getValue()));
     }
 
+    /**
+     * Decodes numSources sentences around a model that returns its log-probabilities as a tensor
+     * (beam_search_decoder_run_tensors): where that tensor lives on a CUDA device, the step's
+     * selection runs there and the log-probs never go through the host. Results as for
+     * {@link #run}; a tensor of the wrong dims or dtype throws the library's error.
+     */
+    public Result runTensors(long numSources, TensorModel step) {
+        Throwable[] thrown = new Throwable[1];
+        LodTensorLib.BeamTensorStepFn stepFn = step == null ? null : (infoPtr, outLogProbs, userData) -> {
+            try {
+                Tensor t = step.apply(stepInfo(infoPtr));
+                outLogProbs.setPointer(0, t == null ? null : t.take());
+                return 0;
+            } catch (Throwable t) {
+                // Nothing may propagate into the library's frames (JNA would swallow it).
+                thrown[0] = t;
+                return -1;
+            }
+        };
+        PointerByReference ids = new PointerByReference();
+        PointerByReference scores = new PointerByReference();
+        int status = LIB.beam_search_decoder_run_tensors(handle.get(), numSources, stepFn, null, ids, scores);
+        Reference.reachabilityFence(stepFn);
+        if (status != 0) {
+            String message = LIB.lodtensor_last_error_message();
+            if (thrown[0] instanceof Error e) {
+                throw e;
+            }
+            throw new LodTensorException(Status.of(status), message, thrown[0]);
+        }
+        return new Result(Tensor.adopt(ids.getValue()), Tensor.adopt(scores.getValue()));
+    }
+
+    /** A copy of the library's step info. */
+    private static StepInfo stepInfo(Pointer infoPtr) {
+        LodTensorLib.StepInfoT c = new LodTensorLib.StepInfoT(infoPtr);
+        int p = (int) c.num_prefixes;
+        return new StepInfo(c.step, (int) c.num_sources, c.source_offsets.getLongArray(0, (int) c.num_sources + 1),
+                p == 0 ? new long[0] : c.ids.getLongArray(0, p),
+                p == 0 ? new long[0] : c.parent_idx.getLongArray(0, p),
+                p == 0 ? new float[0] : c.scores.getFloatArray(0, p), (int) c.vocab_size);
+    }
+
     private static LodTensorLib.BeamStepFn adapt(Model model, Throwable[] thrown) {
         return (infoPtr, logProbs, userData) -> {
             try {
-                LodTensorLib.StepInfoT c = new LodTensorLib.StepInfoT(infoPtr);
-                int p = (int) c.num_prefixes;
-                int v = (int) c.vocab_size;
-                StepInfo info = new StepInfo(c.step, (int) c.num_sources,
-                        c.source_offsets.getLongArray(0, (int) c.num_sources + 1),
-                        p == 0 ? new long[0] : c.ids.getLongArray(0, p),
-                        p == 0 ? new long[0] : c.parent_idx.getLongArray(0, p),
-                        p == 0 ? new float[0] : c.scores.getFloatArray(0, p), v);
+                StepInfo info = stepInfo(infoPtr);
+                int p = info.numPrefixes();
+                int v = info.vocabSize();
                 FloatBuffer lp = (long) p * v == 0 ? FloatBuffer.allocate(0)
                         : logProbs.getByteBuffer(0, 4L * p * v).order(ByteOrder.nativeOrder()).asFloatBuffer();
                 model.apply(info, lp);

@@ -107,6 +107,11 @@ interface LodTensorLib extends Library {
         int invoke(Pointer info, Pointer logProbs, Pointer userData);
     }
 
+    /** beam_search_tensor_step_fn. */
+    interface BeamTensorStepFn extends Callback {
+        int invoke(Pointer info, Pointer outLogProbs, Pointer userData);
+    }
+
     /** tensor_array_step_fn. */
     interface StepFn extends Callback {
         int invoke(long step, Pointer stepInput, Pointer prevState, Pointer stepOutput, Pointer newState,
@@ -220,6 +225,8 @@ interface LodTensorLib extends Library {
 
     int lodtensor_fill(DTypeT dtype, long[] dims, long ndim, double value, PointerByReference out);
 
+    int lodtensor_fill_on(PlaceT place, DTypeT dtype, long[] dims, long ndim, double value, PointerByReference out);
+
     int lodtensor_cast(Pointer x, DTypeT dtype, PointerByReference out);
 
     int lodtensor_gather_rows(Pointer x, Pointer index, PointerByReference out);
@@ -278,6 +285,9 @@ interface LodTensorLib extends Library {
 
     int beam_search_decoder_run(Pointer decoder, long numSources, BeamStepFn stepFn, BeamStepFn editFn,
                                 Pointer userData, PointerByReference outIds, PointerByReference outScores);
+
+    int beam_search_decoder_run_tensors(Pointer decoder, long numSources, BeamTensorStepFn stepFn, Pointer userData,
+                                        PointerByReference outIds, PointerByReference outScores);
 
     int rank_table_create(Pointer x, long level, PointerByReference out);
 

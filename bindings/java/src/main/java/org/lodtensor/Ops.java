@@ -19,6 +19,16 @@ public final class Ops {
         return Tensor.out(LIB.lodtensor_fill(new LodTensorLib.DTypeT(dtype), dims, dims.length, value, out), out);
     }
 
+    /**
+     * {@link #fill} directly on a place (deviceType 1 = CPU, 2 = CUDA): on a CUDA device the
+     * elements are written there, without a host tensor and a copy.
+     */
+    public static Tensor fillOn(int deviceType, int deviceId, DType dtype, long[] dims, double value) {
+        PointerByReference out = new PointerByReference();
+        return Tensor.out(LIB.lodtensor_fill_on(new LodTensorLib.PlaceT(deviceType, deviceId),
+                new LodTensorLib.DTypeT(dtype), dims, dims.length, value, out), out);
+    }
+
     /** x's elements converted to dtype (Rust's {@code as} rules); the LoD is kept. */
     public static Tensor cast(Tensor x, DType dtype) {
         PointerByReference out = new PointerByReference();

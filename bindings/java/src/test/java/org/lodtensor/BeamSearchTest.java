@@ -184,4 +184,125 @@ class BeamSearchTest {
             lp.put(i, -1f);
         }
     }
+
+    /** A deterministic toy model; token 1 (end) is attractive for some prefixes. */
+    static float[] toyLogProbs(BeamSearch.StepInfo info) {
+        int v = info.vocabSize();
+        float[] lp = new float[info.numPrefixes() * v];
+        for (int p = 0; p < info.numPrefixes(); p++) {
+            for (int t = 0; t < v; t++) {
+                long h = info.ids()[p] * 2654435761L + info.parentIdx()[p] * 40503L + t * 9973L + info.step() * 131L;
+                h &= 0xffffffffL;
+                h ^= h >>> 13;
+                h = (h * 0x5bd1e995L) & 0xffffffffL;
+                h ^= h >>> 15;
+                lp[p * v + t] = t == 1 && h % 3 == 0 ? -0.05f * (h % 5) : -(h % 777) / 101f;
+            }
+        }
+        return lp;
+    }
+
+    /** The toy model's log-probs as a [prefixes, vocab] tensor of dtype (rounded to nearest even). */
+    static Tensor toyTensor(BeamSearch.StepInfo info, DType dtype) {
+        Tensor t = Tensor.ofFloats(toyLogProbs(info), info.numPrefixes(), info.vocabSize());
+        if (dtype.equals(DType.FLOAT32)) {
+            return t;
+        }
+        try (t) {
+            return Ops.cast(t, dtype);
+        }
+    }
+
+    static void assertSameResult(BeamSearch.Result want, BeamSearch.Result got) {
+        for (int l = 0; l < 2; l++) {
+            assertArrayEquals(want.ids().lodOffsets(l), got.ids().lodOffsets(l));
+        }
+        assertArrayEquals(want.ids().toLongArray(), got.ids().toLongArray());
+        assertArrayEquals(want.scores().lodOffsets(0), got.scores().lodOffsets(0));
+        assertArrayEquals(want.scores().toFloatArray(), got.scores().toFloatArray());
+    }
+
+    @Test
+    void runTensorsGivesTheResultsOfRun() {
+        BeamSearch.Options o = BeamSearch.Options.defaults();
+        o.vocabSize = 9;
+        o.startId = 0;
+        o.endId = 1;
+        o.beamSize = 4;
+        o.numHypotheses = 3;
+        o.minLength = 2;
+        o.maxLength = 6;
+        int devices;
+        try {
+            devices = Tensor.cudaDeviceCount();
+        } catch (LodTensorException e) {
+            devices = 0;
+            System.out.println("BeamSearchTest: CUDA part skipped: no CUDA device");
+        }
+        try (BeamSearch decoder = BeamSearch.decoder(o)) {
+            for (DType dtype : List.of(DType.FLOAT32, DType.BFLOAT16)) {
+                // The host decoder fed the same values through the same rounding.
+                try (BeamSearch.Result want = decoder.run(3, (info, lp) -> {
+                    try (Tensor t = toyTensor(info, dtype)) {
+                        try (Tensor back = Ops.cast(t, DType.FLOAT32)) {
+                            lp.put(back.toFloatArray());
+                        }
+                    }
+                }, null)) {
+                    assertEquals(9, want.scores().numel());
+                    try (BeamSearch.Result got = decoder.runTensors(3, info -> toyTensor(info, dtype))) {
+                        assertSameResult(want, got);
+                    }
+                    // A tensor the model keeps, handed over as a share.
+                    Tensor[] kept = {null};
+                    try (BeamSearch.Result got = decoder.runTensors(3, info -> {
+                        if (kept[0] != null) {
+                            kept[0].close();
+                        }
+                        kept[0] = toyTensor(info, dtype);
+                        return kept[0].share();
+                    })) {
+                        assertSameResult(want, got);
+                        assertEquals(2, kept[0].dims().length);
+                        kept[0].close();
+                    }
+                    if (devices > 0) {
+                        try (BeamSearch.Result got = decoder.runTensors(3, info -> {
+                            try (Tensor t = toyTensor(info, dtype)) {
+                                return t.toPlace(2, 0);
+                            }
+                        })) {
+                            assertSameResult(want, got);
+                        }
+                    }
+                }
+            }
+            IllegalStateException boom = new IllegalStateException("model failed");
+            LodTensorException e = assertThrows(LodTensorException.class, () -> decoder.runTensors(2, info -> {
+                if (info.step() == 1) {
+                    throw boom;
+                }
+                return toyTensor(info, DType.FLOAT32);
+            }));
+            assertEquals(Status.CALLBACK_FAILED, e.status());
+            assertTrue(e.detail().contains("step 1"), e.detail());
+            assertSame(boom, e.getCause());
+            e = assertThrows(LodTensorException.class, () -> decoder.runTensors(2, info -> null));
+            assertEquals(Status.INVALID_ARGUMENT, e.status());
+            assertTrue(e.detail().contains("out_log_probs"), e.detail());
+            e = assertThrows(LodTensorException.class, () -> decoder.runTensors(2,
+                    info -> Tensor.ofDoubles(new double[info.numPrefixes() * info.vocabSize()],
+                            new long[] {info.numPrefixes(), info.vocabSize()}, Lod.NONE)));
+            assertEquals(Status.UNSUPPORTED, e.status());
+            assertTrue(e.detail().contains("log_probs"), e.detail());
+            e = assertThrows(LodTensorException.class, () -> decoder.runTensors(2,
+                    info -> Tensor.ofFloats(toyLogProbs(info), info.numPrefixes() * info.vocabSize())));
+            assertEquals(Status.INVALID_ARGUMENT, e.status());
+            assertTrue(e.detail().contains("dims"), e.detail());
+            assertEquals(Status.INVALID_ARGUMENT, assertThrows(LodTensorException.class,
+                    () -> decoder.runTensors(0, info -> toyTensor(info, DType.FLOAT32))).status());
+            assertEquals(Status.NULL_ARGUMENT,
+                    assertThrows(LodTensorException.class, () -> decoder.runTensors(2, null)).status());
+        }
+    }
 }
