@@ -518,7 +518,8 @@ fn unfused<T: Element + lodtensor::dtype::Scalar>(
 
 fn same_step(a: &lodtensor::BeamSearchStep, b: &lodtensor::BeamSearchStep) {
     assert_eq!(v::<i64>(&a.selected_ids), v::<i64>(&b.selected_ids));
-    assert_eq!(v::<f32>(&a.selected_scores), v::<f32>(&b.selected_scores));
+    let bits = |t: &LoDTensor| v::<f32>(t).iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&a.selected_scores), bits(&b.selected_scores), "scores, bit for bit (NaN included)");
     assert_eq!(a.parent_idx.as_slice::<i32>().unwrap(), b.parent_idx.as_slice::<i32>().unwrap());
     assert_eq!(a.selected_ids.lod(), b.selected_ids.lod());
     assert_eq!(a.selected_scores.lod(), b.selected_scores.lod());
@@ -561,6 +562,73 @@ fn fused_step_continuous_values_and_threads() {
     same_step(&a, &b);
     same_step(&a_unfused, &b_unfused);
     same_step(&a, &a_unfused);
+}
+
+// Long rows, several rows per source: once a source's list is full, a row only needs its leading
+// entries that can still enter it (a bar from the list's last score), so these cases cover that
+// bar: sums that round onto the last score, ties, NaN and infinities in rows and in pre-scores,
+// finished rows, beams above and below the threshold path's k, and the three log-prob dtypes.
+#[test]
+fn fused_step_long_rows_agree_with_top_k_then_beam_search() {
+    let mut rng = Rng(0xbea4);
+    for (vocab, beam, per_source, sources) in [(5000, 10, 10, 3), (1500, 4, 6, 4), (700, 16, 5, 2), (3000, 17, 3, 2)] {
+        let rows = sources * per_source;
+        let lod = vec![(0..=sources).map(|s| s * per_source).collect::<Vec<_>>(), (0..=rows).collect()];
+        for pattern in 0..5 {
+            let (pre_scores, lp): (Vec<f32>, Vec<f32>) = match pattern {
+                // Continuous log-probs and cumulative scores.
+                0 => (
+                    (0..rows).map(|_| -rng.unit() * 10.0).collect(),
+                    (0..rows * vocab).map(|_| -rng.unit() * 20.0).collect(),
+                ),
+                // Coarse values: many equal scores across rows and within them.
+                1 => (
+                    (0..rows).map(|_| -(rng.below(4) as f32) * 0.5).collect(),
+                    (0..rows * vocab).map(|_| -(rng.below(40) as f32) * 0.25).collect(),
+                ),
+                // Large scores, tiny log-prob differences: most sums round, many onto one another.
+                2 => (
+                    (0..rows).map(|_| -1000.0 - rng.unit() * 1e-3).collect(),
+                    (0..rows * vocab).map(|_| -rng.unit() * 1e-3).collect(),
+                ),
+                // NaN, infinities and banned tokens in the rows.
+                3 => (
+                    (0..rows).map(|_| -rng.unit() * 3.0).collect(),
+                    (0..rows * vocab)
+                        .map(|_| match rng.below(500) {
+                            0 => f32::NAN,
+                            1 => f32::INFINITY,
+                            2..=60 => f32::NEG_INFINITY,
+                            _ => -rng.unit() * 5.0,
+                        })
+                        .collect(),
+                ),
+                // Non-finite cumulative scores.
+                _ => (
+                    (0..rows)
+                        .map(|_| match rng.below(6) {
+                            0 => f32::NEG_INFINITY,
+                            1 => f32::NAN,
+                            _ => -rng.unit(),
+                        })
+                        .collect(),
+                    (0..rows * vocab).map(|_| -rng.unit() * 8.0).collect(),
+                ),
+            };
+            let pre: Vec<i64> =
+                (0..rows).map(|_| if rng.below(8) == 0 { 0 } else { 1 + rng.below(vocab - 1) as i64 }).collect();
+            let pre_ids = lt(&pre, &[rows, 1], lod.clone());
+            let ps = dense(&pre_scores, &[rows]);
+            let fused = beam_search_fused_step(&pre_ids, &ps, &dense(&lp, &[rows, vocab]), beam, 0).unwrap();
+            same_step(&fused, &unfused(&pre_ids, &pre_scores, &lp, vocab, beam));
+            let lp16: Vec<f16> = lp.iter().map(|&x| f16::from_f32(x)).collect();
+            let fused = beam_search_fused_step(&pre_ids, &ps, &dense(&lp16, &[rows, vocab]), beam, 0).unwrap();
+            same_step(&fused, &unfused(&pre_ids, &pre_scores, &lp16, vocab, beam));
+            let lpb: Vec<bf16> = lp.iter().map(|&x| bf16::from_f32(x)).collect();
+            let fused = beam_search_fused_step(&pre_ids, &ps, &dense(&lpb, &[rows, vocab]), beam, 0).unwrap();
+            same_step(&fused, &unfused(&pre_ids, &pre_scores, &lpb, vocab, beam));
+        }
+    }
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! `pre_score + log_prob` for every vocabulary entry.
 
 use super::pool::for_each_segment_with_work;
-use super::topk::select_row;
+use super::topk::{select_row, select_row_reaching};
 use crate::dtype::Scalar;
 use crate::error::{err, Result};
 
@@ -125,13 +125,40 @@ pub fn select_fused<T: Scalar>(
                 len = offer(list, len, Candidate { row: r, id: end_id, score: pre_scores[r] });
                 continue;
             }
-            select_row::<T, true>(&log_probs[r * vocab..(r + 1) * vocab], &mut vals, &mut idx);
-            for (&v, &j) in vals.iter().zip(&idx) {
+            let row = &log_probs[r * vocab..(r + 1) * vocab];
+            // Once the source's list is full, `offer` rejects any candidate scoring below its last
+            // item (rows come in order, so the row tie-break never keeps the last item against an
+            // equal score), so only the row's leading entries that can score that much matter:
+            // usually none, found with one read of the row.
+            let bar = (len == list.len()).then(|| offer_bar::<T>(list[len - 1].score, pre_scores[r])).flatten();
+            let n = match bar.and_then(|t| select_row_reaching::<T, true>(row, t, &mut vals, &mut idx)) {
+                Some(n) => n,
+                None => {
+                    select_row::<T, true>(row, &mut vals, &mut idx);
+                    k
+                }
+            };
+            for (&v, &j) in vals[..n].iter().zip(&idx[..n]) {
                 len = offer(list, len, Candidate { row: r, id: j as i64, score: pre_scores[r] + to_f32(v) });
             }
         }
         len
     })
+}
+
+/// A log-prob bar for a row with cumulative score `pre` under a full source list whose last item
+/// scores `last`: every log-prob `v` below it gives `pre + v < last` in f32, so `offer` rejects
+/// it. `last - pre` (exact in f64) less a margin that covers the rounding of the f32 sum (a few
+/// units in the last place of `last`) and of the bar's conversion to `T` (half a unit of a 16-bit
+/// float; `to_f32` of the fused step converts exactly); none when either score is not finite.
+fn offer_bar<T: Scalar>(last: f32, pre: f32) -> Option<T> {
+    if !last.is_finite() || !pre.is_finite() {
+        return None;
+    }
+    let gap = last as f64 - pre as f64;
+    let relative = if std::mem::size_of::<T>() == 2 { 2f64.powi(-7) } else { 2f64.powi(-22) };
+    let margin = (gap.abs() + (last as f64).abs()) * relative + 1e-6;
+    Some(T::from_f64(gap - margin))
 }
 
 /// The step's outputs in flat form.

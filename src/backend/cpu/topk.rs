@@ -318,6 +318,102 @@ fn may_reach<T: Scalar, const LARGEST: bool>(v: T, bar: T) -> bool {
     }
 }
 
+/// Elements per group in [`select_row_reaching`]: a block is tested, then its groups, then
+/// single elements.
+const REACHING_GROUP: usize = 8;
+/// Elements [`select_row_reaching`] reads before it decides whether its bar pays off.
+const REACHING_TRIAL: usize = 1024;
+
+/// The leading entries of [`select_row`]'s result that rank at least `bar`, for a caller that
+/// knows no other entry matters (a beam-search source list whose last item a lower score cannot
+/// displace): returns their number `n`, best first in `vals[..n]`/`idx[..n]` (further leading
+/// entries below the bar may be included), or `None` when the buffer fills within the first
+/// `REACHING_TRIAL` elements: a bar that many elements reach saves nothing, and [`select_row`]
+/// should be called instead.
+///
+/// With a bar few elements reach, the row is read once with vector compares and little else: no
+/// bar of its own, no summaries.
+pub fn select_row_reaching<T: Scalar, const LARGEST: bool>(
+    row: &[T],
+    bar: T,
+    vals: &mut [T],
+    idx: &mut [usize],
+) -> Option<usize> {
+    if has_avx2() {
+        // SAFETY: the CPU has AVX2 (checked at run time).
+        unsafe { reaching_avx2::<T, LARGEST>(row, bar, vals, idx) }
+    } else {
+        reaching_body::<T, LARGEST>(row, bar, vals, idx)
+    }
+}
+
+/// [`select_row_reaching`] compiled with AVX2 enabled.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx2"))]
+unsafe fn reaching_avx2<T: Scalar, const LARGEST: bool>(
+    row: &[T],
+    bar: T,
+    vals: &mut [T],
+    idx: &mut [usize],
+) -> Option<usize> {
+    reaching_body::<T, LARGEST>(row, bar, vals, idx)
+}
+
+/// The body of [`select_row_reaching`]. (A plain `T` bar, tested block, group, element: the
+/// `Option` bar of [`scan`] cost a third of the speed here.)
+#[inline(always)]
+fn reaching_body<T: Scalar, const LARGEST: bool>(
+    row: &[T],
+    bar: T,
+    vals: &mut [T],
+    idx: &mut [usize],
+) -> Option<usize> {
+    let k = vals.len();
+    let mut n = 0;
+    let blocks = row.chunks_exact(ONE_PASS_BLOCK);
+    let rest = blocks.remainder();
+    // The running bar: `bar` until the buffer is full, then its last entry (which reached `bar`).
+    let mut t = bar;
+    for (b, block) in blocks.enumerate() {
+        if n == k && b * ONE_PASS_BLOCK < REACHING_TRIAL {
+            return None;
+        }
+        let block: &[T; ONE_PASS_BLOCK] = block.try_into().expect("a whole block");
+        if !any_reaches::<T, LARGEST, ONE_PASS_BLOCK>(block, t) {
+            continue;
+        }
+        for (g, group) in block.chunks_exact(REACHING_GROUP).enumerate() {
+            let group: &[T; REACHING_GROUP] = group.try_into().expect("a whole group");
+            if !any_reaches::<T, LARGEST, REACHING_GROUP>(group, t) {
+                continue;
+            }
+            for (o, &v) in group.iter().enumerate() {
+                if may_reach::<T, LARGEST>(v, t) {
+                    let i = b * ONE_PASS_BLOCK + g * REACHING_GROUP + o;
+                    offer_one::<T, LARGEST>(v, i, Some(bar), vals, idx, &mut n);
+                    if n == k {
+                        t = vals[k - 1];
+                    }
+                }
+            }
+        }
+    }
+    let start = row.len() - rest.len();
+    for (o, &v) in rest.iter().enumerate() {
+        offer_one::<T, LARGEST>(v, start + o, Some(bar), vals, idx, &mut n);
+    }
+    Some(n)
+}
+
+/// Whether any of `part` may reach `bar` ([`may_reach`]): vector compares and ors over a
+/// fixed-size part (over a slice of unknown length the compiler emits a slower general loop).
+#[inline(always)]
+fn any_reaches<T: Scalar, const LARGEST: bool, const N: usize>(part: &[T; N], bar: T) -> bool {
+    part.iter().fold(false, |any, &v| any | may_reach::<T, LARGEST>(v, bar))
+}
+
 /// [`select_row`] in one pass: the buffer starts with the first k elements, and blocks of the
 /// rest that cannot enter are rejected with one branch-free comparison against its last entry.
 fn select_row_one_pass<T: Scalar, const LARGEST: bool>(row: &[T], vals: &mut [T], idx: &mut [usize]) {
