@@ -14,3 +14,13 @@ pub mod sequence;
 pub mod softmax;
 pub mod tensor_array;
 pub mod topk;
+
+/// Whether the CPU has AVX2. The library is built for baseline x86-64 (SSE2: 4 lanes of f32,
+/// a blend is three instructions); a few hot kernels also exist compiled for AVX2 (8 lanes,
+/// `vblendvps`, 4-lane f32-to-f64 conversion), chosen with this at run time.
+pub(crate) fn has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("avx2");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}

@@ -3,6 +3,7 @@
 //! rejected with a branch-free comparison the compiler vectorizes, so the common case costs about
 //! one read of the row.
 
+use super::has_avx2;
 use super::pool::for_each_segment_with_work;
 use crate::dtype::Scalar;
 use crate::error::Result;
@@ -92,15 +93,6 @@ pub fn select_row<T: Scalar, const LARGEST: bool>(row: &[T], vals: &mut [T], idx
     } else {
         select_row_threshold::<T, LARGEST>(row, vals, idx)
     }
-}
-
-/// Whether the CPU has AVX2: the library is built for baseline x86-64 (SSE2, 4 lanes of f32);
-/// the threshold selection also exists compiled for AVX2 (8 lanes), chosen at run time.
-fn has_avx2() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return std::arch::is_x86_feature_detected!("avx2");
-    #[cfg(not(target_arch = "x86_64"))]
-    false
 }
 
 /// The threshold path of [`select_row`] (k <= `THRESHOLD_MAX_K`, at least 4k blocks).
