@@ -516,6 +516,21 @@ fn unfused<T: Element + lodtensor::dtype::Scalar>(
     beam_search_step(pre_ids, &dense(pre_scores, &[rows]), Some(&ids), &scores, 0, beam, 0, true).unwrap()
 }
 
+/// The fused step on `lp` as float32, float16 and bfloat16 equals top_k + beam_search on the same
+/// values.
+fn fused_agrees_in_every_dtype(pre_ids: &LoDTensor, pre_scores: &[f32], lp: &[f32], vocab: usize, beam: usize) {
+    let rows = pre_scores.len();
+    let ps = dense(pre_scores, &[rows, 1]);
+    let fused = beam_search_fused_step(pre_ids, &ps, &dense(lp, &[rows, vocab]), beam, 0).unwrap();
+    same_step(&fused, &unfused(pre_ids, pre_scores, lp, vocab, beam));
+    let lp16: Vec<f16> = lp.iter().map(|&x| f16::from_f32(x)).collect();
+    let fused = beam_search_fused_step(pre_ids, &ps, &dense(&lp16, &[rows, vocab]), beam, 0).unwrap();
+    same_step(&fused, &unfused(pre_ids, pre_scores, &lp16, vocab, beam));
+    let lpb: Vec<bf16> = lp.iter().map(|&x| bf16::from_f32(x)).collect();
+    let fused = beam_search_fused_step(pre_ids, &ps, &dense(&lpb, &[rows, vocab]), beam, 0).unwrap();
+    same_step(&fused, &unfused(pre_ids, pre_scores, &lpb, vocab, beam));
+}
+
 fn same_step(a: &lodtensor::BeamSearchStep, b: &lodtensor::BeamSearchStep) {
     assert_eq!(v::<i64>(&a.selected_ids), v::<i64>(&b.selected_ids));
     let bits = |t: &LoDTensor| v::<f32>(t).iter().map(|x| x.to_bits()).collect::<Vec<_>>();
@@ -531,16 +546,7 @@ proptest! {
     #[test]
     fn fused_step_agrees_with_top_k_then_beam_search(seed: u64, beam in 1usize..6) {
         let (pre_ids, pre_scores, lp, vocab) = fused_case(seed, beam);
-        let rows = pre_scores.len();
-        let ps = dense(&pre_scores, &[rows, 1]);
-        let fused = beam_search_fused_step(&pre_ids, &ps, &dense(&lp, &[rows, vocab]), beam, 0).unwrap();
-        same_step(&fused, &unfused(&pre_ids, &pre_scores, &lp, vocab, beam));
-        let lp16: Vec<f16> = lp.iter().map(|&x| f16::from_f32(x)).collect();
-        let fused = beam_search_fused_step(&pre_ids, &ps, &dense(&lp16, &[rows, vocab]), beam, 0).unwrap();
-        same_step(&fused, &unfused(&pre_ids, &pre_scores, &lp16, vocab, beam));
-        let lpb: Vec<bf16> = lp.iter().map(|&x| bf16::from_f32(x)).collect();
-        let fused = beam_search_fused_step(&pre_ids, &ps, &dense(&lpb, &[rows, vocab]), beam, 0).unwrap();
-        same_step(&fused, &unfused(&pre_ids, &pre_scores, &lpb, vocab, beam));
+        fused_agrees_in_every_dtype(&pre_ids, &pre_scores, &lp, vocab, beam);
     }
 }
 
@@ -617,16 +623,7 @@ fn fused_step_long_rows_agree_with_top_k_then_beam_search() {
             };
             let pre: Vec<i64> =
                 (0..rows).map(|_| if rng.below(8) == 0 { 0 } else { 1 + rng.below(vocab - 1) as i64 }).collect();
-            let pre_ids = lt(&pre, &[rows, 1], lod.clone());
-            let ps = dense(&pre_scores, &[rows]);
-            let fused = beam_search_fused_step(&pre_ids, &ps, &dense(&lp, &[rows, vocab]), beam, 0).unwrap();
-            same_step(&fused, &unfused(&pre_ids, &pre_scores, &lp, vocab, beam));
-            let lp16: Vec<f16> = lp.iter().map(|&x| f16::from_f32(x)).collect();
-            let fused = beam_search_fused_step(&pre_ids, &ps, &dense(&lp16, &[rows, vocab]), beam, 0).unwrap();
-            same_step(&fused, &unfused(&pre_ids, &pre_scores, &lp16, vocab, beam));
-            let lpb: Vec<bf16> = lp.iter().map(|&x| bf16::from_f32(x)).collect();
-            let fused = beam_search_fused_step(&pre_ids, &ps, &dense(&lpb, &[rows, vocab]), beam, 0).unwrap();
-            same_step(&fused, &unfused(&pre_ids, &pre_scores, &lpb, vocab, beam));
+            fused_agrees_in_every_dtype(&lt(&pre, &[rows, 1], lod.clone()), &pre_scores, &lp, vocab, beam);
         }
     }
 }

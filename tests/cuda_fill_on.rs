@@ -12,18 +12,7 @@ use cuda_common::{bytes_of, gpu_or_skip, min_time, GPU};
 use lodtensor::ops::{fill, fill_on};
 use lodtensor::{cuda_device_count, to_place, DType, Dim, Error, Place};
 
-const DTYPES: [DType; 10] = [
-    DType::Bool,
-    DType::U8,
-    DType::I8,
-    DType::I16,
-    DType::I32,
-    DType::I64,
-    DType::F16,
-    DType::BF16,
-    DType::F32,
-    DType::F64,
-];
+const DTYPES: [DType; 10] = DType::ALL;
 
 /// A value every dtype holds (bool only 0 and 1), and a negative one for the signed and float ones.
 fn values(dtype: DType) -> Vec<f64> {
