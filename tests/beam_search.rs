@@ -580,7 +580,7 @@ fn fused_step_long_rows_agree_with_top_k_then_beam_search() {
     for (vocab, beam, per_source, sources) in [(5000, 10, 10, 3), (1500, 4, 6, 4), (700, 16, 5, 2), (3000, 17, 3, 2)] {
         let rows = sources * per_source;
         let lod = vec![(0..=sources).map(|s| s * per_source).collect::<Vec<_>>(), (0..=rows).collect()];
-        for pattern in 0..5 {
+        for pattern in 0..6 {
             let (pre_scores, lp): (Vec<f32>, Vec<f32>) = match pattern {
                 // Continuous log-probs and cumulative scores.
                 0 => (
@@ -609,6 +609,14 @@ fn fused_step_long_rows_agree_with_top_k_then_beam_search() {
                         })
                         .collect(),
                 ),
+                // A NaN in some rows only: offered first, a NaN score ends up last in the source
+                // list, where it rejects nothing below it.
+                4 => (
+                    (0..rows).map(|_| -rng.unit() * 10.0).collect(),
+                    (0..rows * vocab)
+                        .map(|i| if (i / vocab) % 3 == 1 && i % vocab == 7 { f32::NAN } else { -rng.unit() * 20.0 })
+                        .collect(),
+                ),
                 // Non-finite cumulative scores.
                 _ => (
                     (0..rows)
@@ -626,6 +634,21 @@ fn fused_step_long_rows_agree_with_top_k_then_beam_search() {
             fused_agrees_in_every_dtype(&lt(&pre, &[rows, 1], lod.clone()), &pre_scores, &lp, vocab, beam);
         }
     }
+}
+
+// A later row with a NaN: offered first, its NaN score becomes the list's last item, which no
+// longer rejects the row's next candidate although that scores below the item the NaN displaced.
+#[test]
+fn fused_step_nan_in_a_later_row_displaces_the_last_item() {
+    let pre_ids = lt(&[7i64, 4], &[2, 1], vec![vec![0, 2], vec![0, 1, 2]]);
+    let pre_scores = [1f32, -3.0];
+    let mut lp = vec![-5f32; 20];
+    (lp[2], lp[9]) = (3.0, 3.0); // row 0: 4.0, 4.0 fill the list
+    (lp[10], lp[17]) = (3.0, f32::NAN); // row 1: NaN, then 0.0 below the last 4.0
+    let step = beam_search_fused_step(&pre_ids, &dense(&pre_scores, &[2]), &dense(&lp, &[2, 10]), 2, 1).unwrap();
+    assert_eq!(v::<i64>(&step.selected_ids), [2, 0]);
+    assert_eq!(v::<f32>(&step.selected_scores), [4.0, 0.0]);
+    fused_agrees_in_every_dtype(&pre_ids, &pre_scores, &lp, 10, 2);
 }
 
 #[test]

@@ -320,8 +320,9 @@ const REACHING_TRIAL: usize = 1024;
 /// knows no other entry matters (a beam-search source list whose last item a lower score cannot
 /// displace): returns their number `n`, best first in `vals[..n]`/`idx[..n]` (further leading
 /// entries below the bar may be included), or `None` when the buffer fills within the first
-/// `REACHING_TRIAL` elements: a bar that many elements reach saves nothing, and [`select_row`]
-/// should be called instead.
+/// `REACHING_TRIAL` elements (a bar that many elements reach saves nothing) or the row holds a
+/// NaN (its score, NaN, would no longer reject lower ones once last in the list): then
+/// [`select_row`] should be called instead.
 ///
 /// With a bar few elements reach, the row is read once with vector compares and little else: no
 /// bar of its own, no summaries.
@@ -383,6 +384,13 @@ fn reaching_body<T: Scalar, const LARGEST: bool>(
             }
             for (o, &v) in group.iter().enumerate() {
                 if may_reach::<T, LARGEST>(v, t) {
+                    #[allow(clippy::eq_op)]
+                    if v != v {
+                        // A NaN ranks first and, offered as a NaN score, ends up last in the
+                        // source list, where it no longer rejects lower scores: the bar does not
+                        // hold for this row.
+                        return None;
+                    }
                     let i = b * ONE_PASS_BLOCK + g * REACHING_GROUP + o;
                     offer_one::<T, LARGEST>(v, i, Some(bar), vals, idx, &mut n);
                     if n == k {
@@ -391,6 +399,10 @@ fn reaching_body<T: Scalar, const LARGEST: bool>(
                 }
             }
         }
+    }
+    #[allow(clippy::eq_op)]
+    if rest.iter().any(|&v| v != v) {
+        return None;
     }
     let start = row.len() - rest.len();
     for (o, &v) in rest.iter().enumerate() {
