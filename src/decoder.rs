@@ -161,25 +161,16 @@ impl Decoder {
         let mut beams = Beams::start(o, num_sources)?;
         let mut log_probs: Vec<f32> = Vec::new();
         for t in 0..o.max_length {
-            let ids = beams.ids.tensor().as_slice::<i64>()?;
-            if t > 0 && ids.iter().all(|&id| id == o.end_id) {
+            let Some(sources) = beams.live_sources(t, o.end_id)? else {
                 break; // every branch ended: the next step would prune every source
-            }
-            let sources = beams.ids.lod().abs_offsets().swap_remove(0);
-            let rows = ids.len();
+            };
+            let info = beams.info(t, &sources, o.vocab_size)?;
+            let (ids, rows) = (info.ids, info.ids.len());
             let n = rows
                 .checked_mul(o.vocab_size)
                 .ok_or_else(|| err!(OutOfMemory, "log_probs: {rows} prefixes x {} tokens overflows", o.vocab_size))?;
             // Reused between steps; the caller writes every entry, so no clearing.
             log_probs.resize(n, 0.0);
-            let info = StepInfo {
-                step: t,
-                source_offsets: &sources,
-                ids,
-                parent_idx: &beams.parents,
-                scores: beams.scores.tensor().as_slice::<f32>()?,
-                vocab_size: o.vocab_size,
-            };
             step(&info, &mut log_probs)?;
             if t < o.min_length {
                 for row in log_probs.chunks_exact_mut(o.vocab_size) {
@@ -222,20 +213,11 @@ impl Decoder {
         // The previous step's selection where it was made on a device: the next step's inputs there.
         let mut on_device: Option<(LoDTensor, LoDTensor)> = None;
         for t in 0..o.max_length {
-            let ids = beams.ids.tensor().as_slice::<i64>()?;
-            if t > 0 && ids.iter().all(|&id| id == o.end_id) {
+            let Some(sources) = beams.live_sources(t, o.end_id)? else {
                 break; // every branch ended: the next step would prune every source
-            }
-            let sources = beams.ids.lod().abs_offsets().swap_remove(0);
-            let rows = ids.len();
-            let info = StepInfo {
-                step: t,
-                source_offsets: &sources,
-                ids,
-                parent_idx: &beams.parents,
-                scores: beams.scores.tensor().as_slice::<f32>()?,
-                vocab_size: o.vocab_size,
             };
+            let info = beams.info(t, &sources, o.vocab_size)?;
+            let (ids, rows) = (info.ids, info.ids.len());
             let lp = step(&info)?;
             let v = o.vocab_size;
             ensure!(
@@ -365,6 +347,25 @@ impl Beams {
         id_steps.push(ids.clone());
         score_steps.push(scores.clone());
         Ok(Beams { ids, scores, parents: (0..num_sources as i64).collect(), id_steps, score_steps })
+    }
+
+    /// The source offsets of step `t`'s prefixes; none once every branch has ended (after step 0),
+    /// when a further step would prune every source.
+    fn live_sources(&self, t: usize, end_id: i64) -> Result<Option<Vec<usize>>> {
+        let ended = t > 0 && self.ids.tensor().as_slice::<i64>()?.iter().all(|&id| id == end_id);
+        Ok((!ended).then(|| self.ids.lod().abs_offsets().swap_remove(0)))
+    }
+
+    /// What the step callbacks see at step `t`.
+    fn info<'a>(&'a self, t: usize, sources: &'a [usize], vocab_size: usize) -> Result<StepInfo<'a>> {
+        Ok(StepInfo {
+            step: t,
+            source_offsets: sources,
+            ids: self.ids.tensor().as_slice::<i64>()?,
+            parent_idx: &self.parents,
+            scores: self.scores.tensor().as_slice::<f32>()?,
+            vocab_size,
+        })
     }
 
     /// Takes a step's selection (on the host); false when it selected nothing (decoding ends).

@@ -109,19 +109,7 @@ fn check_top_k_dtype<T: Element + lodtensor::dtype::Scalar>(
     let vals: Vec<f64> = (0..rows * width)
         .map(|_| if nan && rng.below(13) == 0 { f64::NAN } else { (rng.below(9) as f64) - 4.0 })
         .collect();
-    let data: Vec<T> = vals.iter().map(|&x| T::from_f64(x)).collect();
-    // The values the tensor really holds (u8 saturates the negative ones).
-    let vals: Vec<f64> = data.iter().map(|x| x.to_f64()).collect();
-    let (val, idx) = top_k(&dense(&data, &[rows, width]), k, largest).unwrap();
-    let (val, idx) = (v::<T>(&val), v::<i64>(&idx));
-    for r in 0..rows {
-        let want = ref_top_k(&vals[r * width..(r + 1) * width], k, largest);
-        let got: Vec<usize> = idx[r * k..(r + 1) * k].iter().map(|&i| i as usize).collect();
-        assert_eq!(got, want, "row {r}");
-        for (j, &c) in got.iter().enumerate() {
-            assert_eq!(val[r * k + j].to_f64().to_bits(), data[r * width + c].to_f64().to_bits());
-        }
-    }
+    check_top_k_values::<T>(&vals, rows, width, k, largest);
 }
 
 proptest! {
@@ -143,9 +131,15 @@ proptest! {
 }
 
 /// top_k of `rows` rows of `width` values (`vals`, converted to T) against the stable sort.
-fn check_top_k_values<T: Element + lodtensor::dtype::Scalar>(vals: &[f64], width: usize, k: usize, largest: bool) {
-    let rows = vals.len() / width;
+fn check_top_k_values<T: Element + lodtensor::dtype::Scalar>(
+    vals: &[f64],
+    rows: usize,
+    width: usize,
+    k: usize,
+    largest: bool,
+) {
     let data: Vec<T> = vals.iter().map(|&x| T::from_f64(x)).collect();
+    // The values the tensor really holds (u8 saturates the negative ones).
     let vals: Vec<f64> = data.iter().map(|x| x.to_f64()).collect();
     let (val, idx) = top_k(&dense(&data, &[rows, width]), k, largest).unwrap();
     let (val, idx) = (v::<T>(&val), v::<i64>(&idx));
@@ -189,16 +183,16 @@ fn top_k_long_rows_match_a_stable_sort() {
             ];
             for (p, vals) in patterns.iter().enumerate() {
                 for largest in [true, false] {
-                    check_top_k_values::<f32>(vals, width, k, largest);
+                    check_top_k_values::<f32>(vals, rows, width, k, largest);
                     if p % 2 == 0 {
-                        check_top_k_values::<f64>(vals, width, k, largest);
-                        check_top_k_values::<f16>(vals, width, k, largest);
-                        check_top_k_values::<bf16>(vals, width, k, largest);
+                        check_top_k_values::<f64>(vals, rows, width, k, largest);
+                        check_top_k_values::<f16>(vals, rows, width, k, largest);
+                        check_top_k_values::<bf16>(vals, rows, width, k, largest);
                     }
                     if !vals.iter().any(|x| x.is_nan()) {
                         let scaled: Vec<f64> = vals.iter().map(|x| (x * 10.0).clamp(-1e9, 1e9)).collect();
-                        check_top_k_values::<i32>(&scaled, width, k, largest);
-                        check_top_k_values::<i8>(&scaled, width, k, largest);
+                        check_top_k_values::<i32>(&scaled, rows, width, k, largest);
+                        check_top_k_values::<i8>(&scaled, rows, width, k, largest);
                     }
                 }
             }

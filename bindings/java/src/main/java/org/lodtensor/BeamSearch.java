@@ -127,14 +127,7 @@ public final class BeamSearch implements AutoCloseable {
         int status = LIB.beam_search_decoder_run(handle.get(), numSources, stepFn, editFn, null, ids, scores);
         Reference.reachabilityFence(stepFn);
         Reference.reachabilityFence(editFn);
-        if (status != 0) {
-            String message = LIB.lodtensor_last_error_message();
-            if (thrown[0] instanceof Error e) {
-                throw e;
-            }
-            throw new LodTensorException(Status.of(status), message, thrown[0]);
-        }
-        return new Result(Tensor.adopt(ids.getValue()), Tensor.adopt(scores.getValue()));
+        return result(status, thrown[0], ids, scores);
     }
 
     /**
@@ -160,12 +153,20 @@ public final class BeamSearch implements AutoCloseable {
         PointerByReference scores = new PointerByReference();
         int status = LIB.beam_search_decoder_run_tensors(handle.get(), numSources, stepFn, null, ids, scores);
         Reference.reachabilityFence(stepFn);
+        return result(status, thrown[0], ids, scores);
+    }
+
+    /**
+     * The decoder's results on success; otherwise the library's error, with what a callback threw
+     * as its cause (an {@link Error} is rethrown as it is).
+     */
+    private static Result result(int status, Throwable thrown, PointerByReference ids, PointerByReference scores) {
         if (status != 0) {
             String message = LIB.lodtensor_last_error_message();
-            if (thrown[0] instanceof Error e) {
+            if (thrown instanceof Error e) {
                 throw e;
             }
-            throw new LodTensorException(Status.of(status), message, thrown[0]);
+            throw new LodTensorException(Status.of(status), message, thrown);
         }
         return new Result(Tensor.adopt(ids.getValue()), Tensor.adopt(scores.getValue()));
     }
