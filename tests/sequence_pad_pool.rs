@@ -306,8 +306,8 @@ fn pool_wide_rows_match_reference() {
     }
 }
 
-// NaN in the wide max/min kernel: a NaN never replaces a value, a leading NaN stays, ties keep the
-// first row; the reference's strict comparisons say the same.
+// NaN in the wide max/min kernel: a NaN never replaces a value, a leading NaN stays, ties (signed
+// zeros included) keep the first row; the reference's strict comparisons say the same.
 #[test]
 fn pool_wide_rows_nan_and_ties() {
     let width = 150;
@@ -316,6 +316,11 @@ fn pool_wide_rows_nan_and_ties() {
     for c in [0, 3, 127, 128, 140, 149] {
         x[c] = f32::NAN; // first row: stays
         x[4 * width + c + 1 - usize::from(c == 149)] = f32::NAN; // later rows: never taken
+    }
+    // Signed zeros compare equal: the first of them is the extreme, bits and row included.
+    for r in 0..rows {
+        x[r * width + 130] = if r == 2 { -0.0 } else if r == 6 { 0.0 } else { [-1.0, 1.0][r % 2] * 3.0 - 4.0 };
+        x[r * width + 131] = if r == 2 { 0.0 } else if r == 6 { -0.0 } else { [-1.0, 1.0][r % 2] * 3.0 - 4.0 };
     }
     let offsets = [0, rows];
     let t = LoDTensor::from_slice(&x, &[rows, width], lod(&[&offsets])).unwrap();

@@ -144,10 +144,12 @@ pub fn pool_select<T: Scalar>(
 
 /// For each sequence `i` and column `c`: `out[i][c]` = the value of column `c` in sequence `i`
 /// that no later value `beats`, i.e. a value replaces the current best only if `beats(value,
-/// best)` (so with a strict comparison the first extreme wins and NaN never replaces), and
-/// `index[i][c]` = its row (absolute in `x`); an empty sequence gives `pad` and -1. Rows must fit
-/// in i32 (the caller checks). Values and rows are written in the same pass over `x` (gathering
-/// the values afterwards by index read `x` a second time, in random order: 10x slower).
+/// best)`, and `index[i][c]` = its row (absolute in `x`); an empty sequence gives `pad` and -1.
+/// `beats` must be `>` or `<` of the type (a strict order, under which NaN never replaces and the
+/// first extreme wins): the wide-row kernel finds the rows afterwards as the first row holding a
+/// value equal to the extreme. Rows must fit in i32 (the caller checks). Values and rows are
+/// written from the sequence's own pass over `x` (gathering the values afterwards by index read
+/// `x` a second time, in random order: 10x slower).
 pub fn pool_extreme<T: Scalar>(
     x: &[T],
     width: usize,
@@ -178,15 +180,21 @@ pub fn pool_extreme<T: Scalar>(
     })
 }
 
-/// Columns per pass of the max/min kernel over wide rows: the running extremes and rows of a pass
-/// (1 KiB for f32) stay in L1 while the pass reads the sequence in memory order.
+/// Columns per pass of the max/min kernel over wide rows: the pass reads whole 512-byte spans of
+/// the rows (f32) in memory order; passes of fewer columns leave the rest of each row's cache
+/// lines to a later pass and ran at half the read bandwidth.
 const EXTREME_WIDE: usize = 128;
 
+/// Columns per block of the search for the rows of a wide pass's extremes: the extremes and rows
+/// of a block stay in registers while the sequence, just read, comes from cache.
+const EXTREME_ROWS: usize = 32;
+
 /// The max/min kernel for one non-empty sequence (`rows`, rows of `width`, the first being row
-/// `start` of `x`): passes of `EXTREME_WIDE` columns, then of `SUM_BLOCK` columns (in registers),
-/// then the last columns one by one; writes all of `seg` and `idx`. The two block kernels are
-/// compiled for AVX2 too, each as its own function: with the whole sequence function compiled
-/// for AVX2, LLVM turned the 16-column block's index select into a mask and a branch per lane.
+/// `start` of `x`): passes of `EXTREME_WIDE` columns (the extremes, then their rows), then blocks
+/// of `SUM_BLOCK` columns (values and rows together, in registers), then the last columns one by
+/// one; writes all of `seg` and `idx`. The block kernels are compiled for AVX2 too, each as its
+/// own function: with the whole sequence function compiled for AVX2, LLVM turned the 16-column
+/// block's index select into a mask and a branch per lane.
 #[inline(always)]
 fn extreme_sequence<T: Scalar>(
     rows: &[T],
@@ -199,13 +207,23 @@ fn extreme_sequence<T: Scalar>(
 ) {
     let mut c0 = 0;
     while c0 + EXTREME_WIDE <= width {
-        let (b, a) = if avx2 {
+        let best = if avx2 {
             // SAFETY: the CPU has AVX2 (checked by the caller).
-            unsafe { extreme_columns_avx2::<T, EXTREME_WIDE>(rows, width, c0, start, beats) }
+            unsafe { extreme_values_avx2::<T, EXTREME_WIDE>(rows, width, c0, beats) }
         } else {
-            extreme_columns::<T, EXTREME_WIDE>(rows, width, c0, start, beats)
+            extreme_values::<T, EXTREME_WIDE>(rows, width, c0, beats)
         };
-        emit(&b, &a, &mut seg[c0..c0 + EXTREME_WIDE], &idx[c0..c0 + EXTREME_WIDE]);
+        for (k, best) in best.chunks_exact(EXTREME_ROWS).enumerate() {
+            let best: &[T; EXTREME_ROWS] = best.try_into().expect("a block of the extremes");
+            let b0 = c0 + k * EXTREME_ROWS;
+            let at = if avx2 {
+                // SAFETY: the CPU has AVX2 (checked by the caller).
+                unsafe { first_rows_avx2(rows, width, b0, start, best) }
+            } else {
+                first_rows(rows, width, b0, start, best)
+            };
+            emit(best, &at, &mut seg[b0..b0 + EXTREME_ROWS], &idx[b0..b0 + EXTREME_ROWS]);
+        }
         c0 += EXTREME_WIDE;
     }
     while c0 + SUM_BLOCK <= width {
@@ -244,20 +262,34 @@ fn emit<T: Scalar>(best: &[T], at: &[i32], seg: &mut [T], idx: &[AtomicI32]) {
     }
 }
 
-/// [`extreme_columns`] compiled with AVX2 enabled (`vblendvps` on 8 lanes; the library is built
-/// for SSE2, where a blend is three instructions on 4 lanes).
+/// [`extreme_values`] compiled with AVX2 enabled (8 lanes per compare and select; the library
+/// is built for SSE2).
 ///
 /// # Safety
 /// The CPU must support AVX2.
 #[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx2"))]
-unsafe fn extreme_columns_avx2<T: Scalar, const W: usize>(
+unsafe fn extreme_values_avx2<T: Scalar, const W: usize>(
+    rows: &[T],
+    width: usize,
+    c0: usize,
+    beats: &impl Fn(T, T) -> bool,
+) -> [T; W] {
+    extreme_values::<T, W>(rows, width, c0, beats)
+}
+
+/// [`first_rows`] compiled with AVX2 enabled.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx2"))]
+unsafe fn first_rows_avx2<T: Scalar>(
     rows: &[T],
     width: usize,
     c0: usize,
     start: usize,
-    beats: &impl Fn(T, T) -> bool,
-) -> ([T; W], [i32; W]) {
-    extreme_columns::<T, W>(rows, width, c0, start, beats)
+    best: &[T; EXTREME_ROWS],
+) -> [i32; EXTREME_ROWS] {
+    first_rows(rows, width, c0, start, best)
 }
 
 /// [`extreme_block`] compiled with AVX2 enabled.
@@ -275,35 +307,53 @@ unsafe fn extreme_block_avx2<T: Scalar>(
     extreme_block(rows, width, c0, start, beats)
 }
 
-/// The extreme values and their rows of columns `c0..c0 + W` over all rows of a sequence, read in
-/// memory order. Two buffers, read one and write the other, swapped per row: with one array
-/// updated in place LLVM turned the select into a masked store (`vmaskmovps`, slow on AMD) or,
-/// for slices of run-time length, a compare and branch per element.
+/// The extreme values of columns `c0..c0 + W` over all rows of a sequence, read in memory order.
+/// Values only: tracking the rows as well doubled the work per element and the pass fell behind
+/// memory; the rows come from [`first_rows`] while the sequence is still in cache.
 #[inline(always)]
-fn extreme_columns<T: Scalar, const W: usize>(
+fn extreme_values<T: Scalar, const W: usize>(
+    rows: &[T],
+    width: usize,
+    c0: usize,
+    beats: &impl Fn(T, T) -> bool,
+) -> [T; W] {
+    let mut best: [T; W] = rows[c0..c0 + W].try_into().expect("W columns of the first row");
+    for row in rows.chunks_exact(width).skip(1) {
+        let v: &[T; W] = row[c0..c0 + W].try_into().expect("W columns of the row");
+        let mut b = best;
+        for j in 0..W {
+            b[j] = if beats(v[j], b[j]) { v[j] } else { b[j] };
+        }
+        best = b;
+    }
+    best
+}
+
+/// For columns `c0..c0 + EXTREME_ROWS`, the first row (absolute, the sequence starting at row
+/// `start`) whose value equals the column's extreme `best`. Under a strict `beats` the extreme
+/// is the value of exactly that row: a row before it equal to the extreme would have held the
+/// extreme first, and a later equal value never replaces it. A NaN extreme can only come from the
+/// first row (nothing replaces it, and it replaces nothing), and equals no row: `start` is kept.
+/// The rows are scanned last to first, so the last match is the first row.
+#[inline(always)]
+fn first_rows<T: Scalar>(
     rows: &[T],
     width: usize,
     c0: usize,
     start: usize,
-    beats: &impl Fn(T, T) -> bool,
-) -> ([T; W], [i32; W]) {
-    let mut best0: [T; W] = rows[c0..c0 + W].try_into().expect("W columns of the first row");
-    let mut best1 = best0;
-    let mut at0 = [start as i32; W];
-    let mut at1 = at0;
-    let (mut best, mut next_best, mut at, mut next_at) = (&mut best0, &mut best1, &mut at0, &mut at1);
-    for (k, row) in rows.chunks_exact(width).enumerate().skip(1) {
-        let v: &[T; W] = row[c0..c0 + W].try_into().expect("W columns of the row");
+    best: &[T; EXTREME_ROWS],
+) -> [i32; EXTREME_ROWS] {
+    let mut at = [start as i32; EXTREME_ROWS];
+    for (k, row) in rows.chunks_exact(width).enumerate().rev() {
+        let v: &[T; EXTREME_ROWS] = row[c0..c0 + EXTREME_ROWS].try_into().expect("a block of the row");
         let r = (start + k) as i32;
-        for j in 0..W {
-            let take = beats(v[j], best[j]);
-            next_best[j] = if take { v[j] } else { best[j] };
-            next_at[j] = if take { r } else { at[j] };
+        let mut a = at;
+        for j in 0..EXTREME_ROWS {
+            a[j] = if v[j] == best[j] { r } else { a[j] };
         }
-        std::mem::swap(&mut best, &mut next_best);
-        std::mem::swap(&mut at, &mut next_at);
+        at = a;
     }
-    (*best, *at)
+    at
 }
 
 /// The extreme values and their rows of columns `c0..c0 + SUM_BLOCK` over all rows of a sequence,
