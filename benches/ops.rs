@@ -13,7 +13,7 @@
 //! needs, once) and `write` (every output byte, once). Its GB/s is `(read + write) / median time`.
 //! The calibration is the plainest kernel with the same traffic:
 //! - `copy`: writes `write` bytes into a new buffer, allocated for each run and freed after it
-//!   exactly as an op's output is (`Allocation::zeroed`, the library's allocator), from a source
+//!   exactly as an op's output is (`Allocation::uninit`, the library's allocator), from a source
 //!   of `min(read, write)` bytes, tiled when the output is larger (expand, pad):
 //!   GB/s = `(source + write) / time`. So the ratio measures the kernel, not the allocator.
 //! - `sum`: a read-only f32 sum over `read` bytes (pooling, and the fused beam-search step, whose
@@ -22,6 +22,10 @@
 //!   new buffer (ranges derived in this file from the lengths): GB/s = `(read + write) / time`.
 //!   A time step of every sequence is short rows from many places, slower than one stream; the
 //!   plain copy of the same size and the op's ratio to it are printed as well ("copy GB/s").
+//! - `element gather` (gather_tree): `out[i] = ids[index[i]]` over 8-byte elements, with the
+//!   positions the op ends up reading precomputed in this file: the op's reads of the ids, with a
+//!   position read in place of each parent. GB/s = `(read + write) / time`; the copy is printed
+//!   as well.
 //! - `plain loop` (row scatter-add): the sequential loop the op must equal, credited with the op's
 //!   bytes; the copy's GB/s and the op's ratio to it are printed as well (see the case).
 //!
@@ -108,6 +112,22 @@ fn row_gather(src: &[u8], row_bytes: usize, ranges: &[Range<usize>], dst: &mut [
     }
 }
 
+/// The element-gather calibration: `dst[i] = src[index[i]]`, in two halves with 2 threads.
+fn element_gather(src: &[u64], index: &[usize], dst: &mut [u64], threads: usize) {
+    let gather = |index: &[usize], dst: &mut [u64]| {
+        for (d, &i) in dst.iter_mut().zip(index) {
+            *d = src[i];
+        }
+    };
+    if threads == 1 {
+        gather(index, dst);
+    } else {
+        let half = index.len() / 2;
+        let (a, b) = dst.split_at_mut(half);
+        pool().unwrap().install(|| rayon::join(|| gather(&index[..half], a), || gather(&index[half..], b)));
+    }
+}
+
 /// The plain-loop calibration of row scatter-add: `dst` = `x`, then `dst[index[i]] +=
 /// updates[i]` for i in order. With 2 threads each adds the updates of its half of the rows.
 fn scatter_loop(x: &[f32], updates: &[f32], index: &[usize], w: usize, dst: &mut [f32], threads: usize) {
@@ -184,7 +204,7 @@ fn measure(c: &Case, threads: usize, reps: usize) -> Row {
     let (mut t_op, mut t_cal, mut t_warm, mut t_copy) = (vec![], vec![], vec![], vec![]);
     let fresh_copy = || {
         time(|| {
-            let out = Allocation::zeroed(c.write).unwrap();
+            let out = Allocation::uninit(c.write).unwrap();
             // SAFETY: a new allocation of `c.write` bytes, held only here.
             let dst = unsafe { std::slice::from_raw_parts_mut(out.as_ptr(), c.write) };
             tiled_copy(&src, dst, threads);
@@ -198,10 +218,21 @@ fn measure(c: &Case, threads: usize, reps: usize) -> Row {
             Calib::Copy => (fresh_copy(), time(|| tiled_copy(&src, warm.slice(c.write), threads))),
             Calib::Gather { source, row_bytes, ranges } => {
                 let t = time(|| {
-                    let out = Allocation::zeroed(c.write).unwrap();
+                    let out = Allocation::uninit(c.write).unwrap();
                     // SAFETY: a new allocation of `c.write` bytes, held only here.
                     let dst = unsafe { std::slice::from_raw_parts_mut(out.as_ptr(), c.write) };
                     row_gather(source, *row_bytes, ranges, dst, threads);
+                    black_box(out.as_ptr());
+                });
+                t_copy.push(fresh_copy());
+                (t, time(|| tiled_copy(&src, warm.slice(c.write), threads)))
+            }
+            Calib::ElementGather { source, index } => {
+                let t = time(|| {
+                    let out = Allocation::uninit(c.write).unwrap();
+                    // SAFETY: a new allocation of `c.write` bytes (8-byte elements), held only here.
+                    let dst = unsafe { std::slice::from_raw_parts_mut(out.as_ptr().cast::<u64>(), c.write / 8) };
+                    element_gather(source, index, dst, threads);
                     black_box(out.as_ptr());
                 });
                 t_copy.push(fresh_copy());
@@ -211,7 +242,7 @@ fn measure(c: &Case, threads: usize, reps: usize) -> Row {
                 let x = x.tensor().as_slice::<f32>().unwrap();
                 let updates = updates.tensor().as_slice::<f32>().unwrap();
                 let t = time(|| {
-                    let out = Allocation::zeroed(c.write).unwrap();
+                    let out = Allocation::uninit(c.write).unwrap();
                     // SAFETY: a new allocation of `c.write` bytes (f32 rows), held only here.
                     let dst = unsafe { std::slice::from_raw_parts_mut(out.as_ptr().cast::<f32>(), c.write / 4) };
                     scatter_loop(x, updates, index, *width, dst, threads);
@@ -245,6 +276,7 @@ fn measure(c: &Case, threads: usize, reps: usize) -> Row {
         Calib::Copy => (src_len + c.write, "copy"),
         Calib::Sum => (c.read, "sum"),
         Calib::Gather { .. } => (c.read + c.write, "row gather"),
+        Calib::ElementGather { .. } => (c.read + c.write, "element gather"),
         Calib::ScatterLoop { .. } => (c.read + c.write, "plain loop"),
     };
     let copy_gbs = (!t_copy.is_empty()).then(|| gbs(src_len + c.write, median(t_copy)));

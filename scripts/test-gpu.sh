@@ -22,7 +22,7 @@ command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L || true
 
 failed=()
 section "Rust tests with --features cuda"
-cargo test --release --features cuda --target-dir target/cuda --no-fail-fast || failed+=("Rust tests (cuda)")
+LODTENSOR_POISON_UNINIT=1 cargo test --release --features cuda --target-dir target/cuda --no-fail-fast || failed+=("Rust tests (cuda)")
 
 section "Speed: every ignored gpu_* test of tests/cuda*.rs (data movement >= 70% of a device copy; the fused step within 2x of a read of the logits)"
 gpu_tests=()

@@ -37,7 +37,9 @@ echo "$(cmake --version | head -n1); $(c++ --version | head -n1); $(valgrind --v
 # --release: the same build CMake's cargo step uses, so the library is compiled once.
 section "2/6 Rust tests (cargo test --release)"
 failed=()
-cargo test --release --no-fail-fast || failed+=("Rust tests (cargo test --release)")
+# Outputs that kernels overwrite are allocated uninitialised; poisoned here, so a test that reads a
+# byte no kernel wrote sees 0xA5 bytes rather than whatever the heap held.
+LODTENSOR_POISON_UNINIT=1 cargo test --release --no-fail-fast || failed+=("Rust tests (cargo test --release)")
 
 section "3/6 build the C API tests (cmake, build/capi)"
 cmake -S capi-tests -B build/capi -DCMAKE_BUILD_TYPE=Debug "-DLODTENSOR_BINDINGS=$bindings"
@@ -69,7 +71,7 @@ if [[ ${LODTENSOR_SKIP_CUDA:-0} == 1 ]]; then
 else
   gpu_tests=()
   for f in tests/cuda*.rs; do gpu_tests+=(--test "$(basename "$f" .rs)"); done
-  LODTENSOR_REQUIRE_GPU=1 cargo test --release --features cuda-emulator --target-dir target/emu --no-fail-fast \
+  LODTENSOR_POISON_UNINIT=1 LODTENSOR_REQUIRE_GPU=1 cargo test --release --features cuda-emulator --target-dir target/emu --no-fail-fast \
     --lib "${gpu_tests[@]}" || failed+=("GPU tests on the CUDA emulator")
   # The C tests see two usable devices here, so their CUDA branches run.
   if cmake -S capi-tests -B build/capi-emu -DCMAKE_BUILD_TYPE=Debug -DLODTENSOR_MEMCHECK=OFF -DLODTENSOR_BINDINGS=OFF \

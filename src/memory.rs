@@ -93,6 +93,15 @@ mod os {
     pub(super) unsafe fn unmap(_ptr: *mut u8, _len: usize) {}
 }
 
+/// The byte that fills uninitialised allocations under `LODTENSOR_POISON_UNINIT=1`: elements made
+/// of it are unlikely results (as f32 -2.9e-16, as int32 -1515870811), unlike zeros.
+pub const POISON: u8 = 0xA5;
+
+fn poison_uninit() -> bool {
+    static POISON_UNINIT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *POISON_UNINIT.get_or_init(|| std::env::var_os("LODTENSOR_POISON_UNINIT").is_some_and(|v| v == "1"))
+}
+
 /// A block of memory on one place. Shared through `Arc`; never resized.
 pub struct Allocation {
     ptr: NonNull<u8>,
@@ -109,6 +118,31 @@ unsafe impl Sync for Allocation {}
 impl Allocation {
     /// A zero-filled host allocation of `len` bytes. A zero-length allocation allocates nothing.
     pub fn zeroed(len: usize) -> Result<Arc<Allocation>> {
+        Allocation::host(len, true)
+    }
+
+    /// A host allocation of `len` bytes whose contents are unspecified until written: for outputs
+    /// a kernel writes completely, which then pay no zero fill (on blocks the heap reuses, a
+    /// `memset` as long as the kernel's own pass over them). Nothing may read a byte before it
+    /// is written.
+    ///
+    /// With the environment variable `LODTENSOR_POISON_UNINIT=1` (read once) every such block is
+    /// filled with the byte 0xA5 instead, so that a test reading an output byte no kernel wrote
+    /// sees the same wrong value on every run (the test script sets it for the Rust tests).
+    pub fn uninit(len: usize) -> Result<Arc<Allocation>> {
+        Allocation::uninit_or_poisoned(len, poison_uninit())
+    }
+
+    fn uninit_or_poisoned(len: usize, poison: bool) -> Result<Arc<Allocation>> {
+        let a = Allocation::host(len, false)?;
+        if poison {
+            // SAFETY: freshly allocated with `len` bytes, not shared yet.
+            unsafe { std::ptr::write_bytes(a.ptr.as_ptr(), POISON, len) };
+        }
+        Ok(a)
+    }
+
+    fn host(len: usize, zeroed: bool) -> Result<Arc<Allocation>> {
         let layout = Layout::from_size_align(len, ALIGNMENT)
             .map_err(|_| err!(OutOfMemory, "allocation of {len} bytes is too large"))?;
         if len >= HUGE_PAGE_MIN {
@@ -124,15 +158,15 @@ impl Allocation {
             NonNull::new(ALIGNMENT as *mut u8).expect("non-zero")
         } else {
             // SAFETY: the layout has a non-zero size.
-            NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) })
-                .ok_or_else(|| err!(OutOfMemory, "allocation of {len} bytes failed"))?
+            let ptr = unsafe { if zeroed { std::alloc::alloc_zeroed(layout) } else { std::alloc::alloc(layout) } };
+            NonNull::new(ptr).ok_or_else(|| err!(OutOfMemory, "allocation of {len} bytes failed"))?
         };
         Ok(Arc::new(Allocation { ptr, len, place: Place::Cpu, origin: Origin::Owned(layout) }))
     }
 
     /// A host allocation holding a copy of `bytes`.
     pub fn copy_of(bytes: &[u8]) -> Result<Arc<Allocation>> {
-        let a = Allocation::zeroed(bytes.len())?;
+        let a = Allocation::uninit(bytes.len())?;
         // SAFETY: freshly allocated with exactly `bytes.len()` bytes, not shared yet.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), a.ptr.as_ptr(), bytes.len()) };
         Ok(a)
@@ -193,11 +227,11 @@ impl Drop for Allocation {
         match &mut self.origin {
             Origin::Owned(layout) => {
                 if layout.size() != 0 {
-                    // SAFETY: allocated in `zeroed` with this layout.
+                    // SAFETY: allocated in `host` with this layout.
                     unsafe { std::alloc::dealloc(self.ptr.as_ptr(), *layout) }
                 }
             }
-            // SAFETY: mapped in `zeroed` with this length.
+            // SAFETY: mapped in `host` with this length.
             Origin::Mapped(len) => unsafe { os::unmap(self.ptr.as_ptr(), *len) },
             Origin::Borrowed(release) => {
                 if let Some(release) = release.take() {
@@ -232,6 +266,20 @@ mod tests {
         assert!(bytes.iter().all(|&b| b == 0));
         bytes.fill(7); // every byte is writable
         assert!(Allocation::zeroed(usize::MAX).is_err());
+    }
+
+    #[test]
+    fn uninit_is_aligned_writable_and_poisoned_on_request() {
+        for len in [0, 100, HUGE_PAGE_MIN + 100] {
+            let a = Allocation::uninit_or_poisoned(len, true).unwrap();
+            assert_eq!((a.len(), a.as_ptr() as usize % ALIGNMENT), (len, 0));
+            let bytes = unsafe { std::slice::from_raw_parts_mut(a.as_ptr(), len) };
+            assert!(bytes.iter().all(|&b| b == POISON));
+            bytes.fill(7);
+            let b = Allocation::uninit_or_poisoned(len, false).unwrap();
+            unsafe { std::ptr::write_bytes(b.as_ptr(), 7, len) };
+        }
+        assert!(Allocation::uninit(usize::MAX).is_err());
     }
 
     #[test]

@@ -24,6 +24,14 @@ impl Tensor {
         Ok(Tensor { alloc: Allocation::zeroed(nbytes)?, offset: 0, dims, dtype })
     }
 
+    /// A host tensor whose elements are unspecified until written: only for an output that the
+    /// kernel filling it writes completely before anything reads it (the kernels check that
+    /// their pieces cover the output exactly), which then costs no zero fill.
+    pub(crate) fn uninit(dtype: DType, dims: Dim) -> Result<Tensor> {
+        let nbytes = nbytes_of(dtype, &dims)?;
+        Ok(Tensor { alloc: Allocation::uninit(nbytes)?, offset: 0, dims, dtype })
+    }
+
     /// A host tensor holding a copy of `bytes`, which must be exactly `numel * dtype.size()` long.
     pub fn from_bytes(dtype: DType, dims: Dim, bytes: &[u8]) -> Result<Tensor> {
         let nbytes = nbytes_of(dtype, &dims)?;

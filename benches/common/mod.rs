@@ -61,6 +61,13 @@ pub enum Calib {
         row_bytes: usize,
         ranges: Rc<Vec<Range<usize>>>,
     },
+    /// A plain loop of 8-byte element loads at given positions: `out[i] = source[index[i]]`, the
+    /// positions of `source` that the op ends up reading, in its output order (gather_tree: the
+    /// same reads of the ids, with a precomputed position in place of each parent).
+    ElementGather {
+        source: Rc<Vec<u64>>,
+        index: Rc<Vec<usize>>,
+    },
     /// Row scatter-add as the plain sequential loop: the output is a copy of `x`, then
     /// `out[index[i]] += updates[i]` for i in order (rows of `width` f32).
     ScatterLoop {
@@ -268,10 +275,23 @@ pub fn cases(on: &dyn Fn(LoDTensor) -> LoDTensor, small: bool) -> Vec<Case> {
         let n = t * batch * beam;
         let ids: Vec<i64> = (0..n).map(|_| rng.range(0, 31999) as i64).collect();
         let parents: Vec<i64> = (0..n).map(|_| rng.range(0, beam - 1) as i64).collect();
+        // Where output element (t, b, k) is read from: follow chain (b, k) back from the last step.
+        let mut index = vec![0usize; n];
+        for b in 0..batch {
+            for k in 0..beam {
+                let mut slot = k;
+                for step in (0..t).rev() {
+                    let at = (step * batch + b) * beam;
+                    index[at + k] = at + slot;
+                    slot = parents[at + slot] as usize;
+                }
+            }
+        }
+        let calib = Calib::ElementGather { source: Rc::new(ids.iter().map(|&v| v as u64).collect()), index: Rc::new(index) };
         let ids = LoDTensor::dense(Tensor::from_slice(&ids, &[t, batch, beam]).unwrap());
         let parents = LoDTensor::dense(Tensor::from_slice(&parents, &[t, batch, beam]).unwrap());
         let (ids, parents) = (on(ids), on(parents));
-        v.push(case(format!("gather_tree T{t} b64 k5"), 2 * n * 8, n * 8, Calib::Copy, move || {
+        v.push(case(format!("gather_tree T{t} b64 k5"), 2 * n * 8, n * 8, calib, move || {
             black_box(beam_search_gather_tree(&ids, &parents)).map(drop)
         }));
     }

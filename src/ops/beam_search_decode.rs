@@ -311,7 +311,7 @@ pub fn beam_search_gather_tree(ids: &LoDTensor, parents: &LoDTensor) -> Result<L
         beam_search_gather_tree(&host(ids)?, &host(parents)?)?;
         return Err(err!(Internal, "gather_tree: the device saw a bad parent, the host copies have none"));
     }
-    let mut out = Tensor::zeros(ids.tensor().dtype(), *ids.dims())?;
+    let mut out = Tensor::uninit(ids.tensor().dtype(), *ids.dims())?;
     // `i64::from` widens int32 and is the identity for int64.
     #[allow(clippy::useless_conversion)]
     dispatch_dtype!(ids.tensor().dtype(), "ids", [I32, I64], |T| {

@@ -81,7 +81,7 @@ pub fn sequence_pad(x: &LoDTensor, pad_value: &LoDTensor, padded_length: i64) ->
     let dims = Dim::new(&dims)?;
     let out = match place {
         Place::Cpu => {
-            let mut out = Tensor::zeros(xt.dtype(), dims)?;
+            let mut out = Tensor::uninit(xt.dtype(), dims)?;
             let pad_bytes = pt.bytes()?;
             let pad_row: Vec<u8> = if pt.numel() == 1 { pad_bytes.repeat(width) } else { pad_bytes.to_vec() };
             pad_sequences(xt.bytes()?, xt.row_bytes(), offsets, padded, &pad_row, out.bytes_mut()?)?;

@@ -69,7 +69,7 @@ pub fn sequence_pool(x: &LoDTensor, pool: PoolType, pad_value: f64) -> Result<Po
     let mut max_index = None;
     let out = match xt.place() {
         Place::Cpu => {
-            let mut out = Tensor::zeros(xt.dtype(), dims)?;
+            let mut out = Tensor::uninit(xt.dtype(), dims)?;
             dispatch_dtype!(xt.dtype(), "x", [F32, F64, F16, BF16], |T| {
                 let src = xt.as_slice::<T>()?;
                 let pad = T::from_f64(pad_value);
@@ -81,7 +81,7 @@ pub fn sequence_pool(x: &LoDTensor, pool: PoolType, pad_value: f64) -> Result<Po
                     PoolType::First => pool_select(src, width, offsets, |start, _| start, pad, dst),
                     PoolType::Last => pool_select(src, width, offsets, |_, end| end - 1, pad, dst),
                     PoolType::Max | PoolType::Min => {
-                        let mut index = Tensor::zeros(DType::I32, dims)?;
+                        let mut index = Tensor::uninit(DType::I32, dims)?;
                         let idx = index.as_mut_slice::<i32>()?;
                         if pool == PoolType::Max {
                             pool_extreme(src, width, offsets, |v: T, best: T| v > best, pad, dst, idx)?;

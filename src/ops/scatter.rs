@@ -146,7 +146,7 @@ pub fn sequence_scatter(x: &LoDTensor, ids: &LoDTensor, updates: &LoDTensor) -> 
         run_device(&plan, updates, &mut out)?;
         return Ok(LoDTensor::dense(out));
     }
-    let mut out = Tensor::zeros(x.tensor().dtype(), *x.dims())?;
+    let mut out = Tensor::uninit(x.tensor().dtype(), *x.dims())?;
     run(&plan, ids, updates, Some(x.tensor()), out.bytes_mut()?, x.tensor().dtype())?;
     Ok(LoDTensor::dense(out))
 }

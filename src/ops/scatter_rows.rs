@@ -93,7 +93,7 @@ pub fn scatter_rows(x: &LoDTensor, index: &LoDTensor, updates: &LoDTensor, mode:
         };
         return LoDTensor::new(out, x.lod().clone());
     }
-    let mut out = Tensor::zeros(xt.dtype(), *xt.dims())?;
+    let mut out = Tensor::uninit(xt.dtype(), *xt.dims())?;
     match mode {
         ScatterMode::Overwrite => {
             scatter_overwrite_rows(xt.bytes()?, ut.bytes()?, xt.row_bytes(), &index, out.bytes_mut()?)?;

@@ -30,7 +30,7 @@ pub(crate) fn gather_into_new(src: &Tensor, row_bytes: usize, ranges: &[Range<us
     if let Place::Cuda(_) = src.place() {
         return crate::backend::cuda::gather_row_ranges(src, row_bytes, ranges, dims);
     }
-    let mut out = Tensor::zeros(src.dtype(), dims)?;
+    let mut out = Tensor::uninit(src.dtype(), dims)?;
     gather_row_ranges(src.bytes()?, row_bytes, ranges, out.bytes_mut()?)?;
     Ok(out)
 }

@@ -212,7 +212,7 @@ pub fn array_to_lod_tensor(array: &TensorArray, table: &RankTable) -> Result<LoD
         crate::backend::cuda::gather_sources(&srcs, row_bytes, &blocks, dtype, dims)?
     } else {
         let srcs = elements.iter().map(|e| e.tensor().bytes()).collect::<Result<Vec<&[u8]>>>()?;
-        let mut out = Tensor::zeros(dtype, dims)?;
+        let mut out = Tensor::uninit(dtype, dims)?;
         gather_blocks(&srcs, row_bytes, &blocks, out.bytes_mut()?)?;
         out
     };
@@ -352,7 +352,7 @@ pub fn tensor_array_to_tensor(array: &TensorArray, axis: i64, use_stack: bool) -
         return Ok((LoDTensor::dense(out), sizes));
     }
     let srcs = elements.iter().map(|e| e.tensor().bytes()).collect::<Result<Vec<&[u8]>>>()?;
-    let mut out = Tensor::zeros(dtype, dims)?;
+    let mut out = Tensor::uninit(dtype, dims)?;
     concat_outer(&srcs, &inner, outer, out.bytes_mut()?)?;
     Ok((LoDTensor::dense(out), sizes))
 }
@@ -383,7 +383,7 @@ pub fn unstack(x: &LoDTensor, axis: i64) -> Result<TensorArray> {
     for i in 0..n {
         ranges.clear();
         ranges.extend((0..outer).map(|o| o * n + i..o * n + i + 1));
-        let mut part = Tensor::zeros(x.tensor().dtype(), part_dims)?;
+        let mut part = Tensor::uninit(x.tensor().dtype(), part_dims)?;
         gather_row_ranges(src, inner_bytes, &ranges, part.bytes_mut()?)?;
         items.push(LoDTensor::dense(part));
     }

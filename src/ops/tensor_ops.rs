@@ -43,7 +43,7 @@ fn exact<T: CastElem>(value: f64) -> Result<T> {
 /// is rounded to nearest); see [`exact`]. Any dtype. Host only (there is no place argument; move
 /// the result with `to_place`).
 pub fn fill(dtype: DType, dims: Dim, value: f64) -> Result<LoDTensor> {
-    let mut out = Tensor::zeros(dtype, dims)?;
+    let mut out = Tensor::uninit(dtype, dims)?;
     dispatch_any_dtype!(dtype, "dtype", |T| convert::fill(elements_mut::<T>(&mut out)?, exact::<T>(value)?))?;
     Ok(LoDTensor::dense(out))
 }
@@ -58,7 +58,7 @@ pub fn cast(x: &LoDTensor, dtype: DType) -> Result<LoDTensor> {
     let t = x.tensor();
     let out = match place {
         Place::Cpu => {
-            let mut out = Tensor::zeros(dtype, *t.dims())?;
+            let mut out = Tensor::uninit(dtype, *t.dims())?;
             dispatch_any_dtype!(t.dtype(), "x", |S| {
                 let src = elements::<S>(t)?;
                 dispatch_any_dtype!(dtype, "dtype", |D| convert::cast(src, elements_mut::<D>(&mut out)?))
@@ -114,7 +114,7 @@ pub fn log_softmax(x: &LoDTensor) -> Result<LoDTensor> {
     let out = match place {
         Place::Cpu => {
             let bounds: Vec<usize> = (0..=rows).map(|r| r * width).collect();
-            let mut out = Tensor::zeros(t.dtype(), *t.dims())?;
+            let mut out = Tensor::uninit(t.dtype(), *t.dims())?;
             dispatch_dtype!(t.dtype(), "x", [F16, BF16, F32, F64], |T| {
                 let (xs, out) = (t.as_slice::<T>()?, out.as_mut_slice::<T>()?);
                 match t.dtype() {

@@ -146,7 +146,7 @@ pub fn copy_to_host(src: &Tensor) -> Result<Tensor> {
         return src.copy();
     };
     let d = device(ordinal)?;
-    let mut out = Tensor::zeros(src.dtype(), *src.dims())?;
+    let mut out = Tensor::uninit(src.dtype(), *src.dims())?;
     let n = src.nbytes();
     if n > 0 {
         d.ctx.dtoh(out.bytes_mut()?, src.as_ptr() as DevicePtr)?;
