@@ -122,9 +122,9 @@ impl Allocation {
     }
 
     /// A host allocation of `len` bytes whose contents are unspecified until written: for outputs
-    /// a kernel writes completely, which then pay no zero fill (on blocks the heap reuses, a
-    /// `memset` as long as the kernel's own pass over them). Nothing may read a byte before it
-    /// is written.
+    /// a kernel writes completely, which then skip the zero fill (on a block the heap reuses, a
+    /// `memset` of the whole output: one more write pass than the kernel's own). Nothing may read
+    /// a byte before it is written.
     ///
     /// With the environment variable `LODTENSOR_POISON_UNINIT=1` (read once) every such block is
     /// filled with the byte 0xA5 instead, so that a test reading an output byte no kernel wrote
