@@ -172,6 +172,33 @@ static inline const void *fx_data(const lodtensor_t *t) {
     return p;
 }
 
+/* Host tensors `got` and `want` have equal dims and LoD. */
+static inline int fx_same_layout(const lodtensor_t *got, const lodtensor_t *want) {
+    int64_t gd[LODTENSOR_MAX_DIMS], wd[LODTENSOR_MAX_DIMS];
+    size_t gn = 0, wn = 0, levels, l;
+    int ok = CHECK_OK(lodtensor_dims(got, gd, LODTENSOR_MAX_DIMS, &gn)) &&
+             CHECK_OK(lodtensor_dims(want, wd, LODTENSOR_MAX_DIMS, &wn)) && CHECK_EQ_SIZE(gn, wn) &&
+             CHECK(memcmp(gd, wd, gn * sizeof(int64_t)) == 0);
+    levels = fx_levels(want);
+    ok = ok && CHECK_EQ_SIZE(fx_levels(got), levels);
+    for (l = 0; ok && l < levels; ++l) {
+        const size_t *o = NULL;
+        size_t n = 0;
+        ok = CHECK_OK(lodtensor_lod_offsets(want, l, &o, &n)) && CHECK_OFFSETS(got, l, o, n);
+    }
+    return ok;
+}
+
+/* Host tensors `got` and `want` are identical: dtype, dims, LoD and bytes. */
+static inline int fx_same(const lodtensor_t *got, const lodtensor_t *want) {
+    lodtensor_dtype_t dg, dw;
+    size_t gb = 0, wb = 0;
+    int ok = CHECK_OK(lodtensor_dtype(got, &dg)) && CHECK_OK(lodtensor_dtype(want, &dw)) &&
+             CHECK(dg.code == dw.code && dg.bits == dw.bits) && fx_same_layout(got, want);
+    return ok && CHECK_OK(lodtensor_nbytes(got, &gb)) && CHECK_OK(lodtensor_nbytes(want, &wb)) &&
+           CHECK_EQ_SIZE(gb, wb) && CHECK(gb == 0 || memcmp(fx_data(got), fx_data(want), gb) == 0);
+}
+
 /* A host tensor of `ndim` dims holding a copy of `data`, with up to 2 LoD levels given as offsets
  * (l0 may be NULL for no LoD; l1 NULL for one level). Aborts the test on failure. */
 static inline lodtensor_t *fx_make(lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim, const void *data,

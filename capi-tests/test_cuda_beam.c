@@ -32,26 +32,10 @@ static lodtensor_t *on_gpu(const lodtensor_t *t) {
 static int same(const lodtensor_t *got, const lodtensor_t *want) {
     lodtensor_t *h = NULL;
     lodtensor_place_t p;
-    lodtensor_dtype_t dg, dw;
-    int64_t gd[LODTENSOR_MAX_DIMS], wd[LODTENSOR_MAX_DIMS];
-    size_t gn = 0, wn = 0, gb = 0, wb = 0, levels, l;
     int ok;
     if (!CHECK_OK(lodtensor_place(got, &p)) || !CHECK_EQ_INT(p.device_type, LODTENSOR_DEVICE_CUDA)) return 0;
     if (!CHECK_OK(lodtensor_to_place(got, fx_cpu(), &h))) return 0;
-    ok = CHECK_OK(lodtensor_dtype(h, &dg)) && CHECK_OK(lodtensor_dtype(want, &dw)) &&
-         CHECK(dg.code == dw.code && dg.bits == dw.bits);
-    ok = ok && CHECK_OK(lodtensor_dims(h, gd, LODTENSOR_MAX_DIMS, &gn)) &&
-         CHECK_OK(lodtensor_dims(want, wd, LODTENSOR_MAX_DIMS, &wn)) && CHECK_EQ_SIZE(gn, wn) &&
-         CHECK(memcmp(gd, wd, gn * sizeof(int64_t)) == 0);
-    ok = ok && CHECK_OK(lodtensor_nbytes(h, &gb)) && CHECK_OK(lodtensor_nbytes(want, &wb)) && CHECK_EQ_SIZE(gb, wb) &&
-         CHECK(gb == 0 || memcmp(fx_data(h), fx_data(want), gb) == 0);
-    levels = fx_levels(want);
-    ok = ok && CHECK_EQ_SIZE(fx_levels(h), levels);
-    for (l = 0; ok && l < levels; ++l) {
-        const size_t *o = NULL;
-        size_t n = 0;
-        ok = CHECK_OK(lodtensor_lod_offsets(want, l, &o, &n)) && CHECK_OFFSETS(h, l, o, n);
-    }
+    ok = fx_same(h, want);
     lodtensor_destroy(h);
     return ok;
 }

@@ -32,8 +32,7 @@ static lodtensor_t *to_gpu(const lodtensor_t *t) {
 static void check_same(lodtensor_t *got_device, const lodtensor_t *want, double tolerance, const char *what) {
     lodtensor_place_t place;
     lodtensor_t *got = NULL;
-    int64_t gd[LODTENSOR_MAX_DIMS], wd[LODTENSOR_MAX_DIMS];
-    size_t gn = 0, wn = 0, gl = 0, wl = 0, gb = 0, wb = 0, level;
+    size_t gb = 0, wb = 0;
     if (got_device == NULL || want == NULL) {
         CHECK(got_device != NULL && want != NULL);
         lodtensor_destroy(got_device);
@@ -46,19 +45,7 @@ static void check_same(lodtensor_t *got_device, const lodtensor_t *want, double 
         return;
     }
     lodtensor_destroy(got_device);
-    CHECK_OK(lodtensor_dims(got, gd, LODTENSOR_MAX_DIMS, &gn));
-    CHECK_OK(lodtensor_dims(want, wd, LODTENSOR_MAX_DIMS, &wn));
-    CHECK(gn == wn && memcmp(gd, wd, gn * sizeof(int64_t)) == 0);
-    CHECK_OK(lodtensor_lod_num_levels(got, &gl));
-    CHECK_OK(lodtensor_lod_num_levels(want, &wl));
-    if (CHECK_EQ_SIZE(gl, wl)) {
-        for (level = 0; level < wl; ++level) {
-            const size_t *w = NULL;
-            size_t n = 0;
-            CHECK_OK(lodtensor_lod_offsets(want, level, &w, &n));
-            CHECK_OFFSETS(got, level, w, n);
-        }
-    }
+    fx_same_layout(got, want);
     CHECK_OK(lodtensor_nbytes(got, &gb));
     CHECK_OK(lodtensor_nbytes(want, &wb));
     if (CHECK_EQ_SIZE(gb, wb) && wb > 0) {

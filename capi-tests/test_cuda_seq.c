@@ -36,24 +36,12 @@ static lodtensor_t *to_gpu(const lodtensor_t *t) {
  * elements (float32) may differ by tol relative to max(|want|, 1). Destroys `got`. */
 static void check_same(lodtensor_t *got, const lodtensor_t *want, double tol) {
     lodtensor_t *h = to_host(got);
-    size_t nw = 0, nh = 0, lw = 0, lh = 0, i;
-    int64_t dw[LODTENSOR_MAX_DIMS], dh[LODTENSOR_MAX_DIMS];
-    size_t ndw = 0, ndh = 0;
+    size_t nw = 0, nh = 0, i;
     lodtensor_destroy(got);
     if (h == NULL) return;
     CHECK_OK(lodtensor_nbytes(want, &nw));
     CHECK_OK(lodtensor_nbytes(h, &nh));
-    CHECK_OK(lodtensor_dims(want, dw, LODTENSOR_MAX_DIMS, &ndw));
-    CHECK_OK(lodtensor_dims(h, dh, LODTENSOR_MAX_DIMS, &ndh));
-    CHECK(ndw == ndh && memcmp(dw, dh, ndw * sizeof(int64_t)) == 0);
-    CHECK_OK(lodtensor_lod_num_levels(want, &lw));
-    CHECK_OK(lodtensor_lod_num_levels(h, &lh));
-    CHECK_EQ_SIZE(lh, lw);
-    for (i = 0; i < lw && i < lh; ++i) {
-        const size_t *o = NULL;
-        size_t n = 0;
-        if (CHECK_OK(lodtensor_lod_offsets(want, i, &o, &n))) CHECK_OFFSETS(h, i, o, n);
-    }
+    fx_same_layout(h, want);
     if (CHECK_EQ_SIZE(nh, nw) && nw > 0) {
         const void *a = fx_data(want), *b = fx_data(h);
         if (tol == 0) {

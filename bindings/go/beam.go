@@ -15,7 +15,6 @@ extern lodtensor_status_t lodtensorgo_decoder_run_tensors(const beam_search_deco
 import "C"
 
 import (
-	"errors"
 	"runtime"
 	"runtime/cgo"
 	"unsafe"
@@ -113,10 +112,8 @@ type BeamStep struct {
 type DecoderFunc func(step *BeamStep, logProbs []float32) error
 
 type decoderContext struct {
-	fns      [2]DecoderFunc
-	err      error
-	panicked bool
-	panicVal any
+	callbackState
+	fns [2]DecoderFunc
 }
 
 // Run decodes numSources sentences around the model: step fills the log-probabilities each
@@ -142,15 +139,8 @@ func (d *Decoder) Run(numSources int, step, edit DecoderFunc) (ids, scores *Tens
 	var a, b *C.lodtensor_t
 	s := C.lodtensorgo_decoder_run(d.c(), C.size_t(numSources), withEdit, C.uintptr_t(handle), &a, &b)
 	runtime.KeepAlive(d)
-	if ctx.panicked {
-		panic(ctx.panicVal)
-	}
-	if s != C.LODTENSOR_OK {
-		e := lastError(s)
-		if e.Status == CallbackFailed {
-			e.Err = ctx.err
-		}
-		return nil, nil, e
+	if err := ctx.result(s); err != nil {
+		return nil, nil, err
 	}
 	return newTensor(a), newTensor(b), nil
 }
@@ -158,17 +148,11 @@ func (d *Decoder) Run(numSources int, step, edit DecoderFunc) (ids, scores *Tens
 //export lodtensorGoBeamStep
 func lodtensorGoBeamStep(info *C.beam_search_step_info_t, logProbs *C.float, handle C.uintptr_t, which C.int) (status C.int32_t) {
 	ctx := cgo.Handle(handle).Value().(*decoderContext)
-	defer func() {
-		if r := recover(); r != nil {
-			ctx.panicked, ctx.panicVal = true, r
-			status = -1
-		}
-	}()
+	defer ctx.catch(&status)
 	st := beamStepOf(info)
 	n := len(st.IDs) * st.VocabSize
 	if err := ctx.fns[which](st, unsafe.Slice((*float32)(unsafe.Pointer(logProbs)), n)); err != nil {
-		ctx.err = err
-		return callbackStatus(err)
+		return ctx.fail(err)
 	}
 	return 0
 }
@@ -191,16 +175,6 @@ func beamStepOf(info *C.beam_search_step_info_t) *BeamStep {
 	}
 }
 
-// callbackStatus is the status a callback returns for a Go error: a library error's own status
-// (so the message names it), else -1.
-func callbackStatus(err error) C.int32_t {
-	var e *Error
-	if errors.As(err, &e) && e.Status != OK {
-		return C.int32_t(e.Status)
-	}
-	return -1
-}
-
 // TensorModel is a decoder callback of RunTensors: it returns the next-token log-probabilities
 // of the live prefixes as a new [len(IDs), VocabSize] tensor, float32, float16 or bfloat16, on
 // the host or on a CUDA device (see beam_search_tensor_step_fn). The decoder takes the tensor
@@ -209,10 +183,8 @@ func callbackStatus(err error) C.int32_t {
 type TensorModel func(step *BeamStep) (*Tensor, error)
 
 type tensorDecoderContext struct {
-	fn       TensorModel
-	err      error
-	panicked bool
-	panicVal any
+	callbackState
+	fn TensorModel
 }
 
 // RunTensors decodes numSources sentences around a model that returns its log-probabilities as
@@ -234,15 +206,8 @@ func (d *Decoder) RunTensors(numSources int, step TensorModel) (ids, scores *Ten
 	var a, b *C.lodtensor_t
 	s := C.lodtensorgo_decoder_run_tensors(d.c(), C.size_t(numSources), C.uintptr_t(handle), &a, &b)
 	runtime.KeepAlive(d)
-	if ctx.panicked {
-		panic(ctx.panicVal)
-	}
-	if s != C.LODTENSOR_OK {
-		e := lastError(s)
-		if e.Status == CallbackFailed {
-			e.Err = ctx.err
-		}
-		return nil, nil, e
+	if err := ctx.result(s); err != nil {
+		return nil, nil, err
 	}
 	return newTensor(a), newTensor(b), nil
 }
@@ -250,18 +215,11 @@ func (d *Decoder) RunTensors(numSources int, step TensorModel) (ids, scores *Ten
 //export lodtensorGoBeamTensorStep
 func lodtensorGoBeamTensorStep(info *C.beam_search_step_info_t, out **C.lodtensor_t, handle C.uintptr_t) (status C.int32_t) {
 	ctx := cgo.Handle(handle).Value().(*tensorDecoderContext)
-	// A Go panic must not unwind through the library's frames.
-	defer func() {
-		if r := recover(); r != nil {
-			ctx.panicked, ctx.panicVal = true, r
-			status = -1
-		}
-	}()
+	defer ctx.catch(&status)
 	lp, err := ctx.fn(beamStepOf(info))
 	if err != nil {
 		lp.Close()
-		ctx.err = err
-		return callbackStatus(err)
+		return ctx.fail(err)
 	}
 	*out = lp.take()
 	return 0

@@ -12,7 +12,6 @@ extern lodtensor_status_t lodtensorgo_dynamic_rnn(const lodtensor_t *x, size_t l
 import "C"
 
 import (
-	"errors"
 	"runtime"
 	"runtime/cgo"
 )
@@ -30,10 +29,8 @@ import (
 type StepFunc func(step int, input, prevState *Tensor) (output, newState *Tensor, err error)
 
 type rnnContext struct {
-	step     StepFunc
-	err      error
-	panicked bool
-	panicVal any
+	callbackState
+	step StepFunc
 }
 
 // DynamicRNN runs a whole dynamic RNN over the sequences of LoD level level of x, starting from
@@ -49,15 +46,8 @@ func DynamicRNN(x *Tensor, level int, initState *Tensor, step StepFunc) (*Tensor
 	s := C.lodtensorgo_dynamic_rnn(x.c(), C.size_t(level), initState.c(), C.uintptr_t(handle), &out)
 	runtime.KeepAlive(x)
 	runtime.KeepAlive(initState)
-	if ctx.panicked {
-		panic(ctx.panicVal)
-	}
-	if s != C.LODTENSOR_OK {
-		e := lastError(s)
-		if e.Status == CallbackFailed {
-			e.Err = ctx.err
-		}
-		return nil, e
+	if err := ctx.result(s); err != nil {
+		return nil, err
 	}
 	return newTensor(out), nil
 }
@@ -71,23 +61,12 @@ func lodtensorGoStep(step C.size_t, input, prevState *C.lodtensor_t, output, new
 	defer func() {
 		in.h, prev.h = nil, nil
 	}()
-	// A Go panic must not unwind through the library's frames.
-	defer func() {
-		if r := recover(); r != nil {
-			ctx.panicked, ctx.panicVal = true, r
-			status = -1
-		}
-	}()
+	defer ctx.catch(&status)
 	o, ns, err := ctx.step(int(step), in, prev)
 	if err != nil {
 		o.Close()
 		ns.Close()
-		ctx.err = err
-		var e *Error
-		if errors.As(err, &e) && e.Status != OK {
-			return C.int32_t(e.Status)
-		}
-		return -1
+		return ctx.fail(err)
 	}
 	*output = o.take()
 	if ns == nil || ns == o {

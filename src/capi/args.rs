@@ -2,6 +2,7 @@
 //! slices, output pointers written only on success, and the flat LoD encoding.
 
 use super::types::{LODTENSOR_LOD_LENGTHS, LODTENSOR_LOD_OFFSETS};
+use crate::dim::{Dim, MAX_DIMS};
 use crate::error::{ensure, err, Error, Result};
 use crate::lod::Lod;
 
@@ -17,6 +18,14 @@ pub(crate) unsafe fn get_mut<'a, T>(p: *mut T, name: &str) -> Result<&'a mut T> 
 
 pub(crate) fn null(name: &str) -> Error {
     err!(NullArgument, "{name}: must not be NULL")
+}
+
+/// The dims argument `dims[0..ndim]` (NULL allowed when `ndim` is 0). `ndim` is checked against
+/// `MAX_DIMS` before the buffer is read, so a wrong `ndim` never spans memory the caller did not
+/// pass.
+pub(crate) unsafe fn dims(dims: *const i64, ndim: usize) -> Result<Dim> {
+    ensure!(ndim <= MAX_DIMS, InvalidArgument, "ndim: {ndim} dims given; a tensor has at most {MAX_DIMS}");
+    Dim::from_i64(slice(dims, ndim, "dims")?)
 }
 
 /// A caller's buffer of `len` elements as a slice. NULL is accepted when `len` is 0.

@@ -4,7 +4,6 @@ use super::args::{self, Out};
 use super::boundary;
 use super::tensor::{lodtensor_t, new_handle};
 use super::types::{lodtensor_dtype_t, lodtensor_place_t, lodtensor_status_t};
-use crate::dim::Dim;
 use crate::ops;
 
 /// `lodtensor_fill` on `place`: a new tensor of `dtype` and dims `dims[0..ndim]` (NULL allowed
@@ -33,7 +32,7 @@ pub unsafe extern "C" fn lodtensor_fill_on(
         let out = Out::new(out, "out")?;
         let place = place.to_place()?;
         let dtype = dtype.to_dtype()?;
-        let dims = Dim::from_i64(args::slice(dims, ndim, "dims")?)?;
+        let dims = args::dims(dims, ndim)?;
         new_handle(out, ops::fill_on(place, dtype, dims, value)?);
         Ok(())
     })

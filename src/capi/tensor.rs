@@ -3,8 +3,7 @@
 use super::args::{self, copy_out, get, get_mut, Out};
 use super::boundary;
 use super::types::{lodtensor_dtype_t, lodtensor_place_t, lodtensor_status_t};
-use crate::dim::{Dim, MAX_DIMS};
-use crate::error::{ensure, Result};
+use crate::error::ensure;
 use crate::lod_tensor::{check_lod_for_dims, LoDTensor};
 use crate::memory::Allocation;
 use crate::tensor::Tensor;
@@ -42,11 +41,6 @@ pub(crate) unsafe fn read<T>(
     })
 }
 
-unsafe fn dims_arg(dims: *const i64, ndim: usize) -> Result<Dim> {
-    ensure!(ndim <= MAX_DIMS, InvalidArgument, "ndim: a tensor has at most {MAX_DIMS} dimensions, got {ndim}");
-    Dim::from_i64(args::slice(dims, ndim, "dims")?)
-}
-
 /// Creates a host tensor holding a copy of `data`.
 ///
 /// `dtype`: the element type. `dims`/`ndim`: the shape (`ndim` <= `LODTENSOR_MAX_DIMS`, every
@@ -79,7 +73,7 @@ pub unsafe extern "C" fn lodtensor_create(
     boundary(|| {
         let out = Out::new(out, "out")?;
         let dtype = dtype.to_dtype()?;
-        let dims = dims_arg(dims, ndim)?;
+        let dims = args::dims(dims, ndim)?;
         let lod = args::lod(lod_kind, level_sizes, num_levels, lod, lod_len)?;
         check_lod_for_dims(&dims, &lod)?;
         let bytes = args::slice(data.cast::<u8>(), data_len, "data")?;
@@ -124,7 +118,7 @@ pub unsafe extern "C" fn lodtensor_from_buffer(
         let place = place.to_place()?;
         place.ensure_usable()?;
         let dtype = dtype.to_dtype()?;
-        let dims = dims_arg(dims, ndim)?;
+        let dims = args::dims(dims, ndim)?;
         let lod = args::lod(lod_kind, level_sizes, num_levels, lod, lod_len)?;
         check_lod_for_dims(&dims, &lod)?;
         ensure!(!data.is_null() || data_len == 0, NullArgument, "data: must not be NULL when data_len is {data_len}");

@@ -4,7 +4,6 @@ use super::args::{self, get, Out};
 use super::boundary;
 use super::tensor::{lodtensor_t, new_handle};
 use super::types::{lodtensor_dtype_t, lodtensor_status_t};
-use crate::dim::Dim;
 use crate::ops;
 
 /// A new host tensor of `dtype` and dims `dims[0..ndim]` (NULL allowed when `ndim` is 0), every
@@ -28,7 +27,7 @@ pub unsafe extern "C" fn lodtensor_fill(
     boundary(|| {
         let out = Out::new(out, "out")?;
         let dtype = dtype.to_dtype()?;
-        let dims = Dim::from_i64(args::slice(dims, ndim, "dims")?)?;
+        let dims = args::dims(dims, ndim)?;
         new_handle(out, ops::fill(dtype, dims, value)?);
         Ok(())
     })
