@@ -193,8 +193,7 @@ impl Decoder {
                 break;
             }
         }
-        let (sent_ids, sent_scores) = beam_search_decode(&beams.id_steps, &beams.score_steps, o.beam_size, o.end_id)?;
-        self.rank(num_sources, &sent_ids, &sent_scores)
+        self.rank(num_sources, &beams)
     }
 
     /// [`Decoder::run`] for a model that hands over its log-probs as a tensor, wherever they are
@@ -217,9 +216,8 @@ impl Decoder {
                 break; // every branch ended: the next step would prune every source
             };
             let info = beams.info(t, &sources, o.vocab_size)?;
-            let (ids, rows) = (info.ids, info.ids.len());
+            let (rows, v) = (info.ids.len(), o.vocab_size);
             let lp = step(&info)?;
-            let v = o.vocab_size;
             ensure!(
                 lp.dims().as_slice() == [rows, v],
                 InvalidArgument,
@@ -228,56 +226,81 @@ impl Decoder {
             );
             let banned = (t < o.min_length).then_some(o.end_id as usize);
             let out = match lp.tensor().place() {
-                Place::Cpu => dispatch_dtype!(lp.tensor().dtype(), "log_probs", [F32, F16, BF16], |T| {
-                    let src = lp.tensor().as_slice::<T>()?;
-                    let (h, s) = (sources.clone(), info.scores);
-                    match banned {
-                        Some(b) => {
-                            let mut copy = src.to_vec();
-                            copy.chunks_exact_mut(v).for_each(|row| row[b] = T::from_f64(f64::NEG_INFINITY));
-                            fused_step_on_slices(h, o.beam_size, &copy, v, ids, s, o.end_id)
-                        }
-                        None => fused_step_on_slices(h, o.beam_size, src, v, ids, s, o.end_id),
-                    }
-                })?,
-                Place::Cuda(n) => {
-                    dispatch_dtype!(lp.tensor().dtype(), "log_probs", [F32, F16, BF16], |T| Ok(()))?;
-                    let (di, ds) = match on_device.take() {
-                        Some((i, s)) if i.tensor().place() == Place::Cuda(n) => (i, s),
-                        _ => (to_place(&beams.ids, Place::Cuda(n))?, to_place(&beams.scores, Place::Cuda(n))?),
-                    };
-                    let (ids_d, scores_d, parents_d, offsets) = crate::backend::cuda::fused_step(
-                        &sources,
-                        o.beam_size,
-                        lp.tensor(),
-                        v,
-                        di.tensor(),
-                        ds.tensor(),
-                        o.end_id,
-                        banned,
-                    )?;
-                    let lod = Lod::from_offsets(vec![sources.clone(), offsets])?;
-                    let (ids_d, scores_d) = (LoDTensor::new(ids_d, lod.clone())?, LoDTensor::new(scores_d, lod)?);
-                    let out = BeamSearchStep {
-                        selected_ids: to_place(&ids_d, Place::Cpu)?,
-                        selected_scores: to_place(&scores_d, Place::Cpu)?,
-                        parent_idx: to_place(&LoDTensor::dense(parents_d), Place::Cpu)?.into_parts().0,
-                    };
-                    on_device = Some((ids_d, scores_d));
-                    out
-                }
+                Place::Cpu => self.host_step(&lp, &info, &sources, banned)?,
+                Place::Cuda(_) => self.device_step(&lp, &beams, &sources, banned, &mut on_device)?,
             };
             if !beams.advance(out)? {
                 break;
             }
         }
-        let (sent_ids, sent_scores) = beam_search_decode(&beams.id_steps, &beams.score_steps, o.beam_size, o.end_id)?;
-        self.rank(num_sources, &sent_ids, &sent_scores)
+        self.rank(num_sources, &beams)
     }
 
-    /// Drops the start token, applies the length penalty, keeps the best `num_hypotheses`.
-    fn rank(&self, sources: usize, ids: &LoDTensor, scores: &LoDTensor) -> Result<Hypotheses> {
+    /// A step of [`Decoder::run_tensors`] on host log-probs `lp`; `banned` (end_id while prefixes
+    /// are shorter than min_length) is set to -inf in a copy, the caller's tensor is not written.
+    fn host_step(&self, lp: &LoDTensor, info: &StepInfo, sources: &[usize], banned: Option<usize>) -> Result<BeamSearchStep> {
         let o = &self.options;
+        let v = o.vocab_size;
+        dispatch_dtype!(lp.tensor().dtype(), "log_probs", [F32, F16, BF16], |T| {
+            let src = lp.tensor().as_slice::<T>()?;
+            let step = |log_probs: &[T]| {
+                fused_step_on_slices(sources.to_vec(), o.beam_size, log_probs, v, info.ids, info.scores, o.end_id)
+            };
+            match banned {
+                Some(b) => {
+                    let mut copy = src.to_vec();
+                    copy.chunks_exact_mut(v).for_each(|row| row[b] = T::from_f64(f64::NEG_INFINITY));
+                    step(&copy)
+                }
+                None => step(src),
+            }
+        })
+    }
+
+    /// A step of [`Decoder::run_tensors`] on log-probs `lp` on a CUDA device: the fused step runs
+    /// there, on the previous step's selection still on that device (`on_device`, replaced by
+    /// this step's), else on the host prefixes copied over; the selection comes back to the host.
+    fn device_step(
+        &self,
+        lp: &LoDTensor,
+        beams: &Beams,
+        sources: &[usize],
+        banned: Option<usize>,
+        on_device: &mut Option<(LoDTensor, LoDTensor)>,
+    ) -> Result<BeamSearchStep> {
+        let o = &self.options;
+        dispatch_dtype!(lp.tensor().dtype(), "log_probs", [F32, F16, BF16], |T| Ok(()))?;
+        let place = lp.tensor().place();
+        let (di, ds) = match on_device.take() {
+            Some((i, s)) if i.tensor().place() == place => (i, s),
+            _ => (to_place(&beams.ids, place)?, to_place(&beams.scores, place)?),
+        };
+        let (ids_d, scores_d, parents_d, offsets) = crate::backend::cuda::fused_step(
+            sources,
+            o.beam_size,
+            lp.tensor(),
+            o.vocab_size,
+            di.tensor(),
+            ds.tensor(),
+            o.end_id,
+            banned,
+        )?;
+        let lod = Lod::from_offsets(vec![sources.to_vec(), offsets])?;
+        let (ids_d, scores_d) = (LoDTensor::new(ids_d, lod.clone())?, LoDTensor::new(scores_d, lod)?);
+        let out = BeamSearchStep {
+            selected_ids: to_place(&ids_d, Place::Cpu)?,
+            selected_scores: to_place(&scores_d, Place::Cpu)?,
+            parent_idx: to_place(&LoDTensor::dense(parents_d), Place::Cpu)?.into_parts().0,
+        };
+        *on_device = Some((ids_d, scores_d));
+        Ok(out)
+    }
+
+    /// Backtracks the steps into sentences, drops the start token, applies the length penalty,
+    /// keeps the best `num_hypotheses`.
+    fn rank(&self, sources: usize, beams: &Beams) -> Result<Hypotheses> {
+        let o = &self.options;
+        let (ids, scores) = beam_search_decode(&beams.id_steps, &beams.score_steps, o.beam_size, o.end_id)?;
         let (all_ids, all_scores) = (ids.tensor().as_slice::<i64>()?, scores.tensor().as_slice::<f32>()?);
         let offsets = &ids.lod().levels()[1];
         let (mut out_ids, mut out_scores, mut per_source, mut lengths) =

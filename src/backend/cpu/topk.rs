@@ -10,7 +10,8 @@ use crate::error::Result;
 
 /// Rows per parallel task: enough work to amortize the task's scratch buffer.
 const ROWS_PER_TASK: usize = 64;
-/// Elements checked at once before looking at any of them one by one (one-pass scan).
+/// Elements checked at once before looking at any of them one by one (the one-pass scan and
+/// [`select_row_reaching`]).
 const ONE_PASS_BLOCK: usize = 64;
 
 /// Whether `a` ranks before `b` (equal values: the caller keeps scan order, so the smaller index
@@ -91,16 +92,11 @@ pub fn select_row<T: Scalar, const LARGEST: bool>(row: &[T], vals: &mut [T], idx
         // SAFETY: the CPU has AVX2 (checked at run time).
         unsafe { select_row_threshold_avx2::<T, LARGEST>(row, vals, idx) }
     } else {
-        select_row_threshold::<T, LARGEST>(row, vals, idx)
+        threshold_body::<T, LARGEST>(row, vals, idx)
     }
 }
 
-/// The threshold path of [`select_row`] (k <= `THRESHOLD_MAX_K`, at least 4k blocks).
-fn select_row_threshold<T: Scalar, const LARGEST: bool>(row: &[T], vals: &mut [T], idx: &mut [usize]) {
-    threshold_body::<T, LARGEST>(row, vals, idx)
-}
-
-/// [`select_row_threshold`] compiled with AVX2 enabled.
+/// [`threshold_body`] compiled with AVX2 enabled.
 ///
 /// # Safety
 /// The CPU must support AVX2.
@@ -109,6 +105,7 @@ unsafe fn select_row_threshold_avx2<T: Scalar, const LARGEST: bool>(row: &[T], v
     threshold_body::<T, LARGEST>(row, vals, idx)
 }
 
+/// The threshold path of [`select_row`] (k <= `THRESHOLD_MAX_K`, at least 4k blocks).
 #[inline(always)]
 fn threshold_body<T: Scalar, const LARGEST: bool>(row: &[T], vals: &mut [T], idx: &mut [usize]) {
     let k = vals.len();
@@ -156,8 +153,8 @@ fn threshold_body<T: Scalar, const LARGEST: bool>(row: &[T], vals: &mut [T], idx
 }
 
 /// A block's best element by plain comparison (a NaN in the block may or may not be it), and
-/// `nan_acc` or-ed with the block's NaN lanes (non-zero where the block may hold a NaN). The block as 8 groups of 8 lanes combined pairwise, lane by
-/// lane: a tree of vector selects (`maxps`) and of vector NaN compares (`cmpunordps`, which tests
+/// `nan_acc` or-ed with the block's NaN lanes (non-zero where the block may hold a NaN). The
+/// block as 8 groups of 8 lanes combined pairwise, lane by lane: a tree of vector selects (`maxps`) and of vector NaN compares (`cmpunordps`, which tests
 /// both operands) and ors, then one vector reduced to a value. Written so, with opaque values
 /// (`black_box`) between the lane trees and the final reductions, because LLVM otherwise matched
 /// the whole as one 64-element reduction and emitted it as scalar pairs and shuffles (3x the
