@@ -8,7 +8,7 @@ use crate::dtype::{dispatch_dtype, Scalar};
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;
 use crate::lod_tensor::LoDTensor;
-use crate::ops::beam_search::{fused_step_on_slices, BeamSearchStep};
+use crate::ops::beam_search::{device_outputs, fused_step_on_slices, BeamSearchStep};
 use crate::ops::beam_search_decode::beam_search_decode;
 use crate::ops::transfer::to_place;
 use crate::place::Place;
@@ -275,7 +275,7 @@ impl Decoder {
             Some((i, s)) if i.tensor().place() == place => (i, s),
             _ => (to_place(&beams.ids, place)?, to_place(&beams.scores, place)?),
         };
-        let (ids_d, scores_d, parents_d, offsets) = crate::backend::cuda::fused_step(
+        let step = crate::backend::cuda::fused_step(
             sources,
             o.beam_size,
             lp.tensor(),
@@ -285,14 +285,13 @@ impl Decoder {
             o.end_id,
             banned,
         )?;
-        let lod = Lod::from_offsets(vec![sources.to_vec(), offsets])?;
-        let (ids_d, scores_d) = (LoDTensor::new(ids_d, lod.clone())?, LoDTensor::new(scores_d, lod)?);
+        let d = device_outputs(sources.to_vec(), step)?;
         let out = BeamSearchStep {
-            selected_ids: to_place(&ids_d, Place::Cpu)?,
-            selected_scores: to_place(&scores_d, Place::Cpu)?,
-            parent_idx: to_place(&LoDTensor::dense(parents_d), Place::Cpu)?.into_parts().0,
+            selected_ids: to_place(&d.selected_ids, Place::Cpu)?,
+            selected_scores: to_place(&d.selected_scores, Place::Cpu)?,
+            parent_idx: to_place(&LoDTensor::dense(d.parent_idx), Place::Cpu)?.into_parts().0,
         };
-        *on_device = Some((ids_d, scores_d));
+        *on_device = Some((d.selected_ids, d.selected_scores));
         Ok(out)
     }
 

@@ -64,7 +64,7 @@ fn outputs<S: Scalar>(h: Vec<usize>, sel: Selected<S>) -> Result<BeamSearchStep>
 }
 
 /// Builds the output tensors of a device step (outputs on the device, LoD on the host).
-fn device_outputs(h: Vec<usize>, step: crate::backend::cuda::DeviceStep) -> Result<BeamSearchStep> {
+pub(crate) fn device_outputs(h: Vec<usize>, step: crate::backend::cuda::DeviceStep) -> Result<BeamSearchStep> {
     let (ids, scores, parents, row_offsets) = step;
     let lod = Lod::from_offsets(vec![h, row_offsets])?;
     Ok(BeamSearchStep {

@@ -1,11 +1,11 @@
 //! Launchers of `kernels/beam.cu`: top-k, the fused and Paddle beam-search steps, gather_tree.
 
-use super::device::{copy_to_host, device, new_tensor, Device};
+use super::device::{copy_to_host, new_tensor, Device};
+use super::seq_common::{device_of, dtype_suffix};
 use super::launch::{launch, launch_1d, upload, Args};
 use crate::dim::Dim;
 use crate::dtype::DType;
 use crate::error::{ensure, err, Result};
-use crate::place::Place;
 use crate::tensor::Tensor;
 use std::sync::Arc;
 
@@ -20,13 +20,6 @@ const MAX_ROW_BLOCKS: u64 = 1 << 16;
 /// (`[N, 1]`), `parent_idx` (int32 `[N]`), all on the device, and the host offsets of each prefix
 /// row's items (`rows + 1`).
 pub type DeviceStep = (Tensor, Tensor, Tensor, Vec<usize>);
-
-fn device_of(t: &Tensor, what: &str) -> Result<Arc<Device>> {
-    match t.place() {
-        Place::Cuda(n) => device(n),
-        other => Err(err!(Internal, "{what}: the CUDA kernel got a tensor on {other}")),
-    }
-}
 
 /// Threads per block for rows of `width`: a power of two from 32 to 256, about 32 elements each
 /// (short rows do not pay for a large block's merge).
@@ -55,18 +48,7 @@ pub fn top_k(
     if rows == 0 {
         return Ok((values, indices));
     }
-    let name = match x.dtype() {
-        DType::U8 => "top_k_u8",
-        DType::I8 => "top_k_i8",
-        DType::I16 => "top_k_i16",
-        DType::I32 => "top_k_i32",
-        DType::I64 => "top_k_i64",
-        DType::F16 => "top_k_f16",
-        DType::BF16 => "top_k_bf16",
-        DType::F32 => "top_k_f32",
-        DType::F64 => "top_k_f64",
-        other => return Err(err!(Unsupported, "x: dtype {other} is not supported by the CUDA top_k")),
-    };
+    let name = format!("top_k_{}", dtype_suffix(x.dtype())?);
     let args = Args::new()
         .arg(x.as_ptr() as u64)
         .arg(rows as u64)
@@ -76,7 +58,7 @@ pub fn top_k(
         .arg(values.as_mut_ptr() as u64)
         .arg(indices.as_mut_ptr() as u64);
     let grid = (rows as u64).min(MAX_ROW_BLOCKS) as u32;
-    launch(&d, "beam.cu", name, [grid, 1, 1], [topk_threads(width as u64), 1, 1], args)?;
+    launch(&d, "beam.cu", &name, [grid, 1, 1], [topk_threads(width as u64), 1, 1], args)?;
     Ok((values, indices))
 }
 

@@ -1,5 +1,5 @@
-//! What the launchers of the sequence kernels (pad, pooling, softmax, cast) share: the device of
-//! an input, a float dtype's kernel suffix and offsets as the kernels' i64 table.
+//! What the kernel launchers share: the device of an input, a dtype's kernel-name suffix and
+//! offsets as the kernels' i64 table.
 
 use super::device::{device, Device};
 use super::launch::upload;
@@ -16,6 +16,22 @@ pub(crate) fn device_of(t: &Tensor, op: &str) -> Result<Arc<Device>> {
         Place::Cuda(ordinal) => device(ordinal),
         p => Err(err!(Internal, "{op}: the CUDA kernel got a tensor on {p}")),
     }
+}
+
+/// The kernel-name suffix of a computing dtype (the callers have checked the dtype).
+pub(crate) fn dtype_suffix(dtype: DType) -> Result<&'static str> {
+    Ok(match dtype {
+        DType::U8 => "u8",
+        DType::I8 => "i8",
+        DType::I16 => "i16",
+        DType::I32 => "i32",
+        DType::I64 => "i64",
+        DType::F16 => "f16",
+        DType::BF16 => "bf16",
+        DType::F32 => "f32",
+        DType::F64 => "f64",
+        DType::Bool => return Err(err!(Internal, "no CUDA kernel computes on bool")),
+    })
 }
 
 /// The kernel-name suffix of a float dtype (the callers have checked the dtype).

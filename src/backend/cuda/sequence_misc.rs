@@ -4,7 +4,7 @@
 
 use super::device::{new_tensor, Device};
 use super::launch::{launch, launch_1d, upload, Args, BLOCK};
-use super::seq_common::{device_of, upload_offsets, word_for};
+use super::seq_common::{device_of, dtype_suffix, upload_offsets, word_for};
 use crate::backend::cpu::sequence::ConvShape;
 use crate::dim::Dim;
 use crate::dtype::DType;
@@ -127,22 +127,6 @@ pub(crate) fn gather_ranges_from(
         .arg(num_ranges)
         .arg(rows as u64);
     launch_tiles(d, &format!("sequence_concat_rows_{word}"), rows as u64, row_words, args)
-}
-
-/// The kernel-name suffix of a computing dtype.
-fn dtype_suffix(dtype: DType) -> Result<&'static str> {
-    Ok(match dtype {
-        DType::U8 => "u8",
-        DType::I8 => "i8",
-        DType::I16 => "i16",
-        DType::I32 => "i32",
-        DType::I64 => "i64",
-        DType::F16 => "f16",
-        DType::BF16 => "bf16",
-        DType::F32 => "f32",
-        DType::F64 => "f64",
-        DType::Bool => return Err(err!(Internal, "no CUDA kernel computes on bool")),
-    })
 }
 
 /// sequence_mask on the device: `out[i * maxlen + j] = (j < x[i]) ? one : zero`, a new tensor of
