@@ -238,7 +238,13 @@ impl Decoder {
 
     /// A step of [`Decoder::run_tensors`] on host log-probs `lp`; `banned` (end_id while prefixes
     /// are shorter than min_length) is set to -inf in a copy, the caller's tensor is not written.
-    fn host_step(&self, lp: &LoDTensor, info: &StepInfo, sources: &[usize], banned: Option<usize>) -> Result<BeamSearchStep> {
+    fn host_step(
+        &self,
+        lp: &LoDTensor,
+        info: &StepInfo,
+        sources: &[usize],
+        banned: Option<usize>,
+    ) -> Result<BeamSearchStep> {
         let o = &self.options;
         let v = o.vocab_size;
         dispatch_dtype!(lp.tensor().dtype(), "log_probs", [F32, F16, BF16], |T| {

@@ -158,7 +158,13 @@ impl Allocation {
             NonNull::new(ALIGNMENT as *mut u8).expect("non-zero")
         } else {
             // SAFETY: the layout has a non-zero size.
-            let ptr = unsafe { if zeroed { std::alloc::alloc_zeroed(layout) } else { std::alloc::alloc(layout) } };
+            let ptr = unsafe {
+                if zeroed {
+                    std::alloc::alloc_zeroed(layout)
+                } else {
+                    std::alloc::alloc(layout)
+                }
+            };
             NonNull::new(ptr).ok_or_else(|| err!(OutOfMemory, "allocation of {len} bytes failed"))?
         };
         Ok(Arc::new(Allocation { ptr, len, place: Place::Cpu, origin: Origin::Owned(layout) }))

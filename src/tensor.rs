@@ -61,7 +61,7 @@ impl Tensor {
             "data_len: {len} bytes given, a {dtype} tensor of dims {dims:?} needs {nbytes}"
         );
         ensure!(
-            ptr as usize % dtype.size() == 0,
+            (ptr as usize).is_multiple_of(dtype.size()),
             InvalidArgument,
             "data: address {ptr:p} is not aligned to {} bytes, as {dtype} elements must be",
             dtype.size()

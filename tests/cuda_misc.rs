@@ -408,7 +408,7 @@ fn scatter_case(rng: &mut Rng, dtype: DType, case: usize) -> (LoDTensor, LoDTens
     let lod = Lod::from_lengths(&[lengths]).unwrap();
     // Small ids make duplicates; integers hold any bits, so sums wrap.
     let ids: Vec<i64> = (0..m).map(|_| rng.below(width) as i64).collect();
-    let ids = if case % 2 == 0 {
+    let ids = if case.is_multiple_of(2) {
         LoDTensor::new(Tensor::from_slice(&ids, &[m, 1]).unwrap(), lod.clone()).unwrap()
     } else {
         let i32s: Vec<i32> = ids.iter().map(|&v| v as i32).collect();
@@ -662,7 +662,7 @@ fn gpu_half_precision_edges_equal_cpu() {
         // element of row r: element (r, c) is value c + value r, every pair once.
         let ids: Vec<i64> = (0..12).flat_map(|_| 0..12).collect();
         let upd: Vec<u8> =
-            (0..12).flat_map(|r| std::iter::repeat(bits[r]).take(12)).flat_map(|b| b.to_le_bytes()).collect();
+            (0..12).flat_map(|r| std::iter::repeat_n(bits[r], 12)).flat_map(|b| b.to_le_bytes()).collect();
         let lod = Lod::from_lengths(&[vec![12; 12]]).unwrap();
         let ids = LoDTensor::new(Tensor::from_slice(&ids, &[144, 1]).unwrap(), lod.clone()).unwrap();
         let upd = LoDTensor::new(Tensor::from_bytes(dtype, Dim::new(&[144, 1]).unwrap(), &upd).unwrap(), lod).unwrap();

@@ -52,7 +52,7 @@ fn case(rng: &mut Rng, dtype: DType, rows: usize, width: Option<usize>, m: usize
     // Few distinct rows on odd cases: many repeats.
     let spread = if k % 2 == 1 { rows.min(3) } else { rows };
     let idx: Vec<i64> = (0..m).map(|_| rng.below(spread.max(1)) as i64).collect();
-    let index = if k % 2 == 0 {
+    let index = if k.is_multiple_of(2) {
         Tensor::from_slice(&idx, &[m, 1])
     } else {
         Tensor::from_slice(&idx.iter().map(|&v| v as i32).collect::<Vec<_>>(), &[m])

@@ -396,7 +396,7 @@ proptest! {
             let out = sequence_expand(&x, &y, level).unwrap();
             prop_assert_eq!(out.tensor().bytes().unwrap(), want.as_slice());
             if with_lod {
-                let lengths: Vec<usize> = x_seqs.iter().zip(&repeat).flat_map(|(s, &r)| std::iter::repeat(s.len()).take(r)).collect();
+                let lengths: Vec<usize> = x_seqs.iter().zip(&repeat).flat_map(|(s, &r)| std::iter::repeat_n(s.len(), r)).collect();
                 if lengths.is_empty() { prop_assert!(out.lod().is_empty()); } else { prop_assert_eq!(out.lod().lengths(), vec![lengths]); }
             } else {
                 prop_assert!(out.lod().is_empty());

@@ -319,8 +319,20 @@ fn pool_wide_rows_nan_and_ties() {
     }
     // Signed zeros compare equal: the first of them is the extreme, bits and row included.
     for r in 0..rows {
-        x[r * width + 130] = if r == 2 { -0.0 } else if r == 6 { 0.0 } else { [-1.0, 1.0][r % 2] * 3.0 - 4.0 };
-        x[r * width + 131] = if r == 2 { 0.0 } else if r == 6 { -0.0 } else { [-1.0, 1.0][r % 2] * 3.0 - 4.0 };
+        x[r * width + 130] = if r == 2 {
+            -0.0
+        } else if r == 6 {
+            0.0
+        } else {
+            [-1.0, 1.0][r % 2] * 3.0 - 4.0
+        };
+        x[r * width + 131] = if r == 2 {
+            0.0
+        } else if r == 6 {
+            -0.0
+        } else {
+            [-1.0, 1.0][r % 2] * 3.0 - 4.0
+        };
     }
     let offsets = [0, rows];
     let t = LoDTensor::from_slice(&x, &[rows, width], lod(&[&offsets])).unwrap();

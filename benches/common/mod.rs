@@ -287,7 +287,8 @@ pub fn cases(on: &dyn Fn(LoDTensor) -> LoDTensor, small: bool) -> Vec<Case> {
                 }
             }
         }
-        let calib = Calib::ElementGather { source: Rc::new(ids.iter().map(|&v| v as u64).collect()), index: Rc::new(index) };
+        let calib =
+            Calib::ElementGather { source: Rc::new(ids.iter().map(|&v| v as u64).collect()), index: Rc::new(index) };
         let ids = LoDTensor::dense(Tensor::from_slice(&ids, &[t, batch, beam]).unwrap());
         let parents = LoDTensor::dense(Tensor::from_slice(&parents, &[t, batch, beam]).unwrap());
         let (ids, parents) = (on(ids), on(parents));

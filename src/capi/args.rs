@@ -40,7 +40,7 @@ pub(crate) unsafe fn slice<'a, T>(p: *const T, len: usize, name: &str) -> Result
         "{name}: length {len} is larger than any buffer can be"
     );
     ensure!(
-        p as usize % std::mem::align_of::<T>() == 0,
+        (p as usize).is_multiple_of(std::mem::align_of::<T>()),
         InvalidArgument,
         "{name}: address {p:p} is not aligned to {} bytes",
         std::mem::align_of::<T>()

@@ -3,6 +3,7 @@
 //! for dense `[T, B, beam]` ids and parents.
 
 use super::common_place;
+use crate::backend::cpu::gather_tree::gather_tree_by_step;
 use crate::dtype::{dispatch_dtype, DType, Scalar};
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;
@@ -239,39 +240,6 @@ fn decode<T: Scalar>(
     ))
 }
 
-/// `gather_tree` step by step over all `batch * beam` chains at once; `false` (with `dst` partly
-/// written) when a followed parent is outside `[0, beam)`.
-fn gather_tree_by_step<T: Copy + Into<i64>>(
-    src: &[T],
-    par: &[T],
-    batch: usize,
-    beam: usize,
-    steps: usize,
-    dst: &mut [T],
-) -> bool {
-    let n = batch * beam;
-    let last = (steps - 1) * n;
-    dst[last..last + n].copy_from_slice(&src[last..last + n]);
-    // parent[j]: the beam slot chain j (batch j / beam) follows at the step being written.
-    let mut parent: Vec<i64> = par[last..last + n].iter().map(|&v| v.into()).collect();
-    for t in (0..steps - 1).rev() {
-        let (src, par, dst) = (&src[t * n..(t + 1) * n], &par[t * n..(t + 1) * n], &mut dst[t * n..(t + 1) * n]);
-        // One batch entry (`beam` chains) at a time: its slot `q` indexes its own slice.
-        let entries = dst.chunks_exact_mut(beam).zip(parent.chunks_exact_mut(beam));
-        for ((dst, parent), (src, par)) in entries.zip(src.chunks_exact(beam).zip(par.chunks_exact(beam))) {
-            for (d, p) in dst.iter_mut().zip(parent.iter_mut()) {
-                if *p < 0 || *p as u64 >= beam as u64 {
-                    return false;
-                }
-                let q = *p as usize;
-                *d = src[q];
-                *p = par[q].into();
-            }
-        }
-    }
-    true
-}
-
 /// Paddle's `gather_tree`: for `ids` and `parents` of shape `[T, B, beam]` (int32 or int64, the
 /// same dtype), `out[T-1, b, k] = ids[T-1, b, k]` and, following `p = parents[T-1, b, k]` back,
 /// `out[t, b, k] = ids[t, b, p]`, `p = parents[t, b, p]` for `t = T-2 .. 0`. LoDs are not read;
@@ -317,10 +285,8 @@ pub fn beam_search_gather_tree(ids: &LoDTensor, parents: &LoDTensor) -> Result<L
     dispatch_dtype!(ids.tensor().dtype(), "ids", [I32, I64], |T| {
         let (src, par) = (ids.tensor().as_slice::<T>()?, parents.tensor().as_slice::<T>()?);
         let dst = out.as_mut_slice::<T>()?;
-        // Fast path: all chains one step at a time, so each step reads and writes one contiguous
-        // `[B, beam]` slab and the chains' loads overlap (one chain at a time is a chain of
-        // dependent loads T long: 0.13 of a copy, benches/REPORT.md). A bad parent sends us to
-        // the chain-by-chain loop below, which reports the same error as before.
+        // A bad parent sends the fast path to the chain-by-chain loop below, which names the
+        // first bad parent in chain order.
         let done = steps > 0 && gather_tree_by_step(src, par, batch, beam, steps, dst);
         let at = |t: usize, b: usize, k: usize| (t * batch + b) * beam + k;
         for b in 0..if done { 0 } else { batch } {

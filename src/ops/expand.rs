@@ -82,7 +82,7 @@ pub fn sequence_expand(x: &LoDTensor, y: &LoDTensor, ref_level: i64) -> Result<L
         rows = (repeat.checked_mul(s.len()))
             .and_then(|add| rows.checked_add(add))
             .ok_or_else(|| err!(OutOfMemory, "sequence_expand: the output row count overflows"))?;
-        ranges.extend(std::iter::repeat(s).take(repeat));
+        ranges.extend(std::iter::repeat_n(s, repeat));
     }
     let tensor = gather_into_new(x.tensor(), x.tensor().row_bytes(), &ranges, x.dims().with_rows(rows)?)?;
     let lod = match x_level {
@@ -117,7 +117,7 @@ pub fn sequence_expand_as(x: &LoDTensor, y: &LoDTensor) -> Result<LoDTensor> {
     let mut ranges: Vec<Range<usize>> = Vec::new();
     ranges.try_reserve_exact(rows).map_err(|_| err!(OutOfMemory, "y: {rows} row copies cannot be listed"))?;
     for h in 0..x_rows {
-        ranges.extend(std::iter::repeat(h..h + 1).take(l[h + 1] - l[h]));
+        ranges.extend(std::iter::repeat_n(h..h + 1, l[h + 1] - l[h]));
     }
     let tensor = gather_into_new(x.tensor(), x.tensor().row_bytes(), &ranges, x.dims().with_rows(rows)?)?;
     LoDTensor::new(tensor, y.lod().clone())

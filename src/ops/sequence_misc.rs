@@ -353,7 +353,7 @@ pub fn sequence_reshape(x: &LoDTensor, new_dim: i64) -> Result<LoDTensor> {
         let len = lod[i + 1] - lod[i];
         let elements = len * m; // <= numel, which fits usize
         ensure!(
-            elements % new_dim == 0,
+            elements.is_multiple_of(new_dim),
             InvalidArgument,
             "x: sequence {i} has {len} rows of {m} = {elements} elements, not a multiple of new_dim {new_dim}"
         );

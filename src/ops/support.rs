@@ -41,7 +41,7 @@ pub(crate) fn int_column(t: &Tensor, name: &str, n: Option<usize>) -> Result<Vec
     let d = t.dims().as_slice();
     let len = d.first().copied().unwrap_or(0);
     ensure!(
-        (d.len() == 1 || (d.len() == 2 && d[1] == 1)) && n.map_or(true, |n| n == len),
+        (d.len() == 1 || (d.len() == 2 && d[1] == 1)) && n.is_none_or(|n| n == len),
         InvalidArgument,
         "{name}: dims {d:?}; expected [{0}] or [{0}, 1]",
         n.map_or("N".to_string(), |n| n.to_string())

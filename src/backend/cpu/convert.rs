@@ -141,7 +141,11 @@ pub fn chunk_bounds(len: usize, chunk: usize) -> Vec<usize> {
 pub fn elements<T: CastElem>(t: &Tensor) -> Result<&[T]> {
     ensure!(t.dtype() == T::DTYPE, Internal, "tensor: dtype {} read as {}", t.dtype(), T::DTYPE);
     let bytes = t.bytes()?;
-    ensure!(bytes.as_ptr() as usize % std::mem::align_of::<T>() == 0, Internal, "tensor: misaligned elements");
+    ensure!(
+        (bytes.as_ptr() as usize).is_multiple_of(std::mem::align_of::<T>()),
+        Internal,
+        "tensor: misaligned elements"
+    );
     // SAFETY: dtype, size and alignment checked; `CastElem` types accept every bit pattern.
     Ok(unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<T>(), t.numel()) })
 }
@@ -151,7 +155,11 @@ pub fn elements_mut<T: CastElem>(t: &mut Tensor) -> Result<&mut [T]> {
     ensure!(t.dtype() == T::DTYPE, Internal, "tensor: dtype {} written as {}", t.dtype(), T::DTYPE);
     let n = t.numel();
     let bytes = t.bytes_mut()?;
-    ensure!(bytes.as_ptr() as usize % std::mem::align_of::<T>() == 0, Internal, "tensor: misaligned elements");
+    ensure!(
+        (bytes.as_ptr() as usize).is_multiple_of(std::mem::align_of::<T>()),
+        Internal,
+        "tensor: misaligned elements"
+    );
     // SAFETY: as in `elements`, and the bytes are uniquely borrowed.
     Ok(unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast::<T>(), n) })
 }

@@ -4,6 +4,7 @@
 
 pub mod beam_search;
 pub mod convert;
+pub mod gather_tree;
 pub mod pad;
 pub mod pool;
 pub mod pooling;
@@ -21,6 +22,15 @@ pub mod topk;
 pub(crate) fn has_avx2() -> bool {
     #[cfg(target_arch = "x86_64")]
     return std::arch::is_x86_feature_detected!("avx2");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Whether the CPU has AVX-512F, for the kernels whose AVX-512 form is a different algorithm
+/// (lane permutes within a 512-bit register), not just wider lanes.
+pub(crate) fn has_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("avx512f");
     #[cfg(not(target_arch = "x86_64"))]
     false
 }

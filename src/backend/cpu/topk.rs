@@ -287,7 +287,7 @@ fn offer_one<T: Scalar, const LARGEST: bool>(
 ) {
     let k = vals.len();
     if *n < k {
-        if t.map_or(true, |t| !beats::<T, LARGEST>(t, v)) {
+        if t.is_none_or(|t| !beats::<T, LARGEST>(t, v)) {
             insert::<T, LARGEST>(vals, idx, *n, v, i);
             *n += 1;
         }

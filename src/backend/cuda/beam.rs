@@ -1,8 +1,8 @@
 //! Launchers of `kernels/beam.cu`: top-k, the fused and Paddle beam-search steps, gather_tree.
 
 use super::device::{copy_to_host, new_tensor, Device};
-use super::seq_common::{device_of, dtype_suffix};
 use super::launch::{launch, launch_1d, upload, Args};
+use super::seq_common::{device_of, dtype_suffix};
 use crate::dim::Dim;
 use crate::dtype::DType;
 use crate::error::{ensure, err, Result};

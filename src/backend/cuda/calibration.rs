@@ -16,7 +16,11 @@ const PROBE_BLOCKS: u64 = 132 * 8;
 /// time it.
 pub fn read_bandwidth_probe(t: &Tensor) -> Result<()> {
     let d = device_of(t, "read_bandwidth_probe")?;
-    ensure!(t.as_ptr() as u64 % 8 == 0, InvalidArgument, "t: the probe reads 8-byte words; t is not 8-byte aligned");
+    ensure!(
+        (t.as_ptr() as u64).is_multiple_of(8),
+        InvalidArgument,
+        "t: the probe reads 8-byte words; t is not 8-byte aligned"
+    );
     let words = (t.nbytes() / 8) as u64;
     let grid = words.div_ceil(BLOCK as u64).clamp(1, PROBE_BLOCKS) as u32;
     let sums = d.allocation(8 * grid as usize)?;

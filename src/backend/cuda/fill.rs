@@ -24,7 +24,7 @@ pub fn fill(ordinal: u32, dtype: DType, dims: Dim, element: &[u8]) -> Result<Ten
     let addr = out.as_ptr() as usize;
     let word = [8usize, 4, 2, 1]
         .into_iter()
-        .find(|&w| w % size == 0 && nbytes % w == 0 && addr % w == 0)
+        .find(|&w| w % size == 0 && nbytes % w == 0 && addr.is_multiple_of(w))
         .expect("the element size divides the tensor's bytes and its address");
     let pattern: Vec<u8> = element.iter().copied().cycle().take(word).collect();
     let value = upload(&d, &pattern)?;

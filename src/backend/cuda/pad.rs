@@ -49,7 +49,7 @@ pub fn pad_sequences(
     let addrs = [x.as_ptr() as usize, out.as_mut_ptr() as usize, pad_row.as_ptr() as usize];
     let word = [16usize, 8, 4, 2, 1]
         .into_iter()
-        .find(|&w| row_bytes % w == 0 && addrs.iter().all(|a| a % w == 0))
+        .find(|&w| row_bytes.is_multiple_of(w) && addrs.iter().all(|a| a % w == 0))
         .expect("1 divides everything");
     let row_words = (row_bytes / word) as u64;
     let total = (sequences * padded) as u64 * row_words;

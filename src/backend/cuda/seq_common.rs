@@ -56,6 +56,6 @@ pub(crate) fn upload_offsets(d: &Arc<Device>, offsets: &[usize]) -> Result<Arc<A
 pub(crate) fn word_for(row_bytes: usize, addrs: impl IntoIterator<Item = u64> + Clone) -> usize {
     [16usize, 8, 4, 2, 1]
         .into_iter()
-        .find(|&w| row_bytes % w == 0 && addrs.clone().into_iter().all(|a| a % w as u64 == 0))
+        .find(|&w| row_bytes.is_multiple_of(w) && addrs.clone().into_iter().all(|a| a % w as u64 == 0))
         .expect("1 divides everything")
 }
