@@ -41,70 +41,64 @@ pub trait TreeIndex: Copy + Into<i64> {
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
 
-impl TreeIndex for i32 {
-    const LANES: usize = 16;
+/// The impls differ only in the element width: the intrinsics and the width of their lane mask.
+macro_rules! tree_index {
+    ($t:ty, $lanes:expr, $mask:ty, $load:ident, $store:ident, $permute:ident, $cmpge:ident, $splat:ident) => {
+        impl TreeIndex for $t {
+            const LANES: usize = $lanes;
 
-    #[cfg(target_arch = "x86_64")]
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn load(mask: u16, from: *const i32) -> __m512i {
-        _mm512_maskz_loadu_epi32(mask, from)
-    }
+            #[cfg(target_arch = "x86_64")]
+            #[inline]
+            #[target_feature(enable = "avx512f")]
+            unsafe fn load(mask: u16, from: *const $t) -> __m512i {
+                $load(mask as $mask, from)
+            }
 
-    #[cfg(target_arch = "x86_64")]
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn store(mask: u16, to: *mut i32, v: __m512i) {
-        _mm512_mask_storeu_epi32(to, mask, v)
-    }
+            #[cfg(target_arch = "x86_64")]
+            #[inline]
+            #[target_feature(enable = "avx512f")]
+            unsafe fn store(mask: u16, to: *mut $t, v: __m512i) {
+                $store(to, mask as $mask, v)
+            }
 
-    #[cfg(target_arch = "x86_64")]
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn permute(index: __m512i, v: __m512i) -> __m512i {
-        _mm512_permutexvar_epi32(index, v)
-    }
+            #[cfg(target_arch = "x86_64")]
+            #[inline]
+            #[target_feature(enable = "avx512f")]
+            unsafe fn permute(index: __m512i, v: __m512i) -> __m512i {
+                $permute(index, v)
+            }
 
-    #[cfg(target_arch = "x86_64")]
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn outside(mask: u16, v: __m512i, beam: usize) -> u16 {
-        // Unsigned: a negative parent reads as a huge one.
-        _mm512_mask_cmpge_epu32_mask(mask, v, _mm512_set1_epi32(beam as i32))
-    }
+            #[cfg(target_arch = "x86_64")]
+            #[inline]
+            #[target_feature(enable = "avx512f")]
+            unsafe fn outside(mask: u16, v: __m512i, beam: usize) -> u16 {
+                // Unsigned: a negative parent reads as a huge one.
+                $cmpge(mask as $mask, v, $splat(beam as $t)) as u16
+            }
+        }
+    };
 }
 
-impl TreeIndex for i64 {
-    const LANES: usize = 8;
-
-    #[cfg(target_arch = "x86_64")]
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn load(mask: u16, from: *const i64) -> __m512i {
-        _mm512_maskz_loadu_epi64(mask as u8, from)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn store(mask: u16, to: *mut i64, v: __m512i) {
-        _mm512_mask_storeu_epi64(to, mask as u8, v)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn permute(index: __m512i, v: __m512i) -> __m512i {
-        _mm512_permutexvar_epi64(index, v)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn outside(mask: u16, v: __m512i, beam: usize) -> u16 {
-        _mm512_mask_cmpge_epu64_mask(mask as u8, v, _mm512_set1_epi64(beam as i64)) as u16
-    }
-}
+tree_index!(
+    i32,
+    16,
+    u16,
+    _mm512_maskz_loadu_epi32,
+    _mm512_mask_storeu_epi32,
+    _mm512_permutexvar_epi32,
+    _mm512_mask_cmpge_epu32_mask,
+    _mm512_set1_epi32
+);
+tree_index!(
+    i64,
+    8,
+    u8,
+    _mm512_maskz_loadu_epi64,
+    _mm512_mask_storeu_epi64,
+    _mm512_permutexvar_epi64,
+    _mm512_mask_cmpge_epu64_mask,
+    _mm512_set1_epi64
+);
 
 /// gather_tree over `[steps, batch, beam]` slices (`steps > 0`, every slice that long): `dst[T-1]
 /// = src[T-1]` and, following the parents back, `dst[t, b, k] = src[t, b, p]`, `p = par[t, b,
