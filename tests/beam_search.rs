@@ -795,6 +795,11 @@ fn gather_tree_worked_example_and_errors() {
     assert_eq!(v::<i32>(&out), vec![2, 2, 1, 6, 3, 3, 6, 1, 0, 1, 9, 0]);
     let empty = beam_search_gather_tree(&dense::<i64>(&[], &[0, 2, 2]), &dense::<i64>(&[], &[0, 2, 2])).unwrap();
     assert_eq!(empty.dims().as_slice(), &[0, 2, 2]);
+    // No batch entries, or a beam of 0: nothing to follow, an empty result of the same shape.
+    for dims in [[3, 0, 2], [3, 2, 0]] {
+        let none = beam_search_gather_tree(&dense::<i64>(&[], &dims), &dense::<i64>(&[], &dims)).unwrap();
+        assert_eq!(none.dims().as_slice(), &dims);
+    }
     let mut bad = parents;
     bad[10] = 2; // followed from t = 2
     assert!(matches!(

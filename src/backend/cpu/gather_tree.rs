@@ -114,6 +114,9 @@ pub fn gather_tree_by_step<T: TreeIndex>(
 ) -> bool {
     let n = batch * beam;
     assert!(steps > 0 && src.len() == steps * n && par.len() == src.len() && dst.len() == src.len());
+    if n == 0 {
+        return true; // no chains (and a beam of 0 has no slots to chunk by)
+    }
     #[cfg(target_arch = "x86_64")]
     if (1..=T::LANES).contains(&beam) && has_avx512() {
         // SAFETY: AVX-512F is available; the slices' lengths were checked above.
