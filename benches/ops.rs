@@ -179,6 +179,19 @@ fn time(f: impl FnOnce()) -> Duration {
     t.elapsed()
 }
 
+/// Times `fill` writing a new allocation of `bytes` bytes (as elements of `T`, a plain number
+/// type), made and freed within the timing exactly as an op's output is.
+fn time_fresh<T>(bytes: usize, fill: impl FnOnce(&mut [T])) -> Duration {
+    time(|| {
+        let out = Allocation::uninit(bytes).unwrap();
+        // SAFETY: a new 64-byte aligned allocation of `bytes` bytes, held only here; `T` accepts
+        // every bit pattern and the fill writes before it reads.
+        let dst = unsafe { std::slice::from_raw_parts_mut(out.as_ptr().cast::<T>(), bytes / size_of::<T>()) };
+        fill(dst);
+        black_box(out.as_ptr());
+    })
+}
+
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -202,61 +215,34 @@ fn measure(c: &Case, threads: usize, reps: usize) -> Row {
     let sum_src: Vec<f32> = vec![1.0; c.read / 4];
     let mut warm = Fresh::new(c.write);
     let (mut t_op, mut t_cal, mut t_warm, mut t_copy) = (vec![], vec![], vec![], vec![]);
-    let fresh_copy = || {
-        time(|| {
-            let out = Allocation::uninit(c.write).unwrap();
-            // SAFETY: a new allocation of `c.write` bytes, held only here.
-            let dst = unsafe { std::slice::from_raw_parts_mut(out.as_ptr(), c.write) };
-            tiled_copy(&src, dst, threads);
-            black_box(out.as_ptr());
-        })
-    };
+    let fresh_copy = || time_fresh(c.write, |dst: &mut [u8]| tiled_copy(&src, dst, threads));
     let warmup = 2;
     for rep in 0..warmup + reps {
         let op = time(|| (c.op)().unwrap());
-        let (cal, wrm) = match &c.calib {
-            Calib::Copy => (fresh_copy(), time(|| tiled_copy(&src, warm.slice(c.write), threads))),
+        let cal = match &c.calib {
+            Calib::Copy => fresh_copy(),
+            Calib::Sum => time(|| {
+                black_box(read_sum(black_box(&sum_src), threads));
+            }),
             Calib::Gather { source, row_bytes, ranges } => {
-                let t = time(|| {
-                    let out = Allocation::uninit(c.write).unwrap();
-                    // SAFETY: a new allocation of `c.write` bytes, held only here.
-                    let dst = unsafe { std::slice::from_raw_parts_mut(out.as_ptr(), c.write) };
-                    row_gather(source, *row_bytes, ranges, dst, threads);
-                    black_box(out.as_ptr());
-                });
-                t_copy.push(fresh_copy());
-                (t, time(|| tiled_copy(&src, warm.slice(c.write), threads)))
+                time_fresh(c.write, |dst: &mut [u8]| row_gather(source, *row_bytes, ranges, dst, threads))
             }
             Calib::ElementGather { source, index } => {
-                let t = time(|| {
-                    let out = Allocation::uninit(c.write).unwrap();
-                    // SAFETY: a new allocation of `c.write` bytes (8-byte elements), held only here.
-                    let dst = unsafe { std::slice::from_raw_parts_mut(out.as_ptr().cast::<u64>(), c.write / 8) };
-                    element_gather(source, index, dst, threads);
-                    black_box(out.as_ptr());
-                });
-                t_copy.push(fresh_copy());
-                (t, time(|| tiled_copy(&src, warm.slice(c.write), threads)))
+                time_fresh(c.write, |dst: &mut [u64]| element_gather(source, index, dst, threads))
             }
             Calib::ScatterLoop { x, updates, index, width } => {
                 let x = x.tensor().as_slice::<f32>().unwrap();
                 let updates = updates.tensor().as_slice::<f32>().unwrap();
-                let t = time(|| {
-                    let out = Allocation::uninit(c.write).unwrap();
-                    // SAFETY: a new allocation of `c.write` bytes (f32 rows), held only here.
-                    let dst = unsafe { std::slice::from_raw_parts_mut(out.as_ptr().cast::<f32>(), c.write / 4) };
-                    scatter_loop(x, updates, index, *width, dst, threads);
-                    black_box(out.as_ptr());
-                });
-                t_copy.push(fresh_copy());
-                (t, time(|| tiled_copy(&src, warm.slice(c.write), threads)))
+                time_fresh(c.write, |dst: &mut [f32]| scatter_loop(x, updates, index, *width, dst, threads))
             }
-            Calib::Sum => {
-                let t = time(|| {
-                    black_box(read_sum(black_box(&sum_src), threads));
-                });
-                (t, t)
-            }
+        };
+        // The plain copy is printed next to the calibrations that are not a copy themselves.
+        if !matches!(c.calib, Calib::Copy | Calib::Sum) {
+            t_copy.push(fresh_copy());
+        }
+        let wrm = match c.calib {
+            Calib::Sum => cal,
+            _ => time(|| tiled_copy(&src, warm.slice(c.write), threads)),
         };
         if rep >= warmup {
             t_op.push(op);

@@ -12,8 +12,6 @@ use cuda_common::{bytes_of, gpu_or_skip, min_time, GPU};
 use lodtensor::ops::{fill, fill_on};
 use lodtensor::{cuda_device_count, to_place, DType, Dim, Error, Place};
 
-const DTYPES: [DType; 10] = DType::ALL;
-
 /// A value every dtype holds (bool only 0 and 1), and a negative one for the signed and float ones.
 fn values(dtype: DType) -> Vec<f64> {
     match dtype {
@@ -34,7 +32,7 @@ fn expected(dtype: DType, value: f64, n: usize) -> Vec<u8> {
 
 #[test]
 fn fill_on_the_cpu_is_fill() {
-    for dtype in DTYPES {
+    for dtype in DType::ALL {
         for value in values(dtype) {
             let dims = Dim::new(&[3, 5]).unwrap();
             let got = fill_on(Place::Cpu, dtype, dims, value).unwrap();
@@ -71,7 +69,7 @@ fn gpu_fill_on_equals_host_fill() {
     let shapes: [&[usize]; 8] = [&[0], &[1], &[3], &[2, 3], &[7, 0, 2], &[4], &[5, 17], &[1000, 3]];
     for ordinal in 0..devices {
         let place = Place::Cuda(ordinal);
-        for dtype in DTYPES {
+        for dtype in DType::ALL {
             for value in values(dtype) {
                 for shape in shapes {
                     let dims = Dim::new(shape).unwrap();

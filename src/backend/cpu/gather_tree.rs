@@ -228,13 +228,14 @@ mod tests {
                 let len = steps * batch * beam;
                 let src: Vec<i64> = (0..len).map(|_| (next() % 1000) as i64 - 500).collect();
                 let par: Vec<i64> = (0..len).map(|_| (next() % beam as u64) as i64).collect();
-                // Bad parents: none, one far out of range, one negative, one just out of range, one
-                // at step 0 (never followed, so no error).
-                for bad in [None, Some(i64::from(i32::MAX)), Some(-1), Some(beam as i64), Some(-7)] {
+                // Bad parents (value, placed anywhere or at step 0 only): none, one far out of
+                // range, one negative, one just out of range, one at step 0 (never followed, so no
+                // error).
+                let anywhere = [i64::from(i32::MAX), -1, beam as i64].map(|v| Some((v, len)));
+                for bad in [None, Some((-7, batch * beam))].into_iter().chain(anywhere) {
                     let mut par = par.clone();
-                    if let Some(v) = bad {
-                        let i = if v == -7 { next() as usize % (batch * beam) } else { next() as usize % len };
-                        par[i] = v;
+                    if let Some((v, within)) = bad {
+                        par[next() as usize % within] = v;
                     }
                     let want = reference(&src, &par, batch, beam, steps);
                     let cast = |v: &[i64]| v.iter().map(|&x| T::try_from(x).ok().unwrap()).collect::<Vec<T>>();

@@ -154,8 +154,9 @@ fn threshold_body<T: Scalar, const LARGEST: bool>(row: &[T], vals: &mut [T], idx
 
 /// A block's best element by plain comparison (a NaN in the block may or may not be it), and
 /// `nan_acc` or-ed with the block's NaN lanes (non-zero where the block may hold a NaN). The
-/// block as 8 groups of 8 lanes combined pairwise, lane by lane: a tree of vector selects (`maxps`) and of vector NaN compares (`cmpunordps`, which tests
-/// both operands) and ors, then one vector reduced to a value. Written so, with opaque values
+/// block as 8 groups of 8 lanes combined pairwise, lane by lane: a tree of vector selects
+/// (`maxps`) and of vector NaN compares (`cmpunordps`, which tests both operands) and ors, then
+/// one vector reduced to a value. Written so, with opaque values
 /// (`black_box`) between the lane trees and the final reductions, because LLVM otherwise matched
 /// the whole as one 64-element reduction and emitted it as scalar pairs and shuffles (3x the
 /// instructions), kept the NaN flags as bytes, or vectorized the caller's loop over blocks

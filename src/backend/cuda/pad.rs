@@ -3,7 +3,7 @@
 
 use super::device::new_tensor;
 use super::launch::{launch_1d, Args};
-use super::seq_common::{device_of, upload_offsets};
+use super::seq_common::{device_of, upload_offsets, word_for};
 use crate::dim::Dim;
 use crate::error::{ensure, Result};
 use crate::tensor::Tensor;
@@ -46,11 +46,7 @@ pub fn pad_sequences(
         &row
     };
     let offsets = upload_offsets(&d, offsets)?;
-    let addrs = [x.as_ptr() as usize, out.as_mut_ptr() as usize, pad_row.as_ptr() as usize];
-    let word = [16usize, 8, 4, 2, 1]
-        .into_iter()
-        .find(|&w| row_bytes.is_multiple_of(w) && addrs.iter().all(|a| a % w == 0))
-        .expect("1 divides everything");
+    let word = word_for(row_bytes, [x.as_ptr() as u64, out.as_mut_ptr() as u64, pad_row.as_ptr() as u64]);
     let row_words = (row_bytes / word) as u64;
     let total = (sequences * padded) as u64 * row_words;
     let args = Args::new()
