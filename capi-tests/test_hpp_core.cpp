@@ -252,6 +252,11 @@ void test_errors() {
     lt::set_num_threads(2);
     CHECK_EQ_SIZE(lt::num_threads(), 2);
     lt::set_num_threads(0);
+    lt::set_host_cache_limit(5u << 20);
+    CHECK_EQ_SIZE(lt::host_cache_info().limit, 5u << 20);
+    lt::set_host_cache_limit(0);
+    CHECK_EQ_SIZE(lt::host_cache_info().kept, 0);
+    lt::set_host_cache_limit(256u << 20);
 }
 
 }  // namespace

@@ -510,6 +510,11 @@ lodtensor_status_t lodtensor_from_buffer(struct lodtensor_place_t place, struct 
 // (`index` not int32/int64, a CUDA place this build cannot use), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t lodtensor_gather_rows(const struct lodtensor_t *x, const struct lodtensor_t *index, struct lodtensor_t **out);
 
+// The bytes of freed host memory kept for reuse now (`*out_kept`) and the bound on them
+// (`*out_limit`); see `lodtensor_set_host_cache_limit`.
+// Returns LODTENSOR_NULL_ARGUMENT (`out_kept`, `out_limit`).
+lodtensor_status_t lodtensor_host_cache_info(size_t *out_kept, size_t *out_limit);
+
 // The message of the last failed call on the calling thread: which argument broke which rule.
 // Never NULL ("" before any failure). Successful calls leave it unchanged. The pointer stays
 // valid until the next failing call on the same thread; copy it to keep it.
@@ -604,6 +609,17 @@ lodtensor_status_t lodtensor_selftest_panic(void);
 // The rows `[*out_begin, *out_end)` of sequence `index` at LoD level `level`.
 // Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_OUT_OF_RANGE (`level` or `index`).
 lodtensor_status_t lodtensor_sequence_rows(const struct lodtensor_t *t, size_t level, size_t index, size_t *out_begin, size_t *out_end);
+
+// Sets the most bytes of freed host memory the library keeps for reuse (default 256 MiB).
+// Outputs of 1 MiB or more are not given back to the system when their last handle is destroyed
+// but kept, up to this bound, for the next output of the same size class (within 1/8 of its
+// size): a loop of calls with the same shapes then writes into memory that is already mapped,
+// instead of fresh pages the OS must fault in and zero. The longest-kept blocks are freed first
+// when the bound would be passed; blocks larger than the bound are never kept. Lowering the bound
+// frees what is over it at once; 0 frees everything kept and keeps nothing more. Device memory
+// is not affected (each CUDA device keeps its own blocks). Any thread may call this at any time.
+// Returns LODTENSOR_OK (it has no failure of its own; LODTENSOR_INTERNAL only for a bug).
+lodtensor_status_t lodtensor_set_host_cache_limit(size_t bytes);
 
 // Replaces the LoD (encoded as in `lodtensor_create`; `num_levels` 0 removes it). The new LoD is
 // validated against the rows first; on failure the old one stays.

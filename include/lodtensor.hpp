@@ -423,6 +423,19 @@ inline std::size_t num_threads() {
     return n;
 }
 
+// The bound on freed host memory kept for reuse (lodtensor_set_host_cache_limit) and what is
+// kept now.
+inline void set_host_cache_limit(std::size_t bytes) { check(lodtensor_set_host_cache_limit(bytes)); }
+struct HostCacheInfo {
+    std::size_t kept;
+    std::size_t limit;
+};
+inline HostCacheInfo host_cache_info() {
+    HostCacheInfo info{0, 0};
+    check(lodtensor_host_cache_info(&info.kept, &info.limit));
+    return info;
+}
+
 // ---- sequence operators -----------------------------------------------------------------------
 
 inline Tensor sequence_expand(TensorRef x, TensorRef y, std::int64_t ref_level = -1) {

@@ -1,10 +1,15 @@
 //! Reference-counted memory: owned host allocations aligned to 64 bytes, or a caller's buffer that
 //! is handed back through a release callback exactly once, when the last reference goes.
 
+mod host_block;
+pub mod size_class;
+
+pub use host_block::{host_cache_info, set_host_cache_limit, CACHED_MIN, DEFAULT_HOST_CACHE_LIMIT, HUGE_PAGE_MIN};
+
 use crate::backend::cuda::DeviceBlock;
 use crate::error::{err, Result};
 use crate::place::Place;
-use std::alloc::Layout;
+use host_block::HostBlock;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
@@ -15,82 +20,12 @@ pub const ALIGNMENT: usize = 64;
 pub type Release = Box<dyn FnOnce() + Send + Sync>;
 
 enum Origin {
-    Owned(Layout),
-    /// Pages mapped for this allocation alone (large owned allocations on Linux): `len` bytes
-    /// from `ptr`, unmapped on drop.
-    Mapped(usize),
+    /// Owned host memory; its drop keeps it in the host block cache or frees it.
+    Host(#[allow(dead_code)] HostBlock),
     Borrowed(Option<Release>),
     /// A block of the CUDA backend's caching allocator, handed back to it on drop (an uninhabited
     /// type in builds without CUDA). `None` for a zero-length device allocation.
     Device(#[allow(dead_code)] Option<DeviceBlock>),
-}
-
-/// Owned allocations of at least this many bytes get their own transparent-huge-page mapping.
-/// glibc's malloc maps every block this large afresh (32 MiB is the most its adaptive mmap
-/// threshold grows to), so an op's output would be faulted in 4 KiB page by page on every call,
-/// and on the project's VMs that ran at ~2 GB/s, slower than the copy itself; huge pages fault
-/// at ~9 GB/s. Below this size glibc reuses freed heap blocks, which is faster still, so those
-/// stay on the heap (benches/REPORT.md).
-pub const HUGE_PAGE_MIN: usize = 32 << 20;
-
-/// The transparent huge page size of x86-64 and (4 KiB-granule) aarch64 Linux: mappings are
-/// rounded up to and aligned at it.
-const HUGE_PAGE: usize = 2 << 20;
-
-#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
-mod os {
-    use std::ffi::c_void;
-    extern "C" {
-        fn mmap(addr: *mut c_void, len: usize, prot: i32, flags: i32, fd: i32, offset: i64) -> *mut c_void;
-        fn munmap(addr: *mut c_void, len: usize) -> i32;
-        fn madvise(addr: *mut c_void, len: usize, advice: i32) -> i32;
-    }
-    const PROT_READ: i32 = 1;
-    const PROT_WRITE: i32 = 2;
-    const MAP_PRIVATE: i32 = 2;
-    const MAP_ANONYMOUS: i32 = 0x20;
-    const MADV_HUGEPAGE: i32 = 14;
-    use super::HUGE_PAGE as HUGE;
-
-    /// A zero-filled mapping of `len` bytes (a multiple of 2 MiB) aligned to 2 MiB, advised to use
-    /// huge pages; `None` when the system refuses (the caller falls back to the heap).
-    pub(super) fn map_huge(len: usize) -> Option<*mut u8> {
-        let span = len.checked_add(HUGE)?;
-        // SAFETY: an anonymous private mapping; no existing memory is touched.
-        let base =
-            unsafe { mmap(std::ptr::null_mut(), span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) };
-        if base as isize == -1 {
-            return None;
-        }
-        let start = (base as usize).next_multiple_of(HUGE);
-        let (head, tail) = (start - base as usize, span - (start - base as usize) - len);
-        // SAFETY: unmapping the unaligned head and tail of the mapping just made; advising its
-        // middle. madvise failing (THP disabled) only loses the speed-up.
-        unsafe {
-            if head > 0 {
-                munmap(base, head);
-            }
-            if tail > 0 {
-                munmap((start + len) as *mut c_void, tail);
-            }
-            madvise(start as *mut c_void, len, MADV_HUGEPAGE);
-        }
-        Some(start as *mut u8)
-    }
-
-    /// # Safety
-    /// `ptr` and `len` come from one `map_huge` call, unmapped once.
-    pub(super) unsafe fn unmap(ptr: *mut u8, len: usize) {
-        munmap(ptr.cast(), len);
-    }
-}
-
-#[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
-mod os {
-    pub(super) fn map_huge(_len: usize) -> Option<*mut u8> {
-        None
-    }
-    pub(super) unsafe fn unmap(_ptr: *mut u8, _len: usize) {}
 }
 
 /// The byte that fills uninitialised allocations under `LODTENSOR_POISON_UNINIT=1`: elements made
@@ -143,31 +78,8 @@ impl Allocation {
     }
 
     fn host(len: usize, zeroed: bool) -> Result<Arc<Allocation>> {
-        let layout = Layout::from_size_align(len, ALIGNMENT)
-            .map_err(|_| err!(OutOfMemory, "allocation of {len} bytes is too large"))?;
-        if len >= HUGE_PAGE_MIN {
-            let mapped = len.checked_next_multiple_of(HUGE_PAGE).and_then(|m| Some((m, os::map_huge(m)?)));
-            if let Some((mapped_len, ptr)) = mapped {
-                // Fresh anonymous pages are zero: nothing to clear.
-                let ptr = NonNull::new(ptr).expect("mmap does not return NULL on success");
-                return Ok(Arc::new(Allocation { ptr, len, place: Place::Cpu, origin: Origin::Mapped(mapped_len) }));
-            }
-        }
-        let ptr = if len == 0 {
-            // A well-aligned, never-dereferenced address: no allocation for empty tensors.
-            NonNull::new(ALIGNMENT as *mut u8).expect("non-zero")
-        } else {
-            // SAFETY: the layout has a non-zero size.
-            let ptr = unsafe {
-                if zeroed {
-                    std::alloc::alloc_zeroed(layout)
-                } else {
-                    std::alloc::alloc(layout)
-                }
-            };
-            NonNull::new(ptr).ok_or_else(|| err!(OutOfMemory, "allocation of {len} bytes failed"))?
-        };
-        Ok(Arc::new(Allocation { ptr, len, place: Place::Cpu, origin: Origin::Owned(layout) }))
+        let block = HostBlock::new(len, zeroed)?;
+        Ok(Arc::new(Allocation { ptr: block.ptr(), len, place: Place::Cpu, origin: Origin::Host(block) }))
     }
 
     /// A host allocation holding a copy of `bytes`.
@@ -231,14 +143,8 @@ impl Allocation {
 impl Drop for Allocation {
     fn drop(&mut self) {
         match &mut self.origin {
-            Origin::Owned(layout) => {
-                if layout.size() != 0 {
-                    // SAFETY: allocated in `host` with this layout.
-                    unsafe { std::alloc::dealloc(self.ptr.as_ptr(), *layout) }
-                }
-            }
-            // SAFETY: mapped in `host` with this length.
-            Origin::Mapped(len) => unsafe { os::unmap(self.ptr.as_ptr(), *len) },
+            // The blocks' own drops keep them in their cache or free them.
+            Origin::Host(_) | Origin::Device(_) => {}
             Origin::Borrowed(release) => {
                 if let Some(release) = release.take() {
                     // Kernels queued on the device may still use the caller's buffer: let them finish
@@ -249,8 +155,6 @@ impl Drop for Allocation {
                     release();
                 }
             }
-            // The block's own drop hands it back to its device's cache.
-            Origin::Device(_) => {}
         }
     }
 }

@@ -100,6 +100,19 @@ func NumThreads() (int, error) {
 	return int(n), err
 }
 
+// SetHostCacheLimit bounds the freed host memory the library keeps for reuse (bytes; 0 keeps
+// nothing and frees what is kept).
+func SetHostCacheLimit(bytes int) error {
+	return call(func() C.lodtensor_status_t { return C.lodtensor_set_host_cache_limit(C.size_t(bytes)) })
+}
+
+// HostCacheInfo is the freed host memory kept for reuse now and the bound on it, in bytes.
+func HostCacheInfo() (kept, limit int, err error) {
+	var k, l C.size_t
+	err = call(func() C.lodtensor_status_t { return C.lodtensor_host_cache_info(&k, &l) })
+	return int(k), int(l), err
+}
+
 // SelftestPanic makes the library panic on purpose; it returns an *Error with status Internal.
 func SelftestPanic() error {
 	return call(func() C.lodtensor_status_t { return C.lodtensor_selftest_panic() })

@@ -174,6 +174,15 @@ func TestErrorsAndClose(t *testing.T) {
 	ok(t, lt.SetNumThreads(2))
 	eq(t, "threads", must[int](t)(lt.NumThreads()), 2)
 	ok(t, lt.SetNumThreads(0))
+	ok(t, lt.SetHostCacheLimit(5<<20))
+	_, limit, err := lt.HostCacheInfo()
+	ok(t, err)
+	eq(t, "host cache limit", limit, 5<<20)
+	ok(t, lt.SetHostCacheLimit(0))
+	kept, _, err := lt.HostCacheInfo()
+	ok(t, err)
+	eq(t, "kept with limit 0", kept, 0)
+	ok(t, lt.SetHostCacheLimit(256<<20))
 	eq(t, "status name", lt.InvalidLoD.String(), "invalid LoD")
 }
 

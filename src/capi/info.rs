@@ -1,4 +1,5 @@
-//! Library-wide exports: version, status texts, the last error, and the panic self-test.
+//! Library-wide exports: version, status texts, the last error, the panic self-test, the thread
+//! pool's size and the host block cache's bound.
 
 use super::types::lodtensor_status_t;
 use super::{boundary, boundary_str, last_error_ptr};
@@ -71,6 +72,38 @@ pub unsafe extern "C" fn lodtensor_num_threads(out: *mut usize) -> lodtensor_sta
     boundary(|| {
         let out = super::args::Out::new(out, "out")?;
         out.write(crate::backend::cpu::pool::num_threads()?);
+        Ok(())
+    })
+}
+
+/// Sets the most bytes of freed host memory the library keeps for reuse (default 256 MiB).
+/// Outputs of 1 MiB or more are not given back to the system when their last handle is destroyed
+/// but kept, up to this bound, for the next output of the same size class (within 1/8 of its
+/// size): a loop of calls with the same shapes then writes into memory that is already mapped,
+/// instead of fresh pages the OS must fault in and zero. The longest-kept blocks are freed first
+/// when the bound would be passed; blocks larger than the bound are never kept. Lowering the bound
+/// frees what is over it at once; 0 frees everything kept and keeps nothing more. Device memory
+/// is not affected (each CUDA device keeps its own blocks). Any thread may call this at any time.
+/// Returns LODTENSOR_OK (it has no failure of its own; LODTENSOR_INTERNAL only for a bug).
+#[no_mangle]
+pub extern "C" fn lodtensor_set_host_cache_limit(bytes: usize) -> lodtensor_status_t {
+    boundary(|| {
+        crate::memory::set_host_cache_limit(bytes);
+        Ok(())
+    })
+}
+
+/// The bytes of freed host memory kept for reuse now (`*out_kept`) and the bound on them
+/// (`*out_limit`); see `lodtensor_set_host_cache_limit`.
+/// Returns LODTENSOR_NULL_ARGUMENT (`out_kept`, `out_limit`).
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_host_cache_info(out_kept: *mut usize, out_limit: *mut usize) -> lodtensor_status_t {
+    boundary(|| {
+        let (kept_out, limit_out) =
+            (super::args::Out::new(out_kept, "out_kept")?, super::args::Out::new(out_limit, "out_limit")?);
+        let (kept, limit) = crate::memory::host_cache_info();
+        kept_out.write(kept);
+        limit_out.write(limit);
         Ok(())
     })
 }

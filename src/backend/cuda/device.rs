@@ -2,9 +2,9 @@
 //! caching allocator, and the copies between host and device.
 
 use super::driver::{self, Context, DevicePtr, Module};
-use super::size_class::size_class;
 use crate::dim::Dim;
 use crate::error::{ensure, err, Error, Result};
+use crate::memory::size_class::size_class;
 use crate::memory::Allocation;
 use crate::place::Place;
 use crate::tensor::Tensor;

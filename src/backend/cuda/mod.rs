@@ -8,8 +8,6 @@
 //! Every device's work goes to that device's one stream, in call order; so a block handed back to
 //! the cache can be reused by the next call on the same device without waiting for the GPU.
 
-pub mod size_class;
-
 #[cfg(all(feature = "cuda", feature = "cuda-emulator"))]
 compile_error!("the features `cuda` and `cuda-emulator` exclude each other: choose one");
 

@@ -130,6 +130,10 @@ interface LodTensorLib extends Library {
 
     int lodtensor_num_threads(LongByReference out);
 
+    int lodtensor_set_host_cache_limit(long bytes);
+
+    int lodtensor_host_cache_info(LongByReference outKept, LongByReference outLimit);
+
     int lodtensor_create(DTypeT dtype, long[] dims, long ndim, Pointer data, long dataLen, int lodKind,
                          long[] levelSizes, long numLevels, long[] lod, long lodLen, PointerByReference out);
 

@@ -394,6 +394,19 @@ public final class Tensor implements AutoCloseable {
         return (int) r.getValue();
     }
 
+    /** Bounds the freed host memory the library keeps for reuse (bytes; 0 keeps nothing). */
+    public static void setHostCacheLimit(long bytes) {
+        NativeHandle.check(LIB.lodtensor_set_host_cache_limit(bytes));
+    }
+
+    /** {kept, limit}: the freed host memory kept for reuse now and the bound on it, in bytes. */
+    public static long[] hostCacheInfo() {
+        LongByReference kept = new LongByReference();
+        LongByReference limit = new LongByReference();
+        NativeHandle.check(LIB.lodtensor_host_cache_info(kept, limit));
+        return new long[] {kept.getValue(), limit.getValue()};
+    }
+
     /** Makes the library panic on purpose: always throws INTERNAL (the process survives). */
     public static void selftestPanic() {
         NativeHandle.check(LIB.lodtensor_selftest_panic());

@@ -180,6 +180,11 @@ class LodTensorTest {
         Tensor.setNumThreads(2);
         assertEquals(2, Tensor.numThreads());
         Tensor.setNumThreads(0);
+        Tensor.setHostCacheLimit(5L << 20);
+        assertEquals(5L << 20, Tensor.hostCacheInfo()[1]);
+        Tensor.setHostCacheLimit(0);
+        assertEquals(0L, Tensor.hostCacheInfo()[0]);
+        Tensor.setHostCacheLimit(256L << 20);
         assertEquals("invalid LoD", Status.INVALID_LOD.label());
     }
 

@@ -1,8 +1,8 @@
-//! Size classes of the device caching allocator. A freed block goes to the free list of its
-//! class, and a request takes any block of its class, so a decoder loop that asks for the same
-//! sizes every step reuses its blocks instead of calling cuMemAlloc. Small sizes round up to a
-//! power of two (at least 512 bytes, the driver's own granularity is coarser anyway); above 1 MiB
-//! each power of two is split into 8 steps, so a block wastes at most 1/8 of its size.
+//! Size classes of the caching allocators (the host block cache and each CUDA device's). A freed
+//! block is kept under its class, and a request takes any block of its class, so a loop that asks
+//! for the same sizes every call reuses its blocks instead of asking the system. Small sizes round
+//! up to a power of two (at least 512 bytes, the CUDA driver's own granularity is coarser anyway);
+//! above 1 MiB each power of two is split into 8 steps, so a block wastes at most 1/8 of its size.
 
 /// The smallest block handed out.
 pub const MIN_BLOCK: usize = 512;

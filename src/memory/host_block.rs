@@ -1,0 +1,242 @@
+//! Owned host memory, and the cache that keeps freed large blocks for the next request of their
+//! size class.
+//!
+//! Why a cache: an op's output of a few MiB or more is typically freed after use and asked for
+//! again by the next call with the same shapes. Given back to the system, it returns as fresh
+//! pages, which the OS faults in and zeroes on first write. On the project's machines that costs
+//! as much as the op's own writes (benches/REPORT.md). A kept block is written at memory speed.
+//!
+//! The cache is bounded. It holds at most `limit` bytes of freed blocks (default
+//! [`DEFAULT_HOST_CACHE_LIMIT`], changed by [`set_host_cache_limit`]), and the longest-kept blocks
+//! go back to the system first. Blocks under [`CACHED_MIN`] bytes are never kept: the heap reuses
+//! those well.
+
+use super::size_class::size_class;
+use super::ALIGNMENT;
+use crate::error::{err, Result};
+use std::alloc::Layout;
+use std::collections::VecDeque;
+use std::ptr::NonNull;
+use std::sync::{Mutex, PoisonError};
+
+/// Freed blocks of at least this many bytes are kept for reuse.
+pub const CACHED_MIN: usize = 1 << 20;
+
+/// The default bound on the bytes of freed blocks kept.
+pub const DEFAULT_HOST_CACHE_LIMIT: usize = 256 << 20;
+
+/// Blocks of at least this many bytes get their own transparent-huge-page mapping. glibc's malloc
+/// maps every block this large afresh (32 MiB is the most its adaptive mmap threshold grows to),
+/// and 4 KiB pages faulted in one by one ran at ~2 GB/s on the project's VMs, slower than a copy;
+/// huge pages fault at ~9 GB/s. Smaller blocks come from the heap (benches/REPORT.md).
+pub const HUGE_PAGE_MIN: usize = 32 << 20;
+
+/// The transparent huge page size of x86-64 and (4 KiB-granule) aarch64 Linux: mappings are
+/// rounded up to and aligned at it.
+const HUGE_PAGE: usize = 2 << 20;
+
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+mod os {
+    use std::ffi::c_void;
+    extern "C" {
+        fn mmap(addr: *mut c_void, len: usize, prot: i32, flags: i32, fd: i32, offset: i64) -> *mut c_void;
+        fn munmap(addr: *mut c_void, len: usize) -> i32;
+        fn madvise(addr: *mut c_void, len: usize, advice: i32) -> i32;
+    }
+    const PROT_READ: i32 = 1;
+    const PROT_WRITE: i32 = 2;
+    const MAP_PRIVATE: i32 = 2;
+    const MAP_ANONYMOUS: i32 = 0x20;
+    const MADV_HUGEPAGE: i32 = 14;
+    use super::HUGE_PAGE as HUGE;
+
+    /// A zero-filled mapping of `len` bytes (a multiple of 2 MiB) aligned to 2 MiB, advised to use
+    /// huge pages; `None` when the system refuses (the caller falls back to the heap).
+    pub(super) fn map_huge(len: usize) -> Option<*mut u8> {
+        let span = len.checked_add(HUGE)?;
+        // SAFETY: an anonymous private mapping; no existing memory is touched.
+        let base =
+            unsafe { mmap(std::ptr::null_mut(), span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) };
+        if base as isize == -1 {
+            return None;
+        }
+        let start = (base as usize).next_multiple_of(HUGE);
+        let (head, tail) = (start - base as usize, span - (start - base as usize) - len);
+        // SAFETY: unmapping the unaligned head and tail of the mapping just made; advising its
+        // middle. madvise failing (THP disabled) only loses the speed-up.
+        unsafe {
+            if head > 0 {
+                munmap(base, head);
+            }
+            if tail > 0 {
+                munmap((start + len) as *mut c_void, tail);
+            }
+            madvise(start as *mut c_void, len, MADV_HUGEPAGE);
+        }
+        Some(start as *mut u8)
+    }
+
+    /// # Safety
+    /// `ptr` and `len` come from one `map_huge` call, unmapped once.
+    pub(super) unsafe fn unmap(ptr: *mut u8, len: usize) {
+        munmap(ptr.cast(), len);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
+mod os {
+    pub(super) fn map_huge(_len: usize) -> Option<*mut u8> {
+        None
+    }
+    pub(super) unsafe fn unmap(_ptr: *mut u8, _len: usize) {}
+}
+
+/// Memory owned by a block: `size` bytes at `ptr`, from the heap or mapped for it alone.
+struct Raw {
+    ptr: NonNull<u8>,
+    size: usize,
+    mapped: bool,
+}
+
+// SAFETY: a plain byte buffer with one owner at a time (a block, or the cache's list).
+unsafe impl Send for Raw {}
+
+impl Raw {
+    /// Gives the memory back to the system.
+    fn free(self) {
+        // SAFETY: `ptr` came from `map_huge` with the mapping length recomputed here, or from the
+        // heap with this layout (`new` checked it); each block is freed once, as it is consumed.
+        unsafe {
+            if self.mapped {
+                os::unmap(self.ptr.as_ptr(), self.size.next_multiple_of(HUGE_PAGE));
+            } else {
+                std::alloc::dealloc(self.ptr.as_ptr(), Layout::from_size_align_unchecked(self.size, ALIGNMENT));
+            }
+        }
+    }
+}
+
+/// The freed blocks kept, longest-kept first, and their total size.
+struct Cache {
+    limit: usize,
+    bytes: usize,
+    blocks: VecDeque<Raw>,
+}
+
+static CACHE: Mutex<Cache> = Mutex::new(Cache { limit: DEFAULT_HOST_CACHE_LIMIT, bytes: 0, blocks: VecDeque::new() });
+
+fn cache() -> std::sync::MutexGuard<'static, Cache> {
+    // Nothing panics while the lock is held, and the state is consistent between statements.
+    CACHE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Cache {
+    /// The most recently kept block of exactly `size` bytes.
+    fn take(&mut self, size: usize) -> Option<Raw> {
+        let i = self.blocks.iter().rposition(|b| b.size == size)?;
+        let raw = self.blocks.remove(i)?;
+        self.bytes -= raw.size;
+        Some(raw)
+    }
+
+    /// Removes the longest-kept blocks until at most `limit` bytes are kept; the caller frees them
+    /// once the lock is released.
+    fn evict(&mut self) -> Vec<Raw> {
+        let mut out = Vec::new();
+        while self.bytes > self.limit {
+            let raw = self.blocks.pop_front().expect("bytes > 0 means a block is kept");
+            self.bytes -= raw.size;
+            out.push(raw);
+        }
+        out
+    }
+}
+
+/// Sets the most bytes of freed host blocks kept for reuse; blocks over the new bound go back to
+/// the system now (0 empties the cache and keeps nothing more).
+pub fn set_host_cache_limit(bytes: usize) {
+    let evicted = {
+        let mut c = cache();
+        c.limit = bytes;
+        c.evict()
+    };
+    evicted.into_iter().for_each(Raw::free);
+}
+
+/// `(kept, limit)`: the bytes of freed host blocks kept now, and the bound on them.
+pub fn host_cache_info() -> (usize, usize) {
+    let c = cache();
+    (c.bytes, c.limit)
+}
+
+/// An owned host block of at least the requested length, 64-byte aligned; dropping it keeps it in
+/// the cache or frees it.
+pub(crate) struct HostBlock(Raw);
+
+impl HostBlock {
+    /// A block of at least `len` bytes; with `zeroed`, its first `len` bytes are zero. A zero
+    /// length allocates nothing.
+    pub(crate) fn new(len: usize, zeroed: bool) -> Result<HostBlock> {
+        let too_large = || err!(OutOfMemory, "allocation of {len} bytes is too large");
+        if len == 0 {
+            // A well-aligned, never-dereferenced address.
+            let ptr = NonNull::new(ALIGNMENT as *mut u8).expect("non-zero");
+            return Ok(HostBlock(Raw { ptr, size: 0, mapped: false }));
+        }
+        let size = if len >= CACHED_MIN { size_class(len).ok_or_else(too_large)? } else { len };
+        if size >= CACHED_MIN {
+            if let Some(raw) = cache().take(size) {
+                if zeroed {
+                    // SAFETY: the block holds `size` >= `len` bytes and has one owner.
+                    unsafe { std::ptr::write_bytes(raw.ptr.as_ptr(), 0, len) };
+                }
+                return Ok(HostBlock(raw));
+            }
+        }
+        if size >= HUGE_PAGE_MIN {
+            if let Some(ptr) = size.checked_next_multiple_of(HUGE_PAGE).and_then(os::map_huge) {
+                // Fresh anonymous pages are zero: nothing to clear.
+                let ptr = NonNull::new(ptr).expect("mmap does not return NULL on success");
+                return Ok(HostBlock(Raw { ptr, size, mapped: true }));
+            }
+        }
+        let layout = Layout::from_size_align(size, ALIGNMENT).map_err(|_| too_large())?;
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe {
+            if zeroed {
+                std::alloc::alloc_zeroed(layout)
+            } else {
+                std::alloc::alloc(layout)
+            }
+        };
+        let ptr = NonNull::new(ptr).ok_or_else(|| err!(OutOfMemory, "allocation of {len} bytes failed"))?;
+        Ok(HostBlock(Raw { ptr, size, mapped: false }))
+    }
+
+    pub(crate) fn ptr(&self) -> NonNull<u8> {
+        self.0.ptr
+    }
+}
+
+impl Drop for HostBlock {
+    fn drop(&mut self) {
+        let raw = Raw { ptr: self.0.ptr, size: self.0.size, mapped: self.0.mapped };
+        if raw.size == 0 {
+            return;
+        }
+        if raw.size < CACHED_MIN {
+            return raw.free();
+        }
+        let evicted = {
+            let mut c = cache();
+            if raw.size > c.limit {
+                drop(c);
+                return raw.free();
+            }
+            c.bytes += raw.size;
+            c.blocks.push_back(raw);
+            c.evict()
+        };
+        evicted.into_iter().for_each(Raw::free);
+    }
+}
