@@ -1,12 +1,12 @@
 //! The code paths that exist for speed, each checked against a plain reference loop written
 //! here: pooling over every column-block shape (register blocks, wide passes, more than one wide
-//! pass, tails), row gathers large enough to use streaming stores, and outputs large enough for
-//! their own huge-page mapping; each at 1 and 4 threads.
+//! pass, tails), row gathers and padding large enough to use streaming stores, padding of rows of
+//! a few bytes, and outputs large enough for their own huge-page mapping; each at 1 and 4 threads.
 
 use lodtensor::backend::cpu::pool::set_num_threads;
 use lodtensor::{
-    array_to_lod_tensor, beam_search_gather_tree, lod_tensor_to_array, sequence_expand_as, sequence_pool, LoDTensor,
-    PoolType, RankTable, Tensor,
+    array_to_lod_tensor, beam_search_gather_tree, lod_tensor_to_array, sequence_expand_as, sequence_pad, sequence_pool,
+    LoDTensor, PoolType, RankTable, Tensor,
 };
 
 fn xorshift(s: &mut u64) -> u64 {
@@ -151,6 +151,46 @@ fn large_unpack_and_pack_match_reference() {
         let back = array_to_lod_tensor(&array, &table).unwrap();
         assert!(back.tensor().as_slice::<f32>().unwrap() == &x[..], "pack, {threads} threads");
         assert_eq!(back.lod().levels(), std::slice::from_ref(&o));
+    }
+    set_num_threads(0).unwrap();
+}
+
+#[test]
+fn padding_matches_reference_for_every_row_size() {
+    // Rows of 4, 8, 12 and 2048 bytes (a run of pad rows is written at a time: several runs per
+    // slot, a partial last run, unaligned rows); outputs below and above the streaming size.
+    let mut seed = 23u64;
+    for (width, sequences, max_len, padded) in
+        [(1usize, 50usize, 900usize, 3000usize), (3, 40, 500, 700), (512, 30, 90, 100), (3, 700, 600, 800)]
+    {
+        let lengths: Vec<usize> = (0..sequences)
+            .map(|i| if i % 9 == 4 { 0 } else { (xorshift(&mut seed) % max_len as u64) as usize })
+            .collect();
+        let o = offsets(&lengths);
+        let rows = o[o.len() - 1];
+        let x: Vec<f32> = (0..rows * width).map(|_| xorshift(&mut seed) as f32).collect();
+        let xt = LoDTensor::from_slice(&x, &[rows, width], vec![o.clone()]).unwrap();
+        let ids: Vec<i64> = (0..rows as i64).collect();
+        let idt = LoDTensor::from_slice(&ids, &[rows, 1], vec![o.clone()]).unwrap();
+        // A whole pad step, different in every column; and a scalar pad id.
+        let step: Vec<f32> = (0..width).map(|c| -1.0 - c as f32).collect();
+        let pad = LoDTensor::dense(Tensor::from_slice(&step, &[width]).unwrap());
+        let pad_id = LoDTensor::dense(Tensor::from_slice(&[-7i64], &[1]).unwrap());
+        let mut want = Vec::with_capacity(sequences * padded * width);
+        let mut want_ids = Vec::with_capacity(sequences * padded);
+        for (i, &n) in lengths.iter().enumerate() {
+            want.extend_from_slice(&x[o[i] * width..o[i + 1] * width]);
+            (n..padded).for_each(|_| want.extend_from_slice(&step));
+            want_ids.extend_from_slice(&ids[o[i]..o[i + 1]]);
+            want_ids.extend(std::iter::repeat_n(-7, padded - n));
+        }
+        for threads in [1, 4] {
+            set_num_threads(threads).unwrap();
+            let (got, _) = sequence_pad(&xt, &pad, padded as i64).unwrap();
+            assert!(got.tensor().as_slice::<f32>().unwrap() == &want[..], "width {width}, {threads} threads");
+            let (got_ids, _) = sequence_pad(&idt, &pad_id, padded as i64).unwrap();
+            assert!(got_ids.tensor().as_slice::<i64>().unwrap() == &want_ids[..], "ids, {threads} threads");
+        }
     }
     set_num_threads(0).unwrap();
 }

@@ -2,11 +2,17 @@
 //! the rest of the slot is filled with a pad row. Bytes, so one kernel serves every dtype.
 
 use super::pool::for_each_segment;
+use super::rows::{copy, store_fence, STREAM_MIN_BYTES};
 use crate::error::{ensure, err, Result};
+
+/// The padding is written from a run of pad rows at least this long, not row by row: a call per
+/// row of a few bytes (a padded id column) costs far more than the bytes.
+const PATTERN_MIN_BYTES: usize = 4096;
 
 /// Slot `i` of `out` (`padded_length` rows of `row_bytes`) receives rows `offsets[i]..offsets[i+1]`
 /// of `src`, then copies of `pad_row` up to `padded_length` rows. The caller has checked that no
-/// sequence is longer than `padded_length` and that the offsets lie within `src`.
+/// sequence is longer than `padded_length` and that the offsets lie within `src`. Large outputs
+/// are written with streaming stores, as in the row gathers (`rows::STREAM_MIN_BYTES`).
 pub fn pad_sequences(
     src: &[u8],
     row_bytes: usize,
@@ -21,13 +27,17 @@ pub fn pad_sequences(
     let mut bounds = Vec::new();
     bounds.try_reserve_exact(slots + 1).map_err(|_| err!(OutOfMemory, "sequence_pad: {slots} slot bounds"))?;
     bounds.extend((0..=slots).map(|i| i * slot));
+    // Whole pad rows, so every piece of padding (a whole number of rows) is a prefix of it.
+    let pattern = pad_row.repeat(PATTERN_MIN_BYTES.div_ceil(row_bytes.max(1)).min(padded_length));
+    let stream = out.len() >= STREAM_MIN_BYTES;
     for_each_segment(out, &bounds, |i, seg| {
         let used = (offsets[i + 1] - offsets[i]) * row_bytes;
-        seg[..used].copy_from_slice(&src[offsets[i] * row_bytes..offsets[i + 1] * row_bytes]);
-        if row_bytes > 0 {
-            for step in seg[used..].chunks_exact_mut(row_bytes) {
-                step.copy_from_slice(pad_row);
-            }
+        copy(&mut seg[..used], &src[offsets[i] * row_bytes..offsets[i + 1] * row_bytes], stream);
+        for piece in seg[used..].chunks_mut(pattern.len().max(1)) {
+            copy(piece, &pattern[..piece.len()], stream);
+        }
+        if stream {
+            store_fence();
         }
     })
 }

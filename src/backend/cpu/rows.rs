@@ -104,7 +104,7 @@ pub(crate) fn gather_pieces<'a>(
 
 /// `dst.copy_from_slice(src)`, with streaming stores when `stream` (x86-64; elsewhere a copy).
 #[inline]
-fn copy(dst: &mut [u8], src: &[u8], stream: bool) {
+pub(crate) fn copy(dst: &mut [u8], src: &[u8], stream: bool) {
     #[cfg(target_arch = "x86_64")]
     if stream && dst.len() >= 256 {
         use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
@@ -142,7 +142,7 @@ fn copy(dst: &mut [u8], src: &[u8], stream: bool) {
 /// Orders this thread's streaming stores before whatever follows (the end of the task, which
 /// another thread may observe): they are weakly ordered otherwise.
 #[inline]
-fn store_fence() {
+pub(crate) fn store_fence() {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: sfence has no preconditions (SSE is part of x86-64).
     unsafe {
