@@ -121,5 +121,28 @@ fn freed_blocks_are_kept_reused_and_bounded() {
     assert_eq!(out.tensor().as_slice::<f32>().unwrap(), &want[..]);
     drop(out);
 
+    // Threads allocating, writing, checking and freeing blocks of a few classes while the bound
+    // changes: no block is handed to two owners (each sees only its own bytes), and the bound holds.
+    set_host_cache_limit(16 * MIB);
+    std::thread::scope(|scope| {
+        for t in 0..4u8 {
+            scope.spawn(move || {
+                for i in 0..200usize {
+                    let a = Allocation::uninit((1 + (i + t as usize) % 3) * MIB).unwrap();
+                    let byte = t * 50 + (i % 50) as u8;
+                    fill(&a, byte);
+                    std::thread::yield_now();
+                    assert!(all(&a, byte), "thread {t}, block {i}: written by another owner");
+                }
+            });
+        }
+        for limit in [0, 4, 16, 2, 16].iter().cycle().take(100) {
+            set_host_cache_limit(limit * MIB);
+            assert!(host_cache_info().0 <= limit * MIB);
+        }
+    });
+    let (kept, limit) = host_cache_info();
+    assert!(kept <= limit, "{kept} bytes kept over the bound {limit}");
+
     set_host_cache_limit(lodtensor::memory::DEFAULT_HOST_CACHE_LIMIT);
 }
