@@ -1,5 +1,6 @@
-//! Reference-counted memory: owned host allocations aligned to 64 bytes, or a caller's buffer that
-//! is handed back through a release callback exactly once, when the last reference goes.
+//! Reference-counted memory: owned host allocations aligned to 64 bytes (large ones kept for reuse
+//! when freed, up to a bound: `host_block`), or a caller's buffer that is handed back through a
+//! release callback exactly once, when the last reference goes.
 
 mod host_block;
 pub mod size_class;
