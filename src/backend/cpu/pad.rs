@@ -2,7 +2,7 @@
 //! the rest of the slot is filled with a pad row. Bytes, so one kernel serves every dtype.
 
 use super::pool::for_each_segment;
-use super::rows::{copy, store_fence, STREAM_MIN_BYTES};
+use super::rows::{copy, store_fence, streams};
 use crate::error::{ensure, err, Result};
 
 /// The padding is written from a run of pad rows at least this long, not row by row: a call per
@@ -12,7 +12,7 @@ const PATTERN_MIN_BYTES: usize = 4096;
 /// Slot `i` of `out` (`padded_length` rows of `row_bytes`) receives rows `offsets[i]..offsets[i+1]`
 /// of `src`, then copies of `pad_row` up to `padded_length` rows. The caller has checked that no
 /// sequence is longer than `padded_length` and that the offsets lie within `src`. Large outputs
-/// are written with streaming stores, as in the row gathers (`rows::STREAM_MIN_BYTES`).
+/// of large slots are written with streaming stores, by the row gathers' rule (`rows::streams`).
 pub fn pad_sequences(
     src: &[u8],
     row_bytes: usize,
@@ -29,7 +29,7 @@ pub fn pad_sequences(
     bounds.extend((0..=slots).map(|i| i * slot));
     // Whole pad rows, so every piece of padding (a whole number of rows) is a prefix of it.
     let pattern = pad_row.repeat(PATTERN_MIN_BYTES.div_ceil(row_bytes.max(1)).min(padded_length));
-    let stream = out.len() >= STREAM_MIN_BYTES;
+    let stream = streams(out.len(), slots);
     for_each_segment(out, &bounds, |i, seg| {
         let used = (offsets[i + 1] - offsets[i]) * row_bytes;
         copy(&mut seg[..used], &src[offsets[i] * row_bytes..offsets[i + 1] * row_bytes], stream);

@@ -66,6 +66,12 @@ pub const STREAM_MIN_BYTES: usize = 4 << 20;
 /// the scattered reads for the core's miss buffers.
 pub const STREAM_MIN_PIECE: usize = 1024;
 
+/// Whether an output of `len` bytes, written as `pieces` pieces from their own sources, is written
+/// with streaming stores (see `STREAM_MIN_BYTES` and `STREAM_MIN_PIECE`).
+pub(crate) fn streams(len: usize, pieces: usize) -> bool {
+    len >= STREAM_MIN_BYTES && len / pieces.max(1) >= STREAM_MIN_PIECE
+}
+
 /// Writes `piece(0)`, `piece(1)`, ... into `out` one after the other; `bounds[k]..bounds[k + 1]`
 /// is where piece `k` goes (the caller checked that the pieces fill `out` exactly). Parallel
 /// over groups of consecutive pieces.
@@ -74,8 +80,7 @@ pub(crate) fn gather_pieces<'a>(
     bounds: &[usize],
     piece: impl Fn(usize) -> &'a [u8] + Sync + Send,
 ) -> Result<()> {
-    let pieces = bounds.len().saturating_sub(1).max(1);
-    let stream = out.len() >= STREAM_MIN_BYTES && out.len() / pieces >= STREAM_MIN_PIECE;
+    let stream = streams(out.len(), bounds.len().saturating_sub(1));
     // Task t copies pieces first[t]..first[t + 1], starting at byte task_bounds[t] of `out`.
     let mut first = vec![0usize];
     let mut task_bounds = vec![0usize];
