@@ -100,25 +100,35 @@ pub fn lod_tensor_to_array(x: &LoDTensor, table: &RankTable) -> Result<TensorArr
     let below = &x.lod().levels()[r + 1..];
     let steps = table.max_sequence_len();
     let mut ranges = Vec::with_capacity(x.lod().rows().unwrap_or(0).min(1 << 20));
-    let mut step_blocks = Vec::with_capacity(steps + 1);
-    step_blocks.push(0usize);
+    // Element t is rows step_rows[t]..step_rows[t + 1] of the gathered tensor.
+    let mut step_rows = Vec::with_capacity(steps + 1);
+    step_rows.push(0usize);
     let mut step_lods = Vec::with_capacity(steps);
+    let mut total = 0;
+    // The first unit of each sequence, in rank order.
+    let firsts: Vec<usize> = table.items().iter().map(|item| top[item.index]).collect();
     for t in 0..steps {
-        let mut levels = vec![vec![0usize]; below.len()];
-        for item in &table.items()[..table.alive_at(t)] {
-            ranges.push(append_unit(below, top[item.index] + t, &mut levels));
+        let alive = &firsts[..table.alive_at(t)];
+        if below.is_empty() {
+            // Units are rows: the common case, and the hot loop of a gather of short rows.
+            ranges.extend(alive.iter().map(|&first| first + t..first + t + 1));
+            total += alive.len();
+            step_lods.push(Vec::new());
+        } else {
+            let mut levels = vec![vec![0usize]; below.len()];
+            for &first in alive {
+                let rows = append_unit(below, first + t, &mut levels);
+                total += rows.len(); // rows of x, so no overflow
+                ranges.push(rows);
+            }
+            step_lods.push(levels);
         }
-        step_blocks.push(ranges.len());
-        step_lods.push(levels);
+        step_rows.push(total);
     }
-    let total: usize = ranges.iter().map(|r| r.len()).sum();
     let all = gather_into_new(x.tensor(), x.tensor().row_bytes(), &ranges, x.dims().with_rows(total)?)?;
     let mut items = Vec::with_capacity(steps);
-    let mut row = 0;
     for (t, levels) in step_lods.into_iter().enumerate() {
-        let rows: usize = ranges[step_blocks[t]..step_blocks[t + 1]].iter().map(|r| r.len()).sum();
-        items.push(LoDTensor::new(all.slice_rows(row..row + rows)?, lod_of(levels)?)?);
-        row += rows;
+        items.push(LoDTensor::new(all.slice_rows(step_rows[t]..step_rows[t + 1])?, lod_of(levels)?)?);
     }
     Ok(TensorArray::from_vec(items))
 }

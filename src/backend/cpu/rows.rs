@@ -24,7 +24,9 @@ pub fn gather_blocks(srcs: &[&[u8]], row_bytes: usize, blocks: &[(usize, Range<u
 }
 
 /// The one checked row gather: block `i` is `block(i) = (source, rows)`. Every block is checked to
-/// lie in its source and the blocks to fill `out` exactly, once, before any byte is copied.
+/// lie in its source and the blocks to fill `out` exactly, once, before any byte is copied. One
+/// pass over the blocks checks them, keeps each one's bytes and groups them into tasks: a gather
+/// of short rows spends as much time on this bookkeeping as on the copy.
 fn gather_checked<'a>(
     n: usize,
     row_bytes: usize,
@@ -32,22 +34,52 @@ fn gather_checked<'a>(
     block: impl Fn(usize) -> Result<(&'a [u8], Range<usize>)>,
 ) -> Result<()> {
     let mut pieces: Vec<&'a [u8]> = Vec::with_capacity(n);
-    let mut bounds = Vec::with_capacity(n + 1);
-    bounds.push(0usize);
+    // Task t copies pieces first[t]..first[t + 1] into out[task_bounds[t]..task_bounds[t + 1]].
+    let (mut first, mut task_bounds) = (vec![0usize], vec![0usize]);
+    let mut filled = 0usize;
     for i in 0..n {
         let (src, r) = block(i)?;
-        // Zero-width rows: any row index is in range.
-        let src_rows = src.len().checked_div(row_bytes).unwrap_or(usize::MAX);
+        // One test covers a range that is reversed, overflows or ends past its source; rows of
+        // zero bytes are empty pieces at any index.
+        let piece = r
+            .start
+            .checked_mul(row_bytes)
+            .zip(r.end.checked_mul(row_bytes))
+            .and_then(|(a, b)| src.get(a..b))
+            .ok_or_else(|| {
+            err!(Internal, "row block {i} = rows {r:?} is outside its source's {} rows", src.len() / row_bytes)
+        })?;
+        // Checked before adding, so `filled` cannot overflow however often a source repeats.
         ensure!(
-            r.start <= r.end && r.end <= src_rows,
+            piece.len() <= out.len() - filled,
             Internal,
-            "row block {i} = rows {r:?} is outside its source's {src_rows} rows"
+            "row blocks 0..={i} cover more than the output's {} bytes",
+            out.len()
         );
-        pieces.push(&src[r.start * row_bytes..r.end * row_bytes]);
-        bounds.push(bounds[i] + (r.end - r.start) * row_bytes);
+        filled += piece.len();
+        pieces.push(piece);
+        if filled - task_bounds[task_bounds.len() - 1] >= TASK_BYTES {
+            first.push(i + 1);
+            task_bounds.push(filled);
+        }
     }
-    ensure!(bounds[n] == out.len(), Internal, "row blocks cover {} bytes, the output has {}", bounds[n], out.len());
-    gather_pieces(out, &bounds, |k| pieces[k])
+    ensure!(filled == out.len(), Internal, "row blocks cover {filled} bytes, the output has {}", out.len());
+    if first.len() == 1 || first[first.len() - 1] != n {
+        first.push(n); // the last, short task; or one empty task when there are no pieces
+        task_bounds.push(filled);
+    }
+    let stream = streams(out.len(), n);
+    for_each_segment(out, &task_bounds, |t, seg| {
+        let mut rest = seg;
+        for p in &pieces[first[t]..first[t + 1]] {
+            let (dst, tail) = rest.split_at_mut(p.len());
+            copy(dst, p, stream);
+            rest = tail;
+        }
+        if stream {
+            store_fence();
+        }
+    })
 }
 
 /// Pieces are grouped into tasks of at least this many output bytes: one task per row of a few
@@ -70,41 +102,6 @@ pub const STREAM_MIN_PIECE: usize = 1024;
 /// with streaming stores (see `STREAM_MIN_BYTES` and `STREAM_MIN_PIECE`).
 pub(crate) fn streams(len: usize, pieces: usize) -> bool {
     len >= STREAM_MIN_BYTES && len / pieces.max(1) >= STREAM_MIN_PIECE
-}
-
-/// Writes `piece(0)`, `piece(1)`, ... into `out` one after the other; `bounds[k]..bounds[k + 1]`
-/// is where piece `k` goes (the caller checked that the pieces fill `out` exactly). Parallel
-/// over groups of consecutive pieces.
-pub(crate) fn gather_pieces<'a>(
-    out: &mut [u8],
-    bounds: &[usize],
-    piece: impl Fn(usize) -> &'a [u8] + Sync + Send,
-) -> Result<()> {
-    let stream = streams(out.len(), bounds.len().saturating_sub(1));
-    // Task t copies pieces first[t]..first[t + 1], starting at byte task_bounds[t] of `out`.
-    let mut first = vec![0usize];
-    let mut task_bounds = vec![0usize];
-    for (k, &b) in bounds.iter().enumerate().skip(1) {
-        if b - task_bounds[task_bounds.len() - 1] >= TASK_BYTES || k == bounds.len() - 1 {
-            first.push(k);
-            task_bounds.push(b);
-        }
-    }
-    if task_bounds.len() == 1 {
-        task_bounds.push(out.len()); // no pieces: one empty task
-        first.push(0);
-    }
-    for_each_segment(out, &task_bounds, |t, seg| {
-        let mut at = 0;
-        for k in first[t]..first[t + 1] {
-            let p = piece(k);
-            copy(&mut seg[at..at + p.len()], p, stream);
-            at += p.len();
-        }
-        if stream {
-            store_fence();
-        }
-    })
 }
 
 /// `dst.copy_from_slice(src)`, with streaming stores when `stream` (x86-64; elsewhere a copy).
@@ -186,5 +183,19 @@ mod tests {
         assert!(gather_row_ranges(&src, 2, &past_the_end, &mut [0u8; 4]).is_err());
         let too_short = [Range { start: 0, end: 1 }];
         assert!(gather_row_ranges(&src, 2, &too_short, &mut [0u8; 4]).is_err());
+        let too_long = [0..2, 1..2];
+        assert!(gather_row_ranges(&src, 2, &too_long, &mut [0u8; 4]).is_err());
+        let reversed = [Range { start: 2, end: 1 }];
+        assert!(gather_row_ranges(&src, 2, &reversed, &mut [0u8; 2]).is_err());
+        let overflowing = [usize::MAX / 2..usize::MAX / 2 + 1];
+        assert!(gather_row_ranges(&src, 4, &overflowing, &mut [0u8; 4]).is_err());
+        // Rows of zero bytes: any rows, nothing to copy.
+        gather_row_ranges(&[], 0, &[5..9, 0..usize::MAX], &mut []).unwrap();
+        // Many short pieces: several tasks, each ending at a piece boundary.
+        let rows: Vec<u8> = (0..=255).collect();
+        let ranges: Vec<Range<usize>> = (0..3 * TASK_BYTES).map(|k| (k * 7) % 256..(k * 7) % 256 + 1).collect();
+        let mut out = vec![0u8; ranges.len()];
+        gather_row_ranges(&rows, 1, &ranges, &mut out).unwrap();
+        assert!(out.iter().enumerate().all(|(k, &b)| b as usize == (k * 7) % 256));
     }
 }
