@@ -187,7 +187,7 @@ mod tests {
         assert!(gather_row_ranges(&src, 2, &too_long, &mut [0u8; 4]).is_err());
         let reversed = [Range { start: 2, end: 1 }];
         assert!(gather_row_ranges(&src, 2, &reversed, &mut [0u8; 2]).is_err());
-        let overflowing = [usize::MAX / 2..usize::MAX / 2 + 1];
+        let overflowing = [Range { start: usize::MAX / 2, end: usize::MAX / 2 + 1 }];
         assert!(gather_row_ranges(&src, 4, &overflowing, &mut [0u8; 4]).is_err());
         // Rows of zero bytes: any rows, nothing to copy.
         gather_row_ranges(&[], 0, &[5..9, 0..usize::MAX], &mut []).unwrap();
