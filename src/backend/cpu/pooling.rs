@@ -3,9 +3,9 @@
 //! is read in memory order (whole rows, up to `WIDE_BLOCK` columns per pass) with the
 //! accumulators on the stack or in registers; nothing is allocated per sequence.
 
-use super::has_avx2;
 use super::pool::for_each_segment;
-use crate::dtype::Scalar;
+use super::{has_avx2, has_avx512};
+use crate::dtype::{DType, Scalar};
 use crate::error::{ensure, err, Result};
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -166,7 +166,12 @@ pub fn pool_extreme<T: Scalar>(
     // SAFETY: AtomicI32 has the size and alignment of i32, and `index` is borrowed exclusively
     // for the whole call, so nothing else reads or writes it meanwhile.
     let index: &[AtomicI32] = unsafe { &*(index as *mut [i32] as *const [AtomicI32]) };
-    let avx2 = has_avx2();
+    let forms = Forms {
+        avx2: has_avx2(),
+        // The one-pass AVX-512 form needs the compare to be one instruction; f16 and bf16 compare
+        // in scalar code, and ran 2.5x slower in it than in the two-pass form.
+        avx512: has_avx512() && matches!(T::DTYPE, DType::F32 | DType::F64),
+    };
     for_each_segment(out, &bounds, |i, seg| {
         let (start, end) = (offsets[i], offsets[i + 1]);
         let idx = &index[i * width..(i + 1) * width];
@@ -176,7 +181,7 @@ pub fn pool_extreme<T: Scalar>(
             return;
         }
         let rows = &x[start * width..end * width];
-        extreme_sequence(rows, width, start, &beats, avx2, seg, idx);
+        extreme_sequence(rows, width, start, &beats, forms, seg, idx);
     })
 }
 
@@ -190,7 +195,8 @@ const EXTREME_WIDE: usize = 128;
 const EXTREME_ROWS: usize = 32;
 
 /// The max/min kernel for one non-empty sequence (`rows`, rows of `width`, the first being row
-/// `start` of `x`): passes of `EXTREME_WIDE` columns (the extremes, then their rows), then blocks
+/// `start` of `x`): passes of `EXTREME_WIDE` columns (with AVX-512 the extremes and their rows
+/// together, else the extremes, then their rows), then blocks
 /// of `SUM_BLOCK` columns (values and rows together, in registers), then the last columns one by
 /// one; writes all of `seg` and `idx`. The block kernels are compiled for AVX2 too, each as its
 /// own function: with the whole sequence function compiled for AVX2, LLVM turned the 16-column
@@ -201,13 +207,19 @@ fn extreme_sequence<T: Scalar>(
     width: usize,
     start: usize,
     beats: &impl Fn(T, T) -> bool,
-    avx2: bool,
+    forms: Forms,
     seg: &mut [T],
     idx: &[AtomicI32],
 ) {
     let mut c0 = 0;
+    while forms.avx512 && c0 + EXTREME_WIDE <= width {
+        // SAFETY: the CPU has AVX-512F (checked by the caller).
+        let (b, a) = unsafe { extreme_wide_avx512(rows, width, c0, start, beats) };
+        emit(&b, &a, &mut seg[c0..c0 + EXTREME_WIDE], &idx[c0..c0 + EXTREME_WIDE]);
+        c0 += EXTREME_WIDE;
+    }
     while c0 + EXTREME_WIDE <= width {
-        let best = if avx2 {
+        let best = if forms.avx2 {
             // SAFETY: the CPU has AVX2 (checked by the caller).
             unsafe { extreme_values_avx2::<T, EXTREME_WIDE>(rows, width, c0, beats) }
         } else {
@@ -216,7 +228,7 @@ fn extreme_sequence<T: Scalar>(
         for (k, best) in best.chunks_exact(EXTREME_ROWS).enumerate() {
             let best: &[T; EXTREME_ROWS] = best.try_into().expect("a block of the extremes");
             let b0 = c0 + k * EXTREME_ROWS;
-            let at = if avx2 {
+            let at = if forms.avx2 {
                 // SAFETY: the CPU has AVX2 (checked by the caller).
                 unsafe { first_rows_avx2(rows, width, b0, start, best) }
             } else {
@@ -227,11 +239,11 @@ fn extreme_sequence<T: Scalar>(
         c0 += EXTREME_WIDE;
     }
     while c0 + SUM_BLOCK <= width {
-        let (b, a) = if avx2 {
+        let (b, a) = if forms.avx2 {
             // SAFETY: the CPU has AVX2 (checked by the caller).
             unsafe { extreme_block_avx2(rows, width, c0, start, beats) }
         } else {
-            extreme_block(rows, width, c0, start, beats)
+            extreme_block::<T, SUM_BLOCK>(rows, width, c0, start, beats)
         };
         emit(&b, &a, &mut seg[c0..c0 + SUM_BLOCK], &idx[c0..c0 + SUM_BLOCK]);
         c0 += SUM_BLOCK;
@@ -251,6 +263,16 @@ fn extreme_sequence<T: Scalar>(
         }
         emit(&best[..n], &at[..n], &mut seg[c0..], &idx[c0..]);
     }
+}
+
+/// The compiled forms of the max/min kernels that run, chosen once per call (from the CPU and the
+/// dtype) and passed down, so that a test can run every form the CPU supports.
+#[derive(Clone, Copy, Debug)]
+struct Forms {
+    /// The blocks and the two-pass wide form compiled for AVX2 (else for the baseline, SSE2).
+    avx2: bool,
+    /// The wide passes in the one-pass AVX-512 form.
+    avx512: bool,
 }
 
 /// Writes extremes and their rows to the output row and the index row.
@@ -304,7 +326,25 @@ unsafe fn extreme_block_avx2<T: Scalar>(
     start: usize,
     beats: &impl Fn(T, T) -> bool,
 ) -> ([T; SUM_BLOCK], [i32; SUM_BLOCK]) {
-    extreme_block(rows, width, c0, start, beats)
+    extreme_block::<T, SUM_BLOCK>(rows, width, c0, start, beats)
+}
+
+/// [`extreme_block`] of `EXTREME_WIDE` columns compiled with AVX-512F, a different algorithm from
+/// the AVX2 wide pass: the compare writes a mask register and both selects are masked moves, so
+/// tracking the rows with the values costs little and one pass over the sequence finds both (the
+/// AVX2 form needs a values pass, then a rows pass over the cached sequence).
+///
+/// # Safety
+/// The CPU must support AVX-512F.
+#[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx512f"))]
+unsafe fn extreme_wide_avx512<T: Scalar>(
+    rows: &[T],
+    width: usize,
+    c0: usize,
+    start: usize,
+    beats: &impl Fn(T, T) -> bool,
+) -> ([T; EXTREME_WIDE], [i32; EXTREME_WIDE]) {
+    extreme_block::<T, EXTREME_WIDE>(rows, width, c0, start, beats)
 }
 
 /// The extreme values of columns `c0..c0 + W` over all rows of a sequence, read in memory order.
@@ -361,20 +401,20 @@ fn first_rows<T: Scalar>(
 /// and both selects become vector compares and blends (over a slice of run-time length LLVM
 /// emitted a compare and a branch per element, which mispredicts whenever the extreme moves).
 #[inline(always)]
-fn extreme_block<T: Scalar>(
+fn extreme_block<T: Scalar, const W: usize>(
     rows: &[T],
     width: usize,
     c0: usize,
     start: usize,
     beats: &impl Fn(T, T) -> bool,
-) -> ([T; SUM_BLOCK], [i32; SUM_BLOCK]) {
-    let mut best: [T; SUM_BLOCK] = rows[c0..c0 + SUM_BLOCK].try_into().expect("a block of the first row");
-    let mut at = [start as i32; SUM_BLOCK];
+) -> ([T; W], [i32; W]) {
+    let mut best: [T; W] = rows[c0..c0 + W].try_into().expect("a block of the first row");
+    let mut at = [start as i32; W];
     for (k, row) in rows.chunks_exact(width).enumerate().skip(1) {
-        let v: &[T; SUM_BLOCK] = row[c0..c0 + SUM_BLOCK].try_into().expect("a block of the row");
+        let v: &[T; W] = row[c0..c0 + W].try_into().expect("a block of the row");
         let r = (start + k) as i32;
         let (mut b, mut a) = (best, at);
-        for j in 0..SUM_BLOCK {
+        for j in 0..W {
             let take = beats(v[j], b[j]);
             b[j] = if take { v[j] } else { b[j] };
             a[j] = if take { r } else { a[j] };
@@ -382,4 +422,78 @@ fn extreme_block<T: Scalar>(
         (best, at) = (b, a);
     }
     (best, at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rule of `pool_extreme`, one column at a time: a value replaces the best only if it
+    /// beats it, so the first extreme wins and NaN neither replaces nor is replaced after row 0.
+    fn reference<T: Scalar>(
+        rows: &[T],
+        width: usize,
+        start: usize,
+        beats: impl Fn(T, T) -> bool,
+    ) -> (Vec<T>, Vec<i32>) {
+        let mut best = rows[..width].to_vec();
+        let mut at = vec![start as i32; width];
+        for (k, row) in rows.chunks_exact(width).enumerate().skip(1) {
+            for c in 0..width {
+                if beats(row[c], best[c]) {
+                    (best[c], at[c]) = (row[c], (start + k) as i32);
+                }
+            }
+        }
+        (best, at)
+    }
+
+    /// Every form of the max/min kernel (baseline, AVX2, AVX-512 where the CPU has them) on every
+    /// column shape it splits a row into, against the reference: the public tests reach only the
+    /// forms of the CPU they run on.
+    fn every_form_matches<T: Scalar>(value: impl Fn(u64) -> T) {
+        let mut seed = 0x5EEDu64;
+        let mut next = move || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        let mut forms = vec![Forms { avx2: false, avx512: false }];
+        if has_avx2() {
+            forms.push(Forms { avx2: true, avx512: false });
+        }
+        if has_avx512() {
+            forms.extend([Forms { avx2: false, avx512: true }, Forms { avx2: true, avx512: true }]);
+        }
+        // A wide pass, two wide passes and a 16-column block and a tail, blocks only, a tail only.
+        for width in [EXTREME_WIDE, 2 * EXTREME_WIDE + SUM_BLOCK + 5, 3 * SUM_BLOCK, 7] {
+            for len in [1, 2, 9, 40] {
+                let start = 1000 + len;
+                // Few distinct values, so ties are common and the first of equal extremes counts.
+                let rows: Vec<T> = (0..len * width).map(|_| value(next() % 7)).collect();
+                for max in [true, false] {
+                    let beats = move |a: T, b: T| if max { a > b } else { a < b };
+                    let (want, want_at) = reference(&rows, width, start, beats);
+                    for &f in &forms {
+                        let mut got = vec![T::ZERO; width];
+                        let mut at = vec![-7; width];
+                        // SAFETY: AtomicI32 has the layout of i32; `at` is not used meanwhile.
+                        let idx: &[AtomicI32] = unsafe { &*(at.as_mut_slice() as *mut [i32] as *const [AtomicI32]) };
+                        extreme_sequence(&rows, width, start, &beats, f, &mut got, idx);
+                        let same =
+                            got.iter().zip(&want).all(|(g, w)| g == w || (g.to_f64().is_nan() && w.to_f64().is_nan()));
+                        assert!(same, "{:?} values, width {width}, {len} rows, max {max}, {f:?}", T::DTYPE);
+                        assert_eq!(at, want_at, "{:?} rows, width {width}, {len} rows, max {max}, {f:?}", T::DTYPE);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_extreme_form_matches_the_reference() {
+        // Value 6 is NaN: in row 0 it stays the extreme, later it never replaces one.
+        every_form_matches(|v| if v == 6 { f32::NAN } else { v as f32 });
+        every_form_matches(|v| if v == 6 { f64::NAN } else { v as f64 - 3.0 });
+        every_form_matches(|v| half::f16::from_f32(v as f32));
+    }
 }
