@@ -435,6 +435,29 @@ lodtensor_status_t lodtensor_create(struct lodtensor_dtype_t dtype, const int64_
 // driver found, or the driver reports no device; the message says which).
 lodtensor_status_t lodtensor_cuda_device_count(size_t *out);
 
+// Gives every freed block that the cache of CUDA device `device` keeps back to the driver, once
+// the work queued on the device is done, so that other programs and libraries can use the
+// memory. Tensors are not affected. The cache has no bound: it keeps every freed block for the
+// next allocation of its size class (so a decoder loop does not call the driver each step), and
+// empties itself when the driver refuses an allocation. Any thread may call this at any time.
+//
+// Returns LODTENSOR_INVALID_ARGUMENT (`device` negative or not below the device count),
+// LODTENSOR_UNSUPPORTED (a build without CUDA, no driver or no device), LODTENSOR_INTERNAL (a
+// CUDA driver failure, for example a fault of queued work).
+lodtensor_status_t lodtensor_cuda_empty_cache(int32_t device);
+
+// The device memory the library holds on CUDA device `device`: `*out_in_use`, the bytes of its
+// live allocations (tensors not destroyed yet, including the results of queued work), and
+// `*out_kept`, the bytes of freed blocks that the device's cache keeps for the next allocation of
+// their size class. Both count whole blocks: a request is rounded up to the next power of two up
+// to 1 MiB, and by at most 1/8 above. A device the library has not used yet holds 0 and 0
+// (asking does not set it up).
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`out_in_use`, `out_kept`), LODTENSOR_INVALID_ARGUMENT
+// (`device` negative or not below the device count), LODTENSOR_UNSUPPORTED (a build without
+// CUDA, no driver or no device).
+lodtensor_status_t lodtensor_cuda_memory_info(int32_t device, size_t *out_in_use, size_t *out_kept);
+
 // The address of the first element, for reading (a device address for a CUDA place). Borrowed:
 // valid while any handle sharing the memory lives. Rows are contiguous, row-major.
 // Returns LODTENSOR_NULL_ARGUMENT.

@@ -414,6 +414,18 @@ inline std::size_t cuda_device_count() {
     check(lodtensor_cuda_device_count(&n));
     return n;
 }
+// The device memory the library holds on a CUDA device (lodtensor_cuda_memory_info), and giving
+// the freed blocks its cache keeps back to the driver (lodtensor_cuda_empty_cache).
+struct CudaMemoryInfo {
+    std::size_t in_use;
+    std::size_t kept;
+};
+inline CudaMemoryInfo cuda_memory_info(std::int32_t device) {
+    CudaMemoryInfo info{0, 0};
+    check(lodtensor_cuda_memory_info(device, &info.in_use, &info.kept));
+    return info;
+}
+inline void cuda_empty_cache(std::int32_t device) { check(lodtensor_cuda_empty_cache(device)); }
 
 inline const char *version() noexcept { return lodtensor_version(); }
 inline void set_num_threads(std::size_t n) { check(lodtensor_set_num_threads(n)); }

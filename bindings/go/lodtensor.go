@@ -560,3 +560,16 @@ func CUDADeviceCount() (int, error) {
 	err := call(func() C.lodtensor_status_t { return C.lodtensor_cuda_device_count(&n) })
 	return int(n), err
 }
+
+// CUDAMemoryInfo is the device memory the library holds on a CUDA device, in bytes: that of its
+// live tensors, and the freed blocks its cache keeps for reuse.
+func CUDAMemoryInfo(device int) (inUse, kept int, err error) {
+	var u, k C.size_t
+	err = call(func() C.lodtensor_status_t { return C.lodtensor_cuda_memory_info(C.int32_t(device), &u, &k) })
+	return int(u), int(k), err
+}
+
+// CUDAEmptyCache gives the freed blocks that a CUDA device's cache keeps back to the driver.
+func CUDAEmptyCache(device int) error {
+	return call(func() C.lodtensor_status_t { return C.lodtensor_cuda_empty_cache(C.int32_t(device)) })
+}

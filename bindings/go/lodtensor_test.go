@@ -202,8 +202,24 @@ func TestPlaces(t *testing.T) {
 		_, err = x.ToPlace(lt.CUDA(0))
 		wantError(t, err, lt.Unsupported, "")
 		wantError(t, lt.Synchronize(lt.CUDA(0)), lt.Unsupported, "")
+		_, _, err = lt.CUDAMemoryInfo(0)
+		wantError(t, err, lt.Unsupported, "cuda:0")
+		wantError(t, lt.CUDAEmptyCache(0), lt.Unsupported, "cuda:0")
+	} else {
+		d := must[*lt.Tensor](t)(x.ToPlace(lt.CUDA(0)))
+		defer d.Close()
+		inUse, _, err := lt.CUDAMemoryInfo(0)
+		ok(t, err)
+		eq(t, "device memory in use holds the tensor", inUse >= 24, true)
+		ok(t, lt.CUDAEmptyCache(0))
+		_, kept, err := lt.CUDAMemoryInfo(0)
+		ok(t, err)
+		eq(t, "kept after emptying", kept, 0)
 	}
-	_, err := x.ToPlace(lt.Place{DeviceType: 7})
+	_, _, err := lt.CUDAMemoryInfo(-1)
+	wantError(t, err, lt.InvalidArgument, "device")
+	wantError(t, lt.CUDAEmptyCache(-1), lt.InvalidArgument, "device")
+	_, err = x.ToPlace(lt.Place{DeviceType: 7})
 	wantError(t, err, lt.InvalidArgument, "place")
 }
 

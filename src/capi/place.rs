@@ -1,4 +1,5 @@
-//! Exports for places: the CUDA device count, copies between places, and waiting for a device.
+//! Exports for places: the CUDA device count, copies between places, waiting for a device, and
+//! the memory each device's cache holds.
 
 use super::args::{get, Out};
 use super::boundary;
@@ -53,4 +54,51 @@ pub unsafe extern "C" fn lodtensor_to_place(
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_synchronize(place: lodtensor_place_t) -> lodtensor_status_t {
     boundary(|| crate::ops::transfer::synchronize(place.to_place()?))
+}
+
+/// CUDA device `device` as the backend numbers it; negative ids are refused here, ids beyond the
+/// device count by the backend.
+fn cuda_ordinal(device: i32) -> crate::error::Result<u32> {
+    u32::try_from(device).map_err(|_| {
+        crate::error::err!(InvalidArgument, "device: {device} is negative; CUDA devices are numbered from 0")
+    })
+}
+
+/// The device memory the library holds on CUDA device `device`: `*out_in_use`, the bytes of its
+/// live allocations (tensors not destroyed yet, including the results of queued work), and
+/// `*out_kept`, the bytes of freed blocks that the device's cache keeps for the next allocation of
+/// their size class. Both count whole blocks: a request is rounded up to the next power of two up
+/// to 1 MiB, and by at most 1/8 above. A device the library has not used yet holds 0 and 0
+/// (asking does not set it up).
+///
+/// Returns LODTENSOR_NULL_ARGUMENT (`out_in_use`, `out_kept`), LODTENSOR_INVALID_ARGUMENT
+/// (`device` negative or not below the device count), LODTENSOR_UNSUPPORTED (a build without
+/// CUDA, no driver or no device).
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_cuda_memory_info(
+    device: i32,
+    out_in_use: *mut usize,
+    out_kept: *mut usize,
+) -> lodtensor_status_t {
+    boundary(|| {
+        let (in_use_out, kept_out) = (Out::new(out_in_use, "out_in_use")?, Out::new(out_kept, "out_kept")?);
+        let (in_use, kept) = crate::memory::device_memory_info(cuda_ordinal(device)?)?;
+        in_use_out.write(in_use);
+        kept_out.write(kept);
+        Ok(())
+    })
+}
+
+/// Gives every freed block that the cache of CUDA device `device` keeps back to the driver, once
+/// the work queued on the device is done, so that other programs and libraries can use the
+/// memory. Tensors are not affected. The cache has no bound: it keeps every freed block for the
+/// next allocation of its size class (so a decoder loop does not call the driver each step), and
+/// empties itself when the driver refuses an allocation. Any thread may call this at any time.
+///
+/// Returns LODTENSOR_INVALID_ARGUMENT (`device` negative or not below the device count),
+/// LODTENSOR_UNSUPPORTED (a build without CUDA, no driver or no device), LODTENSOR_INTERNAL (a
+/// CUDA driver failure, for example a fault of queued work).
+#[no_mangle]
+pub extern "C" fn lodtensor_cuda_empty_cache(device: i32) -> lodtensor_status_t {
+    boundary(|| crate::memory::empty_device_cache(cuda_ordinal(device)?))
 }

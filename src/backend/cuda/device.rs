@@ -9,6 +9,7 @@ use crate::memory::Allocation;
 use crate::place::Place;
 use crate::tensor::Tensor;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// The number of devices, or why CUDA cannot be used; probed once.
@@ -38,6 +39,8 @@ pub(crate) struct Device {
     pub(crate) ordinal: u32,
     pub(crate) ctx: Context,
     free: Mutex<HashMap<usize, Vec<DevicePtr>>>,
+    /// Bytes of the blocks handed out and not yet given back (size classes, not requests).
+    in_use: AtomicUsize,
     pub(crate) modules: Mutex<HashMap<&'static str, Module>>,
 }
 
@@ -46,18 +49,20 @@ impl Device {
     fn alloc(self: &Arc<Self>, len: usize) -> Result<DeviceBlock> {
         let class =
             size_class(len).ok_or_else(|| err!(OutOfMemory, "a device allocation of {len} bytes is too large"))?;
-        if let Some(ptr) = self.free.lock().expect("allocator lock").get_mut(&class).and_then(Vec::pop) {
-            return Ok(DeviceBlock { ptr, class, device: self.clone() });
-        }
-        let ptr = match self.ctx.malloc(class) {
-            Ok(p) => p,
-            Err(Error::OutOfMemory(_)) => {
-                // Cached blocks of other sizes may be what is missing: give them back and retry.
-                self.empty_cache()?;
-                self.ctx.malloc(class)?
-            }
-            Err(e) => return Err(e),
+        let kept = self.free.lock().expect("allocator lock").get_mut(&class).and_then(Vec::pop);
+        let ptr = match kept {
+            Some(ptr) => ptr,
+            None => match self.ctx.malloc(class) {
+                Ok(p) => p,
+                Err(Error::OutOfMemory(_)) => {
+                    // Cached blocks of other sizes may be what is missing: give them back and retry.
+                    self.empty_cache()?;
+                    self.ctx.malloc(class)?
+                }
+                Err(e) => return Err(e),
+            },
         };
+        self.in_use.fetch_add(class, Ordering::Relaxed);
         Ok(DeviceBlock { ptr, class, device: self.clone() })
     }
 
@@ -91,18 +96,30 @@ impl DeviceBlock {
 
 impl Drop for DeviceBlock {
     fn drop(&mut self) {
+        self.device.in_use.fetch_sub(self.class, Ordering::Relaxed);
         if let Ok(mut free) = self.device.free.lock() {
             free.entry(self.class).or_default().push(self.ptr);
         }
     }
 }
 
+/// The slot of device `ordinal` (which must exist): empty until the device is first used.
+fn slot(ordinal: u32) -> &'static Mutex<Option<Arc<Device>>> {
+    static DEVICES: OnceLock<Vec<Mutex<Option<Arc<Device>>>>> = OnceLock::new();
+    let devices = DEVICES.get_or_init(|| (0..probe().unwrap_or(0)).map(|_| Mutex::new(None)).collect());
+    &devices[ordinal as usize]
+}
+
+/// Device `ordinal` if it has been used, without setting it up (a context takes device memory).
+fn opened(ordinal: u32) -> Result<Option<Arc<Device>>> {
+    ensure_device(ordinal)?;
+    Ok(slot(ordinal).lock().expect("device lock").clone())
+}
+
 /// Device `ordinal`, set up at first use and kept for the life of the process.
 pub(crate) fn device(ordinal: u32) -> Result<Arc<Device>> {
-    static DEVICES: OnceLock<Vec<Mutex<Option<Arc<Device>>>>> = OnceLock::new();
     ensure_device(ordinal)?;
-    let devices = DEVICES.get_or_init(|| (0..probe().unwrap_or(0)).map(|_| Mutex::new(None)).collect());
-    let mut slot = devices[ordinal as usize].lock().expect("device lock");
+    let mut slot = slot(ordinal).lock().expect("device lock");
     if let Some(d) = slot.as_ref() {
         return Ok(d.clone());
     }
@@ -110,6 +127,7 @@ pub(crate) fn device(ordinal: u32) -> Result<Arc<Device>> {
         ordinal,
         ctx: Context::open(ordinal)?,
         free: Mutex::new(HashMap::new()),
+        in_use: AtomicUsize::new(0),
         modules: Mutex::new(HashMap::new()),
     };
     let d = Arc::new(d);
@@ -120,6 +138,26 @@ pub(crate) fn device(ordinal: u32) -> Result<Arc<Device>> {
 /// Waits until the work queued on `device` has finished.
 pub fn synchronize(ordinal: u32) -> Result<()> {
     device(ordinal)?.ctx.synchronize()
+}
+
+/// The device memory of CUDA device `ordinal` that the library holds: `(in_use, kept)`, the bytes
+/// of its live allocations and of the freed blocks its cache keeps for reuse. Both count whole
+/// blocks of their size class (`memory::size_class`). A device not used yet holds none.
+pub fn device_memory_info(ordinal: u32) -> Result<(usize, usize)> {
+    let Some(d) = opened(ordinal)? else {
+        return Ok((0, 0));
+    };
+    let kept = d.free.lock().expect("allocator lock").iter().map(|(class, blocks)| class * blocks.len()).sum();
+    Ok((d.in_use.load(Ordering::Relaxed), kept))
+}
+
+/// Gives every block kept by the cache of CUDA device `ordinal` back to the driver, once the
+/// device's queued work is done. Live allocations are not affected.
+pub fn empty_device_cache(ordinal: u32) -> Result<()> {
+    match opened(ordinal)? {
+        Some(d) => d.empty_cache(),
+        None => Ok(()),
+    }
 }
 
 /// A copy of `src` (host or device memory) on CUDA device `ordinal`.

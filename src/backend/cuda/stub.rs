@@ -38,6 +38,16 @@ pub fn synchronize(device: u32) -> Result<()> {
     ensure_device(device)
 }
 
+/// The device memory the library holds on `device`: `(in_use, kept)`.
+pub fn device_memory_info(device: u32) -> Result<(usize, usize)> {
+    Err(no_device(device))
+}
+
+/// Gives the blocks kept by `device`'s cache back to the driver.
+pub fn empty_device_cache(device: u32) -> Result<()> {
+    Err(no_device(device))
+}
+
 /// A copy of `src` (any place) on CUDA device `device`.
 pub fn copy_to_device(_src: &Tensor, device: u32) -> Result<Tensor> {
     Err(no_device(device))

@@ -149,6 +149,10 @@ interface LodTensorLib extends Library {
 
     int lodtensor_cuda_device_count(LongByReference out);
 
+    int lodtensor_cuda_memory_info(int device, LongByReference outInUse, LongByReference outKept);
+
+    int lodtensor_cuda_empty_cache(int device);
+
     int lodtensor_share(Pointer t, PointerByReference out);
 
     int lodtensor_copy(Pointer t, PointerByReference out);

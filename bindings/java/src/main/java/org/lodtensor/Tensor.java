@@ -378,6 +378,22 @@ public final class Tensor implements AutoCloseable {
         return (int) r.getValue();
     }
 
+    /**
+     * {inUse, kept}: the device memory the library holds on a CUDA device, in bytes: that of its
+     * live tensors, and the freed blocks its cache keeps for reuse.
+     */
+    public static long[] cudaMemoryInfo(int device) {
+        LongByReference inUse = new LongByReference();
+        LongByReference kept = new LongByReference();
+        NativeHandle.check(LIB.lodtensor_cuda_memory_info(device, inUse, kept));
+        return new long[] {inUse.getValue(), kept.getValue()};
+    }
+
+    /** Gives the freed blocks that a CUDA device's cache keeps back to the driver. */
+    public static void cudaEmptyCache(int device) {
+        NativeHandle.check(LIB.lodtensor_cuda_empty_cache(device));
+    }
+
     // ---- library-wide -------------------------------------------------------------------------
 
     public static String libraryVersion() {

@@ -1,0 +1,107 @@
+/* test_cuda_memory: what each CUDA device's cache holds (lodtensor_cuda_memory_info) and giving
+ * its kept blocks back (lodtensor_cuda_empty_cache). Every build checks the NULL and negative
+ * arguments and, where CUDA cannot be used, the UNSUPPORTED statuses; with a device (a GPU, or
+ * the emulator build) the accounting, the reuse of a kept block and emptying the cache. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <lodtensor.h>
+
+#include "check.h"
+#include "fixtures.h"
+
+#define MIB ((size_t)1 << 20)
+
+static const lodtensor_dtype_t F32 = {LODTENSOR_DTYPE_CODE_FLOAT, 32, 1};
+
+/* A float32 tensor on cuda:0 of `rows` x 1024 (4 KiB rows), every element `value`: a copy of a
+ * host tensor, which takes exactly one device block. */
+static lodtensor_t *on_device(int64_t rows, double value) {
+    int64_t dims[2] = {rows, 1024};
+    lodtensor_t *host = NULL, *t = NULL;
+    if (CHECK_OK(lodtensor_fill(F32, dims, 2, value, &host))) {
+        CHECK_OK(lodtensor_to_place(host, fx_place(LODTENSOR_DEVICE_CUDA, 0), &t));
+    }
+    lodtensor_destroy(host);
+    return t;
+}
+
+static void check_info(size_t want_in_use, size_t want_kept) {
+    size_t in_use = 1, kept = 1;
+    CHECK_OK(lodtensor_cuda_memory_info(0, &in_use, &kept));
+    CHECK_EQ_SIZE(in_use, want_in_use);
+    CHECK_EQ_SIZE(kept, want_kept);
+}
+
+static void test_arguments(void) {
+    size_t in_use = 7, kept = 7;
+    CHECK_STATUS_MSG(lodtensor_cuda_memory_info(0, NULL, &kept), LODTENSOR_NULL_ARGUMENT, "out_in_use");
+    CHECK_STATUS_MSG(lodtensor_cuda_memory_info(0, &in_use, NULL), LODTENSOR_NULL_ARGUMENT, "out_kept");
+    CHECK_STATUS_MSG(lodtensor_cuda_memory_info(-1, &in_use, &kept), LODTENSOR_INVALID_ARGUMENT, "device");
+    CHECK_STATUS_MSG(lodtensor_cuda_empty_cache(-3), LODTENSOR_INVALID_ARGUMENT, "device");
+    CHECK_EQ_SIZE(in_use, 7);
+    CHECK_EQ_SIZE(kept, 7);
+}
+
+static void test_without_cuda(void) {
+    size_t in_use = 7, kept = 7;
+    CHECK_STATUS_MSG(lodtensor_cuda_memory_info(0, &in_use, &kept), LODTENSOR_UNSUPPORTED, "cuda:0");
+    CHECK_STATUS_MSG(lodtensor_cuda_empty_cache(0), LODTENSOR_UNSUPPORTED, "cuda:0");
+    CHECK_EQ_SIZE(in_use, 7);
+}
+
+static void test_with_cuda(size_t count) {
+    size_t in_use = 7, kept = 7;
+    CHECK_STATUS_MSG(lodtensor_cuda_memory_info((int32_t)count, &in_use, &kept), LODTENSOR_INVALID_ARGUMENT, "cuda:");
+    CHECK_STATUS_MSG(lodtensor_cuda_empty_cache((int32_t)count), LODTENSOR_INVALID_ARGUMENT, "cuda:");
+    /* Nothing on the device yet. */
+    check_info(0, 0);
+
+    /* A 3 MiB tensor holds a 3 MiB block; destroyed, the block is kept and serves the next one. */
+    lodtensor_t *a = on_device(768, 1.0);
+    const void *a_data = NULL, *b_data = NULL;
+    CHECK_OK(lodtensor_data(a, &a_data));
+    check_info(3 * MIB, 0);
+    lodtensor_destroy(a);
+    check_info(0, 3 * MIB);
+    lodtensor_t *b = on_device(768, 2.0);
+    CHECK_OK(lodtensor_data(b, &b_data));
+    CHECK_EQ_PTR(b_data, a_data);
+    check_info(3 * MIB, 0);
+
+    /* Emptying gives back what is kept; a live tensor keeps its memory and values. */
+    lodtensor_t *c = on_device(256, 3.0), *host = NULL;
+    check_info(4 * MIB, 0);
+    lodtensor_destroy(b);
+    check_info(1 * MIB, 3 * MIB);
+    CHECK_OK(lodtensor_cuda_empty_cache(0));
+    check_info(1 * MIB, 0);
+    if (CHECK_OK(lodtensor_to_place(c, fx_cpu(), &host))) {
+        const void *data = NULL;
+        size_t bad = 0;
+        CHECK_OK(lodtensor_data(host, &data));
+        for (size_t i = 0; data != NULL && i < 256 * 1024; i++) {
+            bad += ((const float *)data)[i] != 3.0f;
+        }
+        CHECK_EQ_SIZE(bad, 0);
+    }
+    lodtensor_destroy(host);
+    lodtensor_destroy(c);
+    check_info(0, 1 * MIB);
+    CHECK_OK(lodtensor_cuda_empty_cache(0));
+    check_info(0, 0);
+}
+
+int main(void) {
+    size_t count = 0;
+    test_arguments();
+    if (lodtensor_cuda_device_count(&count) == LODTENSOR_OK) {
+        test_with_cuda(count);
+    } else {
+        const char *require = getenv("LODTENSOR_REQUIRE_GPU");
+        CHECK(require == NULL || strcmp(require, "1") != 0);
+        printf("test_cuda_memory: CUDA cannot be used; the device part is skipped\n");
+        test_without_cuda();
+    }
+    return CHECK_RETURN();
+}

@@ -1,0 +1,72 @@
+//! Each CUDA device's caching allocator as callers see it: the bytes in use and kept, reuse of a
+//! kept block, and emptying the cache. One test function: the accounting is per process, and no
+//! other test may allocate on the device meanwhile.
+
+mod common;
+mod cuda_common;
+
+use cuda_common::{bytes_of, gpu_or_skip, GPU};
+use lodtensor::memory::{device_memory_info, empty_device_cache};
+use lodtensor::{cuda_device_count, to_place, Error, LoDTensor, Tensor};
+
+/// A device tensor of `n` f32 values `seed, seed + 1, ...` (one block of `4 n` bytes).
+fn on_device(n: usize, seed: f32) -> LoDTensor {
+    let values: Vec<f32> = (0..n).map(|i| seed + i as f32).collect();
+    to_place(&LoDTensor::dense(Tensor::from_slice(&values, &[n]).unwrap()), GPU).unwrap()
+}
+
+/// Whether a block of `bytes` serves a request of `len` as documented: rounded up to the next
+/// power of two up to 1 MiB, by at most 1/8 above.
+fn holds(bytes: usize, len: usize) -> bool {
+    let most = if len <= 1 << 20 { len.next_power_of_two() } else { len + len / 8 };
+    (len..=most).contains(&bytes)
+}
+
+#[test]
+fn device_cache_accounts_reuses_and_empties() {
+    if !gpu_or_skip() {
+        match (device_memory_info(0), empty_device_cache(0)) {
+            (Err(Error::Unsupported(a)), Err(Error::Unsupported(b))) => {
+                assert!(a.contains("cuda:0") && b.contains("cuda:0"))
+            }
+            other => panic!("expected Unsupported twice, got {other:?}"),
+        }
+        return;
+    }
+    let count = cuda_device_count().unwrap() as u32;
+    assert!(
+        matches!(device_memory_info(count), Err(Error::InvalidArgument(m)) if m.contains(&format!("cuda:{count}")))
+    );
+    assert!(matches!(empty_device_cache(count), Err(Error::InvalidArgument(_))));
+    // Asking about a device not used yet does not set it up, and finds nothing.
+    assert_eq!(device_memory_info(0).unwrap(), (0, 0));
+    empty_device_cache(0).unwrap();
+
+    let (a_len, b_len) = (40_000 * 4, 300_000 * 4);
+    let a = on_device(40_000, 1.0);
+    let (a_use, kept) = device_memory_info(0).unwrap();
+    assert!(holds(a_use, a_len) && kept == 0, "one tensor of {a_len} bytes: in use {a_use}, kept {kept}");
+    let a_addr = a.tensor().as_ptr();
+    drop(a);
+    assert_eq!(device_memory_info(0).unwrap(), (0, a_use), "a freed block is kept whole");
+
+    // The next request of the same size takes the kept block; a larger one gets its own.
+    let a2 = on_device(40_000, 2.0);
+    assert_eq!(a2.tensor().as_ptr(), a_addr, "the kept block is reused");
+    assert_eq!(device_memory_info(0).unwrap(), (a_use, 0));
+    let b = on_device(300_000, 3.0);
+    let (both, kept) = device_memory_info(0).unwrap();
+    assert!(holds(both - a_use, b_len) && kept == 0, "two tensors: in use {both}, kept {kept}");
+
+    // Emptying gives back only what is kept; live tensors keep their memory and values.
+    drop(a2);
+    assert_eq!(device_memory_info(0).unwrap(), (both - a_use, a_use));
+    empty_device_cache(0).unwrap();
+    assert_eq!(device_memory_info(0).unwrap(), (both - a_use, 0));
+    let want: Vec<u8> = (0..300_000).flat_map(|i| (3.0 + i as f32).to_ne_bytes()).collect();
+    assert!(bytes_of(&b) == want, "a live tensor survives emptying the cache");
+    drop(b);
+    assert_eq!(device_memory_info(0).unwrap(), (0, both - a_use));
+    empty_device_cache(0).unwrap();
+    assert_eq!(device_memory_info(0).unwrap(), (0, 0));
+}
