@@ -2,7 +2,7 @@
 //! when freed, up to a bound: `host_block`), or a caller's buffer that is handed back through a
 //! release callback exactly once, when the last reference goes. Device memory comes from each
 //! CUDA device's caching allocator (`backend::cuda`), which keeps every freed block for reuse
-//! until [`empty_device_cache`].
+//! until [`empty_device_cache`], or until the driver refuses an allocation.
 
 mod host_block;
 pub mod size_class;
