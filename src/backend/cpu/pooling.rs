@@ -196,9 +196,8 @@ const EXTREME_ROWS: usize = 32;
 
 /// The max/min kernel for one non-empty sequence (`rows`, rows of `width`, the first being row
 /// `start` of `x`): passes of `EXTREME_WIDE` columns (with AVX-512 the extremes and their rows
-/// together, else the extremes, then their rows), then blocks
-/// of `SUM_BLOCK` columns (values and rows together, in registers), then the last columns one by
-/// one; writes all of `seg` and `idx`. The block kernels are compiled for AVX2 too, each as its
+/// together, else the extremes, then their rows), then blocks of `SUM_BLOCK` columns (values and
+/// rows together, in registers), then the last columns one by one; writes all of `seg` and `idx`. The block kernels are compiled for AVX2 too, each as its
 /// own function: with the whole sequence function compiled for AVX2, LLVM turned the 16-column
 /// block's index select into a mask and a branch per lane.
 #[inline(always)]

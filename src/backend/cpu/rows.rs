@@ -39,16 +39,16 @@ fn gather_checked<'a>(
     let mut filled = 0usize;
     for i in 0..n {
         let (src, r) = block(i)?;
-        // One test covers a range that is reversed, overflows or ends past its source; rows of
-        // zero bytes are empty pieces at any index.
-        let piece = r
-            .start
-            .checked_mul(row_bytes)
-            .zip(r.end.checked_mul(row_bytes))
-            .and_then(|(a, b)| src.get(a..b))
+        // One test covers a range that is reversed, overflows or ends past its source (the start
+        // cannot overflow when the end does not); rows of zero bytes are empty at any index.
+        let piece = (r.start <= r.end)
+            .then(|| r.end.checked_mul(row_bytes))
+            .flatten()
+            .and_then(|end| src.get(r.start * row_bytes..end))
             .ok_or_else(|| {
-            err!(Internal, "row block {i} = rows {r:?} is outside its source's {} rows", src.len() / row_bytes)
-        })?;
+                let rows = src.len().checked_div(row_bytes).unwrap_or(usize::MAX);
+                err!(Internal, "row block {i} = rows {r:?} is outside its source's {rows} rows")
+            })?;
         // Checked before adding, so `filled` cannot overflow however often a source repeats.
         ensure!(
             piece.len() <= out.len() - filled,
@@ -189,8 +189,9 @@ mod tests {
         assert!(gather_row_ranges(&src, 2, &reversed, &mut [0u8; 2]).is_err());
         let overflowing = [Range { start: usize::MAX / 2, end: usize::MAX / 2 + 1 }];
         assert!(gather_row_ranges(&src, 4, &overflowing, &mut [0u8; 4]).is_err());
-        // Rows of zero bytes: any rows, nothing to copy.
+        // Rows of zero bytes: any rows, nothing to copy; a reversed range is still refused.
         gather_row_ranges(&[], 0, &[5..9, 0..usize::MAX], &mut []).unwrap();
+        assert!(gather_row_ranges(&[], 0, &[Range { start: 9, end: 5 }], &mut []).is_err());
         // Many short pieces: several tasks, each ending at a piece boundary.
         let rows: Vec<u8> = (0..=255).collect();
         let ranges: Vec<Range<usize>> = (0..3 * TASK_BYTES).map(|k| (k * 7) % 256..(k * 7) % 256 + 1).collect();
