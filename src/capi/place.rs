@@ -5,6 +5,7 @@ use super::args::{get, Out};
 use super::boundary;
 use super::tensor::{lodtensor_t, new_handle};
 use super::types::{lodtensor_place_t, lodtensor_status_t};
+use crate::error::{err, Result};
 
 /// The number of CUDA devices, in `*out`.
 ///
@@ -58,10 +59,9 @@ pub unsafe extern "C" fn lodtensor_synchronize(place: lodtensor_place_t) -> lodt
 
 /// CUDA device `device` as the backend numbers it; negative ids are refused here, ids beyond the
 /// device count by the backend.
-fn cuda_ordinal(device: i32) -> crate::error::Result<u32> {
-    u32::try_from(device).map_err(|_| {
-        crate::error::err!(InvalidArgument, "device: {device} is negative; CUDA devices are numbered from 0")
-    })
+fn cuda_ordinal(device: i32) -> Result<u32> {
+    u32::try_from(device)
+        .map_err(|_| err!(InvalidArgument, "device: {device} is negative; CUDA devices are numbered from 0"))
 }
 
 /// The device memory the library holds on CUDA device `device`: `*out_in_use`, the bytes of its

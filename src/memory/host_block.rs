@@ -240,3 +240,21 @@ impl Drop for HostBlock {
         evicted.into_iter().for_each(Raw::free);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    #[test]
+    fn impossible_sizes_are_out_of_memory() {
+        // No size class (the next power of two overflows); no layout (over isize::MAX); and a
+        // layout that neither a huge-page mapping nor the heap can serve.
+        for (len, why) in [(usize::MAX - 5, "too large"), ((1 << 63) + 1, "too large"), (1 << 62, "failed")] {
+            match HostBlock::new(len, false) {
+                Err(Error::OutOfMemory(m)) => assert!(m.contains(&len.to_string()) && m.contains(why), "{m}"),
+                other => panic!("{len} bytes: expected OutOfMemory, got {:?}", other.map(|b| b.ptr())),
+            }
+        }
+    }
+}
