@@ -1,7 +1,8 @@
-/* test_cuda_memory: what each CUDA device's cache holds (lodtensor_cuda_memory_info) and giving
- * its kept blocks back (lodtensor_cuda_empty_cache). Every build checks the NULL and negative
- * arguments and, where CUDA cannot be used, the UNSUPPORTED statuses; with a device (a GPU, or
- * the emulator build) the accounting, the reuse of a kept block and emptying the cache. */
+/* test_cuda_memory: what each CUDA device's cache holds (lodtensor_cuda_memory_info), giving its
+ * kept blocks back (lodtensor_cuda_empty_cache) and the device's free memory
+ * (lodtensor_cuda_free_memory). Every build checks the NULL and negative arguments and, where
+ * CUDA cannot be used, the UNSUPPORTED statuses; with a device (a GPU, or the emulator build) the
+ * accounting, the reuse of a kept block, emptying the cache, and a request larger than the device. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,7 @@
 #define MIB ((size_t)1 << 20)
 
 static const lodtensor_dtype_t F32 = {LODTENSOR_DTYPE_CODE_FLOAT, 32, 1};
+static const lodtensor_dtype_t U8 = {LODTENSOR_DTYPE_CODE_UINT, 8, 1};
 
 /* A float32 tensor on cuda:0 of `rows` x 1024 (4 KiB rows), every element `value`: a copy of a
  * host tensor, which takes exactly one device block. */
@@ -41,12 +43,19 @@ static void test_arguments(void) {
     CHECK_STATUS_MSG(lodtensor_cuda_empty_cache(-3), LODTENSOR_INVALID_ARGUMENT, "device");
     CHECK_EQ_SIZE(in_use, 7);
     CHECK_EQ_SIZE(kept, 7);
+    size_t free_bytes = 7, total = 7;
+    CHECK_STATUS_MSG(lodtensor_cuda_free_memory(0, NULL, &total), LODTENSOR_NULL_ARGUMENT, "out_free");
+    CHECK_STATUS_MSG(lodtensor_cuda_free_memory(0, &free_bytes, NULL), LODTENSOR_NULL_ARGUMENT, "out_total");
+    CHECK_STATUS_MSG(lodtensor_cuda_free_memory(-2, &free_bytes, &total), LODTENSOR_INVALID_ARGUMENT, "device");
+    CHECK_EQ_SIZE(free_bytes, 7);
+    CHECK_EQ_SIZE(total, 7);
 }
 
 static void test_without_cuda(void) {
     size_t in_use = 7, kept = 7;
     CHECK_STATUS_MSG(lodtensor_cuda_memory_info(0, &in_use, &kept), LODTENSOR_UNSUPPORTED, "cuda:0");
     CHECK_STATUS_MSG(lodtensor_cuda_empty_cache(0), LODTENSOR_UNSUPPORTED, "cuda:0");
+    CHECK_STATUS_MSG(lodtensor_cuda_free_memory(0, &in_use, &kept), LODTENSOR_UNSUPPORTED, "cuda:0");
     CHECK_EQ_SIZE(in_use, 7);
 }
 
@@ -90,6 +99,23 @@ static void test_with_cuda(size_t count) {
     check_info(0, 1 * MIB);
     CHECK_OK(lodtensor_cuda_empty_cache(0));
     check_info(0, 0);
+
+    /* The device's memory; a tensor larger than all of it is OUT_OF_MEMORY, and the device goes
+     * on working. */
+    size_t free_bytes = 0, total = 0;
+    CHECK_STATUS_MSG(lodtensor_cuda_free_memory((int32_t)count, &free_bytes, &total), LODTENSOR_INVALID_ARGUMENT,
+                     "cuda:");
+    CHECK_OK(lodtensor_cuda_free_memory(0, &free_bytes, &total));
+    CHECK(free_bytes > 0 && free_bytes <= total);
+    int64_t too_big[2] = {(int64_t)(total / 4096 + 1), 4096};
+    lodtensor_t *t = NULL;
+    CHECK_STATUS_MSG(lodtensor_fill_on(fx_place(LODTENSOR_DEVICE_CUDA, 0), U8, too_big, 2, 1.0, &t),
+                     LODTENSOR_OUT_OF_MEMORY, "cuda:0");
+    CHECK_EQ_PTR(t, NULL);
+    check_info(0, 0);
+    lodtensor_t *d = on_device(1, 5.0);
+    CHECK(d != NULL);
+    lodtensor_destroy(d);
 }
 
 int main(void) {

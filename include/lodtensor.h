@@ -446,6 +446,16 @@ lodtensor_status_t lodtensor_cuda_device_count(size_t *out);
 // CUDA driver failure, for example a fault of queued work).
 lodtensor_status_t lodtensor_cuda_empty_cache(int32_t device);
 
+// The memory of CUDA device `device` as the driver reports it: `*out_free`, the bytes it could
+// still hand out (to this program or any other; blocks that the library's cache keeps count as
+// used, see `lodtensor_cuda_memory_info`), and `*out_total`, the device's memory. Sets the device
+// up if the library has not used it yet (which takes some device memory for its context).
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`out_free`, `out_total`), LODTENSOR_INVALID_ARGUMENT (`device`
+// negative or not below the device count), LODTENSOR_UNSUPPORTED (a build without CUDA, no
+// driver or no device), LODTENSOR_INTERNAL (a CUDA driver failure).
+lodtensor_status_t lodtensor_cuda_free_memory(int32_t device, size_t *out_free, size_t *out_total);
+
 // The device memory the library holds on CUDA device `device`: `*out_in_use`, the bytes of its
 // live allocations (tensors not destroyed yet, including the results of queued work), and
 // `*out_kept`, the bytes of freed blocks that the device's cache keeps for the next allocation of

@@ -426,6 +426,16 @@ inline CudaMemoryInfo cuda_memory_info(std::int32_t device) {
     return info;
 }
 inline void cuda_empty_cache(std::int32_t device) { check(lodtensor_cuda_empty_cache(device)); }
+// A CUDA device's free and total memory as the driver reports them (lodtensor_cuda_free_memory).
+struct CudaFreeMemory {
+    std::size_t free;
+    std::size_t total;
+};
+inline CudaFreeMemory cuda_free_memory(std::int32_t device) {
+    CudaFreeMemory info{0, 0};
+    check(lodtensor_cuda_free_memory(device, &info.free, &info.total));
+    return info;
+}
 
 inline const char *version() noexcept { return lodtensor_version(); }
 inline void set_num_threads(std::size_t n) { check(lodtensor_set_num_threads(n)); }

@@ -7,9 +7,10 @@
 mod host_block;
 pub mod size_class;
 
-/// Each CUDA device's caching allocator: what it holds, and giving its kept blocks back
-/// (`Unsupported` without CUDA or without the device).
-pub use crate::backend::cuda::{device_memory_info, empty_device_cache};
+/// Each CUDA device's caching allocator: what it holds, and giving its kept blocks back; and the
+/// device's free and total memory as the driver reports them (`Unsupported` without CUDA or
+/// without the device).
+pub use crate::backend::cuda::{device_free_memory, device_memory_info, empty_device_cache};
 pub use host_block::{host_cache_info, set_host_cache_limit, CACHED_MIN, DEFAULT_HOST_CACHE_LIMIT, HUGE_PAGE_MIN};
 
 use crate::backend::cuda::DeviceBlock;

@@ -569,6 +569,14 @@ func CUDAMemoryInfo(device int) (inUse, kept int, err error) {
 	return int(u), int(k), err
 }
 
+// CUDAFreeMemory is a CUDA device's free and total memory in bytes, as the driver reports them
+// (blocks the library's cache keeps count as used).
+func CUDAFreeMemory(device int) (free, total int, err error) {
+	var f, t C.size_t
+	err = call(func() C.lodtensor_status_t { return C.lodtensor_cuda_free_memory(C.int32_t(device), &f, &t) })
+	return int(f), int(t), err
+}
+
 // CUDAEmptyCache gives the freed blocks that a CUDA device's cache keeps back to the driver.
 func CUDAEmptyCache(device int) error {
 	return call(func() C.lodtensor_status_t { return C.lodtensor_cuda_empty_cache(C.int32_t(device)) })

@@ -205,6 +205,8 @@ func TestPlaces(t *testing.T) {
 		_, _, err = lt.CUDAMemoryInfo(0)
 		wantError(t, err, lt.Unsupported, "cuda:0")
 		wantError(t, lt.CUDAEmptyCache(0), lt.Unsupported, "cuda:0")
+		_, _, err = lt.CUDAFreeMemory(0)
+		wantError(t, err, lt.Unsupported, "cuda:0")
 	} else {
 		d := must[*lt.Tensor](t)(x.ToPlace(lt.CUDA(0)))
 		defer d.Close()
@@ -215,10 +217,15 @@ func TestPlaces(t *testing.T) {
 		_, kept, err := lt.CUDAMemoryInfo(0)
 		ok(t, err)
 		eq(t, "kept after emptying", kept, 0)
+		free, total, err := lt.CUDAFreeMemory(0)
+		ok(t, err)
+		eq(t, "0 < free <= total", free > 0 && free <= total, true)
 	}
 	_, _, err := lt.CUDAMemoryInfo(-1)
 	wantError(t, err, lt.InvalidArgument, "device")
 	wantError(t, lt.CUDAEmptyCache(-1), lt.InvalidArgument, "device")
+	_, _, err = lt.CUDAFreeMemory(-1)
+	wantError(t, err, lt.InvalidArgument, "device")
 	_, err = x.ToPlace(lt.Place{DeviceType: 7})
 	wantError(t, err, lt.InvalidArgument, "place")
 }

@@ -1,5 +1,5 @@
-//! Exports for places: the CUDA device count, copies between places, waiting for a device, and
-//! the memory each device's cache holds.
+//! Exports for places: the CUDA device count, copies between places, waiting for a device, the
+//! memory each device's cache holds and the device's free memory.
 
 use super::args::{get, Out};
 use super::boundary;
@@ -80,11 +80,39 @@ pub unsafe extern "C" fn lodtensor_cuda_memory_info(
     out_in_use: *mut usize,
     out_kept: *mut usize,
 ) -> lodtensor_status_t {
+    device_sizes(device, (out_in_use, "out_in_use"), (out_kept, "out_kept"), crate::memory::device_memory_info)
+}
+
+/// The memory of CUDA device `device` as the driver reports it: `*out_free`, the bytes it could
+/// still hand out (to this program or any other; blocks that the library's cache keeps count as
+/// used, see `lodtensor_cuda_memory_info`), and `*out_total`, the device's memory. Sets the device
+/// up if the library has not used it yet (which takes some device memory for its context).
+///
+/// Returns LODTENSOR_NULL_ARGUMENT (`out_free`, `out_total`), LODTENSOR_INVALID_ARGUMENT (`device`
+/// negative or not below the device count), LODTENSOR_UNSUPPORTED (a build without CUDA, no
+/// driver or no device), LODTENSOR_INTERNAL (a CUDA driver failure).
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_cuda_free_memory(
+    device: i32,
+    out_free: *mut usize,
+    out_total: *mut usize,
+) -> lodtensor_status_t {
+    device_sizes(device, (out_free, "out_free"), (out_total, "out_total"), crate::memory::device_free_memory)
+}
+
+/// The two sizes that `query` gives for CUDA device `device`, written to the two named outputs
+/// (both checked first, and written only on success).
+fn device_sizes(
+    device: i32,
+    (a, a_name): (*mut usize, &str),
+    (b, b_name): (*mut usize, &str),
+    query: fn(u32) -> Result<(usize, usize)>,
+) -> lodtensor_status_t {
     boundary(|| {
-        let (in_use_out, kept_out) = (Out::new(out_in_use, "out_in_use")?, Out::new(out_kept, "out_kept")?);
-        let (in_use, kept) = crate::memory::device_memory_info(cuda_ordinal(device)?)?;
-        in_use_out.write(in_use);
-        kept_out.write(kept);
+        let (a_out, b_out) = (Out::new(a, a_name)?, Out::new(b, b_name)?);
+        let (a, b) = query(cuda_ordinal(device)?)?;
+        a_out.write(a);
+        b_out.write(b);
         Ok(())
     })
 }

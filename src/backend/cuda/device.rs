@@ -57,7 +57,15 @@ impl Device {
                 Err(Error::OutOfMemory(_)) => {
                     // Cached blocks of other sizes may be what is missing: give them back and retry.
                     self.empty_cache()?;
-                    self.ctx.malloc(class)?
+                    self.ctx.malloc(class).map_err(|e| match e {
+                        Error::OutOfMemory(m) => err!(
+                            OutOfMemory,
+                            "cuda:{}: {len} bytes requested (a block of {class}), {} held by live tensors; {m}",
+                            self.ordinal,
+                            self.in_use.load(Ordering::Relaxed)
+                        ),
+                        other => other,
+                    })?
                 }
                 Err(e) => return Err(e),
             },
@@ -149,6 +157,13 @@ pub fn device_memory_info(ordinal: u32) -> Result<(usize, usize)> {
     };
     let kept = d.free.lock().expect("allocator lock").iter().map(|(class, blocks)| class * blocks.len()).sum();
     Ok((d.in_use.load(Ordering::Relaxed), kept))
+}
+
+/// `(free, total)` for CUDA device `ordinal` as the driver reports them: the bytes it could still
+/// hand out (to any program; blocks kept by the library's cache are not free) and the device's
+/// memory. Sets the device up if it has not been used yet.
+pub fn device_free_memory(ordinal: u32) -> Result<(usize, usize)> {
+    device(ordinal)?.ctx.free_memory()
 }
 
 /// Gives every block kept by the cache of CUDA device `ordinal` back to the driver, once the

@@ -118,6 +118,13 @@ impl Context {
         unsafe { result::malloc_sync(len) }.map_err(|e| driver_error("device allocation", e))
     }
 
+    /// `(free, total)`: the bytes of device memory the driver could still hand out (to this or any
+    /// other program) and the device's size.
+    pub(crate) fn free_memory(&self) -> Result<(usize, usize)> {
+        self.bind()?;
+        result::mem_get_info().map_err(|e| driver_error("device memory query", e))
+    }
+
     /// Frees memory from `malloc`, which no queued work uses any more.
     pub(crate) fn free(&self, ptr: DevicePtr) -> Result<()> {
         self.bind()?;

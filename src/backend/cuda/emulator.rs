@@ -3,7 +3,8 @@
 //! treats as device memory (no host access to it except through the copies), and whose kernels
 //! are the same `kernels/*.cu` sources compiled as C++ (emulator/host.h) and run synchronously by
 //! a team of host threads per block. It exists to test the CUDA backend, the kernels' indexing
-//! and the launchers' arguments, on machines without a GPU; it says nothing about speed.
+//! and the launchers' arguments, on machines without a GPU; it says nothing about speed. Each
+//! device has [`MEMORY`] bytes, so that running out of device memory can be tested too.
 
 use super::launch::Args;
 use crate::error::{ensure, err, Result};
@@ -32,38 +33,61 @@ pub(crate) struct Function(CString);
 const DEVICES: usize = 2;
 /// Device allocations are aligned like cudaMalloc's.
 const ALIGN: usize = 256;
+/// The memory of each emulated device: small, so that a test can fill it.
+const MEMORY: usize = 1 << 30;
 
 pub(crate) fn device_count() -> Result<usize> {
     Ok(DEVICES)
 }
 
-/// One emulated device: the sizes of its live allocations, for `free`.
+/// One emulated device: its live allocations, for `free` and the memory figures.
 pub(crate) struct Context {
-    live: Mutex<HashMap<DevicePtr, Layout>>,
+    live: Mutex<Live>,
+}
+
+#[derive(Default)]
+struct Live {
+    layouts: HashMap<DevicePtr, Layout>,
+    /// The sum of the layouts' sizes.
+    bytes: usize,
 }
 
 impl Context {
     pub(crate) fn open(ordinal: u32) -> Result<Context> {
         ensure!((ordinal as usize) < DEVICES, InvalidArgument, "cuda:{ordinal}: the emulator has {DEVICES} devices");
-        Ok(Context { live: Mutex::new(HashMap::new()) })
+        Ok(Context { live: Mutex::new(Live::default()) })
     }
 
     pub(crate) fn malloc(&self, len: usize) -> Result<DevicePtr> {
-        let layout = Layout::from_size_align(len.max(1), ALIGN)
-            .map_err(|_| err!(OutOfMemory, "device allocation: {len} bytes is too large"))?;
+        let mut live = self.live.lock().expect("emulator lock");
+        // The driver's refusal, worded like `driver.rs`'s.
+        let out_of_memory =
+            || err!(OutOfMemory, "device allocation: the device is out of memory (emulated, {MEMORY} bytes)");
+        if len.max(1) > MEMORY - live.bytes {
+            return Err(out_of_memory());
+        }
+        let layout = Layout::from_size_align(len.max(1), ALIGN).map_err(|_| out_of_memory())?;
         // SAFETY: a non-zero size.
         let p = unsafe { alloc(layout) };
         ensure!(!p.is_null(), OutOfMemory, "device allocation: the emulator could not allocate {len} bytes");
-        self.live.lock().expect("emulator lock").insert(p as DevicePtr, layout);
+        live.layouts.insert(p as DevicePtr, layout);
+        live.bytes += layout.size();
         Ok(p as DevicePtr)
     }
 
     pub(crate) fn free(&self, ptr: DevicePtr) -> Result<()> {
-        let layout = self.live.lock().expect("emulator lock").remove(&ptr);
+        let mut live = self.live.lock().expect("emulator lock");
+        let layout = live.layouts.remove(&ptr);
         let layout = layout.ok_or_else(|| err!(Internal, "device free: {ptr:#x} is not a live allocation"))?;
+        live.bytes -= layout.size();
         // SAFETY: allocated by `malloc` with this layout, and removed from the live set once.
         unsafe { dealloc(ptr as *mut u8, layout) };
         Ok(())
+    }
+
+    /// `(free, total)` as the driver reports them: [`MEMORY`] less the live allocations.
+    pub(crate) fn free_memory(&self) -> Result<(usize, usize)> {
+        Ok((MEMORY - self.live.lock().expect("emulator lock").bytes, MEMORY))
     }
 
     pub(crate) fn htod(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {

@@ -43,6 +43,11 @@ pub fn device_memory_info(device: u32) -> Result<(usize, usize)> {
     Err(no_device(device))
 }
 
+/// `(free, total)` device memory of `device`, as the driver reports them.
+pub fn device_free_memory(device: u32) -> Result<(usize, usize)> {
+    Err(no_device(device))
+}
+
 /// Gives the blocks kept by `device`'s cache back to the driver.
 pub fn empty_device_cache(device: u32) -> Result<()> {
     Err(no_device(device))

@@ -153,6 +153,8 @@ interface LodTensorLib extends Library {
 
     int lodtensor_cuda_empty_cache(int device);
 
+    int lodtensor_cuda_free_memory(int device, LongByReference outFree, LongByReference outTotal);
+
     int lodtensor_share(Pointer t, PointerByReference out);
 
     int lodtensor_copy(Pointer t, PointerByReference out);

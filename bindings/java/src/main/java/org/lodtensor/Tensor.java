@@ -389,6 +389,17 @@ public final class Tensor implements AutoCloseable {
         return new long[] {inUse.getValue(), kept.getValue()};
     }
 
+    /**
+     * {free, total}: a CUDA device's free and total memory in bytes, as the driver reports them
+     * (blocks the library's cache keeps count as used).
+     */
+    public static long[] cudaFreeMemory(int device) {
+        LongByReference free = new LongByReference();
+        LongByReference total = new LongByReference();
+        NativeHandle.check(LIB.lodtensor_cuda_free_memory(device, free, total));
+        return new long[] {free.getValue(), total.getValue()};
+    }
+
     /** Gives the freed blocks that a CUDA device's cache keeps back to the driver. */
     public static void cudaEmptyCache(int device) {
         NativeHandle.check(LIB.lodtensor_cuda_empty_cache(device));

@@ -130,16 +130,20 @@ class LodTensorTest {
                 expectError(Status.UNSUPPORTED, "", () -> Tensor.synchronize(2, 0));
                 expectError(Status.UNSUPPORTED, "cuda:0", () -> Tensor.cudaMemoryInfo(0));
                 expectError(Status.UNSUPPORTED, "cuda:0", () -> Tensor.cudaEmptyCache(0));
+                expectError(Status.UNSUPPORTED, "cuda:0", () -> Tensor.cudaFreeMemory(0));
             } else {
                 try (Tensor d = x.toPlace(2, 0)) {
                     assertEquals(2, d.place()[0]);
                     assertTrue(Tensor.cudaMemoryInfo(0)[0] >= 24);
                     Tensor.cudaEmptyCache(0);
                     assertEquals(0L, Tensor.cudaMemoryInfo(0)[1]);
+                    long[] mem = Tensor.cudaFreeMemory(0);
+                    assertTrue(mem[0] > 0 && mem[0] <= mem[1]);
                 }
             }
             expectError(Status.INVALID_ARGUMENT, "device", () -> Tensor.cudaMemoryInfo(-1));
             expectError(Status.INVALID_ARGUMENT, "device", () -> Tensor.cudaEmptyCache(-1));
+            expectError(Status.INVALID_ARGUMENT, "device", () -> Tensor.cudaFreeMemory(-1));
             expectError(Status.INVALID_ARGUMENT, "place", () -> x.toPlace(7, 0));
         }
     }
