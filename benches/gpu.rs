@@ -12,9 +12,9 @@
 //! device: nothing measured" and exits 0.
 //!
 //! A case's GB/s is `(read + write) / median time`, its minimum traffic as in ops.rs. Calibrations:
-//! - copy (every case whose CPU calibration moves bytes: copy, row gather, plain loop): `to_place`
-//!   of a device tensor of the output's size onto its own device, a device-to-device copy into a
-//!   fresh allocation, as an op's output is: GB/s = `2 x write / time`.
+//! - copy (every case whose CPU calibration moves bytes: copy, copy + fill, row gather, plain
+//!   loop): `to_place` of a device tensor of the output's size onto its own device, a
+//!   device-to-device copy into a fresh allocation, as an op's output is: GB/s = `2 x write / time`.
 //! - read (the CPU's `sum`: pooling, the beam step): `read_bandwidth_probe` over a device tensor
 //!   of the input's size, a read-only sum kernel: GB/s = `read / time`.
 //!

@@ -53,11 +53,13 @@ pub fn sequences(lengths: &[usize], width: usize, rng: &mut Rng) -> LoDTensor {
 #[derive(Clone)]
 pub enum Calib {
     Copy,
+    /// The input copied once into the front of the output, the rest filled (pad).
+    CopyFill,
     Sum,
     /// A plain loop copying these row ranges of `source` (rows of `row_bytes`) one after the other:
-    /// the op's own memory pattern with none of its bookkeeping.
+    /// the op's own memory pattern with none of its bookkeeping. `source` is the op's host input.
     Gather {
-        source: Rc<Vec<u8>>,
+        source: Rc<Tensor>,
         row_bytes: usize,
         ranges: Rc<Vec<Range<usize>>>,
     },
@@ -199,7 +201,7 @@ pub fn cases(on: &dyn Fn(LoDTensor) -> LoDTensor, small: bool) -> Vec<Case> {
             .flat_map(|i| (0..lengths[i]).map(move |t| (i, t)))
             .map(|(i, t)| step_start[t] + rank[i]..step_start[t] + rank[i] + 1)
             .collect();
-        let source = Rc::new(host_x.tensor().bytes().unwrap().to_vec());
+        let source = Rc::new(host_x.tensor().clone());
         let unpack_cal = Calib::Gather { source: source.clone(), row_bytes: w * f, ranges: Rc::new(unpack_rows) };
         let pack_cal = Calib::Gather { source, row_bytes: w * f, ranges: Rc::new(pack_rows) };
         let t2 = table.clone();
@@ -226,7 +228,7 @@ pub fn cases(on: &dyn Fn(LoDTensor) -> LoDTensor, small: bool) -> Vec<Case> {
             format!("pad {n} U[{lo},{hi}] to {label} w{w}"),
             bytes,
             n * l * w * f + n * 8,
-            Calib::Copy,
+            Calib::CopyFill,
             move || black_box(sequence_pad(&x, &pad, padded)).map(drop),
         ));
         v.push(case(format!("unpad {n} U[{lo},{hi}] from {l} w{w}"), bytes + n * 8, bytes, Calib::Copy, move || {

@@ -19,7 +19,7 @@ pub mod topk;
 /// Whether the CPU has AVX2. The library is built for baseline x86-64 (SSE2: 4 lanes of f32,
 /// a blend is three instructions); a few hot kernels also exist compiled for AVX2 (8 lanes,
 /// `vblendvps`, 4-lane f32-to-f64 conversion), chosen with this at run time.
-pub(crate) fn has_avx2() -> bool {
+pub fn has_avx2() -> bool {
     #[cfg(target_arch = "x86_64")]
     return std::arch::is_x86_feature_detected!("avx2");
     #[cfg(not(target_arch = "x86_64"))]
@@ -28,7 +28,7 @@ pub(crate) fn has_avx2() -> bool {
 
 /// Whether the CPU has AVX-512F, for the kernels whose AVX-512 form is a different algorithm
 /// (lane permutes within a 512-bit register), not just wider lanes.
-pub(crate) fn has_avx512() -> bool {
+pub fn has_avx512() -> bool {
     #[cfg(target_arch = "x86_64")]
     return std::arch::is_x86_feature_detected!("avx512f");
     #[cfg(not(target_arch = "x86_64"))]
