@@ -308,15 +308,15 @@ fn measure(c: &Case, threads: usize, reps: usize) -> Row {
     let sum_src = sum_t.as_slice::<f32>().unwrap();
     let mut warm = Fresh::new(c.write);
     let (mut t_op, mut t_cal, mut t_warm, mut t_copy) = (vec![], vec![], vec![], vec![]);
-    let fresh_copy = || time_fresh_best(c.write, |dst, stores| tiled_copy(&src, dst, threads, stores));
+    let fresh_copy = || time_fresh_best(c.write, |dst, stores| tiled_copy(src, dst, threads, stores));
     let warmup = 2;
     for rep in 0..warmup + reps {
         let op = time(|| (c.op)().unwrap());
         let cal = match &c.calib {
             Calib::Copy => fresh_copy(),
-            Calib::CopyFill => time_fresh_best(c.write, |dst, stores| copy_fill(&src, dst, threads, stores)),
+            Calib::CopyFill => time_fresh_best(c.write, |dst, stores| copy_fill(src, dst, threads, stores)),
             Calib::Sum => time(|| {
-                black_box(read_sum(black_box(&sum_src), threads));
+                black_box(read_sum(black_box(sum_src), threads));
             }),
             Calib::Gather { source, row_bytes, ranges } => time_fresh_best(c.write, |dst, stores| {
                 row_gather(source.bytes().unwrap(), *row_bytes, ranges, dst, threads, stores)
@@ -336,7 +336,7 @@ fn measure(c: &Case, threads: usize, reps: usize) -> Row {
         }
         let wrm = match c.calib {
             Calib::Sum => cal,
-            _ => time(|| tiled_copy(&src, warm.slice(c.write), threads, Stores::Plain)),
+            _ => time(|| tiled_copy(src, warm.slice(c.write), threads, Stores::Plain)),
         };
         if rep >= warmup {
             t_op.push(op);
