@@ -1,12 +1,12 @@
 //! The code paths that exist for speed, each checked against a plain reference loop written
 //! here: pooling over every column-block shape (register blocks, wide passes, more than one wide
-//! pass, tails), row gathers and padding large enough to use streaming stores, padding of rows of
+//! pass, tails), row gathers, scatter and padding large enough to use streaming stores, padding of rows of
 //! a few bytes, and outputs large enough for their own huge-page mapping; each at 1 and 4 threads.
 
 use lodtensor::backend::cpu::pool::set_num_threads;
 use lodtensor::{
     array_to_lod_tensor, beam_search_gather_tree, lod_tensor_to_array, sequence_expand_as, sequence_pad, sequence_pool,
-    LoDTensor, PoolType, RankTable, Tensor,
+    sequence_scatter, LoDTensor, PoolType, RankTable, Tensor,
 };
 
 fn xorshift(s: &mut u64) -> u64 {
@@ -98,9 +98,10 @@ fn pooling_matches_reference_for_every_block_shape() {
 
 #[test]
 fn large_row_gathers_stream_the_same_bytes() {
-    // expand_as: 2 KiB rows, 6 MiB of output (streamed); 36 MiB (its own huge-page mapping too).
+    // expand_as: 2 KiB rows, 6 MiB of output (streamed); 36 MiB (its own huge-page mapping too);
+    // 512-byte rows, streamed because each row's repeats read it in one run.
     let mut seed = 7u64;
-    for (n, w, max_repeat) in [(64usize, 512usize, 90usize), (96, 2048, 96)] {
+    for (n, w, max_repeat) in [(64usize, 512usize, 90usize), (96, 2048, 96), (200, 128, 200)] {
         let x: Vec<f32> = (0..n * w).map(|_| xorshift(&mut seed) as f32).collect();
         let repeats: Vec<usize> =
             (0..n).map(|i| if i == 5 { 0 } else { (xorshift(&mut seed) as usize) % max_repeat + 1 }).collect();
@@ -119,6 +120,38 @@ fn large_row_gathers_stream_the_same_bytes() {
             let got = sequence_expand_as(&xt, &y).unwrap();
             assert!(got.tensor().as_slice::<f32>().unwrap() == &want[..], "expand_as {n}x{w}, {threads} threads");
         }
+    }
+    set_num_threads(0).unwrap();
+}
+
+#[test]
+fn large_scatter_streams_then_adds_in_id_order() {
+    // 64 rows of 32768 f32 (8 MiB: the copy of x is streamed), 40 ids for each of the first 61
+    // rows, every seventh repeating an earlier id of its row; sums in id order are exact to compare.
+    let (rows, w, per_row, sequences) = (64usize, 32768usize, 40usize, 61usize);
+    let mut seed = 11u64;
+    let x: Vec<f32> = (0..rows * w).map(|_| (xorshift(&mut seed) % 1000) as f32 * 0.25).collect();
+    let mut ids: Vec<i64> = Vec::new();
+    for _ in 0..sequences {
+        let start = ids.len();
+        for k in 0..per_row {
+            let id = if k % 7 == 6 { ids[start + k / 2] } else { (xorshift(&mut seed) % w as u64) as i64 };
+            ids.push(id);
+        }
+    }
+    let updates: Vec<f32> = (0..ids.len()).map(|_| (xorshift(&mut seed) % 97) as f32 * 0.5 + 0.125).collect();
+    let lod = vec![offsets(&vec![per_row; sequences])];
+    let mut want = x.clone();
+    for (p, (&id, &u)) in ids.iter().zip(&updates).enumerate() {
+        want[(p / per_row) * w + id as usize] += u;
+    }
+    let xt = LoDTensor::dense(Tensor::from_slice(&x, &[rows, w]).unwrap());
+    let idt = LoDTensor::from_slice(&ids, &[ids.len(), 1], lod.clone()).unwrap();
+    let ut = LoDTensor::from_slice(&updates, &[updates.len(), 1], lod).unwrap();
+    for threads in [1, 4] {
+        set_num_threads(threads).unwrap();
+        let got = sequence_scatter(&xt, &idt, &ut).unwrap();
+        assert!(got.tensor().as_slice::<f32>().unwrap() == &want[..], "scatter, {threads} threads");
     }
     set_num_threads(0).unwrap();
 }

@@ -154,6 +154,21 @@ pub(crate) fn copy(dst: &mut [u8], src: &[u8], stream: bool) {
     dst.copy_from_slice(src);
 }
 
+/// `copy` of plain-data elements (numbers: any bit pattern is a value).
+#[inline]
+pub(crate) fn copy_elements<T: Copy>(dst: &mut [T], src: &[T], stream: bool) {
+    assert_eq!(dst.len(), src.len(), "copy: lengths differ");
+    let n = std::mem::size_of_val(src);
+    // SAFETY: both slices span `n` bytes of initialised plain data; `dst` is uniquely borrowed.
+    let (d, s) = unsafe {
+        (
+            std::slice::from_raw_parts_mut(dst.as_mut_ptr().cast::<u8>(), n),
+            std::slice::from_raw_parts(src.as_ptr().cast::<u8>(), n),
+        )
+    };
+    copy(d, s, stream);
+}
+
 /// Orders this thread's streaming stores before whatever follows (the end of the task, which
 /// another thread may observe): they are weakly ordered otherwise.
 #[inline]

@@ -3,6 +3,7 @@
 //! order, so duplicates accumulate in the same order whatever the thread count.
 
 use super::pool::for_each_segment;
+use super::rows::{copy_elements, store_fence, streams};
 use crate::dtype::Scalar;
 use crate::error::{err, Result};
 
@@ -25,9 +26,15 @@ pub fn scatter_add_rows<T: Scalar, I: Copy + Into<i64> + Sync>(
     let mut bounds = Vec::new();
     bounds.try_reserve_exact(rows + 1).map_err(|_| err!(OutOfMemory, "scatter: {rows} row bounds"))?;
     bounds.extend((0..=rows).map(|i| i * width));
+    // A large copy is written with streaming stores like the row gathers'; the few updates then
+    // read back their lines (after the fence) from memory.
+    let stream = src.is_some() && streams(std::mem::size_of_val(out), rows);
     for_each_segment(out, &bounds, |i, row| {
         if let Some(src) = src {
-            row.copy_from_slice(&src[i * width..(i + 1) * width]);
+            copy_elements(row, &src[i * width..(i + 1) * width], stream);
+            if stream {
+                store_fence();
+            }
         }
         if i + 1 < ids_offsets.len() {
             for p in ids_offsets[i]..ids_offsets[i + 1] {
