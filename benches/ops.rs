@@ -168,14 +168,21 @@ fn copy_fill(src: &[u8], dst: &mut [u8], threads: usize, stores: Stores) {
     });
 }
 
-/// The row-gather calibration: ranges copied in order into `dst`, split in `threads` parts of
-/// consecutive ranges.
-fn row_gather(src: &[u8], row_bytes: usize, ranges: &[Range<usize>], dst: &mut [u8], threads: usize, stores: Stores) {
-    let copy = |ranges: &[Range<usize>], dst: &mut [u8]| {
+/// The row-gather calibration: blocks `(source, rows)` copied in order into `dst`, split in
+/// `threads` parts of consecutive blocks.
+fn row_gather(
+    srcs: &[&[u8]],
+    row_bytes: usize,
+    ranges: &[(usize, Range<usize>)],
+    dst: &mut [u8],
+    threads: usize,
+    stores: Stores,
+) {
+    let copy = |ranges: &[(usize, Range<usize>)], dst: &mut [u8]| {
         let mut at = 0;
-        for r in ranges {
+        for (s, r) in ranges {
             let n = r.len() * row_bytes;
-            put(&mut dst[at..at + n], Some(&src[r.start * row_bytes..r.end * row_bytes]), stores);
+            put(&mut dst[at..at + n], Some(&srcs[*s][r.start * row_bytes..r.end * row_bytes]), stores);
             at += n;
         }
     };
@@ -183,7 +190,7 @@ fn row_gather(src: &[u8], row_bytes: usize, ranges: &[Range<usize>], dst: &mut [
         copy(ranges, dst);
     } else {
         let half = ranges.len() / 2;
-        let split: usize = ranges[..half].iter().map(|r| r.len() * row_bytes).sum();
+        let split: usize = ranges[..half].iter().map(|(_, r)| r.len() * row_bytes).sum();
         let (a, b) = dst.split_at_mut(split);
         pool().unwrap().install(|| rayon::join(|| copy(&ranges[..half], a), || copy(&ranges[half..], b)));
     }
@@ -318,9 +325,10 @@ fn measure(c: &Case, threads: usize, reps: usize) -> Row {
             Calib::Sum => time(|| {
                 black_box(read_sum(black_box(sum_src), threads));
             }),
-            Calib::Gather { source, row_bytes, ranges } => time_fresh_best(c.write, |dst, stores| {
-                row_gather(source.bytes().unwrap(), *row_bytes, ranges, dst, threads, stores)
-            }),
+            Calib::Gather { sources, row_bytes, ranges } => {
+                let srcs: Vec<&[u8]> = sources.iter().map(|s| s.bytes().unwrap()).collect();
+                time_fresh_best(c.write, |dst, stores| row_gather(&srcs, *row_bytes, ranges, dst, threads, stores))
+            }
             Calib::ElementGather { source, index } => {
                 time_fresh(c.write, |dst: &mut [u64]| element_gather(source, index, dst, threads))
             }

@@ -8,7 +8,7 @@
 
 use lodtensor::{
     array_to_lod_tensor, beam_search_fused_step, beam_search_gather_tree, lod_tensor_to_array, sequence_expand_as,
-    sequence_pad, sequence_pool, sequence_scatter, sequence_unpad, LoDTensor, PoolType, RankTable, Tensor,
+    sequence_pad, sequence_pool, sequence_scatter, sequence_unpad, LoDTensor, Place, PoolType, RankTable, Tensor,
 };
 use lodtensor::{scatter_rows, ScatterMode};
 use std::hint::black_box;
@@ -56,12 +56,14 @@ pub enum Calib {
     /// The input copied once into the front of the output, the rest filled (pad).
     CopyFill,
     Sum,
-    /// A plain loop copying these row ranges of `source` (rows of `row_bytes`) one after the other:
-    /// the op's own memory pattern with none of its bookkeeping. `source` is the op's host input.
+    /// A plain loop copying these row blocks one after the other, block `(s, rows)` being rows
+    /// `rows` of `sources[s]` (rows of `row_bytes`): the op's own memory pattern with none of its
+    /// bookkeeping. On the CPU `sources` are the op's own inputs, so that the calibration reads
+    /// the memory the op reads, warm or cold as the op finds it.
     Gather {
-        source: Rc<Tensor>,
+        sources: Rc<Vec<Tensor>>,
         row_bytes: usize,
-        ranges: Rc<Vec<Range<usize>>>,
+        ranges: Rc<Vec<(usize, Range<usize>)>>,
     },
     /// A plain loop of 8-byte element loads at given positions: `out[i] = source[index[i]]`, the
     /// positions of `source` that the op ends up reading, in its output order (gather_tree: the
@@ -173,7 +175,8 @@ pub fn cases(on: &dyn Fn(LoDTensor) -> LoDTensor, small: bool) -> Vec<Case> {
     }
 
     // TensorArray unpack (lod_tensor_to_array) and pack (array_to_lod_tensor). Calibration: the
-    // same rows gathered by a plain loop, the ranges derived here from the lengths alone.
+    // same rows gathered by a plain loop from the same tensors (x; the array's steps), the ranges
+    // derived here from the lengths alone.
     for (n, lo, hi, w) in [(64, 10, 100, 512), (32, 200, 1500, 80), (32, 200, 1500, 512)] {
         let n = s(n);
         let lengths: Vec<usize> = (0..n).map(|_| rng.range(lo, hi)).collect();
@@ -188,22 +191,29 @@ pub fn cases(on: &dyn Fn(LoDTensor) -> LoDTensor, small: bool) -> Vec<Case> {
         order.sort_by_key(|&i| std::cmp::Reverse(lengths[i]));
         let o = offsets(&lengths);
         let steps = lengths.iter().copied().max().unwrap_or(0);
-        let (mut unpack_rows, mut step_start) = (vec![], vec![]);
+        let mut unpack_rows: Vec<(usize, Range<usize>)> = vec![];
         for t in 0..steps {
-            step_start.push(unpack_rows.len());
-            unpack_rows.extend(order.iter().filter(|&&i| lengths[i] > t).map(|&i| o[i] + t..o[i] + t + 1));
+            unpack_rows.extend(order.iter().filter(|&&i| lengths[i] > t).map(|&i| (0, o[i] + t..o[i] + t + 1)));
         }
+        // Sequence i is row rank[i] of every step it is alive in.
         let mut rank = vec![0; n];
         for (k, &i) in order.iter().enumerate() {
             rank[i] = k;
         }
-        let pack_rows: Vec<Range<usize>> = (0..n)
-            .flat_map(|i| (0..lengths[i]).map(move |t| (i, t)))
-            .map(|(i, t)| step_start[t] + rank[i]..step_start[t] + rank[i] + 1)
-            .collect();
-        let source = Rc::new(host_x.tensor().clone());
-        let unpack_cal = Calib::Gather { source: source.clone(), row_bytes: w * f, ranges: Rc::new(unpack_rows) };
-        let pack_cal = Calib::Gather { source, row_bytes: w * f, ranges: Rc::new(pack_rows) };
+        let mut pack_rows: Vec<(usize, Range<usize>)> = vec![];
+        for i in 0..n {
+            pack_rows.extend((0..lengths[i]).map(|t| (t, rank[i]..rank[i] + 1)));
+        }
+        // The op's own steps where they are on the host (the CPU bench), else host ones.
+        let host_steps = match &array {
+            Ok(a) if a.as_slice().iter().all(|s| s.tensor().place() == Place::Cpu) => a.clone(),
+            _ => lod_tensor_to_array(&host_x, &table).unwrap(),
+        };
+        let steps: Vec<Tensor> = host_steps.as_slice().iter().map(|s| s.tensor().clone()).collect();
+        let row_bytes = w * f;
+        let unpack_cal =
+            Calib::Gather { sources: Rc::new(vec![host_x.tensor().clone()]), row_bytes, ranges: Rc::new(unpack_rows) };
+        let pack_cal = Calib::Gather { sources: Rc::new(steps), row_bytes, ranges: Rc::new(pack_rows) };
         let t2 = table.clone();
         v.push(case(format!("unpack {n} U[{lo},{hi}] w{w}"), bytes, bytes, unpack_cal, move || {
             black_box(lod_tensor_to_array(&x, &table)).map(drop)
