@@ -3,6 +3,7 @@
 //! input. Rows are copied as bytes, so one kernel serves every dtype.
 
 use super::pool::for_each_segment;
+use crate::dtype::Element;
 use crate::error::{ensure, err, Result};
 use std::ops::Range;
 
@@ -97,8 +98,8 @@ pub const STREAM_MIN_BYTES: usize = 4 << 20;
 /// from scattered places (packing 320-byte rows) ran a third slower with streaming stores, which
 /// compete with the scattered reads for the core's miss buffers. A run is a series of pieces
 /// that each start where the one before started or ended in the same memory, such as a row
-/// repeated by sequence_expand_as (512-byte rows: 0.65 of a copy with plain stores, 0.83
-/// streaming) or consecutive rows.
+/// repeated by sequence_expand_as (512-byte rows: 0.67 of the benchmark's ceiling with plain
+/// stores, 0.82 streaming) or consecutive rows.
 pub const STREAM_MIN_PIECE: usize = 1024;
 
 /// Whether an output of `len` bytes, read in `runs` runs from their sources, is written with
@@ -154,12 +155,13 @@ pub(crate) fn copy(dst: &mut [u8], src: &[u8], stream: bool) {
     dst.copy_from_slice(src);
 }
 
-/// `copy` of plain-data elements (numbers: any bit pattern is a value).
+/// `copy` of elements of a dtype.
 #[inline]
-pub(crate) fn copy_elements<T: Copy>(dst: &mut [T], src: &[T], stream: bool) {
+pub(crate) fn copy_elements<T: Element>(dst: &mut [T], src: &[T], stream: bool) {
     assert_eq!(dst.len(), src.len(), "copy: lengths differ");
     let n = std::mem::size_of_val(src);
-    // SAFETY: both slices span `n` bytes of initialised plain data; `dst` is uniquely borrowed.
+    // SAFETY: both slices span `n` bytes of initialised plain data (`Element`: no padding, and
+    // every bit pattern the library writes is a value); `dst` is uniquely borrowed.
     let (d, s) = unsafe {
         (
             std::slice::from_raw_parts_mut(dst.as_mut_ptr().cast::<u8>(), n),
