@@ -208,19 +208,23 @@ pub fn array_to_lod_tensor(array: &TensorArray, table: &RankTable) -> Result<LoD
     let mut levels = vec![vec![0usize]; deeper];
     // One block per (sequence, step): as many as the table's lengths add up to.
     let mut blocks = Vec::with_capacity(table.items().iter().map(|item| item.length).sum());
+    // The rows of all blocks, counted as they are made.
+    let mut total = 0usize;
     for &pos in &position {
         let length = table.items()[pos].length;
         rank_level.push(rank_level[rank_level.len() - 1] + length);
         if deeper == 0 {
             // Row `pos` of each step: the common case of plain rows, without the LoD walk.
             blocks.extend((0..length).map(|x| (x, pos..pos + 1)));
+            total += length;
         } else {
             for (x, e) in elements.iter().enumerate().take(length) {
-                blocks.push((x, append_unit(e.lod().levels(), pos, &mut levels)));
+                let rows = append_unit(e.lod().levels(), pos, &mut levels);
+                total += rows.len();
+                blocks.push((x, rows));
             }
         }
     }
-    let total: usize = if deeper == 0 { blocks.len() } else { blocks.iter().map(|(_, r)| r.len()).sum() };
     let (dtype, dims, row_bytes) = (first.tensor().dtype(), first.dims().with_rows(total)?, first.tensor().row_bytes());
     let out = if let Place::Cuda(_) = place {
         // One launch over a table of the elements' device addresses.

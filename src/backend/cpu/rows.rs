@@ -26,8 +26,9 @@ pub fn gather_blocks(srcs: &[&[u8]], row_bytes: usize, blocks: &[(usize, Range<u
 
 /// The one checked row gather: block `i` is `block(i) = (source, rows)`. Every block is checked to
 /// lie in its source and the blocks to fill `out` exactly, once, before any byte is copied. One
-/// pass over the blocks checks them, keeps each one's bytes and groups them into tasks: a gather
-/// of short rows spends as much time on this bookkeeping as on the copy.
+/// pass over the blocks checks them, keeps each one's bytes, counts the runs they are read in and
+/// groups them into tasks: a gather of short rows spends as much time on this bookkeeping as on
+/// the copy.
 fn gather_checked<'a>(
     n: usize,
     row_bytes: usize,
@@ -37,7 +38,7 @@ fn gather_checked<'a>(
     let mut pieces: Vec<&'a [u8]> = Vec::with_capacity(n);
     // Task t copies pieces first[t]..first[t + 1] into out[task_bounds[t]..task_bounds[t + 1]].
     let (mut first, mut task_bounds) = (vec![0usize], vec![0usize]);
-    let mut filled = 0usize;
+    let (mut filled, mut runs) = (0usize, 0usize);
     for i in 0..n {
         let (src, r) = block(i)?;
         // One test covers a range that is reversed, overflows or ends past its source (the start
@@ -58,6 +59,9 @@ fn gather_checked<'a>(
             out.len()
         );
         filled += piece.len();
+        if pieces.last().is_none_or(|&prev| !continues_run(prev, piece)) {
+            runs += 1;
+        }
         pieces.push(piece);
         if filled - task_bounds[task_bounds.len() - 1] >= TASK_BYTES {
             first.push(i + 1);
@@ -69,7 +73,7 @@ fn gather_checked<'a>(
         first.push(n); // the last, short task; or one empty task when there are no pieces
         task_bounds.push(filled);
     }
-    let stream = streams(out.len(), read_runs(&pieces));
+    let stream = streams(out.len(), runs);
     for_each_segment(out, &task_bounds, |t, seg| {
         let mut rest = seg;
         for p in &pieces[first[t]..first[t + 1]] {
@@ -108,14 +112,12 @@ pub(crate) fn streams(len: usize, runs: usize) -> bool {
     len >= STREAM_MIN_BYTES && len / runs.max(1) >= STREAM_MIN_PIECE
 }
 
-/// The number of runs in `pieces`: series of pieces that each start where the one before started
-/// (a repeated row) or ended (the next rows).
-fn read_runs(pieces: &[&[u8]]) -> usize {
-    let continues = |prev: &[u8], next: &[u8]| {
-        let at = next.as_ptr();
-        at == prev.as_ptr() || at == prev.as_ptr().wrapping_add(prev.len())
-    };
-    usize::from(!pieces.is_empty()) + pieces.windows(2).filter(|w| !continues(w[0], w[1])).count()
+/// Whether `next` continues the run of `prev`: it starts where `prev` started (a repeated row) or
+/// ended (the next rows).
+#[inline]
+fn continues_run(prev: &[u8], next: &[u8]) -> bool {
+    let at = next.as_ptr();
+    at == prev.as_ptr() || at == prev.as_ptr().wrapping_add(prev.len())
 }
 
 /// `dst.copy_from_slice(src)`, with streaming stores when `stream` (x86-64; elsewhere a copy).
@@ -204,16 +206,14 @@ mod tests {
     }
 
     #[test]
-    fn runs_are_repeated_or_consecutive_pieces() {
+    fn runs_continue_with_a_repeated_or_the_next_piece() {
         let src: Vec<u8> = (0..40).collect();
         let row = |r: usize| &src[r * 4..r * 4 + 4];
-        assert_eq!(read_runs(&[]), 0);
-        assert_eq!(read_runs(&[row(3)]), 1);
-        // Repeats of a row, then the next rows: one run; a step back or a jump starts another.
-        assert_eq!(read_runs(&[row(2), row(2), row(2), row(3), row(4), row(4)]), 1);
-        assert_eq!(read_runs(&[row(2), row(3), row(1), row(5), row(5), row(9)]), 4);
-        // The same bytes as a longer piece, then a piece starting inside it: two runs.
-        assert_eq!(read_runs(&[&src[0..8], &src[4..8]]), 2);
+        // A repeat of the row, or the row after it, continues a run.
+        assert!(continues_run(row(2), row(2)) && continues_run(row(2), row(3)));
+        // A step back, a jump, or a piece starting inside the one before starts another.
+        assert!(!continues_run(row(2), row(1)) && !continues_run(row(2), row(5)));
+        assert!(!continues_run(&src[0..8], &src[4..8]));
     }
 
     /// A row repeated as sequence_expand_as repeats it: short pieces in long runs, streamed; the
@@ -224,9 +224,10 @@ mod tests {
         let src: Vec<u8> = (0..64 * row).map(|i| (i % 253) as u8).collect();
         let ranges: Vec<Range<usize>> =
             (0..64).flat_map(|r| std::iter::repeat_n(r..r + 1, 1 + (r * 37) % 300)).collect();
-        let pieces: Vec<&[u8]> = ranges.iter().map(|r| &src[r.start * row..r.end * row]).collect();
+        // Every row is repeated, then the next one follows: one run, where a count of pieces would
+        // not stream.
         let total = ranges.len() * row;
-        assert!(streams(total, read_runs(&pieces)) && !streams(total, pieces.len()), "the streamed path is taken");
+        assert!(streams(total, 1) && !streams(total, ranges.len()), "the streamed path is taken");
         let mut out = vec![0u8; total];
         gather_row_ranges(&src, row, &ranges, &mut out).unwrap();
         for (k, r) in ranges.iter().enumerate() {

@@ -26,8 +26,8 @@ pub fn scatter_add_rows<T: Scalar, I: Copy + Into<i64> + Sync>(
     let mut bounds = Vec::new();
     bounds.try_reserve_exact(rows + 1).map_err(|_| err!(OutOfMemory, "scatter: {rows} row bounds"))?;
     bounds.extend((0..=rows).map(|i| i * width));
-    // A large copy is written with streaming stores like the row gathers'; the few updates then
-    // read back their lines (after the fence) from memory.
+    // A large copy is written with streaming stores by the row gathers' rule, each row counted as
+    // a run of its own (it ends with a fence, before its updates read back their lines).
     let stream = src.is_some() && streams(std::mem::size_of_val(out), rows);
     for_each_segment(out, &bounds, |i, row| {
         if let Some(src) = src {
