@@ -7,7 +7,9 @@
 # CUDA driver). LODTENSOR_REQUIRE_GPU=1 makes a GPU
 # test fail instead of skipping when no device is found (the default here), so a green run really
 # ran on the GPU; LODTENSOR_REQUIRE_GPU=0 lets the script run (skipping) on a machine without one.
-# scripts/test.sh stays the CI entry point (no GPU needed); this one is for a GPU session.
+# scripts/test.sh stays the CI entry point (no GPU needed); this one is for a GPU session. A GPU
+# machine without Rust or a network runs the same from programs built elsewhere:
+# scripts/gpu-bundle.sh, then scripts/gpu-run.sh there.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh

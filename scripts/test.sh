@@ -10,8 +10,9 @@
 # compiles every CUDA kernel with NVRTC, which needs no GPU: libnvrtc.so.13 comes from PyPI's
 # nvidia-cuda-nvrtc, installed into build/nvrtc when missing. Step 6 runs the GPU tests
 # (tests/cuda*.rs) and the C API tests against the `cuda-emulator` build (target/emu,
-# build/capi-emu): the CUDA backend and its kernels, run on the host. LODTENSOR_SKIP_CUDA=1 skips
-# steps 5 and 6.
+# build/capi-emu): the CUDA backend and its kernels, run on the host; then it packs the bundle
+# for GPU machines without Rust (scripts/gpu-bundle.sh) over the emulator and runs two of its
+# programs with scripts/gpu-run.sh. LODTENSOR_SKIP_CUDA=1 skips steps 5 and 6.
 # A failing test suite does not stop the ones after it (CI shows every failure at once); the
 # script exits non-zero if any failed. A failing build does stop it.
 set -euo pipefail
@@ -81,6 +82,14 @@ else
       failed+=("C API tests on the CUDA emulator")
   else
     failed+=("C API tests on the CUDA emulator (build)")
+  fi
+  # The bundle for GPU machines without Rust (scripts/gpu-bundle.sh, scripts/gpu-run.sh), made
+  # over the emulator, unpacked and two of its programs run, so that the scripts keep up with
+  # the tree (the whole bundle's tests are the ones above).
+  if FEATURE=cuda-emulator bash scripts/gpu-bundle.sh; then
+    GPU_RUN_FILTER='cuda_memory' GPU_RUN_BENCH=0 bash scripts/gpu-run.sh || failed+=("GPU bundle run (emulator)")
+  else
+    failed+=("GPU bundle (scripts/gpu-bundle.sh, emulator)")
   fi
 fi
 

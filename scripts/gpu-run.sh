@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Runs the bundle that scripts/gpu-bundle.sh built, on a machine with an NVIDIA GPU and its
+# driver; it needs no Rust toolchain, no compiler and no network:
+#   bash scripts/gpu-run.sh [BUNDLE]        # BUNDLE defaults to gpu-bundle.tgz
+# Runs what scripts/test-gpu.sh runs: every Rust test program (LODTENSOR_REQUIRE_GPU=1, so a
+# GPU test fails instead of skipping when no device is found), the ignored speed tests (gpu_*,
+# one at a time), every C API test program (exit status 77 is a skip), then
+# the GPU benchmark (BENCH_* variables pass through; GPU_RUN_BENCH=0 leaves it out). An emulator
+# bundle runs no speed tests and runs the benchmark with BENCH_SMALL=1 and BENCH_REPS=3. Logs go to
+# $OUT when it is set (the folder a device machine sends back), else build/gpu-logs: run.log (every
+# program's output), bench.md (the benchmark's table) and summary.txt, which is also printed last.
+# GPU_RUN_FILTER=REGEX runs only the programs whose name in the summary matches, e.g. 'cuda'.
+# libnvrtc.so.13 is looked for in LODTENSOR_NVRTC_DIR, the loader's cache, the CUDA toolkit and
+# Python's nvidia-cuda-nvrtc package.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+tarball=${1:-gpu-bundle.tgz}
+[[ -f $tarball ]] || { echo "error: no $tarball; make it with scripts/gpu-bundle.sh" >&2; exit 2; }
+mkdir -p build
+rm -rf build/gpu-bundle
+tar -xzf "$tarball" -C build || exit 2
+bundle=build/gpu-bundle
+feature=$(<"$bundle/FEATURE")
+logs=${OUT:-build/gpu-logs}
+mkdir -p "$logs"
+log=$logs/run.log summary=$logs/summary.txt
+: >"$log"
+: >"$summary"
+export LODTENSOR_REQUIRE_GPU=${LODTENSOR_REQUIRE_GPU:-1} LODTENSOR_POISON_UNINIT=1
+
+note() { printf '%s\n' "$*" | tee -a "$summary"; }
+
+# The folder of the first libnvrtc.so.13 found, or nothing.
+find_nvrtc() {
+  local dirs=() lib
+  if [[ -n ${LODTENSOR_NVRTC_DIR:-} ]]; then
+    echo "$LODTENSOR_NVRTC_DIR"
+    return
+  fi
+  lib=$(ldconfig -p 2>/dev/null | awk '/libnvrtc\.so\.13/ { print $NF; exit }')
+  [[ -n $lib ]] && { dirname "$lib"; return; }
+  dirs=(/usr/local/cuda*/lib64 /usr/local/cuda*/targets/x86_64-linux/lib)
+  if command -v python3 >/dev/null 2>&1; then
+    while IFS= read -r d; do dirs+=("$d/nvidia"); done < <(python3 -c 'import site; print("\n".join(site.getsitepackages()))' 2>/dev/null)
+  fi
+  lib=$(find -L "${dirs[@]}" -name 'libnvrtc.so.13*' -print -quit 2>/dev/null)
+  [[ -n $lib ]] && dirname "$lib"
+}
+
+note "bundle: $tarball ($feature), $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -m)"
+if [[ $feature == cuda ]]; then
+  export LODTENSOR_REQUIRE_NVRTC=1
+  nvrtc=$(find_nvrtc)
+  if [[ -z $nvrtc ]]; then
+    note "FAILED: no libnvrtc.so.13 on this machine (set LODTENSOR_NVRTC_DIR to its folder)"
+    exit 1
+  fi
+  export LD_LIBRARY_PATH="$nvrtc${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  note "NVRTC: $nvrtc"
+  command -v nvidia-smi >/dev/null 2>&1 && note "$(nvidia-smi -L 2>&1)"
+fi
+
+passed=0 skipped=0 failed=()
+# run NAME CMD...: runs CMD with its output appended to run.log; exit 0 passes, 77 skips. Names
+# that GPU_RUN_FILTER (an extended regular expression) does not match are left out.
+run() {
+  local name=$1 status
+  shift
+  [[ $name =~ ${GPU_RUN_FILTER:-.} ]] || return 0
+  printf '\n==== %s ====\n' "$name" >>"$log"
+  "$@" >>"$log" 2>&1
+  status=$?
+  case $status in
+    0) passed=$((passed + 1)) ;;
+    77) skipped=$((skipped + 1)); note "skipped: $name" ;;
+    *) failed+=("$name"); note "FAILED ($status): $name" ;;
+  esac
+}
+
+for prog in "$bundle"/rust/lib-* "$bundle"/rust/test-*; do
+  run "rust ${prog##*/}" "$prog"
+done
+if [[ $feature == cuda ]]; then
+  for prog in "$bundle"/rust/test-cuda*; do
+    run "speed ${prog##*/}" "$prog" --ignored --nocapture --test-threads=1 gpu_
+  done
+else
+  # Sized to fill a GPU: more than the emulator's 1 GiB, and its timings mean nothing.
+  note "speed tests: not run on the emulator"
+  export BENCH_SMALL=${BENCH_SMALL:-1} BENCH_REPS=${BENCH_REPS:-3}
+fi
+for prog in "$bundle"/capi/test_*; do
+  run "C ${prog##*/}" env LD_LIBRARY_PATH="$bundle/capi/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$prog"
+done
+if [[ ${GPU_RUN_BENCH:-1} != 0 && benchmark =~ ${GPU_RUN_FILTER:-.} ]]; then
+  printf '\n==== benchmark ====\n' >>"$log"
+  if "$bundle/rust/bench-gpu" --bench >"$logs/bench.md" 2>>"$log"; then
+    passed=$((passed + 1))
+  else
+    failed+=("benchmark")
+    note "FAILED: benchmark"
+  fi
+fi
+# The speed tests print one line per case; the summary keeps them.
+grep 'GB/s' "$log" >>"$summary" || true
+if ((${#failed[@]})); then
+  note "$passed passed, $skipped skipped, ${#failed[@]} failed: ${failed[*]}"
+  exit 1
+fi
+note "$passed passed, $skipped skipped, none failed"
