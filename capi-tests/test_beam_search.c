@@ -77,6 +77,14 @@ static void test_topk(void) {
         CHECK_STATUS_MSG(lodtensor_topk(scalar, 1, true, &v, &i), LODTENSOR_INVALID_ARGUMENT, "0-d");
         lodtensor_destroy(scalar);
     }
+    {
+        /* 1-D with a LoD: the last axis is the rows the LoD describes. */
+        const int64_t n[1] = {8};
+        const size_t seqs[3] = {0, 3, 8};
+        lodtensor_t *row = fx_make(F32, n, 1, x, seqs, 3, NULL, 0);
+        CHECK_STATUS_MSG(lodtensor_topk(row, 2, true, &v, &i), LODTENSOR_INVALID_ARGUMENT, "1-D with a LoD");
+        lodtensor_destroy(row);
+    }
     CHECK(v == fx_sentinel() && i == fx_sentinel());
     lodtensor_destroy(t);
     lodtensor_destroy(bt);
@@ -294,6 +302,8 @@ static void test_decode(void) {
     CHECK_STATUS_MSG(beam_search_decode(ids, scores, 2, 1, &si, NULL), LODTENSOR_NULL_ARGUMENT, "out_sentence_scores");
     CHECK_STATUS_MSG(beam_search_decode(ids, scores, 0, 1, &si, &ss), LODTENSOR_INVALID_ARGUMENT, "beam_size");
     CHECK_STATUS_MSG(beam_search_decode(ids, scores, 1, 1, &si, &ss), LODTENSOR_INVALID_ARGUMENT, "beam_size");
+    /* beam_size sentences for every source: SIZE_MAX of them cannot be held. */
+    CHECK_STATUS_MSG(beam_search_decode(ids, scores, SIZE_MAX, 1, &si, &ss), LODTENSOR_OUT_OF_MEMORY, "beam_size");
     CHECK_STATUS_MSG(beam_search_decode(empty, empty, 2, 1, &si, &ss), LODTENSOR_INVALID_ARGUMENT, "ids");
     CHECK_STATUS_MSG(beam_search_decode(ids, empty, 2, 1, &si, &ss), LODTENSOR_INVALID_ARGUMENT, "scores");
     CHECK_STATUS_MSG(beam_search_decode(ids, i8s, 2, 1, &si, &ss), LODTENSOR_UNSUPPORTED, "scores");

@@ -717,8 +717,9 @@ lodtensor_status_t lodtensor_to_place(const struct lodtensor_t *t, struct lodten
 // otherwise); equal values come in index order. One pass over each row, no sort. Any dtype but
 // bool. The caller destroys both new tensors.
 // Returns LODTENSOR_NULL_ARGUMENT (`x`, `out_values`, `out_indices`), LODTENSOR_INVALID_ARGUMENT
-// (0-d `x`, `k` == 0, `k` greater than the last dim), LODTENSOR_UNSUPPORTED (bool; memory on
-// a CUDA device in a build without CUDA), LODTENSOR_OUT_OF_MEMORY.
+// (0-d `x`, 1-D `x` with a LoD, `k` == 0, `k` greater than the last dim),
+// LODTENSOR_UNSUPPORTED (bool; memory on a CUDA device in a build without CUDA),
+// LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t lodtensor_topk(const struct lodtensor_t *x, size_t k, bool largest, struct lodtensor_t **out_values, struct lodtensor_t **out_indices);
 
 // The library version as "MAJOR.MINOR.PATCH" (static storage; never NULL). Compare with

@@ -6,12 +6,12 @@
 # and there, from a copy of the repository that holds gpu-bundle.tgz (git ignores it):
 #   bash scripts/gpu-run.sh
 # The bundle holds what scripts/test-gpu.sh would build there, as stripped x86-64 Linux programs
-# (they need this machine's glibc or a newer one), about 15 MB compressed: every Rust test program
-# of the feature (the library's unit tests and tests/*.rs except header.rs, which reads this
-# checkout by its absolute path), the GPU benchmark (benches/gpu.rs), and the C API test programs
-# (capi-tests/test_*) with the shared library beside them. Left out: the statically linked copies
-# of the C tests (6 MB each; linking is not what a GPU run tests) and NVRTC (libnvrtc.so.13 is
-# 140 MB; gpu-run.sh uses the GPU machine's).
+# (built on Debian 12 they need glibc 2.34 or newer there), 16 MB compressed: every Rust test
+# program of the feature (the library's unit tests and tests/*.rs except header.rs, which reads
+# this checkout by its absolute path), the GPU benchmark (benches/gpu.rs), and the C API test
+# programs (capi-tests/test_*) with the shared library beside them. Left out: the statically
+# linked copies of the C tests (6 MB each; linking is not what a GPU run tests) and NVRTC
+# (libnvrtc.so.13 is 140 MB; gpu-run.sh uses the GPU machine's).
 # The emulator bundle runs anywhere; it is how the bundle itself is tested without a GPU.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -64,6 +64,19 @@ fn top_k_errors() {
     assert!(matches!(top_k(&x, 4, true), Err(Error::InvalidArgument(m)) if m.contains("k: 4")));
     assert!(matches!(top_k(&x, 0, true), Err(Error::InvalidArgument(m)) if m.contains("k:")));
     assert!(matches!(top_k(&dense(&[1f32], &[]), 1, true), Err(Error::InvalidArgument(m)) if m.contains("x:")));
+    // 1-D with a LoD: the last axis is the rows the LoD describes, so no result could keep it
+    // (k equal to the length too: the values are sorted, no longer the sequences' rows).
+    let row =
+        LoDTensor::new(Tensor::from_slice(&[3f32, 1., 2.], &[3]).unwrap(), Lod::from_lengths(&[vec![1, 2]]).unwrap())
+            .unwrap();
+    for k in [1, 3] {
+        assert!(
+            matches!(top_k(&row, k, true), Err(Error::InvalidArgument(m)) if m.contains("x: is 1-D with a LoD")),
+            "k = {k}"
+        );
+    }
+    // Without a LoD a 1-D x is one row.
+    assert_eq!(top_k(&dense(&[3f32, 1., 2.], &[3]), 2, true).unwrap().0.tensor().as_slice::<f32>().unwrap(), &[3., 2.]);
     let b = LoDTensor::dense(Tensor::zeros(lodtensor::DType::Bool, lodtensor::Dim::new(&[2, 2]).unwrap()).unwrap());
     assert!(matches!(top_k(&b, 1, true), Err(Error::Unsupported(_))));
     // Zero rows are fine.
@@ -779,6 +792,14 @@ fn beam_search_decode_empty_slots_last_and_errors() {
     ids3.push(lt(&[1i64], &[1], vec![vec![0, 1], vec![0, 1]]));
     scores3.push(lt(&[1f32], &[1], vec![vec![0, 1], vec![0, 1]]));
     inv(beam_search_decode(&ids3, &scores3, 2, 1), "source");
+    // Every source gets beam_size sentences: a beam_size whose sentences cannot be counted, or
+    // held, is refused before anything is allocated.
+    for beam in [usize::MAX, usize::MAX / 4] {
+        assert!(
+            matches!(beam_search_decode(&ids, &scores, beam, 1), Err(Error::OutOfMemory(m)) if m.contains("beam_size")),
+            "beam_size {beam}"
+        );
+    }
 }
 
 // ---- gather_tree -------------------------------------------------------------------------------

@@ -23,8 +23,9 @@ pub const LODTENSOR_BEAM_SEARCH_DECODER_OPTIONS_VERSION: u32 = 1;
 /// otherwise); equal values come in index order. One pass over each row, no sort. Any dtype but
 /// bool. The caller destroys both new tensors.
 /// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out_values`, `out_indices`), LODTENSOR_INVALID_ARGUMENT
-/// (0-d `x`, `k` == 0, `k` greater than the last dim), LODTENSOR_UNSUPPORTED (bool; memory on
-/// a CUDA device in a build without CUDA), LODTENSOR_OUT_OF_MEMORY.
+/// (0-d `x`, 1-D `x` with a LoD, `k` == 0, `k` greater than the last dim),
+/// LODTENSOR_UNSUPPORTED (bool; memory on a CUDA device in a build without CUDA),
+/// LODTENSOR_OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_topk(
     x: *const lodtensor_t,

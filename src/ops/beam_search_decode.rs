@@ -81,7 +81,8 @@ fn check_step<'a>(
 /// whose LoD, element count or dtype differ from the ids', a bool `scores` (as Paddle), more
 /// candidates for a source than `beam_size` slots, a backtracked index outside its source's
 /// candidates, steps on different places; `Unsupported` for ids not int64, scores not
-/// float32/float64/float16/bfloat16/int32/int64 (or a CUDA place in a build without CUDA).
+/// float32/float64/float16/bfloat16/int32/int64 (or a CUDA place in a build without CUDA);
+/// `OutOfMemory` for a `beam_size` whose `sources * beam_size` sentences do not fit in memory.
 ///
 /// On a CUDA device the backtracking (host bookkeeping over small tensors) runs on the host: all
 /// steps' ids, then all steps' scores, are gathered on the device into one buffer each (one launch
@@ -212,8 +213,14 @@ fn decode<T: Scalar>(
     }
     let mut out_ids = Vec::new();
     let mut out_scores = Vec::new();
-    let mut lengths = Vec::with_capacity(sources * beam);
+    // Every source gets `beam` sentences, the empty ones included; a beam_size far beyond the
+    // candidates is refused here, before the lists are grown, not by an abort in the allocator.
+    let too_many =
+        || err!(OutOfMemory, "beam_size: {beam} sentences for each of {sources} sources do not fit in memory");
+    let mut lengths = Vec::new();
+    lengths.try_reserve_exact(sources.checked_mul(beam).ok_or_else(too_many)?).map_err(|_| too_many())?;
     for mut slots in sentences {
+        slots.try_reserve_exact(beam - slots.len()).map_err(|_| too_many())?;
         slots.resize_with(beam, || Sentence { ids: Vec::new(), scores: Vec::new() });
         for s in slots.iter_mut() {
             s.ids.reverse();

@@ -20,11 +20,18 @@ use crate::tensor::Tensor;
 /// then a block merge), the same result bit for bit; k above 64 costs one more read of the row per
 /// further 64 (no upper bound).
 ///
-/// Errors: `InvalidArgument` for a 0-d `x`, `k == 0` or `k` greater than the last dim;
+/// Errors: `InvalidArgument` for a 0-d `x`, a 1-D `x` with a LoD, `k == 0` or `k` greater
+/// than the last dim;
 /// `Unsupported` for bool (and for a CUDA place in a build without CUDA).
 pub fn top_k(x: &LoDTensor, k: usize, largest: bool) -> Result<(LoDTensor, LoDTensor)> {
     let dims = x.dims();
     ensure!(dims.ndim() >= 1, InvalidArgument, "x: is 0-d; top_k works along the last axis, so x needs rank >= 1");
+    ensure!(
+        dims.ndim() >= 2 || x.lod().is_empty(),
+        InvalidArgument,
+        "x: is 1-D with a LoD; top_k works along the last axis, which for 1-D x holds the rows that \
+         the LoD describes, so the k results could not keep it"
+    );
     let width = dims.as_slice()[dims.ndim() - 1];
     ensure!(k >= 1, InvalidArgument, "k: is 0; top_k needs k >= 1");
     ensure!(
