@@ -12,7 +12,7 @@
 mod common;
 mod cuda_common;
 
-use common::Rng;
+use common::{Rng, POOLS};
 use cuda_common::{bytes_of, gpu, gpu_or_skip, min_time, GPU};
 use lodtensor::ops::{cast, fill, log_softmax, sequence_softmax};
 use lodtensor::{cuda_device_count, sequence_first_step, sequence_last_step, sequence_pad, sequence_pool};
@@ -183,15 +183,6 @@ fn gpu_pool_equals_cpu() {
     if !gpu_or_skip() {
         return;
     }
-    let pools = [
-        PoolType::Sum,
-        PoolType::Average,
-        PoolType::Sqrt,
-        PoolType::Max,
-        PoolType::Min,
-        PoolType::First,
-        PoolType::Last,
-    ];
     let mut rng = Rng(0x2545f4914f6cdd1d);
     for case in 0..32 {
         let dtype = FLOATS[case % 4];
@@ -212,7 +203,7 @@ fn gpu_pool_equals_cpu() {
         let dims = if case % 5 == 4 && width > 0 { vec![rows, 1, width] } else { vec![rows, width] };
         let x = with_lod(float_data(&mut rng, dtype, rows * width), &dims, &lod);
         let xd = gpu(&x);
-        for pool in pools {
+        for pool in POOLS {
             let pad_value = [0.0, -1.5, f64::NAN, 1e300][case % 4];
             let want = sequence_pool(&x, pool, pad_value).unwrap();
             let got = sequence_pool(&xd, pool, pad_value).unwrap();

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::Rng;
+use common::{Rng, POOLS};
 use lodtensor::ops::{
     cast, gather_rows, log_softmax, sequence_concat, sequence_conv, sequence_enumerate, sequence_erase, sequence_mask,
     sequence_reshape, sequence_reverse, sequence_slice, sequence_softmax,
@@ -189,15 +189,7 @@ fn call(g: &mut Gen) -> (&'static str, Result<bool, String>) {
         2 => op!("sequence_pad", sequence_pad(&x, &g.tensor(D), int), |o| [&o.0, &o.1]),
         3 => op!("sequence_unpad", sequence_unpad(&x, &g.tensor(I)), |o| [&o]),
         4 => {
-            let pool = g.pick(&[
-                PoolType::Sum,
-                PoolType::Average,
-                PoolType::Sqrt,
-                PoolType::Max,
-                PoolType::Min,
-                PoolType::First,
-                PoolType::Last,
-            ]);
+            let pool = g.pick(&POOLS);
             op!("sequence_pool", sequence_pool(&x, pool, int as f64), |o| [&o.out])
         }
         5 => op!("sequence_first_step", sequence_first_step(&x), |o| [&o]),

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::with_1_and_4_threads;
+use common::{with_1_and_4_threads, POOLS};
 use half::{bf16, f16};
 use lodtensor::dtype::Scalar;
 use lodtensor::{
@@ -248,9 +248,6 @@ fn pool_reference<T: Scalar>(x: &[T], width: usize, offsets: &[usize], p: PoolTy
     }
     (out, index)
 }
-
-const POOLS: [PoolType; 7] =
-    [PoolType::Sum, PoolType::Average, PoolType::Sqrt, PoolType::Max, PoolType::Min, PoolType::First, PoolType::Last];
 
 fn check_pool<T: Scalar>(lengths: &[Vec<usize>], width: usize, pad: f64, seed: u64) {
     let l = Lod::from_lengths(lengths).unwrap();

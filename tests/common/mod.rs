@@ -1,9 +1,14 @@
-//! Support shared by the integration tests: a seeded generator, random multi-level LoDs, and the
-//! thread-count determinism check. Each test crate uses part of it.
+//! Support shared by the integration tests: a seeded generator, random multi-level LoDs, the
+//! thread-count determinism check and the list of pooling types. Each test crate uses part of it.
 #![allow(dead_code)]
 
 use lodtensor::backend::cpu::pool::set_num_threads;
+use lodtensor::PoolType;
 use proptest::prelude::*;
+
+/// Every pooling type.
+pub const POOLS: [PoolType; 7] =
+    [PoolType::Sum, PoolType::Average, PoolType::Sqrt, PoolType::Max, PoolType::Min, PoolType::First, PoolType::Last];
 
 /// A small xorshift generator, so the tests need no extra dependency. Seed it with an odd value
 /// (zero stays zero).
