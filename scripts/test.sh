@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test: the Rust tests, then the C/C++ API tests, the valgrind runs, the static-link,
-# exported-symbols and install/consumer checks through CTest:
+# Runs every test: the Rust tests (the hostile-input test also under valgrind), then the C/C++ API
+# tests, the valgrind runs, the static-link, exported-symbols and install/consumer checks through
+# CTest:
 #   bash scripts/test.sh
 # Installs cmake, g++, make, valgrind, pkg-config and binutils with apt-get when they are
 # missing, and for the bindings' tests golang-go, default-jdk-headless, libjna-java and junit5
@@ -10,9 +11,10 @@
 # compiles every CUDA kernel with NVRTC, which needs no GPU: libnvrtc.so.13 comes from PyPI's
 # nvidia-cuda-nvrtc, installed into build/nvrtc when missing. Step 6 runs the GPU tests
 # (tests/cuda*.rs) and the C API tests against the `cuda-emulator` build (target/emu,
-# build/capi-emu): the CUDA backend and its kernels, run on the host; then it packs the bundle
-# for GPU machines without Rust (scripts/gpu-bundle.sh) over the emulator and runs two of its
-# programs with scripts/gpu-run.sh. LODTENSOR_SKIP_CUDA=1 skips steps 5 and 6.
+# build/capi-emu): the CUDA backend and its kernels, run on the host (2000 hostile-input calls
+# under valgrind too); then it packs the bundle for GPU machines without Rust
+# (scripts/gpu-bundle.sh) over the emulator and runs two of its programs with scripts/gpu-run.sh.
+# LODTENSOR_SKIP_CUDA=1 skips steps 5 and 6.
 # A failing test suite does not stop the ones after it (CI shows every failure at once); the
 # script exits non-zero if any failed. A failing build does stop it.
 set -euo pipefail
@@ -41,6 +43,11 @@ failed=()
 # Outputs that kernels overwrite are allocated uninitialised; poisoned here, so a test that reads a
 # byte no kernel wrote sees 0xA5 bytes rather than whatever the heap held.
 LODTENSOR_POISON_UNINIT=1 cargo test --release --no-fail-fast || failed+=("Rust tests (cargo test --release)")
+# The hostile-input test again under valgrind (installed above): the kernels' unsafe code (SIMD,
+# raw copies) on inputs of every shape must not touch memory it does not own. Cargo runs the test
+# program through CARGO_TARGET_<host>_RUNNER.
+valgrind_runner="CARGO_TARGET_$(rustc -vV | sed -n 's/^host: //p' | tr 'a-z.-' 'A-Z__')_RUNNER=valgrind -q --error-exitcode=9"
+env "$valgrind_runner" cargo test --release --test hostile_inputs || failed+=("hostile inputs under valgrind")
 
 section "3/6 build the C API tests (cmake, build/capi)"
 cmake -S capi-tests -B build/capi -DCMAKE_BUILD_TYPE=Debug "-DLODTENSOR_BINDINGS=$bindings"
@@ -74,6 +81,10 @@ else
   for f in tests/cuda*.rs; do gpu_tests+=(--test "$(basename "$f" .rs)"); done
   LODTENSOR_POISON_UNINIT=1 LODTENSOR_REQUIRE_GPU=1 cargo test --release --features cuda-emulator --target-dir target/emu --no-fail-fast \
     --lib "${gpu_tests[@]}" || failed+=("GPU tests on the CUDA emulator")
+  # The emulated kernels (C++ on the host) on hostile inputs under valgrind: an index outside an
+  # allocation there is one on a GPU.
+  env "$valgrind_runner" HOSTILE_CASES=2000 LODTENSOR_REQUIRE_GPU=1 cargo test --release --features cuda-emulator \
+    --target-dir target/emu --test cuda_hostile_inputs || failed+=("device hostile inputs under valgrind (emulator)")
   # The C tests see two usable devices here, so their CUDA branches run.
   if cmake -S capi-tests -B build/capi-emu -DCMAKE_BUILD_TYPE=Debug -DLODTENSOR_MEMCHECK=OFF -DLODTENSOR_BINDINGS=OFF \
        "-DLODTENSOR_CARGO_TARGET_DIR=$PWD/target/emu" "-DLODTENSOR_CARGO_ARGS=--features=cuda-emulator" &&
