@@ -21,8 +21,7 @@ use crate::tensor::Tensor;
 /// further 64 (no upper bound).
 ///
 /// Errors: `InvalidArgument` for a 0-d `x`, a 1-D `x` with a LoD, `k == 0` or `k` greater
-/// than the last dim;
-/// `Unsupported` for bool (and for a CUDA place in a build without CUDA).
+/// than the last dim; `Unsupported` for bool (and for a CUDA place in a build without CUDA).
 pub fn top_k(x: &LoDTensor, k: usize, largest: bool) -> Result<(LoDTensor, LoDTensor)> {
     let dims = x.dims();
     ensure!(dims.ndim() >= 1, InvalidArgument, "x: is 0-d; top_k works along the last axis, so x needs rank >= 1");
