@@ -253,9 +253,17 @@ pub fn random_case(g: &mut Gen) -> Case {
         18 => case("sequence_reshape", vec![x], vec![], move |t, _| sequence_reshape(&t[0], int).map(one)),
         19 => {
             let (start, stride, trainable, padded) = (g.int(), g.int(), g.below(2) == 0, g.below(2) == 0);
-            case("sequence_conv", vec![x, g.tensor(D), g.tensor(D)], vec![], move |t, _| {
+            // Half the time a filter that fits its context length, with stride 1 (the only one
+            // there is): rows of the context's width, one block per context row.
+            let (length, stride, filter) = if g.below(2) == 0 {
+                let (c, w) = (1 + g.below(3), g.width);
+                (c as i64, 1, g.tensor_of((vec![c * w, w], Lod::empty()), D))
+            } else {
+                (int, stride, g.tensor(D))
+            };
+            case("sequence_conv", vec![x, filter, g.tensor(D)], vec![], move |t, _| {
                 let padding = if padded { Some(&t[2]) } else { None };
-                sequence_conv(&t[0], &t[1], padding, int, start, stride, trainable).map(one)
+                sequence_conv(&t[0], &t[1], padding, length, start, stride, trainable).map(one)
             })
         }
         20 => case("lod_tensor_to_array", vec![x], vec![], move |t, _| {
