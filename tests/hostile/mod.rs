@@ -153,6 +153,26 @@ impl Gen {
     }
 }
 
+/// The seeds of a run: `HOSTILE_SEED` alone when it is set (to replay a case), else `count`
+/// seeds spread by the odd multiplier `spread`.
+pub fn seeds(count: u64, spread: u64) -> Vec<u64> {
+    match std::env::var("HOSTILE_SEED") {
+        Ok(s) => vec![s.parse().expect("HOSTILE_SEED: a number")],
+        Err(_) => (1..=count).map(|i| i.wrapping_mul(spread) | 1).collect(),
+    }
+}
+
+/// Fails listing the first of `failures` (one line each, with its seed), if there are any.
+#[track_caller]
+pub fn assert_none(failures: &[String]) {
+    assert!(
+        failures.is_empty(),
+        "{} failing cases, the first ones:\n{}",
+        failures.len(),
+        failures[..failures.len().min(20)].join("\n")
+    );
+}
+
 /// An op call over (`tensors`, `arrays`), or the same moved to another place: its outputs.
 pub type Run = dyn Fn(&[LoDTensor], &[TensorArray]) -> Result<Vec<LoDTensor>>;
 
