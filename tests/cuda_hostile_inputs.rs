@@ -9,7 +9,7 @@ mod cuda_common;
 mod hostile;
 
 use cuda_common::{gpu, gpu_or_skip, GPU};
-use hostile::{assert_none, random_case, seeds, Gen};
+use hostile::{assert_none, panic_message, random_case, seeds, Gen};
 use lodtensor::ops::cast;
 use lodtensor::{to_place, DType, Error, LoDTensor, Place, Result, TensorArray};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -84,14 +84,14 @@ fn gpu_hostile_inputs_give_the_cpu_outcome() {
             let tensors: Vec<LoDTensor> = case.tensors.iter().map(gpu).collect();
             let arrays: Vec<TensorArray> =
                 case.arrays.iter().map(|a| TensorArray::from_vec(a.as_slice().iter().map(gpu).collect())).collect();
-            let both_ok = want.is_ok();
             let got = (case.run)(&tensors, &arrays);
-            (case.name, both_ok && got.is_ok(), difference(case.name, got, want))
+            let both_ok = want.is_ok() && got.is_ok();
+            (case.name, both_ok, difference(case.name, got, want))
         }));
         match outcome {
-            Ok((_, ok, None)) => agreed_ok += usize::from(ok),
+            Ok((_, both_ok, None)) => agreed_ok += usize::from(both_ok),
             Ok((name, _, Some(why))) => failures.push(format!("seed {seed}: {name}: {why}")),
-            Err(_) => failures.push(format!("seed {seed}: panicked")),
+            Err(panic) => failures.push(format!("seed {seed}: panicked: {}", panic_message(&*panic))),
         }
     }
     assert_none(&failures);

@@ -7,7 +7,7 @@
 mod common;
 mod hostile;
 
-use hostile::{assert_none, random_case, seeds, Gen, OPS};
+use hostile::{assert_none, panic_message, random_case, seeds, Gen, OPS};
 use lodtensor::{check_lod, Error, LoDTensor};
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -52,13 +52,7 @@ fn no_input_panics_an_op_or_breaks_its_output() {
                     },
                 }
             }
-            Err(panic) => {
-                let msg = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()));
-                failures.push(format!("seed {seed}: panicked: {}", msg.unwrap_or_default()));
-            }
+            Err(panic) => failures.push(format!("seed {seed}: panicked: {}", panic_message(&*panic))),
         }
     }
     std::panic::set_hook(hook);

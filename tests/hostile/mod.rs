@@ -29,8 +29,8 @@ enum Kind {
 }
 
 /// The generator. Most tensors of one call share its context (a row count, a width and a LoD),
-/// so that the arguments of an op often fit together and the op gets past its checks; the rest,
-/// and every mutation, are random.
+/// so that the arguments of an op often fit together and the op gets past its checks; the others
+/// are random.
 pub struct Gen {
     rng: Rng,
     rows: usize,
@@ -160,6 +160,12 @@ pub fn seeds(count: u64, spread: u64) -> Vec<u64> {
         Ok(s) => vec![s.parse().expect("HOSTILE_SEED: a number")],
         Err(_) => (1..=count).map(|i| i.wrapping_mul(spread) | 1).collect(),
     }
+}
+
+/// The text a caught panic carries.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    let text = panic.downcast_ref::<String>().map(String::as_str);
+    text.or_else(|| panic.downcast_ref::<&str>().copied()).unwrap_or_default().to_string()
 }
 
 /// Fails listing the first of `failures` (one line each, with its seed), if there are any.
