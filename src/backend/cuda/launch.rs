@@ -119,6 +119,25 @@ pub(crate) fn launch_1d(d: &Arc<Device>, file: &'static str, function: &str, wor
     launch(d, file, function, [blocks_for(work), 1, 1], [BLOCK, 1, 1], args)
 }
 
+/// Output elements per tile of the tile kernels (`LODTENSOR_FOR_EACH_TILE_ELEMENT`): 32 per thread
+/// of a block, so the two searches each thread makes per tile are amortised over many elements.
+const TILE_ELEMS: u64 = 32 * BLOCK as u64;
+
+/// Launches tile kernel `function` of `file` over `rows` output rows of `row_elems` elements;
+/// `args` ends with the tile size in rows, which this appends.
+pub(crate) fn launch_tiles(
+    d: &Arc<Device>,
+    file: &'static str,
+    function: &str,
+    rows: u64,
+    row_elems: u64,
+    args: Args,
+) -> Result<()> {
+    let tile_rows = (TILE_ELEMS / row_elems.max(1)).max(1);
+    let grid = rows.div_ceil(tile_rows).clamp(1, 1 << 16) as u32;
+    launch(d, file, function, [grid, 1, 1], [BLOCK, 1, 1], args.arg(tile_rows))
+}
+
 /// Uploads `values` to a new device buffer (ordered on the device's stream); the buffer may be
 /// dropped right after the launches that read it are queued.
 pub(crate) fn upload<T: KernelArg>(d: &Arc<Device>, values: &[T]) -> Result<Arc<Allocation>> {

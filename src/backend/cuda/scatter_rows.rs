@@ -1,15 +1,16 @@
 //! Launchers of `scatter_rows` on the device. The index is on the host (the op copies it there:
 //! it validates every value anyway); the host plans, the device moves and adds, reusing the
-//! kernels of `sequence_misc.cu`:
+//! kernels of `rows.cu` and `sequence_misc.cu`:
 //! - OVERWRITE: each output row is one row of x or the last update naming it (planned on the host
-//!   as on the CPU), so the output is one multi-source row gather (the concat kernel).
+//!   as on the CPU), so the output is one multi-source row gather.
 //! - ADD: out = a device copy of x; the update positions are counting-sorted by destination row
 //!   (stably, as on the CPU), and the scatter-add kernel adds each row's updates in increasing
 //!   position order, one thread per output element: bit for bit the CPU's sums.
 
 use super::device::{copy_to_device, new_tensor};
+use super::rows::gather_ranges_from;
 use super::seq_common::device_of;
-use super::sequence_misc::{gather_ranges_from, scatter_add_groups};
+use super::sequence_misc::scatter_add_groups;
 use crate::backend::cpu::scatter_rows::{overwrite_blocks, sort_by_row};
 use crate::error::Result;
 use crate::tensor::Tensor;

@@ -1,5 +1,5 @@
-//! What the kernel launchers share: the device of an input, a dtype's kernel-name suffix and
-//! offsets as the kernels' i64 table.
+//! What the kernel launchers share: the device of an input, a dtype's kernel-name suffix, counts
+//! and offsets as the kernels take them.
 
 use super::device::{device, Device};
 use super::launch::upload;
@@ -43,6 +43,11 @@ pub(crate) fn float_suffix(dtype: DType) -> Result<&'static str> {
         DType::F64 => "f64",
         other => return Err(err!(Internal, "no float kernel for {other}")),
     })
+}
+
+/// A count of sequences (or ranges) as the kernels' u32; `what` names the argument.
+pub(crate) fn count_u32(n: usize, what: &str) -> Result<u32> {
+    u32::try_from(n).map_err(|_| err!(Unsupported, "{what}: {n} sequences; the CUDA kernel takes up to 2^32 - 1"))
 }
 
 /// `offsets` (row or element offsets) uploaded as i64.

@@ -1,34 +1,19 @@
-//! Launchers of `kernels/sequence_misc.cu`: sequence_concat, sequence_reverse, sequence_mask,
+//! Launchers of `kernels/sequence_misc.cu`: sequence_reverse, sequence_mask,
 //! sequence_enumerate, sequence_conv and the scatter-add of sequence_scatter. The ops validate;
 //! these upload the host tables (LoD offsets, ranges, groups) once per call and launch once.
 
 use super::device::{new_tensor, Device};
-use super::launch::{launch, launch_1d, upload, Args, BLOCK};
-use super::seq_common::{device_of, dtype_suffix, upload_offsets, word_for};
+use super::launch::{launch_1d, launch_tiles, upload, Args};
+use super::rows::gather_ranges_from;
+use super::seq_common::{count_u32, device_of, dtype_suffix, upload_offsets, word_for};
 use crate::backend::cpu::sequence::ConvShape;
 use crate::dim::Dim;
 use crate::dtype::DType;
-use crate::error::{ensure, err, Result};
+use crate::error::{ensure, Result};
 use crate::tensor::Tensor;
 use std::sync::Arc;
 
 const FILE: &str = "sequence_misc.cu";
-
-/// Output elements per tile of the sequence kernels: 32 per thread of a block, so the two
-/// searches each thread makes per tile are amortised over many elements.
-const TILE_ELEMS: u64 = 32 * BLOCK as u64;
-
-fn count_u32(n: usize, what: &str) -> Result<u32> {
-    u32::try_from(n).map_err(|_| err!(Unsupported, "{what}: {n} sequences; the CUDA kernel takes up to 2^32 - 1"))
-}
-
-/// Launches a tile kernel over `rows` output rows of `row_elems` elements; `args` ends with the
-/// tile size, which this appends.
-fn launch_tiles(d: &Arc<Device>, function: &str, rows: u64, row_elems: u64, args: Args) -> Result<()> {
-    let tile_rows = (TILE_ELEMS / row_elems.max(1)).max(1);
-    let grid = rows.div_ceil(tile_rows).clamp(1, 1 << 16) as u32;
-    launch(d, FILE, function, [grid, 1, 1], [BLOCK, 1, 1], args.arg(tile_rows))
-}
 
 /// sequence_concat on the device: output sequence `i` is sequence `i` of `srcs[0]`, then of
 /// `srcs[1]`, ...; `offsets[j]` are the absolute row offsets of `srcs[j]`'s sequences,
@@ -76,57 +61,8 @@ pub fn sequence_reverse_rows(src: &Tensor, offsets: &[usize]) -> Result<Tensor> 
     let table = upload_offsets(&d, offsets)?;
     let row_words = (row_bytes / word) as u64;
     let args = Args::new().arg(s).arg(dst).arg(row_words).buf(&table).arg(num_seqs).arg(rows as u64);
-    launch_tiles(&d, &format!("sequence_reverse_rows_{word}"), rows as u64, row_words, args)?;
+    launch_tiles(&d, FILE, &format!("sequence_reverse_rows_{word}"), rows as u64, row_words, args)?;
     Ok(out)
-}
-
-/// Fills `out` (`rows` rows of `row_bytes` bytes, the sum of `lens`) with ranges of rows from
-/// anywhere on its device: range k is `lens[k]` rows starting at device address `addrs[k]`, in
-/// output order. `bases` are the source tensors' addresses (the word size must divide them: every
-/// address is a base plus whole rows). One launch of the concat kernel; one table upload.
-pub(crate) fn gather_ranges_from(
-    d: &Arc<Device>,
-    out: &mut Tensor,
-    row_bytes: usize,
-    bases: &[u64],
-    addrs: Vec<u64>,
-    lens: &[usize],
-    what: &str,
-) -> Result<()> {
-    let rows: usize = lens.iter().sum();
-    ensure!(
-        rows * row_bytes == out.nbytes(),
-        Internal,
-        "{what}: {rows} rows of {row_bytes} bytes do not fill {} bytes",
-        out.nbytes()
-    );
-    if out.nbytes() == 0 {
-        return Ok(());
-    }
-    let num_ranges = count_u32(lens.len(), what)?;
-    let dst = out.as_mut_ptr() as u64;
-    let word = word_for(row_bytes, bases.iter().copied().chain([dst]));
-    // One table: the source address of each range, then the ranges' output row offsets (one
-    // more than the ranges).
-    let mut table = addrs;
-    table.reserve(lens.len() + 1);
-    let mut at = 0u64;
-    table.push(0);
-    for &n in lens {
-        at += n as u64;
-        table.push(at);
-    }
-    let table = upload(d, &table)?;
-    let table_ptr = table.as_ptr() as u64;
-    let row_words = (row_bytes / word) as u64;
-    let args = Args::new()
-        .arg(dst)
-        .arg(row_words)
-        .arg(table_ptr)
-        .arg(table_ptr + 8 * num_ranges as u64)
-        .arg(num_ranges)
-        .arg(rows as u64);
-    launch_tiles(d, &format!("sequence_concat_rows_{word}"), rows as u64, row_words, args)
 }
 
 /// sequence_mask on the device: `out[i * maxlen + j] = (j < x[i]) ? one : zero`, a new tensor of
@@ -163,7 +99,7 @@ pub fn sequence_enumerate(x: &Tensor, offsets: &[usize], win: usize, pad: i64) -
         .arg(rows as u64)
         .arg(win as u64)
         .arg(pad);
-    launch_tiles(&d, &format!("sequence_enumerate_{}", dtype_suffix(x.dtype())?), rows as u64, win as u64, args)?;
+    launch_tiles(&d, FILE, &format!("sequence_enumerate_{}", dtype_suffix(x.dtype())?), rows as u64, win as u64, args)?;
     Ok(out)
 }
 
@@ -199,8 +135,15 @@ pub fn sequence_conv(
         .arg(context_length as u64)
         .arg(s.context_start)
         .arg(s.up_pad as u64);
-    launch_tiles(&d, &format!("sequence_conv_{}", dtype_suffix(x.dtype())?), rows as u64, s.out_width as u64, args)
-        .map(|_| out)
+    launch_tiles(
+        &d,
+        FILE,
+        &format!("sequence_conv_{}", dtype_suffix(x.dtype())?),
+        rows as u64,
+        s.out_width as u64,
+        args,
+    )
+    .map(|_| out)
 }
 
 /// The scatter-add of sequence_scatter into `out` (a device tensor, rows of `width` elements):

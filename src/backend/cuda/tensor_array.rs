@@ -3,8 +3,8 @@
 
 use super::device::{new_tensor, Device};
 use super::launch::{launch, upload, Args, BLOCK};
+use super::rows::gather_ranges_from;
 use super::seq_common::{device_of, word_for};
-use super::sequence_misc::gather_ranges_from;
 use crate::dim::Dim;
 use crate::dtype::DType;
 use crate::error::{err, Result};
@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 /// A new device tensor of `dims` and `dtype` whose rows are the blocks `(source, rows)`, in order:
 /// rows `rows` of `srcs[source]` viewed as rows of `row_bytes` bytes. The blocks fit (callers
-/// validate). One launch of the row-range kernel of sequence_concat (`gather_ranges_from`).
+/// validate). One launch of the row gather (`gather_ranges_from`).
 pub fn gather_sources(
     srcs: &[&Tensor],
     row_bytes: usize,

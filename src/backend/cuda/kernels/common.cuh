@@ -200,3 +200,45 @@ __device__ __forceinline__ void lt_from_bits(f16_t *p, u64 b) { p->bits = (u16)b
 __device__ __forceinline__ void lt_from_bits(bf16_t *p, u64 b) { p->bits = (u16)b; }
 __device__ __forceinline__ void lt_from_bits(float *p, u64 b) { *p = __uint_as_float((u32)b); }
 __device__ __forceinline__ void lt_from_bits(double *p, u64 b) { *p = __longlong_as_double((i64)b); }
+
+// ---- Tiles: how the kernels whose output rows fall into sequences or ranges (the row gather of
+// rows.cu, the sequence kernels) walk their output. A tile is a run of whole rows; each block
+// takes one tile at a time (grid-stride over tiles). Each thread finds the sequences of the tile's first and last rows
+// (the same search in every thread of the block: the same addresses, served from cache), and
+// then the sequence of each of its rows by a search between those two only: a tile that lies in
+// one sequence needs no per-element search at all, and no barrier is needed to share the result.
+// Consecutive threads handle consecutive elements of the output, so writes are coalesced.
+
+// The last k in [lo, hi) with offsets[k] <= row, given offsets[lo] <= row: the sequence (or
+// range) holding `row`. Empty sequences (an offset equal to the next one) are passed over,
+// because the later of equal offsets wins.
+__device__ __forceinline__ u32 last_at_or_below(const i64 *__restrict__ offsets, u32 lo, u32 hi, u64 row) {
+  while (hi - lo > 1) {
+    const u32 mid = lo + (hi - lo) / 2;
+    if ((u64)offsets[mid] <= row) lo = mid; else hi = mid;
+  }
+  return lo;
+}
+
+// The tile loop: `total_rows` output rows of `row_elems` elements in tiles of `tile_rows` rows;
+// `offsets` (count + 1 of them, offsets[count] == total_rows) split the rows into sequences. The
+// body (the last argument) sees `row`, `col` (the element's place in its row), `seq` (the
+// sequence holding `row`) and `e` (the element's index in the output).
+#define LODTENSOR_FOR_EACH_TILE_ELEMENT(offsets, count, total_rows, row_elems, tile_rows, ...)         \
+  do {                                                                                              \
+    const u64 num_tiles_ = ((total_rows) + (tile_rows) - 1) / (tile_rows);                          \
+    for (u64 tile_ = blockIdx.x; tile_ < num_tiles_; tile_ += gridDim.x) {                          \
+      const u64 first_ = tile_ * (tile_rows);                                                       \
+      const u64 rows_ = min((u64)(tile_rows), (u64)((total_rows) - first_));                        \
+      const u32 lo_ = last_at_or_below((offsets), 0, (count), first_);                              \
+      const u32 hi_ = last_at_or_below((offsets), lo_, (count), first_ + rows_ - 1) + 1;            \
+      const u64 n_ = rows_ * (row_elems);                                                           \
+      for (u64 i_ = threadIdx.x; i_ < n_; i_ += blockDim.x) {                                       \
+        const u64 row = first_ + i_ / (row_elems);                                                  \
+        const u64 col = i_ - (row - first_) * (row_elems);                                          \
+        const u64 e = first_ * (row_elems) + i_;                                                    \
+        const u32 seq = last_at_or_below((offsets), lo_, hi_, row);                                 \
+        __VA_ARGS__                                                                                 \
+      }                                                                                             \
+    }                                                                                               \
+  } while (0)

@@ -1,63 +1,9 @@
-// Kernels of the smaller sequence operators (ops/sequence_misc.rs, ops/scatter.rs): concat and
-// reverse (row movement within sequences), mask, enumerate, conv and the scatter-add.
-//
-// The sequence kernels walk the output in tiles of whole rows, one tile per block at a time
-// (grid-stride over tiles). Each thread finds the sequences of the tile's first and last rows
-// (the same search in every thread of the block: the same addresses, served from cache), and
-// then the sequence of each of its rows by a search between those two only: a tile that lies in
-// one sequence needs no per-element search at all, and no barrier is needed to share the result.
-// Consecutive threads handle consecutive elements of the output, so writes are coalesced.
+// Kernels of the smaller sequence operators (ops/sequence_misc.rs, ops/scatter.rs): reverse, mask,
+// enumerate, conv and the scatter-add (sequence_concat is the row gather of rows.cu). They walk
+// the output in tiles (LODTENSOR_FOR_EACH_TILE_ELEMENT, common.cuh).
 
-// The last k in [lo, hi) with offsets[k] <= row, given offsets[lo] <= row: the sequence (or
-// range) holding `row`. Empty sequences (an offset equal to the next one) are passed over,
-// because the later of equal offsets wins.
-__device__ __forceinline__ u32 last_at_or_below(const i64 *__restrict__ offsets, u32 lo, u32 hi, u64 row) {
-  while (hi - lo > 1) {
-    const u32 mid = lo + (hi - lo) / 2;
-    if ((u64)offsets[mid] <= row) lo = mid; else hi = mid;
-  }
-  return lo;
-}
-
-// The tile loop shared by the sequence kernels: `total_rows` output rows of `row_elems` elements
-// in tiles of `tile_rows` rows; `offsets` (count + 1 of them, offsets[count] == total_rows) split
-// the rows into sequences. The body (the last argument) sees `row`, `col` (the element's place in its row), `seq` (the
-// sequence holding `row`) and `e` (the element's index in the output).
-#define LODTENSOR_FOR_EACH_TILE_ELEMENT(offsets, count, total_rows, row_elems, tile_rows, ...)         \
-  do {                                                                                              \
-    const u64 num_tiles_ = ((total_rows) + (tile_rows) - 1) / (tile_rows);                          \
-    for (u64 tile_ = blockIdx.x; tile_ < num_tiles_; tile_ += gridDim.x) {                          \
-      const u64 first_ = tile_ * (tile_rows);                                                       \
-      const u64 rows_ = min((u64)(tile_rows), (u64)((total_rows) - first_));                        \
-      const u32 lo_ = last_at_or_below((offsets), 0, (count), first_);                              \
-      const u32 hi_ = last_at_or_below((offsets), lo_, (count), first_ + rows_ - 1) + 1;            \
-      const u64 n_ = rows_ * (row_elems);                                                           \
-      for (u64 i_ = threadIdx.x; i_ < n_; i_ += blockDim.x) {                                       \
-        const u64 row = first_ + i_ / (row_elems);                                                  \
-        const u64 col = i_ - (row - first_) * (row_elems);                                          \
-        const u64 e = first_ * (row_elems) + i_;                                                    \
-        const u32 seq = last_at_or_below((offsets), lo_, hi_, row);                                 \
-        __VA_ARGS__                                                                                 \
-      }                                                                                             \
-    }                                                                                               \
-  } while (0)
-
-// ---- Row movement. Rows are moved in words of W bytes (the host picks the widest word that
-// divides the row size and every address involved).
-
-// sequence_concat: output rows [dst_offsets[k], dst_offsets[k+1]) come from the rows starting at
-// device address src_addr[k] (range k = sequence i of input j, in output order).
-template <typename W>
-__device__ void concat_ranges(W *__restrict__ dst, u64 row_words, const u64 *__restrict__ src_addr,
-                              const i64 *__restrict__ dst_offsets, u32 num_ranges, u64 total_rows,
-                              u64 tile_rows) {
-  LODTENSOR_FOR_EACH_TILE_ELEMENT(dst_offsets, num_ranges, total_rows, row_words, tile_rows, {
-    const W *src = (const W *)src_addr[seq];
-    dst[e] = src[(row - (u64)dst_offsets[seq]) * row_words + col];
-  });
-}
-
-// sequence_reverse: row r of sequence s = [offsets[s], offsets[s+1]) is row
+// ---- sequence_reverse, in words of W bytes (the host picks the widest word that divides the row
+// size and both addresses): row r of sequence s = [offsets[s], offsets[s+1]) is row
 // offsets[s] + offsets[s+1] - 1 - r of the input.
 template <typename W>
 __device__ void reverse_rows(const W *__restrict__ src, W *__restrict__ dst, u64 row_words,
@@ -69,11 +15,6 @@ __device__ void reverse_rows(const W *__restrict__ src, W *__restrict__ dst, u64
 }
 
 #define LODTENSOR_MISC_MOVE(W, SUFFIX)                                                             \
-  extern "C" __global__ void sequence_concat_rows_##SUFFIX(W *dst, u64 row_words, const u64 *src_addr, \
-                                                           const i64 *dst_offsets, u32 num_ranges,      \
-                                                           u64 total_rows, u64 tile_rows) {             \
-    concat_ranges<W>(dst, row_words, src_addr, dst_offsets, num_ranges, total_rows, tile_rows);         \
-  }                                                                                                \
   extern "C" __global__ void sequence_reverse_rows_##SUFFIX(const W *src, W *dst, u64 row_words,        \
                                                             const i64 *offsets, u32 num_seqs,           \
                                                             u64 total_rows, u64 tile_rows) {            \
@@ -86,11 +27,6 @@ LODTENSOR_MISC_MOVE(u32, 4)
 LODTENSOR_MISC_MOVE(u64, 8)
 LODTENSOR_MISC_MOVE(word16, 16)
 
-LODTENSOR_EXPORT(sequence_concat_rows_1)
-LODTENSOR_EXPORT(sequence_concat_rows_2)
-LODTENSOR_EXPORT(sequence_concat_rows_4)
-LODTENSOR_EXPORT(sequence_concat_rows_8)
-LODTENSOR_EXPORT(sequence_concat_rows_16)
 LODTENSOR_EXPORT(sequence_reverse_rows_1)
 LODTENSOR_EXPORT(sequence_reverse_rows_2)
 LODTENSOR_EXPORT(sequence_reverse_rows_4)
