@@ -666,14 +666,21 @@ fn gpu_fused_step_speed() {
     let pre_scores = gpu(&LoDTensor::new(Tensor::from_slice(&vec![-1f32; rows], &[rows, 1]).unwrap(), lod).unwrap());
     let read = min_time(&|| lodtensor::backend::cuda::read_bandwidth_probe(log_probs.tensor()).unwrap());
     let step = min_time(&|| drop(beam_search_fused_step(&pre_ids, &pre_scores, &log_probs, beam, 1).unwrap()));
+    // Where the step's time goes: its first pass is the kernel of top_k (one block per row), the
+    // rest is the selection launch, the uploads and the copy of the output LoD to the host; the
+    // floor is what two synchronisations alone cost, in every figure here.
+    let row_topk = min_time(&|| drop(top_k(&log_probs, beam, true).unwrap()));
+    let floor = min_time(&|| ());
     let mb = log_probs.tensor().nbytes() as f64 / 1e6;
     eprintln!(
         "fused step {sources} x {beam} x {vocab} f32 ({mb:.0} MB): one read {:.1} us ({:.0} GB/s), fused step {:.1} us \
-         ({:.2}x the read)",
+         ({:.2}x the read); top_k of the rows {:.1} us, synchronisation floor {:.1} us",
         read * 1e6,
         mb / 1e3 / read,
         step * 1e6,
-        step / read
+        step / read,
+        row_topk * 1e6,
+        floor * 1e6
     );
 }
 
