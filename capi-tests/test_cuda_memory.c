@@ -1,8 +1,11 @@
 /* test_cuda_memory: what each CUDA device's cache holds (lodtensor_cuda_memory_info), giving its
- * kept blocks back (lodtensor_cuda_empty_cache) and the device's free memory
+ * kept blocks back (lodtensor_cuda_empty_cache), the bound on what it keeps
+ * (lodtensor_cuda_set_cache_limit, lodtensor_cuda_cache_limit) and the device's free memory
  * (lodtensor_cuda_free_memory). Every build checks the NULL and negative arguments and, where
  * CUDA cannot be used, the UNSUPPORTED statuses; with a device (a GPU, or the emulator build) the
- * accounting, the reuse of a kept block, emptying the cache, and a request larger than the device. */
+ * accounting, the reuse of a kept block, emptying the cache, the bound, and a request larger than
+ * the device. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,12 +38,65 @@ static void check_info(size_t want_in_use, size_t want_kept) {
     CHECK_EQ_SIZE(kept, want_kept);
 }
 
+static void check_limit(size_t want) {
+    size_t limit = 1;
+    CHECK_OK(lodtensor_cuda_cache_limit(0, &limit));
+    CHECK_EQ_SIZE(limit, want);
+}
+
+/* The bound on the kept blocks: the longest-kept go first, a block over the bound is not kept,
+ * lowering the bound frees at once, and SIZE_MAX lifts it. Starts and ends with nothing kept. */
+static void test_cache_limit(void) {
+    CHECK_OK(lodtensor_cuda_set_cache_limit(0, 5 * MIB));
+    check_limit(5 * MIB);
+    lodtensor_t *a = on_device(512, 1.0), *b = on_device(512, 2.0), *c = on_device(512, 3.0);
+    const void *b_data = NULL, *c_data = NULL;
+    CHECK_OK(lodtensor_data(b, &b_data));
+    CHECK_OK(lodtensor_data(c, &c_data));
+    check_info(6 * MIB, 0);
+    lodtensor_destroy(a);
+    lodtensor_destroy(b);
+    check_info(2 * MIB, 4 * MIB);
+    /* A third 2 MiB block would make 6 MiB kept: a's, kept longest, goes back to the driver. */
+    lodtensor_destroy(c);
+    check_info(0, 4 * MIB);
+    /* The blocks kept are b's and c's: the next two tensors of their size get them (the most
+     * recently kept first). */
+    lodtensor_t *d = on_device(512, 4.0), *e = on_device(512, 5.0);
+    const void *d_data = NULL, *e_data = NULL;
+    CHECK_OK(lodtensor_data(d, &d_data));
+    CHECK_OK(lodtensor_data(e, &e_data));
+    CHECK_EQ_PTR(d_data, c_data);
+    CHECK_EQ_PTR(e_data, b_data);
+    check_info(4 * MIB, 0);
+    /* A block larger than the bound is not kept. */
+    lodtensor_t *big = on_device(1536, 6.0);
+    lodtensor_destroy(big);
+    check_info(4 * MIB, 0);
+    lodtensor_destroy(d);
+    lodtensor_destroy(e);
+    check_info(0, 4 * MIB);
+    /* Lowering the bound frees what is over it now: the longest-kept first. */
+    CHECK_OK(lodtensor_cuda_set_cache_limit(0, 3 * MIB));
+    check_info(0, 2 * MIB);
+    CHECK_OK(lodtensor_cuda_set_cache_limit(0, 0));
+    check_limit(0);
+    check_info(0, 0);
+    lodtensor_destroy(on_device(1, 7.0));
+    check_info(0, 0);
+    CHECK_OK(lodtensor_cuda_set_cache_limit(0, SIZE_MAX));
+    check_limit(SIZE_MAX);
+}
+
 static void test_arguments(void) {
     size_t in_use = 7, kept = 7;
     CHECK_STATUS_MSG(lodtensor_cuda_memory_info(0, NULL, &kept), LODTENSOR_NULL_ARGUMENT, "out_in_use");
     CHECK_STATUS_MSG(lodtensor_cuda_memory_info(0, &in_use, NULL), LODTENSOR_NULL_ARGUMENT, "out_kept");
     CHECK_STATUS_MSG(lodtensor_cuda_memory_info(-1, &in_use, &kept), LODTENSOR_INVALID_ARGUMENT, "device");
     CHECK_STATUS_MSG(lodtensor_cuda_empty_cache(-3), LODTENSOR_INVALID_ARGUMENT, "device");
+    CHECK_STATUS_MSG(lodtensor_cuda_set_cache_limit(-1, 0), LODTENSOR_INVALID_ARGUMENT, "device");
+    CHECK_STATUS_MSG(lodtensor_cuda_cache_limit(0, NULL), LODTENSOR_NULL_ARGUMENT, "out");
+    CHECK_STATUS_MSG(lodtensor_cuda_cache_limit(-1, &kept), LODTENSOR_INVALID_ARGUMENT, "device");
     CHECK_EQ_SIZE(in_use, 7);
     CHECK_EQ_SIZE(kept, 7);
     size_t free_bytes = 7, total = 7;
@@ -56,15 +112,21 @@ static void test_without_cuda(void) {
     CHECK_STATUS_MSG(lodtensor_cuda_memory_info(0, &in_use, &kept), LODTENSOR_UNSUPPORTED, "cuda:0");
     CHECK_STATUS_MSG(lodtensor_cuda_empty_cache(0), LODTENSOR_UNSUPPORTED, "cuda:0");
     CHECK_STATUS_MSG(lodtensor_cuda_free_memory(0, &in_use, &kept), LODTENSOR_UNSUPPORTED, "cuda:0");
+    CHECK_STATUS_MSG(lodtensor_cuda_set_cache_limit(0, 0), LODTENSOR_UNSUPPORTED, "cuda:0");
+    CHECK_STATUS_MSG(lodtensor_cuda_cache_limit(0, &kept), LODTENSOR_UNSUPPORTED, "cuda:0");
     CHECK_EQ_SIZE(in_use, 7);
+    CHECK_EQ_SIZE(kept, 7);
 }
 
 static void test_with_cuda(size_t count) {
     size_t in_use = 7, kept = 7;
     CHECK_STATUS_MSG(lodtensor_cuda_memory_info((int32_t)count, &in_use, &kept), LODTENSOR_INVALID_ARGUMENT, "cuda:");
     CHECK_STATUS_MSG(lodtensor_cuda_empty_cache((int32_t)count), LODTENSOR_INVALID_ARGUMENT, "cuda:");
-    /* Nothing on the device yet. */
+    CHECK_STATUS_MSG(lodtensor_cuda_set_cache_limit((int32_t)count, 0), LODTENSOR_INVALID_ARGUMENT, "cuda:");
+    CHECK_STATUS_MSG(lodtensor_cuda_cache_limit((int32_t)count, &kept), LODTENSOR_INVALID_ARGUMENT, "cuda:");
+    /* Nothing on the device yet, and no bound on its cache. */
     check_info(0, 0);
+    check_limit(SIZE_MAX);
 
     /* A 3 MiB tensor holds a 3 MiB block; destroyed, the block is kept and serves the next one. */
     lodtensor_t *a = on_device(768, 1.0);
@@ -99,6 +161,7 @@ static void test_with_cuda(size_t count) {
     check_info(0, 1 * MIB);
     CHECK_OK(lodtensor_cuda_empty_cache(0));
     check_info(0, 0);
+    test_cache_limit();
 
     /* The device's memory; a tensor larger than all of it is OUT_OF_MEMORY, and the device goes
      * on working. */

@@ -429,6 +429,13 @@ lodtensor_status_t lodtensor_copy(const struct lodtensor_t *t, struct lodtensor_
 // LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t lodtensor_create(struct lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim, const void *data, size_t data_len, int32_t lod_kind, const size_t *level_sizes, size_t num_levels, const size_t *lod, size_t lod_len, struct lodtensor_t **out);
 
+// The bound on the freed blocks that the cache of CUDA device `device` keeps, in `*out` (SIZE_MAX
+// when there is none; see `lodtensor_cuda_set_cache_limit`).
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`out`), LODTENSOR_INVALID_ARGUMENT (`device` negative or not
+// below the device count), LODTENSOR_UNSUPPORTED (a build without CUDA, no driver or no device).
+lodtensor_status_t lodtensor_cuda_cache_limit(int32_t device, size_t *out);
+
 // The number of CUDA devices, in `*out`.
 //
 // Returns LODTENSOR_NULL_ARGUMENT (`out`), LODTENSOR_UNSUPPORTED (a build without CUDA, no CUDA
@@ -437,9 +444,10 @@ lodtensor_status_t lodtensor_cuda_device_count(size_t *out);
 
 // Gives every freed block that the cache of CUDA device `device` keeps back to the driver, once
 // the work queued on the device is done, so that other programs and libraries can use the
-// memory. Tensors are not affected. The cache has no bound: it keeps every freed block for the
-// next allocation of its size class (so a decoder loop does not call the driver each step), and
-// empties itself when the driver refuses an allocation. Any thread may call this at any time.
+// memory. Tensors are not affected. The cache keeps freed blocks for the next allocation of their
+// size class (so a decoder loop does not call the driver each step) up to its bound (see
+// `lodtensor_cuda_set_cache_limit`; none by default), and empties itself when the driver refuses
+// an allocation. Any thread may call this at any time.
 //
 // Returns LODTENSOR_INVALID_ARGUMENT (`device` negative or not below the device count),
 // LODTENSOR_UNSUPPORTED (a build without CUDA, no driver or no device), LODTENSOR_INTERNAL (a
@@ -467,6 +475,20 @@ lodtensor_status_t lodtensor_cuda_free_memory(int32_t device, size_t *out_free, 
 // (`device` negative or not below the device count), LODTENSOR_UNSUPPORTED (a build without
 // CUDA, no driver or no device).
 lodtensor_status_t lodtensor_cuda_memory_info(int32_t device, size_t *out_in_use, size_t *out_kept);
+
+// Sets the most bytes of freed blocks that the cache of CUDA device `device` keeps for reuse.
+// Initially there is no bound (SIZE_MAX): every freed block is kept for the next allocation of
+// its size class. A bound leaves the rest to other programs and libraries on a shared device:
+// when a freed block would take the kept bytes past it, the longest-kept blocks go back to the
+// driver first (which waits for the work queued on the device), and a block larger than the
+// bound is not kept. Lowering the bound frees what is over it at once; 0 keeps nothing. Does not
+// set the device up: a bound set before the device's first use applies from then on. Any thread
+// may call this at any time.
+//
+// Returns LODTENSOR_INVALID_ARGUMENT (`device` negative or not below the device count),
+// LODTENSOR_UNSUPPORTED (a build without CUDA, no driver or no device), LODTENSOR_INTERNAL (a
+// CUDA driver failure while freeing, for example a fault of queued work; the bound is set).
+lodtensor_status_t lodtensor_cuda_set_cache_limit(int32_t device, size_t bytes);
 
 // The address of the first element, for reading (a device address for a CUDA place). Borrowed:
 // valid while any handle sharing the memory lives. Rows are contiguous, row-major.

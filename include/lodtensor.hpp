@@ -426,6 +426,16 @@ inline CudaMemoryInfo cuda_memory_info(std::int32_t device) {
     return info;
 }
 inline void cuda_empty_cache(std::int32_t device) { check(lodtensor_cuda_empty_cache(device)); }
+// The bound on the freed blocks a CUDA device's cache keeps (lodtensor_cuda_set_cache_limit;
+// SIZE_MAX, the initial value, is none).
+inline void cuda_set_cache_limit(std::int32_t device, std::size_t bytes) {
+    check(lodtensor_cuda_set_cache_limit(device, bytes));
+}
+inline std::size_t cuda_cache_limit(std::int32_t device) {
+    std::size_t limit = 0;
+    check(lodtensor_cuda_cache_limit(device, &limit));
+    return limit;
+}
 // A CUDA device's free and total memory as the driver reports them (lodtensor_cuda_free_memory).
 struct CudaFreeMemory {
     std::size_t free;

@@ -1,16 +1,20 @@
 //! Reference-counted memory: owned host allocations aligned to 64 bytes (large ones kept for reuse
 //! when freed, up to a bound: `host_block`), or a caller's buffer that is handed back through a
 //! release callback exactly once, when the last reference goes. Device memory comes from each
-//! CUDA device's caching allocator (`backend::cuda`), which keeps every freed block for reuse
-//! until [`empty_device_cache`], or until the driver refuses an allocation.
+//! CUDA device's caching allocator (`backend::cuda`), which keeps freed blocks for reuse, up to
+//! a bound of its own ([`set_device_cache_limit`], none by default), until
+//! [`empty_device_cache`] or until the driver refuses an allocation.
 
+pub(crate) mod block_cache;
 mod host_block;
 pub mod size_class;
 
-/// Each CUDA device's caching allocator: what it holds, and giving its kept blocks back; and the
-/// device's free and total memory as the driver reports them (`Unsupported` without CUDA or
+/// Each CUDA device's caching allocator: what it holds, the bound on what it keeps, and giving its
+/// kept blocks back; and the device's free and total memory as the driver reports them (`Unsupported` without CUDA or
 /// without the device).
-pub use crate::backend::cuda::{device_free_memory, device_memory_info, empty_device_cache};
+pub use crate::backend::cuda::{
+    device_cache_limit, device_free_memory, device_memory_info, empty_device_cache, set_device_cache_limit,
+};
 pub use host_block::{host_cache_info, set_host_cache_limit, CACHED_MIN, DEFAULT_HOST_CACHE_LIMIT, HUGE_PAGE_MIN};
 
 use crate::backend::cuda::DeviceBlock;

@@ -1,12 +1,12 @@
 //! Each CUDA device's caching allocator as callers see it: the bytes in use and kept, reuse of a
-//! kept block, and emptying the cache. One test function: the accounting is per process, and no
-//! other test may allocate on the device meanwhile.
+//! kept block, emptying the cache, and the bound on what it keeps. One test function: the
+//! accounting is per process, and no other test may allocate on the device meanwhile.
 
 mod common;
 mod cuda_common;
 
 use cuda_common::{bytes_of, gpu_or_skip, GPU};
-use lodtensor::memory::{device_memory_info, empty_device_cache};
+use lodtensor::memory::{device_cache_limit, device_memory_info, empty_device_cache, set_device_cache_limit};
 use lodtensor::{cuda_device_count, to_place, Error, LoDTensor, Tensor};
 
 /// A device tensor of `n` f32 values `seed, seed + 1, ...` (one block of `4 n` bytes).
@@ -31,6 +31,12 @@ fn device_cache_accounts_reuses_and_empties() {
             }
             other => panic!("expected Unsupported twice, got {other:?}"),
         }
+        match (set_device_cache_limit(0, 0), device_cache_limit(0)) {
+            (Err(Error::Unsupported(a)), Err(Error::Unsupported(b))) => {
+                assert!(a.contains("cuda:0") && b.contains("cuda:0"))
+            }
+            other => panic!("expected Unsupported twice, got {other:?}"),
+        }
         return;
     }
     let count = cuda_device_count().unwrap() as u32;
@@ -38,7 +44,14 @@ fn device_cache_accounts_reuses_and_empties() {
         matches!(device_memory_info(count), Err(Error::InvalidArgument(m)) if m.contains(&format!("cuda:{count}")))
     );
     assert!(matches!(empty_device_cache(count), Err(Error::InvalidArgument(_))));
-    // Asking about a device not used yet does not set it up, and finds nothing.
+    assert!(matches!(set_device_cache_limit(count, 0), Err(Error::InvalidArgument(_))));
+    assert!(matches!(device_cache_limit(count), Err(Error::InvalidArgument(_))));
+    // Asking about a device not used yet does not set it up, and finds nothing; nor does bounding
+    // its cache, which has no bound at first. The bound of 2 MiB set here is above what the
+    // steps before the last keep, and the last checks that it holds from the device's first use.
+    assert_eq!(device_cache_limit(0).unwrap(), usize::MAX);
+    set_device_cache_limit(0, 2 << 20).unwrap();
+    assert_eq!(device_cache_limit(0).unwrap(), 2 << 20);
     assert_eq!(device_memory_info(0).unwrap(), (0, 0));
     empty_device_cache(0).unwrap();
 
@@ -69,4 +82,29 @@ fn device_cache_accounts_reuses_and_empties() {
     assert_eq!(device_memory_info(0).unwrap(), (0, both - a_use));
     empty_device_cache(0).unwrap();
     assert_eq!(device_memory_info(0).unwrap(), (0, 0));
+
+    // The bound: three freed blocks of 1 MiB do not fit under 2 MiB; the longest-kept goes back.
+    let mib = 1 << 20;
+    let ts: Vec<LoDTensor> = (0..3).map(|i| on_device(mib / 4, i as f32)).collect();
+    let addrs: Vec<*const u8> = ts.iter().map(|t| t.tensor().as_ptr()).collect();
+    assert_eq!(device_memory_info(0).unwrap(), (3 * mib, 0));
+    drop(ts);
+    assert_eq!(device_memory_info(0).unwrap(), (0, 2 * mib), "the third freed block passes the bound");
+    // What is kept is the two blocks freed last, the most recent first.
+    let again: Vec<LoDTensor> = (0..2).map(|i| on_device(mib / 4, i as f32)).collect();
+    assert_eq!(again[0].tensor().as_ptr(), addrs[2]);
+    assert_eq!(again[1].tensor().as_ptr(), addrs[1]);
+    // A block larger than the bound (4 MiB) is not kept.
+    drop(on_device(mib, 9.0));
+    assert_eq!(device_memory_info(0).unwrap(), (2 * mib, 0));
+    drop(again);
+    // Lowering the bound gives back what is over it now; 0 keeps nothing more.
+    set_device_cache_limit(0, mib).unwrap();
+    assert_eq!(device_memory_info(0).unwrap(), (0, mib));
+    set_device_cache_limit(0, 0).unwrap();
+    assert_eq!(device_memory_info(0).unwrap(), (0, 0));
+    drop(on_device(16, 1.0));
+    assert_eq!(device_memory_info(0).unwrap(), (0, 0));
+    set_device_cache_limit(0, usize::MAX).unwrap();
+    assert_eq!(device_cache_limit(0).unwrap(), usize::MAX);
 }

@@ -581,3 +581,20 @@ func CUDAFreeMemory(device int) (free, total int, err error) {
 func CUDAEmptyCache(device int) error {
 	return call(func() C.lodtensor_status_t { return C.lodtensor_cuda_empty_cache(C.int32_t(device)) })
 }
+
+// CUDASetCacheLimit bounds the freed blocks a CUDA device's cache keeps for reuse (bytes; 0 keeps
+// nothing; math.MaxUint64, the initial value, is no bound). Blocks over the new bound go back to
+// the driver now.
+func CUDASetCacheLimit(device int, bytes uint64) error {
+	return call(func() C.lodtensor_status_t {
+		return C.lodtensor_cuda_set_cache_limit(C.int32_t(device), C.size_t(bytes))
+	})
+}
+
+// CUDACacheLimit is the bound on the freed blocks a CUDA device's cache keeps, in bytes
+// (math.MaxUint64 when there is none).
+func CUDACacheLimit(device int) (uint64, error) {
+	var l C.size_t
+	err := call(func() C.lodtensor_status_t { return C.lodtensor_cuda_cache_limit(C.int32_t(device), &l) })
+	return uint64(l), err
+}

@@ -3,6 +3,7 @@ package lodtensor_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"runtime"
 	"strings"
@@ -205,6 +206,9 @@ func TestPlaces(t *testing.T) {
 		_, _, err = lt.CUDAMemoryInfo(0)
 		wantError(t, err, lt.Unsupported, "cuda:0")
 		wantError(t, lt.CUDAEmptyCache(0), lt.Unsupported, "cuda:0")
+		wantError(t, lt.CUDASetCacheLimit(0, 0), lt.Unsupported, "cuda:0")
+		_, err = lt.CUDACacheLimit(0)
+		wantError(t, err, lt.Unsupported, "cuda:0")
 		_, _, err = lt.CUDAFreeMemory(0)
 		wantError(t, err, lt.Unsupported, "cuda:0")
 	} else {
@@ -217,6 +221,10 @@ func TestPlaces(t *testing.T) {
 		_, kept, err := lt.CUDAMemoryInfo(0)
 		ok(t, err)
 		eq(t, "kept after emptying", kept, 0)
+		ok(t, lt.CUDASetCacheLimit(0, 1<<20))
+		eq(t, "the bound set", must[uint64](t)(lt.CUDACacheLimit(0)), uint64(1<<20))
+		ok(t, lt.CUDASetCacheLimit(0, math.MaxUint64))
+		eq(t, "no bound", must[uint64](t)(lt.CUDACacheLimit(0)), uint64(math.MaxUint64))
 		free, total, err := lt.CUDAFreeMemory(0)
 		ok(t, err)
 		eq(t, "0 < free <= total", free > 0 && free <= total, true)
@@ -224,6 +232,9 @@ func TestPlaces(t *testing.T) {
 	_, _, err := lt.CUDAMemoryInfo(-1)
 	wantError(t, err, lt.InvalidArgument, "device")
 	wantError(t, lt.CUDAEmptyCache(-1), lt.InvalidArgument, "device")
+	wantError(t, lt.CUDASetCacheLimit(-1, 0), lt.InvalidArgument, "device")
+	_, err = lt.CUDACacheLimit(-1)
+	wantError(t, err, lt.InvalidArgument, "device")
 	_, _, err = lt.CUDAFreeMemory(-1)
 	wantError(t, err, lt.InvalidArgument, "device")
 	_, err = x.ToPlace(lt.Place{DeviceType: 7})

@@ -1,5 +1,5 @@
 //! Exports for places: the CUDA device count, copies between places, waiting for a device, the
-//! memory each device's cache holds and the device's free memory.
+//! memory each device's cache holds, the bound on it, and the device's free memory.
 
 use super::args::{get, Out};
 use super::boundary;
@@ -119,9 +119,10 @@ fn device_sizes(
 
 /// Gives every freed block that the cache of CUDA device `device` keeps back to the driver, once
 /// the work queued on the device is done, so that other programs and libraries can use the
-/// memory. Tensors are not affected. The cache has no bound: it keeps every freed block for the
-/// next allocation of its size class (so a decoder loop does not call the driver each step), and
-/// empties itself when the driver refuses an allocation. Any thread may call this at any time.
+/// memory. Tensors are not affected. The cache keeps freed blocks for the next allocation of their
+/// size class (so a decoder loop does not call the driver each step) up to its bound (see
+/// `lodtensor_cuda_set_cache_limit`; none by default), and empties itself when the driver refuses
+/// an allocation. Any thread may call this at any time.
 ///
 /// Returns LODTENSOR_INVALID_ARGUMENT (`device` negative or not below the device count),
 /// LODTENSOR_UNSUPPORTED (a build without CUDA, no driver or no device), LODTENSOR_INTERNAL (a
@@ -129,4 +130,35 @@ fn device_sizes(
 #[no_mangle]
 pub extern "C" fn lodtensor_cuda_empty_cache(device: i32) -> lodtensor_status_t {
     boundary(|| crate::memory::empty_device_cache(cuda_ordinal(device)?))
+}
+
+/// Sets the most bytes of freed blocks that the cache of CUDA device `device` keeps for reuse.
+/// Initially there is no bound (SIZE_MAX): every freed block is kept for the next allocation of
+/// its size class. A bound leaves the rest to other programs and libraries on a shared device:
+/// when a freed block would take the kept bytes past it, the longest-kept blocks go back to the
+/// driver first (which waits for the work queued on the device), and a block larger than the
+/// bound is not kept. Lowering the bound frees what is over it at once; 0 keeps nothing. Does not
+/// set the device up: a bound set before the device's first use applies from then on. Any thread
+/// may call this at any time.
+///
+/// Returns LODTENSOR_INVALID_ARGUMENT (`device` negative or not below the device count),
+/// LODTENSOR_UNSUPPORTED (a build without CUDA, no driver or no device), LODTENSOR_INTERNAL (a
+/// CUDA driver failure while freeing, for example a fault of queued work; the bound is set).
+#[no_mangle]
+pub extern "C" fn lodtensor_cuda_set_cache_limit(device: i32, bytes: usize) -> lodtensor_status_t {
+    boundary(|| crate::memory::set_device_cache_limit(cuda_ordinal(device)?, bytes))
+}
+
+/// The bound on the freed blocks that the cache of CUDA device `device` keeps, in `*out` (SIZE_MAX
+/// when there is none; see `lodtensor_cuda_set_cache_limit`).
+///
+/// Returns LODTENSOR_NULL_ARGUMENT (`out`), LODTENSOR_INVALID_ARGUMENT (`device` negative or not
+/// below the device count), LODTENSOR_UNSUPPORTED (a build without CUDA, no driver or no device).
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_cuda_cache_limit(device: i32, out: *mut usize) -> lodtensor_status_t {
+    boundary(|| {
+        let out = Out::new(out, "out")?;
+        out.write(crate::memory::device_cache_limit(cuda_ordinal(device)?)?);
+        Ok(())
+    })
 }

@@ -11,11 +11,11 @@
 //! go back to the system first. Blocks under [`CACHED_MIN`] bytes are never kept: the heap reuses
 //! those well.
 
+use super::block_cache::BlockCache;
 use super::size_class::size_class;
 use super::ALIGNMENT;
 use crate::error::{err, Result};
 use std::alloc::Layout;
-use std::collections::VecDeque;
 use std::ptr::NonNull;
 use std::sync::{Mutex, PoisonError};
 
@@ -116,57 +116,24 @@ impl Raw {
     }
 }
 
-/// The freed blocks kept, longest-kept first, and their total size.
-struct Cache {
-    limit: usize,
-    bytes: usize,
-    blocks: VecDeque<Raw>,
-}
+static CACHE: Mutex<BlockCache<Raw>> = Mutex::new(BlockCache::new(DEFAULT_HOST_CACHE_LIMIT));
 
-static CACHE: Mutex<Cache> = Mutex::new(Cache { limit: DEFAULT_HOST_CACHE_LIMIT, bytes: 0, blocks: VecDeque::new() });
-
-fn cache() -> std::sync::MutexGuard<'static, Cache> {
+fn cache() -> std::sync::MutexGuard<'static, BlockCache<Raw>> {
     // Nothing panics while the lock is held, and the state is consistent between statements.
     CACHE.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-impl Cache {
-    /// The most recently kept block of exactly `size` bytes.
-    fn take(&mut self, size: usize) -> Option<Raw> {
-        let i = self.blocks.iter().rposition(|b| b.size == size)?;
-        let raw = self.blocks.remove(i)?;
-        self.bytes -= raw.size;
-        Some(raw)
-    }
-
-    /// Removes the longest-kept blocks until at most `limit` bytes are kept; the caller frees them
-    /// once the lock is released.
-    fn evict(&mut self) -> Vec<Raw> {
-        let mut out = Vec::new();
-        while self.bytes > self.limit {
-            let raw = self.blocks.pop_front().expect("bytes > 0 means a block is kept");
-            self.bytes -= raw.size;
-            out.push(raw);
-        }
-        out
-    }
 }
 
 /// Sets the most bytes of freed host blocks kept for reuse; blocks over the new bound go back to
 /// the system now (0 empties the cache and keeps nothing more).
 pub fn set_host_cache_limit(bytes: usize) {
-    let evicted = {
-        let mut c = cache();
-        c.limit = bytes;
-        c.evict()
-    };
+    let evicted = cache().set_limit(bytes);
     evicted.into_iter().for_each(Raw::free);
 }
 
 /// `(kept, limit)`: the bytes of freed host blocks kept now, and the bound on them.
 pub fn host_cache_info() -> (usize, usize) {
     let c = cache();
-    (c.bytes, c.limit)
+    (c.bytes(), c.limit())
 }
 
 /// An owned host block of at least the requested length, 64-byte aligned; dropping it keeps it in
@@ -227,16 +194,7 @@ impl Drop for HostBlock {
         if raw.size < CACHED_MIN {
             return raw.free();
         }
-        let evicted = {
-            let mut c = cache();
-            if raw.size > c.limit {
-                drop(c);
-                return raw.free();
-            }
-            c.bytes += raw.size;
-            c.blocks.push_back(raw);
-            c.evict()
-        };
+        let evicted = cache().keep(raw.size, raw);
         evicted.into_iter().for_each(Raw::free);
     }
 }

@@ -4,6 +4,7 @@
 use super::driver::{self, Context, DevicePtr, Module};
 use crate::dim::Dim;
 use crate::error::{ensure, err, Error, Result};
+use crate::memory::block_cache::BlockCache;
 use crate::memory::size_class::size_class;
 use crate::memory::Allocation;
 use crate::place::Place;
@@ -33,12 +34,12 @@ pub fn ensure_device(device: u32) -> Result<()> {
     Ok(())
 }
 
-/// One device: its context and stream, the free lists of its caching allocator and its loaded
-/// kernel modules.
+/// One device: its context and stream, the freed blocks its caching allocator keeps and its
+/// loaded kernel modules.
 pub(crate) struct Device {
     pub(crate) ordinal: u32,
     pub(crate) ctx: Context,
-    free: Mutex<HashMap<usize, Vec<DevicePtr>>>,
+    free: Mutex<BlockCache<DevicePtr>>,
     /// Bytes of the blocks handed out and not yet given back (size classes, not requests).
     in_use: AtomicUsize,
     pub(crate) modules: Mutex<HashMap<&'static str, Module>>,
@@ -49,7 +50,7 @@ impl Device {
     fn alloc(self: &Arc<Self>, len: usize) -> Result<DeviceBlock> {
         let class =
             size_class(len).ok_or_else(|| err!(OutOfMemory, "a device allocation of {len} bytes is too large"))?;
-        let kept = self.free.lock().expect("allocator lock").get_mut(&class).and_then(Vec::pop);
+        let kept = self.free.lock().expect("allocator lock").take(class);
         let ptr = match kept {
             Some(ptr) => ptr,
             None => match self.ctx.malloc(class) {
@@ -76,8 +77,18 @@ impl Device {
 
     /// Frees every cached block (after the queued work that may still use them).
     pub(crate) fn empty_cache(&self) -> Result<()> {
+        let blocks = self.free.lock().expect("allocator lock").drain();
+        self.free_blocks(blocks)
+    }
+
+    /// Gives `blocks`, taken out of the cache, back to the driver once the queued work that may
+    /// still use them is done. If that wait fails (a fault of queued work), they are not freed:
+    /// losing them is safe, freeing memory a running kernel may touch is not.
+    fn free_blocks(&self, blocks: Vec<DevicePtr>) -> Result<()> {
+        if blocks.is_empty() {
+            return Ok(());
+        }
         self.ctx.synchronize()?;
-        let blocks: Vec<_> = self.free.lock().expect("allocator lock").drain().flat_map(|(_, v)| v).collect();
         blocks.into_iter().try_for_each(|ptr| self.ctx.free(ptr))
     }
 
@@ -105,41 +116,53 @@ impl DeviceBlock {
 impl Drop for DeviceBlock {
     fn drop(&mut self) {
         self.device.in_use.fetch_sub(self.class, Ordering::Relaxed);
-        if let Ok(mut free) = self.device.free.lock() {
-            free.entry(self.class).or_default().push(self.ptr);
-        }
+        let Ok(mut free) = self.device.free.lock() else { return };
+        let evicted = free.keep(self.class, self.ptr);
+        drop(free);
+        // A drop cannot report a failure: if waiting for the queued work fails, the evicted
+        // blocks stay allocated, unused (see `free_blocks`).
+        let _ = self.device.free_blocks(evicted);
     }
 }
 
-/// The slot of device `ordinal` (which must exist): empty until the device is first used.
-fn slot(ordinal: u32) -> &'static Mutex<Option<Arc<Device>>> {
-    static DEVICES: OnceLock<Vec<Mutex<Option<Arc<Device>>>>> = OnceLock::new();
-    let devices = DEVICES.get_or_init(|| (0..probe().unwrap_or(0)).map(|_| Mutex::new(None)).collect());
+/// A device's place in the process: the device once it has been used, and the bound on its
+/// cache (which may be set before).
+struct Slot {
+    device: Option<Arc<Device>>,
+    cache_limit: usize,
+}
+
+/// The slot of device `ordinal` (which must exist).
+fn slot(ordinal: u32) -> &'static Mutex<Slot> {
+    static DEVICES: OnceLock<Vec<Mutex<Slot>>> = OnceLock::new();
+    let devices = DEVICES.get_or_init(|| {
+        (0..probe().unwrap_or(0)).map(|_| Mutex::new(Slot { device: None, cache_limit: usize::MAX })).collect()
+    });
     &devices[ordinal as usize]
 }
 
 /// Device `ordinal` if it has been used, without setting it up (a context takes device memory).
 fn opened(ordinal: u32) -> Result<Option<Arc<Device>>> {
     ensure_device(ordinal)?;
-    Ok(slot(ordinal).lock().expect("device lock").clone())
+    Ok(slot(ordinal).lock().expect("device lock").device.clone())
 }
 
 /// Device `ordinal`, set up at first use and kept for the life of the process.
 pub(crate) fn device(ordinal: u32) -> Result<Arc<Device>> {
     ensure_device(ordinal)?;
     let mut slot = slot(ordinal).lock().expect("device lock");
-    if let Some(d) = slot.as_ref() {
+    if let Some(d) = slot.device.as_ref() {
         return Ok(d.clone());
     }
     let d = Device {
         ordinal,
         ctx: Context::open(ordinal)?,
-        free: Mutex::new(HashMap::new()),
+        free: Mutex::new(BlockCache::new(slot.cache_limit)),
         in_use: AtomicUsize::new(0),
         modules: Mutex::new(HashMap::new()),
     };
     let d = Arc::new(d);
-    *slot = Some(d.clone());
+    slot.device = Some(d.clone());
     Ok(d)
 }
 
@@ -155,7 +178,7 @@ pub fn device_memory_info(ordinal: u32) -> Result<(usize, usize)> {
     let Some(d) = opened(ordinal)? else {
         return Ok((0, 0));
     };
-    let kept = d.free.lock().expect("allocator lock").iter().map(|(class, blocks)| class * blocks.len()).sum();
+    let kept = d.free.lock().expect("allocator lock").bytes();
     Ok((d.in_use.load(Ordering::Relaxed), kept))
 }
 
@@ -173,6 +196,29 @@ pub fn empty_device_cache(ordinal: u32) -> Result<()> {
         Some(d) => d.empty_cache(),
         None => Ok(()),
     }
+}
+
+/// Sets the most bytes of freed blocks that the cache of CUDA device `ordinal` keeps (initially
+/// `usize::MAX`: no bound). Blocks over the new bound go back to the driver now, once the device's
+/// queued work is done. Does not set the device up: a bound set before its first use applies
+/// from then on.
+pub fn set_device_cache_limit(ordinal: u32, bytes: usize) -> Result<()> {
+    ensure_device(ordinal)?;
+    // Both bounds change under the slot's lock, so concurrent calls cannot leave them different.
+    let (d, evicted) = {
+        let mut slot = slot(ordinal).lock().expect("device lock");
+        slot.cache_limit = bytes;
+        let Some(d) = slot.device.clone() else { return Ok(()) };
+        let evicted = d.free.lock().expect("allocator lock").set_limit(bytes);
+        (d, evicted)
+    };
+    d.free_blocks(evicted)
+}
+
+/// The bound on the freed blocks that the cache of CUDA device `ordinal` keeps, in bytes.
+pub fn device_cache_limit(ordinal: u32) -> Result<usize> {
+    ensure_device(ordinal)?;
+    Ok(slot(ordinal).lock().expect("device lock").cache_limit)
 }
 
 /// A copy of `src` (host or device memory) on CUDA device `ordinal`.

@@ -53,6 +53,16 @@ pub fn empty_device_cache(device: u32) -> Result<()> {
     Err(no_device(device))
 }
 
+/// Sets the bound on the freed blocks `device`'s cache keeps.
+pub fn set_device_cache_limit(device: u32, _bytes: usize) -> Result<()> {
+    Err(no_device(device))
+}
+
+/// The bound on the freed blocks `device`'s cache keeps.
+pub fn device_cache_limit(device: u32) -> Result<usize> {
+    Err(no_device(device))
+}
+
 /// A copy of `src` (any place) on CUDA device `device`.
 pub fn copy_to_device(_src: &Tensor, device: u32) -> Result<Tensor> {
     Err(no_device(device))

@@ -153,6 +153,10 @@ interface LodTensorLib extends Library {
 
     int lodtensor_cuda_empty_cache(int device);
 
+    int lodtensor_cuda_set_cache_limit(int device, long bytes);
+
+    int lodtensor_cuda_cache_limit(int device, LongByReference out);
+
     int lodtensor_cuda_free_memory(int device, LongByReference outFree, LongByReference outTotal);
 
     int lodtensor_share(Pointer t, PointerByReference out);

@@ -405,6 +405,22 @@ public final class Tensor implements AutoCloseable {
         NativeHandle.check(LIB.lodtensor_cuda_empty_cache(device));
     }
 
+    /**
+     * Bounds the freed blocks a CUDA device's cache keeps for reuse (bytes, as an unsigned size_t;
+     * 0 keeps nothing; -1, all bits set, the initial value, is no bound). Blocks over the new
+     * bound go back to the driver now.
+     */
+    public static void cudaSetCacheLimit(int device, long bytes) {
+        NativeHandle.check(LIB.lodtensor_cuda_set_cache_limit(device, bytes));
+    }
+
+    /** The bound on the freed blocks a CUDA device's cache keeps, in bytes (-1: none). */
+    public static long cudaCacheLimit(int device) {
+        LongByReference limit = new LongByReference();
+        NativeHandle.check(LIB.lodtensor_cuda_cache_limit(device, limit));
+        return limit.getValue();
+    }
+
     // ---- library-wide -------------------------------------------------------------------------
 
     public static String libraryVersion() {

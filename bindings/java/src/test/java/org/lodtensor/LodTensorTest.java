@@ -130,6 +130,8 @@ class LodTensorTest {
                 expectError(Status.UNSUPPORTED, "", () -> Tensor.synchronize(2, 0));
                 expectError(Status.UNSUPPORTED, "cuda:0", () -> Tensor.cudaMemoryInfo(0));
                 expectError(Status.UNSUPPORTED, "cuda:0", () -> Tensor.cudaEmptyCache(0));
+                expectError(Status.UNSUPPORTED, "cuda:0", () -> Tensor.cudaSetCacheLimit(0, 0));
+                expectError(Status.UNSUPPORTED, "cuda:0", () -> Tensor.cudaCacheLimit(0));
                 expectError(Status.UNSUPPORTED, "cuda:0", () -> Tensor.cudaFreeMemory(0));
             } else {
                 try (Tensor d = x.toPlace(2, 0)) {
@@ -137,12 +139,18 @@ class LodTensorTest {
                     assertTrue(Tensor.cudaMemoryInfo(0)[0] >= 24);
                     Tensor.cudaEmptyCache(0);
                     assertEquals(0L, Tensor.cudaMemoryInfo(0)[1]);
+                    Tensor.cudaSetCacheLimit(0, 1L << 20);
+                    assertEquals(1L << 20, Tensor.cudaCacheLimit(0));
+                    Tensor.cudaSetCacheLimit(0, -1L);
+                    assertEquals(-1L, Tensor.cudaCacheLimit(0));
                     long[] mem = Tensor.cudaFreeMemory(0);
                     assertTrue(mem[0] > 0 && mem[0] <= mem[1]);
                 }
             }
             expectError(Status.INVALID_ARGUMENT, "device", () -> Tensor.cudaMemoryInfo(-1));
             expectError(Status.INVALID_ARGUMENT, "device", () -> Tensor.cudaEmptyCache(-1));
+            expectError(Status.INVALID_ARGUMENT, "device", () -> Tensor.cudaSetCacheLimit(-1, 0));
+            expectError(Status.INVALID_ARGUMENT, "device", () -> Tensor.cudaCacheLimit(-1));
             expectError(Status.INVALID_ARGUMENT, "device", () -> Tensor.cudaFreeMemory(-1));
             expectError(Status.INVALID_ARGUMENT, "place", () -> x.toPlace(7, 0));
         }
