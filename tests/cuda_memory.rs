@@ -107,4 +107,31 @@ fn device_cache_accounts_reuses_and_empties() {
     assert_eq!(device_memory_info(0).unwrap(), (0, 0));
     set_device_cache_limit(0, usize::MAX).unwrap();
     assert_eq!(device_cache_limit(0).unwrap(), usize::MAX);
+
+    // Threads allocating and freeing while another moves the bound: every value survives, and
+    // afterwards nothing is in use and what is kept is within the last bound.
+    std::thread::scope(|scope| {
+        for t in 0..4usize {
+            scope.spawn(move || {
+                for i in 0..200usize {
+                    let n = 1 + (t * 7919 + i * 104_729) % 300_000;
+                    let x = on_device(n, (t * 1000 + i) as f32);
+                    let got = bytes_of(&x);
+                    let last = (t * 1000 + i) as f32 + (n - 1) as f32;
+                    assert_eq!(got[got.len() - 4..], last.to_ne_bytes(), "thread {t}, tensor {i}");
+                }
+            });
+        }
+        scope.spawn(|| {
+            for i in 0..200usize {
+                set_device_cache_limit(0, [0, mib, 3 * mib, usize::MAX][i % 4]).unwrap();
+            }
+        });
+    });
+    set_device_cache_limit(0, 3 * mib).unwrap();
+    let (in_use, kept) = device_memory_info(0).unwrap();
+    assert!(in_use == 0 && kept <= 3 * mib, "after the threads: in use {in_use}, kept {kept}");
+    set_device_cache_limit(0, usize::MAX).unwrap();
+    empty_device_cache(0).unwrap();
+    assert_eq!(device_memory_info(0).unwrap(), (0, 0));
 }
