@@ -158,13 +158,15 @@ fn gpu_fused_step_equals_cpu() {
         return;
     }
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
-    for case in 0..45 {
+    // Beams up to 16 build their lists in the selection's local memory, larger ones in its global
+    // scratch (beam.cu's LOCAL_BEAM): both are covered.
+    for case in 0..60 {
         let dtype = [DType::F32, DType::F16, DType::BF16][case % 3];
         let sources = 1 + rng.below(6);
         let end_id = rng.below(3) as i64;
         let p = prefixes(&mut rng, sources, end_id, case % 2 == 0);
         let vocab = [1usize, 2, 3, 10, 40, 300][rng.below(6)];
-        let beam = [1usize, 2, 3, 4, 5, 8][rng.below(6)];
+        let beam = [1usize, 2, 3, 4, 5, 8, 16, 17, 24][rng.below(9)];
         let lp = tie_heavy(&mut rng, p.rows * vocab);
         let log_probs = LoDTensor::dense(tensor_of(dtype, &lp, &[p.rows, vocab]));
         let want = beam_search_fused_step(&p.pre_ids, &p.pre_scores, &log_probs, beam, end_id).unwrap();
@@ -184,13 +186,13 @@ fn gpu_beam_step_equals_cpu() {
         return;
     }
     let mut rng = Rng(0x0123_4567_89ab_cdef);
-    for case in 0..40 {
+    for case in 0..56 {
         let f64_scores = case % 2 == 1;
         let sources = 1 + rng.below(5);
         let end_id = rng.below(3) as i64;
         let p = prefixes(&mut rng, sources, end_id, true);
         let width = [1usize, 2, 4, 7][rng.below(4)];
-        let beam = [1usize, 2, 3, 5][rng.below(4)];
+        let beam = [1usize, 2, 3, 5, 16, 17, 24][rng.below(7)];
         let accumulated = case % 4 < 2;
         let n = p.rows * width;
         // Accumulated: ties everywhere. Not accumulated: probabilities in (0, 1] without ties.

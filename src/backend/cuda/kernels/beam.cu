@@ -284,6 +284,11 @@ struct StepCandidates {
   }
 };
 
+// Lists of up to this many items are built in the thread's own (local) memory, which the L1 cache
+// keeps, and then copied to the global scratch: every offer reads and shifts the tail of the
+// list it has just written, and in global memory each of those reads would go to L2.
+#define LOCAL_BEAM 16
+
 // One block does the whole selection: each thread replays the offers of its sources into the
 // source's top list (`top_*`, beam slots per source), drops the sources whose items all come from
 // finished rows, counts items per row, scans the counts into `row_offsets` (rows + 1), and writes
@@ -297,9 +302,13 @@ static __device__ void select_and_regroup(const i64 *source_rows, u32 sources, c
   const u32 tid = threadIdx.x, threads = blockDim.x;
   const i64 rows = source_rows[sources];
   for (u32 s = tid; s < sources; s += threads) {
-    i64 *lr = top_rows + (u64)s * beam;
-    i64 *li = top_ids + (u64)s * beam;
-    T *ls = top_scores + (u64)s * beam;
+    i64 *const gr = top_rows + (u64)s * beam, *const gi = top_ids + (u64)s * beam;
+    T *const gs = top_scores + (u64)s * beam;
+    i64 local_rows[LOCAL_BEAM], local_ids[LOCAL_BEAM];
+    T local_scores[LOCAL_BEAM];
+    const bool local = beam <= LOCAL_BEAM;
+    i64 *lr = local ? local_rows : gr, *li = local ? local_ids : gi;
+    T *ls = local ? local_scores : gs;
     u32 len = 0;
     for (i64 r = source_rows[s]; r < source_rows[s + 1]; r++) {
       if (pre_ids[r] == end_id) {
@@ -321,6 +330,14 @@ static __device__ void select_and_regroup(const i64 *source_rows, u32 sources, c
     if (keep)
       for (u32 j = 0; j < len; j++) cursor[lr[j]]++;
     for (u32 j = keep ? len : 0; j < beam; j++) lr[j] = -1;
+    // The regrouping reads an item's id and score only where its row is set.
+    if (local) {
+      for (u32 j = 0; j < beam; j++) gr[j] = lr[j];
+      for (u32 j = 0; keep && j < len; j++) {
+        gi[j] = li[j];
+        gs[j] = ls[j];
+      }
+    }
   }
   __syncthreads();
   // Exclusive scan of the counts: a contiguous chunk of rows per thread.
