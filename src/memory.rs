@@ -10,8 +10,8 @@ mod host_block;
 pub mod size_class;
 
 /// Each CUDA device's caching allocator: what it holds, the bound on what it keeps, and giving its
-/// kept blocks back; and the device's free and total memory as the driver reports them (`Unsupported` without CUDA or
-/// without the device).
+/// kept blocks back; and the device's free and total memory as the driver reports them
+/// (`Unsupported` without CUDA or without the device).
 pub use crate::backend::cuda::{
     device_cache_limit, device_free_memory, device_memory_info, empty_device_cache, set_device_cache_limit,
 };
