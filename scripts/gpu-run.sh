@@ -10,6 +10,9 @@
 # $OUT when it is set (the folder a device machine sends back), else build/gpu-logs: run.log (every
 # program's output), bench.md (the benchmark's table) and summary.txt, which is also printed last.
 # GPU_RUN_FILTER=REGEX runs only the programs whose name in the summary matches, e.g. 'cuda'.
+# The programs that touch the device run first (the CUDA tests, the speed tests, the benchmark, the
+# CUDA C tests), then the others, so a run cut short by a lease still has the GPU results; each
+# program is stopped after GPU_RUN_TIMEOUT seconds (default 300), which counts as a failure.
 # libnvrtc.so.13 is looked for in LODTENSOR_NVRTC_DIR, the loader's cache, the CUDA toolkit and
 # Python's nvidia-cuda-nvrtc package.
 set -uo pipefail
@@ -68,7 +71,7 @@ run() {
   shift
   [[ $name =~ ${GPU_RUN_FILTER:-.} ]] || return 0
   printf '\n==== %s ====\n' "$name" >>"$log"
-  "$@" >>"$log" 2>&1
+  timeout "${GPU_RUN_TIMEOUT:-300}" "$@" >>"$log" 2>&1
   status=$?
   case $status in
     0) passed=$((passed + 1)) ;;
@@ -77,7 +80,9 @@ run() {
   esac
 }
 
-for prog in "$bundle"/rust/lib-* "$bundle"/rust/test-*; do
+shopt -s nullglob
+# The device first: Rust programs named cuda (and the unit tests, which hold the kernel-path tests).
+for prog in "$bundle"/rust/test-cuda* "$bundle"/rust/lib-*; do
   run "rust ${prog##*/}" "$prog"
 done
 if [[ $feature == cuda ]]; then
@@ -89,18 +94,28 @@ else
   note "speed tests: not run on the emulator"
   export BENCH_SMALL=${BENCH_SMALL:-1} BENCH_REPS=${BENCH_REPS:-3}
 fi
-for prog in "$bundle"/capi/test_*; do
-  run "C ${prog##*/}" env LD_LIBRARY_PATH="$bundle/capi/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$prog"
-done
 if [[ ${GPU_RUN_BENCH:-1} != 0 && benchmark =~ ${GPU_RUN_FILTER:-.} ]]; then
   printf '\n==== benchmark ====\n' >>"$log"
-  if "$bundle/rust/bench-gpu" --bench >"$logs/bench.md" 2>>"$log"; then
+  if timeout "${GPU_RUN_TIMEOUT:-300}" "$bundle/rust/bench-gpu" --bench >"$logs/bench.md" 2>>"$log"; then
     passed=$((passed + 1))
   else
     failed+=("benchmark")
     note "FAILED: benchmark"
   fi
 fi
+c_test() {
+  run "C ${1##*/}" env LD_LIBRARY_PATH="$bundle/capi/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$1"
+}
+for prog in "$bundle"/capi/test_*cuda* "$bundle"/capi/test_hpp_*; do
+  c_test "$prog"
+done
+# Then the rest, which the device changes less: the host-side Rust tests and the other C tests.
+for prog in "$bundle"/rust/test-*; do
+  [[ ${prog##*/} == test-cuda* ]] || run "rust ${prog##*/}" "$prog"
+done
+for prog in "$bundle"/capi/test_*; do
+  [[ ${prog##*/} == test_*cuda* || ${prog##*/} == test_hpp_* ]] || c_test "$prog"
+done
 # The speed tests print one line per case; the summary keeps them.
 grep 'GB/s' "$log" >>"$summary" || true
 if ((${#failed[@]})); then

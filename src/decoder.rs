@@ -226,7 +226,11 @@ impl Decoder {
             );
             let banned = (t < o.min_length).then_some(o.end_id as usize);
             let out = match lp.tensor().place() {
-                Place::Cpu => self.host_step(&lp, &info, &sources, banned)?,
+                Place::Cpu => {
+                    // A later device step must start from this step's selection.
+                    on_device = None;
+                    self.host_step(&lp, &info, &sources, banned)?
+                }
                 Place::Cuda(_) => self.device_step(&lp, &beams, &sources, banned, &mut on_device)?,
             };
             if !beams.advance(out)? {

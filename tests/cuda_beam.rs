@@ -627,6 +627,17 @@ fn gpu_decoder_equals_cpu() {
         assert_eq!(got.ids.lod(), want.ids.lod());
         assert_eq!(tensor_bytes(got.ids.tensor()), want.ids.tensor().bytes().unwrap());
         assert_eq!(tensor_bytes(got.scores.tensor()), want.scores.tensor().bytes().unwrap());
+        // The host, then cuda:0 twice, and again: a device step after a host step must start from
+        // the host step's selection, not from the selection its device made before.
+        let mixed = decoder
+            .run_tensors(3, &mut |info| {
+                let lp = LoDTensor::dense(tensor_of(dtype, &model(info), &[info.ids.len(), info.vocab_size]));
+                Ok(if info.step % 3 == 0 { lp } else { gpu(&lp) })
+            })
+            .unwrap();
+        assert_eq!(mixed.ids.lod(), want.ids.lod());
+        assert_eq!(tensor_bytes(mixed.ids.tensor()), want.ids.tensor().bytes().unwrap());
+        assert_eq!(tensor_bytes(mixed.scores.tensor()), want.scores.tensor().bytes().unwrap());
         if dtype == DType::F32 {
             // The host-buffer API gives the same sentences.
             let plain = decoder
