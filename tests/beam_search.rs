@@ -353,6 +353,31 @@ fn beam_search_without_ids_uses_columns_and_f64() {
     assert_eq!(v::<f64>(&out.selected_scores), vec![0.9, 0.6, 0.9, 0.7]);
 }
 
+/// A NaN score (an infinite sum of both signs, or a NaN operand of any sign and payload) comes out
+/// as the one quiet NaN `f32::NAN` / `f64::NAN`, which the CUDA kernels write too.
+#[test]
+fn nan_scores_are_the_one_quiet_nan() {
+    let odd_nan = f32::from_bits(0xffc0_1234);
+    let lod = vec![vec![0, 2], vec![0, 1, 2]];
+    let pre_ids = lt(&[1i64, 2], &[2, 1], lod.clone());
+    let fused = beam_search_fused_step(
+        &pre_ids,
+        &dense(&[f32::NEG_INFINITY, odd_nan], &[2, 1]),
+        &dense(&[f32::INFINITY, 0.0, 1.0, 2.0], &[2, 2]),
+        4,
+        0,
+    )
+    .unwrap();
+    let nans: Vec<u32> = v::<f32>(&fused.selected_scores).iter().filter(|s| s.is_nan()).map(|s| s.to_bits()).collect();
+    assert_eq!(nans, vec![f32::NAN.to_bits(); 3]);
+    // Paddle's step, log mode: +inf + ln(0) and a NaN pre_score.
+    let scores = lt(&[0.0f64, 0.5, 0.25, 0.125], &[2, 2], lod);
+    let pre_scores = dense(&[f64::INFINITY, f64::from_bits(0xfff8_0000_0000_0001)], &[2, 1]);
+    let step = beam_search_step(&pre_ids, &pre_scores, None, &scores, 0, 4, 0, false).unwrap();
+    let nans: Vec<u64> = v::<f64>(&step.selected_scores).iter().filter(|s| s.is_nan()).map(|s| s.to_bits()).collect();
+    assert_eq!(nans, vec![f64::NAN.to_bits(); 3]);
+}
+
 #[test]
 fn beam_search_checks_paddle_forgets() {
     let scores = lt(&[0.6f32, 0.9, 0.5, 0.3, 0.9, 0.5, 0.1, 0.7], &[4, 2], lod2());

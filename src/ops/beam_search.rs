@@ -3,7 +3,7 @@
 //! state by the parent indices the step returns.
 
 use super::common_place;
-use crate::backend::cpu::beam_search::{regroup, select_fused, select_unfused, Candidate, Selected};
+use crate::backend::cpu::beam_search::{regroup, select_fused, select_unfused, Candidate, OneNan, Selected};
 use crate::dtype::{dispatch_dtype, DType, Scalar};
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;
@@ -22,18 +22,19 @@ pub struct BeamSearchStep {
     pub parent_idx: Tensor,
 }
 
-/// `pre_score + ln(score)` in the scores' own precision, as Paddle computes it.
+/// `pre_score + ln(score)` in the scores' own precision, as Paddle computes it (a NaN sum as the
+/// type's one NaN, [`OneNan`]).
 trait StepScore: Scalar {
     fn plus_ln(pre: Self, score: Self) -> Self;
 }
 impl StepScore for f32 {
     fn plus_ln(pre: f32, score: f32) -> f32 {
-        pre + score.ln()
+        (pre + score.ln()).one_nan()
     }
 }
 impl StepScore for f64 {
     fn plus_ln(pre: f64, score: f64) -> f64 {
-        pre + score.ln()
+        (pre + score.ln()).one_nan()
     }
 }
 

@@ -139,11 +139,38 @@ pub fn select_fused<T: Scalar>(
                 }
             };
             for (&v, &j) in vals[..n].iter().zip(&idx[..n]) {
-                len = offer(list, len, Candidate { row: r, id: j as i64, score: pre_scores[r] + to_f32(v) });
+                let score = (pre_scores[r] + to_f32(v)).one_nan();
+                len = offer(list, len, Candidate { row: r, id: j as i64, score });
             }
         }
         len
     })
+}
+
+/// A score with any NaN written as its type's one quiet NaN (the default NaN of Rust, sign clear,
+/// payload zero). Which NaN an addition yields differs between processors (x86 keeps an operand's
+/// NaN or makes a negative one, a CUDA device makes `0x7fffffff`), and the host's and the
+/// device's scores must agree bit for bit; the device kernels do the same (beam.cu).
+pub(crate) trait OneNan: Copy {
+    fn one_nan(self) -> Self;
+}
+impl OneNan for f32 {
+    fn one_nan(self) -> f32 {
+        if self.is_nan() {
+            f32::NAN
+        } else {
+            self
+        }
+    }
+}
+impl OneNan for f64 {
+    fn one_nan(self) -> f64 {
+        if self.is_nan() {
+            f64::NAN
+        } else {
+            self
+        }
+    }
 }
 
 /// A log-prob bar for a row with cumulative score `pre` under a full source list whose last item

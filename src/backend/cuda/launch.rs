@@ -119,9 +119,12 @@ pub(crate) fn launch_1d(d: &Arc<Device>, file: &'static str, function: &str, wor
     launch(d, file, function, [blocks_for(work), 1, 1], [BLOCK, 1, 1], args)
 }
 
-/// Output elements per tile of the tile kernels (`LODTENSOR_FOR_EACH_TILE_ELEMENT`): 32 per thread
-/// of a block, so the two searches each thread makes per tile are amortised over many elements.
+/// Output elements per tile of the tile kernels (`for_each_tile`, common.cuh): 32 per thread of a
+/// block, so the two searches each thread makes per tile are amortised over many elements.
 const TILE_ELEMS: u64 = 32 * BLOCK as u64;
+/// Rows per tile at most: the kernels keep a value per row of the tile in shared memory
+/// (common.cuh's TILE_MAX_ROWS, the same number).
+const TILE_MAX_ROWS: u64 = 2048;
 
 /// Launches tile kernel `function` of `file` over `rows` output rows of `row_elems` elements;
 /// `args` ends with the tile size in rows, which this appends.
@@ -133,7 +136,7 @@ pub(crate) fn launch_tiles(
     row_elems: u64,
     args: Args,
 ) -> Result<()> {
-    let tile_rows = (TILE_ELEMS / row_elems.max(1)).max(1);
+    let tile_rows = (TILE_ELEMS / row_elems.max(1)).clamp(1, TILE_MAX_ROWS);
     let grid = rows.div_ceil(tile_rows).clamp(1, 1 << 16) as u32;
     launch(d, file, function, [grid, 1, 1], [BLOCK, 1, 1], args.arg(tile_rows))
 }
@@ -149,4 +152,17 @@ pub(crate) fn upload<T: KernelArg>(d: &Arc<Device>, values: &[T]) -> Result<Arc<
         d.ctx.htod(alloc.as_ptr() as DevicePtr, bytes)?;
     }
     Ok(alloc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kernels size their per-row shared arrays by common.cuh's TILE_MAX_ROWS; a tile of more
+    /// rows would write past them.
+    #[test]
+    fn tile_rows_cap_matches_the_kernels() {
+        let rows_cu = KERNEL_SOURCES.iter().find(|(n, _)| *n == "rows.cu").unwrap().1;
+        assert!(rows_cu.contains(&format!("#define TILE_MAX_ROWS {TILE_MAX_ROWS}\n")));
+    }
 }

@@ -59,6 +59,14 @@ static __device__ inline C lowest_key() { return C(); }
 template <>
 __device__ inline float lowest_key<float>() { return __uint_as_float(0xff800000u); }
 
+// A score with any NaN written as its type's one quiet NaN (sign clear, payload zero), as the host
+// writes it: a device addition makes 0x7fffffff where the host keeps an operand's NaN, and the
+// scores must agree bit for bit.
+static __device__ inline float one_nan(float v) { return is_nan(v) ? __uint_as_float(0x7fc00000u) : v; }
+static __device__ inline double one_nan(double v) {
+  return is_nan(v) ? __longlong_as_double(0x7ff8000000000000ll) : v;
+}
+
 static __device__ inline float ln(float v) { return logf(v); }
 static __device__ inline double ln(double v) { return log(v); }
 
@@ -265,7 +273,7 @@ struct FusedCandidates {
   __device__ u32 count(i64) const { return k; }
   __device__ void get(i64 r, u32 j, i64 &id, float &score) const {
     id = cols[r * k + j];
-    score = pre_scores[r] + vals[r * k + j];
+    score = one_nan(pre_scores[r] + vals[r * k + j]);
   }
 };
 
@@ -280,7 +288,7 @@ struct StepCandidates {
   __device__ void get(i64 r, u32 j, i64 &id, T &score) const {
     const u64 i = (u64)r * width + j;
     id = ids ? ids[i] : (i64)j;
-    score = accumulated ? scores[i] : pre_scores[r] + ln(scores[i]);
+    score = accumulated ? scores[i] : one_nan(pre_scores[r] + ln(scores[i]));
   }
 };
 

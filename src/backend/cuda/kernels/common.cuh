@@ -202,12 +202,18 @@ __device__ __forceinline__ void lt_from_bits(float *p, u64 b) { *p = __uint_as_f
 __device__ __forceinline__ void lt_from_bits(double *p, u64 b) { *p = __longlong_as_double((i64)b); }
 
 // ---- Tiles: how the kernels whose output rows fall into sequences or ranges (the row gather of
-// rows.cu, the sequence kernels) walk their output. A tile is a run of whole rows; each block
-// takes one tile at a time (grid-stride over tiles). Each thread finds the sequences of the tile's first and last rows
-// (the same search in every thread of the block: the same addresses, served from cache), and
-// then the sequence of each of its rows by a search between those two only: a tile that lies in
-// one sequence needs no per-element search at all, and no barrier is needed to share the result.
-// Consecutive threads handle consecutive elements of the output, so writes are coalesced.
+// rows.cu, the sequence kernels) walk their output. A tile is a run of whole rows, at most
+// TILE_MAX_ROWS of them; each block takes one tile at a time (grid-stride over tiles). Every
+// thread finds the sequences of the tile's first and last rows (the same search in every thread:
+// the same addresses, served from cache); then each row's sequence is found once, by one thread,
+// with a search between those two, and kept in shared memory for the row's elements. A search per
+// element instead costs a chain of dependent loads per element, which with short sequences (one
+// row each, say) is far more time than moving the element. Consecutive threads handle consecutive
+// elements of the output, so reads of a row and all writes are coalesced.
+
+// Rows per tile at most: the per-row values a tile kernel keeps in shared memory. launch.rs's
+// TILE_MAX_ROWS is the same number.
+#define TILE_MAX_ROWS 2048
 
 // The last k in [lo, hi) with offsets[k] <= row, given offsets[lo] <= row: the sequence (or
 // range) holding `row`. Empty sequences (an offset equal to the next one) are passed over,
@@ -220,25 +226,42 @@ __device__ __forceinline__ u32 last_at_or_below(const i64 *__restrict__ offsets,
   return lo;
 }
 
-// The tile loop: `total_rows` output rows of `row_elems` elements in tiles of `tile_rows` rows;
-// `offsets` (count + 1 of them, offsets[count] == total_rows) split the rows into sequences. The
-// body (the last argument) sees `row`, `col` (the element's place in its row), `seq` (the
-// sequence holding `row`) and `e` (the element's index in the output).
+// The tile loop: `total_rows` output rows of `row_elems` elements in tiles of `tile_rows` rows
+// (launch_tiles' choice: at most TILE_MAX_ROWS rows, and a tile of several rows holds fewer than
+// 2^32 elements); `offsets` (count + 1 of them, offsets[count] == total_rows) split the rows
+// into sequences. on_row(r, row, seq) runs once per row (r: the row's place in its tile, < rows),
+// then, after a barrier, on_elem(r, row, col, e) once per element (col: its place in the row, e:
+// its index in the output); a barrier follows each tile. Every thread of the block must call it.
+template <typename OnRow, typename OnElem>
+__device__ __forceinline__ void for_each_tile(const i64 *__restrict__ offsets, u32 count, u64 total_rows,
+                                              u64 row_elems, u64 tile_rows, OnRow on_row, OnElem on_elem) {
+  const u64 num_tiles = (total_rows + tile_rows - 1) / tile_rows;
+  for (u64 tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
+    const u64 first = tile * tile_rows;
+    const u32 rows = (u32)min(tile_rows, total_rows - first);
+    const u32 lo = last_at_or_below(offsets, 0, count, first);
+    const u32 hi = last_at_or_below(offsets, lo, count, first + rows - 1) + 1;
+    for (u32 r = threadIdx.x; r < rows; r += blockDim.x) on_row(r, first + r, last_at_or_below(offsets, lo, hi, first + r));
+    __syncthreads();
+    const u64 n = (u64)rows * row_elems;
+    for (u64 i = threadIdx.x; i < n; i += blockDim.x) {
+      // 32-bit division: a tile of several rows holds fewer than 2^32 elements.
+      const u32 r = rows == 1 ? 0 : (u32)i / (u32)row_elems;
+      on_elem(r, first + r, i - (u64)r * row_elems, first * row_elems + i);
+    }
+    __syncthreads();
+  }
+}
+
+// for_each_tile for a body that needs only the row's sequence: the body (the last argument) sees
+// `row`, `col`, `seq` and `e`. Kernels that use it are exported with LODTENSOR_EXPORT_SYNC.
 #define LODTENSOR_FOR_EACH_TILE_ELEMENT(offsets, count, total_rows, row_elems, tile_rows, ...)         \
   do {                                                                                              \
-    const u64 num_tiles_ = ((total_rows) + (tile_rows) - 1) / (tile_rows);                          \
-    for (u64 tile_ = blockIdx.x; tile_ < num_tiles_; tile_ += gridDim.x) {                          \
-      const u64 first_ = tile_ * (tile_rows);                                                       \
-      const u64 rows_ = min((u64)(tile_rows), (u64)((total_rows) - first_));                        \
-      const u32 lo_ = last_at_or_below((offsets), 0, (count), first_);                              \
-      const u32 hi_ = last_at_or_below((offsets), lo_, (count), first_ + rows_ - 1) + 1;            \
-      const u64 n_ = rows_ * (row_elems);                                                           \
-      for (u64 i_ = threadIdx.x; i_ < n_; i_ += blockDim.x) {                                       \
-        const u64 row = first_ + i_ / (row_elems);                                                  \
-        const u64 col = i_ - (row - first_) * (row_elems);                                          \
-        const u64 e = first_ * (row_elems) + i_;                                                    \
-        const u32 seq = last_at_or_below((offsets), lo_, hi_, row);                                 \
-        __VA_ARGS__                                                                                 \
-      }                                                                                             \
-    }                                                                                               \
+    __shared__ u32 tile_seq_[TILE_MAX_ROWS];                                                        \
+    for_each_tile((offsets), (count), (total_rows), (row_elems), (tile_rows),                       \
+                  [&](u32 r_, u64, u32 s_) { tile_seq_[r_] = s_; },                                 \
+                  [&](u32 r_, u64 row, u64 col, u64 e) {                                            \
+                    const u32 seq = tile_seq_[r_];                                                  \
+                    __VA_ARGS__                                                                     \
+                  });                                                                               \
   } while (0)

@@ -3,18 +3,20 @@
 // [dst_offsets[k], dst_offsets[k+1]) are the rows starting at device address src_addr[k], which
 // may lie in any of several tensors. One launch serves all ranges; the host uploads the table
 // once per call. Rows move in words of W bytes (the host picks the widest word that divides the
-// row size and every address involved). The output is walked in tiles (common.cuh), so finding
-// an element's range is a search within its tile's ranges, not over all of them: with one range
-// per row and millions of rows, a search over the whole table would read more than the rows.
+// row size and every address involved). The output is walked in tiles (common.cuh): each row's
+// range is found once, by a search within its tile's ranges, not over all of them (with one range
+// per row and millions of rows, a search over the whole table would read more than the rows).
 
 template <typename W>
 __device__ void gather_ranges(W *__restrict__ dst, u64 row_words, const u64 *__restrict__ src_addr,
                               const i64 *__restrict__ dst_offsets, u32 num_ranges, u64 total_rows,
                               u64 tile_rows) {
-  LODTENSOR_FOR_EACH_TILE_ELEMENT(dst_offsets, num_ranges, total_rows, row_words, tile_rows, {
-    const W *src = (const W *)src_addr[seq];
-    dst[e] = src[(row - (u64)dst_offsets[seq]) * row_words + col];
-  });
+  // Each row's source, found once per row; its words are then one shared-memory read away.
+  __shared__ const W *row_src[TILE_MAX_ROWS];
+  for_each_tile(
+      dst_offsets, num_ranges, total_rows, row_words, tile_rows,
+      [&](u32 r, u64 row, u32 k) { row_src[r] = (const W *)src_addr[k] + (row - (u64)dst_offsets[k]) * row_words; },
+      [&](u32 r, u64, u64 col, u64 e) { dst[e] = row_src[r][col]; });
 }
 
 #define LODTENSOR_GATHER(W, SUFFIX)                                                                \
@@ -23,7 +25,7 @@ __device__ void gather_ranges(W *__restrict__ dst, u64 row_words, const u64 *__r
                                                     u64 total_rows, u64 tile_rows) {                    \
     gather_ranges<W>(dst, row_words, src_addr, dst_offsets, num_ranges, total_rows, tile_rows);         \
   }                                                                                                \
-  LODTENSOR_EXPORT(gather_ranges_##SUFFIX)
+  LODTENSOR_EXPORT_SYNC(gather_ranges_##SUFFIX)
 
 LODTENSOR_GATHER(u8, 1)
 LODTENSOR_GATHER(u16, 2)

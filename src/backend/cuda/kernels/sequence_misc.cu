@@ -27,11 +27,11 @@ LODTENSOR_MISC_MOVE(u32, 4)
 LODTENSOR_MISC_MOVE(u64, 8)
 LODTENSOR_MISC_MOVE(word16, 16)
 
-LODTENSOR_EXPORT(sequence_reverse_rows_1)
-LODTENSOR_EXPORT(sequence_reverse_rows_2)
-LODTENSOR_EXPORT(sequence_reverse_rows_4)
-LODTENSOR_EXPORT(sequence_reverse_rows_8)
-LODTENSOR_EXPORT(sequence_reverse_rows_16)
+LODTENSOR_EXPORT_SYNC(sequence_reverse_rows_1)
+LODTENSOR_EXPORT_SYNC(sequence_reverse_rows_2)
+LODTENSOR_EXPORT_SYNC(sequence_reverse_rows_4)
+LODTENSOR_EXPORT_SYNC(sequence_reverse_rows_8)
+LODTENSOR_EXPORT_SYNC(sequence_reverse_rows_16)
 
 // ---- sequence_mask: out[i * maxlen + j] = (j < x[i]) ? one : zero, compared in double as the
 // CPU does ((j as f64) < x.to_f64()). `one` and `zero` are the output dtype's bit patterns (the
@@ -87,7 +87,7 @@ __device__ void sequence_enumerate(const T *__restrict__ x, T *__restrict__ out,
                                                        u64 rows, u64 win, T pad, u64 tile_rows) {     \
     sequence_enumerate<T>(x, out, offsets, num_seqs, rows, win, pad, tile_rows);                       \
   }                                                                                                \
-  LODTENSOR_EXPORT(sequence_enumerate_##NAME)
+  LODTENSOR_EXPORT_SYNC(sequence_enumerate_##NAME)
 
 LODTENSOR_ENUMERATE(i32, i32)
 LODTENSOR_ENUMERATE(i64, i64)
@@ -136,7 +136,7 @@ __device__ void sequence_conv(const T *__restrict__ x, const T *__restrict__ fil
     sequence_conv<T>(x, filter, padding, out, offsets, num_seqs, rows, n, m, context_length, context_start, \
                      up_pad, tile_rows);                                                                  \
   }                                                                                                \
-  LODTENSOR_EXPORT(sequence_conv_##NAME)
+  LODTENSOR_EXPORT_SYNC(sequence_conv_##NAME)
 
 LODTENSOR_CONV(float, f32)
 LODTENSOR_CONV(double, f64)
