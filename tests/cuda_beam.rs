@@ -160,13 +160,15 @@ fn gpu_fused_step_equals_cpu() {
     }
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     // Beams up to 16 build their lists in the selection's local memory, larger ones in its global
-    // scratch (beam.cu's LOCAL_BEAM): both are covered.
+    // scratch (beam.cu's LOCAL_BEAM): both are covered; so are the top lists of 4, 8 and 16 and
+    // the one-block-per-row top-k above 16.
     for case in 0..60 {
         let dtype = [DType::F32, DType::F16, DType::BF16][case % 3];
         let sources = 1 + rng.below(6);
         let end_id = rng.below(3) as i64;
         let p = prefixes(&mut rng, sources, end_id, case % 2 == 0);
-        let vocab = [1usize, 2, 3, 10, 40, 300][rng.below(6)];
+        // Rows longer than 4096 are split into chunks (beam.cu's CHUNK_ELEMS) for beams up to 16.
+        let vocab = [1usize, 2, 3, 10, 40, 300, 4097, 9000][rng.below(8)];
         let beam = [1usize, 2, 3, 4, 5, 8, 16, 17, 24][rng.below(9)];
         let lp = tie_heavy(&mut rng, p.rows * vocab);
         let log_probs = LoDTensor::dense(tensor_of(dtype, &lp, &[p.rows, vocab]));

@@ -13,6 +13,10 @@ use std::sync::Arc;
 const TOPK_THREADS: u64 = 256;
 /// Threads of the one-block selection kernels (`SELECT_THREADS` in beam.cu).
 const SELECT_THREADS: u32 = 256;
+/// Threads of the fused step's chunk kernel, and elements of a chunk (`CHUNK_THREADS` and
+/// `CHUNK_ELEMS` in beam.cu).
+const CHUNK_THREADS: u32 = 256;
+const CHUNK_ELEMS: usize = 16 * CHUNK_THREADS as usize;
 /// Rows per launch of the block-per-row kernels: more rows are walked by the same blocks.
 const MAX_ROW_BLOCKS: u64 = 1 << 16;
 
@@ -115,9 +119,9 @@ fn select_step(
     Ok((ids.slice_rows(0..n)?, scores.slice_rows(0..n)?, parents.slice_rows(0..n)?, offsets))
 }
 
-/// The fused step on the device (see `ops::beam_search_fused_step`): one block per unfinished
-/// prefix row takes the row's `min(beam, vocab)` best log-probs (one read of the row), then one
-/// block replays Paddle's per-source selection over those candidates and regroups the result by
+/// The fused step on the device (see `ops::beam_search_fused_step`): the `min(beam, vocab)` best
+/// log-probs of every unfinished prefix row (one read of the row: for k up to 16, one block per
+/// chunk of a row and a merge per row; above that, one block per row), then one block replays Paddle's per-source selection over those candidates and regroups the result by
 /// row. `banned` (the decoder's min_length rule) makes that column read as -inf. Inputs are
 /// validated by the caller: `log_probs` `[rows, vocab]` (f32/f16/bf16), `pre_ids` int64 and
 /// `pre_scores` float32 with one element per row, all on one device.
@@ -137,13 +141,51 @@ pub fn fused_step(
     let k = beam.min(vocab);
     let cand_vals = d.allocation(rows * k * 4)?;
     let cand_cols = d.allocation(rows * k * 8)?;
-    if rows > 0 && k > 0 {
-        let name = match log_probs.dtype() {
-            DType::F32 => "fused_row_topk_f32",
-            DType::F16 => "fused_row_topk_f16",
-            DType::BF16 => "fused_row_topk_bf16",
-            other => return Err(err!(Unsupported, "log_probs: dtype {other} is not supported by the CUDA fused step")),
-        };
+    let suffix = match log_probs.dtype() {
+        DType::F32 => "f32",
+        DType::F16 => "f16",
+        DType::BF16 => "bf16",
+        other => return Err(err!(Unsupported, "log_probs: dtype {other} is not supported by the CUDA fused step")),
+    };
+    let list = [4usize, 8, 16].into_iter().find(|&list| k <= list);
+    if let (Some(list), true, true) = (list, rows > 0 && k > 0, u32::try_from(vocab).is_ok()) {
+        // Rows in chunks: one block per chunk, then one per row merges the chunks' lists.
+        let chunks = vocab.div_ceil(CHUNK_ELEMS);
+        let parts = rows * chunks;
+        let part_vals = d.allocation(parts * list * 4)?;
+        let part_cols = d.allocation(parts * list * 4)?;
+        let part_lens = d.allocation(parts * 4)?;
+        let chunks = u32_of(chunks, "log_probs: chunks of a row")?;
+        let args = Args::new()
+            .ptr(log_probs)
+            .arg(rows as u64)
+            .arg(vocab as u64)
+            .arg(chunks)
+            .ptr(pre_ids)
+            .arg(end_id)
+            .arg(banned.map_or(-1, |b| b as i64))
+            .buf(&part_vals)
+            .buf(&part_cols)
+            .buf(&part_lens);
+        let grid = (parts as u64).min(MAX_ROW_BLOCKS) as u32;
+        let name = format!("fused_chunk_topk_{suffix}_{list}");
+        launch(&d, "beam.cu", &name, [grid, 1, 1], [CHUNK_THREADS, 1, 1], args)?;
+        let args = Args::new()
+            .arg(rows as u64)
+            .arg(chunks)
+            .arg(u32_of(k, "beam_size")?)
+            .ptr(pre_ids)
+            .arg(end_id)
+            .buf(&part_vals)
+            .buf(&part_cols)
+            .buf(&part_lens)
+            .buf(&cand_vals)
+            .buf(&cand_cols);
+        let threads = (chunks as u64).next_power_of_two().clamp(32, CHUNK_THREADS as u64) as u32;
+        let grid = (rows as u64).min(MAX_ROW_BLOCKS) as u32;
+        launch(&d, "beam.cu", &format!("fused_merge_topk_{list}"), [grid, 1, 1], [threads, 1, 1], args)?;
+    } else if rows > 0 && k > 0 {
+        let name = format!("fused_row_topk_{suffix}");
         let args = Args::new()
             .ptr(log_probs)
             .arg(rows as u64)
@@ -155,7 +197,7 @@ pub fn fused_step(
             .buf(&cand_vals)
             .buf(&cand_cols);
         let grid = (rows as u64).min(MAX_ROW_BLOCKS) as u32;
-        launch(&d, "beam.cu", name, [grid, 1, 1], [topk_threads(vocab as u64), 1, 1], args)?;
+        launch(&d, "beam.cu", &name, [grid, 1, 1], [topk_threads(vocab as u64), 1, 1], args)?;
     }
     let k = u32_of(k, "beam_size")?;
     select_step(&d, "fused_select", source_rows, pre_ids, end_id, beam, DType::F32, |a| {

@@ -20,28 +20,38 @@ pub fn gather_row_ranges(src: &Tensor, row_bytes: usize, ranges: &[Range<usize>]
     let d = device(ordinal)?;
     let mut out = new_tensor(&d, src.dtype(), dims)?;
     let base = src.as_ptr() as u64;
-    let addrs = ranges.iter().map(|r| base + (r.start * row_bytes) as u64).collect();
-    let lens: Vec<usize> = ranges.iter().map(Range::len).collect();
-    gather_ranges_from(&d, &mut out, row_bytes, &[base], addrs, &lens, "gather_row_ranges")?;
+    let table = ranges.iter().map(|r| (base + (r.start * row_bytes) as u64, r.len()));
+    gather_ranges_from(&d, &mut out, row_bytes, &[base], table, "gather_row_ranges")?;
     Ok(out)
 }
 
-/// Fills `out` (`rows` rows of `row_bytes` bytes, the sum of `lens`) with ranges of rows from
-/// anywhere on its device: range k is `lens[k]` rows starting at device address `addrs[k]`, in
-/// output order. `bases` are the source tensors' addresses (the word size must divide them: every
-/// address is a base plus whole rows). One launch; one table upload.
+/// Fills `out` (rows of `row_bytes` bytes, as many as the ranges hold) with ranges of rows from
+/// anywhere on its device: `ranges` yields `(address, rows)` in output order, `rows` rows starting
+/// at device address `address`. `bases` are the source tensors' addresses (the word size must
+/// divide them: every address is a base plus whole rows). One pass over the ranges builds the
+/// table, one upload, one launch.
 pub(crate) fn gather_ranges_from(
     d: &Arc<Device>,
     out: &mut Tensor,
     row_bytes: usize,
     bases: &[u64],
-    addrs: Vec<u64>,
-    lens: &[usize],
+    ranges: impl ExactSizeIterator<Item = (u64, usize)>,
     what: &str,
 ) -> Result<()> {
-    let rows: usize = lens.iter().sum();
+    // One table: the source address of each range, then the ranges' output row offsets (one
+    // more than the ranges).
+    let n = ranges.len();
+    let num_ranges = count_u32(n, what)?;
+    let mut table = vec![0u64; 2 * n + 1];
+    let (addrs, offsets) = table.split_at_mut(n);
+    let mut rows = 0u64;
+    for ((slot, end), (addr, len)) in addrs.iter_mut().zip(&mut offsets[1..]).zip(ranges) {
+        *slot = addr;
+        rows += len as u64;
+        *end = rows;
+    }
     ensure!(
-        rows * row_bytes == out.nbytes(),
+        rows * row_bytes as u64 == out.nbytes() as u64,
         Internal,
         "{what}: {rows} rows of {row_bytes} bytes do not fill {} bytes",
         out.nbytes()
@@ -49,19 +59,8 @@ pub(crate) fn gather_ranges_from(
     if out.nbytes() == 0 {
         return Ok(());
     }
-    let num_ranges = count_u32(lens.len(), what)?;
     let dst = out.as_mut_ptr() as u64;
     let word = word_for(row_bytes, bases.iter().copied().chain([dst]));
-    // One table: the source address of each range, then the ranges' output row offsets (one
-    // more than the ranges).
-    let mut table = addrs;
-    table.reserve(lens.len() + 1);
-    let mut at = 0u64;
-    table.push(0);
-    for &n in lens {
-        at += n as u64;
-        table.push(at);
-    }
     let table = upload(d, &table)?;
     let table_ptr = table.as_ptr() as u64;
     let row_words = (row_bytes / word) as u64;
@@ -71,6 +70,6 @@ pub(crate) fn gather_ranges_from(
         .arg(table_ptr)
         .arg(table_ptr + 8 * num_ranges as u64)
         .arg(num_ranges)
-        .arg(rows as u64);
-    launch_tiles(d, "rows.cu", &format!("gather_ranges_{word}"), rows as u64, row_words, args)
+        .arg(rows);
+    launch_tiles(d, "rows.cu", &format!("gather_ranges_{word}"), rows, row_words, args)
 }

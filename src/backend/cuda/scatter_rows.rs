@@ -26,9 +26,8 @@ pub fn scatter_rows_overwrite(x: &Tensor, index: &[i64], updates: &Tensor) -> Re
     }
     let blocks = overwrite_blocks(index, x.rows()?)?;
     let bases = [x.as_ptr() as u64, updates.as_ptr() as u64];
-    let addrs = blocks.iter().map(|(s, run)| bases[*s] + (run.start * row_bytes) as u64).collect();
-    let lens: Vec<usize> = blocks.iter().map(|(_, run)| run.len()).collect();
-    gather_ranges_from(&d, &mut out, row_bytes, &bases, addrs, &lens, "scatter_rows")?;
+    let table = blocks.iter().map(|(s, run)| (bases[*s] + (run.start * row_bytes) as u64, run.len()));
+    gather_ranges_from(&d, &mut out, row_bytes, &bases, table, "scatter_rows")?;
     Ok(out)
 }
 

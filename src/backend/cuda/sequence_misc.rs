@@ -32,16 +32,12 @@ pub fn sequence_concat_rows(
     }
     let sequences = out_offsets.len() - 1;
     // The ranges in output order: sequence i of source j, for each i, for each j.
-    let mut addrs = Vec::with_capacity(sequences * srcs.len());
-    let mut lens = Vec::with_capacity(sequences * srcs.len());
-    for i in 0..sequences {
-        for (src, offs) in srcs.iter().zip(offsets) {
-            addrs.push(src.as_ptr() as u64 + (offs[i] * row_bytes) as u64);
-            lens.push(offs[i + 1] - offs[i]);
-        }
-    }
     let bases: Vec<u64> = srcs.iter().map(|s| s.as_ptr() as u64).collect();
-    gather_ranges_from(&d, &mut out, row_bytes, &bases, addrs, &lens, "xs")?;
+    let table = (0..sequences * srcs.len()).map(|k| {
+        let (i, j) = (k / srcs.len(), k % srcs.len());
+        (bases[j] + (offsets[j][i] * row_bytes) as u64, offsets[j][i + 1] - offsets[j][i])
+    });
+    gather_ranges_from(&d, &mut out, row_bytes, &bases, table, "xs")?;
     Ok(out)
 }
 

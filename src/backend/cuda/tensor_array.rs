@@ -25,10 +25,9 @@ pub fn gather_sources(
     let first = srcs.first().ok_or_else(|| err!(Internal, "gather_sources: no source tensors"))?;
     let d = device_of(first, "gather_sources")?;
     let mut out = new_tensor(&d, dtype, dims)?;
-    let addrs = blocks.iter().map(|(s, r)| srcs[*s].as_ptr() as u64 + (r.start * row_bytes) as u64).collect();
-    let lens: Vec<usize> = blocks.iter().map(|(_, r)| r.len()).collect();
     let bases: Vec<u64> = srcs.iter().map(|t| t.as_ptr() as u64).collect();
-    gather_ranges_from(&d, &mut out, row_bytes, &bases, addrs, &lens, "array")?;
+    let table = blocks.iter().map(|(s, r)| (bases[*s] + (r.start * row_bytes) as u64, r.len()));
+    gather_ranges_from(&d, &mut out, row_bytes, &bases, table, "array")?;
     Ok(out)
 }
 

@@ -139,6 +139,7 @@ struct Registrar {
 };
 }  // namespace lodtensor_emulator
 
+#define LODTENSOR_UNROLL
 #define LODTENSOR_EXPORT(name) \
   static ::lodtensor_emulator::Registrar lodtensor_registrar_##name(#name, &name, false);
 #define LODTENSOR_EXPORT_SYNC(name) \

@@ -229,6 +229,186 @@ LODTENSOR_FUSED_TOPK(fused_row_topk_f32, float)
 LODTENSOR_FUSED_TOPK(fused_row_topk_f16, f16_bits)
 LODTENSOR_FUSED_TOPK(fused_row_topk_bf16, bf16_bits)
 
+// ---- the fused step's top lists for k <= 16: rows in chunks -------------------------------------
+// One block per row leaves most of the GPU idle when rows are few and long (320 rows of 32000).
+// Here a row is split into chunks of CHUNK_ELEMS; a block takes a chunk, each thread keeps the K
+// best of its elements in registers, and the block merges the threads' lists pairwise in
+// log2(threads) rounds through shared memory; the chunk's list goes to scratch. A second kernel
+// merges each row's chunk lists the same way. The order is block_topk's (largest, NaN first,
+// ties by smaller column), so the result is the same k items in the same order. Columns are
+// 32-bit (the host takes this path for rows of fewer than 2^32 elements).
+
+#define CHUNK_THREADS 256
+#define CHUNK_LOADS 16
+#define CHUNK_ELEMS (CHUNK_THREADS * CHUNK_LOADS)
+
+// The K best (value, column) pairs offered so far, best first, in registers: every index into
+// v and c is a constant once the loops are unrolled.
+template <int K>
+struct RegTop {
+  float v[K];
+  u32 c[K];
+  u32 len;
+
+  // Keeps (x, xc) if it ranks among the K best; false if it ranks after every item of a full list
+  // (as does everything after it in an input sorted best first).
+  __device__ bool offer(float x, u32 xc) {
+    if (len == K && !before(x, (u64)xc, v[K - 1], (u64)c[K - 1], true)) return false;
+    if (len < K) len++;
+    bool placed = false;
+    LODTENSOR_UNROLL
+    for (int i = K - 1; i > 0; i--) {
+      if (!placed && (u32)i < len) {
+        if (before(x, (u64)xc, v[i - 1], (u64)c[i - 1], true)) {
+          v[i] = v[i - 1];
+          c[i] = c[i - 1];
+        } else {
+          v[i] = x;
+          c[i] = xc;
+          placed = true;
+        }
+      }
+    }
+    if (!placed) {
+      v[0] = x;
+      c[0] = xc;
+    }
+    return true;
+  }
+};
+
+template <int K>
+struct MergeShared {
+  float v[CHUNK_THREADS / 2][K];
+  u32 c[CHUNK_THREADS / 2][K];
+  u32 len[CHUNK_THREADS / 2];
+};
+
+// Leaves the block's K best in thread 0's `top` (blockDim.x a power of two, at most
+// CHUNK_THREADS): each round the upper half of the active threads hands its lists to the lower.
+template <int K>
+static __device__ void block_merge(RegTop<K> &top, MergeShared<K> &sh) {
+  const u32 tid = threadIdx.x;
+  for (u32 half = blockDim.x / 2; half > 0; half /= 2) {
+    if (tid >= half && tid < 2 * half) {
+      const u32 s = tid - half;
+      LODTENSOR_UNROLL
+      for (int i = 0; i < K; i++) {
+        if ((u32)i < top.len) {
+          sh.v[s][i] = top.v[i];
+          sh.c[s][i] = top.c[i];
+        }
+      }
+      sh.len[s] = top.len;
+    }
+    __syncthreads();
+    if (tid < half) {
+      for (u32 i = 0; i < sh.len[tid]; i++) {
+        if (!top.offer(sh.v[tid][i], sh.c[tid][i])) break;
+      }
+    }
+    __syncthreads();
+  }
+}
+
+// The first kernel: the K best of chunk ch of row r into part_*[(r * chunks + ch) * K ...], with
+// their number in part_lens. Finished rows are not read. Column `banned` (>= 0) reads as -inf.
+template <typename S, int K>
+static __device__ void fused_chunk_topk(const S *log_probs, u64 rows, u64 vocab, u32 chunks, const i64 *pre_ids,
+                                        i64 end_id, i64 banned, float *part_vals, u32 *part_cols, u32 *part_lens) {
+  __shared__ MergeShared<K> sh;
+  for (u64 b = blockIdx.x; b < rows * chunks; b += gridDim.x) {
+    const u64 r = b / chunks;
+    if (pre_ids[r] == end_id) continue;  // the same for the whole block
+    const S *row = log_probs + r * vocab;
+    const u64 start = (b - r * chunks) * CHUNK_ELEMS, end = min(start + CHUNK_ELEMS, vocab);
+    float v[CHUNK_LOADS];
+    LODTENSOR_UNROLL
+    for (u32 u = 0; u < CHUNK_LOADS; u++) {
+      const u64 j = start + threadIdx.x + (u64)u * CHUNK_THREADS;
+      v[u] = j < end ? key_of(row[j]) : 0.0f;
+      if ((i64)j == banned) v[u] = lowest_key<float>();
+    }
+    RegTop<K> top;
+    top.len = 0;
+    LODTENSOR_UNROLL
+    for (u32 u = 0; u < CHUNK_LOADS; u++) {
+      const u64 j = start + threadIdx.x + (u64)u * CHUNK_THREADS;
+      if (j < end) top.offer(v[u], (u32)j);
+    }
+    block_merge(top, sh);
+    if (threadIdx.x == 0) {
+      LODTENSOR_UNROLL
+      for (int i = 0; i < K; i++) {
+        if ((u32)i < top.len) {
+          part_vals[b * K + i] = top.v[i];
+          part_cols[b * K + i] = top.c[i];
+        }
+      }
+      part_lens[b] = top.len;
+    }
+  }
+}
+
+// The second kernel: row r's k best (k <= K) from its chunk lists, into cand_vals / cand_ids.
+template <int K>
+static __device__ void fused_merge_topk(u64 rows, u32 chunks, u32 k, const i64 *pre_ids, i64 end_id,
+                                        const float *part_vals, const u32 *part_cols, const u32 *part_lens,
+                                        float *cand_vals, i64 *cand_ids) {
+  __shared__ MergeShared<K> sh;
+  for (u64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    if (pre_ids[r] == end_id) continue;  // the same for the whole block
+    RegTop<K> top;
+    top.len = 0;
+    for (u32 ch = threadIdx.x; ch < chunks; ch += blockDim.x) {
+      const u64 p = r * chunks + ch;
+      for (u32 i = 0; i < part_lens[p]; i++) {
+        if (!top.offer(part_vals[p * K + i], part_cols[p * K + i])) break;
+      }
+    }
+    block_merge(top, sh);
+    if (threadIdx.x == 0) {
+      LODTENSOR_UNROLL
+      for (int i = 0; i < K; i++) {
+        if ((u32)i < k) {
+          cand_vals[r * k + i] = top.v[i];
+          cand_ids[r * k + i] = (i64)top.c[i];
+        }
+      }
+    }
+  }
+}
+
+#define LODTENSOR_FUSED_CHUNK(S, NAME, K)                                                            \
+  extern "C" __global__ void fused_chunk_topk_##NAME##_##K(const S *log_probs, u64 rows, u64 vocab,  \
+                                                          u32 chunks, const i64 *pre_ids, i64 end_id, \
+                                                          i64 banned, float *part_vals,               \
+                                                          u32 *part_cols, u32 *part_lens) {           \
+    fused_chunk_topk<S, K>(log_probs, rows, vocab, chunks, pre_ids, end_id, banned, part_vals,        \
+                           part_cols, part_lens);                                                     \
+  }                                                                                                   \
+  LODTENSOR_EXPORT_SYNC(fused_chunk_topk_##NAME##_##K)
+
+#define LODTENSOR_FUSED_MERGE(K)                                                                    \
+  extern "C" __global__ void fused_merge_topk_##K(u64 rows, u32 chunks, u32 k, const i64 *pre_ids,  \
+                                                  i64 end_id, const float *part_vals,               \
+                                                  const u32 *part_cols, const u32 *part_lens,       \
+                                                  float *cand_vals, i64 *cand_ids) {                \
+    fused_merge_topk<K>(rows, chunks, k, pre_ids, end_id, part_vals, part_cols, part_lens,          \
+                        cand_vals, cand_ids);                                                       \
+  }                                                                                                 \
+  LODTENSOR_EXPORT_SYNC(fused_merge_topk_##K)
+
+#define LODTENSOR_FUSED_CHUNKS(K)                \
+  LODTENSOR_FUSED_CHUNK(float, f32, K)           \
+  LODTENSOR_FUSED_CHUNK(f16_bits, f16, K)        \
+  LODTENSOR_FUSED_CHUNK(bf16_bits, bf16, K)      \
+  LODTENSOR_FUSED_MERGE(K)
+
+LODTENSOR_FUSED_CHUNKS(4)
+LODTENSOR_FUSED_CHUNKS(8)
+LODTENSOR_FUSED_CHUNKS(16)
+
 // ---- per-source selection and regrouping (one block) -------------------------------------------
 
 #define SELECT_THREADS 256

@@ -28,6 +28,12 @@ struct __align__(16) word16 { u64 a, b; };
 #define LODTENSOR_EXPORT_SYNC(name)
 #endif
 
+// Before a loop of constant trip count whose body indexes a register array: unrolled, the indices
+// are constants and the array stays in registers (the emulator defines it empty).
+#ifndef LODTENSOR_UNROLL
+#define LODTENSOR_UNROLL _Pragma("unroll")
+#endif
+
 // ---- Element types and conversions, bit for bit as on the CPU -----------------------------------
 // The CPU converts through Rust's `as` and the `half` crate (src/backend/cpu/convert.rs): a NaN
 // keeps its payload (quieted), float16/bfloat16 round to nearest even from the exact value
@@ -226,15 +232,21 @@ __device__ __forceinline__ u32 last_at_or_below(const i64 *__restrict__ offsets,
   return lo;
 }
 
+// Output elements each thread fetches before it stores any: loads in flight hide memory latency
+// (a store waits for its load, and a thread issues in order).
+#define TILE_UNROLL 4
+
 // The tile loop: `total_rows` output rows of `row_elems` elements in tiles of `tile_rows` rows
 // (launch_tiles' choice: at most TILE_MAX_ROWS rows, and a tile of several rows holds fewer than
 // 2^32 elements); `offsets` (count + 1 of them, offsets[count] == total_rows) split the rows
-// into sequences. on_row(r, row, seq) runs once per row (r: the row's place in its tile, < rows),
-// then, after a barrier, on_elem(r, row, col, e) once per element (col: its place in the row, e:
-// its index in the output); a barrier follows each tile. Every thread of the block must call it.
-template <typename OnRow, typename OnElem>
-__device__ __forceinline__ void for_each_tile(const i64 *__restrict__ offsets, u32 count, u64 total_rows,
-                                              u64 row_elems, u64 tile_rows, OnRow on_row, OnElem on_elem) {
+// into sequences. on_row(r, row, seq) runs once per row (r: the row's place in its tile, < rows);
+// then, after a barrier, out[e] = fetch(r, row, col) for every element (col: its place in the row,
+// e: its index in the output), TILE_UNROLL fetches before their stores; a barrier follows each
+// tile. Every thread of the block must call it.
+template <typename V, typename OnRow, typename Fetch>
+__device__ __forceinline__ void for_each_tile(V *__restrict__ out, const i64 *__restrict__ offsets, u32 count,
+                                              u64 total_rows, u64 row_elems, u64 tile_rows, OnRow on_row,
+                                              Fetch fetch) {
   const u64 num_tiles = (total_rows + tile_rows - 1) / tile_rows;
   for (u64 tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
     const u64 first = tile * tile_rows;
@@ -244,23 +256,37 @@ __device__ __forceinline__ void for_each_tile(const i64 *__restrict__ offsets, u
     for (u32 r = threadIdx.x; r < rows; r += blockDim.x) on_row(r, first + r, last_at_or_below(offsets, lo, hi, first + r));
     __syncthreads();
     const u64 n = (u64)rows * row_elems;
-    for (u64 i = threadIdx.x; i < n; i += blockDim.x) {
-      // 32-bit division: a tile of several rows holds fewer than 2^32 elements.
-      const u32 r = rows == 1 ? 0 : (u32)i / (u32)row_elems;
-      on_elem(r, first + r, i - (u64)r * row_elems, first * row_elems + i);
+    V *const tile_out = out + first * row_elems;
+    for (u64 base = threadIdx.x; base < n; base += (u64)TILE_UNROLL * blockDim.x) {
+      V v[TILE_UNROLL];
+      LODTENSOR_UNROLL
+      for (u32 u = 0; u < TILE_UNROLL; u++) {
+        const u64 i = base + (u64)u * blockDim.x;
+        if (i < n) {
+          // 32-bit division: a tile of several rows holds fewer than 2^32 elements.
+          const u32 r = rows == 1 ? 0 : (u32)i / (u32)row_elems;
+          v[u] = fetch(r, first + r, i - (u64)r * row_elems);
+        }
+      }
+      LODTENSOR_UNROLL
+      for (u32 u = 0; u < TILE_UNROLL; u++) {
+        const u64 i = base + (u64)u * blockDim.x;
+        if (i < n) tile_out[i] = v[u];
+      }
     }
     __syncthreads();
   }
 }
 
-// for_each_tile for a body that needs only the row's sequence: the body (the last argument) sees
-// `row`, `col`, `seq` and `e`. Kernels that use it are exported with LODTENSOR_EXPORT_SYNC.
-#define LODTENSOR_FOR_EACH_TILE_ELEMENT(offsets, count, total_rows, row_elems, tile_rows, ...)         \
+// for_each_tile for a value that needs only the row's sequence: the body (the last argument)
+// sees `row`, `col` and `seq` and returns the value of out[e]. Kernels that use it are exported
+// with LODTENSOR_EXPORT_SYNC.
+#define LODTENSOR_FOR_EACH_TILE_ELEMENT(out, offsets, count, total_rows, row_elems, tile_rows, ...)    \
   do {                                                                                              \
     __shared__ u32 tile_seq_[TILE_MAX_ROWS];                                                        \
-    for_each_tile((offsets), (count), (total_rows), (row_elems), (tile_rows),                       \
+    for_each_tile((out), (offsets), (count), (total_rows), (row_elems), (tile_rows),                \
                   [&](u32 r_, u64, u32 s_) { tile_seq_[r_] = s_; },                                 \
-                  [&](u32 r_, u64 row, u64 col, u64 e) {                                            \
+                  [&](u32 r_, u64 row, u64 col) {                                                   \
                     const u32 seq = tile_seq_[r_];                                                  \
                     __VA_ARGS__                                                                     \
                   });                                                                               \

@@ -14,9 +14,9 @@ __device__ void gather_ranges(W *__restrict__ dst, u64 row_words, const u64 *__r
   // Each row's source, found once per row; its words are then one shared-memory read away.
   __shared__ const W *row_src[TILE_MAX_ROWS];
   for_each_tile(
-      dst_offsets, num_ranges, total_rows, row_words, tile_rows,
+      dst, dst_offsets, num_ranges, total_rows, row_words, tile_rows,
       [&](u32 r, u64 row, u32 k) { row_src[r] = (const W *)src_addr[k] + (row - (u64)dst_offsets[k]) * row_words; },
-      [&](u32 r, u64, u64 col, u64 e) { dst[e] = row_src[r][col]; });
+      [&](u32 r, u64, u64 col) { return row_src[r][col]; });
 }
 
 #define LODTENSOR_GATHER(W, SUFFIX)                                                                \

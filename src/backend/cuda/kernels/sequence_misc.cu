@@ -8,9 +8,9 @@
 template <typename W>
 __device__ void reverse_rows(const W *__restrict__ src, W *__restrict__ dst, u64 row_words,
                              const i64 *__restrict__ offsets, u32 num_seqs, u64 total_rows, u64 tile_rows) {
-  LODTENSOR_FOR_EACH_TILE_ELEMENT(offsets, num_seqs, total_rows, row_words, tile_rows, {
+  LODTENSOR_FOR_EACH_TILE_ELEMENT(dst, offsets, num_seqs, total_rows, row_words, tile_rows, {
     const u64 src_row = (u64)offsets[seq] + (u64)offsets[seq + 1] - 1 - row;
-    dst[e] = src[src_row * row_words + col];
+    return src[src_row * row_words + col];
   });
 }
 
@@ -77,8 +77,8 @@ LODTENSOR_MASK_ALL_OUT(double, f64)
 template <typename T>
 __device__ void sequence_enumerate(const T *__restrict__ x, T *__restrict__ out, const i64 *__restrict__ offsets,
                                    u32 num_seqs, u64 rows, u64 win, T pad, u64 tile_rows) {
-  LODTENSOR_FOR_EACH_TILE_ELEMENT(offsets, num_seqs, rows, win, tile_rows, {
-    out[e] = row + col < (u64)offsets[seq + 1] ? x[row + col] : pad;
+  LODTENSOR_FOR_EACH_TILE_ELEMENT(out, offsets, num_seqs, rows, win, tile_rows, {
+    return row + col < (u64)offsets[seq + 1] ? x[row + col] : pad;
   });
 }
 
@@ -105,7 +105,7 @@ template <typename T>
 __device__ void sequence_conv(const T *__restrict__ x, const T *__restrict__ filter, const T *__restrict__ padding,
                               T *__restrict__ out, const i64 *__restrict__ offsets, u32 num_seqs, u64 rows,
                               u64 n, u64 m, u64 context_length, i64 context_start, u64 up_pad, u64 tile_rows) {
-  LODTENSOR_FOR_EACH_TILE_ELEMENT(offsets, num_seqs, rows, m, tile_rows, {
+  LODTENSOR_FOR_EACH_TILE_ELEMENT(out, offsets, num_seqs, rows, m, tile_rows, {
     const u64 start = (u64)offsets[seq];
     const i64 len = offsets[seq + 1] - offsets[seq];
     const i64 r = (i64)(row - start);
@@ -124,7 +124,7 @@ __device__ void sequence_conv(const T *__restrict__ x, const T *__restrict__ fil
       const T *f = filter + j * n * m + col;
       for (u64 c = 0; c < n; c++) acc = conv_add(acc, conv_mul(src[c], f[c * m]));
     }
-    out[e] = acc;
+    return acc;
   });
 }
 
