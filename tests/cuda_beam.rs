@@ -167,8 +167,8 @@ fn gpu_fused_step_equals_cpu() {
         let sources = 1 + rng.below(6);
         let end_id = rng.below(3) as i64;
         let p = prefixes(&mut rng, sources, end_id, case % 2 == 0);
-        // Rows longer than 4096 are split into chunks (beam.cu's CHUNK_ELEMS) for beams up to 16.
-        let vocab = [1usize, 2, 3, 10, 40, 300, 4097, 9000][rng.below(8)];
+        // Rows longer than 8192 are split into chunks (beam.cu's CHUNK_ELEMS) for beams up to 16.
+        let vocab = [1usize, 2, 3, 10, 40, 300, 8193, 20000][rng.below(8)];
         let beam = [1usize, 2, 3, 4, 5, 8, 16, 17, 24][rng.below(9)];
         let lp = tie_heavy(&mut rng, p.rows * vocab);
         let log_probs = LoDTensor::dense(tensor_of(dtype, &lp, &[p.rows, vocab]));

@@ -16,7 +16,7 @@ const SELECT_THREADS: u32 = 256;
 /// Threads of the fused step's chunk kernel, and elements of a chunk (`CHUNK_THREADS` and
 /// `CHUNK_ELEMS` in beam.cu).
 const CHUNK_THREADS: u32 = 256;
-const CHUNK_ELEMS: usize = 16 * CHUNK_THREADS as usize;
+const CHUNK_ELEMS: usize = 32 * CHUNK_THREADS as usize;
 /// Rows per launch of the block-per-row kernels: more rows are walked by the same blocks.
 const MAX_ROW_BLOCKS: u64 = 1 << 16;
 

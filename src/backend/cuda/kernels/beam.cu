@@ -232,15 +232,18 @@ LODTENSOR_FUSED_TOPK(fused_row_topk_bf16, bf16_bits)
 // ---- the fused step's top lists for k <= 16: rows in chunks -------------------------------------
 // One block per row leaves most of the GPU idle when rows are few and long (320 rows of 32000).
 // Here a row is split into chunks of CHUNK_ELEMS; a block takes a chunk, each thread keeps the K
-// best of its elements in registers, and the block merges the threads' lists pairwise in
-// log2(threads) rounds through shared memory; the chunk's list goes to scratch. A second kernel
+// best of its elements in registers, and the block merges the threads' lists pairwise (two sorted
+// lists, K steps) in log2(threads) rounds through shared memory; the chunk's list goes to scratch. A second kernel
 // merges each row's chunk lists the same way. The order is block_topk's (largest, NaN first,
 // ties by smaller column), so the result is the same k items in the same order. Columns are
 // 32-bit (the host takes this path for rows of fewer than 2^32 elements).
 
 #define CHUNK_THREADS 256
+// Elements each thread loads before offering them; a chunk is CHUNK_ROUNDS such rounds, so that
+// most elements meet a full list and are turned away by one comparison.
 #define CHUNK_LOADS 16
-#define CHUNK_ELEMS (CHUNK_THREADS * CHUNK_LOADS)
+#define CHUNK_ROUNDS 2
+#define CHUNK_ELEMS (CHUNK_THREADS * CHUNK_LOADS * CHUNK_ROUNDS)
 
 // The K best (value, column) pairs offered so far, best first, in registers: every index into
 // v and c is a constant once the loops are unrolled.
@@ -279,32 +282,48 @@ struct RegTop {
 
 template <int K>
 struct MergeShared {
-  float v[CHUNK_THREADS / 2][K];
-  u32 c[CHUNK_THREADS / 2][K];
-  u32 len[CHUNK_THREADS / 2];
+  float v[CHUNK_THREADS][K];
+  u32 c[CHUNK_THREADS][K];
+  u32 len[CHUNK_THREADS];
 };
 
 // Leaves the block's K best in thread 0's `top` (blockDim.x a power of two, at most
-// CHUNK_THREADS): each round the upper half of the active threads hands its lists to the lower.
+// CHUNK_THREADS): each round the active threads put their lists in shared memory and each thread
+// of the lower half merges its list with one of the upper half's (two sorted lists, K steps).
 template <int K>
 static __device__ void block_merge(RegTop<K> &top, MergeShared<K> &sh) {
   const u32 tid = threadIdx.x;
   for (u32 half = blockDim.x / 2; half > 0; half /= 2) {
-    if (tid >= half && tid < 2 * half) {
-      const u32 s = tid - half;
+    if (tid < 2 * half) {
       LODTENSOR_UNROLL
       for (int i = 0; i < K; i++) {
         if ((u32)i < top.len) {
-          sh.v[s][i] = top.v[i];
-          sh.c[s][i] = top.c[i];
+          sh.v[tid][i] = top.v[i];
+          sh.c[tid][i] = top.c[i];
         }
       }
-      sh.len[s] = top.len;
+      sh.len[tid] = top.len;
     }
     __syncthreads();
     if (tid < half) {
-      for (u32 i = 0; i < sh.len[tid]; i++) {
-        if (!top.offer(sh.v[tid][i], sh.c[tid][i])) break;
+      const u32 a = tid, b = tid + half, na = sh.len[a], nb = sh.len[b];
+      u32 ia = 0, ib = 0;
+      top.len = min(na + nb, (u32)K);
+      LODTENSOR_UNROLL
+      for (int i = 0; i < K; i++) {
+        if ((u32)i < top.len) {
+          bool from_b;
+          if (ia == na) {
+            from_b = true;
+          } else if (ib == nb) {
+            from_b = false;
+          } else {
+            from_b = before(sh.v[b][ib], (u64)sh.c[b][ib], sh.v[a][ia], (u64)sh.c[a][ia], true);
+          }
+          const u32 from = from_b ? b : a, at = from_b ? ib++ : ia++;
+          top.v[i] = sh.v[from][at];
+          top.c[i] = sh.c[from][at];
+        }
       }
     }
     __syncthreads();
@@ -322,19 +341,21 @@ static __device__ void fused_chunk_topk(const S *log_probs, u64 rows, u64 vocab,
     if (pre_ids[r] == end_id) continue;  // the same for the whole block
     const S *row = log_probs + r * vocab;
     const u64 start = (b - r * chunks) * CHUNK_ELEMS, end = min(start + CHUNK_ELEMS, vocab);
-    float v[CHUNK_LOADS];
-    LODTENSOR_UNROLL
-    for (u32 u = 0; u < CHUNK_LOADS; u++) {
-      const u64 j = start + threadIdx.x + (u64)u * CHUNK_THREADS;
-      v[u] = j < end ? key_of(row[j]) : 0.0f;
-      if ((i64)j == banned) v[u] = lowest_key<float>();
-    }
     RegTop<K> top;
     top.len = 0;
-    LODTENSOR_UNROLL
-    for (u32 u = 0; u < CHUNK_LOADS; u++) {
-      const u64 j = start + threadIdx.x + (u64)u * CHUNK_THREADS;
-      if (j < end) top.offer(v[u], (u32)j);
+    for (u64 base = start + threadIdx.x; base < end; base += (u64)CHUNK_LOADS * CHUNK_THREADS) {
+      float v[CHUNK_LOADS];
+      LODTENSOR_UNROLL
+      for (u32 u = 0; u < CHUNK_LOADS; u++) {
+        const u64 j = base + (u64)u * CHUNK_THREADS;
+        v[u] = j < end ? key_of(row[j]) : 0.0f;
+        if ((i64)j == banned) v[u] = lowest_key<float>();
+      }
+      LODTENSOR_UNROLL
+      for (u32 u = 0; u < CHUNK_LOADS; u++) {
+        const u64 j = base + (u64)u * CHUNK_THREADS;
+        if (j < end) top.offer(v[u], (u32)j);
+      }
     }
     block_merge(top, sh);
     if (threadIdx.x == 0) {
