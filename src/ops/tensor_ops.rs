@@ -72,8 +72,9 @@ pub fn cast(x: &LoDTensor, dtype: DType) -> Result<LoDTensor> {
 
 /// Rows `x[index[0]], x[index[1]], ...` as a new tensor of dims `[K, x.dims[1..]]` without LoD.
 /// `index` is int32 or int64, `[K]` or `[K, 1]`; every value must be in `[0, rows of x)`. Any dtype.
-/// On a CUDA place (`x` and `index` on one device) the rows are gathered there in one launch;
-/// `index` is copied to the host to be checked and turned into ranges.
+/// On a CUDA place (`x` and `index` on one device) the rows are gathered there in one launch that
+/// reads `index` where it is and checks it; only when a value is out of range is `index` copied
+/// to the host, to name it.
 pub fn gather_rows(x: &LoDTensor, index: &LoDTensor) -> Result<LoDTensor> {
     gather_rows_named(x, "x", index, "index")
 }
@@ -83,7 +84,18 @@ pub(crate) fn gather_rows_named(x: &LoDTensor, x_name: &str, index: &LoDTensor, 
     let place = common_place(&[(x_name, x.tensor()), (index_name, index.tensor())])?;
     let t = x.tensor();
     let rows = t.rows().map_err(|_| err!(InvalidArgument, "{x_name}: a 0-d tensor has no rows to gather"))?;
-    let index = int_column(&on_host(index.tensor())?, index_name, None)?;
+    let it = index.tensor();
+    let d = it.dims().as_slice();
+    let column = d.len() == 1 || (d.len() == 2 && d[1] == 1);
+    if matches!(place, Place::Cuda(_)) && column && matches!(it.dtype(), DType::I32 | DType::I64) {
+        // The index stays on the device; a bad value is reported below, from a host copy.
+        place.ensure_usable()?;
+        let dims = t.dims().with_rows(d[0])?;
+        if let Some(out) = cuda::gather_rows_by_index(t, t.row_bytes(), it, dims)? {
+            return Ok(LoDTensor::dense(out));
+        }
+    }
+    let index = int_column(&on_host(it)?, index_name, None)?;
     // Runs of consecutive indices become one range: one copy per run instead of per row.
     let mut ranges: Vec<Range<usize>> = Vec::new();
     for (k, &i) in index.iter().enumerate() {

@@ -1,9 +1,10 @@
 //! Launchers of `kernels/rows.cu`: the row gather behind every data-movement op.
 
-use super::device::{device, new_tensor, Device};
+use super::device::{copy_to_host, device, new_tensor, Device};
 use super::launch::{launch_tiles, upload, Args};
-use super::seq_common::{count_u32, word_for};
+use super::seq_common::{count_u32, device_of, word_for};
 use crate::dim::Dim;
+use crate::dtype::DType;
 use crate::error::{ensure, err, Result};
 use crate::place::Place;
 use crate::tensor::Tensor;
@@ -23,6 +24,40 @@ pub fn gather_row_ranges(src: &Tensor, row_bytes: usize, ranges: &[Range<usize>]
     let table = ranges.iter().map(|r| (base + (r.start * row_bytes) as u64, r.len()));
     gather_ranges_from(&d, &mut out, row_bytes, &[base], table, "gather_row_ranges")?;
     Ok(out)
+}
+
+/// gather_rows with its index on the device: a new tensor of `dims` (dtype of `src`) whose row k
+/// is row `index[k]` of `src` (its rows of `row_bytes` bytes); `index` (int32 or int64, one
+/// element per output row) is on `src`'s device. `None` when an index is outside the rows of
+/// `src` (the caller reports which, from a host copy). One launch, no table; the check's count
+/// comes back to the host, so the call waits for the device once.
+pub fn gather_rows_by_index(src: &Tensor, row_bytes: usize, index: &Tensor, dims: Dim) -> Result<Option<Tensor>> {
+    let d = device_of(src, "gather_rows")?;
+    let mut out = new_tensor(&d, src.dtype(), dims)?;
+    let rows = index.numel();
+    if rows == 0 {
+        return Ok(Some(out));
+    }
+    let src_rows = src.rows()?;
+    let suffix = match index.dtype() {
+        DType::I32 => "i32",
+        DType::I64 => "i64",
+        other => return Err(err!(Internal, "gather_rows: index dtype {other} reached the kernel")),
+    };
+    let dst = out.as_mut_ptr() as u64;
+    let word = word_for(row_bytes, [src.as_ptr() as u64, dst]);
+    let row_words = (row_bytes / word) as u64;
+    let bad = Tensor::from_allocation(upload(&d, &[0i32])?, DType::I32, Dim::new(&[1])?)?;
+    let args = Args::new()
+        .arg(dst)
+        .ptr(src)
+        .arg(row_words)
+        .ptr(index)
+        .arg(rows as u64)
+        .arg(src_rows as u64)
+        .ptr(&bad);
+    launch_tiles(&d, "rows.cu", &format!("gather_by_index_{suffix}_{word}"), rows as u64, row_words, args)?;
+    Ok((copy_to_host(&bad)?.as_slice::<i32>()?[0] == 0).then_some(out))
 }
 
 /// Fills `out` (rows of `row_bytes` bytes, as many as the ranges hold) with ranges of rows from

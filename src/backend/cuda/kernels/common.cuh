@@ -239,7 +239,8 @@ __device__ __forceinline__ u32 last_at_or_below(const i64 *__restrict__ offsets,
 // The tile loop: `total_rows` output rows of `row_elems` elements in tiles of `tile_rows` rows
 // (launch_tiles' choice: at most TILE_MAX_ROWS rows, and a tile of several rows holds fewer than
 // 2^32 elements); `offsets` (count + 1 of them, offsets[count] == total_rows) split the rows
-// into sequences. on_row(r, row, seq) runs once per row (r: the row's place in its tile, < rows);
+// into sequences (or are null: every seq is then 0). on_row(r, row, seq) runs once per row (r: the
+// row's place in its tile, < rows);
 // then, after a barrier, out[e] = fetch(r, row, col) for every element (col: its place in the row,
 // e: its index in the output), TILE_UNROLL fetches before their stores; a barrier follows each
 // tile. Every thread of the block must call it.
@@ -251,9 +252,11 @@ __device__ __forceinline__ void for_each_tile(V *__restrict__ out, const i64 *__
   for (u64 tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
     const u64 first = tile * tile_rows;
     const u32 rows = (u32)min(tile_rows, total_rows - first);
-    const u32 lo = last_at_or_below(offsets, 0, count, first);
-    const u32 hi = last_at_or_below(offsets, lo, count, first + rows - 1) + 1;
-    for (u32 r = threadIdx.x; r < rows; r += blockDim.x) on_row(r, first + r, last_at_or_below(offsets, lo, hi, first + r));
+    const u32 lo = offsets ? last_at_or_below(offsets, 0, count, first) : 0;
+    const u32 hi = offsets ? last_at_or_below(offsets, lo, count, first + rows - 1) + 1 : 0;
+    for (u32 r = threadIdx.x; r < rows; r += blockDim.x) {
+      on_row(r, first + r, offsets ? last_at_or_below(offsets, lo, hi, first + r) : 0);
+    }
     __syncthreads();
     const u64 n = (u64)rows * row_elems;
     V *const tile_out = out + first * row_elems;

@@ -27,8 +27,43 @@ __device__ void gather_ranges(W *__restrict__ dst, u64 row_words, const u64 *__r
   }                                                                                                \
   LODTENSOR_EXPORT_SYNC(gather_ranges_##SUFFIX)
 
-LODTENSOR_GATHER(u8, 1)
-LODTENSOR_GATHER(u16, 2)
-LODTENSOR_GATHER(u32, 4)
-LODTENSOR_GATHER(u64, 8)
-LODTENSOR_GATHER(word16, 16)
+// gather_rows with its index on the device: output row k is row index[k] of src (src_rows rows).
+// An index outside [0, src_rows) is counted in *bad and its row is left as zeros; the host then
+// finds and reports the first such index from its own copy.
+template <typename W, typename I>
+__device__ void gather_by_index(W *__restrict__ dst, const W *__restrict__ src, u64 row_words,
+                                const I *__restrict__ index, u64 rows, u64 src_rows, u32 *bad, u64 tile_rows) {
+  __shared__ const W *row_src[TILE_MAX_ROWS];
+  for_each_tile(
+      dst, (const i64 *)nullptr, 0, rows, row_words, tile_rows,
+      [&](u32 r, u64 row, u32) {
+        const i64 i = (i64)index[row];
+        const bool ok = i >= 0 && (u64)i < src_rows;
+        if (!ok) atomicAdd(bad, 1u);
+        row_src[r] = ok ? src + (u64)i * row_words : nullptr;
+      },
+      [&](u32 r, u64, u64 col) {
+        const W *p = row_src[r];
+        return p ? p[col] : W();
+      });
+}
+
+#define LODTENSOR_GATHER_BY_INDEX(W, SUFFIX, I, INAME)                                              \
+  extern "C" __global__ void gather_by_index_##INAME##_##SUFFIX(W *dst, const W *src, u64 row_words, \
+                                                                const I *index, u64 rows,            \
+                                                                u64 src_rows, u32 *bad,              \
+                                                                u64 tile_rows) {                     \
+    gather_by_index<W, I>(dst, src, row_words, index, rows, src_rows, bad, tile_rows);                \
+  }                                                                                                  \
+  LODTENSOR_EXPORT_SYNC(gather_by_index_##INAME##_##SUFFIX)
+
+#define LODTENSOR_GATHER_ALL(W, SUFFIX)         \
+  LODTENSOR_GATHER(W, SUFFIX)                   \
+  LODTENSOR_GATHER_BY_INDEX(W, SUFFIX, i32, i32) \
+  LODTENSOR_GATHER_BY_INDEX(W, SUFFIX, i64, i64)
+
+LODTENSOR_GATHER_ALL(u8, 1)
+LODTENSOR_GATHER_ALL(u16, 2)
+LODTENSOR_GATHER_ALL(u32, 4)
+LODTENSOR_GATHER_ALL(u64, 8)
+LODTENSOR_GATHER_ALL(word16, 16)
