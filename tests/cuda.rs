@@ -161,10 +161,11 @@ fn gpu_unpack_and_reorder_equal_cpu() {
 }
 
 /// The row gather's bandwidth against a plain device-to-device copy of the same bytes, measured in
-/// the same run (the target is 70% or more at sizes that fill the GPU), for sequences of 64 rows
-/// and of one row each (the most ranges a gather can have). Each range costs 16 bytes of table,
-/// uploaded from the host per call; the time of a host-to-device copy of that many bytes is
-/// printed beside it. Ignored in the normal run; scripts/test-gpu.sh runs it
+/// the same run (the target is 70% or more at sizes that fill the GPU): `sequence_expand` of
+/// sequences of 64 rows and of one row each (one range per sequence, 16 bytes of table per range
+/// uploaded from the host per call; the most ranges a gather can have), and `sequence_expand_as`
+/// of one row per sequence (its table is y's LoD, 8 bytes a row). Beside each, the time of a
+/// host-to-device copy of its table. Ignored in the normal run; scripts/test-gpu.sh runs it
 /// (`-- --ignored --nocapture gpu_gather_bandwidth`).
 #[test]
 #[ignore]
@@ -184,36 +185,50 @@ fn gpu_gather_bandwidth() {
             })
             .fold(f64::INFINITY, f64::min)
     };
+    let upload_time = |bytes: usize| {
+        let table = Tensor::zeros(lodtensor::DType::U8, lodtensor::Dim::new(&[bytes]).unwrap()).unwrap();
+        let table = LoDTensor::dense(table);
+        time(&|| drop(to_place(&table, gpu).unwrap()))
+    };
     for (rows, width) in [(1usize << 21, 64usize), (1 << 24, 8), (1 << 18, 1024)] {
+        let dims = lodtensor::Dim::new(&[rows, width]).unwrap();
+        let data = to_place(&LoDTensor::dense(Tensor::zeros(lodtensor::DType::F32, dims).unwrap()), gpu).unwrap();
+        let bytes = 2.0 * data.tensor().nbytes() as f64; // read once, written once
+        let copy = time(&|| drop(to_place(&data, gpu).unwrap()));
+        let mib = data.tensor().nbytes() >> 20;
+        let line = |what: &str, op: f64, table_bytes: usize| {
+            eprintln!(
+                "{what} of {rows} x {width} f32 ({mib} MiB): copy {:.0} GB/s, op {:.0} GB/s = {:.0}% of copy; the \
+                 table's upload alone {:.0} us of {:.0} us",
+                bytes / copy / 1e9,
+                bytes / op / 1e9,
+                100.0 * copy / op,
+                upload_time(table_bytes) * 1e6,
+                op * 1e6
+            );
+        };
         for per_range in [64, 1] {
-            // sequence_expand_as of x's rows, seen as rows of per_range * width: one range of
-            // per_range rows of width each.
+            // x in sequences of per_range rows, each written once: one range per sequence.
             let ranges = rows / per_range;
-            let dims = lodtensor::Dim::new(&[ranges, per_range * width]).unwrap();
-            let xw = to_place(&LoDTensor::dense(Tensor::zeros(lodtensor::DType::F32, dims).unwrap()), gpu).unwrap();
-            let bytes = 2.0 * xw.tensor().nbytes() as f64; // read once, written once
-            let copy = time(&|| drop(to_place(&xw, gpu).unwrap()));
-            let ones = Lod::from_lengths(&[vec![1; ranges]]).unwrap();
+            let x =
+                LoDTensor::new(data.tensor().clone(), Lod::from_lengths(&[vec![per_range; ranges]]).unwrap()).unwrap();
             let y = LoDTensor::new(
                 Tensor::zeros(lodtensor::DType::U8, lodtensor::Dim::new(&[ranges, 1]).unwrap()).unwrap(),
-                ones,
+                Lod::from_lengths(&[vec![1; ranges]]).unwrap(),
             )
             .unwrap();
             let y = to_place(&y, gpu).unwrap();
-            let gather = time(&|| drop(sequence_expand_as(&xw, &y).unwrap()));
-            let table = Tensor::zeros(lodtensor::DType::U8, lodtensor::Dim::new(&[16 * ranges]).unwrap()).unwrap();
-            let table = LoDTensor::dense(table);
-            let upload = time(&|| drop(to_place(&table, gpu).unwrap()));
-            eprintln!(
-                "gather {rows} x {width} f32 ({} MiB) in ranges of {per_range} row(s): copy {:.0} GB/s, row gather \
-                 {:.0} GB/s = {:.0}% of copy; the table's upload alone {:.0} us of {:.0} us",
-                xw.tensor().nbytes() >> 20,
-                bytes / copy / 1e9,
-                bytes / gather / 1e9,
-                100.0 * copy / gather,
-                upload * 1e6,
-                gather * 1e6
-            );
+            let op = time(&|| drop(sequence_expand(&x, &y, 0).unwrap()));
+            line(&format!("row gather in ranges of {per_range} row(s)"), op, 16 * ranges);
         }
+        // Every row of x once, as a sequence of one row of y.
+        let y = LoDTensor::new(
+            Tensor::zeros(lodtensor::DType::U8, lodtensor::Dim::new(&[rows, 1]).unwrap()).unwrap(),
+            Lod::from_lengths(&[vec![1; rows]]).unwrap(),
+        )
+        .unwrap();
+        let y = to_place(&y, gpu).unwrap();
+        let op = time(&|| drop(sequence_expand_as(&data, &y).unwrap()));
+        line("expand_as, one row each,", op, 8 * (rows + 1));
     }
 }

@@ -679,16 +679,22 @@ fn gpu_fused_step_speed() {
     // rest is the selection launch, the uploads and the copy of the output LoD to the host; the
     // floor is what two synchronisations alone cost, in every figure here.
     let row_topk = min_time(&|| drop(top_k(&log_probs, beam, true).unwrap()));
+    // The same step on rows of `beam` log-probs: the selection, the uploads and the copy of the
+    // output LoD with next to no top-k work.
+    let narrow = gpu(&LoDTensor::dense(Tensor::from_slice(&lp[..rows * beam], &[rows, beam]).unwrap()));
+    let rest = min_time(&|| drop(beam_search_fused_step(&pre_ids, &pre_scores, &narrow, beam, 1).unwrap()));
     let floor = min_time(&|| ());
     let mb = log_probs.tensor().nbytes() as f64 / 1e6;
     eprintln!(
         "fused step {sources} x {beam} x {vocab} f32 ({mb:.0} MB): one read {:.1} us ({:.0} GB/s), fused step {:.1} us \
-         ({:.2}x the read); top_k of the rows {:.1} us, synchronisation floor {:.1} us",
+         ({:.2}x the read); top_k of the rows {:.1} us; the step on rows of {beam} {:.1} us; synchronisation floor \
+         {:.1} us",
         read * 1e6,
         mb / 1e3 / read,
         step * 1e6,
         step / read,
         row_topk * 1e6,
+        rest * 1e6,
         floor * 1e6
     );
 }

@@ -7,6 +7,7 @@ use super::support::{gather_into_new, one_level_from_lengths};
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;
 use crate::lod_tensor::LoDTensor;
+use crate::place::Place;
 use std::ops::Range;
 
 fn check_rank(x: &LoDTensor, op: &str) -> Result<()> {
@@ -114,6 +115,11 @@ pub fn sequence_expand_as(x: &LoDTensor, y: &LoDTensor) -> Result<LoDTensor> {
     );
     place.ensure_usable()?;
     let rows = l[l.len() - 1];
+    if let Place::Cuda(_) = place {
+        let tensor =
+            crate::backend::cuda::repeat_rows(x.tensor(), x.tensor().row_bytes(), l, x.dims().with_rows(rows)?)?;
+        return LoDTensor::new(tensor, y.lod().clone());
+    }
     let mut ranges: Vec<Range<usize>> = Vec::new();
     ranges.try_reserve_exact(rows).map_err(|_| err!(OutOfMemory, "y: {rows} row copies cannot be listed"))?;
     for h in 0..x_rows {

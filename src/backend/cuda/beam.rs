@@ -152,10 +152,9 @@ pub fn fused_step(
         // Rows in chunks: one block per chunk, then one per row merges the chunks' lists.
         let chunks = vocab.div_ceil(CHUNK_ELEMS);
         let parts = rows * chunks;
-        let part_vals = d.allocation(parts * list * 4)?;
-        let part_cols = d.allocation(parts * list * 4)?;
-        let part_lens = d.allocation(parts * 4)?;
+        let part_keys = d.allocation(parts * list * 8)?;
         let chunks = u32_of(chunks, "log_probs: chunks of a row")?;
+        let banned = banned.map_or(-1, |b| b as i64);
         let args = Args::new()
             .ptr(log_probs)
             .arg(rows as u64)
@@ -163,27 +162,27 @@ pub fn fused_step(
             .arg(chunks)
             .ptr(pre_ids)
             .arg(end_id)
-            .arg(banned.map_or(-1, |b| b as i64))
-            .buf(&part_vals)
-            .buf(&part_cols)
-            .buf(&part_lens);
+            .arg(banned)
+            .buf(&part_keys);
         let grid = (parts as u64).min(MAX_ROW_BLOCKS) as u32;
         let name = format!("fused_chunk_topk_{suffix}_{list}");
         launch(&d, "beam.cu", &name, [grid, 1, 1], [CHUNK_THREADS, 1, 1], args)?;
         let args = Args::new()
+            .ptr(log_probs)
             .arg(rows as u64)
+            .arg(vocab as u64)
             .arg(chunks)
             .arg(u32_of(k, "beam_size")?)
             .ptr(pre_ids)
             .arg(end_id)
-            .buf(&part_vals)
-            .buf(&part_cols)
-            .buf(&part_lens)
+            .arg(banned)
+            .buf(&part_keys)
             .buf(&cand_vals)
             .buf(&cand_cols);
         let threads = (chunks as u64).next_power_of_two().clamp(32, CHUNK_THREADS as u64) as u32;
         let grid = (rows as u64).min(MAX_ROW_BLOCKS) as u32;
-        launch(&d, "beam.cu", &format!("fused_merge_topk_{list}"), [grid, 1, 1], [threads, 1, 1], args)?;
+        let name = format!("fused_merge_topk_{suffix}_{list}");
+        launch(&d, "beam.cu", &name, [grid, 1, 1], [threads, 1, 1], args)?;
     } else if rows > 0 && k > 0 {
         let name = format!("fused_row_topk_{suffix}");
         let args = Args::new()

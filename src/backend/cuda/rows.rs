@@ -2,7 +2,7 @@
 
 use super::device::{copy_to_host, device, new_tensor, Device};
 use super::launch::{launch_tiles, upload, Args};
-use super::seq_common::{count_u32, device_of, word_for};
+use super::seq_common::{count_u32, device_of, upload_offsets, word_for};
 use crate::dim::Dim;
 use crate::dtype::DType;
 use crate::error::{ensure, err, Result};
@@ -23,6 +23,27 @@ pub fn gather_row_ranges(src: &Tensor, row_bytes: usize, ranges: &[Range<usize>]
     let base = src.as_ptr() as u64;
     let table = ranges.iter().map(|r| (base + (r.start * row_bytes) as u64, r.len()));
     gather_ranges_from(&d, &mut out, row_bytes, &[base], table, "gather_row_ranges")?;
+    Ok(out)
+}
+
+/// sequence_expand_as on the device: a new tensor of `dims` whose rows `[offsets[k],
+/// offsets[k+1])` are each row k of `src` (rows of `row_bytes` bytes; `offsets` has one more
+/// entry than `src` has rows, and its last is the rows of `dims`). One launch; the table uploaded
+/// is `offsets`, not a range per output row.
+pub fn repeat_rows(src: &Tensor, row_bytes: usize, offsets: &[usize], dims: Dim) -> Result<Tensor> {
+    let d = device_of(src, "sequence_expand_as")?;
+    let mut out = new_tensor(&d, src.dtype(), dims)?;
+    let rows = *offsets.last().expect("a LoD level");
+    if out.nbytes() == 0 {
+        return Ok(out);
+    }
+    let count = count_u32(offsets.len() - 1, "y")?;
+    let dst = out.as_mut_ptr() as u64;
+    let word = word_for(row_bytes, [src.as_ptr() as u64, dst]);
+    let row_words = (row_bytes / word) as u64;
+    let table = upload_offsets(&d, offsets)?;
+    let args = Args::new().arg(dst).ptr(src).arg(row_words).buf(&table).arg(count).arg(rows as u64);
+    launch_tiles(&d, "rows.cu", &format!("repeat_rows_{word}"), rows as u64, row_words, args)?;
     Ok(out)
 }
 
@@ -48,14 +69,7 @@ pub fn gather_rows_by_index(src: &Tensor, row_bytes: usize, index: &Tensor, dims
     let word = word_for(row_bytes, [src.as_ptr() as u64, dst]);
     let row_words = (row_bytes / word) as u64;
     let bad = Tensor::from_allocation(upload(&d, &[0i32])?, DType::I32, Dim::new(&[1])?)?;
-    let args = Args::new()
-        .arg(dst)
-        .ptr(src)
-        .arg(row_words)
-        .ptr(index)
-        .arg(rows as u64)
-        .arg(src_rows as u64)
-        .ptr(&bad);
+    let args = Args::new().arg(dst).ptr(src).arg(row_words).ptr(index).arg(rows as u64).arg(src_rows as u64).ptr(&bad);
     launch_tiles(&d, "rows.cu", &format!("gather_by_index_{suffix}_{word}"), rows as u64, row_words, args)?;
     Ok((copy_to_host(&bad)?.as_slice::<i32>()?[0] == 0).then_some(out))
 }

@@ -78,6 +78,11 @@ pub fn gather_row_ranges(src: &Tensor, _row_bytes: usize, _ranges: &[Range<usize
     copy_to_host(src)
 }
 
+/// sequence_expand_as on a CUDA device.
+pub fn repeat_rows(src: &Tensor, _row_bytes: usize, _offsets: &[usize], _dims: Dim) -> Result<Tensor> {
+    copy_to_host(src)
+}
+
 /// gather_rows with its index on a CUDA device.
 pub fn gather_rows_by_index(src: &Tensor, _row_bytes: usize, _index: &Tensor, _dims: Dim) -> Result<Option<Tensor>> {
     copy_to_host(src).map(Some)

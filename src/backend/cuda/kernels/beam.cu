@@ -233,10 +233,12 @@ LODTENSOR_FUSED_TOPK(fused_row_topk_bf16, bf16_bits)
 // One block per row leaves most of the GPU idle when rows are few and long (320 rows of 32000).
 // Here a row is split into chunks of CHUNK_ELEMS; a block takes a chunk, each thread keeps the K
 // best of its elements in registers, and the block merges the threads' lists pairwise (two sorted
-// lists, K steps) in log2(threads) rounds through shared memory; the chunk's list goes to scratch. A second kernel
-// merges each row's chunk lists the same way. The order is block_topk's (largest, NaN first,
-// ties by smaller column), so the result is the same k items in the same order. Columns are
-// 32-bit (the host takes this path for rows of fewer than 2^32 elements).
+// lists, K steps) in log2(threads) rounds through shared memory; the chunk's list goes to scratch.
+// A second kernel merges each row's chunk lists the same way and reads the winners' values back
+// from the row. Lists hold one 64-bit key per element (order_key), so ranking, inserting and
+// merging are plain integer comparisons: the order is block_topk's, and the result is the same k
+// items in the same order. Columns are 32-bit (the host takes this path for rows of fewer than
+// 2^32 elements).
 
 #define CHUNK_THREADS 256
 // Elements each thread loads before offering them; a chunk is CHUNK_ROUNDS such rounds, so that
@@ -245,84 +247,71 @@ LODTENSOR_FUSED_TOPK(fused_row_topk_bf16, bf16_bits)
 #define CHUNK_ROUNDS 2
 #define CHUNK_ELEMS (CHUNK_THREADS * CHUNK_LOADS * CHUNK_ROUNDS)
 
-// The K best (value, column) pairs offered so far, best first, in registers: every index into
-// v and c is a constant once the loops are unrolled.
+// The rank of (log-prob v, column col) as an integer, larger is better, in block_topk's order
+// (largest value first, NaN above every number, equal values, -0 and +0 included, by the smaller
+// column): the value's bits mapped to an unsigned order (every NaN to the top) above the
+// complement of the column. No element's key is 0, which marks an empty slot.
+static __device__ inline u64 order_key(float v, u32 col) {
+  const u32 b = __float_as_uint(v == 0.0f ? 0.0f : v);
+  const u32 rank = is_nan(v) ? 0xffffffffu : ((b & 0x80000000u) ? ~b : (b | 0x80000000u));
+  return ((u64)rank << 32) | (u64)(~col);
+}
+
+// The K largest keys offered so far, largest first, in registers (every index is a constant once
+// the loops are unrolled); empty slots are 0.
 template <int K>
 struct RegTop {
-  float v[K];
-  u32 c[K];
-  u32 len;
+  u64 k[K];
 
-  // Keeps (x, xc) if it ranks among the K best; false if it ranks after every item of a full list
-  // (as does everything after it in an input sorted best first).
-  __device__ bool offer(float x, u32 xc) {
-    if (len == K && !before(x, (u64)xc, v[K - 1], (u64)c[K - 1], true)) return false;
-    if (len < K) len++;
-    bool placed = false;
+  __device__ void clear() {
+    LODTENSOR_UNROLL
+    for (int i = 0; i < K; i++) k[i] = 0;
+  }
+
+  // Keeps `key` if it is among the K largest; false if it is below all of a full list (as is every
+  // key after it in a list sorted largest first).
+  __device__ bool offer(u64 key) {
+    if (key <= k[K - 1]) return false;
+    // Slot i takes the larger of its key and the smaller of (key, slot i - 1's old key).
     LODTENSOR_UNROLL
     for (int i = K - 1; i > 0; i--) {
-      if (!placed && (u32)i < len) {
-        if (before(x, (u64)xc, v[i - 1], (u64)c[i - 1], true)) {
-          v[i] = v[i - 1];
-          c[i] = c[i - 1];
-        } else {
-          v[i] = x;
-          c[i] = xc;
-          placed = true;
-        }
-      }
+      const u64 lower = key < k[i - 1] ? key : k[i - 1];
+      k[i] = k[i] > lower ? k[i] : lower;
     }
-    if (!placed) {
-      v[0] = x;
-      c[0] = xc;
-    }
+    k[0] = k[0] > key ? k[0] : key;
     return true;
   }
 };
 
 template <int K>
 struct MergeShared {
-  float v[CHUNK_THREADS][K];
-  u32 c[CHUNK_THREADS][K];
-  u32 len[CHUNK_THREADS];
+  u64 k[CHUNK_THREADS][K];
 };
 
-// Leaves the block's K best in thread 0's `top` (blockDim.x a power of two, at most
+// Leaves the block's K largest keys in thread 0's `top` (blockDim.x a power of two, at most
 // CHUNK_THREADS): each round the active threads put their lists in shared memory and each thread
-// of the lower half merges its list with one of the upper half's (two sorted lists, K steps).
+// of the lower half merges its list with one of the upper half's.
 template <int K>
 static __device__ void block_merge(RegTop<K> &top, MergeShared<K> &sh) {
   const u32 tid = threadIdx.x;
   for (u32 half = blockDim.x / 2; half > 0; half /= 2) {
     if (tid < 2 * half) {
       LODTENSOR_UNROLL
-      for (int i = 0; i < K; i++) {
-        if ((u32)i < top.len) {
-          sh.v[tid][i] = top.v[i];
-          sh.c[tid][i] = top.c[i];
-        }
-      }
-      sh.len[tid] = top.len;
+      for (int i = 0; i < K; i++) sh.k[tid][i] = top.k[i];
     }
     __syncthreads();
     if (tid < half) {
-      const u32 a = tid, b = tid + half, na = sh.len[a], nb = sh.len[b];
-      u32 ia = 0, ib = 0;
-      top.len = min(na + nb, (u32)K);
+      const u64 *a = sh.k[tid], *b = sh.k[tid + half];
+      u32 ia = 0, ib = 0;  // ia + ib = i < K: both stay in their lists
       LODTENSOR_UNROLL
       for (int i = 0; i < K; i++) {
-        if ((u32)i < top.len) {
-          bool from_b;
-          if (ia == na) {
-            from_b = true;
-          } else if (ib == nb) {
-            from_b = false;
-          } else {
-            from_b = before(sh.v[b][ib], (u64)sh.c[b][ib], sh.v[a][ia], (u64)sh.c[a][ia], true);
-          }
-          const u32 from = from_b ? b : a, at = from_b ? ib++ : ia++;
-          top.v[i] = sh.v[from][at];
-          top.c[i] = sh.c[from][at];
+        const u64 x = a[ia], y = b[ib];
+        if (x >= y) {
+          top.k[i] = x;
+          ia++;
+        } else {
+          top.k[i] = y;
+          ib++;
         }
       }
     }
@@ -330,11 +319,17 @@ static __device__ void block_merge(RegTop<K> &top, MergeShared<K> &sh) {
   }
 }
 
-// The first kernel: the K best of chunk ch of row r into part_*[(r * chunks + ch) * K ...], with
-// their number in part_lens. Finished rows are not read. Column `banned` (>= 0) reads as -inf.
+// A row's log-prob as the fused step reads it: column `banned` (>= 0) is -inf.
+template <typename S>
+static __device__ inline float fused_value(const S *row, u64 col, i64 banned) {
+  return (i64)col == banned ? lowest_key<float>() : key_of(row[col]);
+}
+
+// The first kernel: the K largest keys of chunk ch of row r into part_keys[(r * chunks + ch) * K
+// ...] (0 for empty slots). Finished rows are not read.
 template <typename S, int K>
 static __device__ void fused_chunk_topk(const S *log_probs, u64 rows, u64 vocab, u32 chunks, const i64 *pre_ids,
-                                        i64 end_id, i64 banned, float *part_vals, u32 *part_cols, u32 *part_lens) {
+                                        i64 end_id, i64 banned, u64 *part_keys) {
   __shared__ MergeShared<K> sh;
   for (u64 b = blockIdx.x; b < rows * chunks; b += gridDim.x) {
     const u64 r = b / chunks;
@@ -342,58 +337,54 @@ static __device__ void fused_chunk_topk(const S *log_probs, u64 rows, u64 vocab,
     const S *row = log_probs + r * vocab;
     const u64 start = (b - r * chunks) * CHUNK_ELEMS, end = min(start + CHUNK_ELEMS, vocab);
     RegTop<K> top;
-    top.len = 0;
+    top.clear();
     for (u64 base = start + threadIdx.x; base < end; base += (u64)CHUNK_LOADS * CHUNK_THREADS) {
       float v[CHUNK_LOADS];
       LODTENSOR_UNROLL
       for (u32 u = 0; u < CHUNK_LOADS; u++) {
         const u64 j = base + (u64)u * CHUNK_THREADS;
-        v[u] = j < end ? key_of(row[j]) : 0.0f;
-        if ((i64)j == banned) v[u] = lowest_key<float>();
+        v[u] = j < end ? fused_value(row, j, banned) : 0.0f;
       }
       LODTENSOR_UNROLL
       for (u32 u = 0; u < CHUNK_LOADS; u++) {
         const u64 j = base + (u64)u * CHUNK_THREADS;
-        if (j < end) top.offer(v[u], (u32)j);
+        if (j < end) top.offer(order_key(v[u], (u32)j));
       }
     }
     block_merge(top, sh);
     if (threadIdx.x == 0) {
       LODTENSOR_UNROLL
-      for (int i = 0; i < K; i++) {
-        if ((u32)i < top.len) {
-          part_vals[b * K + i] = top.v[i];
-          part_cols[b * K + i] = top.c[i];
-        }
-      }
-      part_lens[b] = top.len;
+      for (int i = 0; i < K; i++) part_keys[b * K + i] = top.k[i];
     }
   }
 }
 
-// The second kernel: row r's k best (k <= K) from its chunk lists, into cand_vals / cand_ids.
-template <int K>
-static __device__ void fused_merge_topk(u64 rows, u32 chunks, u32 k, const i64 *pre_ids, i64 end_id,
-                                        const float *part_vals, const u32 *part_cols, const u32 *part_lens,
+// The second kernel: row r's k largest keys (k <= K, k <= vocab) from its chunk lists; their
+// values (read back from the row) and columns into cand_vals / cand_ids.
+template <typename S, int K>
+static __device__ void fused_merge_topk(const S *log_probs, u64 rows, u64 vocab, u32 chunks, u32 k,
+                                        const i64 *pre_ids, i64 end_id, i64 banned, const u64 *part_keys,
                                         float *cand_vals, i64 *cand_ids) {
   __shared__ MergeShared<K> sh;
   for (u64 r = blockIdx.x; r < rows; r += gridDim.x) {
     if (pre_ids[r] == end_id) continue;  // the same for the whole block
     RegTop<K> top;
-    top.len = 0;
+    top.clear();
     for (u32 ch = threadIdx.x; ch < chunks; ch += blockDim.x) {
-      const u64 p = r * chunks + ch;
-      for (u32 i = 0; i < part_lens[p]; i++) {
-        if (!top.offer(part_vals[p * K + i], part_cols[p * K + i])) break;
+      const u64 *list = part_keys + (r * chunks + ch) * K;
+      for (u32 i = 0; i < K; i++) {
+        if (!top.offer(list[i])) break;
       }
     }
     block_merge(top, sh);
     if (threadIdx.x == 0) {
+      const S *row = log_probs + r * vocab;
       LODTENSOR_UNROLL
       for (int i = 0; i < K; i++) {
         if ((u32)i < k) {
-          cand_vals[r * k + i] = top.v[i];
-          cand_ids[r * k + i] = (i64)top.c[i];
+          const u64 col = (u64)(~(u32)top.k[i]);
+          cand_vals[r * k + i] = fused_value(row, col, banned);
+          cand_ids[r * k + i] = (i64)col;
         }
       }
     }
@@ -403,28 +394,22 @@ static __device__ void fused_merge_topk(u64 rows, u32 chunks, u32 k, const i64 *
 #define LODTENSOR_FUSED_CHUNK(S, NAME, K)                                                            \
   extern "C" __global__ void fused_chunk_topk_##NAME##_##K(const S *log_probs, u64 rows, u64 vocab,  \
                                                           u32 chunks, const i64 *pre_ids, i64 end_id, \
-                                                          i64 banned, float *part_vals,               \
-                                                          u32 *part_cols, u32 *part_lens) {           \
-    fused_chunk_topk<S, K>(log_probs, rows, vocab, chunks, pre_ids, end_id, banned, part_vals,        \
-                           part_cols, part_lens);                                                     \
+                                                          i64 banned, u64 *part_keys) {               \
+    fused_chunk_topk<S, K>(log_probs, rows, vocab, chunks, pre_ids, end_id, banned, part_keys);       \
   }                                                                                                   \
-  LODTENSOR_EXPORT_SYNC(fused_chunk_topk_##NAME##_##K)
+  LODTENSOR_EXPORT_SYNC(fused_chunk_topk_##NAME##_##K)                                               \
+  extern "C" __global__ void fused_merge_topk_##NAME##_##K(                                           \
+      const S *log_probs, u64 rows, u64 vocab, u32 chunks, u32 k, const i64 *pre_ids, i64 end_id,     \
+      i64 banned, const u64 *part_keys, float *cand_vals, i64 *cand_ids) {                            \
+    fused_merge_topk<S, K>(log_probs, rows, vocab, chunks, k, pre_ids, end_id, banned, part_keys,     \
+                           cand_vals, cand_ids);                                                      \
+  }                                                                                                   \
+  LODTENSOR_EXPORT_SYNC(fused_merge_topk_##NAME##_##K)
 
-#define LODTENSOR_FUSED_MERGE(K)                                                                    \
-  extern "C" __global__ void fused_merge_topk_##K(u64 rows, u32 chunks, u32 k, const i64 *pre_ids,  \
-                                                  i64 end_id, const float *part_vals,               \
-                                                  const u32 *part_cols, const u32 *part_lens,       \
-                                                  float *cand_vals, i64 *cand_ids) {                \
-    fused_merge_topk<K>(rows, chunks, k, pre_ids, end_id, part_vals, part_cols, part_lens,          \
-                        cand_vals, cand_ids);                                                       \
-  }                                                                                                 \
-  LODTENSOR_EXPORT_SYNC(fused_merge_topk_##K)
-
-#define LODTENSOR_FUSED_CHUNKS(K)                \
-  LODTENSOR_FUSED_CHUNK(float, f32, K)           \
-  LODTENSOR_FUSED_CHUNK(f16_bits, f16, K)        \
-  LODTENSOR_FUSED_CHUNK(bf16_bits, bf16, K)      \
-  LODTENSOR_FUSED_MERGE(K)
+#define LODTENSOR_FUSED_CHUNKS(K)        \
+  LODTENSOR_FUSED_CHUNK(float, f32, K)   \
+  LODTENSOR_FUSED_CHUNK(f16_bits, f16, K) \
+  LODTENSOR_FUSED_CHUNK(bf16_bits, bf16, K)
 
 LODTENSOR_FUSED_CHUNKS(4)
 LODTENSOR_FUSED_CHUNKS(8)

@@ -27,6 +27,24 @@ __device__ void gather_ranges(W *__restrict__ dst, u64 row_words, const u64 *__r
   }                                                                                                \
   LODTENSOR_EXPORT_SYNC(gather_ranges_##SUFFIX)
 
+// sequence_expand_as: output rows [offsets[k], offsets[k+1]) are each row k of src. The table is
+// the LoD itself, not a range per output row.
+template <typename W>
+__device__ void repeat_rows(W *__restrict__ dst, const W *__restrict__ src, u64 row_words,
+                            const i64 *__restrict__ offsets, u32 count, u64 total_rows, u64 tile_rows) {
+  LODTENSOR_FOR_EACH_TILE_ELEMENT(dst, offsets, count, total_rows, row_words, tile_rows, {
+    return src[(u64)seq * row_words + col];
+  });
+}
+
+#define LODTENSOR_REPEAT_ROWS(W, SUFFIX)                                                           \
+  extern "C" __global__ void repeat_rows_##SUFFIX(W *dst, const W *src, u64 row_words,               \
+                                                  const i64 *offsets, u32 count, u64 total_rows,      \
+                                                  u64 tile_rows) {                                    \
+    repeat_rows<W>(dst, src, row_words, offsets, count, total_rows, tile_rows);                       \
+  }                                                                                                  \
+  LODTENSOR_EXPORT_SYNC(repeat_rows_##SUFFIX)
+
 // gather_rows with its index on the device: output row k is row index[k] of src (src_rows rows).
 // An index outside [0, src_rows) is counted in *bad and its row is left as zeros; the host then
 // finds and reports the first such index from its own copy.
@@ -59,6 +77,7 @@ __device__ void gather_by_index(W *__restrict__ dst, const W *__restrict__ src, 
 
 #define LODTENSOR_GATHER_ALL(W, SUFFIX)         \
   LODTENSOR_GATHER(W, SUFFIX)                   \
+  LODTENSOR_REPEAT_ROWS(W, SUFFIX)              \
   LODTENSOR_GATHER_BY_INDEX(W, SUFFIX, i32, i32) \
   LODTENSOR_GATHER_BY_INDEX(W, SUFFIX, i64, i64)
 
