@@ -162,13 +162,16 @@ fn gpu_fused_step_equals_cpu() {
     // Beams up to 16 build their lists in the selection's local memory, larger ones in its global
     // scratch (beam.cu's LOCAL_BEAM): both are covered; so are the top lists of 4, 8 and 16 and
     // the one-block-per-row top-k above 16.
-    for case in 0..60 {
+    for case in 0..64 {
         let dtype = [DType::F32, DType::F16, DType::BF16][case % 3];
-        let sources = 1 + rng.below(6);
+        // The last cases have more sources than the selection has threads (runs of several
+        // sources a thread), on short rows.
+        let many = case >= 60;
+        let sources = if many { 257 + rng.below(500) } else { 1 + rng.below(6) };
         let end_id = rng.below(3) as i64;
         let p = prefixes(&mut rng, sources, end_id, case % 2 == 0);
         // Rows longer than 8192 are split into chunks (beam.cu's CHUNK_ELEMS) for beams up to 16.
-        let vocab = [1usize, 2, 3, 10, 40, 300, 8193, 20000][rng.below(8)];
+        let vocab = [1usize, 2, 3, 10, 40, 300, 8193, 20000][rng.below(if many { 5 } else { 8 })];
         let beam = [1usize, 2, 3, 4, 5, 8, 16, 17, 24][rng.below(9)];
         let lp = tie_heavy(&mut rng, p.rows * vocab);
         let log_probs = LoDTensor::dense(tensor_of(dtype, &lp, &[p.rows, vocab]));
@@ -194,7 +197,7 @@ fn gpu_beam_step_equals_cpu() {
         let sources = 1 + rng.below(5);
         let end_id = rng.below(3) as i64;
         let p = prefixes(&mut rng, sources, end_id, true);
-        let width = [1usize, 2, 4, 7][rng.below(4)];
+        let width = [1usize, 2, 4, 7, 19][rng.below(5)];
         let beam = [1usize, 2, 3, 5, 16, 17, 24][rng.below(7)];
         let accumulated = case % 4 < 2;
         let n = p.rows * width;

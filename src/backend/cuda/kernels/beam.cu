@@ -482,11 +482,14 @@ struct StepCandidates {
 // keeps, and then copied to the global scratch: every offer reads and shifts the tail of the
 // list it has just written, and in global memory each of those reads would go to L2.
 #define LOCAL_BEAM 16
+// Candidates the selection fetches before offering them.
+#define SELECT_FETCH 8
 
-// One block does the whole selection: each thread replays the offers of its sources into the
-// source's top list (`top_*`, beam slots per source), drops the sources whose items all come from
-// finished rows, counts items per row, scans the counts into `row_offsets` (rows + 1), and writes
-// the items row by row (each row's items in list order) to out_ids / out_scores / out_parents.
+// One block does the whole selection: each thread replays the offers of a run of consecutive
+// sources into each source's top list (`top_*`, beam slots per source) and drops the sources whose
+// items all come from finished rows; a scan of the threads' item counts places each run in the
+// output, and each thread writes its sources' items row by row (each row's items in list order)
+// to out_ids / out_scores / out_parents, with `row_offsets` (rows + 1) for its rows.
 template <typename T, typename Cands>
 static __device__ void select_and_regroup(const i64 *source_rows, u32 sources, const i64 *pre_ids, i64 end_id,
                                           u32 beam, Cands cands, i64 *top_rows, i64 *top_ids, T *top_scores,
@@ -495,7 +498,12 @@ static __device__ void select_and_regroup(const i64 *source_rows, u32 sources, c
   __shared__ i64 partial[SELECT_THREADS];
   const u32 tid = threadIdx.x, threads = blockDim.x;
   const i64 rows = source_rows[sources];
-  for (u32 s = tid; s < sources; s += threads) {
+  // Each thread takes a run of consecutive sources: a scan of the threads' item counts then gives
+  // each run its first output place, and the run's rows are consecutive too.
+  const u32 per = (sources + threads - 1) / threads;
+  const u32 s_lo = min(tid * per, sources), s_hi = min(s_lo + per, sources);
+  i64 count = 0;
+  for (u32 s = s_lo; s < s_hi; s++) {
     i64 *const gr = top_rows + (u64)s * beam, *const gi = top_ids + (u64)s * beam;
     T *const gs = top_scores + (u64)s * beam;
     i64 local_rows[LOCAL_BEAM], local_ids[LOCAL_BEAM];
@@ -509,63 +517,66 @@ static __device__ void select_and_regroup(const i64 *source_rows, u32 sources, c
         len = offer(lr, li, ls, beam, len, r, end_id, (T)cands.pre_scores[r]);
         continue;
       }
+      // Candidates are fetched SELECT_FETCH at a time, so their loads overlap.
       const u32 m = cands.count(r);
-      for (u32 j = 0; j < m; j++) {
-        i64 id;
-        T score;
-        cands.get(r, j, id, score);
-        len = offer(lr, li, ls, beam, len, r, id, score);
+      for (u32 j0 = 0; j0 < m; j0 += SELECT_FETCH) {
+        i64 id[SELECT_FETCH];
+        T score[SELECT_FETCH];
+        LODTENSOR_UNROLL
+        for (u32 u = 0; u < SELECT_FETCH; u++) {
+          if (j0 + u < m) cands.get(r, j0 + u, id[u], score[u]);
+        }
+        LODTENSOR_UNROLL
+        for (u32 u = 0; u < SELECT_FETCH; u++) {
+          if (j0 + u < m) len = offer(lr, li, ls, beam, len, r, id[u], score[u]);
+        }
       }
     }
     bool all_finished = true;
     for (u32 j = 0; j < len; j++) all_finished = all_finished && li[j] == end_id && pre_ids[lr[j]] == end_id;
-    const bool keep = len > 0 && !all_finished;
-    for (i64 r = source_rows[s]; r < source_rows[s + 1]; r++) cursor[r] = 0;
-    if (keep)
-      for (u32 j = 0; j < len; j++) cursor[lr[j]]++;
-    for (u32 j = keep ? len : 0; j < beam; j++) lr[j] = -1;
+    const u32 kept = len > 0 && !all_finished ? len : 0;
+    for (u32 j = kept; j < beam; j++) lr[j] = -1;
     // The regrouping reads an item's id and score only where its row is set.
     if (local) {
       for (u32 j = 0; j < beam; j++) gr[j] = lr[j];
-      for (u32 j = 0; keep && j < len; j++) {
+      for (u32 j = 0; j < kept; j++) {
         gi[j] = li[j];
         gs[j] = ls[j];
       }
     }
+    count += kept;
   }
+  // Inclusive scan of the counts (Hillis-Steele).
+  partial[tid] = count;
   __syncthreads();
-  // Exclusive scan of the counts: a contiguous chunk of rows per thread.
-  const i64 chunk = (rows + threads - 1) / threads;
-  const i64 lo = min((i64)tid * chunk, rows), hi = min(lo + chunk, rows);
-  i64 sum = 0;
-  for (i64 r = lo; r < hi; r++) sum += cursor[r];
-  partial[tid] = sum;
-  __syncthreads();
-  if (tid == 0) {
-    i64 at = 0;
-    for (u32 t = 0; t < threads; t++) {
-      const i64 v = partial[t];
-      partial[t] = at;
-      at += v;
+  for (u32 off = 1; off < threads; off <<= 1) {
+    const i64 v = tid >= off ? partial[tid - off] : 0;
+    __syncthreads();
+    partial[tid] += v;
+    __syncthreads();
+  }
+  if (tid == threads - 1) row_offsets[rows] = partial[tid];
+  // Each source's items, grouped by row in row order, each row's in list order, from the run's
+  // first output place on: a count per row (in `cursor`), its offsets, then the items.
+  i64 at = partial[tid] - count;
+  for (u32 s = s_lo; s < s_hi; s++) {
+    const i64 *const gr = top_rows + (u64)s * beam, *const gi = top_ids + (u64)s * beam;
+    const T *const gs = top_scores + (u64)s * beam;
+    const i64 r0 = source_rows[s], r1 = source_rows[s + 1];
+    for (i64 r = r0; r < r1; r++) cursor[r] = 0;
+    u32 kept = 0;
+    while (kept < beam && gr[kept] >= 0) cursor[gr[kept++]]++;
+    for (i64 r = r0; r < r1; r++) {
+      const i64 c = cursor[r];
+      row_offsets[r] = at;
+      cursor[r] = at;
+      at += c;
     }
-  }
-  __syncthreads();
-  i64 at = partial[tid];
-  for (i64 r = lo; r < hi; r++) {
-    const i64 c = cursor[r];
-    row_offsets[r] = at;
-    cursor[r] = at;
-    at += c;
-  }
-  if (tid == threads - 1) row_offsets[rows] = at;
-  __syncthreads();
-  for (u32 s = tid; s < sources; s += threads) {
-    for (u32 j = 0; j < beam; j++) {
-      const i64 r = top_rows[(u64)s * beam + j];
-      if (r < 0) break;
+    for (u32 j = 0; j < kept; j++) {
+      const i64 r = gr[j];
       const i64 o = cursor[r]++;
-      out_ids[o] = top_ids[(u64)s * beam + j];
-      out_scores[o] = top_scores[(u64)s * beam + j];
+      out_ids[o] = gi[j];
+      out_scores[o] = gs[j];
       out_parents[o] = (i32)r;
     }
   }
