@@ -686,18 +686,26 @@ fn gpu_fused_step_speed() {
     // output LoD with next to no top-k work.
     let narrow = gpu(&LoDTensor::dense(Tensor::from_slice(&lp[..rows * beam], &[rows, beam]).unwrap()));
     let rest = min_time(&|| drop(beam_search_fused_step(&pre_ids, &pre_scores, &narrow, beam, 1).unwrap()));
+    // A step's small copies: its source offsets up, its row offsets down (and a wait).
+    let offsets = LoDTensor::dense(Tensor::from_slice(&vec![0i64; rows + 1], &[rows + 1]).unwrap());
+    let up = min_time(&|| drop(gpu(&offsets)));
+    let on_device = gpu(&offsets);
+    let down = min_time(&|| drop(to_place(&on_device, Place::Cpu).unwrap()));
     let floor = min_time(&|| ());
     let mb = log_probs.tensor().nbytes() as f64 / 1e6;
     eprintln!(
         "fused step {sources} x {beam} x {vocab} f32 ({mb:.0} MB): one read {:.1} us ({:.0} GB/s), fused step {:.1} us \
-         ({:.2}x the read); top_k of the rows {:.1} us; the step on rows of {beam} {:.1} us; synchronisation floor \
-         {:.1} us",
+         ({:.2}x the read); top_k of the rows {:.1} us; the step on rows of {beam} {:.1} us; {} offsets up {:.1} us, \
+         down {:.1} us; synchronisation floor {:.1} us",
         read * 1e6,
         mb / 1e3 / read,
         step * 1e6,
         step / read,
         row_topk * 1e6,
         rest * 1e6,
+        rows + 1,
+        up * 1e6,
+        down * 1e6,
         floor * 1e6
     );
 }
