@@ -107,11 +107,15 @@ pub fn lod_tensor_to_array(x: &LoDTensor, table: &RankTable) -> Result<TensorArr
     let mut total = 0;
     // The first unit of each sequence, in rank order.
     let firsts: Vec<usize> = table.items().iter().map(|item| top[item.index]).collect();
+    // Rows on a device: its kernel finds each row from `firsts` and `step_rows`, no ranges needed.
+    let device_rows = below.is_empty() && matches!(x.tensor().place(), Place::Cuda(_));
     for t in 0..steps {
         let alive = &firsts[..table.alive_at(t)];
         if below.is_empty() {
             // Units are rows: the common case, and the hot loop of a gather of short rows.
-            ranges.extend(alive.iter().map(|&first| first + t..first + t + 1));
+            if !device_rows {
+                ranges.extend(alive.iter().map(|&first| first + t..first + t + 1));
+            }
             total += alive.len();
             step_lods.push(Vec::new());
         } else {
@@ -125,7 +129,12 @@ pub fn lod_tensor_to_array(x: &LoDTensor, table: &RankTable) -> Result<TensorArr
         }
         step_rows.push(total);
     }
-    let all = gather_into_new(x.tensor(), x.tensor().row_bytes(), &ranges, x.dims().with_rows(total)?)?;
+    let (row_bytes, dims) = (x.tensor().row_bytes(), x.dims().with_rows(total)?);
+    let all = if device_rows {
+        crate::backend::cuda::unpack_rows(x.tensor(), row_bytes, &firsts, &step_rows, dims)?
+    } else {
+        gather_into_new(x.tensor(), row_bytes, &ranges, dims)?
+    };
     let mut items = Vec::with_capacity(steps);
     for (t, levels) in step_lods.into_iter().enumerate() {
         items.push(LoDTensor::new(all.slice_rows(step_rows[t]..step_rows[t + 1])?, lod_of(levels)?)?);
@@ -207,7 +216,10 @@ pub fn array_to_lod_tensor(array: &TensorArray, table: &RankTable) -> Result<LoD
     rank_level.push(0usize);
     let mut levels = vec![vec![0usize]; deeper];
     // One block per (sequence, step): as many as the table's lengths add up to.
-    let mut blocks = Vec::with_capacity(table.items().iter().map(|item| item.length).sum());
+    // Rows on a device: its kernel finds each row from `rank_level` and `position`, no blocks needed.
+    let device_rows = deeper == 0 && matches!(place, Place::Cuda(_));
+    let mut blocks =
+        Vec::with_capacity(if device_rows { 0 } else { table.items().iter().map(|item| item.length).sum() });
     // The rows of all blocks, counted as they are made.
     let mut total = 0usize;
     for &pos in &position {
@@ -215,7 +227,9 @@ pub fn array_to_lod_tensor(array: &TensorArray, table: &RankTable) -> Result<LoD
         rank_level.push(rank_level[rank_level.len() - 1] + length);
         if deeper == 0 {
             // Row `pos` of each step: the common case of plain rows, without the LoD walk.
-            blocks.extend((0..length).map(|x| (x, pos..pos + 1)));
+            if !device_rows {
+                blocks.extend((0..length).map(|x| (x, pos..pos + 1)));
+            }
             total += length;
         } else {
             for (x, e) in elements.iter().enumerate().take(length) {
@@ -229,7 +243,11 @@ pub fn array_to_lod_tensor(array: &TensorArray, table: &RankTable) -> Result<LoD
     let out = if let Place::Cuda(_) = place {
         // One launch over a table of the elements' device addresses.
         let srcs: Vec<&Tensor> = elements.iter().map(|e| e.tensor()).collect();
-        crate::backend::cuda::gather_sources(&srcs, row_bytes, &blocks, dtype, dims)?
+        if device_rows {
+            crate::backend::cuda::pack_rows(&srcs, row_bytes, &rank_level, &position, dtype, dims)?
+        } else {
+            crate::backend::cuda::gather_sources(&srcs, row_bytes, &blocks, dtype, dims)?
+        }
     } else {
         let srcs = elements.iter().map(|e| e.tensor().bytes()).collect::<Result<Vec<&[u8]>>>()?;
         let mut out = Tensor::uninit(dtype, dims)?;

@@ -47,6 +47,58 @@ pub fn repeat_rows(src: &Tensor, row_bytes: usize, offsets: &[usize], dims: Dim)
     Ok(out)
 }
 
+/// lod_tensor_to_array of rows on the device: a new tensor of `dims` (dtype of `src`) holding the
+/// time steps one after another, step t being rows `[step_rows[t], step_rows[t+1])`, whose row i
+/// is row `firsts[i] + t` of `src` (rows of `row_bytes` bytes). One launch; the table uploaded is
+/// `step_rows` and `firsts`, not a range per row.
+pub fn unpack_rows(src: &Tensor, row_bytes: usize, firsts: &[usize], step_rows: &[usize], dims: Dim) -> Result<Tensor> {
+    let d = device_of(src, "lod_tensor_to_array")?;
+    let mut out = new_tensor(&d, src.dtype(), dims)?;
+    let rows = *step_rows.last().expect("step offsets");
+    if out.nbytes() == 0 {
+        return Ok(out);
+    }
+    let steps = count_u32(step_rows.len() - 1, "rank_table: time steps")?;
+    let dst = out.as_mut_ptr() as u64;
+    let word = word_for(row_bytes, [src.as_ptr() as u64, dst]);
+    let row_words = (row_bytes / word) as u64;
+    let (step_rows, firsts) = (upload_offsets(&d, step_rows)?, upload_offsets(&d, firsts)?);
+    let args = Args::new().arg(dst).ptr(src).arg(row_words).buf(&step_rows).arg(steps).buf(&firsts).arg(rows as u64);
+    launch_tiles(&d, "rows.cu", &format!("unpack_rows_{word}"), rows as u64, row_words, args)?;
+    Ok(out)
+}
+
+/// array_to_lod_tensor of rows on the device: a new tensor of `dims` and `dtype` whose rows
+/// `[seq_rows[s], seq_rows[s+1])` are sequence s, its row t being row `position[s]` of `steps[t]`
+/// (rows of `row_bytes` bytes; all on one device). One launch; the table uploaded is the steps'
+/// addresses, `seq_rows` and `position`, not a range per row.
+pub fn pack_rows(
+    steps: &[&Tensor],
+    row_bytes: usize,
+    seq_rows: &[usize],
+    position: &[usize],
+    dtype: DType,
+    dims: Dim,
+) -> Result<Tensor> {
+    let first = steps.first().ok_or_else(|| err!(Internal, "pack_rows: no time steps"))?;
+    let d = device_of(first, "array_to_lod_tensor")?;
+    let mut out = new_tensor(&d, dtype, dims)?;
+    let rows = *seq_rows.last().expect("sequence offsets");
+    if out.nbytes() == 0 {
+        return Ok(out);
+    }
+    let seqs = count_u32(seq_rows.len() - 1, "rank_table: sequences")?;
+    let dst = out.as_mut_ptr() as u64;
+    let bases: Vec<u64> = steps.iter().map(|t| t.as_ptr() as u64).collect();
+    let word = word_for(row_bytes, bases.iter().copied().chain([dst]));
+    let row_words = (row_bytes / word) as u64;
+    let (bases, seq_rows, position) =
+        (upload(&d, &bases)?, upload_offsets(&d, seq_rows)?, upload_offsets(&d, position)?);
+    let args = Args::new().arg(dst).buf(&bases).arg(row_words).buf(&seq_rows).arg(seqs).buf(&position).arg(rows as u64);
+    launch_tiles(&d, "rows.cu", &format!("pack_rows_{word}"), rows as u64, row_words, args)?;
+    Ok(out)
+}
+
 /// gather_rows with its index on the device: a new tensor of `dims` (dtype of `src`) whose row k
 /// is row `index[k]` of `src` (its rows of `row_bytes` bytes); `index` (int32 or int64, one
 /// element per output row) is on `src`'s device. `None` when an index is outside the rows of

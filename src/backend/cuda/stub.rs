@@ -83,6 +83,29 @@ pub fn repeat_rows(src: &Tensor, _row_bytes: usize, _offsets: &[usize], _dims: D
     copy_to_host(src)
 }
 
+/// lod_tensor_to_array of rows on a CUDA device.
+pub fn unpack_rows(
+    src: &Tensor,
+    _row_bytes: usize,
+    _firsts: &[usize],
+    _step_rows: &[usize],
+    _dims: Dim,
+) -> Result<Tensor> {
+    copy_to_host(src)
+}
+
+/// array_to_lod_tensor of rows on a CUDA device.
+pub fn pack_rows(
+    steps: &[&Tensor],
+    _row_bytes: usize,
+    _seq_rows: &[usize],
+    _position: &[usize],
+    _dtype: crate::dtype::DType,
+    _dims: Dim,
+) -> Result<Tensor> {
+    copy_to_host(steps[0])
+}
+
 /// gather_rows with its index on a CUDA device.
 pub fn gather_rows_by_index(src: &Tensor, _row_bytes: usize, _index: &Tensor, _dims: Dim) -> Result<Option<Tensor>> {
     copy_to_host(src).map(Some)

@@ -45,6 +45,49 @@ __device__ void repeat_rows(W *__restrict__ dst, const W *__restrict__ src, u64 
   }                                                                                                  \
   LODTENSOR_EXPORT_SYNC(repeat_rows_##SUFFIX)
 
+// lod_tensor_to_array of rows: output rows [step_rows[t], step_rows[t+1]) are time step t, whose
+// row i is row firsts[i] + t of src (firsts: each sequence's first row, in rank order). The table
+// is a row offset per step and per sequence, not a range per row.
+template <typename W>
+__device__ void unpack_rows(W *__restrict__ dst, const W *__restrict__ src, u64 row_words,
+                            const i64 *__restrict__ step_rows, u32 steps, const i64 *__restrict__ firsts,
+                            u64 total_rows, u64 tile_rows) {
+  __shared__ const W *row_src[TILE_MAX_ROWS];
+  for_each_tile(
+      dst, step_rows, steps, total_rows, row_words, tile_rows,
+      [&](u32 r, u64 row, u32 t) { row_src[r] = src + ((u64)firsts[row - (u64)step_rows[t]] + t) * row_words; },
+      [&](u32 r, u64, u64 col) { return row_src[r][col]; });
+}
+
+// array_to_lod_tensor of rows: output rows [seq_rows[s], seq_rows[s+1]) are sequence s, whose row
+// t is row position[s] of time step t (at device address steps[t]).
+template <typename W>
+__device__ void pack_rows(W *__restrict__ dst, const u64 *__restrict__ steps, u64 row_words,
+                          const i64 *__restrict__ seq_rows, u32 seqs, const i64 *__restrict__ position,
+                          u64 total_rows, u64 tile_rows) {
+  __shared__ const W *row_src[TILE_MAX_ROWS];
+  for_each_tile(
+      dst, seq_rows, seqs, total_rows, row_words, tile_rows,
+      [&](u32 r, u64 row, u32 s) {
+        row_src[r] = (const W *)steps[row - (u64)seq_rows[s]] + (u64)position[s] * row_words;
+      },
+      [&](u32 r, u64, u64 col) { return row_src[r][col]; });
+}
+
+#define LODTENSOR_STEP_ROWS(W, SUFFIX)                                                             \
+  extern "C" __global__ void unpack_rows_##SUFFIX(W *dst, const W *src, u64 row_words,               \
+                                                  const i64 *step_rows, u32 steps, const i64 *firsts, \
+                                                  u64 total_rows, u64 tile_rows) {                    \
+    unpack_rows<W>(dst, src, row_words, step_rows, steps, firsts, total_rows, tile_rows);             \
+  }                                                                                                  \
+  LODTENSOR_EXPORT_SYNC(unpack_rows_##SUFFIX)                                                        \
+  extern "C" __global__ void pack_rows_##SUFFIX(W *dst, const u64 *steps, u64 row_words,             \
+                                                const i64 *seq_rows, u32 seqs, const i64 *position,   \
+                                                u64 total_rows, u64 tile_rows) {                      \
+    pack_rows<W>(dst, steps, row_words, seq_rows, seqs, position, total_rows, tile_rows);             \
+  }                                                                                                  \
+  LODTENSOR_EXPORT_SYNC(pack_rows_##SUFFIX)
+
 // gather_rows with its index on the device: output row k is row index[k] of src (src_rows rows).
 // An index outside [0, src_rows) is counted in *bad and its row is left as zeros; the host then
 // finds and reports the first such index from its own copy.
@@ -78,6 +121,7 @@ __device__ void gather_by_index(W *__restrict__ dst, const W *__restrict__ src, 
 #define LODTENSOR_GATHER_ALL(W, SUFFIX)         \
   LODTENSOR_GATHER(W, SUFFIX)                   \
   LODTENSOR_REPEAT_ROWS(W, SUFFIX)              \
+  LODTENSOR_STEP_ROWS(W, SUFFIX)                \
   LODTENSOR_GATHER_BY_INDEX(W, SUFFIX, i32, i32) \
   LODTENSOR_GATHER_BY_INDEX(W, SUFFIX, i64, i64)
 
