@@ -50,10 +50,19 @@ pub(crate) fn count_u32(n: usize, what: &str) -> Result<u32> {
     u32::try_from(n).map_err(|_| err!(Unsupported, "{what}: {n} sequences; the CUDA kernel takes up to 2^32 - 1"))
 }
 
-/// `offsets` (row or element offsets) uploaded as i64.
+/// `offsets` (row or element offsets) uploaded as i64, as they are: a usize is an i64's size on
+/// every target the library builds for, and offsets are at most isize::MAX, so the bytes are the
+/// same (no converted copy of a LoD level that may hold millions of offsets).
 pub(crate) fn upload_offsets(d: &Arc<Device>, offsets: &[usize]) -> Result<Arc<Allocation>> {
-    let table: Vec<i64> = offsets.iter().map(|&o| o as i64).collect();
-    upload(d, &table)
+    const _: () = assert!(
+        std::mem::size_of::<usize>() == std::mem::size_of::<i64>()
+            && std::mem::align_of::<usize>() == std::mem::align_of::<i64>()
+    );
+    debug_assert!(offsets.iter().all(|&o| o <= isize::MAX as usize));
+    // SAFETY: same size and alignment (asserted above), and every usize value up to isize::MAX
+    // has the same bytes as that i64.
+    let table = unsafe { std::slice::from_raw_parts(offsets.as_ptr().cast::<i64>(), offsets.len()) };
+    upload(d, table)
 }
 
 /// The widest word (16, 8, 4, 2 or 1 bytes) dividing `row_bytes` and every address: the unit in
