@@ -7,16 +7,29 @@
 // range is found once, by a search within its tile's ranges, not over all of them (with one range
 // per row and millions of rows, a search over the whole table would read more than the rows).
 
+// The loop of every kernel here: output row `row` (of sequence or range `seq` of `offsets`, which
+// may be null) is the row at row_source(row, seq), or zeros where that is null. Each row's source
+// is found once, by one thread, and kept in shared memory for the row's words.
+template <typename W, typename Source>
+__device__ void move_rows(W *__restrict__ dst, const i64 *__restrict__ offsets, u32 count, u64 total_rows,
+                          u64 row_words, u64 tile_rows, Source row_source) {
+  __shared__ const W *row_src[TILE_MAX_ROWS];
+  for_each_tile(
+      dst, offsets, count, total_rows, row_words, tile_rows,
+      [&](u32 r, u64 row, u32 seq) { row_src[r] = row_source(row, seq); },
+      [&](u32 r, u64, u64 col) {
+        const W *p = row_src[r];
+        return p ? p[col] : W();
+      });
+}
+
 template <typename W>
 __device__ void gather_ranges(W *__restrict__ dst, u64 row_words, const u64 *__restrict__ src_addr,
                               const i64 *__restrict__ dst_offsets, u32 num_ranges, u64 total_rows,
                               u64 tile_rows) {
-  // Each row's source, found once per row; its words are then one shared-memory read away.
-  __shared__ const W *row_src[TILE_MAX_ROWS];
-  for_each_tile(
-      dst, dst_offsets, num_ranges, total_rows, row_words, tile_rows,
-      [&](u32 r, u64 row, u32 k) { row_src[r] = (const W *)src_addr[k] + (row - (u64)dst_offsets[k]) * row_words; },
-      [&](u32 r, u64, u64 col) { return row_src[r][col]; });
+  move_rows(dst, dst_offsets, num_ranges, total_rows, row_words, tile_rows, [&](u64 row, u32 k) {
+    return (const W *)src_addr[k] + (row - (u64)dst_offsets[k]) * row_words;
+  });
 }
 
 #define LODTENSOR_GATHER(W, SUFFIX)                                                                \
@@ -32,9 +45,7 @@ __device__ void gather_ranges(W *__restrict__ dst, u64 row_words, const u64 *__r
 template <typename W>
 __device__ void repeat_rows(W *__restrict__ dst, const W *__restrict__ src, u64 row_words,
                             const i64 *__restrict__ offsets, u32 count, u64 total_rows, u64 tile_rows) {
-  LODTENSOR_FOR_EACH_TILE_ELEMENT(dst, offsets, count, total_rows, row_words, tile_rows, {
-    return src[(u64)seq * row_words + col];
-  });
+  move_rows(dst, offsets, count, total_rows, row_words, tile_rows, [&](u64, u32 k) { return src + (u64)k * row_words; });
 }
 
 #define LODTENSOR_REPEAT_ROWS(W, SUFFIX)                                                           \
@@ -52,11 +63,9 @@ template <typename W>
 __device__ void unpack_rows(W *__restrict__ dst, const W *__restrict__ src, u64 row_words,
                             const i64 *__restrict__ step_rows, u32 steps, const i64 *__restrict__ firsts,
                             u64 total_rows, u64 tile_rows) {
-  __shared__ const W *row_src[TILE_MAX_ROWS];
-  for_each_tile(
-      dst, step_rows, steps, total_rows, row_words, tile_rows,
-      [&](u32 r, u64 row, u32 t) { row_src[r] = src + ((u64)firsts[row - (u64)step_rows[t]] + t) * row_words; },
-      [&](u32 r, u64, u64 col) { return row_src[r][col]; });
+  move_rows(dst, step_rows, steps, total_rows, row_words, tile_rows, [&](u64 row, u32 t) {
+    return src + ((u64)firsts[row - (u64)step_rows[t]] + t) * row_words;
+  });
 }
 
 // array_to_lod_tensor of rows: output rows [seq_rows[s], seq_rows[s+1]) are sequence s, whose row
@@ -65,13 +74,9 @@ template <typename W>
 __device__ void pack_rows(W *__restrict__ dst, const u64 *__restrict__ steps, u64 row_words,
                           const i64 *__restrict__ seq_rows, u32 seqs, const i64 *__restrict__ position,
                           u64 total_rows, u64 tile_rows) {
-  __shared__ const W *row_src[TILE_MAX_ROWS];
-  for_each_tile(
-      dst, seq_rows, seqs, total_rows, row_words, tile_rows,
-      [&](u32 r, u64 row, u32 s) {
-        row_src[r] = (const W *)steps[row - (u64)seq_rows[s]] + (u64)position[s] * row_words;
-      },
-      [&](u32 r, u64, u64 col) { return row_src[r][col]; });
+  move_rows(dst, seq_rows, seqs, total_rows, row_words, tile_rows, [&](u64 row, u32 s) {
+    return (const W *)steps[row - (u64)seq_rows[s]] + (u64)position[s] * row_words;
+  });
 }
 
 #define LODTENSOR_STEP_ROWS(W, SUFFIX)                                                             \
@@ -94,19 +99,12 @@ __device__ void pack_rows(W *__restrict__ dst, const u64 *__restrict__ steps, u6
 template <typename W, typename I>
 __device__ void gather_by_index(W *__restrict__ dst, const W *__restrict__ src, u64 row_words,
                                 const I *__restrict__ index, u64 rows, u64 src_rows, u32 *bad, u64 tile_rows) {
-  __shared__ const W *row_src[TILE_MAX_ROWS];
-  for_each_tile(
-      dst, (const i64 *)nullptr, 0, rows, row_words, tile_rows,
-      [&](u32 r, u64 row, u32) {
-        const i64 i = (i64)index[row];
-        const bool ok = i >= 0 && (u64)i < src_rows;
-        if (!ok) atomicAdd(bad, 1u);
-        row_src[r] = ok ? src + (u64)i * row_words : nullptr;
-      },
-      [&](u32 r, u64, u64 col) {
-        const W *p = row_src[r];
-        return p ? p[col] : W();
-      });
+  move_rows(dst, (const i64 *)nullptr, 0, rows, row_words, tile_rows, [&](u64 row, u32) -> const W * {
+    const i64 i = (i64)index[row];
+    if (i >= 0 && (u64)i < src_rows) return src + (u64)i * row_words;
+    atomicAdd(bad, 1u);
+    return nullptr;
+  });
 }
 
 #define LODTENSOR_GATHER_BY_INDEX(W, SUFFIX, I, INAME)                                              \
