@@ -556,8 +556,9 @@ lodtensor_status_t lodtensor_from_buffer(struct lodtensor_place_t place, struct 
 
 // Rows `x[index[0]], x[index[1]], ...` as a new tensor of dims `[K, x.dims[1..]]` without LoD.
 // `index` is an int32 or int64 tensor of dims `[K]` or `[K, 1]`; `x` is any dtype, rank >= 1.
-// Runs on the inputs' place (the CPU or one CUDA device, where `index` is copied to the host to
-// be checked); `*out` is on that place.
+// Runs on the inputs' place (the CPU or one CUDA device, where the device reads and checks
+// `index` itself; it is copied to the host only to name a value out of range); `*out` is on that
+// place.
 //
 // Returns LODTENSOR_NULL_ARGUMENT (`x`, `index`, `out`), LODTENSOR_INVALID_ARGUMENT (0-d `x`,
 // `index` not `[K]` or `[K, 1]`, `x` and `index` on different places), LODTENSOR_OUT_OF_RANGE

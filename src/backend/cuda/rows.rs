@@ -1,4 +1,5 @@
-//! Launchers of `kernels/rows.cu`: the row gather behind every data-movement op.
+//! Launchers of `kernels/rows.cu`: the row kernels behind the data-movement ops (the range gather,
+//! and the kernels of expand_as, unpack and pack of rows, and gather_rows by a device index).
 
 use super::device::{copy_to_host, device, new_tensor, Device};
 use super::launch::{launch_tiles, upload, Args};

@@ -240,10 +240,9 @@ __device__ __forceinline__ u32 last_at_or_below(const i64 *__restrict__ offsets,
 // (launch_tiles' choice: at most TILE_MAX_ROWS rows, and a tile of several rows holds fewer than
 // 2^32 elements); `offsets` (count + 1 of them, offsets[count] == total_rows) split the rows
 // into sequences (or are null: every seq is then 0). on_row(r, row, seq) runs once per row (r: the
-// row's place in its tile, < rows);
-// then, after a barrier, out[e] = fetch(r, row, col) for every element (col: its place in the row,
-// e: its index in the output), TILE_UNROLL fetches before their stores; a barrier follows each
-// tile. Every thread of the block must call it.
+// row's place in its tile, < rows); then, after a barrier, out[e] = fetch(r, row, col) for every
+// element (col: its place in the row, e: its index in the output), TILE_UNROLL fetches before
+// their stores; a barrier follows each tile. Every thread of the block must call it.
 template <typename V, typename OnRow, typename Fetch>
 __device__ __forceinline__ void for_each_tile(V *__restrict__ out, const i64 *__restrict__ offsets, u32 count,
                                               u64 total_rows, u64 row_elems, u64 tile_rows, OnRow on_row,

@@ -1,11 +1,14 @@
-// The row gather, the data-movement kernel behind every op that only rearranges rows (expand,
-// pack, unpack, reorder, gather, concat, scatter_rows' copy): output rows
+// The row kernels, behind every op that only rearranges rows. The range gather (sequence_expand,
+// reorder, concat, the TensorArray's moves of nested sequences, scatter_rows' copy): output rows
 // [dst_offsets[k], dst_offsets[k+1]) are the rows starting at device address src_addr[k], which
-// may lie in any of several tensors. One launch serves all ranges; the host uploads the table
-// once per call. Rows move in words of W bytes (the host picks the widest word that divides the
-// row size and every address involved). The output is walked in tiles (common.cuh): each row's
-// range is found once, by a search within its tile's ranges, not over all of them (with one range
-// per row and millions of rows, a search over the whole table would read more than the rows).
+// may lie in any of several tensors. Where an op's own offsets say where each row comes from
+// (sequence_expand_as, the TensorArray's unpack and pack of rows, gather_rows by a device index),
+// a kernel of its own finds the row from them, so no table entry per row is built or uploaded.
+// Each launch serves the whole op; the host uploads its tables once per call. Rows move in words
+// of W bytes (the host picks the widest word that divides the row size and every address
+// involved). The output is walked in tiles (common.cuh): each row's range is found once, by a
+// search within its tile's ranges, not over all of them (with one range per row and millions of
+// rows, a search over the whole table would read more than the rows).
 
 // The loop of every kernel here: output row `row` (of sequence or range `seq` of `offsets`, which
 // may be null) is the row at row_source(row, seq), or zeros where that is null. Each row's source
@@ -45,7 +48,8 @@ __device__ void gather_ranges(W *__restrict__ dst, u64 row_words, const u64 *__r
 template <typename W>
 __device__ void repeat_rows(W *__restrict__ dst, const W *__restrict__ src, u64 row_words,
                             const i64 *__restrict__ offsets, u32 count, u64 total_rows, u64 tile_rows) {
-  move_rows(dst, offsets, count, total_rows, row_words, tile_rows, [&](u64, u32 k) { return src + (u64)k * row_words; });
+  move_rows(dst, offsets, count, total_rows, row_words, tile_rows,
+            [&](u64, u32 k) { return src + (u64)k * row_words; });
 }
 
 #define LODTENSOR_REPEAT_ROWS(W, SUFFIX)                                                           \
