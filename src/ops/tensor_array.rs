@@ -99,7 +99,9 @@ pub fn lod_tensor_to_array(x: &LoDTensor, table: &RankTable) -> Result<TensorArr
     let top = &x.lod().levels()[r];
     let below = &x.lod().levels()[r + 1..];
     let steps = table.max_sequence_len();
-    let mut ranges = Vec::with_capacity(x.lod().rows().unwrap_or(0).min(1 << 20));
+    // Rows on a device: its kernel finds each row from `firsts` and `step_rows`, no ranges needed.
+    let device_rows = below.is_empty() && matches!(x.tensor().place(), Place::Cuda(_));
+    let mut ranges = Vec::with_capacity(if device_rows { 0 } else { x.lod().rows().unwrap_or(0).min(1 << 20) });
     // Element t is rows step_rows[t]..step_rows[t + 1] of the gathered tensor.
     let mut step_rows = Vec::with_capacity(steps + 1);
     step_rows.push(0usize);
@@ -107,8 +109,6 @@ pub fn lod_tensor_to_array(x: &LoDTensor, table: &RankTable) -> Result<TensorArr
     let mut total = 0;
     // The first unit of each sequence, in rank order.
     let firsts: Vec<usize> = table.items().iter().map(|item| top[item.index]).collect();
-    // Rows on a device: its kernel finds each row from `firsts` and `step_rows`, no ranges needed.
-    let device_rows = below.is_empty() && matches!(x.tensor().place(), Place::Cuda(_));
     for t in 0..steps {
         let alive = &firsts[..table.alive_at(t)];
         if below.is_empty() {
