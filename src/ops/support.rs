@@ -35,13 +35,19 @@ pub(crate) fn gather_into_new(src: &Tensor, row_bytes: usize, ranges: &[Range<us
     Ok(out)
 }
 
+/// Whether `t` has the shape of an index column: `[n]` or `[n, 1]`.
+pub(crate) fn is_column(t: &Tensor) -> bool {
+    let d = t.dims().as_slice();
+    d.len() == 1 || (d.len() == 2 && d[1] == 1)
+}
+
 /// The elements of an int32 or int64 tensor `name` of shape `[n]` or `[n, 1]`, widened to i64.
 /// `n` = None accepts any length.
 pub(crate) fn int_column(t: &Tensor, name: &str, n: Option<usize>) -> Result<Vec<i64>> {
     let d = t.dims().as_slice();
     let len = d.first().copied().unwrap_or(0);
     ensure!(
-        (d.len() == 1 || (d.len() == 2 && d[1] == 1)) && n.is_none_or(|n| n == len),
+        is_column(t) && n.is_none_or(|n| n == len),
         InvalidArgument,
         "{name}: dims {d:?}; expected [{0}] or [{0}, 1]",
         n.map_or("N".to_string(), |n| n.to_string())

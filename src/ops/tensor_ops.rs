@@ -4,7 +4,7 @@
 
 use super::common_place;
 use super::host_inputs::on_host;
-use super::support::{gather_into_new, int_column};
+use super::support::{gather_into_new, int_column, is_column};
 use crate::backend::cpu::convert::{self, dispatch_any_dtype, elements, elements_mut, CastElem, Value};
 use crate::backend::cpu::softmax::softmax_segments;
 use crate::backend::cuda;
@@ -85,12 +85,10 @@ pub(crate) fn gather_rows_named(x: &LoDTensor, x_name: &str, index: &LoDTensor, 
     let t = x.tensor();
     let rows = t.rows().map_err(|_| err!(InvalidArgument, "{x_name}: a 0-d tensor has no rows to gather"))?;
     let it = index.tensor();
-    let d = it.dims().as_slice();
-    let column = d.len() == 1 || (d.len() == 2 && d[1] == 1);
-    if matches!(place, Place::Cuda(_)) && column && matches!(it.dtype(), DType::I32 | DType::I64) {
+    if matches!(place, Place::Cuda(_)) && is_column(it) && matches!(it.dtype(), DType::I32 | DType::I64) {
         // The index stays on the device; a bad value is reported below, from a host copy.
         place.ensure_usable()?;
-        let dims = t.dims().with_rows(d[0])?;
+        let dims = t.dims().with_rows(it.dims().as_slice()[0])?;
         if let Some(out) = cuda::gather_rows_by_index(t, t.row_bytes(), it, dims)? {
             return Ok(LoDTensor::dense(out));
         }
