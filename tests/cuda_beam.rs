@@ -692,17 +692,43 @@ fn gpu_fused_step_speed() {
     let on_device = gpu(&offsets);
     let down = min_time(&|| drop(to_place(&on_device, Place::Cpu).unwrap()));
     let floor = min_time(&|| ());
+    // The device step without the operator's checks and LoD bookkeeping, and the cost of one tiny
+    // kernel and its wait (the step has four launches and a wait).
+    let source_rows: Vec<usize> = (0..=sources).map(|s| s * beam).collect();
+    let backend_step = |lp: &LoDTensor, width: usize| {
+        min_time(&|| {
+            let (t, pt, p, _) = lodtensor::backend::cuda::fused_step(
+                &source_rows,
+                beam,
+                lp.tensor(),
+                width,
+                pre_ids.tensor(),
+                pre_scores.tensor(),
+                1,
+                None,
+            )
+            .unwrap();
+            drop((t, pt, p));
+        })
+    };
+    let (backend_wide, backend_narrow) = (backend_step(&log_probs, vocab), backend_step(&narrow, beam));
+    let tiny = gpu(&LoDTensor::dense(Tensor::from_slice(&[0i64; 4], &[4]).unwrap()));
+    let launch = min_time(&|| lodtensor::backend::cuda::read_bandwidth_probe(tiny.tensor()).unwrap());
     let mb = log_probs.tensor().nbytes() as f64 / 1e6;
     eprintln!(
         "fused step {sources} x {beam} x {vocab} f32 ({mb:.0} MB): one read {:.1} us ({:.0} GB/s), fused step {:.1} us \
-         ({:.2}x the read); top_k of the rows {:.1} us; the step on rows of {beam} {:.1} us; {} offsets up {:.1} us, \
-         down {:.1} us; synchronisation floor {:.1} us",
+         ({:.2}x the read); top_k of the rows {:.1} us; the step on rows of {beam} {:.1} us; the backend's step \
+         {:.1} us, on rows of {beam} {:.1} us; one tiny launch and wait {:.1} us; {} offsets up {:.1} us, down {:.1} \
+         us; synchronisation floor {:.1} us",
         read * 1e6,
         mb / 1e3 / read,
         step * 1e6,
         step / read,
         row_topk * 1e6,
         rest * 1e6,
+        backend_wide * 1e6,
+        backend_narrow * 1e6,
+        launch * 1e6,
         rows + 1,
         up * 1e6,
         down * 1e6,

@@ -232,7 +232,8 @@ LODTENSOR_FUSED_TOPK(fused_row_topk_bf16, bf16_bits)
 // ---- the fused step's top lists for k <= 16: rows in chunks -------------------------------------
 // One block per row leaves most of the GPU idle when rows are few and long (320 rows of 32000).
 // Here a row is split into chunks of CHUNK_ELEMS; a block takes a chunk, each thread keeps the K
-// best of its elements in registers, and the block merges the threads' lists pairwise (two sorted
+// best of the elements it offers in registers (those that reach a bound the block agrees on per
+// round of loads), and the block merges the threads' lists pairwise (two sorted
 // lists, K steps) in log2(threads) rounds through shared memory; the chunk's list goes to scratch.
 // A second kernel merges each row's chunk lists the same way and reads the winners' values back
 // from the row. Lists hold one 64-bit key per element (order_key), so ranking, inserting and
@@ -241,21 +242,23 @@ LODTENSOR_FUSED_TOPK(fused_row_topk_bf16, bf16_bits)
 // 2^32 elements).
 
 #define CHUNK_THREADS 256
-// Elements each thread loads before offering them; a chunk is CHUNK_ROUNDS such rounds, so that
-// most elements meet a full list and are turned away by one comparison.
+// Elements each thread loads before offering them; a chunk is CHUNK_ROUNDS such rounds.
 #define CHUNK_LOADS 16
 #define CHUNK_ROUNDS 2
 #define CHUNK_ELEMS (CHUNK_THREADS * CHUNK_LOADS * CHUNK_ROUNDS)
 
-// The rank of (log-prob v, column col) as an integer, larger is better, in block_topk's order
-// (largest value first, NaN above every number, equal values, -0 and +0 included, by the smaller
-// column): the value's bits mapped to an unsigned order (every NaN to the top) above the
-// complement of the column. No element's key is 0, which marks an empty slot.
-static __device__ inline u64 order_key(float v, u32 col) {
+// A log-prob's place in block_topk's order as an unsigned integer, larger is better: the bits
+// mapped to an unsigned order, -0 as +0, every NaN above every number. Every value's rank is at
+// least 1 (-inf's is 0x007fffff), so 0 can mark "no element".
+static __device__ inline u32 value_rank(float v) {
   const u32 b = __float_as_uint(v == 0.0f ? 0.0f : v);
-  const u32 rank = is_nan(v) ? 0xffffffffu : ((b & 0x80000000u) ? ~b : (b | 0x80000000u));
-  return ((u64)rank << 32) | (u64)(~col);
+  return is_nan(v) ? 0xffffffffu : ((b & 0x80000000u) ? ~b : (b | 0x80000000u));
 }
+
+// The rank of (log-prob, column col) as an integer, larger is better, in block_topk's order
+// (equal values by the smaller column): the value's rank above the complement of the column. No
+// element's key is 0, which marks an empty slot.
+static __device__ inline u64 order_key(u32 rank, u32 col) { return ((u64)rank << 32) | (u64)(~col); }
 
 // The K largest keys offered so far, largest first, in registers (every index is a constant once
 // the loops are unrolled); empty slots are 0.
@@ -325,12 +328,42 @@ static __device__ inline float fused_value(const S *row, u64 col, i64 banned) {
   return (i64)col == banned ? lowest_key<float>() : key_of(row[col]);
 }
 
+// A lower bound of the value rank of the K-th largest key the block's threads hold between them,
+// from each thread's largest rank (`best`, 0 for none): the threads in K groups of consecutive
+// threads, the smallest of the groups' largest ranks. Those are the ranks of K distinct elements,
+// so at least K keys have a rank of at least the bound. Every thread returns the same bound.
+template <int K>
+static __device__ u32 block_bound(u32 best) {
+  __shared__ u32 bests[CHUNK_THREADS];
+  __shared__ u32 group_best[K];
+  const u32 tid = threadIdx.x, per = blockDim.x / K;
+  bests[tid] = best;
+  __syncthreads();
+  if (tid < K) {
+    u32 m = 0;
+    for (u32 i = 0; i < per; i++) m = max(m, bests[tid * per + i]);
+    group_best[tid] = m;
+  }
+  __syncthreads();
+  u32 bound = group_best[0];
+  LODTENSOR_UNROLL
+  for (int i = 1; i < K; i++) bound = min(bound, group_best[i]);
+  // The next call writes `bests` after its loads and `group_best` after its first barrier, which
+  // every thread reaches only once it has read these.
+  return bound;
+}
+
 // The first kernel: the K largest keys of chunk ch of row r into part_keys[(r * chunks + ch) * K
-// ...] (0 for empty slots). Finished rows are not read.
+// ...] (0 for empty slots). Finished rows are not read. Each round of loads first agrees on a
+// bound below the value rank of the chunk's K-th largest key (block_bound); a thread offers its
+// list only the elements that reach it, so most elements cost a load, their rank and two integer
+// comparisons, and the lists' inserts (K steps of 64-bit compares, which a warp pays whenever one
+// of its threads inserts) stay rare. Indices within the chunk are 32-bit.
 template <typename S, int K>
 static __device__ void fused_chunk_topk(const S *log_probs, u64 rows, u64 vocab, u32 chunks, const i64 *pre_ids,
                                         i64 end_id, i64 banned, u64 *part_keys) {
   __shared__ MergeShared<K> sh;
+  const u32 tid = threadIdx.x;
   for (u64 b = blockIdx.x; b < rows * chunks; b += gridDim.x) {
     const u64 r = b / chunks;
     if (pre_ids[r] == end_id) continue;  // the same for the whole block
@@ -338,17 +371,31 @@ static __device__ void fused_chunk_topk(const S *log_probs, u64 rows, u64 vocab,
     const u64 start = (b - r * chunks) * CHUNK_ELEMS, end = min(start + CHUNK_ELEMS, vocab);
     RegTop<K> top;
     top.clear();
-    for (u64 base = start + threadIdx.x; base < end; base += (u64)CHUNK_LOADS * CHUNK_THREADS) {
-      float v[CHUNK_LOADS];
+    // Rank 0 is no element: a bound of at least 1 keeps empty slots out of the lists.
+    u32 bound = 1;
+    // Rounds are the block's, not the thread's: every thread reaches the bound's barriers, with or
+    // without elements of its own.
+    for (u64 first = start; first < end; first += (u64)CHUNK_LOADS * CHUNK_THREADS) {
+      // This thread's elements of the round are first + tid + u * CHUNK_THREADS for u * CHUNK_THREADS
+      // below `left`; the banned column, if among them, is u * CHUNK_THREADS == `skip`.
+      const u64 mine = first + tid;
+      const u32 left = mine < end ? (u32)(end - mine) : 0;
+      const u32 skip = banned >= (i64)mine && (u64)banned < end ? (u32)((u64)banned - mine) : 0xffffffffu;
+      const S *p = row + mine;
+      u32 rank[CHUNK_LOADS];
       LODTENSOR_UNROLL
       for (u32 u = 0; u < CHUNK_LOADS; u++) {
-        const u64 j = base + (u64)u * CHUNK_THREADS;
-        v[u] = j < end ? fused_value(row, j, banned) : 0.0f;
+        const u32 at = u * CHUNK_THREADS;
+        rank[u] = at < left ? value_rank(at == skip ? lowest_key<float>() : key_of(p[at])) : 0;
       }
+      u32 best = 0;
+      LODTENSOR_UNROLL
+      for (u32 u = 0; u < CHUNK_LOADS; u++) best = max(best, rank[u]);
+      // A bound from an earlier round stays valid: its elements are the chunk's too.
+      bound = max(bound, block_bound<K>(best));
       LODTENSOR_UNROLL
       for (u32 u = 0; u < CHUNK_LOADS; u++) {
-        const u64 j = base + (u64)u * CHUNK_THREADS;
-        if (j < end) top.offer(order_key(v[u], (u32)j));
+        if (rank[u] >= bound) top.offer(order_key(rank[u], (u32)mine + u * CHUNK_THREADS));
       }
     }
     block_merge(top, sh);
