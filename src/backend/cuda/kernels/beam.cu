@@ -255,8 +255,8 @@ LODTENSOR_FUSED_TOPK(fused_row_topk_bf16, bf16_bits)
 
 #define CHUNK_THREADS 256
 // Elements each thread loads before offering them; a chunk is CHUNK_ROUNDS such rounds.
-#define CHUNK_LOADS 16
-#define CHUNK_ROUNDS 2
+#define CHUNK_LOADS 32
+#define CHUNK_ROUNDS 1
 #define CHUNK_ELEMS (CHUNK_THREADS * CHUNK_LOADS * CHUNK_ROUNDS)
 
 // A log-prob's place in block_topk's order as an unsigned integer, larger is better: the bits
@@ -341,27 +341,40 @@ static __device__ inline float fused_value(const S *row, u64 col, i64 banned) {
   return (i64)col == banned ? lowest_key<float>() : key_of(row[col]);
 }
 
+// Threads whose largest ranks block_bound reduces in its first step.
+#define BOUND_SPAN 8
+
 // A lower bound of the value rank of the K-th largest key the block's threads hold between them,
 // from each thread's largest rank (`best`, 0 for none): the threads in K groups of consecutive
 // threads, the smallest of the groups' largest ranks. Those are the ranks of K distinct elements,
 // so at least K keys have a rank of at least the bound. Every thread returns the same bound.
+// Spans of BOUND_SPAN threads are reduced first, then every thread reduces the spans' maxima, so
+// that no thread walks a whole group while the block waits for it.
 template <int K>
 static __device__ u32 block_bound(u32 best) {
+  constexpr u32 spans = CHUNK_THREADS / BOUND_SPAN, per_group = spans / K;
+  static_assert(per_group >= 1, "a group spans at least one span");
   __shared__ u32 bests[CHUNK_THREADS];
-  __shared__ u32 group_best[K];
-  const u32 tid = threadIdx.x, per = blockDim.x / K;
+  __shared__ u32 span_best[spans];
+  const u32 tid = threadIdx.x;
   bests[tid] = best;
   __syncthreads();
-  if (tid < K) {
+  if (tid < spans) {
     u32 m = 0;
-    for (u32 i = 0; i < per; i++) m = max(m, bests[tid * per + i]);
-    group_best[tid] = m;
+    LODTENSOR_UNROLL
+    for (u32 i = 0; i < BOUND_SPAN; i++) m = max(m, bests[tid * BOUND_SPAN + i]);
+    span_best[tid] = m;
   }
   __syncthreads();
-  u32 bound = group_best[0];
+  u32 bound = 0xffffffffu;
   LODTENSOR_UNROLL
-  for (int i = 1; i < K; i++) bound = min(bound, group_best[i]);
-  // The next call writes `bests` after its loads and `group_best` after its first barrier, which
+  for (u32 g = 0; g < (u32)K; g++) {
+    u32 m = 0;
+    LODTENSOR_UNROLL
+    for (u32 i = 0; i < per_group; i++) m = max(m, span_best[g * per_group + i]);
+    bound = min(bound, m);
+  }
+  // The next call writes `bests` after its loads and `span_best` after its first barrier, which
   // every thread reaches only once it has read these.
   return bound;
 }
@@ -454,12 +467,14 @@ static __device__ void fused_merge_topk(const S *log_probs, u64 rows, u64 vocab,
   }
 }
 
-#define LODTENSOR_FUSED_CHUNK(S, NAME, K)                                                            \
-  extern "C" __global__ void fused_chunk_topk_##NAME##_##K(const S *log_probs, u64 rows, u64 vocab,  \
-                                                          u32 chunks, const i64 *pre_ids, i64 end_id, \
-                                                          i64 banned, u64 *part_keys) {               \
-    fused_chunk_topk<S, K>(log_probs, rows, vocab, chunks, pre_ids, end_id, banned, part_keys);       \
-  }                                                                                                   \
+// The chunk kernel runs four blocks an SM (64 registers a thread): blocks spend much of their time
+// at barriers, and the others' loads fill it.
+#define LODTENSOR_FUSED_CHUNK(S, NAME, K)                                                              \
+  extern "C" __global__ void __launch_bounds__(CHUNK_THREADS, 4)                                        \
+      fused_chunk_topk_##NAME##_##K(const S *log_probs, u64 rows, u64 vocab, u32 chunks, const i64 *pre_ids, \
+                                    i64 end_id, i64 banned, u64 *part_keys) {                           \
+    fused_chunk_topk<S, K>(log_probs, rows, vocab, chunks, pre_ids, end_id, banned, part_keys);         \
+  }                                                                                                     \
   LODTENSOR_EXPORT_SYNC(fused_chunk_topk_##NAME##_##K)                                               \
   extern "C" __global__ void fused_merge_topk_##NAME##_##K(                                           \
       const S *log_probs, u64 rows, u64 vocab, u32 chunks, u32 k, const i64 *pre_ids, i64 end_id,     \
