@@ -408,11 +408,19 @@ static __device__ void fused_chunk_topk(const S *log_probs, u64 rows, u64 vocab,
       const u32 left = mine < end ? (u32)(end - mine) : 0;
       const u32 skip = banned >= (i64)mine && (u64)banned < end ? (u32)((u64)banned - mine) : 0xffffffffu;
       const S *p = row + mine;
+      // Every load is issued before any value is used (a load behind a branch of its own would wait
+      // for the one before): a slot past the end reads the chunk's first element, and is dropped.
+      S raw[CHUNK_LOADS];
+      LODTENSOR_UNROLL
+      for (u32 u = 0; u < CHUNK_LOADS; u++) {
+        const u32 at = u * CHUNK_THREADS;
+        raw[u] = *(at < left ? p + at : row + first);
+      }
       u32 rank[CHUNK_LOADS];
       LODTENSOR_UNROLL
       for (u32 u = 0; u < CHUNK_LOADS; u++) {
         const u32 at = u * CHUNK_THREADS;
-        rank[u] = at < left ? value_rank(at == skip ? lowest_key<float>() : key_of(p[at])) : 0;
+        rank[u] = at < left ? value_rank(at == skip ? lowest_key<float>() : key_of(raw[u])) : 0;
       }
       u32 best = 0;
       LODTENSOR_UNROLL
@@ -448,8 +456,12 @@ static __device__ void fused_merge_topk(const S *log_probs, u64 rows, u64 vocab,
     top.clear();
     for (u32 ch = threadIdx.x; ch < chunks; ch += blockDim.x) {
       const u64 *list = part_keys + (r * chunks + ch) * K;
-      for (u32 i = 0; i < K; i++) {
-        if (!top.offer(list[i])) break;
+      u64 keys[K];  // loaded together, then offered
+      LODTENSOR_UNROLL
+      for (int i = 0; i < K; i++) keys[i] = list[i];
+      LODTENSOR_UNROLL
+      for (int i = 0; i < K; i++) {
+        if (!top.offer(keys[i])) break;
       }
     }
     block_merge(top, sh);
@@ -563,13 +575,13 @@ struct StepCandidates {
 // Candidates the selection fetches before offering them.
 #define SELECT_FETCH 8
 
-// Candidates j0 .. j0 + SELECT_FETCH - 1 of row r (those below m) into id / score.
+// Candidates j0 .. j0 + SELECT_FETCH - 1 of row r (those below m) into id / score, their loads
+// issued together: the slots from m on read candidate m - 1 again, and are not offered.
 template <typename T, typename Cands>
 static __device__ inline void fetch(const Cands &cands, i64 r, u32 j0, u32 m, i64 *id, T *score) {
+  if (m == 0) return;
   LODTENSOR_UNROLL
-  for (u32 u = 0; u < SELECT_FETCH; u++) {
-    if (j0 + u < m) cands.get(r, j0 + u, id[u], score[u]);
-  }
+  for (u32 u = 0; u < SELECT_FETCH; u++) cands.get(r, min(j0 + u, m - 1), id[u], score[u]);
 }
 
 // One block does the whole selection: each thread replays the offers of a run of consecutive
