@@ -186,6 +186,48 @@ fn gpu_fused_step_equals_cpu() {
     }
 }
 
+/// The device step's banned column (the decoder's min_length rule) reads as -inf: the same step as
+/// the CPU's on log-probs with that column set to -inf, the column being every row's best. Columns
+/// in a whole chunk of 8192 and in a row's last, partial one; lists of 8 and beams above 16.
+#[test]
+fn gpu_fused_step_banned_column_reads_as_minus_inf() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for (vocab, banned, beam) in [(20000usize, 100usize, 5usize), (20000, 19000, 5), (8193, 8192, 3), (20000, 8191, 17)]
+    {
+        let p = prefixes(&mut rng, 4, 1, false);
+        let mut lp: Vec<f32> = (0..p.rows * vocab).map(|_| -1.0 - 10.0 * rng.unit()).collect();
+        for row in lp.chunks_exact_mut(vocab) {
+            row[banned] = 0.0;
+        }
+        let log_probs = gpu(&LoDTensor::dense(Tensor::from_slice(&lp, &[p.rows, vocab]).unwrap()));
+        let source_rows: Vec<usize> = p.pre_ids.lod().level(0).unwrap().to_vec();
+        let (ids, scores, parents, offsets) = lodtensor::backend::cuda::fused_step(
+            &source_rows,
+            beam,
+            log_probs.tensor(),
+            vocab,
+            gpu(&p.pre_ids).tensor(),
+            gpu(&p.pre_scores).tensor(),
+            1,
+            Some(banned),
+        )
+        .unwrap();
+        for row in lp.chunks_exact_mut(vocab) {
+            row[banned] = f32::NEG_INFINITY;
+        }
+        let lp = LoDTensor::dense(Tensor::from_slice(&lp, &[p.rows, vocab]).unwrap());
+        let want = beam_search_fused_step(&p.pre_ids, &p.pre_scores, &lp, beam, 1).unwrap();
+        let what = format!("V {vocab}, banned {banned}, beam {beam}");
+        assert_eq!(offsets, want.selected_ids.lod().level(1).unwrap(), "{what}: row offsets");
+        assert_eq!(tensor_bytes(&ids), want.selected_ids.tensor().bytes().unwrap(), "{what}: ids");
+        assert_eq!(tensor_bytes(&scores), want.selected_scores.tensor().bytes().unwrap(), "{what}: scores");
+        assert_eq!(tensor_bytes(&parents), want.parent_idx.bytes().unwrap(), "{what}: parents");
+    }
+}
+
 #[test]
 fn gpu_beam_step_equals_cpu() {
     if !gpu_or_skip() {

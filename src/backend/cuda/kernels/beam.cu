@@ -379,10 +379,47 @@ static __device__ u32 block_bound(u32 best) {
   return bound;
 }
 
+// The value ranks of -inf and +inf (value_rank).
+#define RANK_NEG_INF 0x007fffffu
+#define RANK_POS_INF 0xff800000u
+
+// The value of rank r, from -inf's to +inf's (value_rank's inverse).
+static __device__ inline float rank_value(u32 r) { return __uint_as_float(r & 0x80000000u ? r & 0x7fffffffu : ~r); }
+
+// A thread's elements of one round of the chunk kernel, first + threadIdx.x + u * CHUNK_THREADS for
+// u * CHUNK_THREADS below `left`, as floats into v (the banned column as -inf, slots past the end
+// -inf too), and the largest value rank among them (0 for none). Plain: every slot is an element
+// and none is banned, so no slot needs a check. Every load is issued before any value is used (a
+// load behind a branch of its own would wait for the one before): a slot past the end reads the
+// round's first element, and is dropped.
+template <bool Plain, typename S>
+static __device__ inline u32 load_round(const S *row, u64 first, u32 left, i64 banned, float *v) {
+  const u64 mine = first + threadIdx.x;
+  const S *p = row + mine;
+  const u32 skip = banned >= (i64)mine && (u64)banned - mine < (u64)left ? (u32)((u64)banned - mine) : 0xffffffffu;
+  S raw[CHUNK_LOADS];
+  LODTENSOR_UNROLL
+  for (u32 u = 0; u < CHUNK_LOADS; u++) {
+    const u32 at = u * CHUNK_THREADS;
+    raw[u] = Plain ? p[at] : *(at < left ? p + at : row + first);
+  }
+  // The largest value (fmaxf passes NaN over) and whether there is a NaN, which ranks above all.
+  float m = lowest_key<float>();
+  bool nan = false;
+  LODTENSOR_UNROLL
+  for (u32 u = 0; u < CHUNK_LOADS; u++) {
+    const u32 at = u * CHUNK_THREADS;
+    v[u] = Plain || (at < left && at != skip) ? key_of(raw[u]) : lowest_key<float>();
+    m = fmaxf(m, v[u]);
+    nan = nan || is_nan(v[u]);
+  }
+  return !Plain && left == 0 ? 0 : nan ? 0xffffffffu : value_rank(m);
+}
+
 // The first kernel: the K largest keys of chunk ch of row r into part_keys[(r * chunks + ch) * K
 // ...] (0 for empty slots). Finished rows are not read. Each round of loads first agrees on a
 // bound below the value rank of the chunk's K-th largest key (block_bound); a thread offers its
-// list only the elements that reach it, so most elements cost a load, their rank and two integer
+// list only the elements that reach it, so most elements cost a load, a maximum and two float
 // comparisons, and the lists' inserts (K steps of 64-bit compares, which a warp pays whenever one
 // of its threads inserts) stay rare. Indices within the chunk are 32-bit.
 template <typename S, int K>
@@ -397,39 +434,25 @@ static __device__ void fused_chunk_topk(const S *log_probs, u64 rows, u64 vocab,
     const u64 start = (b - r * chunks) * CHUNK_ELEMS, end = min(start + CHUNK_ELEMS, vocab);
     RegTop<K> top;
     top.clear();
-    // Rank 0 is no element: a bound of at least 1 keeps empty slots out of the lists.
-    u32 bound = 1;
+    u32 bound = 0;
     // Rounds are the block's, not the thread's: every thread reaches the bound's barriers, with or
     // without elements of its own.
     for (u64 first = start; first < end; first += (u64)CHUNK_LOADS * CHUNK_THREADS) {
-      // This thread's elements of the round are first + tid + u * CHUNK_THREADS for u * CHUNK_THREADS
-      // below `left`; the banned column, if among them, is u * CHUNK_THREADS == `skip`.
-      const u64 mine = first + tid;
-      const u32 left = mine < end ? (u32)(end - mine) : 0;
-      const u32 skip = banned >= (i64)mine && (u64)banned < end ? (u32)((u64)banned - mine) : 0xffffffffu;
-      const S *p = row + mine;
-      // Every load is issued before any value is used (a load behind a branch of its own would wait
-      // for the one before): a slot past the end reads the chunk's first element, and is dropped.
-      S raw[CHUNK_LOADS];
-      LODTENSOR_UNROLL
-      for (u32 u = 0; u < CHUNK_LOADS; u++) {
-        const u32 at = u * CHUNK_THREADS;
-        raw[u] = *(at < left ? p + at : row + first);
-      }
-      u32 rank[CHUNK_LOADS];
-      LODTENSOR_UNROLL
-      for (u32 u = 0; u < CHUNK_LOADS; u++) {
-        const u32 at = u * CHUNK_THREADS;
-        rank[u] = at < left ? value_rank(at == skip ? lowest_key<float>() : key_of(raw[u])) : 0;
-      }
-      u32 best = 0;
-      LODTENSOR_UNROLL
-      for (u32 u = 0; u < CHUNK_LOADS; u++) best = max(best, rank[u]);
+      const u64 mine = first + tid, span = (u64)CHUNK_LOADS * CHUNK_THREADS;
+      const u32 left = mine < end ? (u32)min(end - mine, span) : 0;
+      // The same for the whole block.
+      const bool plain = first + span <= end && !(banned >= (i64)first && (u64)banned < first + span);
+      float v[CHUNK_LOADS];
+      const u32 best = plain ? load_round<true>(row, first, left, banned, v) : load_round<false>(row, first, left, banned, v);
       // A bound from an earlier round stays valid: its elements are the chunk's too.
       bound = max(bound, block_bound<K>(best));
+      // As a value, within [-inf, +inf]: lowering a bound keeps it a bound, so -inf lets every
+      // element through and +inf lets +inf and NaN through (`!(x < +inf)`).
+      const float floor = rank_value(min(max(bound, RANK_NEG_INF), RANK_POS_INF));
       LODTENSOR_UNROLL
       for (u32 u = 0; u < CHUNK_LOADS; u++) {
-        if (rank[u] >= bound) top.offer(order_key(rank[u], (u32)mine + u * CHUNK_THREADS));
+        const u32 at = u * CHUNK_THREADS;
+        if (!(v[u] < floor) && (plain || at < left)) top.offer(order_key(value_rank(v[u]), (u32)mine + at));
       }
     }
     block_merge(top, sh);
