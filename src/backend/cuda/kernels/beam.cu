@@ -243,21 +243,19 @@ LODTENSOR_FUSED_TOPK(fused_row_topk_bf16, bf16_bits)
 
 // ---- the fused step's top lists for k <= 16: rows in chunks -------------------------------------
 // One block per row leaves most of the GPU idle when rows are few and long (320 rows of 32000).
-// Here a row is split into chunks of CHUNK_ELEMS; a block takes a chunk, each thread keeps the K
-// best of the elements it offers in registers (those that reach a bound the block agrees on per
-// round of loads), and the block merges the threads' lists pairwise (two sorted
-// lists, K steps) in log2(threads) rounds through shared memory; the chunk's list goes to scratch.
-// A second kernel merges each row's chunk lists the same way and reads the winners' values back
-// from the row. Lists hold one 64-bit key per element (order_key), so ranking, inserting and
-// merging are plain integer comparisons: the order is block_topk's, and the result is the same k
-// items in the same order. Columns are 32-bit (the host takes this path for rows of fewer than
+// Here a row is split into chunks of CHUNK_ELEMS; a block takes a chunk and writes its K largest
+// keys to scratch (see fused_chunk_topk). A second kernel merges each row's chunk lists (each
+// thread keeps a list of K in registers; the block merges them pairwise, two sorted lists in K
+// steps, in log2(threads) rounds through shared memory) and reads the winners' values back from the
+// row. Lists hold one 64-bit key per element (order_key), so ranking, inserting and merging are
+// plain integer comparisons: the order is block_topk's, and the result is the same k items in the
+// same order. Columns are 32-bit (the host takes this path for rows of fewer than
 // 2^32 elements).
 
 #define CHUNK_THREADS 256
-// Elements each thread loads before offering them; a chunk is CHUNK_ROUNDS such rounds.
+// Elements each thread of the chunk kernel loads.
 #define CHUNK_LOADS 32
-#define CHUNK_ROUNDS 1
-#define CHUNK_ELEMS (CHUNK_THREADS * CHUNK_LOADS * CHUNK_ROUNDS)
+#define CHUNK_ELEMS (CHUNK_THREADS * CHUNK_LOADS)
 
 // A log-prob's place in block_topk's order as an unsigned integer, larger is better: the bits
 // mapped to an unsigned order, -0 as +0, every NaN above every number. Every value's rank is at
@@ -386,14 +384,14 @@ static __device__ u32 block_bound(u32 best) {
 // The value of rank r, from -inf's to +inf's (value_rank's inverse).
 static __device__ inline float rank_value(u32 r) { return __uint_as_float(r & 0x80000000u ? r & 0x7fffffffu : ~r); }
 
-// A thread's elements of one round of the chunk kernel, first + threadIdx.x + u * CHUNK_THREADS for
+// A thread's elements of its chunk, first + threadIdx.x + u * CHUNK_THREADS for
 // u * CHUNK_THREADS below `left`, as floats into v (the banned column as -inf, slots past the end
 // -inf too), and the largest value rank among them (0 for none). Plain: every slot is an element
 // and none is banned, so no slot needs a check. Every load is issued before any value is used (a
 // load behind a branch of its own would wait for the one before): a slot past the end reads the
-// round's first element, and is dropped.
+// chunk's first element, and is dropped.
 template <bool Plain, typename S>
-static __device__ inline u32 load_round(const S *row, u64 first, u32 left, i64 banned, float *v) {
+static __device__ inline u32 load_chunk(const S *row, u64 first, u32 left, i64 banned, float *v) {
   const u64 mine = first + threadIdx.x;
   const S *p = row + mine;
   const u32 skip = banned >= (i64)mine && (u64)banned - mine < (u64)left ? (u32)((u64)banned - mine) : 0xffffffffu;
@@ -416,50 +414,77 @@ static __device__ inline u32 load_round(const S *row, u64 first, u32 left, i64 b
   return !Plain && left == 0 ? 0 : nan ? 0xffffffffu : value_rank(m);
 }
 
+// The keys that reach the chunk kernel's bound are gathered in shared memory, at most this many;
+// more (values tied around the bound) and the block falls back to lists per thread.
+#define CHUNK_CANDS 256
+
+template <int K>
+struct ChunkShared {
+  u64 cand[CHUNK_CANDS];
+  u32 count;
+  MergeShared<K> merge;
+};
+
 // The first kernel: the K largest keys of chunk ch of row r into part_keys[(r * chunks + ch) * K
-// ...] (0 for empty slots). Finished rows are not read. Each round of loads first agrees on a
-// bound below the value rank of the chunk's K-th largest key (block_bound); a thread offers its
-// list only the elements that reach it, so most elements cost a load, a maximum and two float
-// comparisons, and the lists' inserts (K steps of 64-bit compares, which a warp pays whenever one
-// of its threads inserts) stay rare. Indices within the chunk are 32-bit.
+// ...] (0 for empty slots). Finished rows are not read. Each thread loads its CHUNK_LOADS elements
+// at once, and the block agrees on a bound below the value rank of the chunk's K-th largest key
+// (block_bound): most elements then cost a load, a maximum, a NaN test and one comparison. The few
+// that reach the bound are gathered in shared memory, and each one's place is the number of
+// gathered keys above it (keys are distinct). Indices within the chunk are 32-bit.
 template <typename S, int K>
 static __device__ void fused_chunk_topk(const S *log_probs, u64 rows, u64 vocab, u32 chunks, const i64 *pre_ids,
                                         i64 end_id, i64 banned, u64 *part_keys) {
-  __shared__ MergeShared<K> sh;
+  __shared__ ChunkShared<K> sh;
   const u32 tid = threadIdx.x;
   for (u64 b = blockIdx.x; b < rows * chunks; b += gridDim.x) {
     const u64 r = b / chunks;
     if (pre_ids[r] == end_id) continue;  // the same for the whole block
     const S *row = log_probs + r * vocab;
-    const u64 start = (b - r * chunks) * CHUNK_ELEMS, end = min(start + CHUNK_ELEMS, vocab);
-    RegTop<K> top;
-    top.clear();
-    u32 bound = 0;
-    // Rounds are the block's, not the thread's: every thread reaches the bound's barriers, with or
-    // without elements of its own.
-    for (u64 first = start; first < end; first += (u64)CHUNK_LOADS * CHUNK_THREADS) {
-      const u64 mine = first + tid, span = (u64)CHUNK_LOADS * CHUNK_THREADS;
-      const u32 left = mine < end ? (u32)min(end - mine, span) : 0;
-      // The same for the whole block.
-      const bool plain = first + span <= end && !(banned >= (i64)first && (u64)banned < first + span);
-      float v[CHUNK_LOADS];
-      const u32 best = plain ? load_round<true>(row, first, left, banned, v) : load_round<false>(row, first, left, banned, v);
-      // A bound from an earlier round stays valid: its elements are the chunk's too.
-      bound = max(bound, block_bound<K>(best));
-      // As a value, within [-inf, +inf]: lowering a bound keeps it a bound, so -inf lets every
-      // element through and +inf lets +inf and NaN through (`!(x < +inf)`).
-      const float floor = rank_value(min(max(bound, RANK_NEG_INF), RANK_POS_INF));
+    const u64 first = (b - r * chunks) * CHUNK_ELEMS, end = min(first + CHUNK_ELEMS, vocab), mine = first + tid;
+    const u32 left = mine < end ? (u32)(end - mine) : 0;
+    // The same for the whole block.
+    const bool plain = first + CHUNK_ELEMS <= end && !(banned >= (i64)first && (u64)banned < first + CHUNK_ELEMS);
+    if (tid == 0) sh.count = 0;  // counted on after block_bound's barriers
+    float v[CHUNK_LOADS];
+    const u32 best = plain ? load_chunk<true>(row, first, left, banned, v) : load_chunk<false>(row, first, left, banned, v);
+    const u32 bound = block_bound<K>(best);
+    // As a value, within [-inf, +inf]: lowering a bound keeps it a bound, so -inf lets every
+    // element through and +inf lets +inf and NaN through (`!(x < +inf)`).
+    const float floor = rank_value(min(max(bound, RANK_NEG_INF), RANK_POS_INF));
+    LODTENSOR_UNROLL
+    for (u32 u = 0; u < CHUNK_LOADS; u++) {
+      const u32 at = u * CHUNK_THREADS;
+      if (!(v[u] < floor) && (plain || at < left)) {
+        const u32 slot = atomicAdd(&sh.count, 1u);
+        if (slot < CHUNK_CANDS) sh.cand[slot] = order_key(value_rank(v[u]), (u32)mine + at);
+      }
+    }
+    __syncthreads();
+    const u32 n = sh.count;  // the same for the whole block
+    u64 *const out = part_keys + b * K;
+    if (n <= CHUNK_CANDS) {
+      for (u32 c = tid; c < n; c += blockDim.x) {
+        const u64 key = sh.cand[c];
+        u32 place = 0;
+        for (u32 j = 0; j < n; j++) place += sh.cand[j] > key;
+        if (place < K) out[place] = key;
+      }
+      for (u32 i = n + tid; i < K; i += blockDim.x) out[i] = 0;
+    } else {
+      RegTop<K> top;
+      top.clear();
       LODTENSOR_UNROLL
       for (u32 u = 0; u < CHUNK_LOADS; u++) {
         const u32 at = u * CHUNK_THREADS;
         if (!(v[u] < floor) && (plain || at < left)) top.offer(order_key(value_rank(v[u]), (u32)mine + at));
       }
+      block_merge(top, sh.merge);
+      if (tid == 0) {
+        LODTENSOR_UNROLL
+        for (int i = 0; i < K; i++) out[i] = top.k[i];
+      }
     }
-    block_merge(top, sh);
-    if (threadIdx.x == 0) {
-      LODTENSOR_UNROLL
-      for (int i = 0; i < K; i++) part_keys[b * K + i] = top.k[i];
-    }
+    __syncthreads();  // before the next chunk resets the count
   }
 }
 
