@@ -589,10 +589,8 @@ static __device__ inline u32 offer(i64 *rows, i64 *ids, T *scores, u32 beam, u32
 }
 
 // Where the candidates come from: the fused step's per-row top lists, or Paddle's step's rows.
-// `sorted`: a row's candidate scores never rise (see select_and_regroup's early stop).
 struct FusedCandidates {
-  static constexpr bool sorted = true;
-  const float *vals;  // [rows, k], each row's largest first
+  const float *vals;  // [rows, k]
   const i64 *cols;    // [rows, k]
   const float *pre_scores;
   u32 k;
@@ -605,7 +603,6 @@ struct FusedCandidates {
 
 template <typename T>
 struct StepCandidates {
-  static constexpr bool sorted = false;
   const T *scores;  // [rows, width]
   const i64 *ids;   // [rows, width] or null: the column is the token
   const T *pre_scores;
@@ -667,48 +664,20 @@ static __device__ void select_and_regroup(const i64 *source_rows, u32 sources, c
     i64 *lr = local ? local_rows : gr, *li = local ? local_ids : gi;
     T *ls = local ? local_scores : gs;
     u32 len = 0;
-    // Each row's pre_id and first candidates are fetched while the row before is offered.
-    const i64 r0 = source_rows[s], r1 = source_rows[s + 1];
-    i64 next_id[SELECT_FETCH], next_pre = 0;
-    T next_score[SELECT_FETCH];
-    if (r0 < r1) {
-      fetch(cands, r0, 0, cands.count(r0), next_id, next_score);
-      next_pre = pre_ids[r0];
-    }
-    for (i64 r = r0; r < r1; r++) {
+    for (i64 r = source_rows[s]; r < source_rows[s + 1]; r++) {
+      const u32 m = cands.count(r);
       i64 id[SELECT_FETCH];
       T score[SELECT_FETCH];
-      LODTENSOR_UNROLL
-      for (u32 u = 0; u < SELECT_FETCH; u++) {
-        id[u] = next_id[u];
-        score[u] = next_score[u];
-      }
-      const i64 pre = next_pre;
-      if (r + 1 < r1) {
-        fetch(cands, r + 1, 0, cands.count(r + 1), next_id, next_score);
-        next_pre = pre_ids[r + 1];
-      }
-      const u32 m = cands.count(r);
-      if (pre == end_id) {
+      fetch(cands, r, 0, m, id, score);
+      if (pre_ids[r] == end_id) {
         len = offer(lr, li, ls, beam, len, r, end_id, (T)cands.pre_scores[r]);
         continue;
       }
-      // Sorted candidates stop at the first one that a full list turns away: the row's later scores
-      // are no larger, so the list's last item, which turned it away, turns them away too. (Its
-      // log-probs come NaN first, then largest first, and adding its pre_score keeps that order;
-      // the one exception, +inf + -inf = NaN after +inf, cannot stop early: a +inf is never turned
-      // away, the list holding items of this row and of earlier ones only.)
-      bool stop = false;
-      for (u32 j0 = 0; j0 < m && !stop; j0 += SELECT_FETCH) {
+      for (u32 j0 = 0; j0 < m; j0 += SELECT_FETCH) {
         if (j0 > 0) fetch(cands, r, j0, m, id, score);
         LODTENSOR_UNROLL
         for (u32 u = 0; u < SELECT_FETCH; u++) {
-          if (stop || j0 + u >= m) continue;
-          if (Cands::sorted && len == beam && item_less(score[u], r, ls[beam - 1], lr[beam - 1])) {
-            stop = true;
-          } else {
-            len = offer(lr, li, ls, beam, len, r, id[u], score[u]);
-          }
+          if (j0 + u < m) len = offer(lr, li, ls, beam, len, r, id[u], score[u]);
         }
       }
     }
