@@ -202,15 +202,6 @@ LODTENSOR_TOPK(top_k_bf16, bf16_bits, float)
 LODTENSOR_TOPK(top_k_f32, float, float)
 LODTENSOR_TOPK(top_k_f64, double, double)
 
-// A finished row's candidate slots, written all the same (zeros): the selection fetches a row's
-// candidates before it knows whether the row is finished.
-static __device__ inline void clear_candidates(u64 r, u32 k, float *cand_vals, i64 *cand_ids) {
-  for (u32 i = threadIdx.x; i < k; i += blockDim.x) {
-    cand_vals[r * k + i] = 0.0f;
-    cand_ids[r * k + i] = 0;
-  }
-}
-
 // The fused step's first pass: for every prefix row not finished (pre_ids[r] != end_id), its k
 // best log-probabilities (largest, NaN first, ties by smaller token) as float and their tokens.
 // Finished rows are not read. Column `banned` (>= 0) reads as -inf.
@@ -219,10 +210,7 @@ static __device__ void fused_row_topk(const S *log_probs, u64 rows, u64 vocab, u
                                       i64 end_id, i64 banned, float *cand_vals, i64 *cand_ids) {
   __shared__ TopkShared<float> sh;
   for (u64 r = blockIdx.x; r < rows; r += gridDim.x) {
-    if (pre_ids[r] == end_id) {  // the same for the whole block
-      clear_candidates(r, k, cand_vals, cand_ids);
-      continue;
-    }
+    if (pre_ids[r] == end_id) continue;  // the same for the whole block
     block_topk<S, float>(log_probs + r * vocab, vocab, k, true, banned, sh, [&](u32 rank, u64 col, float v) {
       cand_ids[r * k + rank] = (i64)col;
       cand_vals[r * k + rank] = v;
@@ -496,10 +484,7 @@ static __device__ void fused_merge_topk(const S *log_probs, u64 rows, u64 vocab,
                                         float *cand_vals, i64 *cand_ids) {
   __shared__ MergeShared<K> sh;
   for (u64 r = blockIdx.x; r < rows; r += gridDim.x) {
-    if (pre_ids[r] == end_id) {  // the same for the whole block
-      clear_candidates(r, k, cand_vals, cand_ids);
-      continue;
-    }
+    if (pre_ids[r] == end_id) continue;  // the same for the whole block
     RegTop<K> top;
     top.clear();
     for (u32 ch = threadIdx.x; ch < chunks; ch += blockDim.x) {
@@ -623,25 +608,11 @@ struct StepCandidates {
 // Candidates the selection fetches before offering them.
 #define SELECT_FETCH 8
 
-// Candidates j0 .. j0 + SELECT_FETCH - 1 of row r (those below m) into id / score, their loads
-// issued together: the slots from m on read candidate m - 1 again, and are not offered.
-template <typename T, typename Cands>
-static __device__ inline void fetch(const Cands &cands, i64 r, u32 j0, u32 m, i64 *id, T *score) {
-  if (m == 0) return;
-  LODTENSOR_UNROLL
-  for (u32 u = 0; u < SELECT_FETCH; u++) cands.get(r, min(j0 + u, m - 1), id[u], score[u]);
-}
-
 // One block does the whole selection: each thread replays the offers of a run of consecutive
 // sources into each source's top list (`top_*`, beam slots per source) and drops the sources whose
 // items all come from finished rows; a scan of the threads' item counts places each run in the
 // output, and each thread writes its sources' items row by row (each row's items in list order)
 // to out_ids / out_scores / out_parents, with `row_offsets` (rows + 1) for its rows.
-// The block is one thread's chain of memory round trips per source, so the work is arranged to
-// need few: a row's first candidates are fetched with its pre_id (before knowing whether the row
-// is finished), and lists of up to LOCAL_BEAM items are sorted by row in local memory before they
-// go to the scratch, so that the regrouping reads each one back in a few batched loads. Longer
-// lists are regrouped through a count per row (`cursor`).
 template <typename T, typename Cands>
 static __device__ void select_and_regroup(const i64 *source_rows, u32 sources, const i64 *pre_ids, i64 end_id,
                                           u32 beam, Cands cands, i64 *top_rows, i64 *top_ids, T *top_scores,
@@ -650,7 +621,6 @@ static __device__ void select_and_regroup(const i64 *source_rows, u32 sources, c
   __shared__ i64 partial[SELECT_THREADS];
   const u32 tid = threadIdx.x, threads = blockDim.x;
   const i64 rows = source_rows[sources];
-  const bool local = beam <= LOCAL_BEAM;
   // Each thread takes a run of consecutive sources: a scan of the threads' item counts then gives
   // each run its first output place, and the run's rows are consecutive too.
   const u32 per = (sources + threads - 1) / threads;
@@ -661,20 +631,24 @@ static __device__ void select_and_regroup(const i64 *source_rows, u32 sources, c
     T *const gs = top_scores + (u64)s * beam;
     i64 local_rows[LOCAL_BEAM], local_ids[LOCAL_BEAM];
     T local_scores[LOCAL_BEAM];
+    const bool local = beam <= LOCAL_BEAM;
     i64 *lr = local ? local_rows : gr, *li = local ? local_ids : gi;
     T *ls = local ? local_scores : gs;
     u32 len = 0;
     for (i64 r = source_rows[s]; r < source_rows[s + 1]; r++) {
-      const u32 m = cands.count(r);
-      i64 id[SELECT_FETCH];
-      T score[SELECT_FETCH];
-      fetch(cands, r, 0, m, id, score);
       if (pre_ids[r] == end_id) {
         len = offer(lr, li, ls, beam, len, r, end_id, (T)cands.pre_scores[r]);
         continue;
       }
+      // Candidates are fetched SELECT_FETCH at a time, so their loads overlap.
+      const u32 m = cands.count(r);
       for (u32 j0 = 0; j0 < m; j0 += SELECT_FETCH) {
-        if (j0 > 0) fetch(cands, r, j0, m, id, score);
+        i64 id[SELECT_FETCH];
+        T score[SELECT_FETCH];
+        LODTENSOR_UNROLL
+        for (u32 u = 0; u < SELECT_FETCH; u++) {
+          if (j0 + u < m) cands.get(r, j0 + u, id[u], score[u]);
+        }
         LODTENSOR_UNROLL
         for (u32 u = 0; u < SELECT_FETCH; u++) {
           if (j0 + u < m) len = offer(lr, li, ls, beam, len, r, id[u], score[u]);
@@ -684,29 +658,14 @@ static __device__ void select_and_regroup(const i64 *source_rows, u32 sources, c
     bool all_finished = true;
     for (u32 j = 0; j < len; j++) all_finished = all_finished && li[j] == end_id && pre_ids[lr[j]] == end_id;
     const u32 kept = len > 0 && !all_finished ? len : 0;
+    for (u32 j = kept; j < beam; j++) lr[j] = -1;
+    // The regrouping reads an item's id and score only where its row is set.
     if (local) {
-      // Stable insertion sort by row; the scratch gets the sorted items and -1 after them.
-      for (u32 j = 1; j < kept; j++) {
-        const i64 row = lr[j], id = li[j];
-        const T score = ls[j];
-        u32 i = j;
-        for (; i > 0 && lr[i - 1] > row; i--) {
-          lr[i] = lr[i - 1];
-          li[i] = li[i - 1];
-          ls[i] = ls[i - 1];
-        }
-        lr[i] = row;
-        li[i] = id;
-        ls[i] = score;
-      }
-      for (u32 j = 0; j < beam; j++) gr[j] = j < kept ? lr[j] : -1;
+      for (u32 j = 0; j < beam; j++) gr[j] = lr[j];
       for (u32 j = 0; j < kept; j++) {
         gi[j] = li[j];
         gs[j] = ls[j];
       }
-    } else {
-      // The regrouping reads an item's id and score only where its row is set.
-      for (u32 j = kept; j < beam; j++) gr[j] = -1;
     }
     count += kept;
   }
@@ -721,43 +680,12 @@ static __device__ void select_and_regroup(const i64 *source_rows, u32 sources, c
   }
   if (tid == threads - 1) row_offsets[rows] = partial[tid];
   // Each source's items, grouped by row in row order, each row's in list order, from the run's
-  // first output place on.
+  // first output place on: a count per row (in `cursor`), its offsets, then the items.
   i64 at = partial[tid] - count;
   for (u32 s = s_lo; s < s_hi; s++) {
     const i64 *const gr = top_rows + (u64)s * beam, *const gi = top_ids + (u64)s * beam;
     const T *const gs = top_scores + (u64)s * beam;
     const i64 r0 = source_rows[s], r1 = source_rows[s + 1];
-    if (local) {
-      // Sorted by row: walk the rows alongside the items, SELECT_FETCH items a load.
-      i64 r = r0;
-      bool more = true;
-      for (u32 j0 = 0; j0 < beam && more; j0 += SELECT_FETCH) {
-        i64 row[SELECT_FETCH], id[SELECT_FETCH];
-        T score[SELECT_FETCH];
-        LODTENSOR_UNROLL
-        for (u32 u = 0; u < SELECT_FETCH; u++) {
-          row[u] = j0 + u < beam ? gr[j0 + u] : -1;
-          if (row[u] >= 0) {
-            id[u] = gi[j0 + u];
-            score[u] = gs[j0 + u];
-          }
-        }
-        LODTENSOR_UNROLL
-        for (u32 u = 0; u < SELECT_FETCH; u++) {
-          more = more && row[u] >= 0;
-          if (more) {
-            for (; r <= row[u]; r++) row_offsets[r] = at;
-            out_ids[at] = id[u];
-            out_scores[at] = score[u];
-            out_parents[at] = (i32)row[u];
-            at++;
-          }
-        }
-      }
-      for (; r < r1; r++) row_offsets[r] = at;
-      continue;
-    }
-    // A count per row (in `cursor`), its offsets, then the items.
     for (i64 r = r0; r < r1; r++) cursor[r] = 0;
     u32 kept = 0;
     while (kept < beam && gr[kept] >= 0) cursor[gr[kept++]]++;
