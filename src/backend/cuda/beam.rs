@@ -66,7 +66,7 @@ pub fn top_k(
     Ok((values, indices))
 }
 
-/// The one-block selection kernel `kernel` (its list size appended) for a step: output tensors with room for every
+/// The one-block selection kernel `kernel` for a step: output tensors with room for every
 /// source's `beam` items, the launch (arguments: the source offsets, `pre_ids`, `end_id`, `beam`,
 /// then `candidates` appends its own, then the scratch and outputs), then the host copy of the row
 /// offsets (the output LoD lives on the host) and the outputs cut to their length.
@@ -111,9 +111,7 @@ fn select_step(
         .arg(ids.as_mut_ptr() as u64)
         .arg(scores.as_mut_ptr() as u64)
         .arg(parents.as_mut_ptr() as u64);
-    // The kernels keep lists of up to 8 or 16 items in registers (beam.cu's RegList).
-    let kernel = format!("{kernel}_{}", if beam <= 8 { 8 } else { 16 });
-    launch(d, "beam.cu", &kernel, [1, 1, 1], [SELECT_THREADS, 1, 1], args)?;
+    launch(d, "beam.cu", kernel, [1, 1, 1], [SELECT_THREADS, 1, 1], args)?;
     let host = copy_to_host(&offsets)?;
     let offsets: Vec<usize> = host.as_slice::<i64>()?.iter().map(|&v| v as usize).collect();
     let n = offsets[rows];

@@ -551,8 +551,7 @@ static __device__ inline bool item_less(T as, i64 ar, T bs, i64 br) {
 // Paddle's Insert into a list of capacity `beam` holding `len` items; returns the new length.
 // Step for step the CPU's `offer`: ties and NaN (never less, never greater) land where they do there.
 template <typename T>
-static __device__ inline u32 insert_item(i64 *rows, i64 *ids, T *scores, u32 beam, u32 len, i64 row, i64 id,
-                                        T score) {
+static __device__ inline u32 offer(i64 *rows, i64 *ids, T *scores, u32 beam, u32 len, i64 row, i64 id, T score) {
   u32 n;
   if (len < beam) {
     n = len + 1;
@@ -602,133 +601,19 @@ struct StepCandidates {
   }
 };
 
-// A source's top list in the global scratch (beam slots): any beam.
-template <typename T>
-struct ScratchList {
-  i64 *rows, *ids;
-  T *scores;
-  __device__ u32 offer(u32 beam, u32 len, i64 row, i64 id, T score) {
-    return insert_item(rows, ids, scores, beam, len, row, id, score);
-  }
-  __device__ bool all_finished(u32 len, const i64 *pre_ids, i64 end_id) const {
-    bool all = true;
-    for (u32 j = 0; j < len; j++) all = all && ids[j] == end_id && pre_ids[rows[j]] == end_id;
-    return all;
-  }
-  // The scratch holds the kept items; the slots after them get row -1 (the regrouping reads an
-  // item's id and score only where its row is set).
-  __device__ void store(u32 kept, u32 beam, i64 *, i64 *, T *) {
-    for (u32 j = kept; j < beam; j++) rows[j] = -1;
-  }
-};
-
-// A top list of up to CAP items in registers: each offer compares the new item with every slot at
-// once and moves the slots with selects (every index a constant once the loops are unrolled), so
-// no step waits for memory. The same results as `insert_item`.
-template <typename T, int CAP>
-struct RegList {
-  i64 rows[CAP], ids[CAP];
-  T scores[CAP];
-  __device__ u32 offer(u32 beam, u32 len, i64 row, i64 id, T score) {
-    u32 n;
-    if (len < beam) {
-      n = len + 1;
-    } else {
-      T last_score = scores[0];
-      i64 last_row = rows[0];
-      LODTENSOR_UNROLL
-      for (u32 j = 1; j < CAP; j++) {
-        if (j == beam - 1) {
-          last_score = scores[j];
-          last_row = rows[j];
-        }
-      }
-      if (item_less(score, row, last_score, last_row)) return len;
-      n = beam;
-    }
-    // `insert_item` walks down from slot n - 1 while the slot above is less than the new item: it stops
-    // at the largest slot k (0, or with slot k - 1 not less), which takes the item.
-    u32 at = 0;
-    LODTENSOR_UNROLL
-    for (u32 k = 1; k < CAP; k++) {
-      if (k < n && !item_less(scores[k - 1], rows[k - 1], score, row)) at = k;
-    }
-    LODTENSOR_UNROLL
-    for (u32 k = CAP - 1; k > 0; k--) {
-      if (k > at && k < n) {
-        rows[k] = rows[k - 1];
-        ids[k] = ids[k - 1];
-        scores[k] = scores[k - 1];
-      }
-    }
-    LODTENSOR_UNROLL
-    for (u32 k = 0; k < CAP; k++) {
-      if (k == at) {
-        rows[k] = row;
-        ids[k] = id;
-        scores[k] = score;
-      }
-    }
-    return n;
-  }
-  __device__ bool all_finished(u32 len, const i64 *pre_ids, i64 end_id) const {
-    bool all = true;
-    LODTENSOR_UNROLL
-    for (u32 j = 0; j < CAP; j++) all = all && (j >= len || (ids[j] == end_id && pre_ids[rows[j]] == end_id));
-    return all;
-  }
-  // The kept items to the scratch, row -1 in the slots after them.
-  __device__ void store(u32 kept, u32 beam, i64 *gr, i64 *gi, T *gs) const {
-    LODTENSOR_UNROLL
-    for (u32 j = 0; j < CAP; j++) {
-      if (j < kept) {
-        gr[j] = rows[j];
-        gi[j] = ids[j];
-        gs[j] = scores[j];
-      }
-    }
-    for (u32 j = kept; j < beam; j++) gr[j] = -1;
-  }
-};
-
+// Lists of up to this many items are built in the thread's own (local) memory, which the L1 cache
+// keeps, and then copied to the global scratch: every offer reads and shifts the tail of the
+// list it has just written, and in global memory each of those reads would go to L2.
+#define LOCAL_BEAM 16
 // Candidates the selection fetches before offering them.
 #define SELECT_FETCH 8
 
-// One source's selection into `list`: Paddle's offers of its rows' candidates, in row order (a
-// finished row offers its end item); the number of items kept (0 when every item comes from a
-// finished row).
-template <typename T, typename Cands, typename List>
-static __device__ u32 select_source(List &list, i64 r0, i64 r1, const i64 *pre_ids, i64 end_id, u32 beam,
-                                    const Cands &cands) {
-  u32 len = 0;
-  for (i64 r = r0; r < r1; r++) {
-    if (pre_ids[r] == end_id) {
-      len = list.offer(beam, len, r, end_id, (T)cands.pre_scores[r]);
-      continue;
-    }
-    // Candidates are fetched SELECT_FETCH at a time, so their loads overlap.
-    const u32 m = cands.count(r);
-    for (u32 j0 = 0; j0 < m; j0 += SELECT_FETCH) {
-      i64 id[SELECT_FETCH];
-      T score[SELECT_FETCH];
-      LODTENSOR_UNROLL
-      for (u32 u = 0; u < SELECT_FETCH; u++) {
-        if (j0 + u < m) cands.get(r, j0 + u, id[u], score[u]);
-      }
-      LODTENSOR_UNROLL
-      for (u32 u = 0; u < SELECT_FETCH; u++) {
-        if (j0 + u < m) len = list.offer(beam, len, r, id[u], score[u]);
-      }
-    }
-  }
-  return len > 0 && !list.all_finished(len, pre_ids, end_id) ? len : 0;
-}
 // One block does the whole selection: each thread replays the offers of a run of consecutive
 // sources into each source's top list (`top_*`, beam slots per source) and drops the sources whose
 // items all come from finished rows; a scan of the threads' item counts places each run in the
 // output, and each thread writes its sources' items row by row (each row's items in list order)
 // to out_ids / out_scores / out_parents, with `row_offsets` (rows + 1) for its rows.
-template <typename T, int CAP, typename Cands>
+template <typename T, typename Cands>
 static __device__ void select_and_regroup(const i64 *source_rows, u32 sources, const i64 *pre_ids, i64 end_id,
                                           u32 beam, Cands cands, i64 *top_rows, i64 *top_ids, T *top_scores,
                                           i64 *row_offsets, i64 *cursor, i64 *out_ids, T *out_scores,
@@ -744,16 +629,43 @@ static __device__ void select_and_regroup(const i64 *source_rows, u32 sources, c
   for (u32 s = s_lo; s < s_hi; s++) {
     i64 *const gr = top_rows + (u64)s * beam, *const gi = top_ids + (u64)s * beam;
     T *const gs = top_scores + (u64)s * beam;
-    const i64 r0 = source_rows[s], r1 = source_rows[s + 1];
-    u32 kept;
-    if (beam <= CAP) {
-      RegList<T, CAP> list;
-      kept = select_source<T>(list, r0, r1, pre_ids, end_id, beam, cands);
-      list.store(kept, beam, gr, gi, gs);
-    } else {
-      ScratchList<T> list{gr, gi, gs};
-      kept = select_source<T>(list, r0, r1, pre_ids, end_id, beam, cands);
-      list.store(kept, beam, gr, gi, gs);
+    i64 local_rows[LOCAL_BEAM], local_ids[LOCAL_BEAM];
+    T local_scores[LOCAL_BEAM];
+    const bool local = beam <= LOCAL_BEAM;
+    i64 *lr = local ? local_rows : gr, *li = local ? local_ids : gi;
+    T *ls = local ? local_scores : gs;
+    u32 len = 0;
+    for (i64 r = source_rows[s]; r < source_rows[s + 1]; r++) {
+      if (pre_ids[r] == end_id) {
+        len = offer(lr, li, ls, beam, len, r, end_id, (T)cands.pre_scores[r]);
+        continue;
+      }
+      // Candidates are fetched SELECT_FETCH at a time, so their loads overlap.
+      const u32 m = cands.count(r);
+      for (u32 j0 = 0; j0 < m; j0 += SELECT_FETCH) {
+        i64 id[SELECT_FETCH];
+        T score[SELECT_FETCH];
+        LODTENSOR_UNROLL
+        for (u32 u = 0; u < SELECT_FETCH; u++) {
+          if (j0 + u < m) cands.get(r, j0 + u, id[u], score[u]);
+        }
+        LODTENSOR_UNROLL
+        for (u32 u = 0; u < SELECT_FETCH; u++) {
+          if (j0 + u < m) len = offer(lr, li, ls, beam, len, r, id[u], score[u]);
+        }
+      }
+    }
+    bool all_finished = true;
+    for (u32 j = 0; j < len; j++) all_finished = all_finished && li[j] == end_id && pre_ids[lr[j]] == end_id;
+    const u32 kept = len > 0 && !all_finished ? len : 0;
+    for (u32 j = kept; j < beam; j++) lr[j] = -1;
+    // The regrouping reads an item's id and score only where its row is set.
+    if (local) {
+      for (u32 j = 0; j < beam; j++) gr[j] = lr[j];
+      for (u32 j = 0; j < kept; j++) {
+        gi[j] = li[j];
+        gs[j] = ls[j];
+      }
     }
     count += kept;
   }
@@ -793,38 +705,30 @@ static __device__ void select_and_regroup(const i64 *source_rows, u32 sources, c
   }
 }
 
-// The selection kernels come in two list sizes: beams up to 8 (`_8`), and beams up to 16 in
-// registers with longer ones in the global scratch (`_16`).
-#define LODTENSOR_FUSED_SELECT(CAP)                                                                          \
-  extern "C" __global__ void fused_select_##CAP(                                                             \
-      const i64 *source_rows, u32 sources, const i64 *pre_ids, i64 end_id, u32 beam, const float *cand_vals, \
-      const i64 *cand_cols, const float *pre_scores, u32 k, i64 *top_rows, i64 *top_ids, float *top_scores,  \
-      i64 *row_offsets, i64 *cursor, i64 *out_ids, float *out_scores, i32 *out_parents) {                    \
-    FusedCandidates c{cand_vals, cand_cols, pre_scores, k};                                                  \
-    select_and_regroup<float, CAP>(source_rows, sources, pre_ids, end_id, beam, c, top_rows, top_ids,         \
-                                   top_scores, row_offsets, cursor, out_ids, out_scores, out_parents);       \
-  }                                                                                                          \
-  LODTENSOR_EXPORT_SYNC(fused_select_##CAP)
+extern "C" __global__ void fused_select(const i64 *source_rows, u32 sources, const i64 *pre_ids, i64 end_id, u32 beam,
+                                        const float *cand_vals, const i64 *cand_cols, const float *pre_scores, u32 k,
+                                        i64 *top_rows, i64 *top_ids, float *top_scores, i64 *row_offsets, i64 *cursor,
+                                        i64 *out_ids, float *out_scores, i32 *out_parents) {
+  FusedCandidates c{cand_vals, cand_cols, pre_scores, k};
+  select_and_regroup<float>(source_rows, sources, pre_ids, end_id, beam, c, top_rows, top_ids, top_scores, row_offsets,
+                            cursor, out_ids, out_scores, out_parents);
+}
+LODTENSOR_EXPORT_SYNC(fused_select)
 
-LODTENSOR_FUSED_SELECT(8)
-LODTENSOR_FUSED_SELECT(16)
-
-#define LODTENSOR_STEP_SELECT(NAME, T, CAP)                                                                  \
-  extern "C" __global__ void NAME##_##CAP(const i64 *source_rows, u32 sources, const i64 *pre_ids,           \
-                                          i64 end_id, u32 beam, const T *scores, const i64 *ids,             \
-                                          const T *pre_scores, u64 width, int accumulated, i64 *top_rows,    \
-                                          i64 *top_ids, T *top_scores, i64 *row_offsets, i64 *cursor,        \
-                                          i64 *out_ids, T *out_scores, i32 *out_parents) {                   \
+#define LODTENSOR_STEP_SELECT(NAME, T)                                                                       \
+  extern "C" __global__ void NAME(const i64 *source_rows, u32 sources, const i64 *pre_ids, i64 end_id,       \
+                                  u32 beam, const T *scores, const i64 *ids, const T *pre_scores, u64 width, \
+                                  int accumulated, i64 *top_rows, i64 *top_ids, T *top_scores,               \
+                                  i64 *row_offsets, i64 *cursor, i64 *out_ids, T *out_scores,                \
+                                  i32 *out_parents) {                                                        \
     StepCandidates<T> c{scores, ids, pre_scores, width, accumulated};                                        \
-    select_and_regroup<T, CAP>(source_rows, sources, pre_ids, end_id, beam, c, top_rows, top_ids, top_scores, \
-                               row_offsets, cursor, out_ids, out_scores, out_parents);                       \
+    select_and_regroup<T>(source_rows, sources, pre_ids, end_id, beam, c, top_rows, top_ids, top_scores,     \
+                          row_offsets, cursor, out_ids, out_scores, out_parents);                            \
   }                                                                                                          \
-  LODTENSOR_EXPORT_SYNC(NAME##_##CAP)
+  LODTENSOR_EXPORT_SYNC(NAME)
 
-LODTENSOR_STEP_SELECT(step_select_f32, float, 8)
-LODTENSOR_STEP_SELECT(step_select_f32, float, 16)
-LODTENSOR_STEP_SELECT(step_select_f64, double, 8)
-LODTENSOR_STEP_SELECT(step_select_f64, double, 16)
+LODTENSOR_STEP_SELECT(step_select_f32, float)
+LODTENSOR_STEP_SELECT(step_select_f64, double)
 
 // ---- gather_tree -------------------------------------------------------------------------------
 
