@@ -741,7 +741,7 @@ fn gpu_fused_step_speed() {
     let down = min_time(&|| drop(to_place(&on_device, Place::Cpu).unwrap()));
     let floor = min_time(&|| ());
     // The device step without the operator's checks and LoD bookkeeping, and the cost of one tiny
-    // kernel and its wait (the step has four launches and a wait).
+    // kernel and its wait (the step has an upload, three kernels and a copy back, which waits).
     let source_rows: Vec<usize> = (0..=sources).map(|s| s * beam).collect();
     let backend_step = |lp: &LoDTensor, width: usize| {
         min_time(&|| {

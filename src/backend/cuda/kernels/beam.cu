@@ -301,7 +301,7 @@ static __device__ void block_merge(RegTop<K> &top, MergeShared<K> &sh) {
       for (int i = 0; i < K; i++) sh.k[tid][i] = top.k[i];
     }
     __syncthreads();
-    // An empty upper list (the usual case behind the chunk kernel's bound) leaves `top` as it is.
+    // An empty upper list (a thread without a chunk list in the merge kernel) leaves `top` as it is.
     if (tid < half && sh.k[tid + half][0] != 0) {
       const u64 *a = sh.k[tid], *b = sh.k[tid + half];
       u32 ia = 0, ib = 0;  // ia + ib = i < K: both stay in their lists
@@ -434,7 +434,8 @@ static __device__ void fused_chunk_topk(const S *log_probs, u64 rows, u64 vocab,
     const bool plain = first + CHUNK_ELEMS <= end && !(banned >= (i64)first && (u64)banned < first + CHUNK_ELEMS);
     if (tid == 0) sh.count = 0;  // counted on after block_bound's barriers
     float v[CHUNK_LOADS];
-    const u32 best = plain ? load_chunk<true>(row, first, left, banned, v) : load_chunk<false>(row, first, left, banned, v);
+    const u32 best =
+        plain ? load_chunk<true>(row, first, left, banned, v) : load_chunk<false>(row, first, left, banned, v);
     const u32 bound = block_bound<K>(best);
     // As a value, within [-inf, +inf]: lowering a bound keeps it a bound, so -inf lets every
     // element through and +inf lets +inf and NaN through (`!(x < +inf)`).
