@@ -440,12 +440,16 @@ static __device__ void fused_chunk_topk(const S *log_probs, u64 rows, u64 vocab,
     // As a value, within [-inf, +inf]: lowering a bound keeps it a bound, so -inf lets every
     // element through and +inf lets +inf and NaN through (`!(x < +inf)`).
     const float floor = rank_value(min(max(bound, RANK_NEG_INF), RANK_POS_INF));
+    // Slot u's key if it is an element that reaches the bound, else 0 (no element's key).
+    const auto reaching = [&](u32 u) -> u64 {
+      const u32 at = u * CHUNK_THREADS;
+      return !(v[u] < floor) && (plain || at < left) ? order_key(value_rank(v[u]), (u32)mine + at) : 0;
+    };
     LODTENSOR_UNROLL
     for (u32 u = 0; u < CHUNK_LOADS; u++) {
-      const u32 at = u * CHUNK_THREADS;
-      if (!(v[u] < floor) && (plain || at < left)) {
+      if (const u64 key = reaching(u)) {
         const u32 slot = atomicAdd(&sh.count, 1u);
-        if (slot < CHUNK_CANDS) sh.cand[slot] = order_key(value_rank(v[u]), (u32)mine + at);
+        if (slot < CHUNK_CANDS) sh.cand[slot] = key;
       }
     }
     __syncthreads();
@@ -464,8 +468,7 @@ static __device__ void fused_chunk_topk(const S *log_probs, u64 rows, u64 vocab,
       top.clear();
       LODTENSOR_UNROLL
       for (u32 u = 0; u < CHUNK_LOADS; u++) {
-        const u32 at = u * CHUNK_THREADS;
-        if (!(v[u] < floor) && (plain || at < left)) top.offer(order_key(value_rank(v[u]), (u32)mine + at));
+        if (const u64 key = reaching(u)) top.offer(key);
       }
       block_merge(top, sh.merge);
       if (tid == 0) {
