@@ -13,9 +13,9 @@
 //! needs, once) and `write` (every output byte, once). Its GB/s is `(read + write) / median time`.
 //! The calibration is the plainest kernel with the same traffic, at the best this machine does:
 //! the kernels that write memory (copy, copy + fill, row gather) run once with plain stores and
-//! once with streaming stores each time, and the faster counts (streaming stores skip reading the
-//! destination into the cache, which the library's large outputs use too; glibc's `memcpy` streams
-//! only far larger copies). What they read is in the library's allocations, as the ops' inputs
+//! once with streaming stores each time, and the way with the smaller median counts, for every run
+//! (streaming stores skip reading the destination into the cache, which the library's large
+//! outputs use too; glibc's `memcpy` streams only far larger copies). The table names the way. What they read is in the library's allocations, as the ops' inputs
 //! are (huge pages for large blocks), written before the first run. The host block cache's bound
 //! is raised to 1 GiB, so that from the second run on neither an op's outputs nor its
 //! calibration's buffer (the op's output bytes in one block, up to a size class larger) fault in
@@ -276,14 +276,27 @@ fn time_fresh<T>(bytes: usize, fill: impl FnOnce(&mut [T])) -> Duration {
     })
 }
 
-/// `time_fresh` of `write` with streaming stores and with plain stores: the faster of the two, the
-/// best this machine does for that traffic. Plain stores go last, so that the op timed next finds
-/// the caches as a plain calibration leaves them: streaming stores evict the lines they write,
-/// which the allocator may hand to the op's output next (gather_tree, whose data fits in the
-/// cache, ran 1.5-2x slower after them).
-fn time_fresh_best(bytes: usize, write: impl Fn(&mut [u8], Stores)) -> Duration {
+/// `time_fresh` of `write` with streaming stores, then with plain stores: both times, in that
+/// order. Plain stores go last, so that the op timed next finds the caches as a plain calibration
+/// leaves them: streaming stores evict the lines they write, which the allocator may hand to the
+/// op's output next (gather_tree, whose data fits in the cache, ran 1.5-2x slower after them).
+fn time_fresh_both(bytes: usize, write: impl Fn(&mut [u8], Stores)) -> [Duration; 2] {
     let streaming = time_fresh(bytes, |dst: &mut [u8]| write(dst, Stores::Streaming));
-    streaming.min(time_fresh(bytes, |dst: &mut [u8]| write(dst, Stores::Plain)))
+    [streaming, time_fresh(bytes, |dst: &mut [u8]| write(dst, Stores::Plain))]
+}
+
+/// Of runs timed both ways (`time_fresh_both`), the times of the way with the smaller median, the
+/// best this machine does for that traffic, and its name. The way is chosen once for all runs: the
+/// faster of each pair instead would be the smaller of two noisy samples, a ceiling lower than
+/// either way's typical time by about half the noise.
+fn faster_way(runs: &[[Duration; 2]]) -> (Vec<Duration>, &'static str) {
+    let way = |k: usize| runs.iter().map(|r| r[k]).collect::<Vec<_>>();
+    let (streaming, plain) = (way(0), way(1));
+    if median(streaming.clone()) <= median(plain.clone()) {
+        (streaming, "streaming")
+    } else {
+        (plain, "plain")
+    }
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -300,7 +313,7 @@ struct Row {
     warm_gbs: f64,
     copy_gbs: Option<f64>,
     ratio: f64,
-    calib: &'static str,
+    calib: String,
 }
 
 fn measure(c: &Case, threads: usize, reps: usize) -> Row {
@@ -315,27 +328,29 @@ fn measure(c: &Case, threads: usize, reps: usize) -> Row {
     let sum_src = sum_t.as_slice::<f32>().unwrap();
     let mut warm = Fresh::new(c.write);
     let (mut t_op, mut t_cal, mut t_warm, mut t_copy) = (vec![], vec![], vec![], vec![]);
-    let fresh_copy = || time_fresh_best(c.write, |dst, stores| tiled_copy(src, dst, threads, stores));
+    let fresh_copy = || time_fresh_both(c.write, |dst, stores| tiled_copy(src, dst, threads, stores));
     let warmup = 2;
     for rep in 0..warmup + reps {
         let op = time(|| (c.op)().unwrap());
+        // Calibrations with one way of storing time it twice over.
+        let one_way = |t: Duration| [t, t];
         let cal = match &c.calib {
             Calib::Copy => fresh_copy(),
-            Calib::CopyFill => time_fresh_best(c.write, |dst, stores| copy_fill(src, dst, threads, stores)),
-            Calib::Sum => time(|| {
+            Calib::CopyFill => time_fresh_both(c.write, |dst, stores| copy_fill(src, dst, threads, stores)),
+            Calib::Sum => one_way(time(|| {
                 black_box(read_sum(black_box(sum_src), threads));
-            }),
+            })),
             Calib::Gather { sources, row_bytes, ranges } => {
                 let srcs: Vec<&[u8]> = sources.iter().map(|s| s.bytes().unwrap()).collect();
-                time_fresh_best(c.write, |dst, stores| row_gather(&srcs, *row_bytes, ranges, dst, threads, stores))
+                time_fresh_both(c.write, |dst, stores| row_gather(&srcs, *row_bytes, ranges, dst, threads, stores))
             }
             Calib::ElementGather { source, index } => {
-                time_fresh(c.write, |dst: &mut [u64]| element_gather(source, index, dst, threads))
+                one_way(time_fresh(c.write, |dst: &mut [u64]| element_gather(source, index, dst, threads)))
             }
             Calib::ScatterLoop { x, updates, index, width } => {
                 let x = x.tensor().as_slice::<f32>().unwrap();
                 let updates = updates.tensor().as_slice::<f32>().unwrap();
-                time_fresh(c.write, |dst: &mut [f32]| scatter_loop(x, updates, index, *width, dst, threads))
+                one_way(time_fresh(c.write, |dst: &mut [f32]| scatter_loop(x, updates, index, *width, dst, threads)))
             }
         };
         // The plain copy is printed next to the calibrations that are not a copy themselves.
@@ -343,7 +358,7 @@ fn measure(c: &Case, threads: usize, reps: usize) -> Row {
             t_copy.push(fresh_copy());
         }
         let wrm = match c.calib {
-            Calib::Sum => cal,
+            Calib::Sum => cal[0],
             _ => time(|| tiled_copy(src, warm.slice(c.write), threads, Stores::Plain)),
         };
         if rep >= warmup {
@@ -353,6 +368,7 @@ fn measure(c: &Case, threads: usize, reps: usize) -> Row {
         }
     }
     let gbs = |bytes: usize, t: Duration| bytes as f64 / t.as_secs_f64() / 1e9;
+    let (t_cal, stores) = faster_way(&t_cal);
     // The ratio of each op run to the calibration run right after it, then the median of those:
     // both runs of a pair see nearly the same load from other work on the machine, which the
     // ratio of two separate medians does not guarantee when the load comes in bursts.
@@ -361,14 +377,14 @@ fn measure(c: &Case, threads: usize, reps: usize) -> Row {
     let pair_ratio = pair_ratios[pair_ratios.len() / 2];
     let op = median(t_op);
     let (cal_bytes, calib) = match &c.calib {
-        Calib::Copy => (src_len + c.write, "copy"),
-        Calib::CopyFill => (src_len + c.write, "copy + fill"),
-        Calib::Sum => (c.read, "sum"),
-        Calib::Gather { .. } => (c.read + c.write, "row gather"),
-        Calib::ElementGather { .. } => (c.read + c.write, "element gather"),
-        Calib::ScatterLoop { .. } => (c.read + c.write, "plain loop"),
+        Calib::Copy => (src_len + c.write, format!("copy, {stores}")),
+        Calib::CopyFill => (src_len + c.write, format!("copy + fill, {stores}")),
+        Calib::Sum => (c.read, "sum".to_string()),
+        Calib::Gather { .. } => (c.read + c.write, format!("row gather, {stores}")),
+        Calib::ElementGather { .. } => (c.read + c.write, "element gather".to_string()),
+        Calib::ScatterLoop { .. } => (c.read + c.write, "plain loop".to_string()),
     };
-    let copy_gbs = (!t_copy.is_empty()).then(|| gbs(src_len + c.write, median(t_copy)));
+    let copy_gbs = (!t_copy.is_empty()).then(|| gbs(src_len + c.write, median(faster_way(&t_copy).0)));
     Row {
         name: c.name.clone(),
         threads,
@@ -426,7 +442,7 @@ fn main() {
         set_num_threads(t).unwrap();
         for c in &cases {
             let r = measure(c, t, reps);
-            let copy = match (r.calib, r.copy_gbs) {
+            let copy = match (r.calib.as_str(), r.copy_gbs) {
                 ("sum", _) => "-".to_string(),
                 (_, Some(g)) => format!("{g:.1} (ratio {:.2})", r.op_gbs / g),
                 (_, None) => format!("{:.1}", r.ceil_gbs),
