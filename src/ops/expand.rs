@@ -4,10 +4,12 @@
 
 use super::common_place;
 use super::support::{gather_into_new, one_level_from_lengths};
+use crate::backend::cpu::rows::repeat_rows;
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;
 use crate::lod_tensor::LoDTensor;
 use crate::place::Place;
+use crate::tensor::Tensor;
 use std::ops::Range;
 
 fn check_rank(x: &LoDTensor, op: &str) -> Result<()> {
@@ -120,11 +122,7 @@ pub fn sequence_expand_as(x: &LoDTensor, y: &LoDTensor) -> Result<LoDTensor> {
             crate::backend::cuda::repeat_rows(x.tensor(), x.tensor().row_bytes(), l, x.dims().with_rows(rows)?)?;
         return LoDTensor::new(tensor, y.lod().clone());
     }
-    let mut ranges: Vec<Range<usize>> = Vec::new();
-    ranges.try_reserve_exact(rows).map_err(|_| err!(OutOfMemory, "y: {rows} row copies cannot be listed"))?;
-    for h in 0..x_rows {
-        ranges.extend(std::iter::repeat_n(h..h + 1, l[h + 1] - l[h]));
-    }
-    let tensor = gather_into_new(x.tensor(), x.tensor().row_bytes(), &ranges, x.dims().with_rows(rows)?)?;
+    let mut tensor = Tensor::uninit(x.tensor().dtype(), x.dims().with_rows(rows)?)?;
+    repeat_rows(x.tensor().bytes()?, x.tensor().row_bytes(), l, tensor.bytes_mut()?)?;
     LoDTensor::new(tensor, y.lod().clone())
 }

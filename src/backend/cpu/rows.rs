@@ -87,6 +87,56 @@ fn gather_checked<'a>(
     })
 }
 
+/// Writes into `out` row `h` of `src` (rows of `row_bytes` bytes) `offsets[h + 1] - offsets[h]`
+/// times, for each `h` in order: sequence_expand_as's repeat. `offsets` starts at 0 and does not
+/// decrease; `src` holds `offsets.len() - 1` rows and `out` `offsets.last()` rows. Unlike a list
+/// of one-row ranges, this needs no bookkeeping per output row; tasks split the output at row
+/// boundaries, inside a repeat too.
+pub fn repeat_rows(src: &[u8], row_bytes: usize, offsets: &[usize], out: &mut [u8]) -> Result<()> {
+    let rows = offsets.len().saturating_sub(1);
+    ensure!(
+        offsets.first() == Some(&0) && offsets.windows(2).all(|w| w[0] <= w[1]),
+        Internal,
+        "repeat offsets do not start at 0 and rise"
+    );
+    ensure!(
+        src.len() == rows * row_bytes,
+        Internal,
+        "repeat source of {} bytes for {rows} rows of {row_bytes}",
+        src.len()
+    );
+    let total = offsets[rows];
+    ensure!(
+        total.checked_mul(row_bytes) == Some(out.len()),
+        Internal,
+        "repeats cover {total} rows of {row_bytes} bytes, the output has {}",
+        out.len()
+    );
+    if row_bytes == 0 {
+        return Ok(()); // the output is empty
+    }
+    let task_rows = TASK_BYTES.div_ceil(row_bytes);
+    let bounds: Vec<usize> =
+        (0..total.div_ceil(task_rows)).map(|t| t * task_rows * row_bytes).chain([out.len()]).collect();
+    // A repeated row, then the next row: the reads form one run.
+    let stream = streams(out.len(), 1);
+    for_each_segment(out, &bounds, |t, seg| {
+        let mut r = t * task_rows; // the output row `seg` starts at
+                                   // The source row that output row `r` repeats: the last `h` with `offsets[h] <= r`.
+        let mut h = offsets.partition_point(|&o| o <= r) - 1;
+        for dst in seg.chunks_exact_mut(row_bytes) {
+            while offsets[h + 1] <= r {
+                h += 1;
+            }
+            copy(dst, &src[h * row_bytes..(h + 1) * row_bytes], stream);
+            r += 1;
+        }
+        if stream {
+            store_fence();
+        }
+    })
+}
+
 /// Pieces are grouped into tasks of at least this many output bytes: one task per row of a few
 /// hundred bytes costs more in scheduling than the copy, and a streaming task ends with a fence.
 const TASK_BYTES: usize = 64 * 1024;
@@ -233,6 +283,48 @@ mod tests {
         for (k, r) in ranges.iter().enumerate() {
             assert_eq!(out[k * row..(k + 1) * row], src[r.start * row..r.end * row], "row {k}");
         }
+    }
+
+    /// Every output row against the definition (row `h` written `offsets[h + 1] - offsets[h]`
+    /// times), with repeats of 0, repeats longer than a task, and streamed and plain outputs.
+    #[test]
+    fn repeats_rows_as_the_offsets_say() {
+        for (row, rows, stream) in [(12usize, 50usize, false), (516, 40, true)] {
+            let src: Vec<u8> = (0..rows * row).map(|i| (i % 249) as u8).collect();
+            // Repeats 0, 1, 2, ... and one far longer than a task (and, streamed, than STREAM_MIN_BYTES).
+            let long = if stream { STREAM_MIN_BYTES / row + 3 } else { 3 * TASK_BYTES / row + 1 };
+            let times: Vec<usize> = (0..rows).map(|h| if h == rows / 2 { long } else { h % 4 }).collect();
+            let offsets: Vec<usize> = std::iter::once(0)
+                .chain(times.iter().scan(0, |a, &n| {
+                    *a += n;
+                    Some(*a)
+                }))
+                .collect();
+            let total = offsets[rows];
+            assert_eq!(streams(total * row, 1), stream);
+            let mut out = vec![0u8; total * row];
+            repeat_rows(&src, row, &offsets, &mut out).unwrap();
+            let mut k = 0;
+            for (h, &n) in times.iter().enumerate() {
+                for _ in 0..n {
+                    assert_eq!(
+                        out[k * row..(k + 1) * row],
+                        src[h * row..(h + 1) * row],
+                        "output row {k}, source row {h}"
+                    );
+                    k += 1;
+                }
+            }
+        }
+        // Offsets that fall, do not start at 0, or do not match the source or the output.
+        let src = [1u8, 2, 3, 4];
+        assert!(repeat_rows(&src, 2, &[0, 2, 1], &mut [0u8; 2]).is_err());
+        assert!(repeat_rows(&src, 2, &[1, 2, 3], &mut [0u8; 4]).is_err());
+        assert!(repeat_rows(&src, 2, &[0, 1, 2, 3], &mut [0u8; 6]).is_err());
+        assert!(repeat_rows(&src, 2, &[0, 1, 3], &mut [0u8; 4]).is_err());
+        repeat_rows(&src, 2, &[0, 1, 3], &mut [0u8; 6]).unwrap();
+        // Rows of zero bytes: nothing to write.
+        repeat_rows(&[], 0, &[0, 5, 9], &mut []).unwrap();
     }
 
     #[test]
