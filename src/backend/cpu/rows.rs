@@ -121,15 +121,14 @@ pub fn repeat_rows(src: &[u8], row_bytes: usize, offsets: &[usize], out: &mut [u
     // A repeated row, then the next row: the reads form one run.
     let stream = streams(out.len(), 1);
     for_each_segment(out, &bounds, |t, seg| {
-        let mut r = t * task_rows; // the output row `seg` starts at
+        let first = t * task_rows; // the output row `seg` starts at
                                    // The source row that output row `r` repeats: the last `h` with `offsets[h] <= r`.
-        let mut h = offsets.partition_point(|&o| o <= r) - 1;
-        for dst in seg.chunks_exact_mut(row_bytes) {
+        let mut h = offsets.partition_point(|&o| o <= first) - 1;
+        for (r, dst) in (first..).zip(seg.chunks_exact_mut(row_bytes)) {
             while offsets[h + 1] <= r {
                 h += 1;
             }
             copy(dst, &src[h * row_bytes..(h + 1) * row_bytes], stream);
-            r += 1;
         }
         if stream {
             store_fence();
