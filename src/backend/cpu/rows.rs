@@ -121,8 +121,9 @@ pub fn repeat_rows(src: &[u8], row_bytes: usize, offsets: &[usize], out: &mut [u
     // A repeated row, then the next row: the reads form one run.
     let stream = streams(out.len(), 1);
     for_each_segment(out, &bounds, |t, seg| {
-        let first = t * task_rows; // the output row `seg` starts at
-                                   // The source row that output row `r` repeats: the last `h` with `offsets[h] <= r`.
+        // `seg` starts at output row `first`. The source row that output row `r` repeats is the
+        // last `h` with `offsets[h] <= r`.
+        let first = t * task_rows;
         let mut h = offsets.partition_point(|&o| o <= first) - 1;
         for (r, dst) in (first..).zip(seg.chunks_exact_mut(row_bytes)) {
             while offsets[h + 1] <= r {
