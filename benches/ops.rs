@@ -42,6 +42,11 @@
 //! - `plain loop` (row scatter-add): the sequential loop the op must equal, credited with the op's
 //!   bytes; the copy's GB/s and the op's ratio to it are printed as well (see the case).
 //!
+//! Every timed run, of an op or of a calibration, starts after a read of 64 MiB (twice the L3 of
+//! the machine measured), so that each starts from the same clean caches: none pays for the dirty
+//! lines of the run before it, and none finds its inputs in the cache because the run before read
+//! them. Small cases are therefore measured with their inputs in memory, not in the cache.
+//!
 //! The ratio is op GB/s / calibration GB/s, taken per pair of adjacent runs (op, then its
 //! calibration) and then the median over pairs. The same copy into a buffer reused across runs ("warm
 //! copy") is printed too, for the cost of fresh pages.
@@ -257,7 +262,24 @@ fn read_sum(x: &[f32], threads: usize) -> f32 {
     }
 }
 
+/// Read before every timed run, so that each run starts from the same caches: 64 MiB, twice this
+/// machine's L3, of lines left clean. Without it a run paid for what the run before left behind:
+/// an op timed after the plain-store warm copy wrote back that copy's dirty lines (sequence_pad
+/// w512 took 1.6-1.8 ms between the runs of the table, 1.1-1.2 ms alone), while a calibration run
+/// after an op that streams its output found none.
+static SCRUB: std::sync::OnceLock<Tensor> = std::sync::OnceLock::new();
+
+fn scrub() {
+    let t = SCRUB.get_or_init(|| {
+        let n = (64 << 20) / 4;
+        Tensor::from_slice(&vec![1f32; n], &[n]).unwrap()
+    });
+    black_box(sum_f32(black_box(t.as_slice::<f32>().unwrap())));
+}
+
+/// The time of `f`, run after `scrub`.
 fn time(f: impl FnOnce()) -> Duration {
+    scrub();
     let t = Instant::now();
     f();
     t.elapsed()
@@ -276,10 +298,7 @@ fn time_fresh<T>(bytes: usize, fill: impl FnOnce(&mut [T])) -> Duration {
     })
 }
 
-/// `time_fresh` of `write` with streaming stores, then with plain stores: both times, in that
-/// order. Plain stores go last, so that the op timed next finds the caches as a plain calibration
-/// leaves them: streaming stores evict the lines they write, which the allocator may hand to the
-/// op's output next (gather_tree, whose data fits in the cache, ran 1.5-2x slower after them).
+/// `time_fresh` of `write` with streaming stores, then with plain stores: both times.
 fn time_fresh_both(bytes: usize, write: impl Fn(&mut [u8], Stores)) -> [Duration; 2] {
     let streaming = time_fresh(bytes, |dst: &mut [u8]| write(dst, Stores::Streaming));
     [streaming, time_fresh(bytes, |dst: &mut [u8]| write(dst, Stores::Plain))]
