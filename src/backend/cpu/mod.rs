@@ -34,3 +34,16 @@ pub fn has_avx512() -> bool {
     #[cfg(not(target_arch = "x86_64"))]
     false
 }
+
+/// Asks for the cache line at `p` ahead of its use.
+#[inline(always)]
+pub(crate) fn prefetch_line(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint: it reads nothing the program sees and never faults.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}

@@ -12,6 +12,7 @@
 //! `updates`: a row gather (`gather_blocks`), which moves bytes and so serves every dtype.
 
 use super::pool::for_each_segment_with_work;
+use super::prefetch_line;
 use super::rows::gather_blocks;
 use crate::dtype::Scalar;
 use crate::error::{err, Result};
@@ -137,18 +138,6 @@ pub fn scatter_add_rows_sorted<T: Scalar>(
             }
         }
     })
-}
-
-#[inline(always)]
-fn prefetch_line(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint: it reads nothing the program sees and never faults.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 /// `out = x`, then `out[index[i]] = updates[i]` for `i` in increasing order (so the last
