@@ -239,6 +239,11 @@ fn by_step_fixed<T: TreeIndex, const B: usize>(
     // Steps `0..rest` are still to be written.
     let mut rest = steps - 1;
     while rest > 0 {
+        // The pass after this one reads the steps just below, one block of each input.
+        let below = rest.saturating_sub(STEPS_PER_PASS);
+        let next = below.saturating_sub(STEPS_PER_PASS) * batch..below * batch;
+        prefetch_entries(&src[next.clone()]);
+        prefetch_entries(&par[next]);
         let left = if rest >= STEPS_PER_PASS {
             fixed_pass::<T, B, STEPS_PER_PASS>(src, par, rest, &mut slots, dst)
         } else {
@@ -278,6 +283,14 @@ fn fixed_pass<T: TreeIndex, const B: usize, const S: usize>(
         *slot = q;
     }
     Some(first)
+}
+
+/// Prefetches every line of `entries`.
+fn prefetch_entries<E>(entries: &[E]) {
+    let bytes = std::mem::size_of_val(entries);
+    for at in (0..bytes).step_by(64) {
+        super::prefetch_line(entries.as_ptr().cast::<u8>().wrapping_add(at));
+    }
 }
 
 /// A parent as a slot index; a negative one becomes a huge slot, so one comparison with the beam
