@@ -287,10 +287,7 @@ fn fixed_pass<T: TreeIndex, const B: usize, const S: usize>(
 
 /// Prefetches every line of `entries`.
 fn prefetch_entries<E>(entries: &[E]) {
-    let bytes = std::mem::size_of_val(entries);
-    for at in (0..bytes).step_by(64) {
-        super::prefetch_line(entries.as_ptr().cast::<u8>().wrapping_add(at));
-    }
+    super::prefetch_lines(entries.as_ptr().cast::<u8>(), std::mem::size_of_val(entries));
 }
 
 /// A parent as a slot index; a negative one becomes a huge slot, so one comparison with the beam

@@ -35,15 +35,18 @@ pub fn has_avx512() -> bool {
     false
 }
 
-/// Asks for the cache line at `p` ahead of its use.
+/// Asks for the cache lines of the `bytes` bytes from `start` ahead of their use. A prefetch is a
+/// hint: it reads nothing the program sees and never faults, so any range is safe to name.
 #[inline(always)]
-pub(crate) fn prefetch_line(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint: it reads nothing the program sees and never faults.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>());
+pub(crate) fn prefetch_lines(start: *const u8, bytes: usize) {
+    for at in (0..bytes).step_by(64) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: see above; `wrapping_add` makes no claim about the address either.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(at).cast::<i8>());
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (start, at);
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }

@@ -3,7 +3,7 @@
 //! input. Rows are copied as bytes, so one kernel serves every dtype.
 
 use super::pool::for_each_segment;
-use super::prefetch_line;
+use super::prefetch_lines;
 use crate::dtype::Element;
 use crate::error::{ensure, err, Result};
 use std::ops::Range;
@@ -185,11 +185,7 @@ fn prefetches(bytes: usize, n: usize, sources: usize) -> bool {
 /// Prefetches the first lines of `piece`, up to [`PREFETCH_PIECE_BYTES`].
 #[inline]
 fn prefetch_start(piece: &[u8]) {
-    let lines = piece.len().min(PREFETCH_PIECE_BYTES).div_ceil(64);
-    for l in 0..lines {
-        // A prefetch never faults, and `l * 64` stays within the piece anyway.
-        prefetch_line(piece.as_ptr().wrapping_add(l * 64));
-    }
+    prefetch_lines(piece.as_ptr(), piece.len().min(PREFETCH_PIECE_BYTES));
 }
 
 /// Pieces are grouped into tasks of at least this many output bytes: one task per row of a few

@@ -12,7 +12,7 @@
 //! `updates`: a row gather (`gather_blocks`), which moves bytes and so serves every dtype.
 
 use super::pool::for_each_segment_with_work;
-use super::prefetch_line;
+use super::prefetch_lines;
 use super::rows::gather_blocks;
 use crate::dtype::Scalar;
 use crate::error::{err, Result};
@@ -107,17 +107,11 @@ pub fn scatter_add_rows_sorted<T: Scalar>(
             work = 0;
         }
     }
-    let lines = row_bytes.min(PREFETCH_ROW_BYTES).div_ceil(64);
     let ahead = (PREFETCH_AHEAD_BYTES / row_bytes.min(PREFETCH_ROW_BYTES)).max(1);
     let order = &by_row.order[..];
     let prefetch = |k: usize| {
         if let Some(&i) = order.get(k) {
-            let row = updates[i * width..].as_ptr().cast::<u8>();
-            for l in 0..lines {
-                // SAFETY: `l * 64 < row_bytes.min(PREFETCH_ROW_BYTES)`, inside the update row;
-                // a prefetch never faults anyway.
-                prefetch_line(unsafe { row.add(l * 64) });
-            }
+            prefetch_lines(updates[i * width..].as_ptr().cast::<u8>(), row_bytes.min(PREFETCH_ROW_BYTES));
         }
     };
     let work_bytes = std::mem::size_of_val(x) + std::mem::size_of_val(updates) + std::mem::size_of_val(out);
