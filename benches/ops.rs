@@ -15,8 +15,9 @@
 //! the kernels that write memory (copy, copy + fill, row gather) run once with plain stores and
 //! once with streaming stores each time, and the way with the smaller median counts, for every run
 //! (streaming stores skip reading the destination into the cache, which the library's large
-//! outputs use too; glibc's `memcpy` streams only far larger copies). The table names the way. What they read is in the library's allocations, as the ops' inputs
-//! are (huge pages for large blocks), written before the first run. The host block cache's bound
+//! outputs use too; glibc's `memcpy` streams only far larger copies). The table names the way.
+//! What they read is in the library's allocations, as the ops' inputs are (huge pages for large
+//! blocks), written before the first run. The host block cache's bound
 //! is raised to 1 GiB, so that from the second run on neither an op's outputs nor its
 //! calibration's buffer (the op's output bytes in one block, up to a size class larger) fault in
 //! fresh pages.
