@@ -224,6 +224,13 @@ const STEPS_PER_PASS: usize = 4;
 /// `by_step_scalar` for a beam known when compiling (a constant-length inner loop, unrolled), each
 /// entry's slots followed `STEPS_PER_PASS` steps at a time: 13-15% faster than `by_step_scalar`
 /// on beam 5 with AVX2 (benches/REPORT.md, ninth round).
+///
+/// Memory is read and written in one descending sweep (the steps from last to first, and within
+/// a pass the entries from last to first too), each entry asking for its share of the next pass's
+/// lines as it goes, the output's included, so that its stores do not wait for their lines. Walking a step's entries upwards while the steps go down, as the scalar loop
+/// does, runs short rising streams that the hardware prefetchers follow the wrong way: an element
+/// gather in that order took twice as long as the same gather in one sweep (benches/REPORT.md,
+/// tenth round).
 fn by_step_fixed<T: TreeIndex, const B: usize>(
     src: &[T],
     par: &[T],
@@ -239,20 +246,42 @@ fn by_step_fixed<T: TreeIndex, const B: usize>(
     // Steps `0..rest` are still to be written.
     let mut rest = steps - 1;
     while rest > 0 {
-        // The pass after this one reads the steps just below, one block of each input.
-        let below = rest.saturating_sub(STEPS_PER_PASS);
-        let next = below.saturating_sub(STEPS_PER_PASS) * batch..below * batch;
-        prefetch_entries(&src[next.clone()]);
-        prefetch_entries(&par[next]);
+        // The pass after this one covers the steps just below (or, near step 0, steps this pass
+        // covers: asking again for lines at hand costs little).
+        let next = rest.saturating_sub(2 * STEPS_PER_PASS) * batch;
+        let ahead = Ahead { starts: [src[next..].as_ptr(), par[next..].as_ptr(), dst[next..].as_ptr()] };
         let left = if rest >= STEPS_PER_PASS {
-            fixed_pass::<T, B, STEPS_PER_PASS>(src, par, rest, &mut slots, dst)
+            fixed_pass::<T, B, STEPS_PER_PASS>(src, par, rest, &mut slots, dst, &ahead)
         } else {
-            fixed_pass::<T, B, 1>(src, par, rest, &mut slots, dst)
+            fixed_pass::<T, B, 1>(src, par, rest, &mut slots, dst, &ahead)
         };
         let Some(left) = left else { return false };
         rest = left;
     }
     true
+}
+
+/// The lines the next pass reads and writes: `STEPS_PER_PASS * batch` entries from each start,
+/// asked for one entry's share at a time, so that the requests spread over the pass instead of
+/// queueing at its start.
+struct Ahead<E> {
+    starts: [*const E; 3],
+}
+
+impl<E> Ahead<E> {
+    /// Asks for share `e` (a batch entry's) of the lines from each start. A share starts anywhere
+    /// in a line, so it asks for one line more than it spans: a count known when compiling, where
+    /// the exact count changes from share to share and costs a loop.
+    #[inline(always)]
+    fn share(&self, e: usize) {
+        let bytes = STEPS_PER_PASS * size_of::<E>();
+        for start in self.starts {
+            let from = start.cast::<u8>().wrapping_add(e * bytes);
+            for line in 0..bytes.div_ceil(64) + 1 {
+                super::prefetch_lines(from.wrapping_add(line * 64), 1);
+            }
+        }
+    }
 }
 
 /// Writes steps `rest - S .. rest` of every entry (`rest >= S`), following each entry's `slots`
@@ -265,13 +294,21 @@ fn fixed_pass<T: TreeIndex, const B: usize, const S: usize>(
     rest: usize,
     slots: &mut [[usize; B]],
     dst: &mut [[T; B]],
+    ahead: &Ahead<[T; B]>,
 ) -> Option<usize> {
     let (first, batch) = (rest - S, slots.len());
-    for (e, slot) in slots.iter_mut().enumerate() {
-        let mut q = *slot;
-        for t in (first..rest).rev() {
-            let at = t * batch + e;
-            let (src, par, dst) = (&src[at], &par[at], &mut dst[at]);
+    // The pass's step rows, each `batch` long: the loop's index checks (`e < batch`) fold away.
+    let pass = first * batch..rest * batch;
+    let (src, par) = (&src[pass.clone()], &par[pass.clone()]);
+    let src: [&[[T; B]]; S] = std::array::from_fn(|j| &src[j * batch..][..batch]);
+    let par: [&[[T; B]]; S] = std::array::from_fn(|j| &par[j * batch..][..batch]);
+    let mut rows = dst[pass].chunks_exact_mut(batch);
+    let dst: [&mut [[T; B]]; S] = std::array::from_fn(|_| rows.next().unwrap());
+    for e in (0..batch).rev() {
+        ahead.share(e);
+        let mut q = slots[e];
+        for j in (0..S).rev() {
+            let (src, par, dst) = (&src[j][e], &par[j][e], &mut dst[j][e]);
             for k in 0..B {
                 if q[k] >= B {
                     return None;
@@ -280,21 +317,16 @@ fn fixed_pass<T: TreeIndex, const B: usize, const S: usize>(
                 q[k] = slot_of(par[q[k]]);
             }
         }
-        *slot = q;
+        slots[e] = q;
     }
     Some(first)
 }
 
-/// Prefetches every line of `entries`.
-fn prefetch_entries<E>(entries: &[E]) {
-    super::prefetch_lines(entries.as_ptr().cast::<u8>(), std::mem::size_of_val(entries));
-}
-
-/// A parent as a slot index; a negative one becomes a huge slot, so one comparison with the beam
+/// A parent as a slot index; a negative one wraps to a huge slot, so one comparison with the beam
 /// checks both ends.
 #[inline(always)]
 fn slot_of<T: TreeIndex>(p: T) -> usize {
-    usize::try_from(Into::<i64>::into(p)).unwrap_or(usize::MAX)
+    Into::<i64>::into(p) as usize
 }
 
 #[cfg(test)]
