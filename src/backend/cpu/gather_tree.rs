@@ -156,9 +156,10 @@ fn by_step_scalar<T: TreeIndex>(src: &[T], par: &[T], batch: usize, beam: usize,
     let mut parent: Vec<i64> = par[last..].iter().map(|&v| v.into()).collect();
     for t in (0..steps - 1).rev() {
         let (src, par, dst) = (&src[t * n..(t + 1) * n], &par[t * n..(t + 1) * n], &mut dst[t * n..(t + 1) * n]);
-        // One batch entry (`beam` chains) at a time: its slot `q` indexes its own slice.
+        // One batch entry (`beam` chains) at a time: its slot `q` indexes its own slice. The last
+        // entry first, so that memory is read in one descending sweep (see `by_step_fixed`).
         let entries = dst.chunks_exact_mut(beam).zip(parent.chunks_exact_mut(beam));
-        for ((dst, parent), (src, par)) in entries.zip(src.chunks_exact(beam).zip(par.chunks_exact(beam))) {
+        for ((dst, parent), (src, par)) in entries.zip(src.chunks_exact(beam).zip(par.chunks_exact(beam))).rev() {
             for (d, p) in dst.iter_mut().zip(parent.iter_mut()) {
                 if *p < 0 || *p as u64 >= beam as u64 {
                     return false;
