@@ -206,7 +206,8 @@ unsafe fn by_step_avx512<T: TreeIndex>(
         if bad != 0 {
             return false;
         }
-        for (b, p) in slots.iter_mut().enumerate() {
+        // The last entry first, as in `by_step_scalar`.
+        for (b, p) in slots.iter_mut().enumerate().rev() {
             let at = t * n + b * beam;
             let ids = T::load(mask, src.as_ptr().add(at));
             let parents = T::load(mask, par.as_ptr().add(at));
