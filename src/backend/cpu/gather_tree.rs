@@ -3,8 +3,12 @@
 //! at a time is a chain of dependent loads `T` long: 0.13 of a copy, benches/REPORT.md). With
 //! AVX-512 and a beam that fits one register, a batch entry's step is two lane permutes (the ids
 //! and the parents the entry's chains follow) instead of `2 * beam` dependent scalar loads.
-//! Without it, beams of up to 8 take a loop built for their width, which keeps an entry's slots in
-//! registers for a few steps.
+//!
+//! Both loops walk a step's entries from last to first, as they walk the steps, so that memory is
+//! read and written in one descending sweep, which the hardware prefetchers follow. Walking the
+//! entries upwards while the steps go down makes short rising streams that they follow the wrong
+//! way: the scalar loop took twice as long that way with its inputs in memory (benches/REPORT.md,
+//! tenth round).
 
 use super::has_avx512;
 
@@ -124,28 +128,7 @@ pub fn gather_tree_by_step<T: TreeIndex>(
         // SAFETY: AVX-512F is available; the slices' lengths were checked above.
         return unsafe { by_step_avx512(src, par, batch, beam, steps, dst) };
     }
-    by_step_fixed_beam(src, par, batch, beam, steps, dst)
-        .unwrap_or_else(|| by_step_scalar(src, par, batch, beam, steps, dst))
-}
-
-/// `by_step_fixed` for the beams it is built for (1 to 8); `None` for other beams.
-fn by_step_fixed_beam<T: TreeIndex>(
-    src: &[T],
-    par: &[T],
-    batch: usize,
-    beam: usize,
-    steps: usize,
-    dst: &mut [T],
-) -> Option<bool> {
-    macro_rules! fixed {
-        ($($b:literal)*) => {
-            match beam {
-                $($b => Some(by_step_fixed::<T, $b>(src, par, batch, steps, dst)),)*
-                _ => None,
-            }
-        };
-    }
-    fixed!(1 2 3 4 5 6 7 8)
+    by_step_scalar(src, par, batch, beam, steps, dst)
 }
 
 fn by_step_scalar<T: TreeIndex>(src: &[T], par: &[T], batch: usize, beam: usize, steps: usize, dst: &mut [T]) -> bool {
@@ -156,8 +139,8 @@ fn by_step_scalar<T: TreeIndex>(src: &[T], par: &[T], batch: usize, beam: usize,
     let mut parent: Vec<i64> = par[last..].iter().map(|&v| v.into()).collect();
     for t in (0..steps - 1).rev() {
         let (src, par, dst) = (&src[t * n..(t + 1) * n], &par[t * n..(t + 1) * n], &mut dst[t * n..(t + 1) * n]);
-        // One batch entry (`beam` chains) at a time: its slot `q` indexes its own slice. The last
-        // entry first, so that memory is read in one descending sweep (see `by_step_fixed`).
+        // One batch entry (`beam` chains) at a time, the last first: its slot `q` indexes its own
+        // slice.
         let entries = dst.chunks_exact_mut(beam).zip(parent.chunks_exact_mut(beam));
         for ((dst, parent), (src, par)) in entries.zip(src.chunks_exact(beam).zip(par.chunks_exact(beam))).rev() {
             for (d, p) in dst.iter_mut().zip(parent.iter_mut()) {
@@ -206,7 +189,6 @@ unsafe fn by_step_avx512<T: TreeIndex>(
         if bad != 0 {
             return false;
         }
-        // The last entry first, as in `by_step_scalar`.
         for (b, p) in slots.iter_mut().enumerate().rev() {
             let at = t * n + b * beam;
             let ids = T::load(mask, src.as_ptr().add(at));
@@ -217,118 +199,6 @@ unsafe fn by_step_avx512<T: TreeIndex>(
         }
     }
     true
-}
-
-/// Steps a batch entry's slots are followed through before the next entry's: the slots stay in
-/// registers for that long instead of going back to memory after every step.
-const STEPS_PER_PASS: usize = 4;
-
-/// `by_step_scalar` for a beam known when compiling (a constant-length inner loop, unrolled), each
-/// entry's slots followed `STEPS_PER_PASS` steps at a time: 13-15% faster than `by_step_scalar`
-/// on beam 5 with AVX2 (benches/REPORT.md, ninth round).
-///
-/// Memory is read and written in one descending sweep (the steps from last to first, and within
-/// a pass the entries from last to first too), each entry asking for its share of the next pass's
-/// lines as it goes, the output's included, so that its stores do not wait for their lines. Walking a step's entries upwards while the steps go down, as the scalar loop
-/// does, runs short rising streams that the hardware prefetchers follow the wrong way: an element
-/// gather in that order took twice as long as the same gather in one sweep (benches/REPORT.md,
-/// tenth round).
-fn by_step_fixed<T: TreeIndex, const B: usize>(
-    src: &[T],
-    par: &[T],
-    batch: usize,
-    steps: usize,
-    dst: &mut [T],
-) -> bool {
-    let last = (steps - 1) * batch;
-    let (src, par) = (src.as_chunks::<B>().0, par.as_chunks::<B>().0);
-    let dst = dst.as_chunks_mut::<B>().0;
-    dst[last..].copy_from_slice(&src[last..]);
-    let mut slots: Vec<[usize; B]> = par[last..].iter().map(|p| p.map(slot_of)).collect();
-    // Steps `0..rest` are still to be written.
-    let mut rest = steps - 1;
-    while rest > 0 {
-        // The pass after this one covers the steps just below (or, near step 0, steps this pass
-        // covers: asking again for lines at hand costs little).
-        let next = rest.saturating_sub(2 * STEPS_PER_PASS) * batch;
-        let ahead = Ahead { starts: [src[next..].as_ptr(), par[next..].as_ptr(), dst[next..].as_ptr()] };
-        let left = if rest >= STEPS_PER_PASS {
-            fixed_pass::<T, B, STEPS_PER_PASS>(src, par, rest, &mut slots, dst, &ahead)
-        } else {
-            fixed_pass::<T, B, 1>(src, par, rest, &mut slots, dst, &ahead)
-        };
-        let Some(left) = left else { return false };
-        rest = left;
-    }
-    true
-}
-
-/// The lines the next pass reads and writes: `STEPS_PER_PASS * batch` entries from each start,
-/// asked for one entry's share at a time, so that the requests spread over the pass instead of
-/// queueing at its start.
-struct Ahead<E> {
-    starts: [*const E; 3],
-}
-
-impl<E> Ahead<E> {
-    /// Asks for share `e` (a batch entry's) of the lines from each start. A share starts anywhere
-    /// in a line, so it asks for one line more than it spans: a count known when compiling, where
-    /// the exact count changes from share to share and costs a loop.
-    #[inline(always)]
-    fn share(&self, e: usize) {
-        let bytes = STEPS_PER_PASS * size_of::<E>();
-        for start in self.starts {
-            let from = start.cast::<u8>().wrapping_add(e * bytes);
-            for line in 0..bytes.div_ceil(64) + 1 {
-                super::prefetch_lines(from.wrapping_add(line * 64), 1);
-            }
-        }
-    }
-}
-
-/// Writes steps `rest - S .. rest` of every entry (`rest >= S`), following each entry's `slots`
-/// back through them; the steps left after it, or `None` at a slot outside `[0, B)`. The slices
-/// are `[steps * batch]` entries of `B`.
-#[inline(always)]
-fn fixed_pass<T: TreeIndex, const B: usize, const S: usize>(
-    src: &[[T; B]],
-    par: &[[T; B]],
-    rest: usize,
-    slots: &mut [[usize; B]],
-    dst: &mut [[T; B]],
-    ahead: &Ahead<[T; B]>,
-) -> Option<usize> {
-    let (first, batch) = (rest - S, slots.len());
-    // The pass's step rows, each `batch` long: the loop's index checks (`e < batch`) fold away.
-    let pass = first * batch..rest * batch;
-    let (src, par) = (&src[pass.clone()], &par[pass.clone()]);
-    let src: [&[[T; B]]; S] = std::array::from_fn(|j| &src[j * batch..][..batch]);
-    let par: [&[[T; B]]; S] = std::array::from_fn(|j| &par[j * batch..][..batch]);
-    let mut rows = dst[pass].chunks_exact_mut(batch);
-    let dst: [&mut [[T; B]]; S] = std::array::from_fn(|_| rows.next().unwrap());
-    for e in (0..batch).rev() {
-        ahead.share(e);
-        let mut q = slots[e];
-        for j in (0..S).rev() {
-            let (src, par, dst) = (&src[j][e], &par[j][e], &mut dst[j][e]);
-            for k in 0..B {
-                if q[k] >= B {
-                    return None;
-                }
-                dst[k] = src[q[k]];
-                q[k] = slot_of(par[q[k]]);
-            }
-        }
-        slots[e] = q;
-    }
-    Some(first)
-}
-
-/// A parent as a slot index; a negative one wraps to a huge slot, so one comparison with the beam
-/// checks both ends.
-#[inline(always)]
-fn slot_of<T: TreeIndex>(p: T) -> usize {
-    Into::<i64>::into(p) as usize
 }
 
 #[cfg(test)]
@@ -381,10 +251,6 @@ mod tests {
                     let mut dst = vec![s[0]; len];
                     let ok = by_step_scalar(&s, &p, batch, beam, steps, &mut dst);
                     paths.push(("scalar", dst, ok));
-                    let mut dst = vec![s[0]; len];
-                    if let Some(ok) = by_step_fixed_beam(&s, &p, batch, beam, steps, &mut dst) {
-                        paths.push(("fixed beam", dst, ok));
-                    }
                     #[cfg(target_arch = "x86_64")]
                     if beam <= T::LANES && has_avx512() {
                         let mut dst = vec![s[0]; len];
