@@ -3,7 +3,7 @@
 //! blocks go first, and reused blocks are zeroed or poisoned as a fresh one would be. One test
 //! function: the cache is process-wide, so its steps must not interleave with other tests.
 
-use lodtensor::memory::{host_cache_info, set_host_cache_limit, POISON};
+use lodtensor::memory::{host_cache_info, set_host_cache_limit, CACHED_MIN, POISON};
 use lodtensor::{sequence_pad, Allocation, LoDTensor, Lod, Tensor};
 use std::sync::Arc;
 
@@ -30,9 +30,21 @@ fn freed_blocks_are_kept_reused_and_bounded() {
     set_host_cache_limit(10 * MIB);
     assert_eq!(host_cache_info(), (0, 10 * MIB));
 
-    // Below CACHED_MIN nothing is kept.
-    drop(Allocation::uninit(MIB - 1).unwrap());
+    // Below CACHED_MIN nothing is kept; a block of CACHED_MIN is, and serves the next request of
+    // its class.
+    drop(Allocation::uninit(CACHED_MIN - 1).unwrap());
     assert_eq!(kept(), 0);
+    let small = Allocation::uninit(CACHED_MIN).unwrap();
+    let small_ptr = small.as_ptr();
+    fill(&small, 7);
+    drop(small);
+    assert_eq!(kept(), CACHED_MIN);
+    let again = Allocation::zeroed(CACHED_MIN).unwrap();
+    assert_eq!((again.as_ptr(), kept()), (small_ptr, 0));
+    assert!(all(&again, 0));
+    drop(again);
+    set_host_cache_limit(0);
+    set_host_cache_limit(10 * MIB);
 
     // A freed block serves the next request of its class (3 MiB - 1000 rounds up to 3 MiB) and a
     // zeroed request gets zeros, not the old bytes.

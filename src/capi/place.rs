@@ -68,7 +68,7 @@ fn cuda_ordinal(device: i32) -> Result<u32> {
 /// live allocations (tensors not destroyed yet, including the results of queued work), and
 /// `*out_kept`, the bytes of freed blocks that the device's cache keeps for the next allocation of
 /// their size class. Both count whole blocks: a request is rounded up to the next power of two up
-/// to 1 MiB, and by at most 1/8 above. A device the library has not used yet holds 0 and 0
+/// to 64 KiB, and by at most 1/8 above. A device the library has not used yet holds 0 and 0
 /// (asking does not set it up).
 ///
 /// Returns LODTENSOR_NULL_ARGUMENT (`out_in_use`, `out_kept`), LODTENSOR_INVALID_ARGUMENT

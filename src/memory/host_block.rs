@@ -1,15 +1,22 @@
 //! Owned host memory, and the cache that keeps freed large blocks for the next request of their
 //! size class.
 //!
-//! Why a cache: an op's output of a few MiB or more is typically freed after use and asked for
-//! again by the next call with the same shapes. Given back to the system, it returns as fresh
-//! pages, which the OS faults in and zeroes on first write. On the project's machines that costs
-//! as much as the op's own writes (benches/REPORT.md). A kept block is written at memory speed.
+//! Why a cache: an op's output is typically freed after use and asked for again by the next call
+//! with the same shapes. Given back to the system, it returns as fresh pages, which the OS faults
+//! in and zeroes on first write. On the project's machines that costs as much as the op's own
+//! writes (benches/REPORT.md). A kept block is written at memory speed.
+//!
+//! That happens to blocks far smaller than glibc's mmap threshold too: freed blocks that end up at
+//! the top of the heap are given back once they pass its trim threshold (128 KiB at first), so a
+//! loop that holds two outputs of 256 KiB at a time got fresh pages on every call, 2 GB/s against
+//! 80 when the blocks were reused (benches/REPORT.md, tenth round). Hence the cache keeps blocks
+//! from [`CACHED_MIN`] up.
 //!
 //! The cache is bounded. It holds at most `limit` bytes of freed blocks (default
 //! [`DEFAULT_HOST_CACHE_LIMIT`], changed by [`set_host_cache_limit`]), and the longest-kept blocks
-//! go back to the system first. Blocks under [`CACHED_MIN`] bytes are never kept: the heap reuses
-//! those well.
+//! go back to the system first. Blocks under [`CACHED_MIN`] bytes are never kept: a loop must
+//! hold many of them at once before they reach the trim threshold, and a cache of many small
+//! blocks would be slow to search.
 
 use super::block_cache::BlockCache;
 use super::size_class::size_class;
@@ -20,7 +27,7 @@ use std::ptr::NonNull;
 use std::sync::{Mutex, PoisonError};
 
 /// Freed blocks of at least this many bytes are kept for reuse.
-pub const CACHED_MIN: usize = 1 << 20;
+pub const CACHED_MIN: usize = 64 << 10;
 
 /// The default bound on the bytes of freed blocks kept.
 pub const DEFAULT_HOST_CACHE_LIMIT: usize = 256 << 20;

@@ -2,11 +2,12 @@
 //! block is kept under its class, and a request takes any block of its class, so a loop that asks
 //! for the same sizes every call reuses its blocks instead of asking the system. Small sizes round
 //! up to a power of two (at least 512 bytes, the CUDA driver's own granularity is coarser anyway);
-//! above 1 MiB each power of two is split into 8 steps, so a block wastes at most 1/8 of its size.
+//! above 64 KiB (the smallest block the host cache keeps) each power of two is split into 8 steps,
+//! so a kept block wastes at most 1/8 of its size.
 
 /// The smallest block handed out.
 pub const MIN_BLOCK: usize = 512;
-const FINE_ABOVE: usize = 1 << 20;
+const FINE_ABOVE: usize = 64 << 10;
 
 /// The block size that serves a request of `len` bytes (`None` when it overflows).
 pub fn size_class(len: usize) -> Option<usize> {
@@ -30,6 +31,8 @@ mod tests {
         assert_eq!(size_class(0), Some(512));
         assert_eq!(size_class(512), Some(512));
         assert_eq!(size_class(513), Some(1024));
+        assert_eq!(size_class(64 << 10), Some(64 << 10));
+        assert_eq!(size_class((64 << 10) + 1), Some(72 << 10));
         assert_eq!(size_class(1 << 20), Some(1 << 20));
         assert_eq!(size_class((1 << 20) + 1), Some((1 << 20) + (1 << 17)));
         assert_eq!(size_class(usize::MAX), None);
