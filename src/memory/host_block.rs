@@ -6,8 +6,8 @@
 //! in and zeroes on first write. On the project's machines that costs as much as the op's own
 //! writes (benches/REPORT.md). A kept block is written at memory speed.
 //!
-//! That happens to blocks far smaller than glibc's mmap threshold too: freed blocks that end up at
-//! the top of the heap are given back once they pass its trim threshold (128 KiB at first), so a
+//! Blocks that glibc serves from its heap get fresh pages too: the free memory at the top of the
+//! heap goes back to the system once it passes glibc's trim threshold (128 KiB at first), so a
 //! loop that holds two outputs of 256 KiB at a time got fresh pages on every call, 2 GB/s against
 //! 80 when the blocks were reused (benches/REPORT.md, tenth round). Hence the cache keeps blocks
 //! from [`CACHED_MIN`] up.

@@ -144,7 +144,8 @@ fn by_step_scalar<T: TreeIndex>(src: &[T], par: &[T], batch: usize, beam: usize,
         let entries = dst.chunks_exact_mut(beam).zip(parent.chunks_exact_mut(beam));
         for ((dst, parent), (src, par)) in entries.zip(src.chunks_exact(beam).zip(par.chunks_exact(beam))).rev() {
             for (d, p) in dst.iter_mut().zip(parent.iter_mut()) {
-                // Unsigned: a negative parent reads as a huge one, so one comparison checks both ends.
+                // Unsigned: a negative parent reads as a huge one, so one comparison checks both
+                // ends.
                 if *p as u64 >= beam as u64 {
                     return false;
                 }
