@@ -2,12 +2,14 @@
 //! block is kept under its class, and a request takes any block of its class, so a loop that asks
 //! for the same sizes every call reuses its blocks instead of asking the system. Small sizes round
 //! up to a power of two (at least 512 bytes, the CUDA driver's own granularity is coarser anyway);
-//! above 64 KiB (the smallest block the host cache keeps) each power of two is split into 8 steps,
-//! so a kept block wastes at most 1/8 of its size.
+//! above [`CACHED_MIN`] (64 KiB, the smallest block the host cache keeps) each power of two is
+//! split into 8 steps, so a kept block wastes at most 1/8 of its size.
+
+use super::CACHED_MIN;
 
 /// The smallest block handed out.
 pub const MIN_BLOCK: usize = 512;
-const FINE_ABOVE: usize = 64 << 10;
+const FINE_ABOVE: usize = CACHED_MIN;
 
 /// The block size that serves a request of `len` bytes (`None` when it overflows).
 pub fn size_class(len: usize) -> Option<usize> {

@@ -35,8 +35,10 @@ pub fn has_avx512() -> bool {
     false
 }
 
-/// Asks for the cache lines of the `bytes` bytes from `start` ahead of their use. A prefetch is a
-/// hint: it reads nothing the program sees and never faults, so any range is safe to name.
+/// Asks ahead of their use for the cache lines of `start`, `start + 64`, ... below `start +
+/// bytes`: all the lines of those bytes when `start` is line-aligned, else all but perhaps the
+/// last. A prefetch is a hint: it reads nothing the program sees and never faults, so any range
+/// is safe to name.
 #[inline(always)]
 pub(crate) fn prefetch_lines(start: *const u8, bytes: usize) {
     for at in (0..bytes).step_by(64) {
