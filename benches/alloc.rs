@@ -48,7 +48,13 @@ fn main() {
     println!("blocks of CACHED_MIN = {} KiB and more are kept; {CALLS} calls, medians\n", CACHED_MIN >> 10);
     println!("| block KiB | live | cache on us | GB/s | cache off us | GB/s |");
     println!("|---:|---:|---:|---:|---:|---:|");
-    for (kib, live) in [(16, 16), (64, 1), (64, 3), (256, 1), (256, 2), (512, 2), (900, 2), (2048, 2), (8192, 2)] {
+    // (KiB, live): single blocks, a TensorArray's small steps, and outputs held in twos and threes.
+    #[rustfmt::skip]
+    const CONFIGS: [(usize, usize); 15] = [
+        (1, 1), (1, 1500), (4, 1), (4, 64), (8, 1500), (16, 1), (16, 16), (64, 1),
+        (64, 3), (256, 1), (256, 2), (512, 2), (900, 2), (2048, 2), (8192, 2),
+    ];
+    for (kib, live) in CONFIGS {
         let (on, off) = (child(kib, live, DEFAULT_HOST_CACHE_LIMIT), child(kib, live, 0));
         let gbs = |us: f64| (kib << 10) as f64 * live as f64 / us / 1e3;
         println!("| {kib} | {live} | {on:.1} | {:.1} | {off:.1} | {:.1} |", gbs(on), gbs(off));

@@ -1,5 +1,5 @@
 /* test_host_cache: the bound on freed host memory kept for reuse (lodtensor_set_host_cache_limit,
- * lodtensor_host_cache_info): outputs of 64 KiB or more are kept up to the bound and reused with
+ * lodtensor_host_cache_info): outputs of 4 KiB or more are kept up to the bound and reused with
  * correct contents, the bound is respected, and the documented errors. */
 #include <lodtensor.h>
 

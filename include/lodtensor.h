@@ -468,8 +468,8 @@ lodtensor_status_t lodtensor_cuda_free_memory(int32_t device, size_t *out_free, 
 // live allocations (tensors not destroyed yet, including the results of queued work), and
 // `*out_kept`, the bytes of freed blocks that the device's cache keeps for the next allocation of
 // their size class. Both count whole blocks: a request is rounded up to the next power of two up
-// to 64 KiB, and by at most 1/8 above. A device the library has not used yet holds 0 and 0
-// (asking does not set it up).
+// to 4 KiB (512 bytes at least), and by at most 1/8 above. A device the library has not used yet
+// holds 0 and 0 (asking does not set it up).
 //
 // Returns LODTENSOR_NULL_ARGUMENT (`out_in_use`, `out_kept`), LODTENSOR_INVALID_ARGUMENT
 // (`device` negative or not below the device count), LODTENSOR_UNSUPPORTED (a build without
@@ -667,7 +667,7 @@ lodtensor_status_t lodtensor_selftest_panic(void);
 lodtensor_status_t lodtensor_sequence_rows(const struct lodtensor_t *t, size_t level, size_t index, size_t *out_begin, size_t *out_end);
 
 // Sets the most bytes of freed host memory the library keeps for reuse (default 256 MiB).
-// Outputs of 64 KiB or more are not given back to the system when their last handle is destroyed
+// Outputs of 4 KiB or more are not given back to the system when their last handle is destroyed
 // but kept, up to this bound, for the next output of the same size class (within 1/8 of its
 // size): a loop of calls with the same shapes then writes into memory that is already mapped,
 // instead of fresh pages the OS must fault in and zero. The longest-kept blocks are freed first

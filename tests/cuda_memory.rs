@@ -16,9 +16,9 @@ fn on_device(n: usize, seed: f32) -> LoDTensor {
 }
 
 /// Whether a block of `bytes` serves a request of `len` as documented: rounded up to the next
-/// power of two up to 64 KiB, by at most 1/8 above.
+/// power of two up to 4 KiB (512 bytes at least), by at most 1/8 above.
 fn holds(bytes: usize, len: usize) -> bool {
-    let most = if len <= 64 << 10 { len.next_power_of_two() } else { len + len / 8 };
+    let most = if len <= 4 << 10 { len.next_power_of_two().max(512) } else { len + len / 8 };
     (len..=most).contains(&bytes)
 }
 

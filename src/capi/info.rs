@@ -77,7 +77,7 @@ pub unsafe extern "C" fn lodtensor_num_threads(out: *mut usize) -> lodtensor_sta
 }
 
 /// Sets the most bytes of freed host memory the library keeps for reuse (default 256 MiB).
-/// Outputs of 64 KiB or more are not given back to the system when their last handle is destroyed
+/// Outputs of 4 KiB or more are not given back to the system when their last handle is destroyed
 /// but kept, up to this bound, for the next output of the same size class (within 1/8 of its
 /// size): a loop of calls with the same shapes then writes into memory that is already mapped,
 /// instead of fresh pages the OS must fault in and zero. The longest-kept blocks are freed first

@@ -68,8 +68,8 @@ fn cuda_ordinal(device: i32) -> Result<u32> {
 /// live allocations (tensors not destroyed yet, including the results of queued work), and
 /// `*out_kept`, the bytes of freed blocks that the device's cache keeps for the next allocation of
 /// their size class. Both count whole blocks: a request is rounded up to the next power of two up
-/// to 64 KiB, and by at most 1/8 above. A device the library has not used yet holds 0 and 0
-/// (asking does not set it up).
+/// to 4 KiB (512 bytes at least), and by at most 1/8 above. A device the library has not used yet
+/// holds 0 and 0 (asking does not set it up).
 ///
 /// Returns LODTENSOR_NULL_ARGUMENT (`out_in_use`, `out_kept`), LODTENSOR_INVALID_ARGUMENT
 /// (`device` negative or not below the device count), LODTENSOR_UNSUPPORTED (a build without

@@ -7,16 +7,16 @@
 //! writes (benches/REPORT.md). A kept block is written at memory speed.
 //!
 //! Blocks that glibc serves from its heap get fresh pages too: the free memory at the top of the
-//! heap goes back to the system once it passes glibc's trim threshold (128 KiB at first), so a
-//! loop that holds two outputs of 256 KiB at a time got fresh pages on every call, 2 GB/s against
-//! 80 when the blocks were reused (benches/REPORT.md, tenth round). Hence the cache keeps blocks
-//! from [`CACHED_MIN`] up.
+//! heap goes back to the system once it passes glibc's trim threshold (128 KiB at first). A loop
+//! that holds two outputs of 256 KiB at a time, or 1500 of 8 KiB (a TensorArray's steps), got
+//! fresh pages on every call, at 1-2 GB/s against 12-80 when the blocks were reused
+//! (benches/REPORT.md, tenth and eleventh rounds). Hence the cache keeps blocks from
+//! [`CACHED_MIN`] (a page) up. Smaller blocks share pages in glibc's heap, and its bins serve them
+//! as fast as the cache would.
 //!
 //! The cache is bounded. It holds at most `limit` bytes of freed blocks (default
 //! [`DEFAULT_HOST_CACHE_LIMIT`], changed by [`set_host_cache_limit`]), and the longest-kept blocks
-//! go back to the system first. Blocks under [`CACHED_MIN`] bytes are never kept: a loop must
-//! hold many of them at once before they reach the trim threshold, and a cache of many small
-//! blocks would be slow to search.
+//! go back to the system first.
 
 use super::block_cache::BlockCache;
 use super::size_class::size_class;
@@ -27,7 +27,7 @@ use std::ptr::NonNull;
 use std::sync::{Mutex, PoisonError};
 
 /// Freed blocks of at least this many bytes are kept for reuse.
-pub const CACHED_MIN: usize = 64 << 10;
+pub const CACHED_MIN: usize = 4 << 10;
 
 /// The default bound on the bytes of freed blocks kept.
 pub const DEFAULT_HOST_CACHE_LIMIT: usize = 256 << 20;

@@ -2,7 +2,7 @@
 //! block is kept under its class, and a request takes any block of its class, so a loop that asks
 //! for the same sizes every call reuses its blocks instead of asking the system. Small sizes round
 //! up to a power of two (at least 512 bytes, the CUDA driver's own granularity is coarser anyway);
-//! above [`CACHED_MIN`] (64 KiB, the smallest block the host cache keeps) each power of two is
+//! above [`CACHED_MIN`] (4 KiB, the smallest block the host cache keeps) each power of two is
 //! split into 8 steps, so a kept block wastes at most 1/8 of its size.
 
 use super::CACHED_MIN;
@@ -33,6 +33,8 @@ mod tests {
         assert_eq!(size_class(0), Some(512));
         assert_eq!(size_class(512), Some(512));
         assert_eq!(size_class(513), Some(1024));
+        assert_eq!(size_class(4 << 10), Some(4 << 10));
+        assert_eq!(size_class((4 << 10) + 1), Some(4608));
         assert_eq!(size_class(64 << 10), Some(64 << 10));
         assert_eq!(size_class((64 << 10) + 1), Some(72 << 10));
         assert_eq!(size_class(1 << 20), Some(1 << 20));
