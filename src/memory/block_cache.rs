@@ -3,11 +3,12 @@
 //! longest-kept blocks are given back first when the bound would be passed. The owner holds the
 //! lock and frees what the set hands back once the lock is released.
 //!
-//! Blocks are indexed by size and by the order they were kept, so a request and an eviction cost
-//! a few map steps however many blocks are kept (a list searched from the newest took 5.9 us for
-//! a request that none of 4000 kept blocks served, benches/REPORT.md).
+//! Blocks are grouped by size, so a request costs a binary search over the sizes however many
+//! blocks are kept (one list of blocks searched from the newest took 5.9 us for a request that
+//! none of 4000 kept blocks served, and 1.6-2.3 ms a call for a loop of 1500 outputs of falling
+//! sizes; benches/REPORT.md, eleventh round).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 /// Freed blocks of type `B` (a pointer or an owning handle), each with its size in bytes; their
 /// total never exceeds `limit`.
@@ -16,15 +17,16 @@ pub(crate) struct BlockCache<B> {
     bytes: usize,
     /// The number the next kept block gets: blocks kept earlier have smaller numbers.
     next: u64,
-    /// Every kept block by its number, so the first is the longest kept.
-    by_age: BTreeMap<u64, (usize, B)>,
-    /// The numbers of the kept blocks of each size, longest kept first; no empty entries.
-    by_size: BTreeMap<usize, VecDeque<u64>>,
+    /// Per size, in increasing size order: the kept blocks of that size with their numbers,
+    /// longest kept first. A size stays when its last block is taken (there is one per size class
+    /// ever kept), so that a loop whose output is taken and kept again every call allocates
+    /// nothing here and finds its size where it was.
+    sizes: Vec<(usize, VecDeque<(u64, B)>)>,
 }
 
 impl<B> BlockCache<B> {
     pub(crate) const fn new(limit: usize) -> BlockCache<B> {
-        BlockCache { limit, bytes: 0, next: 0, by_age: BTreeMap::new(), by_size: BTreeMap::new() }
+        BlockCache { limit, bytes: 0, next: 0, sizes: Vec::new() }
     }
 
     /// The bytes kept now.
@@ -39,12 +41,8 @@ impl<B> BlockCache<B> {
 
     /// The most recently kept block of exactly `size` bytes.
     pub(crate) fn take(&mut self, size: usize) -> Option<B> {
-        let numbers = self.by_size.get_mut(&size)?;
-        let number = numbers.pop_back().expect("no empty entries");
-        if numbers.is_empty() {
-            self.by_size.remove(&size);
-        }
-        let (size, block) = self.by_age.remove(&number).expect("indexed blocks are kept");
+        let at = self.sizes.binary_search_by_key(&size, |e| e.0).ok()?;
+        let (_, block) = self.sizes[at].1.pop_back()?;
         self.bytes -= size;
         Some(block)
     }
@@ -56,10 +54,16 @@ impl<B> BlockCache<B> {
         if size > self.limit {
             return vec![block];
         }
-        self.bytes += size;
-        self.by_age.insert(self.next, (size, block));
-        self.by_size.entry(size).or_default().push_back(self.next);
+        let at = match self.sizes.binary_search_by_key(&size, |e| e.0) {
+            Ok(at) => at,
+            Err(at) => {
+                self.sizes.insert(at, (size, VecDeque::new()));
+                at
+            }
+        };
+        self.sizes[at].1.push_back((self.next, block));
         self.next += 1;
+        self.bytes += size;
         self.evict()
     }
 
@@ -73,23 +77,21 @@ impl<B> BlockCache<B> {
     #[cfg_attr(not(any(feature = "cuda", feature = "cuda-emulator")), allow(dead_code))]
     pub(crate) fn drain(&mut self) -> Vec<B> {
         self.bytes = 0;
-        self.by_size.clear();
-        std::mem::take(&mut self.by_age).into_values().map(|(_, b)| b).collect()
+        let mut all: Vec<(u64, B)> = self.sizes.drain(..).flat_map(|(_, blocks)| blocks).collect();
+        all.sort_unstable_by_key(|b| b.0);
+        all.into_iter().map(|(_, b)| b).collect()
     }
 
+    /// Gives back the longest-kept blocks until the bound holds. The longest-kept block is the
+    /// first of its size, so each one given back is found among the sizes' first blocks: a scan
+    /// of the sizes, which only a cache at its bound pays.
     fn evict(&mut self) -> Vec<B> {
         let mut out = Vec::new();
         while self.bytes > self.limit {
-            let (number, (size, block)) = self.by_age.pop_first().expect("bytes > 0 means a block is kept");
-            // The longest-kept block overall is the longest kept of its size.
-            let numbers = self.by_size.get_mut(&size).expect("kept blocks are indexed");
-            debug_assert_eq!(numbers.front(), Some(&number));
-            numbers.pop_front();
-            if numbers.is_empty() {
-                self.by_size.remove(&size);
-            }
-            self.bytes -= size;
-            out.push(block);
+            let oldest = self.sizes.iter_mut().filter(|e| !e.1.is_empty()).min_by_key(|e| e.1[0].0);
+            let (size, blocks) = oldest.expect("bytes > 0 means a block is kept");
+            out.push(blocks.pop_front().expect("not empty").1);
+            self.bytes -= *size;
         }
         out
     }
