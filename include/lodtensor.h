@@ -671,7 +671,8 @@ lodtensor_status_t lodtensor_sequence_rows(const struct lodtensor_t *t, size_t l
 // but kept, up to this bound, for the next output of the same size class (within 1/8 of its
 // size): a loop of calls with the same shapes then writes into memory that is already mapped,
 // instead of fresh pages the OS must fault in and zero. The longest-kept blocks are freed first
-// when the bound would be passed; blocks larger than the bound are never kept. Lowering the bound
+// when the bound would be passed; blocks larger than the bound are never kept, and blocks under
+// 64 KiB are given back when another thread is using the cache at that moment. Lowering the bound
 // frees what is over it at once; 0 frees everything kept and keeps nothing more. Device memory
 // is not affected (each CUDA device keeps its own blocks). Any thread may call this at any time.
 // Returns LODTENSOR_OK (it has no failure of its own; LODTENSOR_INTERNAL only for a bug).

@@ -16,7 +16,8 @@
 //!
 //! The cache is bounded. It holds at most `limit` bytes of freed blocks (default
 //! [`DEFAULT_HOST_CACHE_LIMIT`], changed by [`set_host_cache_limit`]), and the longest-kept blocks
-//! go back to the system first.
+//! go back to the system first. One lock guards it; blocks under [`WAIT_MIN`] go to and from the
+//! heap instead of waiting for it.
 
 use super::block_cache::BlockCache;
 use super::size_class::size_class;
@@ -130,6 +131,25 @@ fn cache() -> std::sync::MutexGuard<'static, BlockCache<Raw>> {
     CACHE.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// The cache for a block of `size` bytes: `None` when another thread holds it and the block is
+/// small enough that the heap serves it faster than waiting (see [`WAIT_MIN`]).
+fn cache_for(size: usize) -> Option<std::sync::MutexGuard<'static, BlockCache<Raw>>> {
+    if size >= WAIT_MIN {
+        return Some(cache());
+    }
+    match CACHE.try_lock() {
+        Ok(guard) => Some(guard),
+        Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    }
+}
+
+/// Blocks of at least this many bytes wait for the cache's lock; smaller ones skip the cache
+/// while another thread holds it. Two threads doing nothing but allocate and free 8-11 KiB blocks
+/// took 560-680 ns a pair waiting for the lock, 200-230 skipping it, and 91-95 with glibc alone
+/// (benches/REPORT.md, eleventh round); a large block is worth the wait, fresh pages cost more.
+const WAIT_MIN: usize = 64 << 10;
+
 /// Sets the most bytes of freed host blocks kept for reuse; blocks over the new bound go back to
 /// the system now (0 empties the cache and keeps nothing more).
 pub fn set_host_cache_limit(bytes: usize) {
@@ -159,7 +179,7 @@ impl HostBlock {
         }
         let size = if len >= CACHED_MIN { size_class(len).ok_or_else(too_large)? } else { len };
         if size >= CACHED_MIN {
-            if let Some(raw) = cache().take(size) {
+            if let Some(raw) = cache_for(size).and_then(|mut c| c.take(size)) {
                 if zeroed {
                     // SAFETY: the block holds `size` >= `len` bytes and has one owner.
                     unsafe { std::ptr::write_bytes(raw.ptr.as_ptr(), 0, len) };
@@ -201,7 +221,10 @@ impl Drop for HostBlock {
         if raw.size < CACHED_MIN {
             return raw.free();
         }
-        let evicted = cache().keep(raw.size, raw);
+        let evicted = match cache_for(raw.size) {
+            Some(mut c) => c.keep(raw.size, raw),
+            None => vec![raw],
+        };
         evicted.into_iter().for_each(Raw::free);
     }
 }
@@ -210,6 +233,24 @@ impl Drop for HostBlock {
 mod tests {
     use super::*;
     use crate::error::Error;
+
+    #[test]
+    fn small_blocks_skip_a_cache_another_thread_holds() {
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            let guard = cache();
+            let kept = guard.bytes();
+            s.spawn(move || {
+                drop(HostBlock::new(CACHED_MIN, false).unwrap());
+                let _ = done.send(());
+            });
+            let waited = finished.recv_timeout(std::time::Duration::from_secs(10));
+            let now = guard.bytes();
+            drop(guard); // lets a thread that waits for the lock finish, so the scope can end
+            assert!(waited.is_ok(), "a block of CACHED_MIN bytes waited for the cache's lock");
+            assert_eq!(now, kept, "a block freed while the cache was held was kept");
+        });
+    }
 
     #[test]
     fn impossible_sizes_are_out_of_memory() {
