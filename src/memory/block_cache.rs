@@ -5,7 +5,7 @@
 //!
 //! Blocks are grouped by size, so a request costs a binary search over the sizes however many
 //! blocks are kept (one list of blocks searched from the newest took 5.9 us for a request that
-//! none of 4000 kept blocks served, and 1.6-2.3 ms a call for a loop of 1500 outputs of falling
+//! none of 4000 kept blocks served, and 1.3-2.3 ms a call for a loop of 1500 outputs of falling
 //! sizes; benches/REPORT.md, eleventh round).
 
 use std::collections::VecDeque;
