@@ -1,7 +1,7 @@
 //! Launcher of `kernels/convert.cu`: `cast` between any two of the ten dtypes, one launch.
 
 use super::device::new_tensor;
-use super::launch::{launch_1d, Args};
+use super::launch::{launch_unrolled, Args};
 use super::seq_common::device_of;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -17,6 +17,6 @@ pub fn cast(x: &Tensor, dtype: DType) -> Result<Tensor> {
         return Ok(out);
     }
     let args = Args::new().ptr(x).arg(out.as_mut_ptr() as u64).arg(n);
-    launch_1d(&d, "convert.cu", &format!("cast_{}_{}", x.dtype().name(), dtype.name()), n, args)?;
+    launch_unrolled(&d, "convert.cu", &format!("cast_{}_{}", x.dtype().name(), dtype.name()), n, args)?;
     Ok(out)
 }

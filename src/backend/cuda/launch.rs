@@ -119,6 +119,22 @@ pub(crate) fn launch_1d(d: &Arc<Device>, file: &'static str, function: &str, wor
     launch(d, file, function, [blocks_for(work), 1, 1], [BLOCK, 1, 1], args)
 }
 
+/// Items per thread and round of `for_each_index` (common.cuh's STRIDE_UNROLL, the same number).
+const STRIDE_UNROLL: u64 = 4;
+
+/// A launch of a kernel built on `for_each_index` over `items` items: a grid of `BLOCK`-thread
+/// blocks that gives each thread `STRIDE_UNROLL` items a round (fewer blocks would leave the
+/// GPU's threads idle; more would leave each with one item and one read in flight).
+pub(crate) fn launch_unrolled(
+    d: &Arc<Device>,
+    file: &'static str,
+    function: &str,
+    items: u64,
+    args: Args,
+) -> Result<()> {
+    launch(d, file, function, [blocks_for(items.div_ceil(STRIDE_UNROLL)), 1, 1], [BLOCK, 1, 1], args)
+}
+
 /// Output elements per tile of the tile kernels (`for_each_tile`, common.cuh): 32 per thread of a
 /// block, so the two searches each thread makes per tile are amortised over many elements.
 const TILE_ELEMS: u64 = 32 * BLOCK as u64;
@@ -164,5 +180,39 @@ mod tests {
     fn tile_rows_cap_matches_the_kernels() {
         let rows_cu = KERNEL_SOURCES.iter().find(|(n, _)| *n == "rows.cu").unwrap().1;
         assert!(rows_cu.contains(&format!("#define TILE_MAX_ROWS {TILE_MAX_ROWS}\n")));
+    }
+
+    /// The grid of `launch_unrolled` assumes the kernels' items per thread and round.
+    #[test]
+    fn stride_unroll_matches_the_kernels() {
+        let convert_cu = KERNEL_SOURCES.iter().find(|(n, _)| *n == "convert.cu").unwrap().1;
+        assert!(convert_cu.contains(&format!("#define STRIDE_UNROLL {STRIDE_UNROLL}\n")));
+    }
+
+    /// `for_each_index` covers every item on any grid: a cast launched on 1 and on 3 blocks (five
+    /// and two rounds of 1024 items, the last partial) writes every element as the host converts
+    /// it. `launch_unrolled`'s grids give one round up to 2^26 items, which no other test reaches.
+    #[test]
+    fn unrolled_kernels_cover_every_item_on_any_grid() {
+        use crate::ops::transfer::to_place;
+        use crate::{LoDTensor, Place};
+        if let Err(e) = super::super::device::device_count() {
+            assert!(std::env::var("LODTENSOR_REQUIRE_GPU").map_or(true, |v| v != "1"), "no CUDA device: {e}");
+            eprintln!("skipped: no usable CUDA device ({e})");
+            return;
+        }
+        let d = super::super::device::device(0).unwrap();
+        let n = 5000;
+        let xs: Vec<f32> = (0..n).map(|i| i as f32 * 0.75 - 1000.0).collect();
+        let on_device = |t: Tensor| to_place(&LoDTensor::dense(t), Place::Cuda(0)).unwrap();
+        let x = on_device(Tensor::from_slice(&xs, &[n]).unwrap());
+        let want: Vec<u8> = xs.iter().flat_map(|&v| (v as f64).to_le_bytes()).collect();
+        for grid in [1, 3] {
+            let out = on_device(Tensor::from_slice(&vec![f64::NAN; n], &[n]).unwrap());
+            let args = Args::new().ptr(x.tensor()).ptr(out.tensor()).arg(n as u64);
+            launch(&d, "convert.cu", "cast_float32_float64", [grid, 1, 1], [BLOCK, 1, 1], args).unwrap();
+            let got = to_place(&out, Place::Cpu).unwrap();
+            assert!(got.tensor().bytes().unwrap() == want, "grid {grid}: elements differ");
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! value, which is first repeated into a pad row).
 
 use super::device::new_tensor;
-use super::launch::{launch_1d, Args};
+use super::launch::{launch_1d, launch_unrolled, Args};
 use super::seq_common::{device_of, upload_offsets, word_for};
 use crate::dim::Dim;
 use crate::error::{ensure, Result};
@@ -57,6 +57,6 @@ pub fn pad_sequences(
         .arg(padded as u64)
         .buf(&offsets)
         .arg(total);
-    launch_1d(&d, "pad.cu", &format!("pad_rows_{word}"), total, args)?;
+    launch_unrolled(&d, "pad.cu", &format!("pad_rows_{word}"), total, args)?;
     Ok(out)
 }

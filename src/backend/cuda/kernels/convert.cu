@@ -3,16 +3,14 @@
 
 template <typename S, typename D>
 __device__ void cast_elements(const S *__restrict__ src, D *__restrict__ dst, u64 n) {
-  const u64 stride = (u64)gridDim.x * blockDim.x;
-  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) lt_store(&dst[i], lt_value(src[i]));
+  for_each_index<S>(n, [&](u64 i) { return src[i]; }, [&](u64 i, S v) { lt_store(&dst[i], lt_value(v)); });
 }
 
 // float32 to float32 is a copy, signalling NaNs included: on the CPU the f32 -> f64 -> f32 round
 // trip of `as` is folded away by the optimiser (a release build), so nothing quiets them there.
 template <>
 __device__ void cast_elements<float, float>(const float *__restrict__ src, float *__restrict__ dst, u64 n) {
-  const u64 stride = (u64)gridDim.x * blockDim.x;
-  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) dst[i] = src[i];
+  for_each_index<float>(n, [&](u64 i) { return src[i]; }, [&](u64 i, float v) { dst[i] = v; });
 }
 
 #define LODTENSOR_CAST(SN, S, DN, D)                                                            \

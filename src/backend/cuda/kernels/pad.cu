@@ -1,20 +1,22 @@
 // sequence_pad: slot s of the output holds the rows of sequence s, then copies of the pad row up
-// to `padded` rows. One launch for all sequences, grid-stride over the output's words (W bytes,
+// to `padded` rows. One launch for all sequences, for_each_index over the output's words (W bytes,
 // the widest word that divides the row and the three addresses): consecutive threads write
 // consecutive words, and the sequence of a word is a division, not a search.
 
 template <typename W>
 __device__ void pad_rows(const W *__restrict__ src, W *__restrict__ dst, const W *__restrict__ pad_row,
                          u64 row_words, u64 padded, const i64 *__restrict__ offsets, u64 total) {
-  const u64 stride = (u64)gridDim.x * blockDim.x;
-  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
-    const u64 row = i / row_words;
-    const u64 col = i - row * row_words;
-    const u64 seq = row / padded;
-    const u64 step = row - seq * padded;
-    const i64 start = offsets[seq];
-    dst[i] = (i64)step < offsets[seq + 1] - start ? src[((u64)start + step) * row_words + col] : pad_row[col];
-  }
+  for_each_index<W>(
+      total,
+      [&](u64 i) {
+        const u64 row = i / row_words;
+        const u64 col = i - row * row_words;
+        const u64 seq = row / padded;
+        const u64 step = row - seq * padded;
+        const i64 start = offsets[seq];
+        return (i64)step < offsets[seq + 1] - start ? src[((u64)start + step) * row_words + col] : pad_row[col];
+      },
+      [&](u64 i, W v) { dst[i] = v; });
 }
 
 #define LODTENSOR_PAD(NAME, W)                                                                     \
