@@ -55,9 +55,9 @@ pub fn sequence_pad(x: &LoDTensor, pad_value: &LoDTensor, padded_length: i64) ->
         pt.dims()
     );
     let offsets = x.lod().level(0)?;
-    let lengths: Vec<usize> = offsets.windows(2).map(|w| w[1] - w[0]).collect();
+    let sequences = offsets.len().saturating_sub(1);
     let (longest_at, longest) =
-        lengths.iter().copied().enumerate().max_by_key(|&(i, n)| (n, usize::MAX - i)).unwrap_or((0, 0));
+        offsets.windows(2).map(|w| w[1] - w[0]).enumerate().max_by_key(|&(i, n)| (n, usize::MAX - i)).unwrap_or((0, 0));
     let padded = match padded_length {
         -1 => longest,
         n if n < -1 => {
@@ -76,24 +76,21 @@ pub fn sequence_pad(x: &LoDTensor, pad_value: &LoDTensor, padded_length: i64) ->
             n
         }
     };
-    let mut dims = vec![lengths.len(), padded];
+    let mut dims = vec![sequences, padded];
     dims.extend_from_slice(step);
     let dims = Dim::new(&dims)?;
-    let out = match place {
+    let (out, length) = match place {
         Place::Cpu => {
             let mut out = Tensor::uninit(xt.dtype(), dims)?;
             let pad_bytes = pt.bytes()?;
             let pad_row: Vec<u8> = if pt.numel() == 1 { pad_bytes.repeat(width) } else { pad_bytes.to_vec() };
             pad_sequences(xt.bytes()?, xt.row_bytes(), offsets, padded, &pad_row, out.bytes_mut()?)?;
-            out
+            let length: Vec<i64> = offsets.windows(2).map(|w| (w[1] - w[0]) as i64).collect();
+            (out, Tensor::from_slice(&length, &[sequences])?)
         }
+        // The lengths are made on the device, from the offsets the slots' launch uploads.
         Place::Cuda(_) => cuda::pad_sequences(xt, xt.row_bytes(), offsets, padded, pt, dims)?,
     };
-    let length: Vec<i64> = lengths.iter().map(|&n| n as i64).collect();
-    let mut length = Tensor::from_slice(&length, &[length.len()])?;
-    if let Place::Cuda(n) = place {
-        length = cuda::copy_to_device(&length, n)?;
-    }
     Ok((LoDTensor::dense(out), LoDTensor::dense(length)))
 }
 

@@ -1,17 +1,20 @@
-//! Launcher of `kernels/pad.cu`: `sequence_pad`'s slots, one launch (two with a one-element pad
-//! value, which is first repeated into a pad row).
+//! Launcher of `kernels/pad.cu`: `sequence_pad`'s slots and lengths, one launch (two with a
+//! one-element pad value, which is first repeated into a pad row).
 
 use super::device::new_tensor;
 use super::launch::{launch_1d, launch_unrolled, Args};
 use super::seq_common::{device_of, upload_offsets, word_for};
 use crate::dim::Dim;
+use crate::dtype::DType;
 use crate::error::{ensure, Result};
 use crate::tensor::Tensor;
 
-/// A new device tensor of `dims` (`[sequences, padded, step...]`, `x`'s dtype): slot `i` holds rows
-/// `offsets[i]..offsets[i+1]` of `x` (rows of `row_bytes`), then copies of the pad row up to
-/// `padded` rows. `pad` is on `x`'s device with one element or one row of `row_bytes`. The caller
-/// has checked the offsets against `x` and that no sequence is longer than `padded`.
+/// A new device tensor of `dims` (`[sequences, padded, step...]`, `x`'s dtype) whose slot `i`
+/// holds rows `offsets[i]..offsets[i+1]` of `x` (rows of `row_bytes`), then copies of the pad row
+/// up to `padded` rows; and the sequences' lengths, int64 `[sequences]`, made on the device from
+/// the same upload of the offsets. `pad` is on `x`'s device with one element or one row of
+/// `row_bytes`. The caller has checked the offsets against `x` and that no sequence is longer than
+/// `padded`.
 pub fn pad_sequences(
     x: &Tensor,
     row_bytes: usize,
@@ -19,23 +22,25 @@ pub fn pad_sequences(
     padded: usize,
     pad: &Tensor,
     dims: Dim,
-) -> Result<Tensor> {
+) -> Result<(Tensor, Tensor)> {
     let d = device_of(x, "sequence_pad")?;
     let mut out = new_tensor(&d, x.dtype(), dims)?;
     let sequences = offsets.len().saturating_sub(1);
+    let mut lengths = new_tensor(&d, DType::I64, Dim::new(&[sequences])?)?;
     ensure!(
         sequences * padded * row_bytes == out.nbytes(),
         Internal,
         "sequence_pad: {sequences} slots of {padded} rows of {row_bytes} bytes for {} bytes",
         out.nbytes()
     );
-    if out.nbytes() == 0 {
-        return Ok(out);
+    if sequences == 0 {
+        return Ok((out, lengths));
     }
     let elem = x.dtype().size();
-    // The pad row: the pad value itself, or its one element repeated (one small launch).
+    // The pad row: the pad value itself, or its one element repeated (one small launch); none is
+    // read when the output is empty.
     let row;
-    let pad_row = if pad.nbytes() == row_bytes {
+    let pad_row = if pad.nbytes() == row_bytes || out.nbytes() == 0 {
         pad
     } else {
         ensure!(pad.nbytes() == elem, Internal, "sequence_pad: a pad value of {} bytes", pad.nbytes());
@@ -56,7 +61,9 @@ pub fn pad_sequences(
         .arg(row_words)
         .arg(padded as u64)
         .buf(&offsets)
-        .arg(total);
-    launch_unrolled(&d, "pad.cu", &format!("pad_rows_{word}"), total, args)?;
-    Ok(out)
+        .arg(total)
+        .arg(lengths.as_mut_ptr() as u64)
+        .arg(sequences as u64);
+    launch_unrolled(&d, "pad.cu", &format!("pad_rows_{word}"), total.max(sequences as u64), args)?;
+    Ok((out, lengths))
 }

@@ -166,7 +166,7 @@ pub fn sequence_scatter_add(
     copy_to_host(out).map(drop)
 }
 
-/// `sequence_pad`'s slots on a CUDA device.
+/// `sequence_pad`'s slots and lengths on a CUDA device.
 pub fn pad_sequences(
     x: &Tensor,
     _row_bytes: usize,
@@ -174,8 +174,8 @@ pub fn pad_sequences(
     _padded: usize,
     _pad: &Tensor,
     _dims: Dim,
-) -> Result<Tensor> {
-    copy_to_host(x)
+) -> Result<(Tensor, Tensor)> {
+    copy_to_host(x).map(|t| (t.clone(), t))
 }
 
 /// `sequence_pool`'s sums on a CUDA device.

@@ -266,34 +266,22 @@ __device__ __forceinline__ u32 last_at_or_below(const i64 *__restrict__ offsets,
 // The tile loop: `total_rows` output rows of `row_elems` elements in tiles of `tile_rows` rows
 // (launch_tiles' choice: at most TILE_MAX_ROWS rows, and a tile of several rows holds fewer than
 // 2^32 elements); `offsets` (count + 1 of them, offsets[count] == total_rows) split the rows
-// into sequences (or are null: every seq is then 0). row_vals[r] = row_value(row, seq) once per
-// row (r: the row's place in its tile, < rows; row_vals a __shared__ array of TILE_MAX_ROWS),
-// TILE_UNROLL rows a thread before their stores, as the rows' loads of an index or a table are
-// then in flight together; then, after a barrier, out[e] = fetch(r, row, col) for every element
-// (col: its place in the row, e: its index in the output), TILE_UNROLL fetches before their
-// stores; a barrier follows each tile. Every thread of the block must call it.
-template <typename V, typename R, typename RowValue, typename Fetch>
+// into sequences (or are null: every seq is then 0). on_row(r, row, seq) runs once per row (r: the
+// row's place in its tile, < rows); then, after a barrier, out[e] = fetch(r, row, col) for every
+// element (col: its place in the row, e: its index in the output), TILE_UNROLL fetches before
+// their stores; a barrier follows each tile. Every thread of the block must call it.
+template <typename V, typename OnRow, typename Fetch>
 __device__ __forceinline__ void for_each_tile(V *__restrict__ out, const i64 *__restrict__ offsets, u32 count,
-                                              u64 total_rows, u64 row_elems, u64 tile_rows, R *row_vals,
-                                              RowValue row_value, Fetch fetch) {
+                                              u64 total_rows, u64 row_elems, u64 tile_rows, OnRow on_row,
+                                              Fetch fetch) {
   const u64 num_tiles = (total_rows + tile_rows - 1) / tile_rows;
   for (u64 tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
     const u64 first = tile * tile_rows;
     const u32 rows = (u32)min(tile_rows, total_rows - first);
     const u32 lo = offsets ? last_at_or_below(offsets, 0, count, first) : 0;
     const u32 hi = offsets ? last_at_or_below(offsets, lo, count, first + rows - 1) + 1 : 0;
-    for (u32 r0 = threadIdx.x; r0 < rows; r0 += TILE_UNROLL * blockDim.x) {
-      R v[TILE_UNROLL];
-      LODTENSOR_UNROLL
-      for (u32 u = 0; u < TILE_UNROLL; u++) {
-        const u32 r = r0 + u * blockDim.x;
-        if (r < rows) v[u] = row_value(first + r, offsets ? last_at_or_below(offsets, lo, hi, first + r) : 0);
-      }
-      LODTENSOR_UNROLL
-      for (u32 u = 0; u < TILE_UNROLL; u++) {
-        const u32 r = r0 + u * blockDim.x;
-        if (r < rows) row_vals[r] = v[u];
-      }
+    for (u32 r = threadIdx.x; r < rows; r += blockDim.x) {
+      on_row(r, first + r, offsets ? last_at_or_below(offsets, lo, hi, first + r) : 0);
     }
     __syncthreads();
     const u64 n = (u64)rows * row_elems;
@@ -326,7 +314,7 @@ __device__ __forceinline__ void for_each_tile(V *__restrict__ out, const i64 *__
   do {                                                                                              \
     __shared__ u32 tile_seq_[TILE_MAX_ROWS];                                                        \
     for_each_tile((out), (offsets), (count), (total_rows), (row_elems), (tile_rows),                \
-                  tile_seq_, [&](u64, u32 s_) { return s_; },                                       \
+                  [&](u32 r_, u64, u32 s_) { tile_seq_[r_] = s_; },                                 \
                   [&](u32 r_, u64 row, u64 col) {                                                   \
                     const u32 seq = tile_seq_[r_];                                                  \
                     __VA_ARGS__                                                                     \

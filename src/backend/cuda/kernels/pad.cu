@@ -1,11 +1,16 @@
 // sequence_pad: slot s of the output holds the rows of sequence s, then copies of the pad row up
-// to `padded` rows. One launch for all sequences, for_each_index over the output's words (W bytes,
-// the widest word that divides the row and the three addresses): consecutive threads write
-// consecutive words, and the sequence of a word is a division, not a search.
+// to `padded` rows, and lengths[s] is the sequence's length. One launch for all sequences, from
+// the one upload of the offsets; for_each_index over the output's words (W bytes, the widest word
+// that divides the row and the three addresses): consecutive threads write consecutive words, and
+// the sequence of a word is a division, not a search.
 
 template <typename W>
 __device__ void pad_rows(const W *__restrict__ src, W *__restrict__ dst, const W *__restrict__ pad_row,
-                         u64 row_words, u64 padded, const i64 *__restrict__ offsets, u64 total) {
+                         u64 row_words, u64 padded, const i64 *__restrict__ offsets, u64 total,
+                         i64 *__restrict__ lengths, u64 sequences) {
+  const u64 stride = (u64)gridDim.x * blockDim.x;
+  for (u64 s = (u64)blockIdx.x * blockDim.x + threadIdx.x; s < sequences; s += stride)
+    lengths[s] = offsets[s + 1] - offsets[s];
   for_each_index<W>(
       total,
       [&](u64 i) {
@@ -21,8 +26,8 @@ __device__ void pad_rows(const W *__restrict__ src, W *__restrict__ dst, const W
 
 #define LODTENSOR_PAD(NAME, W)                                                                     \
   extern "C" __global__ void NAME(const W *src, W *dst, const W *pad_row, u64 row_words, u64 padded, \
-                                  const i64 *offsets, u64 total) {                                 \
-    pad_rows<W>(src, dst, pad_row, row_words, padded, offsets, total);                             \
+                                  const i64 *offsets, u64 total, i64 *lengths, u64 sequences) {    \
+    pad_rows<W>(src, dst, pad_row, row_words, padded, offsets, total, lengths, sequences);         \
   }                                                                                                \
   LODTENSOR_EXPORT(NAME)
 

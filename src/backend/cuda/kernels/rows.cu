@@ -18,7 +18,9 @@ __device__ void move_rows(W *__restrict__ dst, const i64 *__restrict__ offsets, 
                           u64 row_words, u64 tile_rows, Source row_source) {
   __shared__ const W *row_src[TILE_MAX_ROWS];
   for_each_tile(
-      dst, offsets, count, total_rows, row_words, tile_rows, row_src, row_source, [&](u32 r, u64, u64 col) {
+      dst, offsets, count, total_rows, row_words, tile_rows,
+      [&](u32 r, u64 row, u32 seq) { row_src[r] = row_source(row, seq); },
+      [&](u32 r, u64, u64 col) {
         const W *p = row_src[r];
         return p ? p[col] : W();
       });
