@@ -218,6 +218,17 @@ fn gpu_gather_rows_equals_cpu_with_the_index_on_the_device() {
     let want = gather_rows(&x, &bad);
     assert!(matches!(want, Err(Error::OutOfRange(_))));
     assert_same_outcome(gather_rows(&gpu(&x), &gpu(&bad)), want, "gather_rows out of range");
+    // A bad index is caught whatever the rows' width (zero included: no element is moved) and
+    // wherever it stands, negative or past the end.
+    for width in [0usize, 1, 6] {
+        let x = LoDTensor::dense(Tensor::zeros(DType::F32, Dim::new(&[3, width]).unwrap()).unwrap());
+        for bad in [[0i64, 1, 2, -1, 0], [2, 2, 1, 0, 3]] {
+            let bad = LoDTensor::from_slice(&bad, &[5], vec![]).unwrap();
+            let want = gather_rows(&x, &bad);
+            assert!(matches!(want, Err(Error::OutOfRange(_))), "width {width}");
+            assert_same_outcome(gather_rows(&gpu(&x), &gpu(&bad)), want, &format!("width {width}: bad index"));
+        }
+    }
 }
 
 /// `n` values of a numeric `dtype` around the range of `maxlen` (negatives, fractions for floats).

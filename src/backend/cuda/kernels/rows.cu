@@ -8,11 +8,12 @@
 // of W bytes (the host picks the widest word that divides the row size and every address
 // involved). The output is walked in tiles (common.cuh): each row's range is found once, by a
 // search within its tile's ranges, not over all of them (with one range per row and millions of
-// rows, a search over the whole table would read more than the rows).
+// rows, a search over the whole table would read more than the rows). gather_rows by an index has
+// nothing to search and walks the output's words directly.
 
-// The loop of every kernel here: output row `row` (of sequence or range `seq` of `offsets`, which
-// may be null) is the row at row_source(row, seq), or zeros where that is null. Each row's source
-// is found once, by one thread, and kept in shared memory for the row's words.
+// The loop of the tile kernels here: output row `row` (of sequence or range `seq` of `offsets`) is
+// the row at row_source(row, seq). Each row's source is found once, by one thread, and kept in
+// shared memory for the row's words.
 template <typename W, typename Source>
 __device__ void move_rows(W *__restrict__ dst, const i64 *__restrict__ offsets, u32 count, u64 total_rows,
                           u64 row_words, u64 tile_rows, Source row_source) {
@@ -20,10 +21,7 @@ __device__ void move_rows(W *__restrict__ dst, const i64 *__restrict__ offsets, 
   for_each_tile(
       dst, offsets, count, total_rows, row_words, tile_rows,
       [&](u32 r, u64 row, u32 seq) { row_src[r] = row_source(row, seq); },
-      [&](u32 r, u64, u64 col) {
-        const W *p = row_src[r];
-        return p ? p[col] : W();
-      });
+      [&](u32 r, u64, u64 col) { return row_src[r][col]; });
 }
 
 template <typename W>
@@ -98,27 +96,39 @@ __device__ void pack_rows(W *__restrict__ dst, const u64 *__restrict__ steps, u6
   LODTENSOR_EXPORT_SYNC(pack_rows_##SUFFIX)
 
 // gather_rows with its index on the device: output row k is row index[k] of src (src_rows rows).
-// An index outside [0, src_rows) is counted in *bad and its row is left as zeros; the host then
-// finds and reports the first such index from its own copy.
+// An index outside [0, src_rows) is counted in *bad (once per row) and its row is left as zeros;
+// the host then finds and reports the first such index from its own copy. No table and no search,
+// so not a tile kernel: for_each_index over the output's words, each finding its row's source
+// from the index (a load shared by the row's words), four words a thread in flight. Zero-width
+// rows are one item each, so their indices are checked too.
 template <typename W, typename I>
 __device__ void gather_by_index(W *__restrict__ dst, const W *__restrict__ src, u64 row_words,
-                                const I *__restrict__ index, u64 rows, u64 src_rows, u32 *bad, u64 tile_rows) {
-  move_rows(dst, (const i64 *)nullptr, 0, rows, row_words, tile_rows, [&](u64 row, u32) -> const W * {
-    const i64 i = (i64)index[row];
-    if (i >= 0 && (u64)i < src_rows) return src + (u64)i * row_words;
-    atomicAdd(bad, 1u);
-    return nullptr;
-  });
+                                const I *__restrict__ index, u64 rows, u64 src_rows, u32 *bad) {
+  const u64 per_row = row_words ? row_words : 1;
+  const u64 n = rows * per_row;
+  for_each_index<W>(
+      n,
+      [&](u64 e) -> W {
+        // 32-bit division where the items allow it (the common case; a u64 one costs far more).
+        const u64 row = n <= 0xffffffffull ? (u64)((u32)e / (u32)per_row) : e / per_row;
+        const u64 col = e - row * per_row;
+        const i64 i = (i64)index[row];
+        if (i >= 0 && (u64)i < src_rows) return row_words ? src[(u64)i * row_words + col] : W();
+        if (col == 0) atomicAdd(bad, 1u);
+        return W();
+      },
+      [&](u64 e, W v) {
+        if (row_words) dst[e] = v;
+      });
 }
 
 #define LODTENSOR_GATHER_BY_INDEX(W, SUFFIX, I, INAME)                                              \
   extern "C" __global__ void gather_by_index_##INAME##_##SUFFIX(W *dst, const W *src, u64 row_words, \
                                                                 const I *index, u64 rows,            \
-                                                                u64 src_rows, u32 *bad,              \
-                                                                u64 tile_rows) {                     \
-    gather_by_index<W, I>(dst, src, row_words, index, rows, src_rows, bad, tile_rows);                \
+                                                                u64 src_rows, u32 *bad) {            \
+    gather_by_index<W, I>(dst, src, row_words, index, rows, src_rows, bad);                          \
   }                                                                                                  \
-  LODTENSOR_EXPORT_SYNC(gather_by_index_##INAME##_##SUFFIX)
+  LODTENSOR_EXPORT(gather_by_index_##INAME##_##SUFFIX)
 
 #define LODTENSOR_GATHER_ALL(W, SUFFIX)         \
   LODTENSOR_GATHER(W, SUFFIX)                   \
