@@ -17,6 +17,7 @@
 # Python's nvidia-cuda-nvrtc package.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/lib.sh
 tarball=${1:-gpu-bundle.tgz}
 [[ -f $tarball ]] || { echo "error: no $tarball; make it with scripts/gpu-bundle.sh" >&2; exit 2; }
 mkdir -p build
@@ -32,23 +33,6 @@ log=$logs/run.log summary=$logs/summary.txt
 export LODTENSOR_REQUIRE_GPU=${LODTENSOR_REQUIRE_GPU:-1} LODTENSOR_POISON_UNINIT=1
 
 note() { printf '%s\n' "$*" | tee -a "$summary"; }
-
-# The folder of the first libnvrtc.so.13 found, or nothing.
-find_nvrtc() {
-  local dirs=() lib
-  if [[ -n ${LODTENSOR_NVRTC_DIR:-} ]]; then
-    echo "$LODTENSOR_NVRTC_DIR"
-    return
-  fi
-  lib=$(ldconfig -p 2>/dev/null | awk '/libnvrtc\.so\.13/ { print $NF; exit }')
-  [[ -n $lib ]] && { dirname "$lib"; return; }
-  dirs=(/usr/local/cuda*/lib64 /usr/local/cuda*/targets/x86_64-linux/lib)
-  if command -v python3 >/dev/null 2>&1; then
-    while IFS= read -r d; do dirs+=("$d/nvidia"); done < <(python3 -c 'import site; print("\n".join(site.getsitepackages()))' 2>/dev/null)
-  fi
-  lib=$(find -L "${dirs[@]}" -name 'libnvrtc.so.13*' -print -quit 2>/dev/null)
-  [[ -n $lib ]] && dirname "$lib"
-}
 
 note "bundle: $tarball ($feature), $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -m)"
 if [[ $feature == cuda ]]; then

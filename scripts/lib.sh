@@ -68,3 +68,22 @@ ensure_nvrtc() {
   fi
   dirname "$lib"
 }
+
+# find_nvrtc: the folder of the first libnvrtc.so.13 found (LODTENSOR_NVRTC_DIR, the loader's
+# cache, the CUDA toolkit, Python's nvidia-cuda-nvrtc package), or nothing. For the GPU machine,
+# where nothing is installed.
+find_nvrtc() {
+  local dirs=() lib
+  if [[ -n ${LODTENSOR_NVRTC_DIR:-} ]]; then
+    echo "$LODTENSOR_NVRTC_DIR"
+    return
+  fi
+  lib=$(ldconfig -p 2>/dev/null | awk '/libnvrtc\.so\.13/ { print $NF; exit }')
+  [[ -n $lib ]] && { dirname "$lib"; return; }
+  dirs=(/usr/local/cuda*/lib64 /usr/local/cuda*/targets/x86_64-linux/lib)
+  if command -v python3 >/dev/null 2>&1; then
+    while IFS= read -r d; do dirs+=("$d/nvidia"); done < <(python3 -c 'import site; print("\n".join(site.getsitepackages()))' 2>/dev/null)
+  fi
+  lib=$(find -L "${dirs[@]}" -name 'libnvrtc.so.13*' -print -quit 2>/dev/null)
+  [[ -n $lib ]] && dirname "$lib"
+}
