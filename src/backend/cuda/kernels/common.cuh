@@ -207,12 +207,12 @@ __device__ __forceinline__ void lt_from_bits(bf16_t *p, u64 b) { p->bits = (u16)
 __device__ __forceinline__ void lt_from_bits(float *p, u64 b) { *p = __uint_as_float((u32)b); }
 __device__ __forceinline__ void lt_from_bits(double *p, u64 b) { *p = __longlong_as_double((i64)b); }
 
-// ---- Grid-stride loops with reads in flight: the elementwise kernels (cast, pad). Each block
-// takes chunks of STRIDE_UNROLL * blockDim.x consecutive items; a thread loads its STRIDE_UNROLL
-// items of a chunk (consecutive threads on consecutive items) before it stores any. With one item
-// at a time a thread waits a whole memory round trip per item, and the threads a GPU holds cannot
-// keep enough reads in flight to reach its bandwidth. launch.rs's STRIDE_UNROLL is the same number
-// and sizes the grid to match.
+// ---- Grid-stride loops with reads in flight (cast, sequence_pad, gather_rows by an index). Each
+// block takes chunks of STRIDE_UNROLL * blockDim.x consecutive items; a thread loads its
+// STRIDE_UNROLL items of a chunk (consecutive threads on consecutive items) before it stores any.
+// With one item at a time a thread waits a whole memory round trip per item, and the threads a GPU
+// holds cannot keep enough reads in flight to reach its bandwidth. launch.rs's STRIDE_UNROLL is
+// the same number and sizes the grid to match.
 #define STRIDE_UNROLL 4
 
 // store(i, load(i)) for every i in [0, n), load(i) returning a V.
