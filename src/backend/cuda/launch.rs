@@ -132,7 +132,7 @@ pub(crate) fn launch_unrolled(
     items: u64,
     args: Args,
 ) -> Result<()> {
-    launch(d, file, function, [blocks_for(items.div_ceil(STRIDE_UNROLL)), 1, 1], [BLOCK, 1, 1], args)
+    launch_1d(d, file, function, items.div_ceil(STRIDE_UNROLL), args)
 }
 
 /// Output elements per tile of the tile kernels (`for_each_tile`, common.cuh): 32 per thread of a
