@@ -5,12 +5,15 @@
 
 use crate::error::{ensure, err, Result};
 use std::ops::Range;
+use std::sync::Arc;
 
 /// A LoD in relative-offset form that passes [`check_lod`] (without a height). Whether it matches a
-/// tensor's row count is checked where the two meet, in `LoDTensor`.
+/// tensor's row count is checked where the two meet, in `LoDTensor`, against the last offset only:
+/// the rest was checked when the LoD was made. Clones share the offsets (a LoD is never changed in
+/// place), so an op whose output keeps its input's LoD costs nothing per sequence for it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Lod {
-    levels: Vec<Vec<usize>>,
+    levels: Arc<Vec<Vec<usize>>>,
 }
 
 /// Validates a relative-offset LoD with the rules of Paddle's `CheckLoD`, in its order:
@@ -28,15 +31,8 @@ pub fn check_lod(levels: &[Vec<usize>], height: Option<usize>) -> Result<()> {
     for (k, level) in levels.iter().enumerate() {
         check_level_shape(k, level, if k == 0 { 2 } else { 1 })?;
     }
-    if let (Some(height), Some(last)) = (height, levels.last()) {
-        let end = *last.last().expect("checked above");
-        ensure!(
-            end == height,
-            InvalidLod,
-            "LoD level {} (the last) ends at offset {end}, but the tensor has {height} rows; \
-             the last level must end at the row count",
-            levels.len() - 1
-        );
+    if let Some(height) = height {
+        check_height(levels, height)?;
     }
     for k in 0..levels.len().saturating_sub(1) {
         let end = *levels[k].last().expect("checked above");
@@ -49,6 +45,21 @@ pub fn check_lod(levels: &[Vec<usize>], height: Option<usize>) -> Result<()> {
             k + 1
         );
     }
+    Ok(())
+}
+
+/// The rule of `check_lod` that ties a LoD to a tensor: the last level (non-empty levels, if any)
+/// ends at `height`.
+fn check_height(levels: &[Vec<usize>], height: usize) -> Result<()> {
+    let Some(last) = levels.last() else { return Ok(()) };
+    let end = *last.last().expect("checked by the caller");
+    ensure!(
+        end == height,
+        InvalidLod,
+        "LoD level {} (the last) ends at offset {end}, but the tensor has {height} rows; \
+         the last level must end at the row count",
+        levels.len() - 1
+    );
     Ok(())
 }
 
@@ -179,7 +190,7 @@ impl Lod {
     /// A LoD from relative offsets, validated with [`check_lod`].
     pub fn from_offsets(levels: Vec<Vec<usize>>) -> Result<Lod> {
         check_lod(&levels, None)?;
-        Ok(Lod { levels })
+        Ok(Lod { levels: Arc::new(levels) })
     }
 
     /// A LoD from lengths (`recursive_sequence_lengths`), converted to offsets and validated.
@@ -191,8 +202,15 @@ impl Lod {
         &self.levels
     }
 
+    /// The offsets, level by level (a copy where another clone still shares them).
     pub fn into_levels(self) -> Vec<Vec<usize>> {
-        self.levels
+        Arc::unwrap_or_clone(self.levels)
+    }
+
+    /// Whether this LoD fits a tensor of `rows` rows: its last level ends at `rows` (the one rule
+    /// of `check_lod` that involves the tensor; a `Lod` passed the others when it was made).
+    pub fn check_rows(&self, rows: usize) -> Result<()> {
+        check_height(&self.levels, rows)
     }
 
     pub fn num_levels(&self) -> usize {
@@ -245,7 +263,7 @@ impl Lod {
 
     /// Every level as absolute row offsets (Paddle's `ToAbsOffset`).
     pub fn abs_offsets(&self) -> Vec<Vec<usize>> {
-        let mut abs = self.levels.clone();
+        let mut abs = self.levels.to_vec();
         for k in (0..abs.len().saturating_sub(1)).rev() {
             let (upper, lower) = abs.split_at_mut(k + 1);
             for offset in upper[k].iter_mut() {
@@ -282,7 +300,7 @@ impl Lod {
             levels.push(part.iter().map(|&o| o - part[0]).collect());
             (first, last) = (part[0], part[part.len() - 1]);
         }
-        Ok(Lod { levels })
+        Ok(Lod { levels: Arc::new(levels) })
     }
 
     /// Lengths of levels `start_level..` for sequences `[start, end)` of `start_level`, and their
@@ -331,5 +349,34 @@ mod tests {
         assert!(lod.sequence_rows(3, 0).is_err());
         assert!(matches!(lod.sequence_rows(0, usize::MAX), Err(crate::Error::OutOfRange(_))));
         assert!(matches!(lod.element(2, usize::MAX), Err(crate::Error::OutOfRange(_))));
+    }
+
+    /// Clones share the offsets (an op that keeps its input's LoD must not copy millions of
+    /// offsets); taking the levels out copies them only while another clone shares them.
+    #[test]
+    fn clones_share_offsets() {
+        let lod = Lod::from_lengths(&[vec![2, 0, 3], vec![1; 5]]).unwrap();
+        let copy = lod.clone();
+        assert!(std::ptr::eq(lod.levels(), copy.levels()), "a clone copied the offsets");
+        let first = lod.level(1).unwrap().as_ptr();
+        let taken = lod.into_levels();
+        assert_eq!(taken, copy.levels(), "the levels taken out of a shared LoD differ");
+        assert_ne!(taken[1].as_ptr(), first, "the levels were taken from under a clone");
+        let last = copy.level(1).unwrap().as_ptr();
+        assert_eq!(copy.into_levels()[1].as_ptr(), last, "the last owner's levels were copied");
+    }
+
+    /// Pairing with a tensor checks only the last offset, with `check_lod`'s message.
+    #[test]
+    fn check_rows_is_check_lods_height_rule() {
+        let lod = Lod::from_offsets(vec![vec![0, 1, 2], vec![0, 3, 5]]).unwrap();
+        assert!(lod.check_rows(5).is_ok());
+        for rows in [0, 4, 6] {
+            let got = lod.check_rows(rows).unwrap_err().to_string();
+            let want = check_lod(lod.levels(), Some(rows)).unwrap_err().to_string();
+            assert_eq!(got, want);
+            assert!(got.contains(&format!("the tensor has {rows} rows")), "{got}");
+        }
+        assert!(Lod::empty().check_rows(7).is_ok());
     }
 }

@@ -21,7 +21,7 @@ pub fn check_lod_for_dims(dims: &Dim, lod: &Lod) -> Result<()> {
         return Ok(());
     }
     let rows = dims.rows().ok_or_else(|| err!(InvalidLod, "lod: a 0-d tensor cannot carry a LoD"))?;
-    check_lod(lod.levels(), Some(rows))
+    lod.check_rows(rows)
 }
 
 fn check_against(tensor: &Tensor, lod: &Lod) -> Result<()> {
