@@ -4,16 +4,78 @@
 //! level below, so empty sequences are representable at every level.
 
 use crate::error::{ensure, err, Result};
+use crate::memory::Allocation;
+use crate::place::Place;
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// A LoD in relative-offset form that passes [`check_lod`] (without a height). Whether it matches a
 /// tensor's row count is checked where the two meet, in `LoDTensor`, against the last offset only:
 /// the rest was checked when the LoD was made. Clones share the offsets (a LoD is never changed in
-/// place), so an op whose output keeps its input's LoD costs nothing per sequence for it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// place), so an op whose output keeps its input's LoD costs nothing per sequence for it; they
+/// share the copies of levels that ops made at other places too (a level's device copy, made at
+/// its first use on a device, serves every later op there; it is freed with the last clone).
+#[derive(Clone, Default)]
 pub struct Lod {
-    levels: Arc<Vec<Vec<usize>>>,
+    shared: Arc<Shared>,
+}
+
+#[derive(Default)]
+struct Shared {
+    levels: Vec<Vec<usize>>,
+    copies: Mutex<Vec<LevelCopy>>,
+}
+
+/// A level's offsets as an op placed them elsewhere (the same bytes: offsets as 8-byte integers).
+struct LevelCopy {
+    place: Place,
+    level: usize,
+    offsets: Arc<Allocation>,
+}
+
+impl PartialEq for Lod {
+    fn eq(&self, other: &Lod) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared) || self.shared.levels == other.shared.levels
+    }
+}
+
+impl Eq for Lod {}
+
+impl std::fmt::Debug for Lod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lod").field("levels", &self.shared.levels).finish()
+    }
+}
+
+/// One level of a LoD: its offsets, and the copies of them that the LoD keeps at other places.
+#[derive(Clone, Copy)]
+pub struct LodLevel<'a> {
+    lod: &'a Lod,
+    level: usize,
+}
+
+impl<'a> LodLevel<'a> {
+    /// The level's offsets.
+    pub fn offsets(&self) -> &'a [usize] {
+        &self.lod.shared.levels[self.level]
+    }
+
+    /// The level's offsets at `place`, made there by `make` at the first request and shared by
+    /// every clone of the LoD from then on (the offsets never change, so neither does the copy).
+    #[cfg_attr(not(any(feature = "cuda", feature = "cuda-emulator")), allow(dead_code))]
+    pub(crate) fn copy_at(
+        &self,
+        place: Place,
+        make: impl FnOnce(&[usize]) -> Result<Arc<Allocation>>,
+    ) -> Result<Arc<Allocation>> {
+        let mut copies = self.lod.shared.copies.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = copies.iter().find(|c| c.place == place && c.level == self.level) {
+            return Ok(c.offsets.clone());
+        }
+        let offsets = make(self.offsets())?;
+        copies.push(LevelCopy { place, level: self.level, offsets: offsets.clone() });
+        Ok(offsets)
+    }
 }
 
 /// Validates a relative-offset LoD with the rules of Paddle's `CheckLoD`, in its order:
@@ -190,7 +252,7 @@ impl Lod {
     /// A LoD from relative offsets, validated with [`check_lod`].
     pub fn from_offsets(levels: Vec<Vec<usize>>) -> Result<Lod> {
         check_lod(&levels, None)?;
-        Ok(Lod { levels: Arc::new(levels) })
+        Ok(Lod::valid(levels))
     }
 
     /// A LoD from lengths (`recursive_sequence_lengths`), converted to offsets and validated.
@@ -198,34 +260,45 @@ impl Lod {
         Lod::from_offsets(lengths_to_offsets(lengths)?)
     }
 
+    /// A LoD from levels that pass `check_lod` (the callers' construction guarantees it).
+    fn valid(levels: Vec<Vec<usize>>) -> Lod {
+        Lod { shared: Arc::new(Shared { levels, copies: Mutex::default() }) }
+    }
+
     pub fn levels(&self) -> &[Vec<usize>] {
-        &self.levels
+        &self.shared.levels
     }
 
     /// The offsets, level by level (a copy where another clone still shares them).
     pub fn into_levels(self) -> Vec<Vec<usize>> {
-        Arc::unwrap_or_clone(self.levels)
+        Arc::try_unwrap(self.shared).map_or_else(|shared| shared.levels.clone(), |own| own.levels)
     }
 
     /// Whether this LoD fits a tensor of `rows` rows: its last level ends at `rows` (the one rule
     /// of `check_lod` that involves the tensor; a `Lod` passed the others when it was made).
     pub fn check_rows(&self, rows: usize) -> Result<()> {
-        check_height(&self.levels, rows)
+        check_height(&self.shared.levels, rows)
     }
 
     pub fn num_levels(&self) -> usize {
-        self.levels.len()
+        self.shared.levels.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.levels.is_empty()
+        self.shared.levels.is_empty()
     }
 
     /// The offsets of `level`.
     pub fn level(&self, level: usize) -> Result<&[usize]> {
-        self.levels.get(level).map(Vec::as_slice).ok_or_else(|| {
-            err!(OutOfRange, "level: {level} is out of range; the LoD has {} level(s)", self.levels.len())
+        self.shared.levels.get(level).map(Vec::as_slice).ok_or_else(|| {
+            err!(OutOfRange, "level: {level} is out of range; the LoD has {} level(s)", self.shared.levels.len())
         })
+    }
+
+    /// Level `level`, with its copies at other places (see [`LodLevel`]).
+    pub fn lod_level(&self, level: usize) -> Result<LodLevel<'_>> {
+        self.level(level)?;
+        Ok(LodLevel { lod: self, level })
     }
 
     /// Number of sequences at `level` (Paddle's `NumElements`).
@@ -248,7 +321,7 @@ impl Lod {
 
     /// The lengths form (`recursive_sequence_lengths`).
     pub fn lengths(&self) -> Vec<Vec<usize>> {
-        self.levels.iter().map(|l| l.windows(2).map(|w| w[1] - w[0]).collect()).collect()
+        self.shared.levels.iter().map(|l| l.windows(2).map(|w| w[1] - w[0]).collect()).collect()
     }
 
     /// Lengths of one level.
@@ -258,12 +331,12 @@ impl Lod {
 
     /// The row count this LoD describes (the last offset of the last level), if it has levels.
     pub fn rows(&self) -> Option<usize> {
-        self.levels.last().map(|l| *l.last().expect("valid LoD levels are non-empty"))
+        self.shared.levels.last().map(|l| *l.last().expect("valid LoD levels are non-empty"))
     }
 
     /// Every level as absolute row offsets (Paddle's `ToAbsOffset`).
     pub fn abs_offsets(&self) -> Vec<Vec<usize>> {
-        let mut abs = self.levels.to_vec();
+        let mut abs = self.shared.levels.to_vec();
         for k in (0..abs.len().saturating_sub(1)).rev() {
             let (upper, lower) = abs.split_at_mut(k + 1);
             for offset in upper[k].iter_mut() {
@@ -276,7 +349,7 @@ impl Lod {
     /// Absolute rows of sequence `index` at `level`, found by walking down the levels.
     pub fn sequence_rows(&self, level: usize, index: usize) -> Result<Range<usize>> {
         let (mut start, mut end) = self.element(level, index)?;
-        for lower in &self.levels[level + 1..] {
+        for lower in &self.shared.levels[level + 1..] {
             (start, end) = (lower[start], lower[end]);
         }
         Ok(start..end)
@@ -294,13 +367,13 @@ impl Lod {
             top.len() - 1
         );
         let (mut first, mut last) = (begin, end);
-        let mut levels = Vec::with_capacity(self.levels.len() - level);
-        for offsets in &self.levels[level..] {
+        let mut levels = Vec::with_capacity(self.shared.levels.len() - level);
+        for offsets in &self.shared.levels[level..] {
             let part = &offsets[first..=last];
             levels.push(part.iter().map(|&o| o - part[0]).collect());
             (first, last) = (part[0], part[part.len() - 1]);
         }
-        Ok(Lod { levels: Arc::new(levels) })
+        Ok(Lod::valid(levels))
     }
 
     /// Lengths of levels `start_level..` for sequences `[start, end)` of `start_level`, and their
@@ -313,14 +386,14 @@ impl Lod {
         start_level: usize,
     ) -> Result<(Vec<Vec<usize>>, Range<usize>)> {
         ensure!(
-            start_level <= self.levels.len(),
+            start_level <= self.shared.levels.len(),
             OutOfRange,
             "start_level: {start_level} is out of range; the LoD has {} level(s)",
-            self.levels.len()
+            self.shared.levels.len()
         );
         let (mut start, mut end) = (start, end);
-        let mut lengths = Vec::with_capacity(self.levels.len() - start_level);
-        for (level, offsets) in self.levels.iter().enumerate().skip(start_level) {
+        let mut lengths = Vec::with_capacity(self.shared.levels.len() - start_level);
+        for (level, offsets) in self.shared.levels.iter().enumerate().skip(start_level) {
             ensure!(start <= end, OutOfRange, "start: {start} is greater than end {end} at level {level}");
             ensure!(
                 end < offsets.len(),

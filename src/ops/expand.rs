@@ -118,8 +118,12 @@ pub fn sequence_expand_as(x: &LoDTensor, y: &LoDTensor) -> Result<LoDTensor> {
     place.ensure_usable()?;
     let rows = l[l.len() - 1];
     if let Place::Cuda(_) = place {
-        let tensor =
-            crate::backend::cuda::repeat_rows(x.tensor(), x.tensor().row_bytes(), l, x.dims().with_rows(rows)?)?;
+        let tensor = crate::backend::cuda::repeat_rows(
+            x.tensor(),
+            x.tensor().row_bytes(),
+            y.lod().lod_level(0)?,
+            x.dims().with_rows(rows)?,
+        )?;
         return LoDTensor::new(tensor, y.lod().clone());
     }
     let mut tensor = Tensor::uninit(x.tensor().dtype(), x.dims().with_rows(rows)?)?;

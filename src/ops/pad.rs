@@ -93,7 +93,7 @@ pub fn sequence_pad(x: &LoDTensor, pad_value: &LoDTensor, padded_length: i64) ->
             (out, Tensor::from_slice(&length, &[sequences])?)
         }
         // The lengths are made on the device, from the offsets the slots' launch uploads.
-        Place::Cuda(_) => cuda::pad_sequences(xt, xt.row_bytes(), offsets, padded, pt, dims)?,
+        Place::Cuda(_) => cuda::pad_sequences(xt, xt.row_bytes(), x.lod().lod_level(0)?, padded, pt, dims)?,
     };
     Ok((LoDTensor::dense(out), LoDTensor::dense(length)))
 }

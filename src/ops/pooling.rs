@@ -96,6 +96,7 @@ pub fn sequence_pool(x: &LoDTensor, pool: PoolType, pad_value: f64) -> Result<Po
             out
         }
         Place::Cuda(_) => {
+            let offsets = x.lod().lod_level(levels - 1)?;
             // The pad element is rounded on the host, as the CPU kernel rounds it.
             let pad =
                 dispatch_dtype!(xt.dtype(), "x", [F32, F64, F16, BF16], |T| Ok(element_bits(T::from_f64(pad_value))))?;

@@ -60,7 +60,8 @@ pub fn sequence_softmax(x: &LoDTensor) -> Result<LoDTensor> {
         crate::place::Place::Cuda(_) => {
             // The CPU path's dtype check, with its message.
             dispatch_dtype!(x.tensor().dtype(), "x", [F16, BF16, F32, F64], |T| Ok(()))?;
-            crate::backend::cuda::softmax_segments(x.tensor(), crate::backend::cuda::Segments::Bounds(offsets), false)?
+            let level = x.lod().lod_level(x.lod().num_levels() - 1)?;
+            crate::backend::cuda::softmax_segments(x.tensor(), crate::backend::cuda::Segments::Bounds(level), false)?
         }
     };
     LoDTensor::new(out, x.lod().clone())
@@ -185,7 +186,7 @@ pub fn sequence_reverse(x: &LoDTensor) -> Result<LoDTensor> {
             kernels::reverse_rows(t.bytes()?, t.row_bytes(), lod, out.bytes_mut()?)?;
             out
         }
-        Place::Cuda(_) => cuda::sequence_reverse_rows(t, lod)?,
+        Place::Cuda(_) => cuda::sequence_reverse_rows(t, x.lod().lod_level(0)?)?,
     };
     LoDTensor::new(out, x.lod().clone())
 }
@@ -272,7 +273,10 @@ pub fn sequence_enumerate(x: &LoDTensor, win_size: i64, pad_value: i64) -> Resul
                 kernels::enumerate(t.as_slice::<T>()?, offsets, win, pad, out.as_mut_slice::<T>()?)?;
                 Ok(out)
             }
-            Place::Cuda(_) => cuda::sequence_enumerate(t, offsets, win, pad_value),
+            Place::Cuda(_) => {
+                let level = x.lod().lod_level(x.lod().num_levels() - 1)?;
+                cuda::sequence_enumerate(t, level, win, pad_value)
+            }
         }
     })?;
     LoDTensor::new(out, x.lod().clone())
@@ -467,7 +471,8 @@ pub fn sequence_conv(
     };
     if let Place::Cuda(_) = place {
         dispatch_dtype!(dtype, "x", [F32, F64], |T| Ok(()))?;
-        let out = cuda::sequence_conv(x.tensor(), offsets, filter.tensor(), padding.map(|p| p.tensor()), &shape)?;
+        let level = x.lod().lod_level(0)?;
+        let out = cuda::sequence_conv(x.tensor(), level, filter.tensor(), padding.map(|p| p.tensor()), &shape)?;
         return LoDTensor::new(out, x.lod().clone());
     }
     let mut out = Tensor::zeros(dtype, Dim::new(&[xd[0], fd[1]])?)?;

@@ -3,29 +3,30 @@
 
 use super::device::new_tensor;
 use super::launch::{launch_1d, launch_unrolled, Args};
-use super::seq_common::{device_of, upload_offsets, word_for};
+use super::seq_common::{device_of, level_on, word_for};
 use crate::dim::Dim;
 use crate::dtype::DType;
 use crate::error::{ensure, Result};
+use crate::lod::LodLevel;
 use crate::tensor::Tensor;
 
 /// A new device tensor of `dims` (`[sequences, padded, step...]`, `x`'s dtype) whose slot `i`
-/// holds rows `offsets[i]..offsets[i+1]` of `x` (rows of `row_bytes`), then copies of the pad row
-/// up to `padded` rows; and the sequences' lengths, int64 `[sequences]`, made on the device from
-/// the same upload of the offsets. `pad` is on `x`'s device with one element or one row of
+/// holds rows `offsets[i]..offsets[i+1]` of `x` (rows of `row_bytes`; the offsets of `level`),
+/// then copies of the pad row up to `padded` rows; and the sequences' lengths, int64
+/// `[sequences]`, made on the device from the same device copy of the offsets. `pad` is on `x`'s device with one element or one row of
 /// `row_bytes`. The caller has checked the offsets against `x` and that no sequence is longer than
 /// `padded`.
 pub fn pad_sequences(
     x: &Tensor,
     row_bytes: usize,
-    offsets: &[usize],
+    level: LodLevel,
     padded: usize,
     pad: &Tensor,
     dims: Dim,
 ) -> Result<(Tensor, Tensor)> {
     let d = device_of(x, "sequence_pad")?;
     let mut out = new_tensor(&d, x.dtype(), dims)?;
-    let sequences = offsets.len().saturating_sub(1);
+    let sequences = level.offsets().len().saturating_sub(1);
     let mut lengths = new_tensor(&d, DType::I64, Dim::new(&[sequences])?)?;
     ensure!(
         sequences * padded * row_bytes == out.nbytes(),
@@ -50,7 +51,7 @@ pub fn pad_sequences(
         row = r;
         &row
     };
-    let offsets = upload_offsets(&d, offsets)?;
+    let offsets = level_on(&d, level)?;
     let word = word_for(row_bytes, [x.as_ptr() as u64, out.as_mut_ptr() as u64, pad_row.as_ptr() as u64]);
     let row_words = (row_bytes / word) as u64;
     let total = (sequences * padded) as u64 * row_words;

@@ -4,18 +4,19 @@
 use super::device::new_tensor;
 use super::launch::{launch_1d, Args};
 use super::seq_args::SumDivisor;
-use super::seq_common::{device_of, float_suffix, upload_offsets};
+use super::seq_common::{device_of, float_suffix, level_on};
 use crate::dim::Dim;
 use crate::dtype::DType;
 use crate::error::Result;
+use crate::lod::LodLevel;
 use crate::tensor::Tensor;
 
-/// Runs `kernel` over the outputs of `dims` (one per sequence of `offsets` and column of `width`)
+/// Runs `kernel` over the outputs of `dims` (one per sequence of `level` and column of `width`)
 /// with `extra` arguments after the common ones; `index` also gets an int32 tensor of `dims`.
 fn run(
     x: &Tensor,
     width: usize,
-    offsets: &[usize],
+    level: LodLevel,
     dims: Dim,
     kernel: &str,
     index: bool,
@@ -24,11 +25,11 @@ fn run(
     let d = device_of(x, "sequence_pool")?;
     let mut out = new_tensor(&d, x.dtype(), dims)?;
     let mut idx = if index { Some(new_tensor(&d, DType::I32, dims)?) } else { None };
-    let total = ((offsets.len() - 1) * width) as u64;
+    let total = ((level.offsets().len() - 1) * width) as u64;
     if total == 0 {
         return Ok((out, idx));
     }
-    let offsets = upload_offsets(&d, offsets)?;
+    let offsets = level_on(&d, level)?;
     let mut args = Args::new().ptr(x).arg(out.as_mut_ptr() as u64);
     if let Some(i) = idx.as_mut() {
         args = args.arg(i.as_mut_ptr() as u64);
@@ -44,7 +45,7 @@ fn run(
 pub fn pool_sum(
     x: &Tensor,
     width: usize,
-    offsets: &[usize],
+    offsets: LodLevel,
     divisor: SumDivisor,
     pad: u64,
     dims: Dim,
@@ -58,7 +59,7 @@ pub fn pool_sum(
 pub fn pool_extreme(
     x: &Tensor,
     width: usize,
-    offsets: &[usize],
+    offsets: LodLevel,
     max: bool,
     pad: u64,
     dims: Dim,
@@ -69,7 +70,7 @@ pub fn pool_extreme(
 }
 
 /// The last (`last`) or first row of each sequence; `pad` in every column for an empty one.
-pub fn pool_select(x: &Tensor, width: usize, offsets: &[usize], last: bool, pad: u64, dims: Dim) -> Result<Tensor> {
+pub fn pool_select(x: &Tensor, width: usize, offsets: LodLevel, last: bool, pad: u64, dims: Dim) -> Result<Tensor> {
     let kernel = format!("pool_select_{}", x.dtype().size());
     Ok(run(x, width, offsets, dims, &kernel, false, |a| a.arg(last as i32).arg(pad))?.0)
 }

@@ -3,10 +3,11 @@
 
 use super::device::{copy_to_host, device, new_tensor, Device};
 use super::launch::{launch_tiles, launch_unrolled, upload, Args};
-use super::seq_common::{count_u32, device_of, upload_offsets, word_for};
+use super::seq_common::{count_u32, device_of, level_on, upload_offsets, word_for};
 use crate::dim::Dim;
 use crate::dtype::DType;
 use crate::error::{ensure, err, Result};
+use crate::lod::LodLevel;
 use crate::place::Place;
 use crate::tensor::Tensor;
 use std::ops::Range;
@@ -28,12 +29,13 @@ pub fn gather_row_ranges(src: &Tensor, row_bytes: usize, ranges: &[Range<usize>]
 }
 
 /// sequence_expand_as on the device: a new tensor of `dims` whose rows `[offsets[k],
-/// offsets[k+1])` are each row k of `src` (rows of `row_bytes` bytes; `offsets` has one more
-/// entry than `src` has rows, and its last is the rows of `dims`). One launch; the table uploaded
-/// is `offsets`, not a range per output row.
-pub fn repeat_rows(src: &Tensor, row_bytes: usize, offsets: &[usize], dims: Dim) -> Result<Tensor> {
+/// offsets[k+1])` are each row k of `src` (rows of `row_bytes` bytes; `level`'s offsets have one
+/// more entry than `src` has rows, and their last is the rows of `dims`). One launch; its table is
+/// the level's device copy, not a range per output row.
+pub fn repeat_rows(src: &Tensor, row_bytes: usize, level: LodLevel, dims: Dim) -> Result<Tensor> {
     let d = device_of(src, "sequence_expand_as")?;
     let mut out = new_tensor(&d, src.dtype(), dims)?;
+    let offsets = level.offsets();
     let rows = *offsets.last().expect("a LoD level");
     if out.nbytes() == 0 {
         return Ok(out);
@@ -42,7 +44,7 @@ pub fn repeat_rows(src: &Tensor, row_bytes: usize, offsets: &[usize], dims: Dim)
     let dst = out.as_mut_ptr() as u64;
     let word = word_for(row_bytes, [src.as_ptr() as u64, dst]);
     let row_words = (row_bytes / word) as u64;
-    let table = upload_offsets(&d, offsets)?;
+    let table = level_on(&d, level)?;
     let args = Args::new().arg(dst).ptr(src).arg(row_words).buf(&table).arg(count).arg(rows as u64);
     launch_tiles(&d, "rows.cu", &format!("repeat_rows_{word}"), rows as u64, row_words, args)?;
     Ok(out)

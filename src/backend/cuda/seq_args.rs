@@ -2,6 +2,7 @@
 //! (the stand-ins of a build without CUDA take them too).
 
 use crate::dtype::Element;
+use crate::lod::LodLevel;
 
 /// How a pooled sum is divided: by 1, by the sequence's length, by its square root.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -13,8 +14,8 @@ pub enum SumDivisor {
 
 /// Where the segments of a softmax lie in the flat elements.
 pub enum Segments<'a> {
-    /// `[bounds[i], bounds[i+1])`, element offsets.
-    Bounds(&'a [usize]),
+    /// `[bounds[i], bounds[i+1])`: a LoD level whose offsets count elements.
+    Bounds(LodLevel<'a>),
     /// `[i * width, (i + 1) * width)` for `rows` rows.
     Rows { rows: usize, width: usize },
 }

@@ -5,6 +5,7 @@ use super::device::{device, Device};
 use super::launch::upload;
 use crate::dtype::DType;
 use crate::error::{err, Result};
+use crate::lod::LodLevel;
 use crate::memory::Allocation;
 use crate::place::Place;
 use crate::tensor::Tensor;
@@ -65,6 +66,12 @@ pub(crate) fn upload_offsets(d: &Arc<Device>, offsets: &[usize]) -> Result<Arc<A
     upload(d, table)
 }
 
+/// A LoD level's offsets on `d`, as `upload_offsets` places them: the copy the LoD keeps there,
+/// uploaded at the level's first use on `d` (so ops in a row on one batch upload it once).
+pub(crate) fn level_on(d: &Arc<Device>, level: LodLevel) -> Result<Arc<Allocation>> {
+    level.copy_at(Place::Cuda(d.ordinal), |offsets| upload_offsets(d, offsets))
+}
+
 /// The widest word (16, 8, 4, 2 or 1 bytes) dividing `row_bytes` and every address: the unit in
 /// which the row-movement kernels copy.
 pub(crate) fn word_for(row_bytes: usize, addrs: impl IntoIterator<Item = u64> + Clone) -> usize {
@@ -72,4 +79,99 @@ pub(crate) fn word_for(row_bytes: usize, addrs: impl IntoIterator<Item = u64> + 
         .into_iter()
         .find(|&w| row_bytes.is_multiple_of(w) && addrs.clone().into_iter().all(|a| a % w as u64 == 0))
         .expect("1 divides everything")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dim::Dim;
+    use crate::lod::Lod;
+    use crate::ops::{
+        cast, sequence_conv, sequence_enumerate, sequence_expand_as, sequence_pad, sequence_pool, sequence_reverse,
+        sequence_softmax, to_place, PoolType,
+    };
+    use crate::LoDTensor;
+
+    /// Every op that reads a LoD level on the device reads the copy the LoD keeps there: with a
+    /// copy planted that holds another partition of the same rows, each op's result is the CPU's
+    /// for that partition (with the level uploaded per call it would be the CPU's for the LoD's
+    /// own offsets). On a second device, which has no copy yet, the ops upload the level and then
+    /// keep it.
+    #[test]
+    fn ops_read_the_lods_device_copy() {
+        let devices = match super::super::device::device_count() {
+            Ok(n) => n,
+            Err(e) => {
+                assert!(std::env::var("LODTENSOR_REQUIRE_GPU").map_or(true, |v| v != "1"), "no CUDA device: {e}");
+                eprintln!("skipped: no usable CUDA device ({e})");
+                return;
+            }
+        };
+        let (own, planted) = (vec![0usize, 2, 2, 5], vec![0usize, 1, 4, 5]);
+        let data: Vec<f32> = (0..20).map(|i| (i as f32 * 0.37).sin()).collect();
+        let host = |offsets: &[usize], width: usize| {
+            let t = Tensor::from_slice(&data[..5 * width], &[5, width]).unwrap();
+            LoDTensor::new(t, Lod::from_offsets(vec![offsets.to_vec()]).unwrap()).unwrap()
+        };
+        let ids = |x: &LoDTensor| cast(x, DType::I64).unwrap();
+        let filter = LoDTensor::dense(Tensor::from_slice(&data[..9 * 2], &[9, 2]).unwrap());
+        let pad = LoDTensor::dense(Tensor::from_slice(&[-1.0f32], &[1]).unwrap());
+        let expand_x = LoDTensor::dense(Tensor::from_slice(&data[..6], &[3, 2]).unwrap());
+        // Each op on a LoDTensor with the LoD under test (x: 5 rows of 3, column: 5 rows of 1).
+        type Op<'a> = Box<dyn Fn(&LoDTensor, &LoDTensor, Place) -> LoDTensor + 'a>;
+        let ops: Vec<(&str, Op)> = vec![
+            ("sequence_reverse", Box::new(|x, _, _| sequence_reverse(x).unwrap())),
+            ("sequence_pool", Box::new(|x, _, _| sequence_pool(x, PoolType::Sum, 0.0).unwrap().out)),
+            ("sequence_pool max", Box::new(|x, _, _| sequence_pool(x, PoolType::Max, 0.0).unwrap().out)),
+            ("sequence_pad", Box::new(|x, _, p| sequence_pad(x, &to_place(&pad, p).unwrap(), 3).unwrap().0)),
+            ("sequence_softmax", Box::new(|_, c, _| sequence_softmax(c).unwrap())),
+            ("sequence_enumerate", Box::new(|_, c, _| sequence_enumerate(&ids(c), 2, 7).unwrap())),
+            (
+                "sequence_conv",
+                Box::new(|x, _, p| sequence_conv(x, &to_place(&filter, p).unwrap(), None, 3, -1, 1, false).unwrap()),
+            ),
+            (
+                "sequence_expand_as",
+                Box::new(|_, c, p| sequence_expand_as(&to_place(&expand_x, p).unwrap(), c).unwrap()),
+            ),
+        ];
+        let values = |t: &LoDTensor| -> Vec<f64> {
+            let t = to_place(t, Place::Cpu).unwrap();
+            match t.tensor().dtype() {
+                DType::I64 => t.tensor().as_slice::<i64>().unwrap().iter().map(|&v| v as f64).collect(),
+                _ => t.tensor().as_slice::<f32>().unwrap().iter().map(|&v| v as f64).collect(),
+            }
+        };
+        let close = |a: &[f64], b: &[f64]| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-5);
+        for (name, op) in &ops {
+            let (x, column) = (host(&own, 3), host(&own, 1));
+            let d = device(0).unwrap();
+            let (xd, cd) = (to_place(&x, Place::Cuda(0)).unwrap(), to_place(&column, Place::Cuda(0)).unwrap());
+            // xd and cd carry LoDs of their own: plant the copy in each.
+            for t in [&xd, &cd] {
+                let planted_copy = upload_offsets(&d, &planted).unwrap();
+                t.lod().lod_level(0).unwrap().copy_at(Place::Cuda(0), |_| Ok(planted_copy)).unwrap();
+            }
+            let want = op(&host(&planted, 3), &host(&planted, 1), Place::Cpu);
+            let got = op(&xd, &cd, Place::Cuda(0));
+            assert!(close(&values(&got), &values(&want)), "{name}: the op did not read the planted device copy");
+            if devices > 1 {
+                let (x1, c1) = (to_place(&x, Place::Cuda(1)).unwrap(), to_place(&column, Place::Cuda(1)).unwrap());
+                let want = op(&x, &column, Place::Cpu);
+                let got = op(&x1, &c1, Place::Cuda(1));
+                assert!(close(&values(&got), &values(&want)), "{name}: wrong on a device without a copy");
+                let lod = if name.ends_with("expand_as") || name.ends_with("softmax") || name.ends_with("enumerate") {
+                    c1.lod()
+                } else {
+                    x1.lod()
+                };
+                let kept =
+                    lod.lod_level(0).unwrap().copy_at(Place::Cuda(1), |_| panic!("{name}: no copy kept")).unwrap();
+                let kept = Tensor::from_allocation(kept, DType::I64, Dim::new(&[own.len()]).unwrap()).unwrap();
+                let kept = super::super::device::copy_to_host(&kept).unwrap();
+                let want: Vec<i64> = own.iter().map(|&o| o as i64).collect();
+                assert_eq!(kept.as_slice::<i64>().unwrap(), want, "{name}: the kept copy");
+            }
+        }
+    }
 }

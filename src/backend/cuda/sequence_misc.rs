@@ -5,11 +5,12 @@
 use super::device::{new_tensor, Device};
 use super::launch::{launch_1d, launch_tiles, upload, Args};
 use super::rows::gather_ranges_from;
-use super::seq_common::{count_u32, device_of, dtype_suffix, upload_offsets, word_for};
+use super::seq_common::{count_u32, device_of, dtype_suffix, level_on, word_for};
 use crate::backend::cpu::sequence::ConvShape;
 use crate::dim::Dim;
 use crate::dtype::DType;
 use crate::error::{ensure, Result};
+use crate::lod::LodLevel;
 use crate::tensor::Tensor;
 use std::sync::Arc;
 
@@ -41,10 +42,11 @@ pub fn sequence_concat_rows(
     Ok(out)
 }
 
-/// sequence_reverse on the device: each sequence `[offsets[i], offsets[i+1])` of `src`'s rows
-/// in reverse order, in a new tensor of `src`'s dims.
-pub fn sequence_reverse_rows(src: &Tensor, offsets: &[usize]) -> Result<Tensor> {
+/// sequence_reverse on the device: each sequence `[offsets[i], offsets[i+1])` (of `level`) of
+/// `src`'s rows in reverse order, in a new tensor of `src`'s dims.
+pub fn sequence_reverse_rows(src: &Tensor, level: LodLevel) -> Result<Tensor> {
     let d = device_of(src, "sequence_reverse")?;
+    let offsets = level.offsets();
     let mut out = new_tensor(&d, src.dtype(), *src.dims())?;
     let rows = *offsets.last().expect("a LoD level");
     if out.nbytes() == 0 {
@@ -54,7 +56,7 @@ pub fn sequence_reverse_rows(src: &Tensor, offsets: &[usize]) -> Result<Tensor> 
     let row_bytes = src.row_bytes();
     let (s, dst) = (src.as_ptr() as u64, out.as_mut_ptr() as u64);
     let word = word_for(row_bytes, [s, dst]);
-    let table = upload_offsets(&d, offsets)?;
+    let table = level_on(&d, level)?;
     let row_words = (row_bytes / word) as u64;
     let args = Args::new().arg(s).arg(dst).arg(row_words).buf(&table).arg(num_seqs).arg(rows as u64);
     launch_tiles(&d, FILE, &format!("sequence_reverse_rows_{word}"), rows as u64, row_words, args)?;
@@ -77,16 +79,16 @@ pub fn sequence_mask(x: &Tensor, maxlen: usize, out_dtype: DType, one: u64, zero
 }
 
 /// sequence_enumerate on the device: `[rows, win]` windows of `x` (int32 or int64, one element
-/// per row) within the sequences `offsets` of its rows, `pad` (fits the dtype) past their ends.
-pub fn sequence_enumerate(x: &Tensor, offsets: &[usize], win: usize, pad: i64) -> Result<Tensor> {
+/// per row) within the sequences of `level` (of its rows), `pad` (fits the dtype) past their ends.
+pub fn sequence_enumerate(x: &Tensor, level: LodLevel, win: usize, pad: i64) -> Result<Tensor> {
     let d = device_of(x, "sequence_enumerate")?;
     let rows = x.numel();
     let mut out = new_tensor(&d, x.dtype(), Dim::new(&[rows, win])?)?;
     if out.numel() == 0 {
         return Ok(out);
     }
-    let num_seqs = count_u32(offsets.len() - 1, "x")?;
-    let table = upload_offsets(&d, offsets)?;
+    let num_seqs = count_u32(level.offsets().len() - 1, "x")?;
+    let table = level_on(&d, level)?;
     let args = Args::new()
         .ptr(x)
         .arg(out.as_mut_ptr() as u64)
@@ -100,15 +102,16 @@ pub fn sequence_enumerate(x: &Tensor, offsets: &[usize], win: usize, pad: i64) -
 }
 
 /// sequence_conv on the device: `[rows of x, out_width]`, x's rows split into sequences by
-/// `offsets`; `padding` only when trainable (the op has checked every shape).
+/// `level`; `padding` only when trainable (the op has checked every shape).
 pub fn sequence_conv(
     x: &Tensor,
-    offsets: &[usize],
+    level: LodLevel,
     filter: &Tensor,
     padding: Option<&Tensor>,
     s: &ConvShape,
 ) -> Result<Tensor> {
     let d = device_of(x, "sequence_conv")?;
+    let offsets = level.offsets();
     let rows = *offsets.last().expect("a LoD level");
     let mut out = new_tensor(&d, x.dtype(), Dim::new(&[rows, s.out_width])?)?;
     if out.numel() == 0 {
@@ -117,7 +120,7 @@ pub fn sequence_conv(
     let num_seqs = count_u32(offsets.len() - 1, "x")?;
     // Rows of no columns contribute nothing, however long the context (as on the CPU).
     let context_length = if s.width == 0 { 0 } else { s.context_length };
-    let table = upload_offsets(&d, offsets)?;
+    let table = level_on(&d, level)?;
     let args = Args::new()
         .ptr(x)
         .ptr(filter)

@@ -1,9 +1,9 @@
 //! Launcher of `kernels/softmax.cu`: softmax or log-softmax over segments, one launch.
 
 use super::device::new_tensor;
-use super::launch::{blocks_for, launch, upload, Args, BLOCK};
+use super::launch::{blocks_for, launch, Args, BLOCK};
 use super::seq_args::Segments;
-use super::seq_common::{device_of, float_suffix};
+use super::seq_common::{device_of, float_suffix, level_on};
 use crate::error::Result;
 use crate::tensor::Tensor;
 
@@ -21,10 +21,10 @@ pub fn softmax_segments(x: &Tensor, segments: Segments, log: bool) -> Result<Ten
     let d = device_of(x, "softmax")?;
     let mut out = new_tensor(&d, x.dtype(), *x.dims())?;
     let (count, longest, width, table) = match segments {
-        Segments::Bounds(b) => {
+        Segments::Bounds(level) => {
+            let b = level.offsets();
             let longest = b.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
-            let table: Vec<i64> = b.iter().map(|&o| o as i64).collect();
-            (b.len().saturating_sub(1), longest, 0, Some(upload(&d, &table)?))
+            (b.len().saturating_sub(1), longest, 0, Some(level_on(&d, level)?))
         }
         Segments::Rows { rows, width } => (rows, width, width, None),
     };

@@ -3,6 +3,7 @@
 
 use crate::dim::Dim;
 use crate::error::{err, Error, Result};
+use crate::lod::LodLevel;
 use crate::tensor::Tensor;
 use std::ops::Range;
 
@@ -79,7 +80,7 @@ pub fn gather_row_ranges(src: &Tensor, _row_bytes: usize, _ranges: &[Range<usize
 }
 
 /// sequence_expand_as on a CUDA device.
-pub fn repeat_rows(src: &Tensor, _row_bytes: usize, _offsets: &[usize], _dims: Dim) -> Result<Tensor> {
+pub fn repeat_rows(src: &Tensor, _row_bytes: usize, _level: LodLevel, _dims: Dim) -> Result<Tensor> {
     copy_to_host(src)
 }
 
@@ -123,7 +124,7 @@ pub fn sequence_concat_rows(
 }
 
 /// sequence_reverse on a CUDA device.
-pub fn sequence_reverse_rows(src: &Tensor, _offsets: &[usize]) -> Result<Tensor> {
+pub fn sequence_reverse_rows(src: &Tensor, _level: LodLevel) -> Result<Tensor> {
     copy_to_host(src)
 }
 
@@ -140,14 +141,14 @@ pub fn sequence_mask(
 }
 
 /// sequence_enumerate on a CUDA device.
-pub fn sequence_enumerate(x: &Tensor, _offsets: &[usize], _win: usize, _pad: i64) -> Result<Tensor> {
+pub fn sequence_enumerate(x: &Tensor, _level: LodLevel, _win: usize, _pad: i64) -> Result<Tensor> {
     copy_to_host(x)
 }
 
 /// sequence_conv on a CUDA device.
 pub fn sequence_conv(
     x: &Tensor,
-    _offsets: &[usize],
+    _level: LodLevel,
     _filter: &Tensor,
     _padding: Option<&Tensor>,
     _shape: &crate::backend::cpu::sequence::ConvShape,
@@ -170,7 +171,7 @@ pub fn sequence_scatter_add(
 pub fn pad_sequences(
     x: &Tensor,
     _row_bytes: usize,
-    _offsets: &[usize],
+    _level: LodLevel,
     _padded: usize,
     _pad: &Tensor,
     _dims: Dim,
@@ -182,7 +183,7 @@ pub fn pad_sequences(
 pub fn pool_sum(
     x: &Tensor,
     _width: usize,
-    _offsets: &[usize],
+    _level: LodLevel,
     _divisor: super::SumDivisor,
     _pad: u64,
     _dims: Dim,
@@ -194,7 +195,7 @@ pub fn pool_sum(
 pub fn pool_extreme(
     x: &Tensor,
     _width: usize,
-    _offsets: &[usize],
+    _level: LodLevel,
     _max: bool,
     _pad: u64,
     _dims: Dim,
@@ -204,14 +205,7 @@ pub fn pool_extreme(
 }
 
 /// `sequence_pool`'s first/last rows on a CUDA device.
-pub fn pool_select(
-    x: &Tensor,
-    _width: usize,
-    _offsets: &[usize],
-    _last: bool,
-    _pad: u64,
-    _dims: Dim,
-) -> Result<Tensor> {
+pub fn pool_select(x: &Tensor, _width: usize, _level: LodLevel, _last: bool, _pad: u64, _dims: Dim) -> Result<Tensor> {
     copy_to_host(x)
 }
 
