@@ -6,7 +6,7 @@
 //!
 //!   cargo bench --bench lod
 
-use lodtensor::ops::{sequence_expand_as, sequence_pool, sequence_reverse, to_place, PoolType};
+use lodtensor::ops::{sequence_expand, sequence_expand_as, sequence_pool, sequence_reverse, to_place, PoolType};
 use lodtensor::{DType, Dim, LoDTensor, Lod, Place, Tensor};
 use std::hint::black_box;
 use std::time::Instant;
@@ -47,6 +47,7 @@ fn main() {
         ("LoDTensor::new", Box::new(|| drop(black_box(LoDTensor::new(t.clone(), lod.clone()).unwrap())))),
         ("to_place (cpu)", Box::new(|| drop(black_box(to_place(&x, Place::Cpu).unwrap())))),
         ("sequence_expand_as", Box::new(|| drop(black_box(sequence_expand_as(&dense, &x).unwrap())))),
+        ("sequence_expand (x dense)", Box::new(|| drop(black_box(sequence_expand(&dense, &x, 0).unwrap())))),
         ("sequence_reverse", Box::new(|| drop(black_box(sequence_reverse(&x).unwrap())))),
         ("sequence_pool sum", Box::new(|| drop(black_box(sequence_pool(&x, PoolType::Sum, 0.0).unwrap())))),
     ];

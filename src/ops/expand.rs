@@ -6,7 +6,7 @@ use super::common_place;
 use super::support::{gather_into_new, one_level_from_lengths};
 use crate::backend::cpu::rows::repeat_rows;
 use crate::error::{ensure, err, Result};
-use crate::lod::Lod;
+use crate::lod::LodLevel;
 use crate::lod_tensor::LoDTensor;
 use crate::place::Place;
 use crate::tensor::Tensor;
@@ -69,12 +69,14 @@ pub fn sequence_expand(x: &LoDTensor, y: &LoDTensor, ref_level: i64) -> Result<L
             "x: has {x_rows} rows and no LoD, but level {level} of y's LoD has {n} sequences; each row of x needs one repeat count"
         ),
     }
-    // A pure row gather: runs wherever x is (the CUDA row-range gather on a device).
     place.ensure_usable()?;
-    let seq = |i: usize| match x_level {
-        Some(xl) => xl[i]..xl[i + 1],
-        None => i..i + 1,
+    let Some(xl) = x_level else {
+        // Row i of x fills output rows [r[i], r[i+1]): expand_as's repeat, with r as its table.
+        return Ok(LoDTensor::dense(repeat(x.tensor(), y.lod().lod_level(level)?, place)?));
     };
+    // A pure row gather of whole sequences: runs wherever x is (the CUDA row-range gather on a
+    // device).
+    let seq = |i: usize| xl[i]..xl[i + 1];
     let copies = r[n]; // the sum of all repeat counts
     let mut ranges: Vec<Range<usize>> = Vec::new();
     ranges.try_reserve_exact(copies).map_err(|_| err!(OutOfMemory, "y: {copies} sequence copies cannot be listed"))?;
@@ -88,11 +90,20 @@ pub fn sequence_expand(x: &LoDTensor, y: &LoDTensor, ref_level: i64) -> Result<L
         ranges.extend(std::iter::repeat_n(s, repeat));
     }
     let tensor = gather_into_new(x.tensor(), x.tensor().row_bytes(), &ranges, x.dims().with_rows(rows)?)?;
-    let lod = match x_level {
-        Some(_) => one_level_from_lengths(ranges.iter().map(|r| r.len()))?,
-        None => Lod::empty(),
-    };
-    LoDTensor::new(tensor, lod)
+    LoDTensor::new(tensor, one_level_from_lengths(ranges.iter().map(|r| r.len()))?)
+}
+
+/// A new tensor on `place` (`x`'s) whose rows `[offsets[i], offsets[i+1])` are each row `i` of
+/// `x`, the offsets being `level`'s (one more than `x` has rows).
+fn repeat(x: &Tensor, level: LodLevel, place: Place) -> Result<Tensor> {
+    let offsets = level.offsets();
+    let dims = x.dims().with_rows(offsets[offsets.len() - 1])?;
+    if let Place::Cuda(_) = place {
+        return crate::backend::cuda::repeat_rows(x, x.row_bytes(), level, dims);
+    }
+    let mut out = Tensor::uninit(x.dtype(), dims)?;
+    repeat_rows(x.bytes()?, x.row_bytes(), offsets, out.bytes_mut()?)?;
+    Ok(out)
 }
 
 /// Paddle's `sequence_expand_as`: row `h` of `x` is written `L[h+1] - L[h]` times, where `L` is
@@ -116,17 +127,5 @@ pub fn sequence_expand_as(x: &LoDTensor, y: &LoDTensor) -> Result<LoDTensor> {
         l.len() - 1
     );
     place.ensure_usable()?;
-    let rows = l[l.len() - 1];
-    if let Place::Cuda(_) = place {
-        let tensor = crate::backend::cuda::repeat_rows(
-            x.tensor(),
-            x.tensor().row_bytes(),
-            y.lod().lod_level(0)?,
-            x.dims().with_rows(rows)?,
-        )?;
-        return LoDTensor::new(tensor, y.lod().clone());
-    }
-    let mut tensor = Tensor::uninit(x.tensor().dtype(), x.dims().with_rows(rows)?)?;
-    repeat_rows(x.tensor().bytes()?, x.tensor().row_bytes(), l, tensor.bytes_mut()?)?;
-    LoDTensor::new(tensor, y.lod().clone())
+    LoDTensor::new(repeat(x.tensor(), y.lod().lod_level(0)?, place)?, y.lod().clone())
 }
