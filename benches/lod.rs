@@ -42,7 +42,8 @@ fn main() {
     let dense = LoDTensor::dense(t.clone());
     println!("{SEQUENCES} sequences of one 4-byte row; median ms of {RUNS} runs");
     let mut copy = || drop(black_box(t.copy().unwrap()));
-    let cases: Vec<(&str, Box<dyn FnMut()>)> = vec![
+    type Case<'a> = (&'a str, Box<dyn FnMut() + 'a>);
+    let cases: Vec<Case> = vec![
         ("Lod::clone", Box::new(|| drop(black_box(lod.clone())))),
         ("LoDTensor::new", Box::new(|| drop(black_box(LoDTensor::new(t.clone(), lod.clone()).unwrap())))),
         ("to_place (cpu)", Box::new(|| drop(black_box(to_place(&x, Place::Cpu).unwrap())))),
