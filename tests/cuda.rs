@@ -164,8 +164,9 @@ fn gpu_unpack_and_reorder_equal_cpu() {
 /// the same run (the target is 70% or more at sizes that fill the GPU): `sequence_expand` of
 /// sequences of 64 rows and of one row each (one range per sequence, 16 bytes of table per range
 /// uploaded from the host per call; the most ranges a gather can have), and `sequence_expand_as`
-/// of one row per sequence (its table is y's LoD, 8 bytes a row). Beside each, the time of a
-/// host-to-device copy of its table. Ignored in the normal run; scripts/test-gpu.sh runs it
+/// of one row per sequence (its table is y's LoD, 8 bytes a row, uploaded at the LoD's first use
+/// on the device and kept with it: timed on a LoD used before, then on fresh ones). Beside each,
+/// the time of a host-to-device copy of its table. Ignored in the normal run; scripts/test-gpu.sh runs it
 /// (`-- --ignored --nocapture gpu_gather_bandwidth`).
 #[test]
 #[ignore]
@@ -229,6 +230,19 @@ fn gpu_gather_bandwidth() {
         .unwrap();
         let y = to_place(&y, gpu).unwrap();
         let op = time(&|| drop(sequence_expand_as(&data, &y).unwrap()));
-        line("expand_as, one row each,", op, 8 * (rows + 1));
+        line("expand_as, one row each, y's LoD on the device,", op, 8 * (rows + 1));
+        // The same op on LoDs that have not been on the device (one for each timed run).
+        let fresh: Vec<LoDTensor> = (0..5)
+            .map(|_| {
+                let lod = Lod::from_offsets(y.lod().levels().to_vec()).unwrap();
+                LoDTensor::new(y.tensor().clone(), lod).unwrap()
+            })
+            .collect();
+        let next = std::cell::Cell::new(0);
+        let op = time(&|| {
+            let y = &fresh[next.replace(next.get() + 1) % fresh.len()];
+            drop(sequence_expand_as(&data, y).unwrap())
+        });
+        line("expand_as, one row each, y's LoD uploaded,", op, 8 * (rows + 1));
     }
 }
