@@ -119,20 +119,30 @@ pub fn sequence_concat(xs: &[&LoDTensor]) -> Result<LoDTensor> {
         .collect::<Option<Vec<usize>>>()
         .ok_or_else(|| err!(OutOfMemory, "xs: the total row count overflows"))?;
     let dims = first.dims().with_rows(out_offsets[sequences])?;
-    let offsets: Vec<&[usize]> = abs.iter().map(Vec::as_slice).collect();
+    let out_lod = Lod::from_offsets(vec![out_offsets])?;
     let out = match place {
         Place::Cpu => {
             let mut out = Tensor::zeros(first.dtype(), dims)?;
             let srcs = xs.iter().map(|x| x.tensor().bytes()).collect::<Result<Vec<&[u8]>>>()?;
-            kernels::concat_sequences(&srcs, &offsets, first.row_bytes(), &out_offsets, out.bytes_mut()?)?;
+            let offsets: Vec<&[usize]> = abs.iter().map(Vec::as_slice).collect();
+            kernels::concat_sequences(&srcs, &offsets, first.row_bytes(), out_lod.level(0)?, out.bytes_mut()?)?;
             out
         }
         Place::Cuda(_) => {
             let srcs: Vec<&Tensor> = xs.iter().map(|x| x.tensor()).collect();
-            cuda::sequence_concat_rows(&srcs, &offsets, first.row_bytes(), &out_offsets, dims)?
+            // Each input's level-0 sequences in rows: its LoD itself when it has one level (the
+            // kernel then reads the level's device copy, which the LoD keeps), else a LoD of the
+            // absolute offsets made for this call.
+            let flat = xs
+                .iter()
+                .zip(abs)
+                .map(|(x, a)| if x.lod().num_levels() == 1 { Ok(x.lod().clone()) } else { Lod::from_offsets(vec![a]) })
+                .collect::<Result<Vec<Lod>>>()?;
+            let levels = flat.iter().map(|l| l.lod_level(0)).collect::<Result<Vec<_>>>()?;
+            cuda::concat_rows(&srcs, &levels, first.row_bytes(), out_lod.lod_level(0)?, dims)?
         }
     };
-    LoDTensor::new(out, Lod::from_offsets(vec![out_offsets])?)
+    LoDTensor::new(out, out_lod)
 }
 
 /// Rows `[L[i] + offset[i], L[i] + offset[i] + length[i])` of each sequence `i` of `x` (exactly

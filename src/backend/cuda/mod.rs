@@ -26,12 +26,12 @@ mod rows;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 pub use device::*;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
-pub use rows::{gather_row_ranges, gather_rows_by_index, pack_rows, repeat_rows, unpack_rows};
+pub use rows::{concat_rows, gather_row_ranges, gather_rows_by_index, pack_rows, repeat_rows, unpack_rows};
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 mod sequence_misc;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 pub use sequence_misc::{
-    sequence_concat_rows, sequence_conv, sequence_enumerate, sequence_mask, sequence_reverse_rows, sequence_scatter_add,
+    sequence_conv, sequence_enumerate, sequence_mask, sequence_reverse_rows, sequence_scatter_add,
 };
 
 #[cfg(not(any(feature = "cuda", feature = "cuda-emulator")))]

@@ -1,5 +1,6 @@
 //! Launchers of `kernels/rows.cu`: the row kernels behind the data-movement ops (the range gather,
-//! and the kernels of expand_as, unpack and pack of rows, and gather_rows by a device index).
+//! and the kernels of expand_as, concat, unpack and pack of rows, and gather_rows by a device
+//! index).
 
 use super::device::{copy_to_host, device, new_tensor, Device};
 use super::launch::{launch_tiles, launch_unrolled, upload, Args};
@@ -48,6 +49,46 @@ pub fn repeat_rows(src: &Tensor, row_bytes: usize, level: LodLevel, dims: Dim) -
     let args = Args::new().arg(dst).ptr(src).arg(row_words).buf(&table).arg(count).arg(rows as u64);
     launch_tiles(&d, "rows.cu", &format!("repeat_rows_{word}"), rows as u64, row_words, args)?;
     Ok(out)
+}
+
+/// sequence_concat on the device: a new tensor of `dims` whose sequence `i` (rows `[o[i], o[i+1])`
+/// of `out`'s offsets `o`) is sequence `i` of `srcs[0]`, then of `srcs[1]`, ...; `levels[j]` holds
+/// the row offsets of `srcs[j]`'s sequences; rows of `row_bytes` bytes, all on one device. One
+/// launch; its tables are the levels' device copies (`out`'s is kept with the output's LoD) and the
+/// sources' addresses, not a range per sequence and source.
+pub fn concat_rows(
+    srcs: &[&Tensor],
+    levels: &[LodLevel],
+    row_bytes: usize,
+    out: LodLevel,
+    dims: Dim,
+) -> Result<Tensor> {
+    let d = device_of(srcs[0], "sequence_concat")?;
+    let mut t = new_tensor(&d, srcs[0].dtype(), dims)?;
+    let out_offsets = out.offsets();
+    let rows = out_offsets[out_offsets.len() - 1];
+    if t.nbytes() == 0 {
+        return Ok(t);
+    }
+    let sequences = count_u32(out_offsets.len() - 1, "xs")?;
+    let num_sources = count_u32(srcs.len(), "xs: inputs")?;
+    let dst = t.as_mut_ptr() as u64;
+    let bases = srcs.iter().map(|s| s.as_ptr() as u64);
+    let word = word_for(row_bytes, bases.clone().chain([dst]));
+    let row_words = (row_bytes / word) as u64;
+    let copies = levels.iter().map(|&l| level_on(&d, l)).collect::<Result<Vec<_>>>()?;
+    let sources: Vec<u64> = bases.chain(copies.iter().map(|c| c.as_ptr() as u64)).collect();
+    let (sources, out_offsets) = (upload(&d, &sources)?, level_on(&d, out)?);
+    let args = Args::new()
+        .arg(dst)
+        .buf(&sources)
+        .arg(num_sources)
+        .arg(row_words)
+        .buf(&out_offsets)
+        .arg(sequences)
+        .arg(rows as u64);
+    launch_tiles(&d, "rows.cu", &format!("concat_rows_{word}"), rows as u64, row_words, args)?;
+    Ok(t)
 }
 
 /// lod_tensor_to_array of rows on the device: a new tensor of `dims` (dtype of `src`) holding the

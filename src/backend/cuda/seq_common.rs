@@ -87,8 +87,8 @@ mod tests {
     use crate::dim::Dim;
     use crate::lod::Lod;
     use crate::ops::{
-        cast, sequence_conv, sequence_enumerate, sequence_expand_as, sequence_pad, sequence_pool, sequence_reverse,
-        sequence_softmax, to_place, PoolType,
+        cast, sequence_concat, sequence_conv, sequence_enumerate, sequence_expand_as, sequence_pad, sequence_pool,
+        sequence_reverse, sequence_softmax, to_place, PoolType,
     };
     use crate::LoDTensor;
 
@@ -165,13 +165,28 @@ mod tests {
                 } else {
                     x1.lod()
                 };
-                let kept =
-                    lod.lod_level(0).unwrap().copy_at(Place::Cuda(1), |_| panic!("{name}: no copy kept")).unwrap();
-                let kept = Tensor::from_allocation(kept, DType::I64, Dim::new(&[own.len()]).unwrap()).unwrap();
-                let kept = super::super::device::copy_to_host(&kept).unwrap();
-                let want: Vec<i64> = own.iter().map(|&o| o as i64).collect();
-                assert_eq!(kept.as_slice::<i64>().unwrap(), want, "{name}: the kept copy");
+                assert_kept(lod, 1, name);
             }
         }
+        // sequence_concat's output offsets are the host's sums, so a planted copy of other
+        // offsets would give a result that no CPU op gives; instead: the result is the CPU's, and
+        // the launch left the inputs' levels and the output's (made on the host) on the device.
+        let (a, b) = (host(&own, 3), host(&planted, 3));
+        let (ad, bd) = (to_place(&a, Place::Cuda(0)).unwrap(), to_place(&b, Place::Cuda(0)).unwrap());
+        let got = sequence_concat(&[&ad, &bd]).unwrap();
+        assert!(close(&values(&got), &values(&sequence_concat(&[&a, &b]).unwrap())), "sequence_concat");
+        for lod in [ad.lod(), bd.lod(), got.lod()] {
+            assert_kept(lod, 0, "sequence_concat");
+        }
+    }
+
+    /// `lod`'s level 0 has a copy on device `ordinal` that holds its offsets.
+    fn assert_kept(lod: &Lod, ordinal: u32, what: &str) {
+        let level = lod.lod_level(0).unwrap();
+        let kept = level.copy_at(Place::Cuda(ordinal), |_| panic!("{what}: no copy kept on cuda:{ordinal}")).unwrap();
+        let n = level.offsets().len();
+        let kept = Tensor::from_allocation(kept, DType::I64, Dim::new(&[n]).unwrap()).unwrap();
+        let want: Vec<i64> = level.offsets().iter().map(|&o| o as i64).collect();
+        assert_eq!(super::super::device::copy_to_host(&kept).unwrap().as_slice::<i64>().unwrap(), want, "{what}");
     }
 }

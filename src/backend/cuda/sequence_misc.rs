@@ -1,10 +1,10 @@
 //! Launchers of `kernels/sequence_misc.cu`: sequence_reverse, sequence_mask,
 //! sequence_enumerate, sequence_conv and the scatter-add of sequence_scatter. The ops validate;
-//! these upload the host tables (LoD offsets, ranges, groups) once per call and launch once.
+//! these upload the host tables (groups) once per call, use the LoD levels' device copies, and
+//! launch once.
 
 use super::device::{new_tensor, Device};
 use super::launch::{launch_1d, launch_tiles, upload, Args};
-use super::rows::gather_ranges_from;
 use super::seq_common::{count_u32, device_of, dtype_suffix, level_on, word_for};
 use crate::backend::cpu::sequence::ConvShape;
 use crate::dim::Dim;
@@ -15,32 +15,6 @@ use crate::tensor::Tensor;
 use std::sync::Arc;
 
 const FILE: &str = "sequence_misc.cu";
-
-/// sequence_concat on the device: output sequence `i` is sequence `i` of `srcs[0]`, then of
-/// `srcs[1]`, ...; `offsets[j]` are the absolute row offsets of `srcs[j]`'s sequences,
-/// `out_offsets` the output's; rows of `row_bytes` bytes. All sources on one device.
-pub fn sequence_concat_rows(
-    srcs: &[&Tensor],
-    offsets: &[&[usize]],
-    row_bytes: usize,
-    out_offsets: &[usize],
-    dims: Dim,
-) -> Result<Tensor> {
-    let d = device_of(srcs[0], "sequence_concat")?;
-    let mut out = new_tensor(&d, srcs[0].dtype(), dims)?;
-    if out.nbytes() == 0 {
-        return Ok(out);
-    }
-    let sequences = out_offsets.len() - 1;
-    // The ranges in output order: sequence i of source j, for each i, for each j.
-    let bases: Vec<u64> = srcs.iter().map(|s| s.as_ptr() as u64).collect();
-    let table = (0..sequences * srcs.len()).map(|k| {
-        let (i, j) = (k / srcs.len(), k % srcs.len());
-        (bases[j] + (offsets[j][i] * row_bytes) as u64, offsets[j][i + 1] - offsets[j][i])
-    });
-    gather_ranges_from(&d, &mut out, row_bytes, &bases, table, "xs")?;
-    Ok(out)
-}
 
 /// sequence_reverse on the device: each sequence `[offsets[i], offsets[i+1])` (of `level`) of
 /// `src`'s rows in reverse order, in a new tensor of `src`'s dims.

@@ -113,11 +113,11 @@ pub fn gather_rows_by_index(src: &Tensor, _row_bytes: usize, _index: &Tensor, _d
 }
 
 /// sequence_concat on a CUDA device.
-pub fn sequence_concat_rows(
+pub fn concat_rows(
     srcs: &[&Tensor],
-    _offsets: &[&[usize]],
+    _levels: &[LodLevel],
     _row_bytes: usize,
-    _out_offsets: &[usize],
+    _out: LodLevel,
     _dims: Dim,
 ) -> Result<Tensor> {
     copy_to_host(srcs[0])

@@ -1,10 +1,11 @@
 // The row kernels, behind every op that only rearranges rows. The range gather (sequence_expand,
-// reorder, concat, the TensorArray's moves of nested sequences, scatter_rows' copy): output rows
+// reorder, the TensorArray's moves of nested sequences, scatter_rows' copy): output rows
 // [dst_offsets[k], dst_offsets[k+1]) are the rows starting at device address src_addr[k], which
 // may lie in any of several tensors. Where an op's own offsets say where each row comes from
-// (sequence_expand_as, the TensorArray's unpack and pack of rows, gather_rows by a device index),
-// a kernel of its own finds the row from them, so no table entry per row is built or uploaded.
-// Each launch serves the whole op; the host uploads its tables once per call. Rows move in words
+// (sequence_expand_as, sequence_concat, the TensorArray's unpack and pack of rows, gather_rows by
+// a device index), a kernel of its own finds the row from them, so no table entry per row is built
+// or uploaded. Each launch serves the whole op; the host uploads its tables once per call (a LoD
+// level once per device: the LoD keeps its copy). Rows move in words
 // of W bytes (the host picks the widest word that divides the row size and every address
 // involved). The output is walked in tiles (common.cuh): each row's range is found once, by a
 // search within its tile's ranges, not over all of them (with one range per row and millions of
@@ -49,6 +50,34 @@ __device__ void repeat_rows(W *__restrict__ dst, const W *__restrict__ src, u64 
   move_rows(dst, offsets, count, total_rows, row_words, tile_rows,
             [&](u64, u32 k) { return src + (u64)k * row_words; });
 }
+
+// sequence_concat: output rows [out_offsets[i], out_offsets[i+1]) are sequence i of source 0, then
+// of source 1, ... sources[j] is source j's first row's device address and sources[num_sources +
+// j] that of its sequences' row offsets (its LoD level as the device keeps it). The tables are the
+// LoD levels, not a range per sequence and source.
+template <typename W>
+__device__ void concat_rows(W *__restrict__ dst, const u64 *__restrict__ sources, u32 num_sources, u64 row_words,
+                            const i64 *__restrict__ out_offsets, u32 sequences, u64 total_rows, u64 tile_rows) {
+  move_rows(dst, out_offsets, sequences, total_rows, row_words, tile_rows, [&](u64 row, u32 i) {
+    u64 local = row - (u64)out_offsets[i];
+    for (u32 j = 0;; j++) {
+      const i64 *offsets = (const i64 *)sources[num_sources + j];
+      const u64 start = (u64)offsets[i], len = (u64)offsets[i + 1] - start;
+      // The output's offsets are the sums of the sources', so the row is in some source's part;
+      // the last source takes it regardless, so the walk ends there.
+      if (local < len || j + 1 == num_sources) return (const W *)sources[j] + (start + local) * row_words;
+      local -= len;
+    }
+  });
+}
+
+#define LODTENSOR_CONCAT_ROWS(W, SUFFIX)                                                           \
+  extern "C" __global__ void concat_rows_##SUFFIX(W *dst, const u64 *sources, u32 num_sources,       \
+                                                  u64 row_words, const i64 *out_offsets,             \
+                                                  u32 sequences, u64 total_rows, u64 tile_rows) {    \
+    concat_rows<W>(dst, sources, num_sources, row_words, out_offsets, sequences, total_rows, tile_rows); \
+  }                                                                                                  \
+  LODTENSOR_EXPORT_SYNC(concat_rows_##SUFFIX)
 
 #define LODTENSOR_REPEAT_ROWS(W, SUFFIX)                                                           \
   extern "C" __global__ void repeat_rows_##SUFFIX(W *dst, const W *src, u64 row_words,               \
@@ -133,6 +162,7 @@ __device__ void gather_by_index(W *__restrict__ dst, const W *__restrict__ src, 
 #define LODTENSOR_GATHER_ALL(W, SUFFIX)         \
   LODTENSOR_GATHER(W, SUFFIX)                   \
   LODTENSOR_REPEAT_ROWS(W, SUFFIX)              \
+  LODTENSOR_CONCAT_ROWS(W, SUFFIX)              \
   LODTENSOR_STEP_ROWS(W, SUFFIX)                \
   LODTENSOR_GATHER_BY_INDEX(W, SUFFIX, i32, i32) \
   LODTENSOR_GATHER_BY_INDEX(W, SUFFIX, i64, i64)

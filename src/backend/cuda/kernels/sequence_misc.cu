@@ -1,5 +1,5 @@
 // Kernels of the smaller sequence operators (ops/sequence_misc.rs, ops/scatter.rs): reverse, mask,
-// enumerate, conv and the scatter-add (sequence_concat is the row gather of rows.cu). They walk
+// enumerate, conv and the scatter-add (sequence_concat is a row kernel of rows.cu). They walk
 // the output in tiles (LODTENSOR_FOR_EACH_TILE_ELEMENT, common.cuh).
 
 // ---- sequence_reverse, in words of W bytes (the host picks the widest word that divides the row
