@@ -1,6 +1,6 @@
 //! Launchers of `kernels/rows.cu`: the row kernels behind the data-movement ops (the range gather,
-//! and the kernels of expand_as, concat, unpack and pack of rows, and gather_rows by a device
-//! index).
+//! and the kernels of expand_as, concat, unpad, unpack and pack of rows, and gather_rows by a
+//! device index).
 
 use super::device::{copy_to_host, device, new_tensor, Device};
 use super::launch::{launch_tiles, launch_unrolled, upload, Args};
@@ -88,6 +88,28 @@ pub fn concat_rows(
         .arg(sequences)
         .arg(rows as u64);
     launch_tiles(&d, "rows.cu", &format!("concat_rows_{word}"), rows as u64, row_words, args)?;
+    Ok(t)
+}
+
+/// sequence_unpad on the device: a new tensor of `dims` whose sequence `i` (rows `[o[i], o[i+1])`
+/// of `out`'s offsets `o`) is the first rows of slot `i` of `x`, slot `i` being rows `[i * padded,
+/// (i + 1) * padded)` (rows of `row_bytes` bytes; every sequence fits its slot). One launch; its
+/// table is `out`'s device copy, which the output's LoD keeps.
+pub fn unpad_rows(x: &Tensor, row_bytes: usize, padded: usize, out: LodLevel, dims: Dim) -> Result<Tensor> {
+    let d = device_of(x, "sequence_unpad")?;
+    let mut t = new_tensor(&d, x.dtype(), dims)?;
+    let offsets = out.offsets();
+    let rows = offsets[offsets.len() - 1];
+    if t.nbytes() == 0 {
+        return Ok(t);
+    }
+    let count = count_u32(offsets.len() - 1, "length")?;
+    let dst = t.as_mut_ptr() as u64;
+    let word = word_for(row_bytes, [x.as_ptr() as u64, dst]);
+    let row_words = (row_bytes / word) as u64;
+    let table = level_on(&d, out)?;
+    let args = Args::new().arg(dst).ptr(x).arg(row_words).arg(padded as u64).buf(&table).arg(count).arg(rows as u64);
+    launch_tiles(&d, "rows.cu", &format!("unpad_rows_{word}"), rows as u64, row_words, args)?;
     Ok(t)
 }
 

@@ -88,7 +88,7 @@ mod tests {
     use crate::lod::Lod;
     use crate::ops::{
         cast, sequence_concat, sequence_conv, sequence_enumerate, sequence_expand_as, sequence_pad, sequence_pool,
-        sequence_reverse, sequence_softmax, to_place, PoolType,
+        sequence_reverse, sequence_softmax, sequence_unpad, to_place, PoolType,
     };
     use crate::LoDTensor;
 
@@ -168,9 +168,9 @@ mod tests {
                 assert_kept(lod, 1, name);
             }
         }
-        // sequence_concat's output offsets are the host's sums, so a planted copy of other
-        // offsets would give a result that no CPU op gives; instead: the result is the CPU's, and
-        // the launch left the inputs' levels and the output's (made on the host) on the device.
+        // sequence_concat's and sequence_unpad's output offsets are made on the host, so a planted
+        // copy of other offsets would give a result that no CPU op gives; instead: the result is
+        // the CPU's, and the launch left the levels it read on the device, the output's included.
         let (a, b) = (host(&own, 3), host(&planted, 3));
         let (ad, bd) = (to_place(&a, Place::Cuda(0)).unwrap(), to_place(&b, Place::Cuda(0)).unwrap());
         let got = sequence_concat(&[&ad, &bd]).unwrap();
@@ -178,6 +178,11 @@ mod tests {
         for lod in [ad.lod(), bd.lod(), got.lod()] {
             assert_kept(lod, 0, "sequence_concat");
         }
+        let (padded, length) = sequence_pad(&a, &pad, 4).unwrap();
+        let (pd, ld) = (to_place(&padded, Place::Cuda(0)).unwrap(), to_place(&length, Place::Cuda(0)).unwrap());
+        let got = sequence_unpad(&pd, &ld).unwrap();
+        assert!(close(&values(&got), &values(&sequence_unpad(&padded, &length).unwrap())), "sequence_unpad");
+        assert_kept(got.lod(), 0, "sequence_unpad");
     }
 
     /// `lod`'s level 0 has a copy on device `ordinal` that holds its offsets.

@@ -2,8 +2,8 @@
 // reorder, the TensorArray's moves of nested sequences, scatter_rows' copy): output rows
 // [dst_offsets[k], dst_offsets[k+1]) are the rows starting at device address src_addr[k], which
 // may lie in any of several tensors. Where an op's own offsets say where each row comes from
-// (sequence_expand_as, sequence_concat, the TensorArray's unpack and pack of rows, gather_rows by
-// a device index), a kernel of its own finds the row from them, so no table entry per row is built
+// (sequence_expand_as, sequence_concat, sequence_unpad, the TensorArray's unpack and pack of rows,
+// gather_rows by a device index), a kernel of its own finds the row from them, so no table entry per row is built
 // or uploaded. Each launch serves the whole op; the host uploads its tables once per call (a LoD
 // level once per device: the LoD keeps its copy). Rows move in words
 // of W bytes (the host picks the widest word that divides the row size and every address
@@ -78,6 +78,24 @@ __device__ void concat_rows(W *__restrict__ dst, const u64 *__restrict__ sources
     concat_rows<W>(dst, sources, num_sources, row_words, out_offsets, sequences, total_rows, tile_rows); \
   }                                                                                                  \
   LODTENSOR_EXPORT_SYNC(concat_rows_##SUFFIX)
+
+// sequence_unpad: output rows [offsets[i], offsets[i+1]) are the first rows of slot i of src, slot
+// i being rows [i * padded, (i + 1) * padded). The table is the output's LoD level.
+template <typename W>
+__device__ void unpad_rows(W *__restrict__ dst, const W *__restrict__ src, u64 row_words, u64 padded,
+                           const i64 *__restrict__ offsets, u32 count, u64 total_rows, u64 tile_rows) {
+  move_rows(dst, offsets, count, total_rows, row_words, tile_rows, [&](u64 row, u32 i) {
+    return src + ((u64)i * padded + row - (u64)offsets[i]) * row_words;
+  });
+}
+
+#define LODTENSOR_UNPAD_ROWS(W, SUFFIX)                                                            \
+  extern "C" __global__ void unpad_rows_##SUFFIX(W *dst, const W *src, u64 row_words, u64 padded,    \
+                                                 const i64 *offsets, u32 count, u64 total_rows,      \
+                                                 u64 tile_rows) {                                    \
+    unpad_rows<W>(dst, src, row_words, padded, offsets, count, total_rows, tile_rows);               \
+  }                                                                                                  \
+  LODTENSOR_EXPORT_SYNC(unpad_rows_##SUFFIX)
 
 #define LODTENSOR_REPEAT_ROWS(W, SUFFIX)                                                           \
   extern "C" __global__ void repeat_rows_##SUFFIX(W *dst, const W *src, u64 row_words,               \
@@ -163,6 +181,7 @@ __device__ void gather_by_index(W *__restrict__ dst, const W *__restrict__ src, 
   LODTENSOR_GATHER(W, SUFFIX)                   \
   LODTENSOR_REPEAT_ROWS(W, SUFFIX)              \
   LODTENSOR_CONCAT_ROWS(W, SUFFIX)              \
+  LODTENSOR_UNPAD_ROWS(W, SUFFIX)               \
   LODTENSOR_STEP_ROWS(W, SUFFIX)                \
   LODTENSOR_GATHER_BY_INDEX(W, SUFFIX, i32, i32) \
   LODTENSOR_GATHER_BY_INDEX(W, SUFFIX, i64, i64)
