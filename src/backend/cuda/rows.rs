@@ -34,20 +34,41 @@ pub fn gather_row_ranges(src: &Tensor, row_bytes: usize, ranges: &[Range<usize>]
 /// more entry than `src` has rows, and their last is the rows of `dims`). One launch; its table is
 /// the level's device copy, not a range per output row.
 pub fn repeat_rows(src: &Tensor, row_bytes: usize, level: LodLevel, dims: Dim) -> Result<Tensor> {
-    let d = device_of(src, "sequence_expand_as")?;
+    rows_by_level(src, row_bytes, level, dims, "repeat_rows", "y", None)
+}
+
+/// The launch of a tile kernel of rows.cu whose table is `level`'s device copy: a new tensor of
+/// `dims` (rows of `row_bytes` bytes, as many as `level`'s last offset), from `kernel` (its word
+/// size appended) with parameters `(dst, src, row_words[, extra], offsets, count, total_rows,
+/// tile_rows)`. `arg` names the operator's argument that gives the offsets, for the error of a
+/// count the kernel cannot take.
+fn rows_by_level(
+    src: &Tensor,
+    row_bytes: usize,
+    level: LodLevel,
+    dims: Dim,
+    kernel: &str,
+    arg: &str,
+    extra: Option<u64>,
+) -> Result<Tensor> {
+    let d = device_of(src, kernel)?;
     let mut out = new_tensor(&d, src.dtype(), dims)?;
     let offsets = level.offsets();
     let rows = *offsets.last().expect("a LoD level");
     if out.nbytes() == 0 {
         return Ok(out);
     }
-    let count = count_u32(offsets.len() - 1, "y")?;
+    let count = count_u32(offsets.len() - 1, arg)?;
     let dst = out.as_mut_ptr() as u64;
     let word = word_for(row_bytes, [src.as_ptr() as u64, dst]);
     let row_words = (row_bytes / word) as u64;
     let table = level_on(&d, level)?;
-    let args = Args::new().arg(dst).ptr(src).arg(row_words).buf(&table).arg(count).arg(rows as u64);
-    launch_tiles(&d, "rows.cu", &format!("repeat_rows_{word}"), rows as u64, row_words, args)?;
+    let mut args = Args::new().arg(dst).ptr(src).arg(row_words);
+    if let Some(v) = extra {
+        args = args.arg(v);
+    }
+    let args = args.buf(&table).arg(count).arg(rows as u64);
+    launch_tiles(&d, "rows.cu", &format!("{kernel}_{word}"), rows as u64, row_words, args)?;
     Ok(out)
 }
 
@@ -96,21 +117,7 @@ pub fn concat_rows(
 /// (i + 1) * padded)` (rows of `row_bytes` bytes; every sequence fits its slot). One launch; its
 /// table is `out`'s device copy, which the output's LoD keeps.
 pub fn unpad_rows(x: &Tensor, row_bytes: usize, padded: usize, out: LodLevel, dims: Dim) -> Result<Tensor> {
-    let d = device_of(x, "sequence_unpad")?;
-    let mut t = new_tensor(&d, x.dtype(), dims)?;
-    let offsets = out.offsets();
-    let rows = offsets[offsets.len() - 1];
-    if t.nbytes() == 0 {
-        return Ok(t);
-    }
-    let count = count_u32(offsets.len() - 1, "length")?;
-    let dst = t.as_mut_ptr() as u64;
-    let word = word_for(row_bytes, [x.as_ptr() as u64, dst]);
-    let row_words = (row_bytes / word) as u64;
-    let table = level_on(&d, out)?;
-    let args = Args::new().arg(dst).ptr(x).arg(row_words).arg(padded as u64).buf(&table).arg(count).arg(rows as u64);
-    launch_tiles(&d, "rows.cu", &format!("unpad_rows_{word}"), rows as u64, row_words, args)?;
-    Ok(t)
+    rows_by_level(x, row_bytes, out, dims, "unpad_rows", "length", Some(padded as u64))
 }
 
 /// lod_tensor_to_array of rows on the device: a new tensor of `dims` (dtype of `src`) holding the
