@@ -92,7 +92,7 @@ pub fn sequence_pad(x: &LoDTensor, pad_value: &LoDTensor, padded_length: i64) ->
             let length: Vec<i64> = lengths().map(|len| len as i64).collect();
             (out, Tensor::from_slice(&length, &[sequences])?)
         }
-        // The lengths are made on the device, from the offsets the slots' launch uploads.
+        // The lengths are made on the device, from the offsets' device copy the slots' launch reads.
         Place::Cuda(_) => cuda::pad_sequences(xt, xt.row_bytes(), x.lod().lod_level(0)?, padded, pt, dims)?,
     };
     Ok((LoDTensor::dense(out), LoDTensor::dense(length)))

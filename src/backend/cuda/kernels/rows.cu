@@ -1,16 +1,16 @@
 // The row kernels, behind every op that only rearranges rows. The range gather (sequence_expand,
 // reorder, the TensorArray's moves of nested sequences, scatter_rows' copy): output rows
-// [dst_offsets[k], dst_offsets[k+1]) are the rows starting at device address src_addr[k], which
-// may lie in any of several tensors. Where an op's own offsets say where each row comes from
+// [dst_offsets[k], dst_offsets[k+1]) are the rows starting at device address src_addr[k], which may
+// lie in any of several tensors. Where an op's own offsets say where each row comes from
 // (sequence_expand_as, sequence_concat, sequence_unpad, the TensorArray's unpack and pack of rows,
-// gather_rows by a device index), a kernel of its own finds the row from them, so no table entry per row is built
-// or uploaded. Each launch serves the whole op; the host uploads its tables once per call (a LoD
-// level once per device: the LoD keeps its copy). Rows move in words
-// of W bytes (the host picks the widest word that divides the row size and every address
-// involved). The output is walked in tiles (common.cuh): each row's range is found once, by a
-// search within its tile's ranges, not over all of them (with one range per row and millions of
-// rows, a search over the whole table would read more than the rows). gather_rows by an index has
-// nothing to search and walks the output's words directly.
+// gather_rows by a device index), a kernel of its own finds the row from them, so no table entry
+// per row is built or uploaded. Each launch serves the whole op; the host uploads its tables once
+// per call (a LoD level once per device: the LoD keeps its copy). Rows move in words of W bytes
+// (the host picks the widest word that divides the row size and every address involved). The output
+// is walked in tiles (common.cuh): each row's range is found once, by a search within its tile's
+// ranges, not over all of them (with one range per row and millions of rows, a search over the
+// whole table would read more than the rows). gather_rows by an index has nothing to search and
+// walks the output's words directly.
 
 // The loop of the tile kernels here: output row `row` (of sequence or range `seq` of `offsets`) is
 // the row at row_source(row, seq). Each row's source is found once, by one thread, and kept in
