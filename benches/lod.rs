@@ -6,7 +6,9 @@
 //!
 //!   cargo bench --bench lod
 
-use lodtensor::ops::{sequence_expand, sequence_expand_as, sequence_pool, sequence_reverse, to_place, PoolType};
+use lodtensor::ops::{
+    sequence_expand, sequence_expand_as, sequence_pad, sequence_pool, sequence_reverse, to_place, PoolType,
+};
 use lodtensor::{DType, Dim, LoDTensor, Lod, Place, Tensor};
 use std::hint::black_box;
 use std::time::Instant;
@@ -40,6 +42,7 @@ fn main() {
     let t = Tensor::zeros(DType::F32, Dim::new(&[SEQUENCES, 1]).unwrap()).unwrap();
     let x = LoDTensor::new(t.clone(), lod.clone()).unwrap();
     let dense = LoDTensor::dense(t.clone());
+    let pad = LoDTensor::dense(Tensor::zeros(DType::F32, Dim::new(&[1]).unwrap()).unwrap());
     println!("{SEQUENCES} sequences of one 4-byte row; median ms of {RUNS} runs");
     let mut copy = || drop(black_box(t.copy().unwrap()));
     type Case<'a> = (&'a str, Box<dyn FnMut() + 'a>);
@@ -49,6 +52,7 @@ fn main() {
         ("to_place (cpu)", Box::new(|| drop(black_box(to_place(&x, Place::Cpu).unwrap())))),
         ("sequence_expand_as", Box::new(|| drop(black_box(sequence_expand_as(&dense, &x).unwrap())))),
         ("sequence_expand (x dense)", Box::new(|| drop(black_box(sequence_expand(&dense, &x, 0).unwrap())))),
+        ("sequence_pad (to the longest)", Box::new(|| drop(black_box(sequence_pad(&x, &pad, -1).unwrap())))),
         ("sequence_reverse", Box::new(|| drop(black_box(sequence_reverse(&x).unwrap())))),
         ("sequence_pool sum", Box::new(|| drop(black_box(sequence_pool(&x, PoolType::Sum, 0.0).unwrap())))),
     ];

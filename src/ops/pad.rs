@@ -57,9 +57,9 @@ pub fn sequence_pad(x: &LoDTensor, pad_value: &LoDTensor, padded_length: i64) ->
     let offsets = x.lod().level(0)?;
     let sequences = offsets.len().saturating_sub(1);
     let lengths = || offsets.iter().skip(1).zip(offsets).map(|(end, start)| end - start);
-    // A plain maximum (no index carried along: it runs at memory speed over millions of
-    // sequences); which sequence is the longest is looked up only for the error.
-    let longest = lengths().max().unwrap_or(0);
+    // The LoD's own measure (made once per LoD); which sequence is the longest is looked up only
+    // for the error.
+    let longest = x.lod().lod_level(0)?.longest();
     let padded = match padded_length {
         -1 => longest,
         n if n < -1 => {

@@ -22,9 +22,7 @@ pub fn softmax_segments(x: &Tensor, segments: Segments, log: bool) -> Result<Ten
     let mut out = new_tensor(&d, x.dtype(), *x.dims())?;
     let (count, longest, width, table) = match segments {
         Segments::Bounds(level) => {
-            let b = level.offsets();
-            let longest = b.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
-            (b.len().saturating_sub(1), longest, 0, Some(level_on(&d, level)?))
+            (level.offsets().len().saturating_sub(1), level.longest(), 0, Some(level_on(&d, level)?))
         }
         Segments::Rows { rows, width } => (rows, width, width, None),
     };
