@@ -473,7 +473,11 @@ mod tests {
             let lengths: Vec<usize> = (0..n)
                 .map(|_| {
                     seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                    if seed >> 62 == 0 { 0 } else { (seed >> 33) as usize % 50 }
+                    if seed >> 62 == 0 {
+                        0
+                    } else {
+                        (seed >> 33) as usize % 50
+                    }
                 })
                 .collect();
             let offsets = lengths_to_offsets(&[lengths]).unwrap().remove(0);
