@@ -490,6 +490,8 @@ mod tests {
         let lod = Lod::from_lengths(&[vec![2, 0, 3], vec![1, 0, 7, 2, 0]]).unwrap();
         assert_eq!((lod.lod_level(0).unwrap().longest(), lod.lod_level(1).unwrap().longest()), (3, 7));
         assert_eq!(lod.clone().lod_level(1).unwrap().longest(), 7);
+        let e = lod.lod_level(2).err().expect("level 2 of a 2-level LoD").to_string();
+        assert!(e.contains("level: 2 is out of range; the LoD has 2 level(s)"), "{e}");
     }
 
     /// Pairing with a tensor checks only the last offset, with `check_lod`'s message.
