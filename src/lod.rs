@@ -17,7 +17,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// its first use on a device, serves every later op there; it is freed with the last clone).
 #[derive(Clone, Default)]
 pub struct Lod {
-    shared: Arc<Shared>,
+    /// `None` for the empty LoD, so that a dense tensor allocates nothing for it.
+    shared: Option<Arc<Shared>>,
 }
 
 #[derive(Default)]
@@ -38,7 +39,10 @@ struct LevelCopy {
 
 impl PartialEq for Lod {
     fn eq(&self, other: &Lod) -> bool {
-        Arc::ptr_eq(&self.shared, &other.shared) || self.shared.levels == other.shared.levels
+        match (&self.shared, &other.shared) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a.levels == b.levels,
+            (a, b) => a.is_none() && b.is_none(),
+        }
     }
 }
 
@@ -46,26 +50,26 @@ impl Eq for Lod {}
 
 impl std::fmt::Debug for Lod {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lod").field("levels", &self.shared.levels).finish()
+        f.debug_struct("Lod").field("levels", &self.levels()).finish()
     }
 }
 
 /// One level of a LoD: its offsets, and the copies of them that the LoD keeps at other places.
 #[derive(Clone, Copy)]
 pub struct LodLevel<'a> {
-    lod: &'a Lod,
+    shared: &'a Shared,
     level: usize,
 }
 
 impl<'a> LodLevel<'a> {
     /// The level's offsets.
     pub fn offsets(&self) -> &'a [usize] {
-        &self.lod.shared.levels[self.level]
+        &self.shared.levels[self.level]
     }
 
     /// The length of the level's longest sequence (0 for a level of no sequences).
     pub fn longest(&self) -> usize {
-        self.lod.shared.longest.get_or_init(|| self.lod.shared.levels.iter().map(|l| longest(l)).collect())[self.level]
+        self.shared.longest.get_or_init(|| self.shared.levels.iter().map(|l| longest(l)).collect())[self.level]
     }
 
     /// The level's offsets at `place`, made there by `make` at the first request and shared by
@@ -76,7 +80,7 @@ impl<'a> LodLevel<'a> {
         place: Place,
         make: impl FnOnce(&[usize]) -> Result<Arc<Allocation>>,
     ) -> Result<Arc<Allocation>> {
-        let mut copies = self.lod.shared.copies.lock().unwrap_or_else(|e| e.into_inner());
+        let mut copies = self.shared.copies.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(c) = copies.iter().find(|c| c.place == place && c.level == self.level) {
             return Ok(c.offsets.clone());
         }
@@ -286,43 +290,45 @@ impl Lod {
 
     /// A LoD from levels that pass `check_lod` (the callers' construction guarantees it).
     fn valid(levels: Vec<Vec<usize>>) -> Lod {
-        Lod { shared: Arc::new(Shared { levels, ..Shared::default() }) }
+        let shared = (!levels.is_empty()).then(|| Arc::new(Shared { levels, ..Shared::default() }));
+        Lod { shared }
     }
 
     pub fn levels(&self) -> &[Vec<usize>] {
-        &self.shared.levels
+        self.shared.as_ref().map_or(&[], |s| &s.levels)
     }
 
     /// The offsets, level by level (a copy where another clone still shares them).
     pub fn into_levels(self) -> Vec<Vec<usize>> {
-        Arc::try_unwrap(self.shared).map_or_else(|shared| shared.levels.clone(), |own| own.levels)
+        let Some(shared) = self.shared else { return Vec::new() };
+        Arc::try_unwrap(shared).map_or_else(|shared| shared.levels.clone(), |own| own.levels)
     }
 
     /// Whether this LoD fits a tensor of `rows` rows: its last level ends at `rows` (the one rule
     /// of `check_lod` that involves the tensor; a `Lod` passed the others when it was made).
     pub fn check_rows(&self, rows: usize) -> Result<()> {
-        check_height(&self.shared.levels, rows)
+        check_height(self.levels(), rows)
     }
 
     pub fn num_levels(&self) -> usize {
-        self.shared.levels.len()
+        self.levels().len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.shared.levels.is_empty()
+        self.levels().is_empty()
     }
 
     /// The offsets of `level`.
     pub fn level(&self, level: usize) -> Result<&[usize]> {
-        self.shared.levels.get(level).map(Vec::as_slice).ok_or_else(|| {
-            err!(OutOfRange, "level: {level} is out of range; the LoD has {} level(s)", self.shared.levels.len())
+        self.levels().get(level).map(Vec::as_slice).ok_or_else(|| {
+            err!(OutOfRange, "level: {level} is out of range; the LoD has {} level(s)", self.levels().len())
         })
     }
 
     /// Level `level`, with its copies at other places (see [`LodLevel`]).
     pub fn lod_level(&self, level: usize) -> Result<LodLevel<'_>> {
         self.level(level)?;
-        Ok(LodLevel { lod: self, level })
+        Ok(LodLevel { shared: self.shared.as_ref().expect("a LoD with that level"), level })
     }
 
     /// Number of sequences at `level` (Paddle's `NumElements`).
@@ -345,7 +351,7 @@ impl Lod {
 
     /// The lengths form (`recursive_sequence_lengths`).
     pub fn lengths(&self) -> Vec<Vec<usize>> {
-        self.shared.levels.iter().map(|l| l.windows(2).map(|w| w[1] - w[0]).collect()).collect()
+        self.levels().iter().map(|l| l.windows(2).map(|w| w[1] - w[0]).collect()).collect()
     }
 
     /// Lengths of one level.
@@ -355,12 +361,12 @@ impl Lod {
 
     /// The row count this LoD describes (the last offset of the last level), if it has levels.
     pub fn rows(&self) -> Option<usize> {
-        self.shared.levels.last().map(|l| *l.last().expect("valid LoD levels are non-empty"))
+        self.levels().last().map(|l| *l.last().expect("valid LoD levels are non-empty"))
     }
 
     /// Every level as absolute row offsets (Paddle's `ToAbsOffset`).
     pub fn abs_offsets(&self) -> Vec<Vec<usize>> {
-        let mut abs = self.shared.levels.to_vec();
+        let mut abs = self.levels().to_vec();
         for k in (0..abs.len().saturating_sub(1)).rev() {
             let (upper, lower) = abs.split_at_mut(k + 1);
             for offset in upper[k].iter_mut() {
@@ -373,7 +379,7 @@ impl Lod {
     /// Absolute rows of sequence `index` at `level`, found by walking down the levels.
     pub fn sequence_rows(&self, level: usize, index: usize) -> Result<Range<usize>> {
         let (mut start, mut end) = self.element(level, index)?;
-        for lower in &self.shared.levels[level + 1..] {
+        for lower in &self.levels()[level + 1..] {
             (start, end) = (lower[start], lower[end]);
         }
         Ok(start..end)
@@ -391,8 +397,8 @@ impl Lod {
             top.len() - 1
         );
         let (mut first, mut last) = (begin, end);
-        let mut levels = Vec::with_capacity(self.shared.levels.len() - level);
-        for offsets in &self.shared.levels[level..] {
+        let mut levels = Vec::with_capacity(self.levels().len() - level);
+        for offsets in &self.levels()[level..] {
             let part = &offsets[first..=last];
             levels.push(part.iter().map(|&o| o - part[0]).collect());
             (first, last) = (part[0], part[part.len() - 1]);
@@ -410,14 +416,14 @@ impl Lod {
         start_level: usize,
     ) -> Result<(Vec<Vec<usize>>, Range<usize>)> {
         ensure!(
-            start_level <= self.shared.levels.len(),
+            start_level <= self.levels().len(),
             OutOfRange,
             "start_level: {start_level} is out of range; the LoD has {} level(s)",
-            self.shared.levels.len()
+            self.levels().len()
         );
         let (mut start, mut end) = (start, end);
-        let mut lengths = Vec::with_capacity(self.shared.levels.len() - start_level);
-        for (level, offsets) in self.shared.levels.iter().enumerate().skip(start_level) {
+        let mut lengths = Vec::with_capacity(self.levels().len() - start_level);
+        for (level, offsets) in self.levels().iter().enumerate().skip(start_level) {
             ensure!(start <= end, OutOfRange, "start: {start} is greater than end {end} at level {level}");
             ensure!(
                 end < offsets.len(),
@@ -461,6 +467,11 @@ mod tests {
         assert_ne!(taken[1].as_ptr(), first, "the levels were taken from under a clone");
         let last = copy.level(1).unwrap().as_ptr();
         assert_eq!(copy.into_levels()[1].as_ptr(), last, "the last owner's levels were copied");
+        // The empty LoD, however made.
+        let empty = Lod::from_offsets(vec![]).unwrap();
+        assert!(empty == Lod::empty() && empty.is_empty() && empty.levels().is_empty());
+        assert_ne!(empty, Lod::from_lengths(&[vec![0]]).unwrap());
+        assert!(empty.into_levels().is_empty());
     }
 
     /// A level's longest sequence is the largest difference of its offsets, also with fewer than
