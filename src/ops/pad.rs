@@ -54,12 +54,13 @@ pub fn sequence_pad(x: &LoDTensor, pad_value: &LoDTensor, padded_length: i64) ->
         "pad_value: has dims {:?}; it must have 1 element or the dims of one step of x, {step:?}",
         pt.dims()
     );
-    let offsets = x.lod().level(0)?;
+    let level = x.lod().lod_level(0)?;
+    let offsets = level.offsets();
     let sequences = offsets.len().saturating_sub(1);
     let lengths = || offsets.iter().skip(1).zip(offsets).map(|(end, start)| end - start);
     // The LoD's own measure (made once per LoD); which sequence is the longest is looked up only
     // for the error.
-    let longest = x.lod().lod_level(0)?.longest();
+    let longest = level.longest();
     let padded = match padded_length {
         -1 => longest,
         n if n < -1 => {
@@ -93,7 +94,7 @@ pub fn sequence_pad(x: &LoDTensor, pad_value: &LoDTensor, padded_length: i64) ->
             (out, Tensor::from_slice(&length, &[sequences])?)
         }
         // The lengths are made on the device, from the offsets' device copy the slots' launch reads.
-        Place::Cuda(_) => cuda::pad_sequences(xt, xt.row_bytes(), x.lod().lod_level(0)?, padded, pt, dims)?,
+        Place::Cuda(_) => cuda::pad_sequences(xt, xt.row_bytes(), level, padded, pt, dims)?,
     };
     Ok((LoDTensor::dense(out), LoDTensor::dense(length)))
 }

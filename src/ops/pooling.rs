@@ -53,7 +53,8 @@ pub fn sequence_pool(x: &LoDTensor, pool: PoolType, pad_value: f64) -> Result<Po
     ensure!(levels > 0, InvalidLod, "x: has no LoD; sequence_pool pools the sequences of x's last LoD level");
     ensure!(levels <= 2, InvalidLod, "x: has {levels} LoD levels; sequence_pool takes x with 1 or 2");
     let xt = x.tensor();
-    let offsets = x.lod().level(levels - 1)?;
+    let level = x.lod().lod_level(levels - 1)?;
+    let offsets = level.offsets();
     let sequences = offsets.len() - 1;
     let width = x.dims().row_width();
     let rows = x.dims().rows().expect("a tensor with a LoD has rows");
@@ -96,18 +97,17 @@ pub fn sequence_pool(x: &LoDTensor, pool: PoolType, pad_value: f64) -> Result<Po
             out
         }
         Place::Cuda(_) => {
-            let offsets = x.lod().lod_level(levels - 1)?;
             // The pad element is rounded on the host, as the CPU kernel rounds it.
             let pad =
                 dispatch_dtype!(xt.dtype(), "x", [F32, F64, F16, BF16], |T| Ok(element_bits(T::from_f64(pad_value))))?;
             match pool {
-                PoolType::Sum => cuda::pool_sum(xt, width, offsets, SumDivisor::One, pad, dims)?,
-                PoolType::Average => cuda::pool_sum(xt, width, offsets, SumDivisor::Length, pad, dims)?,
-                PoolType::Sqrt => cuda::pool_sum(xt, width, offsets, SumDivisor::SqrtLength, pad, dims)?,
-                PoolType::First => cuda::pool_select(xt, width, offsets, false, pad, dims)?,
-                PoolType::Last => cuda::pool_select(xt, width, offsets, true, pad, dims)?,
+                PoolType::Sum => cuda::pool_sum(xt, width, level, SumDivisor::One, pad, dims)?,
+                PoolType::Average => cuda::pool_sum(xt, width, level, SumDivisor::Length, pad, dims)?,
+                PoolType::Sqrt => cuda::pool_sum(xt, width, level, SumDivisor::SqrtLength, pad, dims)?,
+                PoolType::First => cuda::pool_select(xt, width, level, false, pad, dims)?,
+                PoolType::Last => cuda::pool_select(xt, width, level, true, pad, dims)?,
                 PoolType::Max | PoolType::Min => {
-                    let (out, index) = cuda::pool_extreme(xt, width, offsets, pool == PoolType::Max, pad, dims)?;
+                    let (out, index) = cuda::pool_extreme(xt, width, level, pool == PoolType::Max, pad, dims)?;
                     max_index = Some(LoDTensor::dense(index));
                     out
                 }

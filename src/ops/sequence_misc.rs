@@ -43,7 +43,8 @@ use std::ops::Range;
 pub fn sequence_softmax(x: &LoDTensor) -> Result<LoDTensor> {
     const OP: &str = "sequence_softmax";
     let place = common_place(&[("x", x.tensor())])?;
-    let offsets = last_level(x, "x", OP)?;
+    let level = last_level(x, "x", OP)?;
+    let offsets = level.offsets();
     ensure_column(x.tensor(), "x", OP)?;
     let out = match place {
         crate::place::Place::Cpu => {
@@ -60,7 +61,6 @@ pub fn sequence_softmax(x: &LoDTensor) -> Result<LoDTensor> {
         crate::place::Place::Cuda(_) => {
             // The CPU path's dtype check, with its message.
             dispatch_dtype!(x.tensor().dtype(), "x", [F16, BF16, F32, F64], |T| Ok(()))?;
-            let level = x.lod().lod_level(x.lod().num_levels() - 1)?;
             crate::backend::cuda::softmax_segments(x.tensor(), crate::backend::cuda::Segments::Bounds(level), false)?
         }
     };
@@ -153,7 +153,7 @@ pub fn sequence_concat(xs: &[&LoDTensor]) -> Result<LoDTensor> {
 pub fn sequence_slice(x: &LoDTensor, offset: &LoDTensor, length: &LoDTensor) -> Result<LoDTensor> {
     const OP: &str = "sequence_slice";
     let place = common_place(&[("x", x.tensor()), ("offset", offset.tensor()), ("length", length.tensor())])?;
-    let lod = one_level(x, "x", OP)?;
+    let lod = one_level(x, "x", OP)?.offsets();
     let n = lod.len() - 1;
     let offsets = int_column(&on_host(offset.tensor())?, "offset", Some(n))?;
     let lengths = int_column(&on_host(length.tensor())?, "length", Some(n))?;
@@ -187,7 +187,8 @@ pub fn sequence_slice(x: &LoDTensor, offset: &LoDTensor, length: &LoDTensor) -> 
 pub fn sequence_reverse(x: &LoDTensor) -> Result<LoDTensor> {
     const OP: &str = "sequence_reverse";
     let place = common_place(&[("x", x.tensor())])?;
-    let lod = one_level(x, "x", OP)?;
+    let level = one_level(x, "x", OP)?;
+    let lod = level.offsets();
     ensure!(x.dims().ndim() >= 2, InvalidArgument, "x: dims {:?}; {OP} needs rank >= 2", x.dims());
     let t = x.tensor();
     let out = match place {
@@ -196,7 +197,7 @@ pub fn sequence_reverse(x: &LoDTensor) -> Result<LoDTensor> {
             kernels::reverse_rows(t.bytes()?, t.row_bytes(), lod, out.bytes_mut()?)?;
             out
         }
-        Place::Cuda(_) => cuda::sequence_reverse_rows(t, x.lod().lod_level(0)?)?,
+        Place::Cuda(_) => cuda::sequence_reverse_rows(t, level)?,
     };
     LoDTensor::new(out, x.lod().clone())
 }
@@ -265,7 +266,8 @@ fn bit_pattern(dtype: DType, value: f64) -> Result<u64> {
 pub fn sequence_enumerate(x: &LoDTensor, win_size: i64, pad_value: i64) -> Result<LoDTensor> {
     const OP: &str = "sequence_enumerate";
     let place = common_place(&[("x", x.tensor())])?;
-    let offsets = last_level(x, "x", OP)?;
+    let level = last_level(x, "x", OP)?;
+    let offsets = level.offsets();
     ensure_column(x.tensor(), "x", OP)?;
     ensure!(win_size >= 2, InvalidArgument, "win_size: must be at least 2, got {win_size}");
     let win = usize::try_from(win_size)
@@ -283,10 +285,7 @@ pub fn sequence_enumerate(x: &LoDTensor, win_size: i64, pad_value: i64) -> Resul
                 kernels::enumerate(t.as_slice::<T>()?, offsets, win, pad, out.as_mut_slice::<T>()?)?;
                 Ok(out)
             }
-            Place::Cuda(_) => {
-                let level = x.lod().lod_level(x.lod().num_levels() - 1)?;
-                cuda::sequence_enumerate(t, level, win, pad_value)
-            }
+            Place::Cuda(_) => cuda::sequence_enumerate(t, level, win, pad_value),
         }
     })?;
     LoDTensor::new(out, x.lod().clone())
@@ -304,7 +303,7 @@ pub fn sequence_enumerate(x: &LoDTensor, win_size: i64, pad_value: i64) -> Resul
 pub fn sequence_erase(x: &LoDTensor, tokens: &[i64]) -> Result<LoDTensor> {
     const OP: &str = "sequence_erase";
     let place = common_place(&[("x", x.tensor())])?;
-    let offsets = last_level(x, "x", OP)?;
+    let offsets = last_level(x, "x", OP)?.offsets();
     ensure_column(x.tensor(), "x", OP)?;
     place.ensure_usable()?;
     let mut tokens = tokens.to_vec();
@@ -356,7 +355,7 @@ fn surviving_runs<T: Copy + Into<i64>>(x: &[T], tokens: &[i64]) -> Vec<Range<usi
 pub fn sequence_reshape(x: &LoDTensor, new_dim: i64) -> Result<LoDTensor> {
     const OP: &str = "sequence_reshape";
     let place = common_place(&[("x", x.tensor())])?;
-    let lod = one_level(x, "x", OP)?;
+    let lod = one_level(x, "x", OP)?.offsets();
     ensure!(x.dims().ndim() == 2, InvalidArgument, "x: dims {:?}; {OP} needs rank 2 ([N, M])", x.dims());
     ensure!(new_dim >= 1, InvalidArgument, "new_dim: must be at least 1, got {new_dim}");
     let new_dim = usize::try_from(new_dim).map_err(|_| err!(InvalidArgument, "new_dim: {new_dim} is too large"))?;
@@ -421,7 +420,8 @@ pub fn sequence_conv(
     let mut inputs = vec![("x", x.tensor()), ("filter", filter.tensor())];
     inputs.extend(padding.map(|p| ("padding_data", p.tensor())));
     let place = common_place(&inputs)?;
-    let offsets = one_level(x, "x", OP)?;
+    let level = one_level(x, "x", OP)?;
+    let offsets = level.offsets();
     let xd = x.dims().as_slice();
     ensure!(xd.len() == 2, InvalidArgument, "x: dims {xd:?}; {OP} needs rank 2 ([T, N])");
     ensure!(context_length > 0, InvalidArgument, "context_length: must be at least 1, got {context_length}");
@@ -481,7 +481,6 @@ pub fn sequence_conv(
     };
     if let Place::Cuda(_) = place {
         dispatch_dtype!(dtype, "x", [F32, F64], |T| Ok(()))?;
-        let level = x.lod().lod_level(0)?;
         let out = cuda::sequence_conv(x.tensor(), level, filter.tensor(), padding.map(|p| p.tensor()), &shape)?;
         return LoDTensor::new(out, x.lod().clone());
     }

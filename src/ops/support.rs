@@ -4,6 +4,7 @@
 use crate::backend::cpu::rows::gather_row_ranges;
 use crate::dim::Dim;
 use crate::error::{ensure, err, Result};
+use crate::lod::LodLevel;
 use crate::lod_tensor::LoDTensor;
 use crate::place::Place;
 use crate::tensor::Tensor;
@@ -55,18 +56,18 @@ pub(crate) fn int_column(t: &Tensor, name: &str, n: Option<usize>) -> Result<Vec
     t.index_values(name)
 }
 
-/// The offsets of the last LoD level of `x` (rows of each innermost sequence); `x` must have a LoD.
-pub(crate) fn last_level<'a>(x: &'a LoDTensor, name: &str, op: &str) -> Result<&'a [usize]> {
+/// The last LoD level of `x` (its offsets: rows of each innermost sequence); `x` must have a LoD.
+pub(crate) fn last_level<'a>(x: &'a LoDTensor, name: &str, op: &str) -> Result<LodLevel<'a>> {
     let lod = x.lod();
     ensure!(!lod.is_empty(), InvalidLod, "{name}: has no LoD; {op} works on sequences");
-    lod.level(lod.num_levels() - 1)
+    lod.lod_level(lod.num_levels() - 1)
 }
 
-/// `x` has exactly one LoD level; returns its offsets.
-pub(crate) fn one_level<'a>(x: &'a LoDTensor, name: &str, op: &str) -> Result<&'a [usize]> {
+/// `x` has exactly one LoD level; returns it.
+pub(crate) fn one_level<'a>(x: &'a LoDTensor, name: &str, op: &str) -> Result<LodLevel<'a>> {
     let k = x.lod().num_levels();
     ensure!(k == 1, InvalidLod, "{name}: has {k} LoD level(s); {op} needs exactly 1");
-    x.lod().level(0)
+    x.lod().lod_level(0)
 }
 
 /// `x` is a column of elements: `dims[0] == numel` (`[N]`, `[N, 1]`, ...).

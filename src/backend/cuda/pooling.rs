@@ -39,19 +39,12 @@ fn run(
     Ok((out, idx))
 }
 
-/// `out[i][c]` = the f64 sum of column `c` over rows `offsets[i]..offsets[i+1]` of `x` (rows of
-/// `width` elements, float dtypes) in row order, divided by `divisor` and rounded once; `pad`
+/// `out[i][c]` = the f64 sum of column `c` over rows `offsets[i]..offsets[i+1]` (`level`'s) of `x`
+/// (rows of `width` elements, float dtypes) in row order, divided by `divisor` and rounded once; `pad`
 /// (an element's bits) for an empty sequence. `dims`: `[sequences, ...]`.
-pub fn pool_sum(
-    x: &Tensor,
-    width: usize,
-    offsets: LodLevel,
-    divisor: SumDivisor,
-    pad: u64,
-    dims: Dim,
-) -> Result<Tensor> {
+pub fn pool_sum(x: &Tensor, width: usize, level: LodLevel, divisor: SumDivisor, pad: u64, dims: Dim) -> Result<Tensor> {
     let kernel = format!("pool_sum_{}", float_suffix(x.dtype())?);
-    Ok(run(x, width, offsets, dims, &kernel, false, |a| a.arg(divisor as i32).arg(pad))?.0)
+    Ok(run(x, width, level, dims, &kernel, false, |a| a.arg(divisor as i32).arg(pad))?.0)
 }
 
 /// The largest (`max`) or smallest value of each column of each sequence, the first one on ties,
@@ -59,18 +52,18 @@ pub fn pool_sum(
 pub fn pool_extreme(
     x: &Tensor,
     width: usize,
-    offsets: LodLevel,
+    level: LodLevel,
     max: bool,
     pad: u64,
     dims: Dim,
 ) -> Result<(Tensor, Tensor)> {
     let kernel = format!("pool_extreme_{}", float_suffix(x.dtype())?);
-    let (out, index) = run(x, width, offsets, dims, &kernel, true, |a| a.arg(max as i32).arg(pad))?;
+    let (out, index) = run(x, width, level, dims, &kernel, true, |a| a.arg(max as i32).arg(pad))?;
     Ok((out, index.expect("asked for the index")))
 }
 
 /// The last (`last`) or first row of each sequence; `pad` in every column for an empty one.
-pub fn pool_select(x: &Tensor, width: usize, offsets: LodLevel, last: bool, pad: u64, dims: Dim) -> Result<Tensor> {
+pub fn pool_select(x: &Tensor, width: usize, level: LodLevel, last: bool, pad: u64, dims: Dim) -> Result<Tensor> {
     let kernel = format!("pool_select_{}", x.dtype().size());
-    Ok(run(x, width, offsets, dims, &kernel, false, |a| a.arg(last as i32).arg(pad))?.0)
+    Ok(run(x, width, level, dims, &kernel, false, |a| a.arg(last as i32).arg(pad))?.0)
 }
