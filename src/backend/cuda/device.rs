@@ -261,3 +261,17 @@ pub(crate) fn new_tensor(d: &Arc<Device>, dtype: crate::dtype::DType, dims: Dim)
         .ok_or_else(|| err!(OutOfMemory, "dims: a {dtype} tensor of dims {dims:?} is too large"))?;
     Tensor::from_allocation(d.allocation(n)?, dtype, dims)
 }
+
+/// For the unit tests that need a device: the number of devices, or `None` after saying the test
+/// was skipped (a failure instead when `LODTENSOR_REQUIRE_GPU=1`).
+#[cfg(test)]
+pub(crate) fn devices_for_test() -> Option<usize> {
+    match device_count() {
+        Ok(n) => Some(n),
+        Err(e) => {
+            assert!(std::env::var("LODTENSOR_REQUIRE_GPU").map_or(true, |v| v != "1"), "no CUDA device: {e}");
+            eprintln!("skipped: no usable CUDA device ({e})");
+            None
+        }
+    }
+}

@@ -196,9 +196,7 @@ mod tests {
     fn unrolled_kernels_cover_every_item_on_any_grid() {
         use crate::ops::transfer::to_place;
         use crate::{LoDTensor, Place};
-        if let Err(e) = super::super::device::device_count() {
-            assert!(std::env::var("LODTENSOR_REQUIRE_GPU").map_or(true, |v| v != "1"), "no CUDA device: {e}");
-            eprintln!("skipped: no usable CUDA device ({e})");
+        if super::super::device::devices_for_test().is_none() {
             return;
         }
         let d = super::super::device::device(0).unwrap();

@@ -99,14 +99,7 @@ mod tests {
     /// keep it.
     #[test]
     fn ops_read_the_lods_device_copy() {
-        let devices = match super::super::device::device_count() {
-            Ok(n) => n,
-            Err(e) => {
-                assert!(std::env::var("LODTENSOR_REQUIRE_GPU").map_or(true, |v| v != "1"), "no CUDA device: {e}");
-                eprintln!("skipped: no usable CUDA device ({e})");
-                return;
-            }
-        };
+        let Some(devices) = super::super::device::devices_for_test() else { return };
         let (own, planted) = (vec![0usize, 2, 2, 5], vec![0usize, 1, 4, 5]);
         let data: Vec<f32> = (0..20).map(|i| (i as f32 * 0.37).sin()).collect();
         let host = |offsets: &[usize], width: usize| {
