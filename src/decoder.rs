@@ -4,11 +4,12 @@
 //! the fused step, keeps the selected ids and scores in TensorArrays, and at the end backtracks
 //! them into sentences (`beam_search_decode`), ranked with an optional length penalty.
 
+use crate::backend::cuda::StepSources;
 use crate::dtype::{dispatch_dtype, Scalar};
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;
 use crate::lod_tensor::LoDTensor;
-use crate::ops::beam_search::{device_outputs, fused_step_on_slices, BeamSearchStep};
+use crate::ops::beam_search::{fused_step_on_slices, BeamSearchStep};
 use crate::ops::beam_search_decode::beam_search_decode;
 use crate::ops::transfer::to_place;
 use crate::place::Place;
@@ -201,7 +202,8 @@ impl Decoder {
     /// `min_length` ban of `end_id` is applied while the rows are read, not by writing them), the
     /// prefixes of the next step stay on the device for the step after, and the selected ids,
     /// scores and parents (a few per source) are copied to the host for [`StepInfo`] and the final
-    /// backtracking; each step therefore waits for the device once. The result equals `run`'s for
+    /// backtracking, with the row offsets, in one copy; each step therefore waits for the device
+    /// once, and uploads nothing (the sources' rows are on the device from the step before). The result equals `run`'s for
     /// the same log-probs, on either place.
     ///
     /// Errors: those of `run`; `InvalidArgument` for a returned tensor that is not `[prefixes,
@@ -285,6 +287,9 @@ impl Decoder {
             Some((i, s)) if i.tensor().place() == place => (i, s),
             _ => (to_place(&beams.ids, place)?, to_place(&beams.scores, place)?),
         };
+        // The previous selection's LoD carries its level 0 in rows on the device (`sources`).
+        debug_assert_eq!(di.lod().abs_level(0).ok().as_deref(), Some(sources));
+        let sources = StepSources { lod: di.lod(), level: 0, rows: sources.to_vec() };
         let step = crate::backend::cuda::fused_step(
             sources,
             o.beam_size,
@@ -294,14 +299,19 @@ impl Decoder {
             ds.tensor(),
             o.end_id,
             banned,
+            true,
         )?;
-        let d = device_outputs(sources.to_vec(), step)?;
+        let [ids, scores, parents] =
+            step.host.ok_or_else(|| err!(Internal, "the fused step brought no host copies"))?;
+        // The host copies, which the decoder keeps for the backtracking, get a LoD without the
+        // device copies, which would otherwise stay allocated as long as they.
+        let lod = step.lod.detached();
         let out = BeamSearchStep {
-            selected_ids: to_place(&d.selected_ids, Place::Cpu)?,
-            selected_scores: to_place(&d.selected_scores, Place::Cpu)?,
-            parent_idx: to_place(&LoDTensor::dense(d.parent_idx), Place::Cpu)?.into_parts().0,
+            selected_ids: LoDTensor::new(ids, lod.clone())?,
+            selected_scores: LoDTensor::new(scores, lod)?,
+            parent_idx: parents,
         };
-        *on_device = Some((d.selected_ids, d.selected_scores));
+        *on_device = Some((LoDTensor::new(step.ids, step.lod.clone())?, LoDTensor::new(step.scores, step.lod)?));
         Ok(out)
     }
 
@@ -385,7 +395,7 @@ impl Beams {
     /// when a further step would prune every source.
     fn live_sources(&self, t: usize, end_id: i64) -> Result<Option<Vec<usize>>> {
         let ended = t > 0 && self.ids.tensor().as_slice::<i64>()?.iter().all(|&id| id == end_id);
-        Ok((!ended).then(|| self.ids.lod().abs_offsets().swap_remove(0)))
+        (!ended).then(|| self.ids.lod().abs_level(0)).transpose()
     }
 
     /// What the step callbacks see at step `t`.

@@ -33,8 +33,35 @@ struct Shared {
 /// A level's offsets as an op placed them elsewhere (the same bytes: offsets as 8-byte integers).
 struct LevelCopy {
     place: Place,
-    level: usize,
+    of: CopyOf,
     offsets: Arc<Allocation>,
+}
+
+/// Which offsets a copy holds: a level as it is, or a level above the last in absolute form (its
+/// offsets in rows; the last level is in rows already, so its absolute form is `Level`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum CopyOf {
+    Level(usize),
+    Rows(usize),
+}
+
+impl Shared {
+    /// The copy of `of` at `place`, made by `make` at the first request.
+    #[cfg_attr(not(any(feature = "cuda", feature = "cuda-emulator")), allow(dead_code))]
+    fn copy_at(
+        &self,
+        of: CopyOf,
+        place: Place,
+        make: impl FnOnce() -> Result<Arc<Allocation>>,
+    ) -> Result<Arc<Allocation>> {
+        let mut copies = self.copies.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = copies.iter().find(|c| c.place == place && c.of == of) {
+            return Ok(c.offsets.clone());
+        }
+        let offsets = make()?;
+        copies.push(LevelCopy { place, of, offsets: offsets.clone() });
+        Ok(offsets)
+    }
 }
 
 impl PartialEq for Lod {
@@ -80,13 +107,7 @@ impl<'a> LodLevel<'a> {
         place: Place,
         make: impl FnOnce(&[usize]) -> Result<Arc<Allocation>>,
     ) -> Result<Arc<Allocation>> {
-        let mut copies = self.shared.copies.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(c) = copies.iter().find(|c| c.place == place && c.level == self.level) {
-            return Ok(c.offsets.clone());
-        }
-        let offsets = make(self.offsets())?;
-        copies.push(LevelCopy { place, level: self.level, offsets: offsets.clone() });
-        Ok(offsets)
+        self.shared.copy_at(CopyOf::Level(self.level), place, || make(self.offsets()))
     }
 }
 
@@ -294,6 +315,12 @@ impl Lod {
         Lod { shared }
     }
 
+    /// The same offsets in a LoD of their own, without the copies this one keeps elsewhere.
+    #[cfg_attr(not(any(feature = "cuda", feature = "cuda-emulator")), allow(dead_code))]
+    pub(crate) fn detached(&self) -> Lod {
+        Lod::valid(self.levels().to_vec())
+    }
+
     pub fn levels(&self) -> &[Vec<usize>] {
         self.shared.as_ref().map_or(&[], |s| &s.levels)
     }
@@ -374,6 +401,31 @@ impl Lod {
             }
         }
         abs
+    }
+
+    /// Level `level` in absolute form: sequence `i` of that level covers rows `[a[i], a[i+1])`
+    /// (the level of [`Lod::abs_offsets`], without the others).
+    pub fn abs_level(&self, level: usize) -> Result<Vec<usize>> {
+        let mut abs = self.level(level)?.to_vec();
+        for lower in &self.levels()[level + 1..] {
+            abs.iter_mut().for_each(|o| *o = lower[*o]);
+        }
+        Ok(abs)
+    }
+
+    /// [`Lod::abs_level`] `level` at `place`, kept like a level's copy (see [`LodLevel::copy_at`]):
+    /// made by `make` at the first request, from then on shared by every clone. For the last
+    /// level this is that level's copy.
+    #[cfg_attr(not(any(feature = "cuda", feature = "cuda-emulator")), allow(dead_code))]
+    pub(crate) fn abs_copy_at(
+        &self,
+        level: usize,
+        place: Place,
+        make: impl FnOnce() -> Result<Arc<Allocation>>,
+    ) -> Result<Arc<Allocation>> {
+        let shared = self.lod_level(level)?.shared;
+        let of = if level + 1 == shared.levels.len() { CopyOf::Level(level) } else { CopyOf::Rows(level) };
+        shared.copy_at(of, place, make)
     }
 
     /// Absolute rows of sequence `index` at `level`, found by walking down the levels.
@@ -503,6 +555,29 @@ mod tests {
         assert_eq!(lod.clone().lod_level(1).unwrap().longest(), 7);
         let e = lod.lod_level(2).err().expect("level 2 of a 2-level LoD").to_string();
         assert!(e.contains("level: 2 is out of range; the LoD has 2 level(s)"), "{e}");
+    }
+
+    /// A level in absolute form is `abs_offsets`' level; its copies are kept apart from the level's
+    /// own, except for the last level, whose absolute form is itself.
+    #[test]
+    fn abs_levels_and_their_copies() {
+        let lod = Lod::from_offsets(vec![vec![0, 2, 3], vec![0, 2, 2, 7], vec![0, 1, 3, 4, 6, 8, 9, 12]]).unwrap();
+        for (level, want) in lod.abs_offsets().iter().enumerate() {
+            assert_eq!(&lod.abs_level(level).unwrap(), want, "level {level}");
+        }
+        assert!(matches!(lod.abs_level(3), Err(crate::Error::OutOfRange(_))));
+        let place = Place::Cuda(0);
+        let made = |n: usize| move || Allocation::zeroed(8 * n);
+        let upper = lod.abs_copy_at(1, place, made(4)).unwrap();
+        let level = lod.lod_level(1).unwrap().copy_at(place, |o| made(o.len())()).unwrap();
+        assert!(!Arc::ptr_eq(&upper, &level), "level 1 in rows and as it is share a copy");
+        let clone = lod.clone();
+        let again = clone.abs_copy_at(1, place, || panic!("a clone made level 1 in rows again")).unwrap();
+        assert!(Arc::ptr_eq(&upper, &again));
+        let last = lod.lod_level(2).unwrap().copy_at(place, |o| made(o.len())()).unwrap();
+        let last_abs = clone.abs_copy_at(2, place, || panic!("the last level in rows is the level")).unwrap();
+        assert!(Arc::ptr_eq(&last, &last_abs));
+        assert!(lod.abs_copy_at(0, Place::Cpu, made(3)).is_ok_and(|c| !Arc::ptr_eq(&c, &upper)));
     }
 
     /// Pairing with a tensor checks only the last offset, with `check_lod`'s message.

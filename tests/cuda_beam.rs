@@ -13,6 +13,7 @@ mod cuda_common;
 use common::Rng;
 use cuda_common::{assert_same, gpu, gpu_or_skip, min_time, tensor_bytes, GPU};
 use half::{bf16, f16};
+use lodtensor::backend::cuda::StepSources;
 use lodtensor::{
     array_to_lod_tensor, beam_search_decode, beam_search_fused_step, beam_search_gather_state, beam_search_gather_tree,
     beam_search_step, cuda_device_count, shrink_rnn_memory, tensor_array_to_tensor, to_place, top_k, unstack, DType,
@@ -203,9 +204,8 @@ fn gpu_fused_step_banned_column_reads_as_minus_inf() {
             row[banned] = 0.0;
         }
         let log_probs = gpu(&LoDTensor::dense(Tensor::from_slice(&lp, &[p.rows, vocab]).unwrap()));
-        let source_rows: Vec<usize> = p.pre_ids.lod().level(0).unwrap().to_vec();
-        let (ids, scores, parents, offsets) = lodtensor::backend::cuda::fused_step(
-            &source_rows,
+        let step = lodtensor::backend::cuda::fused_step(
+            StepSources::new(p.pre_ids.lod(), 0).unwrap(),
             beam,
             log_probs.tensor(),
             vocab,
@@ -213,6 +213,7 @@ fn gpu_fused_step_banned_column_reads_as_minus_inf() {
             gpu(&p.pre_scores).tensor(),
             1,
             Some(banned),
+            true,
         )
         .unwrap();
         for row in lp.chunks_exact_mut(vocab) {
@@ -221,10 +222,60 @@ fn gpu_fused_step_banned_column_reads_as_minus_inf() {
         let lp = LoDTensor::dense(Tensor::from_slice(&lp, &[p.rows, vocab]).unwrap());
         let want = beam_search_fused_step(&p.pre_ids, &p.pre_scores, &lp, beam, 1).unwrap();
         let what = format!("V {vocab}, banned {banned}, beam {beam}");
-        assert_eq!(offsets, want.selected_ids.lod().level(1).unwrap(), "{what}: row offsets");
-        assert_eq!(tensor_bytes(&ids), want.selected_ids.tensor().bytes().unwrap(), "{what}: ids");
-        assert_eq!(tensor_bytes(&scores), want.selected_scores.tensor().bytes().unwrap(), "{what}: scores");
-        assert_eq!(tensor_bytes(&parents), want.parent_idx.bytes().unwrap(), "{what}: parents");
+        assert_eq!(&step.lod, want.selected_ids.lod(), "{what}: LoD");
+        let host = step.host.expect("host copies were asked for");
+        let wanted = [want.selected_ids.tensor(), want.selected_scores.tensor(), &want.parent_idx];
+        for ((name, dev), (host, want)) in [("ids", &step.ids), ("scores", &step.scores), ("parents", &step.parents)]
+            .into_iter()
+            .zip(host.iter().zip(wanted))
+        {
+            assert_eq!(tensor_bytes(dev), want.bytes().unwrap(), "{what}: {name}");
+            assert_eq!(
+                (host.dims(), host.bytes().unwrap()),
+                (want.dims(), want.bytes().unwrap()),
+                "{what}: host {name}"
+            );
+        }
+    }
+}
+
+/// Steps in a chain, each on the last one's selection, as a decoder runs them: on a device the
+/// sources come from the device copy that the last selection wrote into its LoD (level 0 in rows),
+/// not from the host. Fused steps, then a Paddle step on the chain's LoD; each equal to the CPU's.
+#[test]
+fn gpu_steps_in_a_chain_equal_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0x51c0_ffee);
+    for case in 0..8 {
+        let (beam, vocab, end_id) = (1 + rng.below(5), [3usize, 50, 9000][case % 3], 1i64);
+        let sources = 2 + rng.below(300);
+        let p = prefixes(&mut rng, sources, end_id, case % 2 == 0);
+        let (mut host, mut dev) = ((p.pre_ids.clone(), p.pre_scores.clone()), (gpu(&p.pre_ids), gpu(&p.pre_scores)));
+        for t in 0..4 {
+            let what = format!("case {case}, step {t}: beam {beam}, V {vocab}");
+            let rows = host.0.tensor().numel();
+            let lp = LoDTensor::dense(Tensor::from_slice(&tie_heavy(&mut rng, rows * vocab), &[rows, vocab]).unwrap());
+            let want = beam_search_fused_step(&host.0, &host.1, &lp, beam, end_id).unwrap();
+            let got = beam_search_fused_step(&dev.0, &dev.1, &gpu(&lp), beam, end_id).unwrap();
+            assert_step_same(&got, &want, &what);
+            if want.selected_ids.tensor().numel() == 0 {
+                break;
+            }
+            host = (want.selected_ids, want.selected_scores);
+            dev = (got.selected_ids, got.selected_scores);
+        }
+        // Paddle's step over the chain's last LoD (its level 0 in rows is on the device).
+        let rows = host.0.tensor().numel();
+        if rows == 0 {
+            continue;
+        }
+        let scores: Vec<f32> = (0..rows * 3).map(|_| rng.below(7) as f32).collect();
+        let scores = |lod: &Lod| LoDTensor::new(Tensor::from_slice(&scores, &[rows, 3]).unwrap(), lod.clone()).unwrap();
+        let want = beam_search_step(&host.0, &host.1, None, &scores(host.0.lod()), 0, beam, end_id, true).unwrap();
+        let got = beam_search_step(&dev.0, &dev.1, None, &gpu(&scores(dev.0.lod())), 0, beam, end_id, true).unwrap();
+        assert_step_same(&got, &want, &format!("case {case}: Paddle's step after the chain"));
     }
 }
 
@@ -726,12 +777,19 @@ fn gpu_fused_step_speed() {
     }
     let read = min_time(&|| lodtensor::backend::cuda::read_bandwidth_probe(log_probs.tensor()).unwrap());
     let step = min_time(&|| drop(beam_search_fused_step(&pre_ids, &pre_scores, &log_probs, beam, 1).unwrap()));
+    // The same step on a LoD met for the first time, whose sources' rows go up with the step (the
+    // LoD above keeps them on the device after its first step).
+    let fresh = min_time(&|| {
+        let lod = Lod::from_lengths(&[vec![beam; sources]]).unwrap();
+        let ids = LoDTensor::new(pre_ids.tensor().clone(), lod).unwrap();
+        drop(beam_search_fused_step(&ids, &pre_scores, &log_probs, beam, 1).unwrap())
+    });
     // Where the step's time goes: its first pass is the kernel of top_k (one block per row), the
-    // rest is the selection launch, the uploads and the copy of the output LoD to the host; the
-    // floor is what two synchronisations alone cost, in every figure here.
+    // rest is the selection launch and the copy of the output LoD to the host; the floor is what
+    // two synchronisations alone cost, in every figure here.
     let row_topk = min_time(&|| drop(top_k(&log_probs, beam, true).unwrap()));
-    // The same step on rows of `beam` log-probs: the selection, the uploads and the copy of the
-    // output LoD with next to no top-k work.
+    // The same step on rows of `beam` log-probs: the selection and the copy of the output LoD
+    // with next to no top-k work.
     let narrow = gpu(&LoDTensor::dense(Tensor::from_slice(&lp[..rows * beam], &[rows, beam]).unwrap()));
     let rest = min_time(&|| drop(beam_search_fused_step(&pre_ids, &pre_scores, &narrow, beam, 1).unwrap()));
     // A step's small copies: its source offsets up, its row offsets down (and a wait).
@@ -740,42 +798,47 @@ fn gpu_fused_step_speed() {
     let on_device = gpu(&offsets);
     let down = min_time(&|| drop(to_place(&on_device, Place::Cpu).unwrap()));
     let floor = min_time(&|| ());
-    // The device step without the operator's checks and LoD bookkeeping, and the cost of one tiny
-    // kernel and its wait (the step has an upload, three kernels and a copy back, which waits).
-    let source_rows: Vec<usize> = (0..=sources).map(|s| s * beam).collect();
-    let backend_step = |lp: &LoDTensor, width: usize| {
+    // The device step without the operator's checks and LoD bookkeeping, also with the host copies
+    // of its outputs that the decoder takes (in the same copy back), and the cost of one tiny
+    // kernel and its wait (the step has three kernels and a copy back, which waits).
+    let backend_step = |lp: &LoDTensor, width: usize, host_copies: bool| {
         min_time(&|| {
-            let (t, pt, p, _) = lodtensor::backend::cuda::fused_step(
-                &source_rows,
-                beam,
-                lp.tensor(),
-                width,
-                pre_ids.tensor(),
-                pre_scores.tensor(),
-                1,
-                None,
+            drop(
+                lodtensor::backend::cuda::fused_step(
+                    StepSources::new(pre_ids.lod(), 0).unwrap(),
+                    beam,
+                    lp.tensor(),
+                    width,
+                    pre_ids.tensor(),
+                    pre_scores.tensor(),
+                    1,
+                    None,
+                    host_copies,
+                )
+                .unwrap(),
             )
-            .unwrap();
-            drop((t, pt, p));
         })
     };
-    let (backend_wide, backend_narrow) = (backend_step(&log_probs, vocab), backend_step(&narrow, beam));
+    let (backend_wide, backend_narrow) = (backend_step(&log_probs, vocab, false), backend_step(&narrow, beam, false));
+    let backend_host = backend_step(&log_probs, vocab, true);
     let tiny = gpu(&LoDTensor::dense(Tensor::from_slice(&[0i64; 4], &[4]).unwrap()));
     let launch = min_time(&|| lodtensor::backend::cuda::read_bandwidth_probe(tiny.tensor()).unwrap());
     let mb = log_probs.tensor().nbytes() as f64 / 1e6;
     eprintln!(
         "fused step {sources} x {beam} x {vocab} f32 ({mb:.0} MB): one read {:.1} us ({:.0} GB/s), fused step {:.1} us \
-         ({:.2}x the read); top_k of the rows {:.1} us; the step on rows of {beam} {:.1} us; the backend's step \
-         {:.1} us, on rows of {beam} {:.1} us; one tiny launch and wait {:.1} us; {} offsets up {:.1} us, down {:.1} \
+         ({:.2}x the read), on a new LoD {:.1} us; top_k of the rows {:.1} us; the step on rows of {beam} {:.1} us; \
+         the backend's step {:.1} us, on rows of {beam} {:.1} us, with host copies {:.1} us; one tiny launch and wait {:.1} us; {} offsets up {:.1} us, down {:.1} \
          us; synchronisation floor {:.1} us",
         read * 1e6,
         mb / 1e3 / read,
         step * 1e6,
         step / read,
+        fresh * 1e6,
         row_topk * 1e6,
         rest * 1e6,
         backend_wide * 1e6,
         backend_narrow * 1e6,
+        backend_host * 1e6,
         launch * 1e6,
         rows + 1,
         up * 1e6,

@@ -4,6 +4,7 @@
 
 use super::common_place;
 use crate::backend::cpu::beam_search::{regroup, select_fused, select_unfused, Candidate, OneNan, Selected};
+use crate::backend::cuda::{DeviceStep, StepSources};
 use crate::dtype::{dispatch_dtype, DType, Scalar};
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;
@@ -64,14 +65,12 @@ fn outputs<S: Scalar>(h: Vec<usize>, sel: Selected<S>) -> Result<BeamSearchStep>
     })
 }
 
-/// Builds the output tensors of a device step (outputs on the device, LoD on the host).
-pub(crate) fn device_outputs(h: Vec<usize>, step: crate::backend::cuda::DeviceStep) -> Result<BeamSearchStep> {
-    let (ids, scores, parents, row_offsets) = step;
-    let lod = Lod::from_offsets(vec![h, row_offsets])?;
+/// The output tensors of a device step (on the device, their LoD on the host).
+fn device_outputs(step: DeviceStep) -> Result<BeamSearchStep> {
     Ok(BeamSearchStep {
-        selected_ids: LoDTensor::new(ids, lod.clone())?,
-        selected_scores: LoDTensor::new(scores, lod)?,
-        parent_idx: parents,
+        selected_ids: LoDTensor::new(step.ids, step.lod.clone())?,
+        selected_scores: LoDTensor::new(step.scores, step.lod)?,
+        parent_idx: step.parents,
     })
 }
 
@@ -104,7 +103,9 @@ fn check_rows_fit_i32(rows: usize) -> Result<()> {
 ///
 /// On a CUDA device one block replays the per-source selection (the same offers in the same
 /// order, so ties and NaN land as on the CPU) and regroups the items by row; the row offsets (the
-/// output LoD) are copied to the host, which waits for the device. With `is_accumulated` the result
+/// output LoD) are copied to the host, which waits for the device. The sources' rows (level
+/// `level` in absolute form) are read from the copy that `scores`' LoD keeps on the device (made
+/// at its first use there; a step's output LoD holds the one the next step needs). With `is_accumulated` the result
 /// equals the CPU's bit for bit; otherwise `ln` is the device's `logf`/`log` (CUDA: within 1 ulp of
 /// the correctly rounded result), so scores may differ from the CPU's in the last bit and a
 /// selection between candidates that close may differ.
@@ -158,11 +159,11 @@ pub fn beam_search_step(
         );
     }
     let width = scores.dims().row_width();
-    let h = scores.lod().abs_offsets().swap_remove(level);
+    let sources = StepSources::new(scores.lod(), level)?;
     if let Place::Cuda(_) = place {
         dispatch_dtype!(scores.tensor().dtype(), "scores", [F32, F64], |T| Ok(()))?;
         let step = crate::backend::cuda::beam_step(
-            &h,
+            sources,
             beam_size,
             scores.tensor(),
             ids.map(|t| t.tensor()),
@@ -172,8 +173,9 @@ pub fn beam_search_step(
             pre_scores.tensor(),
             end_id,
         )?;
-        return device_outputs(h, step);
+        return device_outputs(step);
     }
+    let h = sources.rows;
     let pre = pre_ids.tensor().as_slice::<i64>()?;
     let cand_ids = ids.map(|t| t.tensor().as_slice::<i64>()).transpose()?;
     dispatch_dtype!(scores.tensor().dtype(), "scores", [F32, F64], |T| {
@@ -209,7 +211,11 @@ pub fn beam_search_step(
 /// On a CUDA device: one block per unfinished prefix row selects its candidates in one read of
 /// the row (nothing of size `P x V` is written), one block replays the per-source selection; the
 /// result equals the CPU's bit for bit (the candidate scores are the same float32 sums). The row
-/// offsets (the output LoD) are copied to the host, which waits for the device.
+/// offsets (the output LoD) are copied to the host, which waits for the device. The sources' rows
+/// are read from the copy that `pre_ids`' LoD keeps on the device: uploaded at the LoD's first
+/// step there, and, for a step on the last step's selection, written by that step (its output LoD
+/// keeps its level 0 in rows and its row offsets on the device), so a chain of steps uploads
+/// nothing.
 ///
 /// Errors: `InvalidArgument` for `beam_size == 0`, `pre_ids` without a LoD, `log_probs` not 2-D,
 /// `pre_ids`/`pre_scores`/`log_probs` not one per prefix row, more than `i32::MAX` rows;
@@ -247,11 +253,11 @@ pub fn beam_search_fused_step(
         dims[0]
     );
     let vocab = dims[1];
-    let h = pre_ids.lod().abs_offsets().swap_remove(0);
+    let sources = StepSources::new(pre_ids.lod(), 0)?;
     if let Place::Cuda(_) = place {
         dispatch_dtype!(log_probs.tensor().dtype(), "log_probs", [F32, F16, BF16], |T| Ok(()))?;
         let step = crate::backend::cuda::fused_step(
-            &h,
+            sources,
             beam_size,
             log_probs.tensor(),
             vocab,
@@ -259,10 +265,11 @@ pub fn beam_search_fused_step(
             pre_scores.tensor(),
             end_id,
             None,
+            false,
         )?;
-        return device_outputs(h, step);
+        return device_outputs(step);
     }
-    let pre = pre_ids.tensor().as_slice::<i64>()?;
+    let (h, pre) = (sources.rows, pre_ids.tensor().as_slice::<i64>()?);
     let ps = pre_scores.tensor().as_slice::<f32>()?;
     dispatch_dtype!(log_probs.tensor().dtype(), "log_probs", [F32, F16, BF16], |T| {
         fused_step_on_slices(h, beam_size, log_probs.tensor().as_slice::<T>()?, vocab, pre, ps, end_id)

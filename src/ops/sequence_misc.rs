@@ -84,7 +84,7 @@ pub fn sequence_concat(xs: &[&LoDTensor]) -> Result<LoDTensor> {
         .enumerate()
         .map(|(j, x)| {
             last_level(x, &names[j], OP)?;
-            Ok(x.lod().abs_offsets().swap_remove(0))
+            x.lod().abs_level(0)
         })
         .collect::<Result<_>>()?;
     let sequences = abs[0].len() - 1;

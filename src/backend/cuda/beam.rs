@@ -1,11 +1,15 @@
 //! Launchers of `kernels/beam.cu`: top-k, the fused and Paddle beam-search steps, gather_tree.
 
 use super::device::{copy_to_host, new_tensor, Device};
+use super::driver::DevicePtr;
 use super::launch::{launch, launch_1d, upload, Args};
-use super::seq_common::{device_of, dtype_suffix};
+use super::seq_args::{DeviceStep, StepSources};
+use super::seq_common::{device_of, dtype_suffix, upload_offsets};
 use crate::dim::Dim;
 use crate::dtype::DType;
 use crate::error::{ensure, err, Result};
+use crate::lod::Lod;
+use crate::place::Place;
 use crate::tensor::Tensor;
 use std::sync::Arc;
 
@@ -19,11 +23,6 @@ const CHUNK_THREADS: u32 = 256;
 const CHUNK_ELEMS: usize = 32 * CHUNK_THREADS as usize;
 /// Rows per launch of the block-per-row kernels: more rows are walked by the same blocks.
 const MAX_ROW_BLOCKS: u64 = 1 << 16;
-
-/// The outputs of a device beam-search step: `selected_ids` (int64 `[N, 1]`), `selected_scores`
-/// (`[N, 1]`), `parent_idx` (int32 `[N]`), all on the device, and the host offsets of each prefix
-/// row's items (`rows + 1`).
-pub type DeviceStep = (Tensor, Tensor, Tensor, Vec<usize>);
 
 /// Threads per block for rows of `width`: a power of two from 32 to 256, about 32 elements each
 /// (short rows do not pay for a large block's merge).
@@ -67,38 +66,46 @@ pub fn top_k(
 }
 
 /// The one-block selection kernel `kernel` for a step: output tensors with room for every
-/// source's `beam` items, the launch (arguments: the source offsets, `pre_ids`, `end_id`, `beam`,
-/// then `candidates` appends its own, then the scratch and outputs), then the host copy of the row
-/// offsets (the output LoD lives on the host) and the outputs cut to their length.
+/// source's `beam` items, the launch (arguments: the sources' row offsets, `pre_ids`, `end_id`,
+/// `beam`, then `candidates` appends its own, then the scratch and outputs), then the one copy to
+/// the host (the row offsets, which the output LoD needs there; with `host_copies`, the outputs
+/// too) and the outputs cut to their length.
 #[allow(clippy::too_many_arguments)]
 fn select_step(
     d: &Arc<Device>,
     kernel: &str,
-    source_rows: &[usize],
+    sources: StepSources,
     pre_ids: &Tensor,
     end_id: i64,
     beam: usize,
     score_dtype: DType,
+    host_copies: bool,
     candidates: impl FnOnce(Args) -> Args,
 ) -> Result<DeviceStep> {
-    let sources = source_rows.len() - 1;
-    let rows = source_rows[sources];
-    let cap = sources
+    let StepSources { lod, level, rows: source_rows } = sources;
+    let place = Place::Cuda(d.ordinal);
+    let n_sources = source_rows.len() - 1;
+    let rows = source_rows[n_sources];
+    let cap = n_sources
         .checked_mul(beam)
-        .ok_or_else(|| err!(OutOfMemory, "beam_size: {sources} sources x beam {beam} overflows"))?;
-    let h: Vec<i64> = source_rows.iter().map(|&v| v as i64).collect();
-    let h = upload(d, &h)?;
+        .ok_or_else(|| err!(OutOfMemory, "beam_size: {n_sources} sources x beam {beam} overflows"))?;
+    let source_copy = lod.abs_copy_at(level, place, || upload_offsets(d, &source_rows))?;
     let top_rows = d.allocation(cap * 8)?;
     let top_ids = d.allocation(cap * 8)?;
     let top_scores = d.allocation(cap * score_dtype.size())?;
     let cursor = d.allocation(rows * 8)?;
-    let mut offsets = new_tensor(d, DType::I64, Dim::new(&[rows + 1])?)?;
+    let row_offsets = d.allocation((rows + 1) * 8)?;
+    let next_sources = d.allocation((n_sources + 1) * 8)?;
     let mut ids = new_tensor(d, DType::I64, Dim::new(&[cap, 1])?)?;
     let mut scores = new_tensor(d, score_dtype, Dim::new(&[cap, 1])?)?;
     let mut parents = new_tensor(d, DType::I32, Dim::new(&[cap])?)?;
+    // The kernel's `Selection` block: rows + 1 offsets, then cap ids, scores and parents.
+    let (at_ids, at_scores) = ((rows + 1) * 8, (rows + 1 + cap) * 8);
+    let at_parents = at_scores + cap * score_dtype.size();
+    let host_block = if host_copies { Some(d.allocation(at_parents + cap * 4)?) } else { None };
     let args = Args::new()
-        .buf(&h)
-        .arg(u32_of(sources, "pre_ids: the number of sources")?)
+        .buf(&source_copy)
+        .arg(u32_of(n_sources, "pre_ids: the number of sources")?)
         .ptr(pre_ids)
         .arg(end_id)
         .arg(u32_of(beam, "beam_size")?);
@@ -106,17 +113,44 @@ fn select_step(
         .buf(&top_rows)
         .buf(&top_ids)
         .buf(&top_scores)
-        .arg(offsets.as_mut_ptr() as u64)
         .buf(&cursor)
+        .buf(&row_offsets)
         .arg(ids.as_mut_ptr() as u64)
         .arg(scores.as_mut_ptr() as u64)
-        .arg(parents.as_mut_ptr() as u64);
+        .arg(parents.as_mut_ptr() as u64)
+        .arg(host_block.as_ref().map_or(0, |b| b.as_ptr() as u64))
+        .buf(&next_sources);
     launch(d, "beam.cu", kernel, [1, 1, 1], [SELECT_THREADS, 1, 1], args)?;
-    let host = copy_to_host(&offsets)?;
-    let offsets: Vec<usize> = host.as_slice::<i64>()?.iter().map(|&v| v as usize).collect();
+    // The one wait for the device: everything the host needs comes down in this copy.
+    let down = host_block.as_ref().unwrap_or(&row_offsets);
+    let mut words = vec![0i64; down.len().div_ceil(8)];
+    // SAFETY (both views): i64 words seen as their bytes, `down.len()` of them.
+    d.ctx.dtoh(
+        unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), down.len()) },
+        down.as_ptr() as DevicePtr,
+    )?;
+    let bytes = unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), down.len()) };
+    let offsets: Vec<usize> = words[..=rows].iter().map(|&v| v as usize).collect();
     let n = offsets[rows];
     ensure!(n <= cap, Internal, "beam step: {n} items selected, room for {cap}");
-    Ok((ids.slice_rows(0..n)?, scores.slice_rows(0..n)?, parents.slice_rows(0..n)?, offsets))
+    let host = match host_copies {
+        false => None,
+        true => Some([
+            Tensor::from_bytes(DType::I64, Dim::new(&[n, 1])?, &bytes[at_ids..at_ids + n * 8])?,
+            Tensor::from_bytes(score_dtype, Dim::new(&[n, 1])?, &bytes[at_scores..at_scores + n * score_dtype.size()])?,
+            Tensor::from_bytes(DType::I32, Dim::new(&[n])?, &bytes[at_parents..at_parents + n * 4])?,
+        ]),
+    };
+    let out_lod = Lod::from_offsets(vec![source_rows, offsets])?;
+    out_lod.lod_level(1)?.copy_at(place, |_| Ok(row_offsets))?;
+    out_lod.abs_copy_at(0, place, || Ok(next_sources))?;
+    Ok(DeviceStep {
+        ids: ids.slice_rows(0..n)?,
+        scores: scores.slice_rows(0..n)?,
+        parents: parents.slice_rows(0..n)?,
+        lod: out_lod,
+        host,
+    })
 }
 
 /// The fused step on the device (see `ops::beam_search_fused_step`): the `min(beam, vocab)` best
@@ -125,10 +159,11 @@ fn select_step(
 /// Paddle's per-source selection over those candidates and regroups the result by row. `banned`
 /// (the decoder's min_length rule) makes that column read as -inf. Inputs are validated by the
 /// caller: `log_probs` `[rows, vocab]` (f32/f16/bf16), `pre_ids` int64 and `pre_scores` float32
-/// with one element per row, all on one device.
+/// with one element per row, all on one device. `host_copies` brings the selection to the host
+/// too (`DeviceStep::host`), in the copy that brings the row offsets.
 #[allow(clippy::too_many_arguments)]
 pub fn fused_step(
-    source_rows: &[usize],
+    sources: StepSources,
     beam: usize,
     log_probs: &Tensor,
     vocab: usize,
@@ -136,9 +171,10 @@ pub fn fused_step(
     pre_scores: &Tensor,
     end_id: i64,
     banned: Option<usize>,
+    host_copies: bool,
 ) -> Result<DeviceStep> {
     let d = device_of(log_probs, "beam_search_fused_step")?;
-    let rows = source_rows[source_rows.len() - 1];
+    let rows = sources.rows[sources.rows.len() - 1];
     let k = beam.min(vocab);
     let cand_vals = d.allocation(rows * k * 4)?;
     let cand_cols = d.allocation(rows * k * 8)?;
@@ -200,7 +236,7 @@ pub fn fused_step(
         launch(&d, "beam.cu", &name, [grid, 1, 1], [topk_threads(vocab as u64), 1, 1], args)?;
     }
     let k = u32_of(k, "beam_size")?;
-    select_step(&d, "fused_select", source_rows, pre_ids, end_id, beam, DType::F32, |a| {
+    select_step(&d, "fused_select", sources, pre_ids, end_id, beam, DType::F32, host_copies, |a| {
         a.buf(&cand_vals).buf(&cand_cols).ptr(pre_scores).arg(k)
     })
 }
@@ -210,7 +246,7 @@ pub fn fused_step(
 /// and `pre_scores` float32 or float64, `ids` (optional) int64 of `scores`' shape.
 #[allow(clippy::too_many_arguments)]
 pub fn beam_step(
-    source_rows: &[usize],
+    sources: StepSources,
     beam: usize,
     scores: &Tensor,
     ids: Option<&Tensor>,
@@ -226,7 +262,7 @@ pub fn beam_step(
         DType::F64 => "step_select_f64",
         other => return Err(err!(Unsupported, "scores: dtype {other} is not supported by the CUDA beam step")),
     };
-    select_step(&d, name, source_rows, pre_ids, end_id, beam, scores.dtype(), |a| {
+    select_step(&d, name, sources, pre_ids, end_id, beam, scores.dtype(), false, |a| {
         a.ptr(scores)
             .arg(ids.map_or(0, |t| t.as_ptr() as u64))
             .ptr(pre_scores)

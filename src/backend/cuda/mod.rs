@@ -75,7 +75,7 @@ mod beam;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 mod tensor_array;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
-pub use beam::{beam_step, fused_step, gather_tree, top_k, DeviceStep};
+pub use beam::{beam_step, fused_step, gather_tree, top_k};
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 pub use tensor_array::{concat_outer, gather_sources, split_outer};
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]

@@ -1,6 +1,7 @@
 //! Stand-in for the CUDA backend in builds without CUDA: every entry reports that it is missing,
 //! so callers need no conditional compilation.
 
+use super::seq_args::{DeviceStep, StepSources};
 use crate::dim::Dim;
 use crate::error::{err, Error, Result};
 use crate::lod::LodLevel;
@@ -224,9 +225,6 @@ pub fn cast(x: &Tensor, _dtype: crate::dtype::DType) -> Result<Tensor> {
     copy_to_host(x)
 }
 
-/// The outputs of a device beam-search step (ids, scores, parents, host row offsets).
-pub type DeviceStep = (Tensor, Tensor, Tensor, Vec<usize>);
-
 /// `top_k` of a device tensor.
 pub fn top_k(
     x: &Tensor,
@@ -242,7 +240,7 @@ pub fn top_k(
 /// The fused beam-search step on a device.
 #[allow(clippy::too_many_arguments)]
 pub fn fused_step(
-    _source_rows: &[usize],
+    _sources: StepSources,
     _beam: usize,
     _log_probs: &Tensor,
     _vocab: usize,
@@ -250,6 +248,7 @@ pub fn fused_step(
     _pre_scores: &Tensor,
     _end_id: i64,
     _banned: Option<usize>,
+    _host_copies: bool,
 ) -> Result<DeviceStep> {
     Err(missing("beam_search_fused_step"))
 }
@@ -257,7 +256,7 @@ pub fn fused_step(
 /// Paddle's beam-search step on a device.
 #[allow(clippy::too_many_arguments)]
 pub fn beam_step(
-    _source_rows: &[usize],
+    _sources: StepSources,
     _beam: usize,
     _scores: &Tensor,
     _ids: Option<&Tensor>,

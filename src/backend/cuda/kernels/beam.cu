@@ -612,16 +612,47 @@ struct StepCandidates {
 // Candidates the selection fetches before offering them.
 #define SELECT_FETCH 8
 
+// Where a selection is written: the outputs, and (when `host` is set) the same row offsets and
+// items once more, back to back in one block, so that the host brings them all down in one copy:
+// rows + 1 offsets, then `cap` ids, `cap` scores and `cap` parents.
+template <typename T>
+struct Selection {
+  i64 *row_offsets, *ids;
+  T *scores;
+  i32 *parents;
+  unsigned char *host;
+  i64 rows, cap;
+
+  __device__ void row(i64 r, i64 offset) const {
+    row_offsets[r] = offset;
+    if (host) ((i64 *)host)[r] = offset;
+  }
+  __device__ void item(i64 o, i64 id, T score, i32 parent) const {
+    ids[o] = id;
+    scores[o] = score;
+    parents[o] = parent;
+    if (host) {
+      i64 *const h_ids = (i64 *)host + rows + 1;
+      T *const h_scores = (T *)(h_ids + cap);
+      i32 *const h_parents = (i32 *)(h_scores + cap);
+      h_ids[o] = id;
+      h_scores[o] = score;
+      h_parents[o] = parent;
+    }
+  }
+};
+
 // One block does the whole selection: each thread replays the offers of a run of consecutive
 // sources into each source's top list (`top_*`, beam slots per source) and drops the sources whose
 // items all come from finished rows; a scan of the threads' item counts places each run in the
 // output, and each thread writes its sources' items row by row (each row's items in list order)
-// to out_ids / out_scores / out_parents, with `row_offsets` (rows + 1) for its rows.
+// to `out`, with the row offsets (rows + 1) of its rows, and the offset of each of its sources'
+// first row to `next_sources` (sources + 1): the output LoD's level 0 in rows, which is where the
+// next step finds its sources.
 template <typename T, typename Cands>
 static __device__ void select_and_regroup(const i64 *source_rows, u32 sources, const i64 *pre_ids, i64 end_id,
                                           u32 beam, Cands cands, i64 *top_rows, i64 *top_ids, T *top_scores,
-                                          i64 *row_offsets, i64 *cursor, i64 *out_ids, T *out_scores,
-                                          i32 *out_parents) {
+                                          i64 *cursor, Selection<T> out, i64 *next_sources) {
   __shared__ i64 partial[SELECT_THREADS];
   const u32 tid = threadIdx.x, threads = blockDim.x;
   const i64 rows = source_rows[sources];
@@ -682,7 +713,10 @@ static __device__ void select_and_regroup(const i64 *source_rows, u32 sources, c
     partial[tid] += v;
     __syncthreads();
   }
-  if (tid == threads - 1) row_offsets[rows] = partial[tid];
+  if (tid == threads - 1) {
+    out.row(rows, partial[tid]);
+    next_sources[sources] = partial[tid];
+  }
   // Each source's items, grouped by row in row order, each row's in list order, from the run's
   // first output place on: a count per row (in `cursor`), its offsets, then the items.
   i64 at = partial[tid] - count;
@@ -690,44 +724,46 @@ static __device__ void select_and_regroup(const i64 *source_rows, u32 sources, c
     const i64 *const gr = top_rows + (u64)s * beam, *const gi = top_ids + (u64)s * beam;
     const T *const gs = top_scores + (u64)s * beam;
     const i64 r0 = source_rows[s], r1 = source_rows[s + 1];
+    next_sources[s] = at;
     for (i64 r = r0; r < r1; r++) cursor[r] = 0;
     u32 kept = 0;
     while (kept < beam && gr[kept] >= 0) cursor[gr[kept++]]++;
     for (i64 r = r0; r < r1; r++) {
       const i64 c = cursor[r];
-      row_offsets[r] = at;
+      out.row(r, at);
       cursor[r] = at;
       at += c;
     }
     for (u32 j = 0; j < kept; j++) {
       const i64 r = gr[j];
-      const i64 o = cursor[r]++;
-      out_ids[o] = gi[j];
-      out_scores[o] = gs[j];
-      out_parents[o] = (i32)r;
+      out.item(cursor[r]++, gi[j], gs[j], (i32)r);
     }
   }
 }
 
+// The launchers' arguments after the candidates': the scratch, then the outputs.
+#define LODTENSOR_SELECT_OUTPUTS(T)                                                                    \
+  i64 *top_rows, i64 *top_ids, T *top_scores, i64 *cursor, i64 *row_offsets, i64 *out_ids, T *out_scores, \
+      i32 *out_parents, unsigned char *host, i64 *next_sources
+#define LODTENSOR_SELECTION(T) \
+  Selection<T> { row_offsets, out_ids, out_scores, out_parents, host, source_rows[sources], (i64)sources * beam }
+
 extern "C" __global__ void fused_select(const i64 *source_rows, u32 sources, const i64 *pre_ids, i64 end_id, u32 beam,
                                         const float *cand_vals, const i64 *cand_cols, const float *pre_scores, u32 k,
-                                        i64 *top_rows, i64 *top_ids, float *top_scores, i64 *row_offsets, i64 *cursor,
-                                        i64 *out_ids, float *out_scores, i32 *out_parents) {
+                                        LODTENSOR_SELECT_OUTPUTS(float)) {
   FusedCandidates c{cand_vals, cand_cols, pre_scores, k};
-  select_and_regroup<float>(source_rows, sources, pre_ids, end_id, beam, c, top_rows, top_ids, top_scores, row_offsets,
-                            cursor, out_ids, out_scores, out_parents);
+  select_and_regroup<float>(source_rows, sources, pre_ids, end_id, beam, c, top_rows, top_ids, top_scores, cursor,
+                            LODTENSOR_SELECTION(float), next_sources);
 }
 LODTENSOR_EXPORT_SYNC(fused_select)
 
 #define LODTENSOR_STEP_SELECT(NAME, T)                                                                       \
   extern "C" __global__ void NAME(const i64 *source_rows, u32 sources, const i64 *pre_ids, i64 end_id,       \
                                   u32 beam, const T *scores, const i64 *ids, const T *pre_scores, u64 width, \
-                                  int accumulated, i64 *top_rows, i64 *top_ids, T *top_scores,               \
-                                  i64 *row_offsets, i64 *cursor, i64 *out_ids, T *out_scores,                \
-                                  i32 *out_parents) {                                                        \
+                                  int accumulated, LODTENSOR_SELECT_OUTPUTS(T)) {                            \
     StepCandidates<T> c{scores, ids, pre_scores, width, accumulated};                                        \
     select_and_regroup<T>(source_rows, sources, pre_ids, end_id, beam, c, top_rows, top_ids, top_scores,     \
-                          row_offsets, cursor, out_ids, out_scores, out_parents);                            \
+                          cursor, LODTENSOR_SELECTION(T), next_sources);                                     \
   }                                                                                                          \
   LODTENSOR_EXPORT_SYNC(NAME)
 
