@@ -72,8 +72,9 @@ impl Lcg {
     }
 }
 
-/// The row gather on the device equals the CPU result byte for byte: every word size the kernel
-/// picks (row sizes 1..=48 bytes), rows sliced at odd offsets, empty sequences, large batches.
+/// The row kernels of sequence_expand_as and sequence_expand on the device equal the CPU result
+/// byte for byte: every word size the kernel picks (row sizes 1..=48 bytes), rows sliced at odd
+/// offsets, empty sequences, sequences copied no times, large batches.
 #[test]
 fn gpu_row_gathers_equal_cpu() {
     if !gpu_or_skip() {
@@ -84,6 +85,7 @@ fn gpu_row_gathers_equal_cpu() {
         let seqs = [0, 1, 5, 300, 20_000][case % 5];
         let width = 1 + rng.next(48);
         let lengths: Vec<usize> = (0..seqs).map(|_| if rng.next(4) == 0 { 0 } else { rng.next(5) }).collect();
+        let x_lengths = lengths.clone();
         let rows = seqs + 1; // one extra row, sliced off the front to shift the source address
         let data: Vec<u8> = (0..rows * width).map(|i| (i * 31 + case) as u8).collect();
         let x = Tensor::from_slice(&data, &[rows, width]).unwrap().slice_rows(1..rows).unwrap();
@@ -107,6 +109,27 @@ fn gpu_row_gathers_equal_cpu() {
         let want = sequence_expand(&x, &y, 0).unwrap();
         let got = sequence_expand(&xd, &yd, 0).unwrap();
         assert_eq!(bytes_of(&got), want.tensor().bytes().unwrap(), "sequence_expand, case {case}");
+        // x with a LoD: each of its sequences (empty ones too) copied 0-3 times, the counts being
+        // the last level of a two-level y (its first level groups them, as a batch of sources).
+        let x_lod = Lod::from_lengths(&[x_lengths]).unwrap();
+        let x_rows = x_lod.rows().unwrap() + 1;
+        let data: Vec<u8> = (0..x_rows * width).map(|i| (i * 17 + case) as u8).collect();
+        let x = Tensor::from_slice(&data, &[x_rows, width]).unwrap().slice_rows(1..x_rows).unwrap();
+        let xs = LoDTensor::new(x, x_lod).unwrap();
+        let repeats: Vec<usize> = (0..seqs).map(|_| rng.next(4)).collect();
+        let groups = vec![seqs / 2, seqs - seqs / 2];
+        let copies: usize = repeats.iter().sum();
+        let y = LoDTensor::new(
+            Tensor::zeros(lodtensor::DType::U8, lodtensor::Dim::new(&[copies, 1]).unwrap()).unwrap(),
+            Lod::from_lengths(&[groups, repeats]).unwrap(),
+        )
+        .unwrap();
+        let want = sequence_expand(&xs, &y, -1).unwrap();
+        let got = sequence_expand(&to_place(&xs, Place::Cuda(0)).unwrap(), &to_place(&y, Place::Cuda(0)).unwrap(), -1);
+        let got = got.unwrap();
+        let what = format!("sequence_expand of a LoD, case {case}: {seqs} sequences, {copies} copies, width {width}");
+        assert_eq!(got.lod(), want.lod(), "{what}");
+        assert_eq!(bytes_of(&got), want.tensor().bytes().unwrap(), "{what}");
     }
     synchronize(Place::Cuda(0)).unwrap();
 }
@@ -162,8 +185,9 @@ fn gpu_unpack_and_reorder_equal_cpu() {
 
 /// The row gather's bandwidth against a plain device-to-device copy of the same bytes, measured in
 /// the same run (the target is 70% or more at sizes that fill the GPU): `sequence_expand` of
-/// sequences of 64 rows and of one row each (one range per sequence, 16 bytes of table per range
-/// uploaded from the host per call; the most ranges a gather can have), and `sequence_expand_as`
+/// sequences of 64 rows and of one row each (each sequence copied once: its tables are x's and y's
+/// LoD levels, kept on the device after the first call, and the output's offsets, 8 bytes a
+/// sequence, uploaded per call), and `sequence_expand_as`
 /// of one row per sequence (its table is y's LoD, 8 bytes a row, uploaded at the LoD's first use
 /// on the device and kept with it: timed on a LoD used before, then on fresh ones). Beside each,
 /// the time of a host-to-device copy of its table. Ignored in the normal run; scripts/test-gpu.sh runs it
@@ -209,7 +233,7 @@ fn gpu_gather_bandwidth() {
             );
         };
         for per_range in [64, 1] {
-            // x in sequences of per_range rows, each written once: one range per sequence.
+            // x in sequences of per_range rows, each written once.
             let ranges = rows / per_range;
             let x =
                 LoDTensor::new(data.tensor().clone(), Lod::from_lengths(&[vec![per_range; ranges]]).unwrap()).unwrap();
@@ -220,7 +244,7 @@ fn gpu_gather_bandwidth() {
             .unwrap();
             let y = to_place(&y, gpu).unwrap();
             let op = time(&|| drop(sequence_expand(&x, &y, 0).unwrap()));
-            line(&format!("row gather in ranges of {per_range} row(s)"), op, 16 * ranges);
+            line(&format!("expand of sequences of {per_range} row(s)"), op, 8 * (ranges + 1));
         }
         // Every row of x once, as a sequence of one row of y.
         let y = LoDTensor::new(

@@ -74,23 +74,32 @@ pub fn sequence_expand(x: &LoDTensor, y: &LoDTensor, ref_level: i64) -> Result<L
         // Row i of x fills output rows [r[i], r[i+1]): expand_as's repeat, with r as its table.
         return Ok(LoDTensor::dense(repeat(x.tensor(), y.lod().lod_level(level)?, place)?));
     };
-    // A pure row gather of whole sequences: runs wherever x is (the CUDA row-range gather on a
-    // device).
-    let seq = |i: usize| xl[i]..xl[i + 1];
-    let copies = r[n]; // the sum of all repeat counts
-    let mut ranges: Vec<Range<usize>> = Vec::new();
-    ranges.try_reserve_exact(copies).map_err(|_| err!(OutOfMemory, "y: {copies} sequence copies cannot be listed"))?;
-    let mut rows = 0usize;
-    for i in 0..n {
-        let s = seq(i);
-        let repeat = r[i + 1] - r[i];
-        rows = (repeat.checked_mul(s.len()))
-            .and_then(|add| rows.checked_add(add))
-            .ok_or_else(|| err!(OutOfMemory, "sequence_expand: the output row count overflows"))?;
-        ranges.extend(std::iter::repeat_n(s, repeat));
-    }
-    let tensor = gather_into_new(x.tensor(), x.tensor().row_bytes(), &ranges, x.dims().with_rows(rows)?)?;
-    LoDTensor::new(tensor, one_level_from_lengths(ranges.iter().map(|r| r.len()))?)
+    // Copy k of x's sequence i is its rows [xl[i], xl[i+1]); the output's one level lists the
+    // copies' lengths.
+    let copies = || (0..n).flat_map(|i| std::iter::repeat_n(xl[i]..xl[i + 1], r[i + 1] - r[i]));
+    let lod = one_level_from_lengths(r[n], copies().map(|c| c.len()))?;
+    let dims = x.dims().with_rows(lod.rows().unwrap_or(0))?;
+    let row_bytes = x.tensor().row_bytes();
+    let tensor = match place {
+        // Found from the three levels (kept on the device), not from a range per copy.
+        Place::Cuda(_) if !lod.is_empty() => crate::backend::cuda::expand_rows(
+            x.tensor(),
+            row_bytes,
+            x.lod().lod_level(0)?,
+            y.lod().lod_level(level)?,
+            lod.lod_level(0)?,
+            dims,
+        )?,
+        _ => {
+            let mut ranges: Vec<Range<usize>> = Vec::new();
+            ranges
+                .try_reserve_exact(r[n])
+                .map_err(|_| err!(OutOfMemory, "y: {} sequence copies cannot be listed", r[n]))?;
+            ranges.extend(copies());
+            gather_into_new(x.tensor(), row_bytes, &ranges, dims)?
+        }
+    };
+    LoDTensor::new(tensor, lod)
 }
 
 /// A new tensor on `place` (`x`'s) whose rows `[offsets[i], offsets[i+1])` are each row `i` of

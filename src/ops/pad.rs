@@ -159,7 +159,7 @@ pub fn sequence_unpad(x: &LoDTensor, length: &LoDTensor) -> Result<LoDTensor> {
         dims.extend_from_slice(&d[2..]);
     }
     let step_bytes = d[2..].iter().product::<usize>() * x.tensor().dtype().size();
-    let lod = one_level_from_lengths(ranges.iter().map(|r| r.len()))?;
+    let lod = one_level_from_lengths(ranges.len(), ranges.iter().map(|r| r.len()))?;
     let tensor = match place {
         // Each slot's rows found from the output's offsets, which its LoD then keeps on the device.
         Place::Cuda(_) if !lod.is_empty() => {

@@ -10,14 +10,23 @@ use crate::place::Place;
 use crate::tensor::Tensor;
 use std::ops::Range;
 
-/// The output LoD of an op whose result is one level of `lengths`. Zero sequences give no LoD:
-/// `[0]` is not a valid top level, so such a result is a plain (0-row) tensor.
-pub(crate) fn one_level_from_lengths(lengths: impl IntoIterator<Item = usize>) -> Result<crate::lod::Lod> {
-    let mut offsets = vec![0usize];
+/// The output LoD of an op whose result is one level of `lengths`, `count` of them (reserved before
+/// the first is read: a count too large to list is `OutOfMemory`, not an abort). Zero sequences
+/// give no LoD: `[0]` is not a valid top level, so such a result is a plain (0-row) tensor.
+pub(crate) fn one_level_from_lengths(
+    count: usize,
+    lengths: impl IntoIterator<Item = usize>,
+) -> Result<crate::lod::Lod> {
+    let mut offsets = Vec::new();
+    offsets
+        .try_reserve_exact(count.saturating_add(1))
+        .map_err(|_| err!(OutOfMemory, "output LoD: {count} sequences cannot be listed"))?;
+    offsets.push(0usize);
     for n in lengths {
         let last = *offsets.last().expect("starts with 0");
         offsets.push(last.checked_add(n).ok_or_else(|| err!(OutOfMemory, "output LoD: the row count overflows"))?);
     }
+    debug_assert_eq!(offsets.len(), count + 1, "the lengths' count");
     if offsets.len() < 2 {
         return Ok(crate::lod::Lod::empty());
     }

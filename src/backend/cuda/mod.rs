@@ -26,7 +26,9 @@ mod rows;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 pub use device::*;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
-pub use rows::{concat_rows, gather_row_ranges, gather_rows_by_index, pack_rows, repeat_rows, unpack_rows, unpad_rows};
+pub use rows::{
+    concat_rows, expand_rows, gather_row_ranges, gather_rows_by_index, pack_rows, repeat_rows, unpack_rows, unpad_rows,
+};
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 mod sequence_misc;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]

@@ -1,5 +1,5 @@
 //! Launchers of `kernels/rows.cu`: the row kernels behind the data-movement ops (the range gather,
-//! and the kernels of expand_as, concat, unpad, unpack and pack of rows, and gather_rows by a
+//! and the kernels of expand, expand_as, concat, unpad, unpack and pack of rows, and gather_rows by a
 //! device index).
 
 use super::device::{copy_to_host, device, new_tensor, Device};
@@ -35,6 +35,46 @@ pub fn gather_row_ranges(src: &Tensor, row_bytes: usize, ranges: &[Range<usize>]
 /// the level's device copy, not a range per output row.
 pub fn repeat_rows(src: &Tensor, row_bytes: usize, level: LodLevel, dims: Dim) -> Result<Tensor> {
     rows_by_level(src, row_bytes, level, dims, "repeat_rows", "y", None)
+}
+
+/// sequence_expand of an `x` with a LoD on the device: a new tensor of `dims` whose copy `c` (rows
+/// `[o[c], o[c+1])` of `out`'s offsets `o`) is `x`'s sequence `i` (of `x_level`) for the `i` whose
+/// sequence of `repeats` (y's level) holds entry `c` (rows of `row_bytes` bytes; `out` lists the
+/// copies' lengths in that order). One launch; its tables are the three levels' device copies
+/// (`out`'s is kept with the output's LoD), not a range per copy.
+pub fn expand_rows(
+    x: &Tensor,
+    row_bytes: usize,
+    x_level: LodLevel,
+    repeats: LodLevel,
+    out: LodLevel,
+    dims: Dim,
+) -> Result<Tensor> {
+    let d = device_of(x, "sequence_expand")?;
+    let mut t = new_tensor(&d, x.dtype(), dims)?;
+    let out_offsets = out.offsets();
+    let rows = out_offsets[out_offsets.len() - 1];
+    if t.nbytes() == 0 {
+        return Ok(t);
+    }
+    let sequences = count_u32(repeats.offsets().len() - 1, "y")?;
+    let copies = count_u32(out_offsets.len() - 1, "y: copies")?;
+    let dst = t.as_mut_ptr() as u64;
+    let word = word_for(row_bytes, [x.as_ptr() as u64, dst]);
+    let row_words = (row_bytes / word) as u64;
+    let (x_offsets, repeats, out_offsets) = (level_on(&d, x_level)?, level_on(&d, repeats)?, level_on(&d, out)?);
+    let args = Args::new()
+        .arg(dst)
+        .ptr(x)
+        .arg(row_words)
+        .buf(&x_offsets)
+        .buf(&repeats)
+        .arg(sequences)
+        .buf(&out_offsets)
+        .arg(copies)
+        .arg(rows as u64);
+    launch_tiles(&d, "rows.cu", &format!("expand_rows_{word}"), rows as u64, row_words, args)?;
+    Ok(t)
 }
 
 /// The launch of a tile kernel of rows.cu whose table is `level`'s device copy: a new tensor of

@@ -87,8 +87,8 @@ mod tests {
     use crate::dim::Dim;
     use crate::lod::Lod;
     use crate::ops::{
-        cast, sequence_concat, sequence_conv, sequence_enumerate, sequence_expand_as, sequence_pad, sequence_pool,
-        sequence_reverse, sequence_softmax, sequence_unpad, to_place, PoolType,
+        cast, sequence_concat, sequence_conv, sequence_enumerate, sequence_expand, sequence_expand_as, sequence_pad,
+        sequence_pool, sequence_reverse, sequence_softmax, sequence_unpad, to_place, PoolType,
     };
     use crate::LoDTensor;
 
@@ -161,7 +161,8 @@ mod tests {
                 assert_kept(lod, 1, name);
             }
         }
-        // sequence_concat's and sequence_unpad's output offsets are made on the host, so a planted
+        // sequence_concat's, sequence_expand's and sequence_unpad's output offsets are made on the
+        // host, so a planted
         // copy of other offsets would give a result that no CPU op gives; instead: the result is
         // the CPU's, and the launch left the levels it read on the device, the output's included.
         let (a, b) = (host(&own, 3), host(&planted, 3));
@@ -170,6 +171,17 @@ mod tests {
         assert!(close(&values(&got), &values(&sequence_concat(&[&a, &b]).unwrap())), "sequence_concat");
         for lod in [ad.lod(), bd.lod(), got.lod()] {
             assert_kept(lod, 0, "sequence_concat");
+        }
+        let y = LoDTensor::new(
+            Tensor::zeros(DType::U8, Dim::new(&[4, 1]).unwrap()).unwrap(),
+            Lod::from_offsets(vec![vec![0, 1, 3, 4]]).unwrap(),
+        )
+        .unwrap();
+        let yd = to_place(&y, Place::Cuda(0)).unwrap();
+        let got = sequence_expand(&ad, &yd, 0).unwrap();
+        assert!(close(&values(&got), &values(&sequence_expand(&a, &y, 0).unwrap())), "sequence_expand");
+        for lod in [ad.lod(), yd.lod(), got.lod()] {
+            assert_kept(lod, 0, "sequence_expand");
         }
         let (padded, length) = sequence_pad(&a, &pad, 4).unwrap();
         let (pd, ld) = (to_place(&padded, Place::Cuda(0)).unwrap(), to_place(&length, Place::Cuda(0)).unwrap());

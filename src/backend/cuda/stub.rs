@@ -85,6 +85,18 @@ pub fn repeat_rows(src: &Tensor, _row_bytes: usize, _level: LodLevel, _dims: Dim
     copy_to_host(src)
 }
 
+/// sequence_expand of an x with a LoD on a CUDA device.
+pub fn expand_rows(
+    x: &Tensor,
+    _row_bytes: usize,
+    _x_level: LodLevel,
+    _repeats: LodLevel,
+    _out: LodLevel,
+    _dims: Dim,
+) -> Result<Tensor> {
+    copy_to_host(x)
+}
+
 /// lod_tensor_to_array of rows on a CUDA device.
 pub fn unpack_rows(
     src: &Tensor,

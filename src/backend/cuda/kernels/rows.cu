@@ -1,8 +1,7 @@
-// The row kernels, behind every op that only rearranges rows. The range gather (sequence_expand,
-// reorder, the TensorArray's moves of nested sequences, scatter_rows' copy): output rows
+// The row kernels, behind every op that only rearranges rows. The range gather (reorder, the TensorArray's moves of nested sequences, scatter_rows' copy): output rows
 // [dst_offsets[k], dst_offsets[k+1]) are the rows starting at device address src_addr[k], which may
 // lie in any of several tensors. Where an op's own offsets say where each row comes from
-// (sequence_expand_as, sequence_concat, sequence_unpad, the TensorArray's unpack and pack of rows,
+// (sequence_expand, sequence_expand_as, sequence_concat, sequence_unpad, the TensorArray's unpack and pack of rows,
 // gather_rows by a device index), a kernel of its own finds the row from them, so no table entry
 // per row is built or uploaded. Each launch serves the whole op; the host uploads its tables once
 // per call (a LoD level once per device: the LoD keeps its copy). Rows move in words of W bytes
@@ -97,6 +96,41 @@ __device__ void unpad_rows(W *__restrict__ dst, const W *__restrict__ src, u64 r
   }                                                                                                  \
   LODTENSOR_EXPORT_SYNC(unpad_rows_##SUFFIX)
 
+// sequence_expand of an x with a LoD: output rows [out_offsets[c], out_offsets[c+1]) are copy c,
+// which is x's sequence i (rows [x_offsets[i], x_offsets[i+1])) for the i with repeats[i] <= c <
+// repeats[i+1]: y's level, whose sequence i counts x's sequence i's copies. The tables are the
+// three LoD levels, not a range per copy.
+template <typename W>
+__device__ void expand_rows(W *__restrict__ dst, const W *__restrict__ src, u64 row_words,
+                            const i64 *__restrict__ x_offsets, const i64 *__restrict__ repeats, u32 sequences,
+                            const i64 *__restrict__ out_offsets, u32 copies, u64 total_rows, u64 tile_rows) {
+  move_rows(dst, out_offsets, copies, total_rows, row_words, tile_rows, [&](u64 row, u32 c) {
+    // The last i with repeats[i] <= c: repeats[lo] <= c < repeats[hi] holds throughout (repeats[0]
+    // is 0 and repeats[sequences] the number of copies), and a sequence of no copies (an equal
+    // pair) is passed over because the search keeps the last such i.
+    u32 lo = 0, hi = sequences;
+    while (hi - lo > 1) {
+      const u32 mid = lo + (hi - lo) / 2;
+      if ((u64)repeats[mid] <= c) {
+        lo = mid;
+      } else {
+        hi = mid;
+      }
+    }
+    return src + ((u64)x_offsets[lo] + row - (u64)out_offsets[c]) * row_words;
+  });
+}
+
+#define LODTENSOR_EXPAND_ROWS(W, SUFFIX)                                                             \
+  extern "C" __global__ void expand_rows_##SUFFIX(W *dst, const W *src, u64 row_words,                 \
+                                                  const i64 *x_offsets, const i64 *repeats,             \
+                                                  u32 sequences, const i64 *out_offsets, u32 copies,    \
+                                                  u64 total_rows, u64 tile_rows) {                      \
+    expand_rows<W>(dst, src, row_words, x_offsets, repeats, sequences, out_offsets, copies, total_rows, \
+                   tile_rows);                                                                         \
+  }                                                                                                    \
+  LODTENSOR_EXPORT_SYNC(expand_rows_##SUFFIX)
+
 #define LODTENSOR_REPEAT_ROWS(W, SUFFIX)                                                           \
   extern "C" __global__ void repeat_rows_##SUFFIX(W *dst, const W *src, u64 row_words,               \
                                                   const i64 *offsets, u32 count, u64 total_rows,      \
@@ -180,6 +214,7 @@ __device__ void gather_by_index(W *__restrict__ dst, const W *__restrict__ src, 
 #define LODTENSOR_GATHER_ALL(W, SUFFIX)         \
   LODTENSOR_GATHER(W, SUFFIX)                   \
   LODTENSOR_REPEAT_ROWS(W, SUFFIX)              \
+  LODTENSOR_EXPAND_ROWS(W, SUFFIX)              \
   LODTENSOR_CONCAT_ROWS(W, SUFFIX)              \
   LODTENSOR_UNPAD_ROWS(W, SUFFIX)               \
   LODTENSOR_STEP_ROWS(W, SUFFIX)                \
