@@ -203,8 +203,8 @@ impl Decoder {
     /// prefixes of the next step stay on the device for the step after, and the selected ids,
     /// scores and parents (a few per source) are copied to the host for [`StepInfo`] and the final
     /// backtracking, with the row offsets, in one copy; each step therefore waits for the device
-    /// once, and uploads nothing (the sources' rows are on the device from the step before). The result equals `run`'s for
-    /// the same log-probs, on either place.
+    /// once, and uploads nothing (the sources' rows are on the device from the step before). The
+    /// result equals `run`'s for the same log-probs, on either place.
     ///
     /// Errors: those of `run`; `InvalidArgument` for a returned tensor that is not `[prefixes,
     /// vocab_size]`; `Unsupported` for a dtype other than float32/float16/bfloat16.

@@ -821,13 +821,33 @@ fn gpu_fused_step_speed() {
     };
     let (backend_wide, backend_narrow) = (backend_step(&log_probs, vocab, false), backend_step(&narrow, beam, false));
     let backend_host = backend_step(&log_probs, vocab, true);
+    // A decoder's step on these log-probs (the fused step, the host copies of its selection and
+    // the decoder's own bookkeeping; each step on the last one's selection, the first on one
+    // prefix per source): 32 steps, end_id banned throughout so that none ends, and the ranking.
+    let steps = 32;
+    let options = DecoderOptions {
+        beam_size: beam,
+        vocab_size: vocab,
+        start_id: 0,
+        end_id: 1,
+        max_length: steps,
+        min_length: steps,
+        length_penalty: 0.0,
+        num_hypotheses: 1,
+    };
+    let decoder = Decoder::new(options).unwrap();
+    let decode = min_time(&|| {
+        let lp = |info: &lodtensor::StepInfo| Ok(LoDTensor::dense(log_probs.tensor().slice_rows(0..info.ids.len())?));
+        drop(decoder.run_tensors(sources, &mut |info| lp(info)).unwrap())
+    }) / steps as f64;
     let tiny = gpu(&LoDTensor::dense(Tensor::from_slice(&[0i64; 4], &[4]).unwrap()));
     let launch = min_time(&|| lodtensor::backend::cuda::read_bandwidth_probe(tiny.tensor()).unwrap());
     let mb = log_probs.tensor().nbytes() as f64 / 1e6;
     eprintln!(
         "fused step {sources} x {beam} x {vocab} f32 ({mb:.0} MB): one read {:.1} us ({:.0} GB/s), fused step {:.1} us \
          ({:.2}x the read), on a new LoD {:.1} us; top_k of the rows {:.1} us; the step on rows of {beam} {:.1} us; \
-         the backend's step {:.1} us, on rows of {beam} {:.1} us, with host copies {:.1} us; one tiny launch and wait {:.1} us; {} offsets up {:.1} us, down {:.1} \
+         the backend's step {:.1} us, on rows of {beam} {:.1} us, with host copies {:.1} us; a decoder's step \
+         (Decoder::run_tensors, {steps} steps) {:.1} us; one tiny launch and wait {:.1} us; {} offsets up {:.1} us, down {:.1} \
          us; synchronisation floor {:.1} us",
         read * 1e6,
         mb / 1e3 / read,
@@ -839,6 +859,7 @@ fn gpu_fused_step_speed() {
         backend_wide * 1e6,
         backend_narrow * 1e6,
         backend_host * 1e6,
+        decode * 1e6,
         launch * 1e6,
         rows + 1,
         up * 1e6,

@@ -101,13 +101,13 @@ fn check_rows_fit_i32(rows: usize) -> Result<()> {
 /// `i32::MAX` rows; `Unsupported` for `pre_ids`/`ids` not int64, scores not float32/float64 (or
 /// a CUDA place in a build without CUDA).
 ///
-/// On a CUDA device one block replays the per-source selection (the same offers in the same
-/// order, so ties and NaN land as on the CPU) and regroups the items by row; the row offsets (the
-/// output LoD) are copied to the host, which waits for the device. The sources' rows (level
-/// `level` in absolute form) are read from the copy that `scores`' LoD keeps on the device (made
-/// at its first use there; a step's output LoD holds the one the next step needs). With `is_accumulated` the result
-/// equals the CPU's bit for bit; otherwise `ln` is the device's `logf`/`log` (CUDA: within 1 ulp of
-/// the correctly rounded result), so scores may differ from the CPU's in the last bit and a
+/// On a CUDA device one block replays the per-source selection (the same offers in the same order,
+/// so ties and NaN land as on the CPU) and regroups the items by row; the row offsets (the output
+/// LoD) are copied to the host, which waits for the device. The sources' rows (level `level` in
+/// absolute form) are read from the copy that `scores`' LoD keeps on the device (made at its first
+/// use there; a step's output LoD holds the one the next step needs). With `is_accumulated` the
+/// result equals the CPU's bit for bit; otherwise `ln` is the device's `logf`/`log` (CUDA: within 1
+/// ulp of the correctly rounded result), so scores may differ from the CPU's in the last bit and a
 /// selection between candidates that close may differ.
 #[allow(clippy::too_many_arguments)]
 pub fn beam_search_step(

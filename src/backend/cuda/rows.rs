@@ -1,6 +1,6 @@
 //! Launchers of `kernels/rows.cu`: the row kernels behind the data-movement ops (the range gather,
-//! and the kernels of expand, expand_as, concat, unpad, unpack and pack of rows, and gather_rows by a
-//! device index).
+//! and the kernels of expand, expand_as, concat, unpad, unpack and pack of rows, and gather_rows by
+//! a device index).
 
 use super::device::{copy_to_host, device, new_tensor, Device};
 use super::launch::{launch_tiles, launch_unrolled, upload, Args};

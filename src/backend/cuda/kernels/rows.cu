@@ -1,7 +1,8 @@
-// The row kernels, behind every op that only rearranges rows. The range gather (reorder, the TensorArray's moves of nested sequences, scatter_rows' copy): output rows
-// [dst_offsets[k], dst_offsets[k+1]) are the rows starting at device address src_addr[k], which may
-// lie in any of several tensors. Where an op's own offsets say where each row comes from
-// (sequence_expand, sequence_expand_as, sequence_concat, sequence_unpad, the TensorArray's unpack and pack of rows,
+// The row kernels, behind every op that only rearranges rows. The range gather (reorder, the
+// TensorArray's moves of nested sequences, scatter_rows' copy): output rows [dst_offsets[k],
+// dst_offsets[k+1]) are the rows starting at device address src_addr[k], which may lie in any of
+// several tensors. Where an op's own offsets say where each row comes from (sequence_expand,
+// sequence_expand_as, sequence_concat, sequence_unpad, the TensorArray's unpack and pack of rows,
 // gather_rows by a device index), a kernel of its own finds the row from them, so no table entry
 // per row is built or uploaded. Each launch serves the whole op; the host uploads its tables once
 // per call (a LoD level once per device: the LoD keeps its copy). Rows move in words of W bytes
