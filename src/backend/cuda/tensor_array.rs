@@ -1,5 +1,6 @@
 //! Launchers of `kernels/tensor_array.cu`: moves between one device tensor and several (pack,
-//! concat/stack, unstack) in one launch each, the tensors' addresses uploaded as a table.
+//! concat/stack, unstack) in one launch each, the tensors' addresses and sizes uploaded as one
+//! table.
 
 use super::device::{new_tensor, Device};
 use super::launch::{launch, upload, Args, BLOCK};
@@ -50,21 +51,26 @@ fn pieces(
     // Every piece's size and address, and the whole's, are multiples of the word.
     let sizes = piece_bytes.iter().map(|&b| b as u64);
     let word = word_for(0, sizes.chain(pieces.iter().copied()).chain([whole]));
-    let words: Vec<u64> = piece_bytes.iter().map(|&b| (b / word) as u64).collect();
-    let mut cols = Vec::with_capacity(words.len());
+    // One table, one upload: the pieces' addresses, then their words per row, then their first
+    // words in a row of the whole.
+    let n = pieces.len();
+    let mut table = Vec::with_capacity(3 * n);
+    table.extend_from_slice(pieces);
+    table.extend(piece_bytes.iter().map(|&b| (b / word) as u64));
     let mut at = 0u64;
-    for &w in &words {
-        cols.push(at);
-        at += w;
+    for p in 0..n {
+        table.push(at);
+        at += table[n + p];
     }
-    let most = words.iter().max().copied().unwrap_or(0) * outer as u64;
+    let most = table[n..2 * n].iter().max().copied().unwrap_or(0) * outer as u64;
     let grid_y = num.min(65535);
     let grid_x = most.div_ceil(BLOCK as u64).clamp(1, (1u64 << 16) / grid_y as u64 + 1) as u32;
-    let (table, words_t, cols) = (upload(d, pieces)?, upload(d, &words)?, upload(d, &cols)?);
+    let table = upload(d, &table)?;
+    let base = table.as_ptr() as u64;
     let args = Args::new()
-        .buf(&table)
-        .buf(&words_t)
-        .buf(&cols)
+        .arg(base)
+        .arg(base + 8 * n as u64)
+        .arg(base + 16 * n as u64)
         .arg(num)
         .arg(whole)
         .arg(at)
