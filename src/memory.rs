@@ -43,7 +43,7 @@ enum Origin {
 /// of it are unlikely results (as f32 -2.9e-16, as int32 -1515870811), unlike zeros.
 pub const POISON: u8 = 0xA5;
 
-fn poison_uninit() -> bool {
+pub(crate) fn poison_uninit() -> bool {
     static POISON_UNINIT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *POISON_UNINIT.get_or_init(|| std::env::var_os("LODTENSOR_POISON_UNINIT").is_some_and(|v| v == "1"))
 }

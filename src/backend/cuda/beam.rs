@@ -1,8 +1,8 @@
 //! Launchers of `kernels/beam.cu`: top-k, the fused and Paddle beam-search steps, gather_tree.
 
-use super::device::{copy_to_host, new_tensor, Device};
+use super::device::{copy_to_host, new_tensor, zeroed_tensor, Device};
 use super::driver::DevicePtr;
-use super::launch::{launch, launch_1d, upload, Args};
+use super::launch::{launch, launch_1d, Args};
 use super::seq_args::{DeviceStep, StepSources};
 use super::seq_common::{device_of, dtype_suffix, upload_offsets};
 use crate::dim::Dim;
@@ -286,7 +286,7 @@ pub fn gather_tree(ids: &Tensor, parents: &Tensor, steps: usize, batch: usize, b
         DType::I64 => "gather_tree_i64",
         other => return Err(err!(Unsupported, "ids: dtype {other} is not supported by the CUDA gather_tree")),
     };
-    let bad = Tensor::from_allocation(upload(&d, &[0i32])?, DType::I32, Dim::new(&[1])?)?;
+    let bad = zeroed_tensor(&d, DType::I32, Dim::new(&[1])?)?;
     let args = Args::new()
         .ptr(ids)
         .ptr(parents)

@@ -71,6 +71,13 @@ impl Device {
                 Err(e) => return Err(e),
             },
         };
+        // The emulator's test runs (`LODTENSOR_POISON_UNINIT=1`) fill every block handed out with
+        // the host's poison byte, fresh or reused: a kernel that leaves part of its output
+        // unwritten then gives the same wrong bytes on every run.
+        #[cfg(feature = "cuda-emulator")]
+        if crate::memory::poison_uninit() {
+            self.ctx.set_bytes(ptr, crate::memory::POISON, class)?;
+        }
         self.in_use.fetch_add(class, Ordering::Relaxed);
         Ok(DeviceBlock { ptr, class, device: self.clone() })
     }
@@ -260,6 +267,16 @@ pub(crate) fn new_tensor(d: &Arc<Device>, dtype: crate::dtype::DType, dims: Dim)
         .checked_mul(dtype.size())
         .ok_or_else(|| err!(OutOfMemory, "dims: a {dtype} tensor of dims {dims:?} is too large"))?;
     Tensor::from_allocation(d.allocation(n)?, dtype, dims)
+}
+
+/// A new device tensor of `dims` and `dtype` on `d`, zero-filled on the device's stream (a
+/// kernel's counters, which it adds to).
+pub(crate) fn zeroed_tensor(d: &Arc<Device>, dtype: crate::dtype::DType, dims: Dim) -> Result<Tensor> {
+    let t = new_tensor(d, dtype, dims)?;
+    if t.nbytes() > 0 {
+        d.ctx.set_bytes(t.as_ptr() as DevicePtr, 0, t.nbytes())?;
+    }
+    Ok(t)
 }
 
 /// For the unit tests that need a device: the number of devices, or `None` after saying the test

@@ -139,6 +139,13 @@ impl Context {
         unsafe { result::memcpy_htod_async(dst, src, self.stream) }.map_err(|e| driver_error("copy to device", e))
     }
 
+    /// Queues the setting of `n` bytes at `dst` to `byte` (no host memory, so no wait).
+    pub(crate) fn set_bytes(&self, dst: DevicePtr, byte: u8, n: usize) -> Result<()> {
+        self.bind()?;
+        // SAFETY: the caller gives `n` bytes of device memory at `dst`.
+        unsafe { result::memset_d8_async(dst, byte, n, self.stream) }.map_err(|e| driver_error("memset", e))
+    }
+
     /// Queues a copy of `n` bytes between device addresses.
     pub(crate) fn dtod(&self, dst: DevicePtr, src: DevicePtr, n: usize) -> Result<()> {
         self.bind()?;

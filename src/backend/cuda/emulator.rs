@@ -96,6 +96,12 @@ impl Context {
         Ok(())
     }
 
+    pub(crate) fn set_bytes(&self, dst: DevicePtr, byte: u8, n: usize) -> Result<()> {
+        // SAFETY: the caller gives `n` bytes of device memory at `dst`.
+        unsafe { std::ptr::write_bytes(dst as *mut u8, byte, n) };
+        Ok(())
+    }
+
     pub(crate) fn dtod(&self, dst: DevicePtr, src: DevicePtr, n: usize) -> Result<()> {
         // SAFETY: the caller gives `n` bytes at both ends, distinct allocations.
         unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, n) };
