@@ -139,8 +139,6 @@ pub fn sequence_unpad(x: &LoDTensor, length: &LoDTensor) -> Result<LoDTensor> {
         _ => lt.as_slice::<i32>()?.iter().map(|&v| v as i64).collect(),
     };
     let padded = d[1];
-    let mut ranges: Vec<Range<usize>> = Vec::with_capacity(values.len());
-    let mut rows = 0usize;
     for (i, &v) in values.iter().enumerate() {
         ensure!(v >= 0, InvalidArgument, "length: length[{i}] = {v} is negative");
         ensure!(
@@ -148,24 +146,25 @@ pub fn sequence_unpad(x: &LoDTensor, length: &LoDTensor) -> Result<LoDTensor> {
             InvalidArgument,
             "length: length[{i}] = {v} is more than the padded length {padded} of x (dims[1])"
         );
-        let v = v as usize;
-        ranges.push(i * padded..i * padded + v);
-        rows += v;
     }
-    let mut dims = vec![rows];
+    let lod = one_level_from_lengths(values.len(), values.iter().map(|&v| v as usize))?;
+    let mut dims = vec![lod.rows().unwrap_or(0)];
     if d.len() == 2 {
         dims.push(1);
     } else {
         dims.extend_from_slice(&d[2..]);
     }
     let step_bytes = d[2..].iter().product::<usize>() * x.tensor().dtype().size();
-    let lod = one_level_from_lengths(ranges.len(), ranges.iter().map(|r| r.len()))?;
     let tensor = match place {
         // Each slot's rows found from the output's offsets, which its LoD then keeps on the device.
         Place::Cuda(_) if !lod.is_empty() => {
             cuda::unpad_rows(x.tensor(), step_bytes, padded, lod.lod_level(0)?, Dim::new(&dims)?)?
         }
-        _ => gather_into_new(x.tensor(), step_bytes, &ranges, Dim::new(&dims)?)?,
+        _ => {
+            let ranges: Vec<Range<usize>> =
+                values.iter().enumerate().map(|(i, &v)| i * padded..i * padded + v as usize).collect();
+            gather_into_new(x.tensor(), step_bytes, &ranges, Dim::new(&dims)?)?
+        }
     };
     LoDTensor::new(tensor, lod)
 }
