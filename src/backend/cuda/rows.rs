@@ -34,7 +34,7 @@ pub fn gather_row_ranges(src: &Tensor, row_bytes: usize, ranges: &[Range<usize>]
 /// more entry than `src` has rows, and their last is the rows of `dims`). One launch; its table is
 /// the level's device copy, not a range per output row.
 pub fn repeat_rows(src: &Tensor, row_bytes: usize, level: LodLevel, dims: Dim) -> Result<Tensor> {
-    rows_by_level(src, row_bytes, level, dims, "repeat_rows", "y", None)
+    rows_by_level(src, row_bytes, level, dims, "repeat_rows", "y", |_, args| Ok(args))
 }
 
 /// sequence_expand of an `x` with a LoD on the device: a new tensor of `dims` whose copy `c` (rows
@@ -50,38 +50,19 @@ pub fn expand_rows(
     out: LodLevel,
     dims: Dim,
 ) -> Result<Tensor> {
-    let d = device_of(x, "sequence_expand")?;
-    let mut t = new_tensor(&d, x.dtype(), dims)?;
-    let out_offsets = out.offsets();
-    let rows = out_offsets[out_offsets.len() - 1];
-    if t.nbytes() == 0 {
-        return Ok(t);
-    }
     let sequences = count_u32(repeats.offsets().len() - 1, "y")?;
-    let copies = count_u32(out_offsets.len() - 1, "y: copies")?;
-    let dst = t.as_mut_ptr() as u64;
-    let word = word_for(row_bytes, [x.as_ptr() as u64, dst]);
-    let row_words = (row_bytes / word) as u64;
-    let (x_offsets, repeats, out_offsets) = (level_on(&d, x_level)?, level_on(&d, repeats)?, level_on(&d, out)?);
-    let args = Args::new()
-        .arg(dst)
-        .ptr(x)
-        .arg(row_words)
-        .buf(&x_offsets)
-        .buf(&repeats)
-        .arg(sequences)
-        .buf(&out_offsets)
-        .arg(copies)
-        .arg(rows as u64);
-    launch_tiles(&d, "rows.cu", &format!("expand_rows_{word}"), rows as u64, row_words, args)?;
-    Ok(t)
+    rows_by_level(x, row_bytes, out, dims, "expand_rows", "y", |d, args| {
+        // Both copies stay with their LoDs, so the launch may outlive these handles.
+        let (x_offsets, repeats) = (level_on(d, x_level)?, level_on(d, repeats)?);
+        Ok(args.buf(&x_offsets).buf(&repeats).arg(sequences))
+    })
 }
 
 /// The launch of a tile kernel of rows.cu whose table is `level`'s device copy: a new tensor of
 /// `dims` (rows of `row_bytes` bytes, as many as `level`'s last offset), from `kernel` (its word
-/// size appended) with parameters `(dst, src, row_words[, extra], offsets, count, total_rows,
-/// tile_rows)`. `arg` names the operator's argument that gives the offsets, for the error of a
-/// count the kernel cannot take.
+/// size appended) with parameters `(dst, src, row_words, <what extra adds>, offsets, count,
+/// total_rows, tile_rows)`. `arg` names the operator's argument that gives the offsets, for the
+/// error of a count the kernel cannot take.
 fn rows_by_level(
     src: &Tensor,
     row_bytes: usize,
@@ -89,7 +70,7 @@ fn rows_by_level(
     dims: Dim,
     kernel: &str,
     arg: &str,
-    extra: Option<u64>,
+    extra: impl FnOnce(&Arc<Device>, Args) -> Result<Args>,
 ) -> Result<Tensor> {
     let d = device_of(src, kernel)?;
     let mut out = new_tensor(&d, src.dtype(), dims)?;
@@ -103,11 +84,7 @@ fn rows_by_level(
     let word = word_for(row_bytes, [src.as_ptr() as u64, dst]);
     let row_words = (row_bytes / word) as u64;
     let table = level_on(&d, level)?;
-    let mut args = Args::new().arg(dst).ptr(src).arg(row_words);
-    if let Some(v) = extra {
-        args = args.arg(v);
-    }
-    let args = args.buf(&table).arg(count).arg(rows as u64);
+    let args = extra(&d, Args::new().arg(dst).ptr(src).arg(row_words))?.buf(&table).arg(count).arg(rows as u64);
     launch_tiles(&d, "rows.cu", &format!("{kernel}_{word}"), rows as u64, row_words, args)?;
     Ok(out)
 }
@@ -157,7 +134,7 @@ pub fn concat_rows(
 /// (i + 1) * padded)` (rows of `row_bytes` bytes; every sequence fits its slot). One launch; its
 /// table is `out`'s device copy, which the output's LoD keeps.
 pub fn unpad_rows(x: &Tensor, row_bytes: usize, padded: usize, out: LodLevel, dims: Dim) -> Result<Tensor> {
-    rows_by_level(x, row_bytes, out, dims, "unpad_rows", "length", Some(padded as u64))
+    rows_by_level(x, row_bytes, out, dims, "unpad_rows", "length", |_, args| Ok(args.arg(padded as u64)))
 }
 
 /// lod_tensor_to_array of rows on the device: a new tensor of `dims` (dtype of `src`) holding the
