@@ -2,7 +2,7 @@
 //! names (Paddle's `scatter` with `overwrite` true or false, `index_add` along axis 0).
 
 use super::common_place;
-use super::support::int_column;
+use super::support::check_int_column;
 use crate::backend::cpu::scatter_rows::{scatter_add_rows_sorted, scatter_overwrite_rows, sort_by_row};
 use crate::backend::cuda;
 use crate::dtype::{dispatch_dtype, DType};
@@ -44,22 +44,17 @@ pub enum ScatterMode {
 /// not int32/int64, bool with `Add`, or a build without CUDA for inputs on a CUDA device.
 ///
 /// On a CUDA device the result is the CPU's, bit for bit (each row's updates are added in the
-/// same order); `index` is copied to the host (validation and the plan of the device kernels:
-/// the last writer per row for `Overwrite`, the updates grouped by row for `Add`), then the
-/// device gathers or adds the rows in one launch.
+/// same order). `Overwrite` reads `index` where it is: one launch finds each row's last writer and
+/// checks the index, a second gathers the rows; only when a value is out of range is `index`
+/// copied to the host, to name it. `Add` copies `index` to the host (validation and the grouping
+/// of the updates by row), then adds the rows in one launch.
 pub fn scatter_rows(x: &LoDTensor, index: &LoDTensor, updates: &LoDTensor, mode: ScatterMode) -> Result<LoDTensor> {
     let place = common_place(&[("x", x.tensor()), ("index", index.tensor()), ("updates", updates.tensor())])?;
     let (xt, ut) = (x.tensor(), updates.tensor());
     let rows = xt
         .rows()
         .map_err(|_| err!(InvalidArgument, "x: is 0-d; scatter_rows writes rows of x, so x needs rank >= 1"))?;
-    // On a device the index is copied to the host: every value is validated there, and the
-    // device plan (last writer per row, updates grouped by row) is made there.
-    let index = match place {
-        Place::Cpu => int_column(index.tensor(), "index", None)?,
-        Place::Cuda(_) => int_column(&cuda::copy_to_host(index.tensor())?, "index", None)?,
-    };
-    let m = index.len();
+    let m = check_int_column(index.tensor(), "index", None)?;
     let (xd, ud) = (xt.dims().as_slice(), ut.dims().as_slice());
     ensure!(
         ud.len() == xd.len() && ud[0] == m && ud[1..] == xd[1..],
@@ -79,6 +74,17 @@ pub fn scatter_rows(x: &LoDTensor, index: &LoDTensor, updates: &LoDTensor, mode:
         Unsupported,
         "x: dtype bool cannot be added (LODTENSOR_SCATTER_ADD takes numeric dtypes; OVERWRITE takes bool)"
     );
+    if let (Place::Cuda(_), ScatterMode::Overwrite) = (place, mode) {
+        // The index stays on the device; a bad value is reported below, from a host copy.
+        if let Some(out) = cuda::scatter_rows_overwrite(xt, index.tensor(), ut)? {
+            return LoDTensor::new(out, x.lod().clone());
+        }
+    }
+    // On a device `Add` validates the index and groups the updates by row on the host.
+    let index = match place {
+        Place::Cpu => index.tensor().index_values("index")?,
+        Place::Cuda(_) => cuda::copy_to_host(index.tensor())?.index_values("index")?,
+    };
     for (i, &v) in index.iter().enumerate() {
         ensure!(
             (0..rows as i64).contains(&v),
@@ -88,7 +94,12 @@ pub fn scatter_rows(x: &LoDTensor, index: &LoDTensor, updates: &LoDTensor, mode:
     }
     if let Place::Cuda(_) = place {
         let out = match mode {
-            ScatterMode::Overwrite => cuda::scatter_rows_overwrite(xt, &index, ut)?,
+            ScatterMode::Overwrite => {
+                return Err(err!(
+                    Internal,
+                    "scatter_rows: the device counted an index out of range that its host copy has not"
+                ))
+            }
             ScatterMode::Add => cuda::scatter_rows_add(xt, &index, ut)?,
         };
         return LoDTensor::new(out, x.lod().clone());

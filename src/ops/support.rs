@@ -3,6 +3,7 @@
 
 use crate::backend::cpu::rows::gather_row_ranges;
 use crate::dim::Dim;
+use crate::dtype::DType;
 use crate::error::{ensure, err, Result};
 use crate::lod::LodLevel;
 use crate::lod_tensor::LoDTensor;
@@ -54,6 +55,13 @@ pub(crate) fn is_column(t: &Tensor) -> bool {
 /// The elements of an int32 or int64 tensor `name` of shape `[n]` or `[n, 1]`, widened to i64.
 /// `n` = None accepts any length.
 pub(crate) fn int_column(t: &Tensor, name: &str, n: Option<usize>) -> Result<Vec<i64>> {
+    check_int_column(t, name, n)?;
+    t.index_values(name)
+}
+
+/// `int_column`'s checks without reading the values (which may be on a device): the shape, then
+/// the dtype, with the same errors. Returns the number of values.
+pub(crate) fn check_int_column(t: &Tensor, name: &str, n: Option<usize>) -> Result<usize> {
     let d = t.dims().as_slice();
     let len = d.first().copied().unwrap_or(0);
     ensure!(
@@ -62,7 +70,13 @@ pub(crate) fn int_column(t: &Tensor, name: &str, n: Option<usize>) -> Result<Vec
         "{name}: dims {d:?}; expected [{0}] or [{0}, 1]",
         n.map_or("N".to_string(), |n| n.to_string())
     );
-    t.index_values(name)
+    ensure!(
+        matches!(t.dtype(), DType::I32 | DType::I64),
+        Unsupported,
+        "{name}: dtype {} is not supported here; supported: int32, int64",
+        t.dtype()
+    );
+    Ok(len)
 }
 
 /// The last LoD level of `x` (its offsets: rows of each innermost sequence); `x` must have a LoD.

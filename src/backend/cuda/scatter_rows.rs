@@ -1,34 +1,51 @@
-//! Launchers of `scatter_rows` on the device. The index is on the host (the op copies it there:
-//! it validates every value anyway); the host plans, the device moves and adds, reusing the
-//! kernels of `rows.cu` and `sequence_misc.cu`:
-//! - OVERWRITE: each output row is one row of x or the last update naming it (planned on the host
-//!   as on the CPU), so the output is one multi-source row gather.
-//! - ADD: out = a device copy of x; the update positions are counting-sorted by destination row
-//!   (stably, as on the CPU), and the scatter-add kernel adds each row's updates in increasing
-//!   position order, one thread per output element: bit for bit the CPU's sums.
+//! Launchers of `scatter_rows` on the device, reusing the kernels of `rows.cu` and
+//! `sequence_misc.cu`:
+//! - OVERWRITE: the index stays on the device. One launch finds each row's last writer (atomic
+//!   maxima over the update positions) and counts bad indices; a second gathers each output row
+//!   from x or from its last update. No table, no plan on the host.
+//! - ADD: the index is on the host (the op copies it there: it validates every value); out = a
+//!   device copy of x; the update positions are counting-sorted by destination row (stably, as on
+//!   the CPU), and the scatter-add kernel adds each row's updates in increasing position order,
+//!   one thread per output element: bit for bit the CPU's sums.
 
-use super::device::{copy_to_device, new_tensor};
-use super::rows::gather_ranges_from;
-use super::seq_common::device_of;
+use super::device::{copy_to_device, copy_to_host, new_tensor, zeroed_tensor};
+use super::launch::{launch_1d, launch_unrolled, Args};
+use super::seq_common::{device_of, word_for};
 use super::sequence_misc::scatter_add_groups;
-use crate::backend::cpu::scatter_rows::{overwrite_blocks, sort_by_row};
-use crate::error::Result;
+use crate::backend::cpu::scatter_rows::sort_by_row;
+use crate::dim::Dim;
+use crate::dtype::DType;
+use crate::error::{err, Result};
 use crate::tensor::Tensor;
 
 /// `x` with row `index[i]` replaced by row `i` of `updates` (the last `i` wins), a new tensor on
-/// `x`'s device. Index values are in `[0, rows of x)` and the shapes agree (the op checked).
-pub fn scatter_rows_overwrite(x: &Tensor, index: &[i64], updates: &Tensor) -> Result<Tensor> {
+/// `x`'s device; `index` (int32 or int64, one value per row of `updates`) is on that device too,
+/// and the shapes agree (the op checked). `None` when an index is outside `[0, rows of x)` (the
+/// caller reports which, from a host copy). Two launches and a scratch of 8 bytes per row of `x`;
+/// the count of bad indices comes back to the host, so the call waits for the device once.
+pub fn scatter_rows_overwrite(x: &Tensor, index: &Tensor, updates: &Tensor) -> Result<Option<Tensor>> {
     let d = device_of(x, "scatter_rows")?;
+    let rows = x.rows()?;
+    let suffix = match index.dtype() {
+        DType::I32 => "i32",
+        DType::I64 => "i64",
+        other => return Err(err!(Internal, "scatter_rows: index dtype {other} reached the kernel")),
+    };
+    let winner = zeroed_tensor(&d, DType::I64, Dim::new(&[rows])?)?;
+    let bad = zeroed_tensor(&d, DType::I32, Dim::new(&[1])?)?;
+    let n = index.numel() as u64;
+    let args = Args::new().ptr(index).arg(n).arg(rows as u64).ptr(&winner).ptr(&bad);
+    launch_1d(&d, "rows.cu", &format!("last_writers_{suffix}"), n, args)?;
     let mut out = new_tensor(&d, x.dtype(), *x.dims())?;
-    let row_bytes = x.row_bytes();
-    if out.nbytes() == 0 {
-        return Ok(out);
+    if out.nbytes() > 0 {
+        let row_bytes = x.row_bytes();
+        let dst = out.as_mut_ptr() as u64;
+        let word = word_for(row_bytes, [x.as_ptr() as u64, updates.as_ptr() as u64, dst]);
+        let row_words = (row_bytes / word) as u64;
+        let args = Args::new().arg(dst).ptr(x).ptr(updates).arg(row_words).ptr(&winner).arg(rows as u64);
+        launch_unrolled(&d, "rows.cu", &format!("overwrite_rows_{word}"), rows as u64 * row_words, args)?;
     }
-    let blocks = overwrite_blocks(index, x.rows()?)?;
-    let bases = [x.as_ptr() as u64, updates.as_ptr() as u64];
-    let table = blocks.iter().map(|(s, run)| (bases[*s] + (run.start * row_bytes) as u64, run.len()));
-    gather_ranges_from(&d, &mut out, row_bytes, &bases, table, "scatter_rows")?;
-    Ok(out)
+    Ok((copy_to_host(&bad)?.as_slice::<i32>()?[0] == 0).then_some(out))
 }
 
 /// `x` with row `i` of `updates` added to row `index[i]` for every `i` (each row's updates in

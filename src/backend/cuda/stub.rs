@@ -319,8 +319,8 @@ pub fn split_outer(_x: &Tensor, _inner: usize, _n: usize, _outer: usize, _part_d
 }
 
 /// `scatter_rows` (overwrite) on a CUDA device.
-pub fn scatter_rows_overwrite(x: &Tensor, _index: &[i64], _updates: &Tensor) -> Result<Tensor> {
-    copy_to_host(x)
+pub fn scatter_rows_overwrite(x: &Tensor, _index: &Tensor, _updates: &Tensor) -> Result<Option<Tensor>> {
+    Err(copy_to_host(x).err().unwrap_or_else(|| missing("scatter_rows")))
 }
 
 /// `scatter_rows` (add) on a CUDA device.

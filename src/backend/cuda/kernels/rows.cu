@@ -212,6 +212,54 @@ __device__ void gather_by_index(W *__restrict__ dst, const W *__restrict__ src, 
   }                                                                                                  \
   LODTENSOR_EXPORT(gather_by_index_##INAME##_##SUFFIX)
 
+// scatter_rows OVERWRITE, in two launches and without a plan made on the host. First, one thread
+// per update: winner[r] becomes 1 + the last i with index[i] == r (the largest, by atomic maxima;
+// 0, as the host zeroed it, where no update names row r), and an index outside [0, rows) is
+// counted in *bad.
+template <typename I>
+__device__ void last_writers(const I *__restrict__ index, u64 n, u64 rows, u64 *winner, u32 *bad) {
+  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+    const i64 r = (i64)index[i];
+    if (r >= 0 && (u64)r < rows) {
+      atomicMax(&winner[r], i + 1);
+    } else {
+      atomicAdd(bad, 1u);
+    }
+  }
+}
+
+#define LODTENSOR_LAST_WRITERS(I, INAME)                                                                \
+  extern "C" __global__ void last_writers_##INAME(const I *index, u64 n, u64 rows, u64 *winner, u32 *bad) { \
+    last_writers<I>(index, n, rows, winner, bad);                                                       \
+  }                                                                                                     \
+  LODTENSOR_EXPORT(last_writers_##INAME)
+
+LODTENSOR_LAST_WRITERS(i32, i32)
+LODTENSOR_LAST_WRITERS(i64, i64)
+
+// Then the output's words, as gather_by_index walks them: row r is row winner[r] - 1 of updates,
+// or row r of x where no update names it.
+template <typename W>
+__device__ void overwrite_rows(W *__restrict__ dst, const W *__restrict__ x, const W *__restrict__ updates,
+                               u64 row_words, const u64 *__restrict__ winner, u64 rows) {
+  const u64 n = rows * row_words;
+  for_each_index<W>(
+      n,
+      [&](u64 e) -> W {
+        const u64 row = n <= 0xffffffffull ? (u64)((u32)e / (u32)row_words) : e / row_words;
+        const u64 w = winner[row];
+        return w ? updates[(w - 1) * row_words + (e - row * row_words)] : x[e];
+      },
+      [&](u64 e, W v) { dst[e] = v; });
+}
+
+#define LODTENSOR_OVERWRITE_ROWS(W, SUFFIX)                                                             \
+  extern "C" __global__ void overwrite_rows_##SUFFIX(W *dst, const W *x, const W *updates, u64 row_words, \
+                                                     const u64 *winner, u64 rows) {                       \
+    overwrite_rows<W>(dst, x, updates, row_words, winner, rows);                                          \
+  }                                                                                                       \
+  LODTENSOR_EXPORT(overwrite_rows_##SUFFIX)
+
 #define LODTENSOR_GATHER_ALL(W, SUFFIX)         \
   LODTENSOR_GATHER(W, SUFFIX)                   \
   LODTENSOR_REPEAT_ROWS(W, SUFFIX)              \
@@ -220,7 +268,8 @@ __device__ void gather_by_index(W *__restrict__ dst, const W *__restrict__ src, 
   LODTENSOR_UNPAD_ROWS(W, SUFFIX)               \
   LODTENSOR_STEP_ROWS(W, SUFFIX)                \
   LODTENSOR_GATHER_BY_INDEX(W, SUFFIX, i32, i32) \
-  LODTENSOR_GATHER_BY_INDEX(W, SUFFIX, i64, i64)
+  LODTENSOR_GATHER_BY_INDEX(W, SUFFIX, i64, i64) \
+  LODTENSOR_OVERWRITE_ROWS(W, SUFFIX)
 
 LODTENSOR_GATHER_ALL(u8, 1)
 LODTENSOR_GATHER_ALL(u16, 2)
