@@ -144,6 +144,19 @@ fn expand_errors() {
     assert!(matches!(sequence_expand(&two_levels, &y, 0), Err(Error::InvalidLod(_))));
     let rank1 = LoDTensor::from_slice(&[1f32, 2.], &[2], lod(&[&[0, 1, 2]])).unwrap();
     assert!(matches!(sequence_expand(&rank1, &y, 0), Err(Error::InvalidArgument(m)) if m.contains("rank")));
+    // More copies than the output's LoD could list: an error, not an abort (y's rows are empty).
+    let huge = 1usize << 60;
+    let y_huge = LoDTensor::new(
+        Tensor::zeros(DType::F32, Dim::new(&[huge, 0]).unwrap()).unwrap(),
+        Lod::from_offsets(vec![vec![0, huge]]).unwrap(),
+    )
+    .unwrap();
+    let one = rows_tensor(1, 1, &[&[1]]);
+    assert!(
+        matches!(sequence_expand(&one, &y_huge, 0), Err(Error::OutOfMemory(m)) if m.contains("cannot be listed")),
+        "{:?}",
+        sequence_expand(&one, &y_huge, 0)
+    );
     // Zero copies in all: a 0-row result, and (our rule) no LoD since [0] is no valid top level.
     let none = sequence_expand(&x, &y_with(&[&[0, 0]]), 0).unwrap();
     assert_eq!(none.dims().as_slice(), &[0, 1]);
