@@ -4,7 +4,7 @@
 
 use super::device::{copy_to_host, device, new_tensor, zeroed_tensor, Device};
 use super::launch::{launch_tiles, launch_unrolled, upload, Args};
-use super::seq_common::{count_u32, device_of, level_on, upload_offsets, word_for};
+use super::seq_common::{count_u32, device_of, level_on, offset_words, upload_joined, word_for};
 use crate::dim::Dim;
 use crate::dtype::DType;
 use crate::error::{ensure, err, Result};
@@ -139,8 +139,8 @@ pub fn unpad_rows(x: &Tensor, row_bytes: usize, padded: usize, out: LodLevel, di
 
 /// lod_tensor_to_array of rows on the device: a new tensor of `dims` (dtype of `src`) holding the
 /// time steps one after another, step t being rows `[step_rows[t], step_rows[t+1])`, whose row i
-/// is row `firsts[i] + t` of `src` (rows of `row_bytes` bytes). One launch; the table uploaded is
-/// `step_rows` and `firsts`, not a range per row.
+/// is row `firsts[i] + t` of `src` (rows of `row_bytes` bytes). One launch; the table uploaded (in
+/// one copy) is `step_rows` and `firsts`, not a range per row.
 pub fn unpack_rows(src: &Tensor, row_bytes: usize, firsts: &[usize], step_rows: &[usize], dims: Dim) -> Result<Tensor> {
     let d = device_of(src, "lod_tensor_to_array")?;
     let mut out = new_tensor(&d, src.dtype(), dims)?;
@@ -152,16 +152,16 @@ pub fn unpack_rows(src: &Tensor, row_bytes: usize, firsts: &[usize], step_rows: 
     let dst = out.as_mut_ptr() as u64;
     let word = word_for(row_bytes, [src.as_ptr() as u64, dst]);
     let row_words = (row_bytes / word) as u64;
-    let (step_rows, firsts) = (upload_offsets(&d, step_rows)?, upload_offsets(&d, firsts)?);
-    let args = Args::new().arg(dst).ptr(src).arg(row_words).buf(&step_rows).arg(steps).buf(&firsts).arg(rows as u64);
+    let (_table, at) = upload_joined(&d, &[offset_words(step_rows), offset_words(firsts)])?;
+    let args = Args::new().arg(dst).ptr(src).arg(row_words).arg(at[0]).arg(steps).arg(at[1]).arg(rows as u64);
     launch_tiles(&d, "rows.cu", &format!("unpack_rows_{word}"), rows as u64, row_words, args)?;
     Ok(out)
 }
 
 /// array_to_lod_tensor of rows on the device: a new tensor of `dims` and `dtype` whose rows
 /// `[seq_rows[s], seq_rows[s+1])` are sequence s, its row t being row `position[s]` of `steps[t]`
-/// (rows of `row_bytes` bytes; all on one device). One launch; the table uploaded is the steps'
-/// addresses, `seq_rows` and `position`, not a range per row.
+/// (rows of `row_bytes` bytes; all on one device). One launch; the table uploaded (in one copy) is
+/// the steps' addresses, `seq_rows` and `position`, not a range per row.
 pub fn pack_rows(
     steps: &[&Tensor],
     row_bytes: usize,
@@ -182,9 +182,8 @@ pub fn pack_rows(
     let bases: Vec<u64> = steps.iter().map(|t| t.as_ptr() as u64).collect();
     let word = word_for(row_bytes, bases.iter().copied().chain([dst]));
     let row_words = (row_bytes / word) as u64;
-    let (bases, seq_rows, position) =
-        (upload(&d, &bases)?, upload_offsets(&d, seq_rows)?, upload_offsets(&d, position)?);
-    let args = Args::new().arg(dst).buf(&bases).arg(row_words).buf(&seq_rows).arg(seqs).buf(&position).arg(rows as u64);
+    let (_table, at) = upload_joined(&d, &[&bases, offset_words(seq_rows), offset_words(position)])?;
+    let args = Args::new().arg(dst).arg(at[0]).arg(row_words).arg(at[1]).arg(seqs).arg(at[2]).arg(rows as u64);
     launch_tiles(&d, "rows.cu", &format!("pack_rows_{word}"), rows as u64, row_words, args)?;
     Ok(out)
 }

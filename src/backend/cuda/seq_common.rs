@@ -51,19 +51,41 @@ pub(crate) fn count_u32(n: usize, what: &str) -> Result<u32> {
     u32::try_from(n).map_err(|_| err!(Unsupported, "{what}: {n} sequences; the CUDA kernel takes up to 2^32 - 1"))
 }
 
-/// `offsets` (row or element offsets) uploaded as i64, as they are: a usize is an i64's size on
-/// every target the library builds for, and offsets are at most isize::MAX, so the bytes are the
-/// same (no converted copy of a LoD level that may hold millions of offsets).
+/// `offsets` (row or element offsets) uploaded as i64, as they are (see `offset_words`).
 pub(crate) fn upload_offsets(d: &Arc<Device>, offsets: &[usize]) -> Result<Arc<Allocation>> {
+    upload(d, offset_words(offsets))
+}
+
+/// Offsets as the kernels' 8-byte integers, without a copy: a usize is an i64's size on every
+/// target the library builds for, and offsets are at most isize::MAX, so the bytes are the same
+/// (no converted copy of a LoD level that may hold millions of offsets).
+pub(crate) fn offset_words(offsets: &[usize]) -> &[u64] {
     const _: () = assert!(
-        std::mem::size_of::<usize>() == std::mem::size_of::<i64>()
-            && std::mem::align_of::<usize>() == std::mem::align_of::<i64>()
+        std::mem::size_of::<usize>() == std::mem::size_of::<u64>()
+            && std::mem::align_of::<usize>() == std::mem::align_of::<u64>()
     );
     debug_assert!(offsets.iter().all(|&o| o <= isize::MAX as usize));
-    // SAFETY: same size and alignment (asserted above), and every usize value up to isize::MAX
-    // has the same bytes as that i64.
-    let table = unsafe { std::slice::from_raw_parts(offsets.as_ptr().cast::<i64>(), offsets.len()) };
-    upload(d, table)
+    // SAFETY: same size and alignment (asserted above), and every usize value has the same bytes
+    // as that u64 (and, up to isize::MAX, as that i64).
+    unsafe { std::slice::from_raw_parts(offsets.as_ptr().cast::<u64>(), offsets.len()) }
+}
+
+/// The tables `parts` uploaded back to back in one allocation with one copy (each copy from
+/// pageable memory is a wait of its own): the allocation, and each part's device address.
+pub(crate) fn upload_joined(d: &Arc<Device>, parts: &[&[u64]]) -> Result<(Arc<Allocation>, Vec<u64>)> {
+    let mut joined = Vec::with_capacity(parts.iter().map(|p| p.len()).sum());
+    parts.iter().for_each(|p| joined.extend_from_slice(p));
+    let table = upload(d, &joined)?;
+    let mut at = table.as_ptr() as u64;
+    let addresses = parts
+        .iter()
+        .map(|p| {
+            let start = at;
+            at += 8 * p.len() as u64;
+            start
+        })
+        .collect();
+    Ok((table, addresses))
 }
 
 /// A LoD level's offsets on `d`, as `upload_offsets` places them: the copy the LoD keeps there,

@@ -3,9 +3,9 @@
 //! table.
 
 use super::device::{new_tensor, Device};
-use super::launch::{launch, upload, Args, BLOCK};
+use super::launch::{launch, Args, BLOCK};
 use super::rows::gather_ranges_from;
-use super::seq_common::{device_of, word_for};
+use super::seq_common::{device_of, upload_joined, word_for};
 use crate::dim::Dim;
 use crate::dtype::DType;
 use crate::error::{err, Result};
@@ -51,26 +51,21 @@ fn pieces(
     // Every piece's size and address, and the whole's, are multiples of the word.
     let sizes = piece_bytes.iter().map(|&b| b as u64);
     let word = word_for(0, sizes.chain(pieces.iter().copied()).chain([whole]));
-    // One table, one upload: the pieces' addresses, then their words per row, then their first
-    // words in a row of the whole.
-    let n = pieces.len();
-    let mut table = Vec::with_capacity(3 * n);
-    table.extend_from_slice(pieces);
-    table.extend(piece_bytes.iter().map(|&b| (b / word) as u64));
+    let words: Vec<u64> = piece_bytes.iter().map(|&b| (b / word) as u64).collect();
+    let mut cols = Vec::with_capacity(words.len());
     let mut at = 0u64;
-    for p in 0..n {
-        table.push(at);
-        at += table[n + p];
+    for &w in &words {
+        cols.push(at);
+        at += w;
     }
-    let most = table[n..2 * n].iter().max().copied().unwrap_or(0) * outer as u64;
+    let most = words.iter().max().copied().unwrap_or(0) * outer as u64;
     let grid_y = num.min(65535);
     let grid_x = most.div_ceil(BLOCK as u64).clamp(1, (1u64 << 16) / grid_y as u64 + 1) as u32;
-    let table = upload(d, &table)?;
-    let base = table.as_ptr() as u64;
+    let (_table, tables) = upload_joined(d, &[pieces, &words, &cols])?;
     let args = Args::new()
-        .arg(base)
-        .arg(base + 8 * n as u64)
-        .arg(base + 16 * n as u64)
+        .arg(tables[0])
+        .arg(tables[1])
+        .arg(tables[2])
         .arg(num)
         .arg(whole)
         .arg(at)
