@@ -184,11 +184,22 @@ impl Tensor {
     /// The elements of an int32 or int64 tensor (an index or offset input) widened to i64; other
     /// dtypes are `Unsupported`, naming the argument `name`.
     pub fn index_values(&self, name: &str) -> Result<Vec<i64>> {
+        self.check_index_dtype(name)?;
         match self.dtype {
             DType::I32 => Ok(self.as_slice::<i32>()?.iter().map(|&v| v as i64).collect()),
-            DType::I64 => Ok(self.as_slice::<i64>()?.to_vec()),
-            other => Err(err!(Unsupported, "{name}: dtype {other} is not supported here; supported: int32, int64")),
+            _ => Ok(self.as_slice::<i64>()?.to_vec()),
         }
+    }
+
+    /// `index_values`' dtype rule without reading the elements (which may be on a device).
+    pub(crate) fn check_index_dtype(&self, name: &str) -> Result<()> {
+        ensure!(
+            matches!(self.dtype, DType::I32 | DType::I64),
+            Unsupported,
+            "{name}: dtype {} is not supported here; supported: int32, int64",
+            self.dtype
+        );
+        Ok(())
     }
 
     /// A new tensor with its own copy of the elements, on the same place.

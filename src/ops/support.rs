@@ -3,7 +3,6 @@
 
 use crate::backend::cpu::rows::gather_row_ranges;
 use crate::dim::Dim;
-use crate::dtype::DType;
 use crate::error::{ensure, err, Result};
 use crate::lod::LodLevel;
 use crate::lod_tensor::LoDTensor;
@@ -70,12 +69,7 @@ pub(crate) fn check_int_column(t: &Tensor, name: &str, n: Option<usize>) -> Resu
         "{name}: dims {d:?}; expected [{0}] or [{0}, 1]",
         n.map_or("N".to_string(), |n| n.to_string())
     );
-    ensure!(
-        matches!(t.dtype(), DType::I32 | DType::I64),
-        Unsupported,
-        "{name}: dtype {} is not supported here; supported: int32, int64",
-        t.dtype()
-    );
+    t.check_index_dtype(name)?;
     Ok(len)
 }
 

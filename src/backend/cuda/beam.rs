@@ -1,6 +1,6 @@
 //! Launchers of `kernels/beam.cu`: top-k, the fused and Paddle beam-search steps, gather_tree.
 
-use super::device::{copy_to_host, new_tensor, zeroed_tensor, Device};
+use super::device::{new_tensor, BadCount, Device};
 use super::driver::DevicePtr;
 use super::launch::{launch, launch_1d, Args};
 use super::seq_args::{DeviceStep, StepSources};
@@ -286,7 +286,7 @@ pub fn gather_tree(ids: &Tensor, parents: &Tensor, steps: usize, batch: usize, b
         DType::I64 => "gather_tree_i64",
         other => return Err(err!(Unsupported, "ids: dtype {other} is not supported by the CUDA gather_tree")),
     };
-    let bad = zeroed_tensor(&d, DType::I32, Dim::new(&[1])?)?;
+    let bad = BadCount::new(&d)?;
     let args = Args::new()
         .ptr(ids)
         .ptr(parents)
@@ -294,8 +294,7 @@ pub fn gather_tree(ids: &Tensor, parents: &Tensor, steps: usize, batch: usize, b
         .arg(batch as u64)
         .arg(beam as u64)
         .arg(out.as_mut_ptr() as u64)
-        .ptr(&bad);
+        .ptr(bad.tensor());
     launch_1d(&d, "beam.cu", name, chains, args)?;
-    let bad = copy_to_host(&bad)?.as_slice::<i32>()?[0];
-    Ok(if bad == 0 { Some(out) } else { None })
+    bad.unless_counted(out)
 }

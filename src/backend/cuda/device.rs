@@ -279,6 +279,26 @@ pub(crate) fn zeroed_tensor(d: &Arc<Device>, dtype: crate::dtype::DType, dims: D
     Ok(t)
 }
 
+/// A count of bad input values (out of range) that kernels add to, on a device, zeroed on its
+/// stream: the launchers that check an index where it lies report through it.
+pub(crate) struct BadCount(Tensor);
+
+impl BadCount {
+    pub(crate) fn new(d: &Arc<Device>) -> Result<BadCount> {
+        Ok(BadCount(zeroed_tensor(d, crate::dtype::DType::I32, Dim::new(&[1])?)?))
+    }
+
+    /// The counter (a u32 on the device), for the kernels' arguments.
+    pub(crate) fn tensor(&self) -> &Tensor {
+        &self.0
+    }
+
+    /// `out` when the kernels counted nothing, else `None`; reading the count waits for the device.
+    pub(crate) fn unless_counted<T>(self, out: T) -> Result<Option<T>> {
+        Ok((copy_to_host(&self.0)?.as_slice::<i32>()?[0] == 0).then_some(out))
+    }
+}
+
 /// For the unit tests that need a device: the number of devices, or `None` after saying the test
 /// was skipped (a failure instead when `LODTENSOR_REQUIRE_GPU=1`).
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! and the kernels of expand, expand_as, concat, unpad, unpack and pack of rows, and gather_rows by
 //! a device index).
 
-use super::device::{copy_to_host, device, new_tensor, zeroed_tensor, Device};
+use super::device::{device, new_tensor, BadCount, Device};
 use super::launch::{launch_tiles, launch_unrolled, upload, Args};
 use super::seq_common::{count_u32, device_of, level_on, offset_words, upload_joined, word_for};
 use crate::dim::Dim;
@@ -209,11 +209,12 @@ pub fn gather_rows_by_index(src: &Tensor, row_bytes: usize, index: &Tensor, dims
     let dst = out.as_mut_ptr() as u64;
     let word = word_for(row_bytes, [src.as_ptr() as u64, dst]);
     let row_words = (row_bytes / word) as u64;
-    let bad = zeroed_tensor(&d, DType::I32, Dim::new(&[1])?)?;
-    let args = Args::new().arg(dst).ptr(src).arg(row_words).ptr(index).arg(rows as u64).arg(src_rows as u64).ptr(&bad);
+    let bad = BadCount::new(&d)?;
+    let args =
+        Args::new().arg(dst).ptr(src).arg(row_words).ptr(index).arg(rows as u64).arg(src_rows as u64).ptr(bad.tensor());
     let items = rows as u64 * row_words.max(1);
     launch_unrolled(&d, "rows.cu", &format!("gather_by_index_{suffix}_{word}"), items, args)?;
-    Ok((copy_to_host(&bad)?.as_slice::<i32>()?[0] == 0).then_some(out))
+    bad.unless_counted(out)
 }
 
 /// Fills `out` (rows of `row_bytes` bytes, as many as the ranges hold) with ranges of rows from

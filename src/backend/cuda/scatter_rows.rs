@@ -8,7 +8,7 @@
 //!   the CPU), and the scatter-add kernel adds each row's updates in increasing position order,
 //!   one thread per output element: bit for bit the CPU's sums.
 
-use super::device::{copy_to_device, copy_to_host, new_tensor, zeroed_tensor};
+use super::device::{copy_to_device, new_tensor, zeroed_tensor, BadCount};
 use super::launch::{launch_1d, launch_unrolled, Args};
 use super::seq_common::{device_of, word_for};
 use super::sequence_misc::scatter_add_groups;
@@ -32,9 +32,9 @@ pub fn scatter_rows_overwrite(x: &Tensor, index: &Tensor, updates: &Tensor) -> R
         other => return Err(err!(Internal, "scatter_rows: index dtype {other} reached the kernel")),
     };
     let winner = zeroed_tensor(&d, DType::I64, Dim::new(&[rows])?)?;
-    let bad = zeroed_tensor(&d, DType::I32, Dim::new(&[1])?)?;
+    let bad = BadCount::new(&d)?;
     let n = index.numel() as u64;
-    let args = Args::new().ptr(index).arg(n).arg(rows as u64).ptr(&winner).ptr(&bad);
+    let args = Args::new().ptr(index).arg(n).arg(rows as u64).ptr(&winner).ptr(bad.tensor());
     launch_1d(&d, "rows.cu", &format!("last_writers_{suffix}"), n, args)?;
     let mut out = new_tensor(&d, x.dtype(), *x.dims())?;
     if out.nbytes() > 0 {
@@ -45,7 +45,7 @@ pub fn scatter_rows_overwrite(x: &Tensor, index: &Tensor, updates: &Tensor) -> R
         let args = Args::new().arg(dst).ptr(x).ptr(updates).arg(row_words).ptr(&winner).arg(rows as u64);
         launch_unrolled(&d, "rows.cu", &format!("overwrite_rows_{word}"), rows as u64 * row_words, args)?;
     }
-    Ok((copy_to_host(&bad)?.as_slice::<i32>()?[0] == 0).then_some(out))
+    bad.unless_counted(out)
 }
 
 /// `x` with row `i` of `updates` added to row `index[i]` for every `i` (each row's updates in
