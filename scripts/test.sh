@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test: the Rust tests (the hostile-input test also under valgrind), then the C/C++ API
+# Runs every test: the Rust tests (plainly, then with guard pages: LODTENSOR_GUARD_PAGES=1; the
+# hostile-input test also under valgrind), then the C/C++ API
 # tests, the valgrind runs, the static-link, exported-symbols and install/consumer checks through
 # CTest:
 #   bash scripts/test.sh
@@ -11,8 +12,8 @@
 # compiles every CUDA kernel with NVRTC, which needs no GPU: libnvrtc.so.13 comes from PyPI's
 # nvidia-cuda-nvrtc, installed into build/nvrtc when missing. Step 6 runs the GPU tests
 # (tests/cuda*.rs) and the C API tests against the `cuda-emulator` build (target/emu,
-# build/capi-emu): the CUDA backend and its kernels, run on the host (2000 hostile-input calls
-# under valgrind too); then it packs the bundle for GPU machines without Rust
+# build/capi-emu): the CUDA backend and its kernels, run on the host (again with guard pages, and
+# 2000 hostile-input calls under valgrind too); then it packs the bundle for GPU machines without Rust
 # (scripts/gpu-bundle.sh) over the emulator and runs two of its programs with scripts/gpu-run.sh.
 # LODTENSOR_SKIP_CUDA=1 skips steps 5 and 6.
 # A failing test suite does not stop the ones after it (CI shows every failure at once); the
@@ -43,6 +44,11 @@ failed=()
 # Outputs that kernels overwrite are allocated uninitialised; poisoned here, so a test that reads a
 # byte no kernel wrote sees 0xA5 bytes rather than whatever the heap held.
 LODTENSOR_POISON_UNINIT=1 cargo test --release --no-fail-fast || failed+=("Rust tests (cargo test --release)")
+# Again with every block ending at a guard page (src/memory.rs, guard_pages): a kernel that reads
+# or writes even one byte past a buffer faults here, where a size-class block would hide it. The
+# tests of what the block caches keep skip themselves (the caches are off).
+LODTENSOR_GUARD_PAGES=1 LODTENSOR_POISON_UNINIT=1 cargo test --release --no-fail-fast ||
+  failed+=("Rust tests with guard pages (LODTENSOR_GUARD_PAGES=1)")
 # The hostile-input test again under valgrind (installed above): the kernels' unsafe code (SIMD,
 # raw copies) on inputs of every shape must not touch memory it does not own. Cargo runs the test
 # program through CARGO_TARGET_<host>_RUNNER.
@@ -81,6 +87,11 @@ else
   for f in tests/cuda*.rs; do gpu_tests+=(--test "$(basename "$f" .rs)"); done
   LODTENSOR_POISON_UNINIT=1 LODTENSOR_REQUIRE_GPU=1 cargo test --release --features cuda-emulator --target-dir target/emu --no-fail-fast \
     --lib "${gpu_tests[@]}" || failed+=("GPU tests on the CUDA emulator")
+  # Again with guard pages: each emulated device block ends where its request does, at a page
+  # that faults on access, so a kernel's one word past a buffer stops the test.
+  LODTENSOR_GUARD_PAGES=1 LODTENSOR_POISON_UNINIT=1 LODTENSOR_REQUIRE_GPU=1 cargo test --release --features cuda-emulator \
+    --target-dir target/emu --no-fail-fast --lib "${gpu_tests[@]}" ||
+    failed+=("GPU tests on the CUDA emulator with guard pages")
   # The emulated kernels (C++ on the host) on hostile inputs under valgrind: an index outside an
   # allocation there is one on a GPU.
   env "$valgrind_runner" HOSTILE_CASES=2000 LODTENSOR_REQUIRE_GPU=1 cargo test --release --features cuda-emulator \
@@ -91,6 +102,10 @@ else
      cmake --build build/capi-emu -j "$jobs"; then
     ctest --test-dir build/capi-emu --output-on-failure -j "$jobs" -E '^(install_consumer|symbols)' ||
       failed+=("C API tests on the CUDA emulator")
+    # And with guard pages, but for the tests of what the block caches keep (the caches are off).
+    LODTENSOR_GUARD_PAGES=1 LODTENSOR_POISON_UNINIT=1 ctest --test-dir build/capi-emu --output-on-failure -j "$jobs" \
+      -E '^(install_consumer|symbols|(static\.)?test_(cuda_memory|host_cache))$' ||
+      failed+=("C API tests on the CUDA emulator with guard pages")
   else
     failed+=("C API tests on the CUDA emulator (build)")
   fi

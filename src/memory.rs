@@ -7,6 +7,7 @@
 
 pub(crate) mod block_cache;
 mod host_block;
+pub(crate) mod pages;
 pub mod size_class;
 
 /// Each CUDA device's caching allocator: what it holds, the bound on what it keeps, and giving its
@@ -22,7 +23,7 @@ use crate::error::{err, Result};
 use crate::place::Place;
 use host_block::HostBlock;
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Alignment of owned allocations: a cache line, and enough for any SIMD load.
 pub const ALIGNMENT: usize = 64;
@@ -44,8 +45,27 @@ enum Origin {
 pub const POISON: u8 = 0xA5;
 
 pub(crate) fn poison_uninit() -> bool {
-    static POISON_UNINIT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *POISON_UNINIT.get_or_init(|| std::env::var_os("LODTENSOR_POISON_UNINIT").is_some_and(|v| v == "1"))
+    env_flag("LODTENSOR_POISON_UNINIT", &POISON_UNINIT)
+}
+static POISON_UNINIT: OnceLock<bool> = OnceLock::new();
+
+/// Whether owned allocations are guarded (`LODTENSOR_GUARD_PAGES=1`, read once; a checking mode
+/// for tests): each host block, and each device block of the CUDA emulator, is mapped for itself
+/// with exactly the bytes asked for, against a page that faults on any access, and no block is
+/// cached. Such a block is aligned only to the largest power of two that divides its length (which
+/// may be less than the 64 bytes of [`ALIGNMENT`]; enough for its elements). Each block takes two
+/// of the process's memory mappings, so a process that holds more than about 32 000 blocks at
+/// once meets Linux's limit on them (`vm.max_map_count`) and gets `OutOfMemory`. A kernel
+/// that reads or writes past the end of a buffer then stops the process at that access, where
+/// otherwise the rest of a size-class block, or a neighbour, would quietly serve it. The memory
+/// figures of the caches (`host_cache_info`, `device_memory_info`) then say nothing is kept.
+pub(crate) fn guard_pages() -> bool {
+    env_flag("LODTENSOR_GUARD_PAGES", &GUARD_PAGES)
+}
+static GUARD_PAGES: OnceLock<bool> = OnceLock::new();
+
+fn env_flag(name: &str, flag: &OnceLock<bool>) -> bool {
+    *flag.get_or_init(|| std::env::var_os(name).is_some_and(|v| v == "1"))
 }
 
 /// A block of memory on one place. Shared through `Arc`; never resized.
@@ -175,14 +195,24 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
+    /// The alignment an owned block of `len` bytes has: ALIGNMENT, or under guard pages the
+    /// largest power of two dividing the length, up to ALIGNMENT (see `guard_pages`).
+    fn alignment_of(len: usize) -> usize {
+        if guard_pages() && len > 0 {
+            (len & len.wrapping_neg()).min(ALIGNMENT)
+        } else {
+            ALIGNMENT
+        }
+    }
+
     #[test]
     fn owned_is_aligned_and_zeroed() {
         let a = Allocation::zeroed(100).unwrap();
-        assert_eq!(a.as_ptr() as usize % ALIGNMENT, 0);
+        assert_eq!(a.as_ptr() as usize % alignment_of(100), 0);
         assert!(unsafe { std::slice::from_raw_parts(a.as_ptr(), 100) }.iter().all(|&b| b == 0));
         assert_eq!(Allocation::zeroed(0).unwrap().len(), 0);
         let big = Allocation::zeroed(HUGE_PAGE_MIN + 100).unwrap();
-        assert_eq!(big.as_ptr() as usize % ALIGNMENT, 0);
+        assert_eq!(big.as_ptr() as usize % alignment_of(big.len()), 0);
         let bytes = unsafe { std::slice::from_raw_parts_mut(big.as_ptr(), big.len()) };
         assert!(bytes.iter().all(|&b| b == 0));
         bytes.fill(7); // every byte is writable
@@ -193,7 +223,7 @@ mod tests {
     fn uninit_is_aligned_writable_and_poisoned_on_request() {
         for len in [0, 100, HUGE_PAGE_MIN + 100] {
             let a = Allocation::uninit_or_poisoned(len, true).unwrap();
-            assert_eq!((a.len(), a.as_ptr() as usize % ALIGNMENT), (len, 0));
+            assert_eq!((a.len(), a.as_ptr() as usize % alignment_of(len)), (len, 0));
             let bytes = unsafe { std::slice::from_raw_parts_mut(a.as_ptr(), len) };
             assert!(bytes.iter().all(|&b| b == POISON));
             bytes.fill(7);

@@ -20,6 +20,7 @@
 //! heap instead of waiting for it.
 
 use super::block_cache::BlockCache;
+use super::pages::{self, Guarded};
 use super::size_class::size_class;
 use super::ALIGNMENT;
 use crate::error::{err, Result};
@@ -43,67 +44,20 @@ pub const HUGE_PAGE_MIN: usize = 32 << 20;
 /// rounded up to and aligned at it.
 const HUGE_PAGE: usize = 2 << 20;
 
-#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
-mod os {
-    use std::ffi::c_void;
-    extern "C" {
-        fn mmap(addr: *mut c_void, len: usize, prot: i32, flags: i32, fd: i32, offset: i64) -> *mut c_void;
-        fn munmap(addr: *mut c_void, len: usize) -> i32;
-        fn madvise(addr: *mut c_void, len: usize, advice: i32) -> i32;
-    }
-    const PROT_READ: i32 = 1;
-    const PROT_WRITE: i32 = 2;
-    const MAP_PRIVATE: i32 = 2;
-    const MAP_ANONYMOUS: i32 = 0x20;
-    const MADV_HUGEPAGE: i32 = 14;
-    use super::HUGE_PAGE as HUGE;
-
-    /// A zero-filled mapping of `len` bytes (a multiple of 2 MiB) aligned to 2 MiB, advised to use
-    /// huge pages; `None` when the system refuses (the caller falls back to the heap).
-    pub(super) fn map_huge(len: usize) -> Option<*mut u8> {
-        let span = len.checked_add(HUGE)?;
-        // SAFETY: an anonymous private mapping; no existing memory is touched.
-        let base =
-            unsafe { mmap(std::ptr::null_mut(), span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) };
-        if base as isize == -1 {
-            return None;
-        }
-        let start = (base as usize).next_multiple_of(HUGE);
-        let (head, tail) = (start - base as usize, span - (start - base as usize) - len);
-        // SAFETY: unmapping the unaligned head and tail of the mapping just made; advising its
-        // middle. madvise failing (THP disabled) only loses the speed-up.
-        unsafe {
-            if head > 0 {
-                munmap(base, head);
-            }
-            if tail > 0 {
-                munmap((start + len) as *mut c_void, tail);
-            }
-            madvise(start as *mut c_void, len, MADV_HUGEPAGE);
-        }
-        Some(start as *mut u8)
-    }
-
-    /// # Safety
-    /// `ptr` and `len` come from one `map_huge` call, unmapped once.
-    pub(super) unsafe fn unmap(ptr: *mut u8, len: usize) {
-        munmap(ptr.cast(), len);
-    }
-}
-
-#[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
-mod os {
-    pub(super) fn map_huge(_len: usize) -> Option<*mut u8> {
-        None
-    }
-    pub(super) unsafe fn unmap(_ptr: *mut u8, _len: usize) {}
-}
-
 /// Memory owned by a block: `size` bytes at `ptr`, from the heap or mapped for it alone.
 struct Raw {
     ptr: NonNull<u8>,
     size: usize,
-    mapped: bool,
+    from: From,
+}
+
+#[derive(Clone, Copy)]
+enum From {
+    Heap,
+    /// Its own huge-page mapping, `size` rounded up to [`HUGE_PAGE`].
+    HugePages,
+    /// A guarded block (`LODTENSOR_GUARD_PAGES=1`): never cached, unmapped when dropped.
+    Guarded(Guarded),
 }
 
 // SAFETY: a plain byte buffer with one owner at a time (a block, or the cache's list).
@@ -112,13 +66,16 @@ unsafe impl Send for Raw {}
 impl Raw {
     /// Gives the memory back to the system.
     fn free(self) {
-        // SAFETY: `ptr` came from `map_huge` with the mapping length recomputed here, or from the
-        // heap with this layout (`new` checked it); each block is freed once, as it is consumed.
+        // SAFETY: `ptr` came from the heap with this layout (`new` checked it), or is the mapping
+        // `from` describes (a huge-page one's length recomputed here); each block is freed once,
+        // as it is consumed.
         unsafe {
-            if self.mapped {
-                os::unmap(self.ptr.as_ptr(), self.size.next_multiple_of(HUGE_PAGE));
-            } else {
-                std::alloc::dealloc(self.ptr.as_ptr(), Layout::from_size_align_unchecked(self.size, ALIGNMENT));
+            match self.from {
+                From::Heap => {
+                    std::alloc::dealloc(self.ptr.as_ptr(), Layout::from_size_align_unchecked(self.size, ALIGNMENT))
+                }
+                From::HugePages => pages::unmap(self.ptr, self.size.next_multiple_of(HUGE_PAGE)),
+                From::Guarded(g) => pages::unmap(g.base, g.span),
             }
         }
     }
@@ -175,9 +132,15 @@ impl HostBlock {
         if len == 0 {
             // A well-aligned, never-dereferenced address.
             let ptr = NonNull::new(ALIGNMENT as *mut u8).expect("non-zero");
-            return Ok(HostBlock(Raw { ptr, size: 0, mapped: false }));
+            return Ok(HostBlock(Raw { ptr, size: 0, from: From::Heap }));
         }
         let size = if len >= CACHED_MIN { size_class(len).ok_or_else(too_large)? } else { len };
+        if super::guard_pages() {
+            // Exactly `len` bytes, against a guard page (fresh pages are zero); no cache.
+            let g =
+                pages::map_guarded(len).ok_or_else(|| err!(OutOfMemory, "guarded allocation of {len} bytes failed"))?;
+            return Ok(HostBlock(Raw { ptr: g.ptr, size: len, from: From::Guarded(g) }));
+        }
         if size >= CACHED_MIN {
             if let Some(raw) = cache_for(size).and_then(|mut c| c.take(size)) {
                 if zeroed {
@@ -188,10 +151,10 @@ impl HostBlock {
             }
         }
         if size >= HUGE_PAGE_MIN {
-            if let Some(ptr) = size.checked_next_multiple_of(HUGE_PAGE).and_then(os::map_huge) {
+            let mapped = size.checked_next_multiple_of(HUGE_PAGE).and_then(|n| pages::map_aligned_huge(n, HUGE_PAGE));
+            if let Some(ptr) = mapped {
                 // Fresh anonymous pages are zero: nothing to clear.
-                let ptr = NonNull::new(ptr).expect("mmap does not return NULL on success");
-                return Ok(HostBlock(Raw { ptr, size, mapped: true }));
+                return Ok(HostBlock(Raw { ptr, size, from: From::HugePages }));
             }
         }
         let layout = Layout::from_size_align(size, ALIGNMENT).map_err(|_| too_large())?;
@@ -204,7 +167,7 @@ impl HostBlock {
             }
         };
         let ptr = NonNull::new(ptr).ok_or_else(|| err!(OutOfMemory, "allocation of {len} bytes failed"))?;
-        Ok(HostBlock(Raw { ptr, size, mapped: false }))
+        Ok(HostBlock(Raw { ptr, size, from: From::Heap }))
     }
 
     pub(crate) fn ptr(&self) -> NonNull<u8> {
@@ -214,11 +177,11 @@ impl HostBlock {
 
 impl Drop for HostBlock {
     fn drop(&mut self) {
-        let raw = Raw { ptr: self.0.ptr, size: self.0.size, mapped: self.0.mapped };
+        let raw = Raw { ptr: self.0.ptr, size: self.0.size, from: self.0.from };
         if raw.size == 0 {
             return;
         }
-        if raw.size < CACHED_MIN {
+        if raw.size < CACHED_MIN || matches!(raw.from, From::Guarded(_)) {
             return raw.free();
         }
         let evicted = match cache_for(raw.size) {

@@ -50,7 +50,10 @@ impl Device {
     fn alloc(self: &Arc<Self>, len: usize) -> Result<DeviceBlock> {
         let class =
             size_class(len).ok_or_else(|| err!(OutOfMemory, "a device allocation of {len} bytes is too large"))?;
-        let kept = self.free.lock().expect("allocator lock").take(class);
+        // Guarded blocks (the emulator under LODTENSOR_GUARD_PAGES=1) are exactly as long as asked
+        // and never cached, so that the guard page follows the request, not its size class.
+        let class = if exact_blocks() { len } else { class };
+        let kept = if exact_blocks() { None } else { self.free.lock().expect("allocator lock").take(class) };
         let ptr = match kept {
             Some(ptr) => ptr,
             None => match self.ctx.malloc(class) {
@@ -106,6 +109,11 @@ impl Device {
     }
 }
 
+/// Whether device blocks are made for each request and freed when dropped (see `alloc`).
+fn exact_blocks() -> bool {
+    cfg!(feature = "cuda-emulator") && crate::memory::guard_pages()
+}
+
 /// A block of device memory from a device's cache; dropping it puts it back on its free list.
 /// Reuse needs no wait: every use of a device's memory is queued on its one stream.
 pub struct DeviceBlock {
@@ -123,9 +131,12 @@ impl DeviceBlock {
 impl Drop for DeviceBlock {
     fn drop(&mut self) {
         self.device.in_use.fetch_sub(self.class, Ordering::Relaxed);
-        let Ok(mut free) = self.device.free.lock() else { return };
-        let evicted = free.keep(self.class, self.ptr);
-        drop(free);
+        let evicted = if exact_blocks() {
+            vec![self.ptr]
+        } else {
+            let Ok(mut free) = self.device.free.lock() else { return };
+            free.keep(self.class, self.ptr)
+        };
         // A drop cannot report a failure: if waiting for the queued work fails, the evicted
         // blocks stay allocated, unused (see `free_blocks`).
         let _ = self.device.free_blocks(evicted);

@@ -8,6 +8,7 @@
 
 use super::launch::Args;
 use crate::error::{ensure, err, Result};
+use crate::memory::pages::{map_guarded, unmap, Guarded};
 use std::alloc::{alloc, dealloc, Layout};
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void, CString};
@@ -31,7 +32,7 @@ pub(crate) struct Module(&'static str);
 pub(crate) struct Function(CString);
 
 const DEVICES: usize = 2;
-/// Device allocations are aligned like cudaMalloc's.
+/// Device allocations are aligned like cudaMalloc's (guarded ones as `map_guarded` says).
 const ALIGN: usize = 256;
 /// The memory of each emulated device: small, so that a test can fill it.
 const MEMORY: usize = 1 << 30;
@@ -47,9 +48,25 @@ pub(crate) struct Context {
 
 #[derive(Default)]
 struct Live {
-    layouts: HashMap<DevicePtr, Layout>,
-    /// The sum of the layouts' sizes.
+    blocks: HashMap<DevicePtr, Block>,
+    /// The sum of the blocks' sizes.
     bytes: usize,
+}
+
+/// Where a live allocation's memory came from.
+enum Block {
+    Heap(Layout),
+    /// Under `LODTENSOR_GUARD_PAGES=1`: a mapping of its own, ending at a guard page.
+    Guarded(Guarded, usize),
+}
+
+impl Block {
+    fn size(&self) -> usize {
+        match self {
+            Block::Heap(layout) => layout.size(),
+            Block::Guarded(_, len) => *len,
+        }
+    }
 }
 
 impl Context {
@@ -66,22 +83,32 @@ impl Context {
         if len.max(1) > MEMORY - live.bytes {
             return Err(out_of_memory());
         }
-        let layout = Layout::from_size_align(len.max(1), ALIGN).map_err(|_| out_of_memory())?;
-        // SAFETY: a non-zero size.
-        let p = unsafe { alloc(layout) };
+        let (p, block) = if crate::memory::guard_pages() {
+            let g = map_guarded(len).ok_or_else(out_of_memory)?;
+            (g.ptr.as_ptr(), Block::Guarded(g, len.max(1)))
+        } else {
+            let layout = Layout::from_size_align(len.max(1), ALIGN).map_err(|_| out_of_memory())?;
+            // SAFETY: a non-zero size.
+            (unsafe { alloc(layout) }, Block::Heap(layout))
+        };
         ensure!(!p.is_null(), OutOfMemory, "device allocation: the emulator could not allocate {len} bytes");
-        live.layouts.insert(p as DevicePtr, layout);
-        live.bytes += layout.size();
+        live.bytes += block.size();
+        live.blocks.insert(p as DevicePtr, block);
         Ok(p as DevicePtr)
     }
 
     pub(crate) fn free(&self, ptr: DevicePtr) -> Result<()> {
         let mut live = self.live.lock().expect("emulator lock");
-        let layout = live.layouts.remove(&ptr);
-        let layout = layout.ok_or_else(|| err!(Internal, "device free: {ptr:#x} is not a live allocation"))?;
-        live.bytes -= layout.size();
-        // SAFETY: allocated by `malloc` with this layout, and removed from the live set once.
-        unsafe { dealloc(ptr as *mut u8, layout) };
+        let block = live.blocks.remove(&ptr);
+        let block = block.ok_or_else(|| err!(Internal, "device free: {ptr:#x} is not a live allocation"))?;
+        live.bytes -= block.size();
+        // SAFETY: allocated by `malloc` as `block` says, and removed from the live set once.
+        unsafe {
+            match block {
+                Block::Heap(layout) => dealloc(ptr as *mut u8, layout),
+                Block::Guarded(g, _) => unmap(g.base, g.span),
+            }
+        }
         Ok(())
     }
 

@@ -1,0 +1,176 @@
+//! Anonymous page mappings: the huge-page blocks of `host_block`, and guarded blocks, which end
+//! against a page that cannot be read or written (`LODTENSOR_GUARD_PAGES=1`, see
+//! [`guard_pages`](super::guard_pages)), so that an access past a block's end faults at once.
+//! Linux on x86-64 and aarch64; elsewhere every mapping is refused and callers use the heap.
+
+use std::ptr::NonNull;
+
+/// The page size these mappings assume (x86-64, and aarch64 with 4 KiB granules). On a system
+/// with larger pages the guard still starts where the block ends; it is only larger.
+pub(crate) const PAGE: usize = 4 << 10;
+
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+mod os {
+    use std::ffi::c_void;
+    extern "C" {
+        fn mmap(addr: *mut c_void, len: usize, prot: i32, flags: i32, fd: i32, offset: i64) -> *mut c_void;
+        fn munmap(addr: *mut c_void, len: usize) -> i32;
+        fn madvise(addr: *mut c_void, len: usize, advice: i32) -> i32;
+        fn mprotect(addr: *mut c_void, len: usize, prot: i32) -> i32;
+    }
+    const PROT_NONE: i32 = 0;
+    const PROT_READ: i32 = 1;
+    const PROT_WRITE: i32 = 2;
+    const MAP_PRIVATE: i32 = 2;
+    const MAP_ANONYMOUS: i32 = 0x20;
+    const MADV_HUGEPAGE: i32 = 14;
+
+    pub(super) fn map(len: usize) -> Option<*mut u8> {
+        // SAFETY: an anonymous private mapping; no existing memory is touched.
+        let base =
+            unsafe { mmap(std::ptr::null_mut(), len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) };
+        (base as isize != -1).then_some(base.cast())
+    }
+
+    pub(super) unsafe fn unmap(ptr: *mut u8, len: usize) {
+        munmap(ptr.cast(), len);
+    }
+
+    pub(super) unsafe fn advise_huge(ptr: *mut u8, len: usize) {
+        madvise(ptr.cast(), len, MADV_HUGEPAGE);
+    }
+
+    pub(super) unsafe fn protect_none(ptr: *mut u8, len: usize) -> bool {
+        mprotect(ptr.cast(), len, PROT_NONE) == 0
+    }
+}
+
+#[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
+mod os {
+    pub(super) fn map(_len: usize) -> Option<*mut u8> {
+        None
+    }
+    pub(super) unsafe fn unmap(_ptr: *mut u8, _len: usize) {}
+    pub(super) unsafe fn advise_huge(_ptr: *mut u8, _len: usize) {}
+    pub(super) unsafe fn protect_none(_ptr: *mut u8, _len: usize) -> bool {
+        false
+    }
+}
+
+/// A zero-filled mapping of `len` bytes (a multiple of `align`, itself a multiple of the page)
+/// aligned to `align`, advised to use huge pages; `None` when the system refuses (the caller falls
+/// back to the heap). Unmapped with [`unmap`]`(ptr, len)`.
+pub(crate) fn map_aligned_huge(len: usize, align: usize) -> Option<NonNull<u8>> {
+    let span = len.checked_add(align)?;
+    let base = os::map(span)?;
+    let start = (base as usize).next_multiple_of(align);
+    let (head, tail) = (start - base as usize, span - (start - base as usize) - len);
+    // SAFETY: unmapping the unaligned head and tail of the mapping just made; advising its middle.
+    // madvise failing (THP disabled) only loses the speed-up.
+    unsafe {
+        if head > 0 {
+            os::unmap(base, head);
+        }
+        if tail > 0 {
+            os::unmap((start + len) as *mut u8, tail);
+        }
+        os::advise_huge(start as *mut u8, len);
+    }
+    NonNull::new(start as *mut u8)
+}
+
+/// Unmaps `len` bytes at `ptr`.
+///
+/// # Safety
+/// `ptr` and `len` are one mapping made here (or its whole span), unmapped once, and nothing uses
+/// it after.
+pub(crate) unsafe fn unmap(ptr: NonNull<u8>, len: usize) {
+    os::unmap(ptr.as_ptr(), len);
+}
+
+/// A guarded block: its bytes at `ptr` end where a page that faults on any access begins. `span`
+/// bytes mapped from `base` in all (the guard page included).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Guarded {
+    pub(crate) ptr: NonNull<u8>,
+    pub(crate) base: NonNull<u8>,
+    pub(crate) span: usize,
+}
+
+// SAFETY: a description of a mapping (addresses and a length), owned by whoever holds it.
+unsafe impl Send for Guarded {}
+
+/// A zero-filled block of `len` bytes (1 for 0) that ends exactly where a guard page begins. Its
+/// address is therefore aligned to the largest power of two that divides the length (up to the
+/// page): a block of elements is aligned for them, and a word that divides the length divides the
+/// address, so kernels choose the words they would otherwise. `None` when the system refuses (or
+/// the length overflows).
+pub(crate) fn map_guarded(len: usize) -> Option<Guarded> {
+    let body = len.max(1);
+    let span = body.checked_next_multiple_of(PAGE)?.checked_add(PAGE)?;
+    let base = os::map(span)?;
+    let guard = base as usize + span - PAGE;
+    // SAFETY: the last page of the mapping just made.
+    if !unsafe { os::protect_none(guard as *mut u8, PAGE) } {
+        // SAFETY: the whole mapping just made, not handed out.
+        unsafe { os::unmap(base, span) };
+        return None;
+    }
+    // `guard` is page-aligned, so `guard - body` is aligned to every power of two dividing `body`.
+    Some(Guarded { ptr: NonNull::new((guard - body) as *mut u8)?, base: NonNull::new(base)?, span })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A guarded block is writable to its end, aligned as its length allows, the byte after its
+    /// end is the guard page's first, and the mapping can be given back. (That the guard faults is
+    /// the next test's.)
+    #[test]
+    fn guarded_blocks_end_at_their_guard_page() {
+        for (len, align) in [(1, 1), (12, 4), (24, 8), (48, 16), (4096, 4096), (5000, 8), (0, 1)] {
+            let Some(g) = map_guarded(len) else { return };
+            let (ptr, end) = (g.ptr.as_ptr() as usize, g.base.as_ptr() as usize + g.span - PAGE);
+            assert_eq!(ptr % align, 0, "len {len}");
+            assert_eq!(end - ptr, len.max(1), "len {len}");
+            assert_eq!(end % PAGE, 0);
+            // SAFETY: the block's own bytes.
+            unsafe { std::ptr::write_bytes(g.ptr.as_ptr(), 7, len) };
+            // SAFETY: the whole mapping, once.
+            unsafe { unmap(g.base, g.span) };
+        }
+    }
+
+    /// Run in a child process by the test below: writes the byte after a guarded block.
+    #[test]
+    #[ignore = "faults on purpose; run by guard_pages_fault_on_access"]
+    fn touch_past_a_guarded_block() {
+        if std::env::var_os("LODTENSOR_TOUCH_GUARD").is_none() {
+            return;
+        }
+        let g = map_guarded(48).expect("a guarded mapping");
+        // SAFETY: none; this is the access the guard page must stop.
+        unsafe { std::ptr::write_volatile(g.ptr.as_ptr().add(48), 1) };
+    }
+
+    /// The byte after a guarded block faults: the child process that writes it dies of SIGSEGV.
+    #[cfg(unix)]
+    #[test]
+    fn guard_pages_fault_on_access() {
+        use std::os::unix::process::ExitStatusExt;
+        let Some(g) = map_guarded(1) else {
+            return; // no mappings on this system: blocks come from the heap instead
+        };
+        // SAFETY: the whole mapping, once.
+        unsafe { unmap(g.base, g.span) };
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "memory::pages::tests::touch_past_a_guarded_block", "--ignored", "--test-threads=1"])
+            .env("LODTENSOR_TOUCH_GUARD", "1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert_eq!(status.signal(), Some(11), "the child's status: {status}");
+    }
+}
