@@ -7,7 +7,7 @@ mod cuda_common;
 
 use cuda_common::{bytes_of, gpu_or_skip};
 use lodtensor::{cuda_device_count, sequence_expand, sequence_expand_as, synchronize, to_place};
-use lodtensor::{Error, LoDTensor, Lod, Place, Tensor};
+use lodtensor::{DType, Dim, Error, LoDTensor, Lod, Place, Tensor};
 
 fn unsupported(r: lodtensor::Result<impl std::fmt::Debug>) -> String {
     match r {
@@ -180,6 +180,17 @@ fn gpu_unpack_and_reorder_equal_cpu() {
         let got = lodtensor::reorder_lod_tensor_by_rank(&xd, &table).unwrap();
         assert_eq!(got.lod(), want.lod());
         assert_eq!(bytes_of(&got), want.tensor().bytes().unwrap(), "reorder, case {case}");
+        // Without a LoD the units are rows (one per sequence of the table), of any width, zero
+        // included, and any element size.
+        let (dense_width, dtype) = ([0, 1, 3, 8][case % 4], [DType::U8, DType::I16, DType::F32, DType::F64][case / 5]);
+        let bytes: Vec<u8> = (0..seqs * dense_width * dtype.size()).map(|i| (i * 7 + case) as u8).collect();
+        let dense =
+            LoDTensor::dense(Tensor::from_bytes(dtype, Dim::new(&[seqs, dense_width]).unwrap(), &bytes).unwrap());
+        let want = lodtensor::reorder_lod_tensor_by_rank(&dense, &table).unwrap();
+        let got = lodtensor::reorder_lod_tensor_by_rank(&to_place(&dense, Place::Cuda(0)).unwrap(), &table).unwrap();
+        assert!(got.lod().is_empty() && got.tensor().place() == Place::Cuda(0));
+        assert_eq!(got.dims(), want.dims());
+        assert_eq!(bytes_of(&got), want.tensor().bytes().unwrap(), "reorder of rows, case {case}");
     }
 }
 
