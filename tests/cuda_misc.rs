@@ -160,6 +160,38 @@ fn gpu_reverse_equals_cpu() {
     }
 }
 
+/// The tile kernels find each tile's first and last sequence with the whole block (a few rounds
+/// of probes over the offsets): tables of 2^16 to 2^18 sequences need two and three rounds with
+/// 256 threads, and long runs of empty sequences (equal offsets) must resolve to the sequence that
+/// holds the row. sequence_reverse and sequence_expand_as (two kernel families) against the CPU.
+#[test]
+fn gpu_tiles_find_rows_among_many_sequences() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0x5eed);
+    for (case, sequences) in [70_000usize, 300_000].into_iter().enumerate() {
+        // Runs of empty sequences of every length up to thousands, between short ones.
+        let mut lengths = Vec::with_capacity(sequences);
+        while lengths.len() < sequences {
+            let empties = [0, 1, 7, 300, 5000][rng.below(5)].min(sequences - lengths.len());
+            lengths.extend(std::iter::repeat_n(0, empties));
+            if lengths.len() < sequences {
+                lengths.push(1 + rng.below(3));
+            }
+        }
+        let rows: usize = lengths.iter().sum();
+        let x = random_tensor(&mut rng, DType::U8, &[rows, 1], Lod::from_lengths(&[lengths.clone()]).unwrap(), false);
+        let want = sequence_reverse(&x).unwrap();
+        assert_same(&sequence_reverse(&gpu(&x)).unwrap(), &want, &format!("reverse, {sequences} sequences"));
+        // expand_as: row k of x repeated lengths[k] times.
+        let dense = random_tensor(&mut rng, DType::I16, &[sequences, 1], Lod::empty(), case == 1);
+        let y = LoDTensor::new(Tensor::zeros(DType::U8, Dim::new(&[rows]).unwrap()).unwrap(), x.lod().clone()).unwrap();
+        let want = sequence_expand_as(&dense, &y).unwrap();
+        assert_same(&sequence_expand_as(&gpu(&dense), &gpu(&y)).unwrap(), &want, &format!("expand_as, {sequences}"));
+    }
+}
+
 #[test]
 fn gpu_reshape_equals_cpu() {
     if !gpu_or_skip() {
