@@ -33,6 +33,12 @@ fn tie_heavy(rng: &mut Rng, n: usize) -> Vec<f32> {
         .collect()
 }
 
+/// Values spread over [-10, 0) with no NaN and few ties (one in 16 rounded to a whole number), so
+/// that most sources of a step have no tie at their last place: the selection's path by rank.
+fn spread(rng: &mut Rng, n: usize) -> Vec<f32> {
+    (0..n).map(|_| if rng.below(16) == 0 { -(rng.below(10) as f32) } else { -10.0 * rng.unit() }).collect()
+}
+
 /// `values` (f32) in `dtype`, rows of `width`.
 fn tensor_of(dtype: DType, values: &[f32], dims: &[usize]) -> Tensor {
     fn conv<T: Element>(v: &[f32], f: impl Fn(f32) -> T, dims: &[usize]) -> Tensor {
@@ -170,11 +176,19 @@ fn gpu_fused_step_equals_cpu() {
         let many = case >= 60;
         let sources = if many { 257 + rng.below(500) } else { 1 + rng.below(6) };
         let end_id = rng.below(3) as i64;
-        let p = prefixes(&mut rng, sources, end_id, case % 2 == 0);
+        let mut p = prefixes(&mut rng, sources, end_id, case % 2 == 0);
         // Rows longer than 8192 are split into chunks (beam.cu's CHUNK_ELEMS) for beams up to 16.
         let vocab = [1usize, 2, 3, 10, 40, 300, 8193, 20000][rng.below(if many { 5 } else { 8 })];
         let beam = [1usize, 2, 3, 4, 5, 8, 16, 17, 24][rng.below(9)];
-        let lp = tie_heavy(&mut rng, p.rows * vocab);
+        // One case in four has spread scores (most sources selected by rank), the others ties and
+        // NaN in plenty (most sources replaying their offers).
+        let lp = if case % 4 == 3 {
+            let scores = Tensor::from_slice(&spread(&mut rng, p.rows), &[p.rows, 1]).unwrap();
+            p.pre_scores = LoDTensor::new(scores, p.pre_scores.lod().clone()).unwrap();
+            spread(&mut rng, p.rows * vocab)
+        } else {
+            tie_heavy(&mut rng, p.rows * vocab)
+        };
         let log_probs = LoDTensor::dense(tensor_of(dtype, &lp, &[p.rows, vocab]));
         let want = beam_search_fused_step(&p.pre_ids, &p.pre_scores, &log_probs, beam, end_id).unwrap();
         let got =

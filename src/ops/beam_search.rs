@@ -209,9 +209,10 @@ pub fn beam_search_step(
 /// `end_id` with their score; selection, pruning and output are those of [`beam_search_step`].
 ///
 /// On a CUDA device: one block per unfinished prefix row selects its candidates in one read of
-/// the row (nothing of size `P x V` is written), one block replays the per-source selection; the
-/// result equals the CPU's bit for bit (the candidate scores are the same float32 sums). The row
-/// offsets (the output LoD) are copied to the host, which waits for the device. The sources' rows
+/// the row (nothing of size `P x V` is written), one block makes the per-source selection (by
+/// rank, or by replaying the offers where a source has a NaN score or a tie at its last place);
+/// the result equals the CPU's bit for bit (the candidate scores are the same float32 sums). The
+/// row offsets (the output LoD) are copied to the host, which waits for the device. The sources' rows
 /// are read from the copy that `pre_ids`' LoD keeps on the device: uploaded at the LoD's first
 /// step there, and, for a step on the last step's selection, written by that step (its output LoD
 /// keeps its level 0 in rows and its row offsets on the device), so a chain of steps uploads

@@ -155,8 +155,9 @@ fn select_step(
 
 /// The fused step on the device (see `ops::beam_search_fused_step`): the `min(beam, vocab)` best
 /// log-probs of every unfinished prefix row (one read of the row: for k up to 16, one block per
-/// chunk of a row and a merge per row; above that, one block per row), then one block replays
-/// Paddle's per-source selection over those candidates and regroups the result by row. `banned`
+/// chunk of a row and a merge per row; above that, one block per row), then one block makes
+/// Paddle's per-source selection over those candidates (by rank where that gives the same lists,
+/// replaying the offers where not) and regroups the result by row. `banned`
 /// (the decoder's min_length rule) makes that column read as -inf. Inputs are validated by the
 /// caller: `log_probs` `[rows, vocab]` (f32/f16/bf16), `pre_ids` int64 and `pre_scores` float32
 /// with one element per row, all on one device. `host_copies` brings the selection to the host

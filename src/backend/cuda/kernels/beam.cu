@@ -1,5 +1,5 @@
 // Top-k and beam search: the block-per-row top-k behind `top_k` and the fused beam step, the
-// per-source selection (Paddle's sequential "Insert" replayed exactly), the regrouping of the
+// per-source selection (the lists of Paddle's sequential "Insert", exactly), the regrouping of the
 // selection by prefix row, gather_tree, and a plain sum used as the bandwidth yardstick of the
 // fused step's speed test.
 //
@@ -642,20 +642,146 @@ struct Selection {
   }
 };
 
-// One block does the whole selection: each thread replays the offers of a run of consecutive
-// sources into each source's top list (`top_*`, beam slots per source) and drops the sources whose
-// items all come from finished rows; a scan of the threads' item counts places each run in the
-// output, and each thread writes its sources' items row by row (each row's items in list order)
-// to `out`, with the row offsets (rows + 1) of its rows, and the offset of each of its sources'
-// first row to `next_sources` (sources + 1): the output LoD's level 0 in rows, which is where the
-// next step finds its sources.
+// A source's candidate j of prefix row r, as its offers come: a finished row (pre_ids[r] ==
+// end_id) offers itself once (end_id, its pre_score), any other row its cands.count(r) candidates.
 template <typename T, typename Cands>
+static __device__ inline void candidate(const Cands &cands, bool finished, i64 end_id, i64 r, u32 j, i64 &id,
+                                        T &score) {
+  if (finished) {
+    id = end_id;
+    score = (T)cands.pre_scores[r];
+  } else {
+    cands.get(r, j, id, score);
+  }
+}
+
+// Replays Paddle's offers of source s's candidates, rows r0 .. r1 in order, into its top list (gr,
+// gi, gs: beam slots), as the CPU does; returns the list's length.
+template <typename T, typename Cands>
+static __device__ u32 replay_offers(i64 r0, i64 r1, const i64 *pre_ids, i64 end_id, u32 beam, const Cands &cands,
+                                    i64 *gr, i64 *gi, T *gs) {
+  i64 local_rows[LOCAL_BEAM], local_ids[LOCAL_BEAM];
+  T local_scores[LOCAL_BEAM];
+  const bool local = beam <= LOCAL_BEAM;
+  i64 *lr = local ? local_rows : gr, *li = local ? local_ids : gi;
+  T *ls = local ? local_scores : gs;
+  u32 len = 0;
+  for (i64 r = r0; r < r1; r++) {
+    if (pre_ids[r] == end_id) {
+      len = offer(lr, li, ls, beam, len, r, end_id, (T)cands.pre_scores[r]);
+      continue;
+    }
+    // Candidates are fetched SELECT_FETCH at a time, so their loads overlap.
+    const u32 m = cands.count(r);
+    for (u32 j0 = 0; j0 < m; j0 += SELECT_FETCH) {
+      i64 id[SELECT_FETCH];
+      T score[SELECT_FETCH];
+      LODTENSOR_UNROLL
+      for (u32 u = 0; u < SELECT_FETCH; u++) {
+        if (j0 + u < m) cands.get(r, j0 + u, id[u], score[u]);
+      }
+      LODTENSOR_UNROLL
+      for (u32 u = 0; u < SELECT_FETCH; u++) {
+        if (j0 + u < m) len = offer(lr, li, ls, beam, len, r, id[u], score[u]);
+      }
+    }
+  }
+  if (local) {
+    for (u32 j = 0; j < len; j++) {
+      gr[j] = lr[j];
+      gi[j] = li[j];
+      gs[j] = ls[j];
+    }
+  }
+  return len;
+}
+
+// Sources of at most this many candidates are selected by rank (rank_candidates); larger ones
+// replay their offers.
+#define RANK_MAX_CANDS 64
+
+// The fused step's selection of every source at once, by rank: a thread per candidate counts the
+// source's candidates that rank above it (Paddle's Item order: higher score, then higher row),
+// those equal to it, and those equal to it offered before it (same row, smaller j). Where no two
+// equal items straddle the last place and no score is NaN, replaying the offers keeps exactly the
+// items with fewer than `beam` above them, in that order, equal ones in offer order (an item is
+// dropped only from the last place, so an equal group that fits is never split), so each item's
+// place is those counts' sum. A thread per source replays the offers one by one instead, each
+// offer waiting for the list the last one left; with the ~25 candidates of a source of 5 rows
+// that chain, not memory, was the selection's time. A source with a NaN score, a straddling tie
+// or more than RANK_MAX_CANDS candidates is marked in `replay` (zeroed by the caller) and replays
+// its offers after all. Every thread of the block calls it; the caller synchronises after it.
+template <typename T, typename Cands>
+static __device__ void rank_candidates(const i64 *source_rows, u32 sources, const i64 *pre_ids, i64 end_id,
+                                       u32 beam, const Cands &cands, i64 *top_rows, i64 *top_ids, T *top_scores,
+                                       i64 *replay) {
+  const i64 rows = source_rows[sources];
+  const u32 k = cands.count(0);  // the same for every row
+  const u64 slots = (u64)rows * k;
+  for (u64 slot = threadIdx.x; slot < slots; slot += blockDim.x) {
+    const i64 r = (i64)(slot / k);
+    const u32 j = (u32)(slot - (u64)r * k);
+    const bool finished = pre_ids[r] == end_id;
+    if (finished && j > 0) continue;
+    const u32 s = last_at_or_below(source_rows, 0, sources, (u64)r);
+    const i64 r0 = source_rows[s], r1 = source_rows[s + 1];
+    i64 id;
+    T score;
+    candidate<T>(cands, finished, end_id, r, j, id, score);
+    // Several threads may mark a source; each writes the same 1.
+    if (is_nan(score) || (u64)(r1 - r0) * k > RANK_MAX_CANDS) {
+      atomicExch((u64 *)&replay[s], 1ull);
+      continue;
+    }
+    u32 above = 0, equal = 0, equal_before = 0;
+    for (i64 q = r0; q < r1; q++) {
+      const bool q_finished = pre_ids[q] == end_id;
+      const u32 m = q_finished ? 1 : k;
+      for (u32 i = 0; i < m; i++) {
+        i64 q_id;
+        T q_score;
+        candidate<T>(cands, q_finished, end_id, q, i, q_id, q_score);
+        if (item_less(score, r, q_score, q)) {
+          above++;
+        } else if (!item_less(q_score, q, score, r)) {
+          equal++;  // the same row (and score): offered before this one if its j is smaller
+          equal_before += i < j;
+        }
+      }
+    }
+    if (above < beam && above + equal > beam) {
+      atomicExch((u64 *)&replay[s], 1ull);
+    } else if (above + equal_before < beam) {
+      const u64 at = (u64)s * beam + above + equal_before;
+      top_rows[at] = r;
+      top_ids[at] = id;
+      top_scores[at] = score;
+    }
+  }
+}
+
+// One block does the whole selection: each source's top list (`top_*`, beam slots per source) by
+// rank (Ranked: the fused step's few candidates a row; rank_candidates) or by replaying its
+// offers, a run of consecutive sources per thread; the sources whose items all come from finished
+// rows are dropped. A scan of the threads' item counts places each run in the output, and each
+// thread writes its sources' items row by row (each row's items in list order) to `out`, with the
+// row offsets (rows + 1) of its rows, and the offset of each of its sources' first row to
+// `next_sources` (sources + 1): the output LoD's level 0 in rows, which is where the next step
+// finds its sources. Until then `next_sources` holds rank_candidates' marks.
+template <typename T, bool Ranked, typename Cands>
 static __device__ void select_and_regroup(const i64 *source_rows, u32 sources, const i64 *pre_ids, i64 end_id,
                                           u32 beam, Cands cands, i64 *top_rows, i64 *top_ids, T *top_scores,
                                           i64 *cursor, Selection<T> out, i64 *next_sources) {
   __shared__ i64 partial[SELECT_THREADS];
   const u32 tid = threadIdx.x, threads = blockDim.x;
   const i64 rows = source_rows[sources];
+  if (Ranked) {
+    for (u32 s = tid; s < sources; s += threads) next_sources[s] = 0;
+    __syncthreads();
+    rank_candidates<T>(source_rows, sources, pre_ids, end_id, beam, cands, top_rows, top_ids, top_scores,
+                       next_sources);
+    __syncthreads();
+  }
   // Each thread takes a run of consecutive sources: a scan of the threads' item counts then gives
   // each run its first output place, and the run's rows are consecutive too.
   const u32 per = (sources + threads - 1) / threads;
@@ -664,44 +790,21 @@ static __device__ void select_and_regroup(const i64 *source_rows, u32 sources, c
   for (u32 s = s_lo; s < s_hi; s++) {
     i64 *const gr = top_rows + (u64)s * beam, *const gi = top_ids + (u64)s * beam;
     T *const gs = top_scores + (u64)s * beam;
-    i64 local_rows[LOCAL_BEAM], local_ids[LOCAL_BEAM];
-    T local_scores[LOCAL_BEAM];
-    const bool local = beam <= LOCAL_BEAM;
-    i64 *lr = local ? local_rows : gr, *li = local ? local_ids : gi;
-    T *ls = local ? local_scores : gs;
-    u32 len = 0;
-    for (i64 r = source_rows[s]; r < source_rows[s + 1]; r++) {
-      if (pre_ids[r] == end_id) {
-        len = offer(lr, li, ls, beam, len, r, end_id, (T)cands.pre_scores[r]);
-        continue;
-      }
-      // Candidates are fetched SELECT_FETCH at a time, so their loads overlap.
-      const u32 m = cands.count(r);
-      for (u32 j0 = 0; j0 < m; j0 += SELECT_FETCH) {
-        i64 id[SELECT_FETCH];
-        T score[SELECT_FETCH];
-        LODTENSOR_UNROLL
-        for (u32 u = 0; u < SELECT_FETCH; u++) {
-          if (j0 + u < m) cands.get(r, j0 + u, id[u], score[u]);
-        }
-        LODTENSOR_UNROLL
-        for (u32 u = 0; u < SELECT_FETCH; u++) {
-          if (j0 + u < m) len = offer(lr, li, ls, beam, len, r, id[u], score[u]);
-        }
-      }
+    const i64 r0 = source_rows[s], r1 = source_rows[s + 1];
+    u32 len;
+    if (Ranked && !next_sources[s]) {
+      // Every offer is taken while the list has room: the list holds min(beam, offers).
+      u64 offers = 0;
+      for (i64 r = r0; r < r1; r++) offers += pre_ids[r] == end_id ? 1 : cands.count(r);
+      len = (u32)min((u64)beam, offers);
+    } else {
+      len = replay_offers(r0, r1, pre_ids, end_id, beam, cands, gr, gi, gs);
     }
     bool all_finished = true;
-    for (u32 j = 0; j < len; j++) all_finished = all_finished && li[j] == end_id && pre_ids[lr[j]] == end_id;
+    for (u32 j = 0; j < len; j++) all_finished = all_finished && gi[j] == end_id && pre_ids[gr[j]] == end_id;
     const u32 kept = len > 0 && !all_finished ? len : 0;
-    for (u32 j = kept; j < beam; j++) lr[j] = -1;
     // The regrouping reads an item's id and score only where its row is set.
-    if (local) {
-      for (u32 j = 0; j < beam; j++) gr[j] = lr[j];
-      for (u32 j = 0; j < kept; j++) {
-        gi[j] = li[j];
-        gs[j] = ls[j];
-      }
-    }
+    for (u32 j = kept; j < beam; j++) gr[j] = -1;
     count += kept;
   }
   // Inclusive scan of the counts (Hillis-Steele).
@@ -752,8 +855,8 @@ extern "C" __global__ void fused_select(const i64 *source_rows, u32 sources, con
                                         const float *cand_vals, const i64 *cand_cols, const float *pre_scores, u32 k,
                                         LODTENSOR_SELECT_OUTPUTS(float)) {
   FusedCandidates c{cand_vals, cand_cols, pre_scores, k};
-  select_and_regroup<float>(source_rows, sources, pre_ids, end_id, beam, c, top_rows, top_ids, top_scores, cursor,
-                            LODTENSOR_SELECTION(float), next_sources);
+  select_and_regroup<float, true>(source_rows, sources, pre_ids, end_id, beam, c, top_rows, top_ids, top_scores,
+                                  cursor, LODTENSOR_SELECTION(float), next_sources);
 }
 LODTENSOR_EXPORT_SYNC(fused_select)
 
@@ -762,8 +865,8 @@ LODTENSOR_EXPORT_SYNC(fused_select)
                                   u32 beam, const T *scores, const i64 *ids, const T *pre_scores, u64 width, \
                                   int accumulated, LODTENSOR_SELECT_OUTPUTS(T)) {                            \
     StepCandidates<T> c{scores, ids, pre_scores, width, accumulated};                                        \
-    select_and_regroup<T>(source_rows, sources, pre_ids, end_id, beam, c, top_rows, top_ids, top_scores,     \
-                          cursor, LODTENSOR_SELECTION(T), next_sources);                                     \
+    select_and_regroup<T, false>(source_rows, sources, pre_ids, end_id, beam, c, top_rows, top_ids,          \
+                                 top_scores, cursor, LODTENSOR_SELECTION(T), next_sources);                  \
   }                                                                                                          \
   LODTENSOR_EXPORT_SYNC(NAME)
 
