@@ -93,7 +93,6 @@ fn select_step(
     let top_rows = d.allocation(cap * 8)?;
     let top_ids = d.allocation(cap * 8)?;
     let top_scores = d.allocation(cap * score_dtype.size())?;
-    let cursor = d.allocation(rows * 8)?;
     let row_offsets = d.allocation((rows + 1) * 8)?;
     let next_sources = d.allocation((n_sources + 1) * 8)?;
     let mut ids = new_tensor(d, DType::I64, Dim::new(&[cap, 1])?)?;
@@ -113,7 +112,6 @@ fn select_step(
         .buf(&top_rows)
         .buf(&top_ids)
         .buf(&top_scores)
-        .buf(&cursor)
         .buf(&row_offsets)
         .arg(ids.as_mut_ptr() as u64)
         .arg(scores.as_mut_ptr() as u64)

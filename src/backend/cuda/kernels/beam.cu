@@ -763,15 +763,15 @@ static __device__ void rank_candidates(const i64 *source_rows, u32 sources, cons
 // One block does the whole selection: each source's top list (`top_*`, beam slots per source) by
 // rank (Ranked: the fused step's few candidates a row; rank_candidates) or by replaying its
 // offers, a run of consecutive sources per thread; the sources whose items all come from finished
-// rows are dropped. A scan of the threads' item counts places each run in the output, and each
-// thread writes its sources' items row by row (each row's items in list order) to `out`, with the
-// row offsets (rows + 1) of its rows, and the offset of each of its sources' first row to
-// `next_sources` (sources + 1): the output LoD's level 0 in rows, which is where the next step
-// finds its sources. Until then `next_sources` holds rank_candidates' marks.
+// rows are dropped. A scan of the threads' item counts places each run in the output; then the
+// items go to `out` row by row (each row's items in list order), with the row offsets (rows + 1),
+// and the offset of each source's first row to `next_sources` (sources + 1): the output LoD's
+// level 0 in rows, which is where the next step finds its sources. Until then `next_sources` holds
+// rank_candidates' marks.
 template <typename T, bool Ranked, typename Cands>
 static __device__ void select_and_regroup(const i64 *source_rows, u32 sources, const i64 *pre_ids, i64 end_id,
                                           u32 beam, Cands cands, i64 *top_rows, i64 *top_ids, T *top_scores,
-                                          i64 *cursor, Selection<T> out, i64 *next_sources) {
+                                          Selection<T> out, i64 *next_sources) {
   __shared__ i64 partial[SELECT_THREADS];
   const u32 tid = threadIdx.x, threads = blockDim.x;
   const i64 rows = source_rows[sources];
@@ -816,37 +816,50 @@ static __device__ void select_and_regroup(const i64 *source_rows, u32 sources, c
     partial[tid] += v;
     __syncthreads();
   }
+  // Each source's first output place (its run's, then its kept items' count after each source).
+  i64 at = partial[tid] - count;
+  for (u32 s = s_lo; s < s_hi; s++) {
+    next_sources[s] = at;
+    const i64 *const gr = top_rows + (u64)s * beam;
+    for (u32 j = 0; j < beam; j++) at += gr[j] >= 0;
+  }
   if (tid == threads - 1) {
     out.row(rows, partial[tid]);
     next_sources[sources] = partial[tid];
   }
-  // Each source's items, grouped by row in row order, each row's in list order, from the run's
-  // first output place on: a count per row (in `cursor`), its offsets, then the items.
-  i64 at = partial[tid] - count;
-  for (u32 s = s_lo; s < s_hi; s++) {
-    const i64 *const gr = top_rows + (u64)s * beam, *const gi = top_ids + (u64)s * beam;
-    const T *const gs = top_scores + (u64)s * beam;
-    const i64 r0 = source_rows[s], r1 = source_rows[s + 1];
-    next_sources[s] = at;
-    for (i64 r = r0; r < r1; r++) cursor[r] = 0;
-    u32 kept = 0;
-    while (kept < beam && gr[kept] >= 0) cursor[gr[kept++]]++;
-    for (i64 r = r0; r < r1; r++) {
-      const i64 c = cursor[r];
-      out.row(r, at);
-      cursor[r] = at;
-      at += c;
+  __syncthreads();
+  // The output holds each source's items grouped by row in row order, each row's in list order
+  // (a list's kept items are its first slots; the rest hold row -1). Each place is counted from
+  // the source's list alone, so rows and items are placed by a thread each, with no chain of
+  // updates to shared counts: a row's offset is its source's first place plus the items of its
+  // earlier rows; an item's place is its row's offset plus the items of its row before it.
+  for (i64 r = tid; r < rows; r += threads) {
+    const u32 s = last_at_or_below(source_rows, 0, sources, (u64)r);
+    const i64 *const gr = top_rows + (u64)s * beam;
+    i64 place = next_sources[s];
+    for (u32 j = 0; j < beam; j++) {
+      const i64 g = gr[j];
+      place += g >= 0 && g < r;
     }
-    for (u32 j = 0; j < kept; j++) {
-      const i64 r = gr[j];
-      out.item(cursor[r]++, gi[j], gs[j], (i32)r);
+    out.row(r, place);
+  }
+  for (u64 slot = tid; slot < (u64)sources * beam; slot += threads) {
+    const u64 s = slot / beam, j = slot - s * beam;
+    const i64 *const gr = top_rows + s * beam;
+    const i64 r = gr[j];
+    if (r < 0) continue;
+    i64 place = next_sources[s];
+    for (u32 i = 0; i < beam; i++) {
+      const i64 g = gr[i];
+      place += g >= 0 && (g < r || (g == r && i < j));
     }
+    out.item(place, top_ids[slot], top_scores[slot], (i32)r);
   }
 }
 
 // The launchers' arguments after the candidates': the scratch, then the outputs.
 #define LODTENSOR_SELECT_OUTPUTS(T)                                                                    \
-  i64 *top_rows, i64 *top_ids, T *top_scores, i64 *cursor, i64 *row_offsets, i64 *out_ids, T *out_scores, \
+  i64 *top_rows, i64 *top_ids, T *top_scores, i64 *row_offsets, i64 *out_ids, T *out_scores,             \
       i32 *out_parents, unsigned char *host, i64 *next_sources
 #define LODTENSOR_SELECTION(T) \
   Selection<T> { row_offsets, out_ids, out_scores, out_parents, host, source_rows[sources], (i64)sources * beam }
@@ -856,7 +869,7 @@ extern "C" __global__ void fused_select(const i64 *source_rows, u32 sources, con
                                         LODTENSOR_SELECT_OUTPUTS(float)) {
   FusedCandidates c{cand_vals, cand_cols, pre_scores, k};
   select_and_regroup<float, true>(source_rows, sources, pre_ids, end_id, beam, c, top_rows, top_ids, top_scores,
-                                  cursor, LODTENSOR_SELECTION(float), next_sources);
+                                  LODTENSOR_SELECTION(float), next_sources);
 }
 LODTENSOR_EXPORT_SYNC(fused_select)
 
@@ -866,7 +879,7 @@ LODTENSOR_EXPORT_SYNC(fused_select)
                                   int accumulated, LODTENSOR_SELECT_OUTPUTS(T)) {                            \
     StepCandidates<T> c{scores, ids, pre_scores, width, accumulated};                                        \
     select_and_regroup<T, false>(source_rows, sources, pre_ids, end_id, beam, c, top_rows, top_ids,          \
-                                 top_scores, cursor, LODTENSOR_SELECTION(T), next_sources);                  \
+                                 top_scores, LODTENSOR_SELECTION(T), next_sources);                          \
   }                                                                                                          \
   LODTENSOR_EXPORT_SYNC(NAME)
 
