@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: the Rust tests (plainly, then with guard pages: LODTENSOR_GUARD_PAGES=1; the
-# hostile-input test also under valgrind), then the C/C++ API
-# tests, the valgrind runs, the static-link, exported-symbols and install/consumer checks through
-# CTest:
+# hostile-input test also under valgrind), then the C/C++ API tests, the valgrind runs, the
+# static-link, exported-symbols and install/consumer checks through CTest:
 #   bash scripts/test.sh
 # Installs cmake, g++, make, valgrind, pkg-config and binutils with apt-get when they are
 # missing, and for the bindings' tests golang-go, default-jdk-headless, libjna-java and junit5
@@ -13,8 +12,9 @@
 # nvidia-cuda-nvrtc, installed into build/nvrtc when missing. Step 6 runs the GPU tests
 # (tests/cuda*.rs) and the C API tests against the `cuda-emulator` build (target/emu,
 # build/capi-emu): the CUDA backend and its kernels, run on the host (again with guard pages, and
-# 2000 hostile-input calls under valgrind too); then it packs the bundle for GPU machines without Rust
-# (scripts/gpu-bundle.sh) over the emulator and runs two of its programs with scripts/gpu-run.sh.
+# 2000 hostile-input calls under valgrind too); then it packs the bundle for GPU machines without
+# Rust (scripts/gpu-bundle.sh) over the emulator and runs two of its programs with
+# scripts/gpu-run.sh.
 # LODTENSOR_SKIP_CUDA=1 skips steps 5 and 6.
 # A failing test suite does not stop the ones after it (CI shows every failure at once); the
 # script exits non-zero if any failed. A failing build does stop it.

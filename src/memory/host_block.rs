@@ -48,11 +48,11 @@ const HUGE_PAGE: usize = 2 << 20;
 struct Raw {
     ptr: NonNull<u8>,
     size: usize,
-    from: From,
+    backing: Backing,
 }
 
 #[derive(Clone, Copy)]
-enum From {
+enum Backing {
     Heap,
     /// Its own huge-page mapping, `size` rounded up to [`HUGE_PAGE`].
     HugePages,
@@ -67,15 +67,15 @@ impl Raw {
     /// Gives the memory back to the system.
     fn free(self) {
         // SAFETY: `ptr` came from the heap with this layout (`new` checked it), or is the mapping
-        // `from` describes (a huge-page one's length recomputed here); each block is freed once,
+        // `backing` describes (a huge-page one's length recomputed here); each block is freed once,
         // as it is consumed.
         unsafe {
-            match self.from {
-                From::Heap => {
+            match self.backing {
+                Backing::Heap => {
                     std::alloc::dealloc(self.ptr.as_ptr(), Layout::from_size_align_unchecked(self.size, ALIGNMENT))
                 }
-                From::HugePages => pages::unmap(self.ptr, self.size.next_multiple_of(HUGE_PAGE)),
-                From::Guarded(g) => pages::unmap(g.base, g.span),
+                Backing::HugePages => pages::unmap(self.ptr, self.size.next_multiple_of(HUGE_PAGE)),
+                Backing::Guarded(g) => pages::unmap(g.base, g.span),
             }
         }
     }
@@ -132,14 +132,14 @@ impl HostBlock {
         if len == 0 {
             // A well-aligned, never-dereferenced address.
             let ptr = NonNull::new(ALIGNMENT as *mut u8).expect("non-zero");
-            return Ok(HostBlock(Raw { ptr, size: 0, from: From::Heap }));
+            return Ok(HostBlock(Raw { ptr, size: 0, backing: Backing::Heap }));
         }
         let size = if len >= CACHED_MIN { size_class(len).ok_or_else(too_large)? } else { len };
         if super::guard_pages() {
             // Exactly `len` bytes, against a guard page (fresh pages are zero); no cache.
             let g =
                 pages::map_guarded(len).ok_or_else(|| err!(OutOfMemory, "guarded allocation of {len} bytes failed"))?;
-            return Ok(HostBlock(Raw { ptr: g.ptr, size: len, from: From::Guarded(g) }));
+            return Ok(HostBlock(Raw { ptr: g.ptr, size: len, backing: Backing::Guarded(g) }));
         }
         if size >= CACHED_MIN {
             if let Some(raw) = cache_for(size).and_then(|mut c| c.take(size)) {
@@ -154,7 +154,7 @@ impl HostBlock {
             let mapped = size.checked_next_multiple_of(HUGE_PAGE).and_then(|n| pages::map_aligned_huge(n, HUGE_PAGE));
             if let Some(ptr) = mapped {
                 // Fresh anonymous pages are zero: nothing to clear.
-                return Ok(HostBlock(Raw { ptr, size, from: From::HugePages }));
+                return Ok(HostBlock(Raw { ptr, size, backing: Backing::HugePages }));
             }
         }
         let layout = Layout::from_size_align(size, ALIGNMENT).map_err(|_| too_large())?;
@@ -167,7 +167,7 @@ impl HostBlock {
             }
         };
         let ptr = NonNull::new(ptr).ok_or_else(|| err!(OutOfMemory, "allocation of {len} bytes failed"))?;
-        Ok(HostBlock(Raw { ptr, size, from: From::Heap }))
+        Ok(HostBlock(Raw { ptr, size, backing: Backing::Heap }))
     }
 
     pub(crate) fn ptr(&self) -> NonNull<u8> {
@@ -177,11 +177,11 @@ impl HostBlock {
 
 impl Drop for HostBlock {
     fn drop(&mut self) {
-        let raw = Raw { ptr: self.0.ptr, size: self.0.size, from: self.0.from };
+        let raw = Raw { ptr: self.0.ptr, size: self.0.size, backing: self.0.backing };
         if raw.size == 0 {
             return;
         }
-        if raw.size < CACHED_MIN || matches!(raw.from, From::Guarded(_)) {
+        if raw.size < CACHED_MIN || matches!(raw.backing, Backing::Guarded(_)) {
             return raw.free();
         }
         let evicted = match cache_for(raw.size) {

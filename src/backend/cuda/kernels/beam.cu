@@ -655,8 +655,8 @@ static __device__ inline void candidate(const Cands &cands, bool finished, i64 e
   }
 }
 
-// Replays Paddle's offers of source s's candidates, rows r0 .. r1 in order, into its top list (gr,
-// gi, gs: beam slots), as the CPU does; returns the list's length.
+// Replays Paddle's offers of one source's candidates (those of rows r0 .. r1, in order) into its
+// top list (gr, gi, gs: beam slots), as the CPU does; returns the list's length.
 template <typename T, typename Cands>
 static __device__ u32 replay_offers(i64 r0, i64 r1, const i64 *pre_ids, i64 end_id, u32 beam, const Cands &cands,
                                     i64 *gr, i64 *gi, T *gs) {
@@ -706,11 +706,12 @@ static __device__ u32 replay_offers(i64 r0, i64 r1, const i64 *pre_ids, i64 end_
 // equal items straddle the last place and no score is NaN, replaying the offers keeps exactly the
 // items with fewer than `beam` above them, in that order, equal ones in offer order (an item is
 // dropped only from the last place, so an equal group that fits is never split), so each item's
-// place is those counts' sum. A thread per source replays the offers one by one instead, each
-// offer waiting for the list the last one left; with the ~25 candidates of a source of 5 rows
-// that chain, not memory, was the selection's time. A source with a NaN score, a straddling tie
-// or more than RANK_MAX_CANDS candidates is marked in `replay` (zeroed by the caller) and replays
-// its offers after all. Every thread of the block calls it; the caller synchronises after it.
+// place is those counts' sum. Replaying takes a thread per source through its offers one by one,
+// each waiting for the list the last one left: with the ~25 candidates of a source of 5 rows, a
+// chain that ncu showed as few instructions and long waits. A source with a NaN score, a
+// straddling tie or more than RANK_MAX_CANDS candidates is marked in `replay` (zeroed by the
+// caller) and replays its offers after all. Every thread of the block calls it; the caller
+// synchronises after it.
 template <typename T, typename Cands>
 static __device__ void rank_candidates(const i64 *source_rows, u32 sources, const i64 *pre_ids, i64 end_id,
                                        u32 beam, const Cands &cands, i64 *top_rows, i64 *top_ids, T *top_scores,

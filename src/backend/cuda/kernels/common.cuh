@@ -239,10 +239,10 @@ __device__ __forceinline__ void for_each_index(u64 n, Load load, Store store) {
 // TILE_MAX_ROWS of them; each block takes one tile at a time (grid-stride over tiles). The block
 // finds the sequences of the tile's first and last rows together (block_last_at_or_below); then
 // each row's sequence is found once, by one thread, with a search between those two, and kept in
-// shared memory for the row's elements. A search per
-// element instead costs a chain of dependent loads per element, which with short sequences (one
-// row each, say) is far more time than moving the element. Consecutive threads handle consecutive
-// elements of the output, so reads of a row and all writes are coalesced.
+// shared memory for the row's elements. A search per element instead costs a chain of dependent
+// loads per element, which with short sequences (one row each, say) is far more time than moving
+// the element. Consecutive threads handle consecutive elements of the output, so reads of a row
+// and all writes are coalesced.
 
 // Rows per tile at most: the per-row values a tile kernel keeps in shared memory. launch.rs's
 // TILE_MAX_ROWS is the same number.
