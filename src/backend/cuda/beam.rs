@@ -153,7 +153,8 @@ fn select_step(
 
 /// The fused step on the device (see `ops::beam_search_fused_step`): the `min(beam, vocab)` best
 /// log-probs of every unfinished prefix row (one read of the row: for k up to 16, one block per
-/// chunk of a row and a merge per row; above that, one block per row), then one block makes
+/// chunk of a row, the last of a row's chunks merging the row's lists; above that, one block per
+/// row), then one block makes
 /// Paddle's per-source selection over those candidates (by rank where that gives the same lists,
 /// replaying the offers where not) and regroups the result by row. `banned`
 /// (the decoder's min_length rule) makes that column read as -inf. Inputs are validated by the
@@ -185,24 +186,14 @@ pub fn fused_step(
     };
     let list = [4usize, 8, 16].into_iter().find(|&list| k <= list);
     if let (Some(list), true, true) = (list, rows > 0 && k > 0, u32::try_from(vocab).is_ok()) {
-        // Rows in chunks: one block per chunk, then one per row merges the chunks' lists.
+        // Rows in chunks: one block per chunk; the block that finishes a row's last chunk merges
+        // the row's lists (counted in `row_done`, zeroed here).
         let chunks = vocab.div_ceil(CHUNK_ELEMS);
         let parts = rows * chunks;
         let part_keys = d.allocation(parts * list * 8)?;
+        let row_done = d.allocation(rows * 4)?;
+        d.ctx.set_bytes(row_done.as_ptr() as DevicePtr, 0, rows * 4)?;
         let chunks = u32_of(chunks, "log_probs: chunks of a row")?;
-        let banned = banned.map_or(-1, |b| b as i64);
-        let args = Args::new()
-            .ptr(log_probs)
-            .arg(rows as u64)
-            .arg(vocab as u64)
-            .arg(chunks)
-            .ptr(pre_ids)
-            .arg(end_id)
-            .arg(banned)
-            .buf(&part_keys);
-        let grid = (parts as u64).min(MAX_ROW_BLOCKS) as u32;
-        let name = format!("fused_chunk_topk_{suffix}_{list}");
-        launch(&d, "beam.cu", &name, [grid, 1, 1], [CHUNK_THREADS, 1, 1], args)?;
         let args = Args::new()
             .ptr(log_probs)
             .arg(rows as u64)
@@ -211,14 +202,14 @@ pub fn fused_step(
             .arg(u32_of(k, "beam_size")?)
             .ptr(pre_ids)
             .arg(end_id)
-            .arg(banned)
+            .arg(banned.map_or(-1, |b| b as i64))
             .buf(&part_keys)
+            .buf(&row_done)
             .buf(&cand_vals)
             .buf(&cand_cols);
-        let threads = (chunks as u64).next_power_of_two().clamp(32, CHUNK_THREADS as u64) as u32;
-        let grid = (rows as u64).min(MAX_ROW_BLOCKS) as u32;
-        let name = format!("fused_merge_topk_{suffix}_{list}");
-        launch(&d, "beam.cu", &name, [grid, 1, 1], [threads, 1, 1], args)?;
+        let grid = (parts as u64).min(MAX_ROW_BLOCKS) as u32;
+        let name = format!("fused_chunk_topk_{suffix}_{list}");
+        launch(&d, "beam.cu", &name, [grid, 1, 1], [CHUNK_THREADS, 1, 1], args)?;
     } else if rows > 0 && k > 0 {
         let name = format!("fused_row_topk_{suffix}");
         let args = Args::new()

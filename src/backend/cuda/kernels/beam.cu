@@ -232,10 +232,10 @@ LODTENSOR_FUSED_TOPK(fused_row_topk_bf16, bf16_bits)
 // ---- the fused step's top lists for k <= 16: rows in chunks -------------------------------------
 // One block per row leaves most of the GPU idle when rows are few and long (320 rows of 32000).
 // Here a row is split into chunks of CHUNK_ELEMS; a block takes a chunk and writes its K largest
-// keys to scratch (see fused_chunk_topk). A second kernel merges each row's chunk lists (each
-// thread keeps a list of K in registers; the block merges them pairwise, two sorted lists in K
-// steps, in log2(threads) rounds through shared memory) and reads the winners' values back from the
-// row. Lists hold one 64-bit key per element (order_key), so ranking, inserting and merging are
+// keys to scratch (see fused_chunk_topk); the block that finishes a row's last chunk merges the
+// row's chunk lists (merge_row: each thread keeps a list of K in registers; the block merges them
+// pairwise, two sorted lists in K steps, in log2(threads) rounds through shared memory) and reads
+// the winners' values back from the row. Lists hold one 64-bit key per element (order_key), so ranking, inserting and merging are
 // plain integer comparisons: the order is block_topk's, and the result is the same k items in the
 // same order. Columns are 32-bit (the host takes this path for rows of fewer than
 // 2^32 elements).
@@ -301,7 +301,7 @@ static __device__ void block_merge(RegTop<K> &top, MergeShared<K> &sh) {
       for (int i = 0; i < K; i++) sh.k[tid][i] = top.k[i];
     }
     __syncthreads();
-    // An empty upper list (a thread without a chunk list in the merge kernel) leaves `top` as it is.
+    // An empty upper list (a thread without a chunk list in merge_row) leaves `top` as it is.
     if (tid < half && sh.k[tid + half][0] != 0) {
       const u64 *a = sh.k[tid], *b = sh.k[tid + half];
       u32 ia = 0, ib = 0;  // ia + ib = i < K: both stay in their lists
@@ -410,18 +410,56 @@ template <int K>
 struct ChunkShared {
   u64 cand[CHUNK_CANDS];
   u32 count;
+  bool last;  // this block finished its row's last chunk
   MergeShared<K> merge;
 };
 
-// The first kernel: the K largest keys of chunk ch of row r into part_keys[(r * chunks + ch) * K
-// ...] (0 for empty slots). Finished rows are not read. Each thread loads its CHUNK_LOADS elements
+// Row r's k largest keys (k <= K) from its chunk lists (K each, written by other blocks: read as
+// volatile, past this SM's L1, which may hold a line of them from before they were written), their
+// values read back from the row and their columns into cand_vals / cand_ids. Every thread of the
+// block calls it (block_merge synchronises). Not inlined: within the chunk kernel's 64 registers
+// its list of K keys made the kernel spill (ptxas, sm_90); as a call it spills nothing for K = 4
+// and 8, and only around the call and within it for K = 16.
+template <typename S, int K>
+static __device__ __noinline__ void merge_row(const S *row, u64 r, u32 chunks, u32 k, i64 banned,
+                                              const u64 *part_keys, float *cand_vals, i64 *cand_ids,
+                                              MergeShared<K> &sh) {
+  RegTop<K> top;
+  top.clear();
+  for (u32 ch = threadIdx.x; ch < chunks; ch += blockDim.x) {
+    const volatile u64 *list = part_keys + (r * chunks + ch) * K;
+    u64 keys[K];  // loaded together, then offered
+    LODTENSOR_UNROLL
+    for (int i = 0; i < K; i++) keys[i] = list[i];
+    LODTENSOR_UNROLL
+    for (int i = 0; i < K; i++) {
+      if (!top.offer(keys[i])) break;
+    }
+  }
+  block_merge(top, sh);
+  if (threadIdx.x == 0) {
+    LODTENSOR_UNROLL
+    for (int i = 0; i < K; i++) {
+      if ((u32)i < k) {
+        const u64 col = (u64)(~(u32)top.k[i]);
+        cand_vals[r * k + i] = fused_value(row, col, banned);
+        cand_ids[r * k + i] = (i64)col;
+      }
+    }
+  }
+}
+
+// The chunk kernel: the K largest keys of chunk ch of row r into part_keys[(r * chunks + ch) * K
+// ...] (0 for empty slots), then, in the block that finishes row r's last chunk (row_done counts
+// them; zeroed by the host), row r's k best into cand_vals / cand_ids. Finished rows are not read. Each thread loads its CHUNK_LOADS elements
 // at once, and the block agrees on a bound below the value rank of the chunk's K-th largest key
 // (block_bound): most elements then cost a load, a maximum, a NaN test and one comparison. The few
 // that reach the bound are gathered in shared memory, and each one's place is the number of
 // gathered keys above it (keys are distinct). Indices within the chunk are 32-bit.
 template <typename S, int K>
-static __device__ void fused_chunk_topk(const S *log_probs, u64 rows, u64 vocab, u32 chunks, const i64 *pre_ids,
-                                        i64 end_id, i64 banned, u64 *part_keys) {
+static __device__ void fused_chunk_topk(const S *log_probs, u64 rows, u64 vocab, u32 chunks, u32 k,
+                                        const i64 *pre_ids, i64 end_id, i64 banned, u64 *part_keys, u32 *row_done,
+                                        float *cand_vals, i64 *cand_ids) {
   __shared__ ChunkShared<K> sh;
   const u32 tid = threadIdx.x;
   for (u64 b = blockIdx.x; b < rows * chunks; b += gridDim.x) {
@@ -476,62 +514,28 @@ static __device__ void fused_chunk_topk(const S *log_probs, u64 rows, u64 vocab,
         for (int i = 0; i < K; i++) out[i] = top.k[i];
       }
     }
+    // The row's last chunk to finish merges the row's lists: the merge needs no launch of its
+    // own, and overlaps the chunks of other rows. Every writer's fence comes before the count.
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) sh.last = atomicAdd(&row_done[r], 1u) == chunks - 1;
+    __syncthreads();
+    if (sh.last) merge_row<S, K>(row, r, chunks, k, banned, part_keys, cand_vals, cand_ids, sh.merge);
     __syncthreads();  // before the next chunk resets the count
-  }
-}
-
-// The second kernel: row r's k largest keys (k <= K, k <= vocab) from its chunk lists; their
-// values (read back from the row) and columns into cand_vals / cand_ids.
-template <typename S, int K>
-static __device__ void fused_merge_topk(const S *log_probs, u64 rows, u64 vocab, u32 chunks, u32 k,
-                                        const i64 *pre_ids, i64 end_id, i64 banned, const u64 *part_keys,
-                                        float *cand_vals, i64 *cand_ids) {
-  __shared__ MergeShared<K> sh;
-  for (u64 r = blockIdx.x; r < rows; r += gridDim.x) {
-    if (pre_ids[r] == end_id) continue;  // the same for the whole block
-    RegTop<K> top;
-    top.clear();
-    for (u32 ch = threadIdx.x; ch < chunks; ch += blockDim.x) {
-      const u64 *list = part_keys + (r * chunks + ch) * K;
-      u64 keys[K];  // loaded together, then offered
-      LODTENSOR_UNROLL
-      for (int i = 0; i < K; i++) keys[i] = list[i];
-      LODTENSOR_UNROLL
-      for (int i = 0; i < K; i++) {
-        if (!top.offer(keys[i])) break;
-      }
-    }
-    block_merge(top, sh);
-    if (threadIdx.x == 0) {
-      const S *row = log_probs + r * vocab;
-      LODTENSOR_UNROLL
-      for (int i = 0; i < K; i++) {
-        if ((u32)i < k) {
-          const u64 col = (u64)(~(u32)top.k[i]);
-          cand_vals[r * k + i] = fused_value(row, col, banned);
-          cand_ids[r * k + i] = (i64)col;
-        }
-      }
-    }
   }
 }
 
 // The chunk kernel runs four blocks an SM (64 registers a thread): blocks spend much of their time
 // at barriers, and the others' loads fill it.
-#define LODTENSOR_FUSED_CHUNK(S, NAME, K)                                                              \
-  extern "C" __global__ void __launch_bounds__(CHUNK_THREADS, 4)                                        \
-      fused_chunk_topk_##NAME##_##K(const S *log_probs, u64 rows, u64 vocab, u32 chunks, const i64 *pre_ids, \
-                                    i64 end_id, i64 banned, u64 *part_keys) {                           \
-    fused_chunk_topk<S, K>(log_probs, rows, vocab, chunks, pre_ids, end_id, banned, part_keys);         \
-  }                                                                                                     \
-  LODTENSOR_EXPORT_SYNC(fused_chunk_topk_##NAME##_##K)                                               \
-  extern "C" __global__ void fused_merge_topk_##NAME##_##K(                                           \
-      const S *log_probs, u64 rows, u64 vocab, u32 chunks, u32 k, const i64 *pre_ids, i64 end_id,     \
-      i64 banned, const u64 *part_keys, float *cand_vals, i64 *cand_ids) {                            \
-    fused_merge_topk<S, K>(log_probs, rows, vocab, chunks, k, pre_ids, end_id, banned, part_keys,     \
-                           cand_vals, cand_ids);                                                      \
-  }                                                                                                   \
-  LODTENSOR_EXPORT_SYNC(fused_merge_topk_##NAME##_##K)
+#define LODTENSOR_FUSED_CHUNK(S, NAME, K)                                                                   \
+  extern "C" __global__ void __launch_bounds__(CHUNK_THREADS, 4)                                             \
+      fused_chunk_topk_##NAME##_##K(const S *log_probs, u64 rows, u64 vocab, u32 chunks, u32 k,              \
+                                    const i64 *pre_ids, i64 end_id, i64 banned, u64 *part_keys, u32 *row_done, \
+                                    float *cand_vals, i64 *cand_ids) {                                       \
+    fused_chunk_topk<S, K>(log_probs, rows, vocab, chunks, k, pre_ids, end_id, banned, part_keys, row_done,  \
+                           cand_vals, cand_ids);                                                             \
+  }                                                                                                          \
+  LODTENSOR_EXPORT_SYNC(fused_chunk_topk_##NAME##_##K)
 
 #define LODTENSOR_FUSED_CHUNKS(K)        \
   LODTENSOR_FUSED_CHUNK(float, f32, K)   \
