@@ -814,7 +814,7 @@ fn gpu_fused_step_speed() {
     let floor = min_time(&|| ());
     // The device step without the operator's checks and LoD bookkeeping, also with the host copies
     // of its outputs that the decoder takes (in the same copy back), and the cost of one tiny
-    // kernel and its wait (the step has three kernels and a copy back, which waits).
+    // kernel and its wait (the step has a memset, two kernels and a copy back, which waits).
     let backend_step = |lp: &LoDTensor, width: usize, host_copies: bool| {
         min_time(&|| {
             drop(
