@@ -160,10 +160,11 @@ fn gpu_reverse_equals_cpu() {
     }
 }
 
-/// The tile kernels find each tile's first and last sequence with the whole block (a few rounds
-/// of probes over the offsets): tables of 2^16 to 2^18 sequences need two and three rounds with
-/// 256 threads, and long runs of empty sequences (equal offsets) must resolve to the sequence that
-/// holds the row. sequence_reverse and sequence_expand_as (two kernel families) against the CPU.
+/// The tile kernels find each tile's first and last sequence by a search over the whole table,
+/// then each row's between them: tables of 70 000 and 300 000 sequences (tiles deep in the table),
+/// with runs of up to 5000 empty sequences (equal offsets), which must resolve to the sequence
+/// that holds the row. sequence_reverse and sequence_expand_as (two kernel families) against the
+/// CPU.
 #[test]
 fn gpu_tiles_find_rows_among_many_sequences() {
     if !gpu_or_skip() {

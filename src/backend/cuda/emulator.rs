@@ -199,27 +199,6 @@ mod tests {
         ctx.free(pout).unwrap();
     }
 
-    /// Many __syncthreads_count calls in a row, over several blocks and two launches (the counts
-    /// are cleared between launches and rotate between calls): each is the number of threads
-    /// whose predicate held, and every thread gets it.
-    #[test]
-    fn barrier_counts() {
-        let ctx = Context::open(0).unwrap();
-        let (grid, block, rounds) = (3u32, 96u32, 7u32);
-        for _ in 0..2 {
-            let p = upload(&ctx, &vec![0xff; 4 * (grid * rounds + 1) as usize]);
-            ctx.set_bytes(p + 4 * (grid * rounds) as u64, 0, 4).unwrap();
-            run(&ctx, "emulator_sync_counts", [grid, 1, 1], [block, 1, 1], Args::new().arg(p).arg(rounds)).unwrap();
-            let mut out = vec![0u8; 4 * (grid * rounds + 1) as usize];
-            ctx.dtoh(&mut out, p).unwrap();
-            let got: Vec<u32> = out.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
-            let want: Vec<u32> =
-                (0..grid).flat_map(|_| (0..rounds).map(|r| block.div_ceil(r + 2))).chain([0]).collect();
-            assert_eq!(got, want);
-            ctx.free(p).unwrap();
-        }
-    }
-
     #[test]
     fn indices_of_3d_launches() {
         let ctx = Context::open(1).unwrap();

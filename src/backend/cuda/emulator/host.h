@@ -57,24 +57,6 @@ inline void __syncthreads() {
   if (!::lodtensor_emulator::block_barrier) ::lodtensor_emulator::barrier_outside_team();
   ::lodtensor_emulator::block_barrier->arrive_and_wait();
 }
-// A barrier that also counts the block's threads whose predicate is non-zero, with one barrier:
-// call k of a block's threads (counted per thread; the launcher starts each team thread at 0 and
-// clears the counts) adds to counts[k % 3], and after the barrier the first thread clears the
-// count of call k - 1, whose readers have all passed this barrier; call k + 2, the next to use it,
-// adds only after the next barrier, which the first thread reaches after clearing it.
-namespace lodtensor_emulator {
-inline thread_local unsigned sync_count_calls = 0;
-inline std::atomic<int> sync_counts[3];
-}  // namespace lodtensor_emulator
-inline int __syncthreads_count(int predicate) {
-  using namespace ::lodtensor_emulator;
-  const unsigned k = sync_count_calls++;
-  if (predicate) sync_counts[k % 3].fetch_add(1);
-  __syncthreads();
-  const int n = sync_counts[k % 3].load();
-  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) sync_counts[(k + 2) % 3].store(0);
-  return n;
-}
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 
 template <typename T>

@@ -66,11 +66,9 @@ extern "C" int lodtensor_emulator_launch(const char *name, const unsigned grid[3
     return 0;
   }
   std::barrier<> barrier(static_cast<std::ptrdiff_t>(threads));
-  for (auto &count : sync_counts) count.store(0);
   auto run = [&](unsigned t) {
     thread_idx = uint3{t % block[0], t / block[0] % block[1], t / (block[0] * block[1])};
     block_barrier = &barrier;
-    sync_count_calls = 0;
     for (unsigned z = 0; z < grid[2]; z++)
       for (unsigned y = 0; y < grid[1]; y++)
         for (unsigned x = 0; x < grid[0]; x++) {

@@ -26,17 +26,3 @@ extern "C" __global__ void emulator_indices(u32 *out) {
   out[at] = at;
 }
 LODTENSOR_EXPORT(emulator_indices)
-
-// __syncthreads_count, many calls in a row: in round r the threads whose index is a multiple of
-// r + 2 count themselves; thread 0 writes each round's count of each block to out[block * rounds +
-// r], and every thread that gets another count than thread 0 adds 1 to out[gridDim.x * rounds].
-extern "C" __global__ void emulator_sync_counts(u32 *out, u32 rounds) {
-  for (u32 r = 0; r < rounds; r++) {
-    const int n = __syncthreads_count(threadIdx.x % (r + 2) == 0);
-    if (threadIdx.x == 0) out[blockIdx.x * rounds + r] = (u32)n;
-    __syncthreads();
-    if ((u32)n != out[blockIdx.x * rounds + r]) atomicAdd(&out[gridDim.x * rounds], 1u);
-    __syncthreads();
-  }
-}
-LODTENSOR_EXPORT_SYNC(emulator_sync_counts)

@@ -236,13 +236,13 @@ __device__ __forceinline__ void for_each_index(u64 n, Load load, Store store) {
 
 // ---- Tiles: how the kernels whose output rows fall into sequences or ranges (the row gather of
 // rows.cu, the sequence kernels) walk their output. A tile is a run of whole rows, at most
-// TILE_MAX_ROWS of them; each block takes one tile at a time (grid-stride over tiles). The block
-// finds the sequences of the tile's first and last rows together (block_last_at_or_below); then
-// each row's sequence is found once, by one thread, with a search between those two, and kept in
-// shared memory for the row's elements. A search per element instead costs a chain of dependent
-// loads per element, which with short sequences (one row each, say) is far more time than moving
-// the element. Consecutive threads handle consecutive elements of the output, so reads of a row
-// and all writes are coalesced.
+// TILE_MAX_ROWS of them; each block takes one tile at a time (grid-stride over tiles). Every
+// thread finds the sequences of the tile's first and last rows (the same search in every thread:
+// the same addresses, served from cache); then each row's sequence is found once, by one thread,
+// with a search between those two, and kept in shared memory for the row's elements. A search per
+// element instead costs a chain of dependent loads per element, which with short sequences (one
+// row each, say) is far more time than moving the element. Consecutive threads handle consecutive
+// elements of the output, so reads of a row and all writes are coalesced.
 
 // Rows per tile at most: the per-row values a tile kernel keeps in shared memory. launch.rs's
 // TILE_MAX_ROWS is the same number.
@@ -255,25 +255,6 @@ __device__ __forceinline__ u32 last_at_or_below(const i64 *__restrict__ offsets,
   while (hi - lo > 1) {
     const u32 mid = lo + (hi - lo) / 2;
     if ((u64)offsets[mid] <= row) lo = mid; else hi = mid;
-  }
-  return lo;
-}
-
-// last_at_or_below for the whole block at once, for the tile's first and last rows, whose ranges
-// may be anywhere in a table of millions: each round every thread probes one offset, the probes
-// evenly spaced over what is left, and the number at or below `row` leaves a span blockDim.x times
-// shorter. Three rounds of one read for 2^21 ranges and 256 threads, where one thread alone makes
-// 21 reads, each waiting for the one before, before any row of the tile moves. Every thread of the
-// block must call it (each round is a barrier); each gets the same answer.
-__device__ __forceinline__ u32 block_last_at_or_below(const i64 *__restrict__ offsets, u32 lo, u32 hi, u64 row) {
-  while (hi - lo > 1) {
-    const u64 step = (hi - lo + blockDim.x - 1) / blockDim.x;
-    // Probe t reads entry lo + (t + 1) * step; offsets are sorted, so the probes at or below
-    // `row` are the first `below` of them, and the answer is in [lo + below * step, that + step).
-    const u64 probe = lo + (threadIdx.x + 1) * step;
-    const u32 below = (u32)__syncthreads_count(probe < hi && (u64)offsets[probe] <= row);
-    hi = (u32)min((u64)hi, lo + (below + 1) * step);
-    lo = (u32)(lo + below * step);
   }
   return lo;
 }
@@ -297,8 +278,8 @@ __device__ __forceinline__ void for_each_tile(V *__restrict__ out, const i64 *__
   for (u64 tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
     const u64 first = tile * tile_rows;
     const u32 rows = (u32)min(tile_rows, total_rows - first);
-    const u32 lo = offsets ? block_last_at_or_below(offsets, 0, count, first) : 0;
-    const u32 hi = offsets ? block_last_at_or_below(offsets, lo, count, first + rows - 1) + 1 : 0;
+    const u32 lo = offsets ? last_at_or_below(offsets, 0, count, first) : 0;
+    const u32 hi = offsets ? last_at_or_below(offsets, lo, count, first + rows - 1) + 1 : 0;
     for (u32 r = threadIdx.x; r < rows; r += blockDim.x) {
       on_row(r, first + r, offsets ? last_at_or_below(offsets, lo, hi, first + r) : 0);
     }
