@@ -182,11 +182,13 @@ mod tests {
         assert!(rows_cu.contains(&format!("#define TILE_MAX_ROWS {TILE_MAX_ROWS}\n")));
     }
 
-    /// The grid of `launch_unrolled` assumes the kernels' items per thread and round.
+    /// The grid of `launch_unrolled` assumes the kernels' items per thread and round, and the
+    /// kernels bounded to STRIDE_THREADS threads a block are launched with BLOCK.
     #[test]
     fn stride_unroll_matches_the_kernels() {
         let convert_cu = KERNEL_SOURCES.iter().find(|(n, _)| *n == "convert.cu").unwrap().1;
         assert!(convert_cu.contains(&format!("#define STRIDE_UNROLL {STRIDE_UNROLL}\n")));
+        assert!(convert_cu.contains(&format!("#define STRIDE_THREADS {BLOCK}\n")));
     }
 
     /// `for_each_index` covers every item on any grid: a cast launched on 1 and on 3 blocks (five

@@ -1,6 +1,6 @@
 // Kernels of the smaller sequence operators (ops/sequence_misc.rs, ops/scatter.rs): reverse, mask,
 // enumerate, conv and the scatter-add (sequence_concat is a row kernel of rows.cu). They walk
-// the output in tiles (LODTENSOR_FOR_EACH_TILE_ELEMENT, common.cuh).
+// the output in tiles (move_rows and LODTENSOR_FOR_EACH_TILE_ELEMENT, common.cuh).
 
 // ---- sequence_reverse, in words of W bytes (the host picks the widest word that divides the row
 // size and both addresses): row r of sequence s = [offsets[s], offsets[s+1]) is row
@@ -8,9 +8,8 @@
 template <typename W>
 __device__ void reverse_rows(const W *__restrict__ src, W *__restrict__ dst, u64 row_words,
                              const i64 *__restrict__ offsets, u32 num_seqs, u64 total_rows, u64 tile_rows) {
-  LODTENSOR_FOR_EACH_TILE_ELEMENT(dst, offsets, num_seqs, total_rows, row_words, tile_rows, {
-    const u64 src_row = (u64)offsets[seq] + (u64)offsets[seq + 1] - 1 - row;
-    return src[src_row * row_words + col];
+  move_rows(dst, offsets, num_seqs, total_rows, row_words, tile_rows, [&](u64 row, u32 seq) {
+    return src + ((u64)offsets[seq] + (u64)offsets[seq + 1] - 1 - row) * row_words;
   });
 }
 
