@@ -239,9 +239,10 @@ __device__ __forceinline__ void for_each_index(u64 n, Load load, Store store) {
 // ---- Tiles: how the kernels whose output rows fall into sequences or ranges (the row gather of
 // rows.cu, the sequence kernels) walk their output. A tile is a run of whole rows, at most
 // TILE_MAX_ROWS of them; each block takes one tile at a time (grid-stride over tiles). Every
-// thread finds the sequences of the tile's first and last rows (the same search in every thread:
-// the same addresses, served from cache); then each row's sequence is found once, by one thread,
-// with a search between those two, and kept in shared memory for the row's elements. A search per
+// thread finds the sequences of the tile's first and last rows (the same searches in every thread:
+// the same addresses, served from cache; the two in one loop, last_at_or_below2); then each row's
+// sequence is found once, by one thread, with a search between those two, and kept in shared
+// memory for the row's elements. A search per
 // element instead costs a chain of dependent loads per element, which with short sequences (one
 // row each, say) is far more time than moving the element. Consecutive threads handle consecutive
 // elements of the output, so reads of a row and all writes are coalesced.
