@@ -8,6 +8,7 @@ use crate::error::{err, Result};
 use crate::memory::Allocation;
 use crate::tensor::Tensor;
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 #[cfg(not(target_endian = "little"))]
@@ -135,6 +136,21 @@ pub(crate) fn launch_unrolled(
     launch_1d(d, file, function, items.div_ceil(STRIDE_UNROLL), args)
 }
 
+/// The most items a grid-stride kernel takes with 32-bit index arithmetic (its 64-bit twin, named
+/// `_wide`, takes more; common.cuh's LODTENSOR_NARROW_AND_WIDE). A test lowers it to run the wide
+/// kernels on small inputs; both give the same results, so other tests running meanwhile are
+/// unaffected.
+static NARROW_MAX: AtomicU64 = AtomicU64::new(u32::MAX as u64);
+
+/// The suffix of a LODTENSOR_NARROW_AND_WIDE kernel's name for `items` items: "" or "_wide".
+pub(crate) fn index_width(items: u64) -> &'static str {
+    if items <= NARROW_MAX.load(Ordering::Relaxed) {
+        ""
+    } else {
+        "_wide"
+    }
+}
+
 /// Output elements per tile of the tile kernels (`for_each_tile`, common.cuh): 32 per thread of a
 /// block, so the two searches each thread makes per tile are amortised over many elements.
 const TILE_ELEMS: u64 = 32 * BLOCK as u64;
@@ -189,6 +205,60 @@ mod tests {
         let convert_cu = KERNEL_SOURCES.iter().find(|(n, _)| *n == "convert.cu").unwrap().1;
         assert!(convert_cu.contains(&format!("#define STRIDE_UNROLL {STRIDE_UNROLL}\n")));
         assert!(convert_cu.contains(&format!("#define STRIDE_THREADS {BLOCK}\n")));
+    }
+
+    /// The 64-bit (`_wide`) kernels, which only 2^32 items or more reach, give what the 32-bit ones
+    /// do: sequence_pad, gather_rows by a device index and scatter_rows with OVERWRITE on small
+    /// inputs, run once with each (every word size: rows of 1-48 bytes).
+    #[test]
+    fn wide_kernels_equal_narrow_ones() {
+        use crate::ops::gather_rows;
+        use crate::ops::transfer::to_place;
+        use crate::{scatter_rows, sequence_pad, DType, Dim, LoDTensor, Lod, Place, ScatterMode};
+        if super::super::device::devices_for_test().is_none() {
+            return;
+        }
+        let dev = |t: &LoDTensor| to_place(t, Place::Cuda(0)).unwrap();
+        let bytes_of = |t: &LoDTensor| to_place(t, Place::Cpu).unwrap().tensor().bytes().unwrap().to_vec();
+        let lengths = vec![3usize, 0, 5, 1, 0, 2];
+        let rows: usize = lengths.iter().sum();
+        let lod = Lod::from_lengths(std::slice::from_ref(&lengths)).unwrap();
+        for row_bytes in [1usize, 2, 4, 8, 16, 48] {
+            let data: Vec<u8> = (0..rows * row_bytes).map(|i| (i * 13 + 1) as u8).collect();
+            let x = Tensor::from_bytes(DType::U8, Dim::new(&[rows, row_bytes]).unwrap(), &data).unwrap();
+            let seqs = dev(&LoDTensor::new(x.clone(), lod.clone()).unwrap());
+            let pad = dev(&LoDTensor::dense(Tensor::from_bytes(DType::U8, Dim::new(&[1]).unwrap(), &[0xEE]).unwrap()));
+            let index: Vec<i64> = (0..rows as i64).rev().chain([2, 2, 0]).collect();
+            let index = dev(&LoDTensor::dense(Tensor::from_slice(&index, &[index.len()]).unwrap()));
+            let x = dev(&LoDTensor::dense(x));
+            let updates: Vec<u8> = (0..3 * row_bytes).map(|i| (200 + i) as u8).collect();
+            let updates = dev(&LoDTensor::dense(
+                Tensor::from_bytes(DType::U8, Dim::new(&[3, row_bytes]).unwrap(), &updates).unwrap(),
+            ));
+            let at = dev(&LoDTensor::dense(Tensor::from_slice(&[4i64, 1, 4], &[3]).unwrap()));
+            let run = || {
+                let (padded, lengths) = sequence_pad(&seqs, &pad, 6).unwrap();
+                let gathered = gather_rows(&x, &index).unwrap();
+                let scattered = scatter_rows(&x, &at, &updates, ScatterMode::Overwrite).unwrap();
+                [bytes_of(&padded), bytes_of(&lengths), bytes_of(&gathered), bytes_of(&scattered)]
+            };
+            let narrow = run();
+            NARROW_MAX.store(0, Ordering::Relaxed);
+            let wide = run();
+            NARROW_MAX.store(u32::MAX as u64, Ordering::Relaxed);
+            assert_eq!(narrow, wide, "rows of {row_bytes} bytes");
+            // And they are right: slot 2 of the padded output is sequence 2; gathered row 0 is x's
+            // last row; scattered row 4 is the last update naming it.
+            assert_eq!(
+                narrow[0][2 * 6 * row_bytes..2 * 6 * row_bytes + 5 * row_bytes],
+                data[3 * row_bytes..8 * row_bytes]
+            );
+            assert_eq!(narrow[2][..row_bytes], data[(rows - 1) * row_bytes..]);
+            assert_eq!(
+                narrow[3][4 * row_bytes..5 * row_bytes],
+                (2 * row_bytes..3 * row_bytes).map(|i| (200 + i) as u8).collect::<Vec<_>>()[..]
+            );
+        }
     }
 
     /// `for_each_index` covers every item on any grid: a cast launched on 1 and on 3 blocks (five

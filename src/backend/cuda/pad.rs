@@ -2,7 +2,7 @@
 //! one-element pad value, which is first repeated into a pad row).
 
 use super::device::new_tensor;
-use super::launch::{launch_1d, launch_unrolled, Args};
+use super::launch::{index_width, launch_1d, launch_unrolled, Args};
 use super::seq_common::{device_of, level_on, word_for};
 use crate::dim::Dim;
 use crate::dtype::DType;
@@ -23,21 +23,6 @@ pub fn pad_sequences(
     padded: usize,
     pad: &Tensor,
     dims: Dim,
-) -> Result<(Tensor, Tensor)> {
-    pad_with_narrow_up_to(x, row_bytes, level, padded, pad, dims, u32::MAX as u64)
-}
-
-/// `pad_sequences`, whose kernel does its index arithmetic in 32 bits (`pad_rows_W`) where the
-/// output has at most `narrow_max` words, else in 64 (`pad_rows_wide_W`); a test lowers the limit
-/// to run the wide kernel on small inputs.
-fn pad_with_narrow_up_to(
-    x: &Tensor,
-    row_bytes: usize,
-    level: LodLevel,
-    padded: usize,
-    pad: &Tensor,
-    dims: Dim,
-    narrow_max: u64,
 ) -> Result<(Tensor, Tensor)> {
     let d = device_of(x, "sequence_pad")?;
     let mut out = new_tensor(&d, x.dtype(), dims)?;
@@ -80,49 +65,7 @@ fn pad_with_narrow_up_to(
         .arg(total)
         .arg(lengths.as_mut_ptr() as u64)
         .arg(sequences as u64);
-    let kernel = if total <= narrow_max { format!("pad_rows_{word}") } else { format!("pad_rows_wide_{word}") };
+    let kernel = format!("pad_rows_{word}{}", index_width(total));
     launch_unrolled(&d, "pad.cu", &kernel, total.max(sequences as u64), args)?;
     Ok((out, lengths))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::lod::Lod;
-    use crate::ops::transfer::to_place;
-    use crate::{LoDTensor, Place};
-
-    /// The 64-bit kernels, which only outputs of 2^32 words or more reach, pad as the 32-bit ones
-    /// do: every word size, empty sequences, and one sequence of the longest length.
-    #[test]
-    fn wide_and_narrow_kernels_pad_alike() {
-        if super::super::device::devices_for_test().is_none() {
-            return;
-        }
-        let on_device = |t: Tensor| to_place(&LoDTensor::dense(t), Place::Cuda(0)).unwrap().tensor().clone();
-        let lengths = vec![3usize, 0, 5, 1, 0, 2];
-        let lod = Lod::from_lengths(std::slice::from_ref(&lengths)).unwrap();
-        let rows: usize = lengths.iter().sum();
-        for row_bytes in [1usize, 2, 4, 8, 16, 48] {
-            let bytes: Vec<u8> = (0..rows * row_bytes).map(|i| (i * 13 + 1) as u8).collect();
-            let x = on_device(Tensor::from_bytes(DType::U8, Dim::new(&[rows, row_bytes]).unwrap(), &bytes).unwrap());
-            let pad = on_device(
-                Tensor::from_bytes(DType::U8, Dim::new(&[row_bytes]).unwrap(), &vec![0xEE; row_bytes]).unwrap(),
-            );
-            let dims = Dim::new(&[lengths.len(), 5, row_bytes]).unwrap();
-            let level = lod.lod_level(0).unwrap();
-            let run = |narrow_max| {
-                let (out, len) = pad_with_narrow_up_to(&x, row_bytes, level, 5, &pad, dims, narrow_max).unwrap();
-                let host = |t: &Tensor| {
-                    to_place(&LoDTensor::dense(t.clone()), Place::Cpu).unwrap().tensor().bytes().unwrap().to_vec()
-                };
-                (host(&out), host(&len))
-            };
-            let (narrow, wide) = (run(u32::MAX as u64), run(0));
-            assert_eq!(narrow, wide, "rows of {row_bytes} bytes");
-            // Slot 2 holds sequence 2's five rows; slot 1 (empty) is all pad.
-            assert_eq!(narrow.0[2 * 5 * row_bytes..3 * 5 * row_bytes], bytes[3 * row_bytes..8 * row_bytes]);
-            assert!(narrow.0[5 * row_bytes..2 * 5 * row_bytes].iter().all(|&b| b == 0xEE));
-        }
-    }
 }

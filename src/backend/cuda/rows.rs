@@ -3,7 +3,7 @@
 //! a device index).
 
 use super::device::{device, new_tensor, BadCount, Device};
-use super::launch::{launch_tiles, launch_unrolled, upload, Args};
+use super::launch::{index_width, launch_tiles, launch_unrolled, upload, Args};
 use super::seq_common::{count_u32, device_of, level_on, offset_words, upload_joined, word_for};
 use crate::dim::Dim;
 use crate::dtype::DType;
@@ -213,7 +213,8 @@ pub fn gather_rows_by_index(src: &Tensor, row_bytes: usize, index: &Tensor, dims
     let args =
         Args::new().arg(dst).ptr(src).arg(row_words).ptr(index).arg(rows as u64).arg(src_rows as u64).ptr(bad.tensor());
     let items = rows as u64 * row_words.max(1);
-    launch_unrolled(&d, "rows.cu", &format!("gather_by_index_{suffix}_{word}"), items, args)?;
+    let kernel = format!("gather_by_index_{suffix}_{word}{}", index_width(items));
+    launch_unrolled(&d, "rows.cu", &kernel, items, args)?;
     bad.unless_counted(out)
 }
 

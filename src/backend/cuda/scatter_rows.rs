@@ -9,7 +9,7 @@
 //!   one thread per output element: bit for bit the CPU's sums.
 
 use super::device::{copy_to_device, new_tensor, zeroed_tensor, BadCount};
-use super::launch::{launch_1d, launch_unrolled, Args};
+use super::launch::{index_width, launch_1d, launch_unrolled, Args};
 use super::seq_common::{device_of, word_for};
 use super::sequence_misc::scatter_add_groups;
 use crate::backend::cpu::scatter_rows::sort_by_row;
@@ -43,7 +43,8 @@ pub fn scatter_rows_overwrite(x: &Tensor, index: &Tensor, updates: &Tensor) -> R
         let word = word_for(row_bytes, [x.as_ptr() as u64, updates.as_ptr() as u64, dst]);
         let row_words = (row_bytes / word) as u64;
         let args = Args::new().arg(dst).ptr(x).ptr(updates).arg(row_words).ptr(&winner).arg(rows as u64);
-        launch_unrolled(&d, "rows.cu", &format!("overwrite_rows_{word}"), rows as u64 * row_words, args)?;
+        let items = rows as u64 * row_words;
+        launch_unrolled(&d, "rows.cu", &format!("overwrite_rows_{word}{}", index_width(items)), items, args)?;
     }
     bad.unless_counted(out)
 }

@@ -217,6 +217,23 @@ __device__ __forceinline__ void lt_from_bits(double *p, u64 b) { *p = __longlong
 // Threads per block of the grid-stride kernels: launch.rs's BLOCK, the same number.
 #define STRIDE_THREADS 256
 
+// Grid-stride kernels whose items' rows are divisions come twice: NAME with 32-bit index
+// arithmetic, for fewer than 2^32 items, bounded to 32 registers a thread so that 8 blocks fit an
+// SM (64-bit divisions alone took such kernels to 34-46; ptxas, sm_90, no spills with the bound),
+// and NAME##_wide with 64-bit arithmetic for the rest (launch.rs's `index_width` picks). PARAMS is
+// the parenthesised parameter list; CALL, parenthesised, runs the kernel with `Index` the type.
+#define LODTENSOR_NARROW_AND_WIDE(NAME, PARAMS, CALL)                                              \
+  extern "C" __global__ void __launch_bounds__(STRIDE_THREADS, 8) NAME PARAMS {                    \
+    using Index = u32;                                                                             \
+    CALL;                                                                                          \
+  }                                                                                                \
+  LODTENSOR_EXPORT(NAME)                                                                           \
+  extern "C" __global__ void NAME##_wide PARAMS {                                                  \
+    using Index = u64;                                                                             \
+    CALL;                                                                                          \
+  }                                                                                                \
+  LODTENSOR_EXPORT(NAME##_wide)
+
 // store(i, load(i)) for every i in [0, n), load(i) returning a V.
 template <typename V, typename Load, typename Store>
 __device__ __forceinline__ void for_each_index(u64 n, Load load, Store store) {

@@ -4,9 +4,7 @@
 // that divides the row and the three addresses): consecutive threads write consecutive words, and
 // the sequence of a word is a division, not a search.
 
-// N: the type of the index arithmetic. 32-bit where the output has fewer than 2^32 words: its
-// divisions are shorter and need fewer registers (ptxas, sm_90, with the bound below: 30-32 a
-// thread and no spills, against 36-46 with 64-bit ones), so 8 blocks fit an SM instead of 5-6.
+// N: the type of the index arithmetic (LODTENSOR_NARROW_AND_WIDE).
 template <typename W, typename N>
 __device__ void pad_rows(const W *__restrict__ src, W *__restrict__ dst, const W *__restrict__ pad_row,
                          u64 row_words, u64 padded, const i64 *__restrict__ offsets, u64 total,
@@ -27,19 +25,12 @@ __device__ void pad_rows(const W *__restrict__ src, W *__restrict__ dst, const W
       [&](u64 i, W v) { dst[i] = v; });
 }
 
-#define LODTENSOR_PAD(W, SUFFIX)                                                                          \
-  extern "C" __global__ void __launch_bounds__(STRIDE_THREADS, 8)                                         \
-      pad_rows_##SUFFIX(const W *src, W *dst, const W *pad_row, u64 row_words, u64 padded,                \
-                        const i64 *offsets, u64 total, i64 *lengths, u64 sequences) {                     \
-    pad_rows<W, u32>(src, dst, pad_row, row_words, padded, offsets, total, lengths, sequences);           \
-  }                                                                                                       \
-  LODTENSOR_EXPORT(pad_rows_##SUFFIX)                                                                     \
-  extern "C" __global__ void pad_rows_wide_##SUFFIX(const W *src, W *dst, const W *pad_row, u64 row_words, \
-                                                    u64 padded, const i64 *offsets, u64 total,             \
-                                                    i64 *lengths, u64 sequences) {                         \
-    pad_rows<W, u64>(src, dst, pad_row, row_words, padded, offsets, total, lengths, sequences);           \
-  }                                                                                                       \
-  LODTENSOR_EXPORT(pad_rows_wide_##SUFFIX)
+#define LODTENSOR_PAD(W, SUFFIX)                                                                    \
+  LODTENSOR_NARROW_AND_WIDE(pad_rows_##SUFFIX,                                                      \
+                            (const W *src, W *dst, const W *pad_row, u64 row_words, u64 padded,     \
+                             const i64 *offsets, u64 total, i64 *lengths, u64 sequences),           \
+                            (pad_rows<W, Index>(src, dst, pad_row, row_words, padded, offsets, total, \
+                                                lengths, sequences)))
 
 LODTENSOR_PAD(u8, 1)
 LODTENSOR_PAD(u16, 2)

@@ -170,7 +170,7 @@ __device__ void pack_rows(W *__restrict__ dst, const u64 *__restrict__ steps, u6
 // so not a tile kernel: for_each_index over the output's words, each finding its row's source
 // from the index (a load shared by the row's words), four words a thread in flight. Zero-width
 // rows are one item each, so their indices are checked too.
-template <typename W, typename I>
+template <typename W, typename I, typename N>
 __device__ void gather_by_index(W *__restrict__ dst, const W *__restrict__ src, u64 row_words,
                                 const I *__restrict__ index, u64 rows, u64 src_rows, u32 *bad) {
   const u64 per_row = row_words ? row_words : 1;
@@ -178,8 +178,7 @@ __device__ void gather_by_index(W *__restrict__ dst, const W *__restrict__ src, 
   for_each_index<W>(
       n,
       [&](u64 e) -> W {
-        // 32-bit division where the items allow it (the common case; a u64 one costs far more).
-        const u64 row = n <= 0xffffffffull ? (u64)((u32)e / (u32)per_row) : e / per_row;
+        const u64 row = (N)e / (N)per_row;
         const u64 col = e - row * per_row;
         const i64 i = (i64)index[row];
         if (i >= 0 && (u64)i < src_rows) return row_words ? src[(u64)i * row_words + col] : W();
@@ -191,16 +190,11 @@ __device__ void gather_by_index(W *__restrict__ dst, const W *__restrict__ src, 
       });
 }
 
-// At most 32 registers a thread (38 for 16-byte words without the bound; ptxas, sm_90, spilling
-// nothing with it), so that 8 blocks fit an SM instead of 6: a gather of random rows waits on its
-// reads, and more threads keep more of them in flight.
-#define LODTENSOR_GATHER_BY_INDEX(W, SUFFIX, I, INAME)                                                \
-  extern "C" __global__ void __launch_bounds__(STRIDE_THREADS, 8)                                     \
-      gather_by_index_##INAME##_##SUFFIX(W *dst, const W *src, u64 row_words, const I *index, u64 rows,\
-                                         u64 src_rows, u32 *bad) {                                    \
-    gather_by_index<W, I>(dst, src, row_words, index, rows, src_rows, bad);                           \
-  }                                                                                                   \
-  LODTENSOR_EXPORT(gather_by_index_##INAME##_##SUFFIX)
+#define LODTENSOR_GATHER_BY_INDEX(W, SUFFIX, I, INAME)                                                   \
+  LODTENSOR_NARROW_AND_WIDE(gather_by_index_##INAME##_##SUFFIX,                                            \
+                            (W *dst, const W *src, u64 row_words, const I *index, u64 rows, u64 src_rows,   \
+                             u32 *bad),                                                                    \
+                            (gather_by_index<W, I, Index>(dst, src, row_words, index, rows, src_rows, bad)))
 
 // scatter_rows OVERWRITE, in two launches and without a plan made on the host. First, one thread
 // per update: winner[r] becomes 1 + the last i with index[i] == r (the largest, by atomic maxima;
@@ -229,26 +223,25 @@ LODTENSOR_LAST_WRITERS(i64, i64)
 
 // Then the output's words, as gather_by_index walks them: row r is row winner[r] - 1 of updates,
 // or row r of x where no update names it.
-template <typename W>
+template <typename W, typename N>
 __device__ void overwrite_rows(W *__restrict__ dst, const W *__restrict__ x, const W *__restrict__ updates,
                                u64 row_words, const u64 *__restrict__ winner, u64 rows) {
   const u64 n = rows * row_words;
   for_each_index<W>(
       n,
       [&](u64 e) -> W {
-        const u64 row = n <= 0xffffffffull ? (u64)((u32)e / (u32)row_words) : e / row_words;
+        const u64 row = (N)e / (N)row_words;
         const u64 w = winner[row];
         return w ? updates[(w - 1) * row_words + (e - row * row_words)] : x[e];
       },
       [&](u64 e, W v) { dst[e] = v; });
 }
 
-#define LODTENSOR_OVERWRITE_ROWS(W, SUFFIX)                                                             \
-  extern "C" __global__ void overwrite_rows_##SUFFIX(W *dst, const W *x, const W *updates, u64 row_words, \
-                                                     const u64 *winner, u64 rows) {                       \
-    overwrite_rows<W>(dst, x, updates, row_words, winner, rows);                                          \
-  }                                                                                                       \
-  LODTENSOR_EXPORT(overwrite_rows_##SUFFIX)
+#define LODTENSOR_OVERWRITE_ROWS(W, SUFFIX)                                                            \
+  LODTENSOR_NARROW_AND_WIDE(overwrite_rows_##SUFFIX,                                                   \
+                            (W *dst, const W *x, const W *updates, u64 row_words, const u64 *winner,    \
+                             u64 rows),                                                                \
+                            (overwrite_rows<W, Index>(dst, x, updates, row_words, winner, rows)))
 
 #define LODTENSOR_GATHER_ALL(W, SUFFIX)         \
   LODTENSOR_GATHER(W, SUFFIX)                   \
