@@ -646,8 +646,14 @@ struct Selection {
   }
 };
 
-// A source's candidate j of prefix row r, as its offers come: a finished row (pre_ids[r] ==
-// end_id) offers itself once (end_id, its pre_score), any other row its cands.count(r) candidates.
+// A source's candidates of prefix row r, as its offers come: a finished row (pre_ids[r] ==
+// end_id) offers itself once (end_id, its pre_score), any other row its cands.count(r) candidates;
+// candidate() is its j-th.
+template <typename Cands>
+static __device__ inline u32 offers_of(const Cands &cands, bool finished, i64 r) {
+  return finished ? 1 : cands.count(r);
+}
+
 template <typename T, typename Cands>
 static __device__ inline void candidate(const Cands &cands, bool finished, i64 end_id, i64 r, u32 j, i64 &id,
                                         T &score) {
@@ -671,18 +677,15 @@ static __device__ u32 replay_offers(i64 r0, i64 r1, const i64 *pre_ids, i64 end_
   T *ls = local ? local_scores : gs;
   u32 len = 0;
   for (i64 r = r0; r < r1; r++) {
-    if (pre_ids[r] == end_id) {
-      len = offer(lr, li, ls, beam, len, r, end_id, (T)cands.pre_scores[r]);
-      continue;
-    }
     // Candidates are fetched SELECT_FETCH at a time, so their loads overlap.
-    const u32 m = cands.count(r);
+    const bool finished = pre_ids[r] == end_id;
+    const u32 m = offers_of(cands, finished, r);
     for (u32 j0 = 0; j0 < m; j0 += SELECT_FETCH) {
       i64 id[SELECT_FETCH];
       T score[SELECT_FETCH];
       LODTENSOR_UNROLL
       for (u32 u = 0; u < SELECT_FETCH; u++) {
-        if (j0 + u < m) cands.get(r, j0 + u, id[u], score[u]);
+        if (j0 + u < m) candidate<T>(cands, finished, end_id, r, j0 + u, id[u], score[u]);
       }
       LODTENSOR_UNROLL
       for (u32 u = 0; u < SELECT_FETCH; u++) {
@@ -741,7 +744,7 @@ static __device__ void rank_candidates(const i64 *source_rows, u32 sources, cons
     u32 above = 0, equal = 0, equal_before = 0;
     for (i64 q = r0; q < r1; q++) {
       const bool q_finished = pre_ids[q] == end_id;
-      const u32 m = q_finished ? 1 : k;
+      const u32 m = offers_of(cands, q_finished, q);
       for (u32 i = 0; i < m; i++) {
         i64 q_id;
         T q_score;
@@ -800,7 +803,7 @@ static __device__ void select_and_regroup(const i64 *source_rows, u32 sources, c
     if (Ranked && !next_sources[s]) {
       // Every offer is taken while the list has room: the list holds min(beam, offers).
       u64 offers = 0;
-      for (i64 r = r0; r < r1; r++) offers += pre_ids[r] == end_id ? 1 : cands.count(r);
+      for (i64 r = r0; r < r1; r++) offers += offers_of(cands, pre_ids[r] == end_id, r);
       len = (u32)min((u64)beam, offers);
     } else {
       len = replay_offers(r0, r1, pre_ids, end_id, beam, cands, gr, gi, gs);
