@@ -11,8 +11,9 @@
 # compiles every CUDA kernel with NVRTC, which needs no GPU: libnvrtc.so.13 comes from PyPI's
 # nvidia-cuda-nvrtc, installed into build/nvrtc when missing. Step 6 runs the GPU tests
 # (tests/cuda*.rs) and the C API tests against the `cuda-emulator` build (target/emu,
-# build/capi-emu): the CUDA backend and its kernels, run on the host (again with guard pages, and
-# 2000 hostile-input calls under valgrind too); then it packs the bundle for GPU machines without
+# build/capi-emu): the CUDA backend and its kernels, run on the host (again with guard pages and
+# each launch's blocks and threads in a shuffled order, and 2000 hostile-input calls under
+# valgrind too); then it packs the bundle for GPU machines without
 # Rust (scripts/gpu-bundle.sh) over the emulator and runs two of its programs with
 # scripts/gpu-run.sh.
 # LODTENSOR_SKIP_CUDA=1 skips steps 5 and 6.
@@ -88,10 +89,12 @@ else
   LODTENSOR_POISON_UNINIT=1 LODTENSOR_REQUIRE_GPU=1 cargo test --release --features cuda-emulator --target-dir target/emu --no-fail-fast \
     --lib "${gpu_tests[@]}" || failed+=("GPU tests on the CUDA emulator")
   # Again with guard pages: each emulated device block ends where its request does, at a page
-  # that faults on access, so a kernel's one word past a buffer stops the test.
-  LODTENSOR_GUARD_PAGES=1 LODTENSOR_POISON_UNINIT=1 LODTENSOR_REQUIRE_GPU=1 cargo test --release --features cuda-emulator \
-    --target-dir target/emu --no-fail-fast --lib "${gpu_tests[@]}" ||
-    failed+=("GPU tests on the CUDA emulator with guard pages")
+  # that faults on access, so a kernel's one word past a buffer stops the test. And each launch
+  # runs its blocks and threads in a shuffled order, as a GPU may: a kernel that needs one block
+  # to finish before another, or a thread to see a later one's write without a barrier, fails.
+  LODTENSOR_GUARD_PAGES=1 LODTENSOR_EMULATOR_SHUFFLE=1 LODTENSOR_POISON_UNINIT=1 LODTENSOR_REQUIRE_GPU=1 \
+    cargo test --release --features cuda-emulator --target-dir target/emu --no-fail-fast --lib "${gpu_tests[@]}" ||
+    failed+=("GPU tests on the CUDA emulator with guard pages and shuffled launches")
   # The emulated kernels (C++ on the host) on hostile inputs under valgrind: an index outside an
   # allocation there is one on a GPU.
   env "$valgrind_runner" HOSTILE_CASES=2000 LODTENSOR_REQUIRE_GPU=1 cargo test --release --features cuda-emulator \
@@ -102,10 +105,11 @@ else
      cmake --build build/capi-emu -j "$jobs"; then
     ctest --test-dir build/capi-emu --output-on-failure -j "$jobs" -E '^(install_consumer|symbols)' ||
       failed+=("C API tests on the CUDA emulator")
-    # And with guard pages, but for the tests of what the block caches keep (the caches are off).
-    LODTENSOR_GUARD_PAGES=1 LODTENSOR_POISON_UNINIT=1 ctest --test-dir build/capi-emu --output-on-failure -j "$jobs" \
-      -E '^(install_consumer|symbols|(static\.)?test_(cuda_memory|host_cache))$' ||
-      failed+=("C API tests on the CUDA emulator with guard pages")
+    # And with guard pages and shuffled launches, but for the tests of what the block caches keep
+    # (the caches are off).
+    LODTENSOR_GUARD_PAGES=1 LODTENSOR_EMULATOR_SHUFFLE=1 LODTENSOR_POISON_UNINIT=1 ctest --test-dir build/capi-emu \
+      --output-on-failure -j "$jobs" -E '^(install_consumer|symbols|(static\.)?test_(cuda_memory|host_cache))$' ||
+      failed+=("C API tests on the CUDA emulator with guard pages and shuffled launches")
   else
     failed+=("C API tests on the CUDA emulator (build)")
   fi

@@ -64,7 +64,8 @@ pub(crate) fn guard_pages() -> bool {
 }
 static GUARD_PAGES: OnceLock<bool> = OnceLock::new();
 
-fn env_flag(name: &str, flag: &OnceLock<bool>) -> bool {
+/// Whether environment variable `name` is "1", read once into `flag`.
+pub(crate) fn env_flag(name: &str, flag: &OnceLock<bool>) -> bool {
     *flag.get_or_init(|| std::env::var_os(name).is_some_and(|v| v == "1"))
 }
 

@@ -4,7 +4,9 @@
 //! are the same `kernels/*.cu` sources compiled as C++ (emulator/host.h) and run synchronously by
 //! a team of host threads per block. It exists to test the CUDA backend, the kernels' indexing
 //! and the launchers' arguments, on machines without a GPU; it says nothing about speed. Each
-//! device has [`MEMORY`] bytes, so that running out of device memory can be tested too.
+//! device has [`MEMORY`] bytes, so that running out of device memory can be tested too. Under
+//! `LODTENSOR_EMULATOR_SHUFFLE=1` each launch runs its blocks, and the threads of a block that run
+//! one after another, in an order of its own (see [`shuffled`]).
 
 use super::launch::Args;
 use crate::error::{ensure, err, Result};
@@ -12,7 +14,8 @@ use crate::memory::pages::{map_guarded, unmap, Guarded};
 use std::alloc::{alloc, dealloc, Layout};
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void, CString};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 extern "C" {
     fn lodtensor_emulator_launch(
@@ -20,7 +23,29 @@ extern "C" {
         grid: *const u32,
         block: *const u32,
         params: *mut *mut c_void,
+        seed: u64,
     ) -> c_int;
+}
+
+/// Whether launches run in shuffled orders (`LODTENSOR_EMULATOR_SHUFFLE=1`, read once; a checking
+/// mode for tests). A GPU runs a grid's blocks in no promised order, and the warps of a block as
+/// they come; the emulator otherwise runs them in index order, so a kernel that needs one block to
+/// finish before another, or a thread to see what a later thread wrote without a barrier, would
+/// pass its tests here and fail on a GPU. Shuffled, each launch draws its own order.
+fn shuffled() -> bool {
+    static SHUFFLED: OnceLock<bool> = OnceLock::new();
+    crate::memory::env_flag("LODTENSOR_EMULATOR_SHUFFLE", &SHUFFLED)
+}
+
+/// The seed of the next launch's order: 0 (index order) unless [`shuffled`], else a new non-zero
+/// value each launch.
+fn next_seed() -> u64 {
+    static LAUNCHES: AtomicU64 = AtomicU64::new(0);
+    if shuffled() {
+        LAUNCHES.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed) | 1
+    } else {
+        0
+    }
 }
 
 /// An address in (emulated) device memory.
@@ -156,10 +181,17 @@ impl Context {
     }
 
     pub(crate) fn launch(&self, f: &Function, grid: [u32; 3], block: [u32; 3], args: &mut Args) -> Result<()> {
+        self.launch_in_order(f, grid, block, args, next_seed())
+    }
+
+    /// `launch`, its blocks and threads in the order drawn from `seed` (0: index order).
+    fn launch_in_order(&self, f: &Function, grid: [u32; 3], block: [u32; 3], args: &mut Args, seed: u64) -> Result<()> {
         let mut params = args.pointers();
         // SAFETY: `args` matches the kernel's parameters (the launcher's contract) and every address
         // in them is live emulated device memory for the (synchronous) run.
-        let rc = unsafe { lodtensor_emulator_launch(f.0.as_ptr(), grid.as_ptr(), block.as_ptr(), params.as_mut_ptr()) };
+        let rc = unsafe {
+            lodtensor_emulator_launch(f.0.as_ptr(), grid.as_ptr(), block.as_ptr(), params.as_mut_ptr(), seed)
+        };
         match rc {
             0 => Ok(()),
             1 => Err(err!(Internal, "kernel {}: not registered with LODTENSOR_EXPORT", f.0.to_string_lossy())),
@@ -211,6 +243,51 @@ mod tests {
         let got: Vec<u32> = out.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
         assert_eq!(got, (0..n as u32).collect::<Vec<_>>());
         ctx.free(p).unwrap();
+    }
+
+    /// The tickets that `kernel` hands out over `grid` blocks of `block` threads, run in the order
+    /// drawn from `seed`, by the index of what took them.
+    fn tickets(kernel: &str, grid: u32, block: u32, takers: usize, seed: u64) -> Vec<u32> {
+        let ctx = Context::open(0).unwrap();
+        let (counter, out) = (upload(&ctx, &[0; 4]), upload(&ctx, &vec![0xff; 4 * takers]));
+        let f = ctx.function(ctx.load("selftest.cu", "").unwrap(), kernel).unwrap();
+        let mut args = Args::new().arg(counter).arg(out);
+        ctx.launch_in_order(&f, [grid, 1, 1], [block, 1, 1], &mut args, seed).unwrap();
+        let mut bytes = vec![0u8; 4 * takers];
+        ctx.dtoh(&mut bytes, out).unwrap();
+        ctx.free(counter).unwrap();
+        ctx.free(out).unwrap();
+        bytes.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()
+    }
+
+    /// Seed 0 runs blocks and threads in index order; another seed runs every one once, in an order
+    /// that is not the index order, neither across blocks nor within one, and that differs by seed.
+    #[test]
+    fn seeds_shuffle_the_order_of_blocks_and_threads() {
+        let (grid, block) = (8u32, 32u32);
+        let n = (grid * block) as usize;
+        let in_order: Vec<u32> = (0..n as u32).collect();
+        assert_eq!(tickets("emulator_tickets", grid, block, n, 0), in_order);
+        let mut orders = Vec::new();
+        for seed in [1u64, 0xdead_beef] {
+            let got = tickets("emulator_tickets", grid, block, n, seed);
+            let mut sorted = got.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, in_order, "seed {seed}: every thread runs once");
+            let firsts: Vec<u32> = got.chunks(block as usize).map(|b| *b.iter().min().unwrap()).collect();
+            assert!(firsts.windows(2).any(|w| w[0] > w[1]), "seed {seed}: blocks in index order");
+            assert!(got[..block as usize].windows(2).any(|w| w[0] > w[1]), "seed {seed}: threads in index order");
+            orders.push(got);
+        }
+        assert_ne!(orders[0], orders[1]);
+        // A team of threads per block (LODTENSOR_EXPORT_SYNC): the blocks shuffled too.
+        let blocks = 16;
+        assert_eq!(tickets("emulator_block_tickets", blocks, 4, blocks as usize, 0), (0..blocks).collect::<Vec<_>>());
+        let got = tickets("emulator_block_tickets", blocks, 4, blocks as usize, 7);
+        let mut sorted = got.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..blocks).collect::<Vec<_>>());
+        assert!(got.windows(2).any(|w| w[0] > w[1]), "blocks of a team in index order");
     }
 
     #[test]

@@ -26,3 +26,17 @@ extern "C" __global__ void emulator_indices(u32 *out) {
   out[at] = at;
 }
 LODTENSOR_EXPORT(emulator_indices)
+
+// Every thread takes the next ticket: out[its linear global index] = the order in which it ran.
+extern "C" __global__ void emulator_tickets(u32 *counter, u32 *out) {
+  out[blockIdx.x * blockDim.x + threadIdx.x] = atomicAdd(counter, 1u);
+}
+LODTENSOR_EXPORT(emulator_tickets)
+
+// Each block, once all its threads have arrived, takes the next ticket: out[block] = the order in
+// which the blocks ran.
+extern "C" __global__ void emulator_block_tickets(u32 *counter, u32 *out) {
+  __syncthreads();
+  if (threadIdx.x == 0) out[blockIdx.x] = atomicAdd(counter, 1u);
+}
+LODTENSOR_EXPORT_SYNC(emulator_block_tickets)
