@@ -45,8 +45,9 @@ failed=()
 # Outputs that kernels overwrite are allocated uninitialised; poisoned here, so a test that reads a
 # byte no kernel wrote sees 0xA5 bytes rather than whatever the heap held.
 LODTENSOR_POISON_UNINIT=1 cargo test --release --no-fail-fast || failed+=("Rust tests (cargo test --release)")
-# Again with every block ending at a guard page (src/memory.rs, guard_pages): a kernel that reads
-# or writes even one byte past a buffer faults here, where a size-class block would hide it. The
+# Again with every block against a guard page, after its end or before its start by turns
+# (src/memory.rs, guard_pages): a kernel that reads or writes even one byte past a buffer, or
+# before it, faults here, where a size-class block or a neighbour would hide it. The
 # tests of what the block caches keep skip themselves (the caches are off).
 LODTENSOR_GUARD_PAGES=1 LODTENSOR_POISON_UNINIT=1 cargo test --release --no-fail-fast ||
   failed+=("Rust tests with guard pages (LODTENSOR_GUARD_PAGES=1)")
@@ -88,8 +89,9 @@ else
   for f in tests/cuda*.rs; do gpu_tests+=(--test "$(basename "$f" .rs)"); done
   LODTENSOR_POISON_UNINIT=1 LODTENSOR_REQUIRE_GPU=1 cargo test --release --features cuda-emulator --target-dir target/emu --no-fail-fast \
     --lib "${gpu_tests[@]}" || failed+=("GPU tests on the CUDA emulator")
-  # Again with guard pages: each emulated device block ends where its request does, at a page
-  # that faults on access, so a kernel's one word past a buffer stops the test. And each launch
+  # Again with guard pages: each emulated device block ends where its request does at a page that
+  # faults on access, or starts right after one, so a kernel's one word past a buffer, or before
+  # it, stops the test. And each launch
   # runs its blocks and threads in a shuffled order, as a GPU may: a kernel that needs one block
   # to finish before another, or a thread to see a later one's write without a barrier, fails.
   LODTENSOR_GUARD_PAGES=1 LODTENSOR_EMULATOR_SHUFFLE=1 LODTENSOR_POISON_UNINIT=1 LODTENSOR_REQUIRE_GPU=1 \

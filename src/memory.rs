@@ -51,11 +51,13 @@ static POISON_UNINIT: OnceLock<bool> = OnceLock::new();
 
 /// Whether owned allocations are guarded (`LODTENSOR_GUARD_PAGES=1`, read once; a checking mode
 /// for tests): each host block, and each device block of the CUDA emulator, is mapped for itself
-/// with exactly the bytes asked for, against a page that faults on any access, and no block is
-/// cached. A kernel that reads or writes past the end of a buffer then stops the process at that
-/// access, where otherwise the rest of a size-class block, or a neighbour, would quietly serve it.
-/// Such a block is aligned only to the largest power of two that divides its length (which may be
-/// less than the 64 bytes of [`ALIGNMENT`]; enough for its elements). The caches' figures
+/// against a page that faults on any access, and no block is cached. Every other block ends
+/// exactly where the bytes asked for do, at its guard page; the others start right after theirs.
+/// A kernel that reads or writes past the end of a buffer, or before its start, then stops the
+/// process at that access (in the calls where that buffer is guarded on that side), where
+/// otherwise the rest of a size-class block, or a neighbour, would quietly serve it. A block
+/// guarded at its end is aligned only to the largest power of two that divides its length (which
+/// may be less than the 64 bytes of [`ALIGNMENT`]; enough for its elements). The caches' figures
 /// (`host_cache_info`, `device_memory_info`) then say nothing is kept. Each block takes two of the
 /// process's memory mappings, so a process that holds more than about 32 000 blocks at once meets
 /// Linux's limit on them (`vm.max_map_count`) and gets `OutOfMemory`.

@@ -137,8 +137,8 @@ impl HostBlock {
         let size = if len >= CACHED_MIN { size_class(len).ok_or_else(too_large)? } else { len };
         if super::guard_pages() {
             // Exactly `len` bytes, against a guard page (fresh pages are zero); no cache.
-            let g =
-                pages::map_guarded(len).ok_or_else(|| err!(OutOfMemory, "guarded allocation of {len} bytes failed"))?;
+            let g = pages::map_guarded(len, pages::alternate_guard())
+                .ok_or_else(|| err!(OutOfMemory, "guarded allocation of {len} bytes failed"))?;
             return Ok(HostBlock(Raw { ptr: g.ptr, size: len, backing: Backing::Guarded(g) }));
         }
         if size >= CACHED_MIN {

@@ -1,9 +1,11 @@
 //! Anonymous page mappings: the huge-page blocks of `host_block`, and guarded blocks, which end
-//! against a page that cannot be read or written (`LODTENSOR_GUARD_PAGES=1`, see
-//! [`guard_pages`](super::guard_pages)), so that an access past a block's end faults at once.
+//! (or start) against a page that cannot be read or written (`LODTENSOR_GUARD_PAGES=1`, see
+//! [`guard_pages`](super::guard_pages)), so that an access past a block's end (or before its
+//! start) faults at once.
 //! Linux on x86-64 and aarch64; elsewhere every mapping is refused and callers use the heap.
 
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The page size these mappings assume (x86-64, and aarch64 with 4 KiB granules). On a system
 /// with larger pages the guard still starts where the block ends; it is only larger.
@@ -88,8 +90,8 @@ pub(crate) unsafe fn unmap(ptr: NonNull<u8>, len: usize) {
     os::unmap(ptr.as_ptr(), len);
 }
 
-/// A guarded block: its bytes at `ptr` end where a page that faults on any access begins. `span`
-/// bytes mapped from `base` in all (the guard page included).
+/// A guarded block: its bytes at `ptr` end where a page that faults on any access begins, or begin
+/// where one ends. `span` bytes mapped from `base` in all (the guard page included).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Guarded {
     pub(crate) ptr: NonNull<u8>,
@@ -100,77 +102,121 @@ pub(crate) struct Guarded {
 // SAFETY: a description of a mapping (addresses and a length), owned by whoever holds it.
 unsafe impl Send for Guarded {}
 
-/// A zero-filled block of `len` bytes (1 for 0) that ends exactly where a guard page begins. Its
-/// address is therefore aligned to the largest power of two that divides the length (up to the
-/// page): a block of elements is aligned for them, and a word that divides the length divides the
-/// address, so kernels choose the words they would otherwise. `None` when the system refuses (or
-/// the length overflows).
-pub(crate) fn map_guarded(len: usize) -> Option<Guarded> {
+/// Which side of a guarded block its guard page is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Guard {
+    /// Right after the block's last byte: an access past the end faults.
+    After,
+    /// Right before its first byte: an access before the start (an index of -1) faults.
+    Before,
+}
+
+/// `After` and `Before` in turn, call by call: the guarded blocks of a process alternate, so that
+/// a run of tests checks most buffers' ends in some calls and their starts in others.
+pub(crate) fn alternate_guard() -> Guard {
+    static BLOCKS: AtomicUsize = AtomicUsize::new(0);
+    if BLOCKS.fetch_add(1, Ordering::Relaxed) % 2 == 0 {
+        Guard::After
+    } else {
+        Guard::Before
+    }
+}
+
+/// A zero-filled block of `len` bytes (1 for 0) against a guard page on the side `guard` says.
+/// Guarded after, it ends exactly where the guard begins, so its address is aligned to the largest
+/// power of two that divides the length (up to the page): a block of elements is aligned for them,
+/// and a word that divides the length divides the address, so kernels choose the words they would
+/// otherwise. Guarded before, it starts a page (so it is page-aligned), and the rest of its last
+/// page is slack. `None` when the system refuses (or the length overflows).
+pub(crate) fn map_guarded(len: usize, guard: Guard) -> Option<Guarded> {
     let body = len.max(1);
     let span = body.checked_next_multiple_of(PAGE)?.checked_add(PAGE)?;
     let base = os::map(span)?;
-    let guard = base as usize + span - PAGE;
-    // SAFETY: the last page of the mapping just made.
-    if !unsafe { os::protect_none(guard as *mut u8, PAGE) } {
+    let guard_at = match guard {
+        Guard::After => base as usize + span - PAGE,
+        Guard::Before => base as usize,
+    };
+    // SAFETY: a page of the mapping just made.
+    if !unsafe { os::protect_none(guard_at as *mut u8, PAGE) } {
         // SAFETY: the whole mapping just made, not handed out.
         unsafe { os::unmap(base, span) };
         return None;
     }
-    // `guard` is page-aligned, so `guard - body` is aligned to every power of two dividing `body`.
-    Some(Guarded { ptr: NonNull::new((guard - body) as *mut u8)?, base: NonNull::new(base)?, span })
+    // After: `guard_at` is page-aligned, so `guard_at - body` is aligned to every power of two
+    // dividing `body`.
+    let ptr = match guard {
+        Guard::After => guard_at - body,
+        Guard::Before => guard_at + PAGE,
+    };
+    Some(Guarded { ptr: NonNull::new(ptr as *mut u8)?, base: NonNull::new(base)?, span })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A guarded block is writable to its end, aligned as its length allows, the byte after its
-    /// end is the guard page's first, and the mapping can be given back. (That the guard faults is
-    /// the next test's.)
+    /// A guarded block is writable from its start to its end, aligned as its length allows (guarded
+    /// after) or to a page (guarded before), the byte after its end (or before its start) is the
+    /// guard page's, and the mapping can be given back. (That the guard faults is the next test's.)
     #[test]
-    fn guarded_blocks_end_at_their_guard_page() {
+    fn guarded_blocks_touch_their_guard_page() {
         for (len, align) in [(1, 1), (12, 4), (24, 8), (48, 16), (4096, 4096), (5000, 8), (0, 1)] {
-            let Some(g) = map_guarded(len) else { return };
-            let (ptr, end) = (g.ptr.as_ptr() as usize, g.base.as_ptr() as usize + g.span - PAGE);
-            assert_eq!(ptr % align, 0, "len {len}");
-            assert_eq!(end - ptr, len.max(1), "len {len}");
-            assert_eq!(end % PAGE, 0);
-            // SAFETY: the block's own bytes.
-            unsafe { std::ptr::write_bytes(g.ptr.as_ptr(), 7, len) };
-            // SAFETY: the whole mapping, once.
-            unsafe { unmap(g.base, g.span) };
+            for guard in [Guard::After, Guard::Before] {
+                let Some(g) = map_guarded(len, guard) else { return };
+                let (ptr, base) = (g.ptr.as_ptr() as usize, g.base.as_ptr() as usize);
+                if guard == Guard::After {
+                    let end = base + g.span - PAGE;
+                    assert_eq!(ptr % align, 0, "len {len}");
+                    assert_eq!(end - ptr, len.max(1), "len {len}");
+                    assert_eq!(end % PAGE, 0);
+                } else {
+                    assert_eq!(ptr, base + PAGE, "len {len}");
+                    assert!(base + g.span - ptr >= len.max(1), "len {len}");
+                }
+                // SAFETY: the block's own bytes.
+                unsafe { std::ptr::write_bytes(g.ptr.as_ptr(), 7, len) };
+                // SAFETY: the whole mapping, once.
+                unsafe { unmap(g.base, g.span) };
+            }
         }
+        assert_ne!(alternate_guard(), alternate_guard());
     }
 
-    /// Run in a child process by the test below: writes the byte after a guarded block.
+    /// Run in a child process by the test below: writes the byte after a block guarded after
+    /// (LODTENSOR_TOUCH_GUARD=after) or the byte before one guarded before (=before).
     #[test]
     #[ignore = "faults on purpose; run by guard_pages_fault_on_access"]
-    fn touch_past_a_guarded_block() {
-        if std::env::var_os("LODTENSOR_TOUCH_GUARD").is_none() {
-            return;
-        }
-        let g = map_guarded(48).expect("a guarded mapping");
+    fn touch_a_guard_page() {
+        let (guard, offset) = match std::env::var("LODTENSOR_TOUCH_GUARD").as_deref() {
+            Ok("after") => (Guard::After, 48),
+            Ok("before") => (Guard::Before, -1),
+            _ => return,
+        };
+        let g = map_guarded(48, guard).expect("a guarded mapping");
         // SAFETY: none; this is the access the guard page must stop.
-        unsafe { std::ptr::write_volatile(g.ptr.as_ptr().add(48), 1) };
+        unsafe { std::ptr::write_volatile(g.ptr.as_ptr().offset(offset), 1) };
     }
 
-    /// The byte after a guarded block faults: the child process that writes it dies of SIGSEGV.
+    /// The byte after a block guarded after, and the byte before one guarded before, fault: the
+    /// child process that writes it dies of SIGSEGV.
     #[cfg(unix)]
     #[test]
     fn guard_pages_fault_on_access() {
         use std::os::unix::process::ExitStatusExt;
-        let Some(g) = map_guarded(1) else {
+        let Some(g) = map_guarded(1, Guard::After) else {
             return; // no mappings on this system: blocks come from the heap instead
         };
         // SAFETY: the whole mapping, once.
         unsafe { unmap(g.base, g.span) };
-        let status = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "memory::pages::tests::touch_past_a_guarded_block", "--ignored", "--test-threads=1"])
-            .env("LODTENSOR_TOUCH_GUARD", "1")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .unwrap();
-        assert_eq!(status.signal(), Some(11), "the child's status: {status}");
+        for side in ["after", "before"] {
+            let status = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", "memory::pages::tests::touch_a_guard_page", "--ignored", "--test-threads=1"])
+                .env("LODTENSOR_TOUCH_GUARD", side)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .unwrap();
+            assert_eq!(status.signal(), Some(11), "{side}: the child's status: {status}");
+        }
     }
 }

@@ -10,7 +10,7 @@
 
 use super::launch::Args;
 use crate::error::{ensure, err, Result};
-use crate::memory::pages::{map_guarded, unmap, Guarded};
+use crate::memory::pages::{alternate_guard, map_guarded, unmap, Guarded};
 use std::alloc::{alloc, dealloc, Layout};
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void, CString};
@@ -81,7 +81,7 @@ struct Live {
 /// Where a live allocation's memory came from.
 enum Block {
     Heap(Layout),
-    /// Under `LODTENSOR_GUARD_PAGES=1`: a mapping of its own, ending at a guard page.
+    /// Under `LODTENSOR_GUARD_PAGES=1`: a mapping of its own, against a guard page.
     Guarded(Guarded, usize),
 }
 
@@ -109,7 +109,7 @@ impl Context {
             return Err(out_of_memory());
         }
         let (p, block) = if crate::memory::guard_pages() {
-            let g = map_guarded(len).ok_or_else(out_of_memory)?;
+            let g = map_guarded(len, alternate_guard()).ok_or_else(out_of_memory)?;
             (g.ptr.as_ptr(), Block::Guarded(g, len.max(1)))
         } else {
             let layout = Layout::from_size_align(len.max(1), ALIGN).map_err(|_| out_of_memory())?;
