@@ -115,7 +115,7 @@ pub(crate) enum Guard {
 /// a run of tests checks most buffers' ends in some calls and their starts in others.
 pub(crate) fn alternate_guard() -> Guard {
     static BLOCKS: AtomicUsize = AtomicUsize::new(0);
-    if BLOCKS.fetch_add(1, Ordering::Relaxed) % 2 == 0 {
+    if BLOCKS.fetch_add(1, Ordering::Relaxed).is_multiple_of(2) {
         Guard::After
     } else {
         Guard::Before
