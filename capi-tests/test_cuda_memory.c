@@ -1,10 +1,11 @@
 /* test_cuda_memory: what each CUDA device's cache holds (lodtensor_cuda_memory_info), giving its
  * kept blocks back (lodtensor_cuda_empty_cache), the bound on what it keeps
- * (lodtensor_cuda_set_cache_limit, lodtensor_cuda_cache_limit) and the device's free memory
- * (lodtensor_cuda_free_memory). Every build checks the NULL and negative arguments and, where
- * CUDA cannot be used, the UNSUPPORTED statuses; with a device (a GPU, or the emulator build) the
- * accounting, the reuse of a kept block, emptying the cache, the bound, and a request larger than
- * the device. */
+ * (lodtensor_cuda_set_cache_limit, lodtensor_cuda_cache_limit), the device's free memory
+ * (lodtensor_cuda_free_memory), and loading its kernels up front (lodtensor_cuda_load_kernels).
+ * Every build checks the NULL and negative arguments and, where CUDA cannot be used, the
+ * UNSUPPORTED statuses; with a device (a GPU, or the emulator build) the accounting, the reuse of
+ * a kept block, emptying the cache, the bound, a request larger than the device, and the kernels'
+ * load. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +104,7 @@ static void test_arguments(void) {
     CHECK_STATUS_MSG(lodtensor_cuda_free_memory(0, NULL, &total), LODTENSOR_NULL_ARGUMENT, "out_free");
     CHECK_STATUS_MSG(lodtensor_cuda_free_memory(0, &free_bytes, NULL), LODTENSOR_NULL_ARGUMENT, "out_total");
     CHECK_STATUS_MSG(lodtensor_cuda_free_memory(-2, &free_bytes, &total), LODTENSOR_INVALID_ARGUMENT, "device");
+    CHECK_STATUS_MSG(lodtensor_cuda_load_kernels(-1), LODTENSOR_INVALID_ARGUMENT, "device");
     CHECK_EQ_SIZE(free_bytes, 7);
     CHECK_EQ_SIZE(total, 7);
 }
@@ -114,6 +116,7 @@ static void test_without_cuda(void) {
     CHECK_STATUS_MSG(lodtensor_cuda_free_memory(0, &in_use, &kept), LODTENSOR_UNSUPPORTED, "cuda:0");
     CHECK_STATUS_MSG(lodtensor_cuda_set_cache_limit(0, 0), LODTENSOR_UNSUPPORTED, "cuda:0");
     CHECK_STATUS_MSG(lodtensor_cuda_cache_limit(0, &kept), LODTENSOR_UNSUPPORTED, "cuda:0");
+    CHECK_STATUS_MSG(lodtensor_cuda_load_kernels(0), LODTENSOR_UNSUPPORTED, "cuda:0");
     CHECK_EQ_SIZE(in_use, 7);
     CHECK_EQ_SIZE(kept, 7);
 }
@@ -179,6 +182,14 @@ static void test_with_cuda(size_t count) {
     lodtensor_t *d = on_device(1, 5.0);
     CHECK(d != NULL);
     lodtensor_destroy(d);
+
+    /* Every kernel file loads up front (again at no cost); the device's ops still run after it. */
+    CHECK_STATUS_MSG(lodtensor_cuda_load_kernels((int32_t)count), LODTENSOR_INVALID_ARGUMENT, "cuda:");
+    CHECK_OK(lodtensor_cuda_load_kernels(0));
+    CHECK_OK(lodtensor_cuda_load_kernels(0));
+    lodtensor_t *e = on_device(4, 6.0);
+    CHECK(e != NULL);
+    lodtensor_destroy(e);
 }
 
 int main(void) {

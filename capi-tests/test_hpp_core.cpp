@@ -223,6 +223,7 @@ void test_places() {
         EXPECT_ERROR(lt::cuda_free_memory(0), LODTENSOR_UNSUPPORTED, "cuda:0");
         EXPECT_ERROR(lt::cuda_set_cache_limit(0, 0), LODTENSOR_UNSUPPORTED, "cuda:0");
         EXPECT_ERROR(lt::cuda_cache_limit(0), LODTENSOR_UNSUPPORTED, "cuda:0");
+        EXPECT_ERROR(lt::cuda_load_kernels(0), LODTENSOR_UNSUPPORTED, "cuda:0");
     } else {  // a tensor on the device holds device memory, and emptying the cache leaves it
         lt::Tensor d = lt::to_place(x, lt::cuda_place(0));
         CHECK(lt::cuda_memory_info(0).in_use >= 6 * sizeof(float));
@@ -234,12 +235,14 @@ void test_places() {
         CHECK(lt::cuda_cache_limit(0) == SIZE_MAX);
         lt::CudaFreeMemory m = lt::cuda_free_memory(0);
         CHECK(m.free > 0 && m.free <= m.total);
+        lt::cuda_load_kernels(0);
     }
     EXPECT_ERROR(lt::cuda_free_memory(-1), LODTENSOR_INVALID_ARGUMENT, "device");
     EXPECT_ERROR(lt::cuda_memory_info(-1), LODTENSOR_INVALID_ARGUMENT, "device");
     EXPECT_ERROR(lt::cuda_empty_cache(-1), LODTENSOR_INVALID_ARGUMENT, "device");
     EXPECT_ERROR(lt::cuda_set_cache_limit(-1, 0), LODTENSOR_INVALID_ARGUMENT, "device");
     EXPECT_ERROR(lt::cuda_cache_limit(-1), LODTENSOR_INVALID_ARGUMENT, "device");
+    EXPECT_ERROR(lt::cuda_load_kernels(-1), LODTENSOR_INVALID_ARGUMENT, "device");
     EXPECT_ERROR(lt::to_place(x, lodtensor_place_t{7, 0}), LODTENSOR_INVALID_ARGUMENT, "place");
 }
 

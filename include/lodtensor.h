@@ -464,6 +464,19 @@ lodtensor_status_t lodtensor_cuda_empty_cache(int32_t device);
 // driver or no device), LODTENSOR_INTERNAL (a CUDA driver failure).
 lodtensor_status_t lodtensor_cuda_free_memory(int32_t device, size_t *out_free, size_t *out_total);
 
+// Compiles and loads every kernel file for CUDA device `device` now, instead of each at the first
+// call that needs it. Compiling them all takes seconds, which the first call of each kind would
+// otherwise pay: a server can call this at start-up, before taking requests. The files compile
+// at once on threads of their own; compiled files are kept on disk for later processes (the
+// README's `LODTENSOR_KERNEL_CACHE`), which then load them in a fraction of that time. Calling it
+// again does nothing more. Any thread may call this at any time.
+//
+// Returns LODTENSOR_INVALID_ARGUMENT (`device` negative or not below the device count),
+// LODTENSOR_UNSUPPORTED (a build without CUDA, no driver, no device, or no CUDA runtime compiler
+// `libnvrtc.so.13`), LODTENSOR_INTERNAL (a kernel file that does not compile or load, or another
+// CUDA driver failure, named in the message).
+lodtensor_status_t lodtensor_cuda_load_kernels(int32_t device);
+
 // The device memory the library holds on CUDA device `device`: `*out_in_use`, the bytes of its
 // live allocations (tensors not destroyed yet, including the results of queued work), and
 // `*out_kept`, the bytes of freed blocks that the device's cache keeps for the next allocation of

@@ -414,6 +414,9 @@ inline std::size_t cuda_device_count() {
     check(lodtensor_cuda_device_count(&n));
     return n;
 }
+// Compiles and loads every kernel file for a CUDA device now rather than at first use
+// (lodtensor_cuda_load_kernels): for a server's start-up.
+inline void cuda_load_kernels(std::int32_t device) { check(lodtensor_cuda_load_kernels(device)); }
 // The device memory the library holds on a CUDA device (lodtensor_cuda_memory_info), and giving
 // the freed blocks its cache keeps back to the driver (lodtensor_cuda_empty_cache).
 struct CudaMemoryInfo {

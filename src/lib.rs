@@ -52,5 +52,5 @@ pub use decoder::{Decoder, DecoderOptions, Hypotheses, StepInfo};
 pub use ops::beam_search::{beam_search_fused_step, beam_search_gather_state, beam_search_step, BeamSearchStep};
 pub use ops::beam_search_decode::{beam_search_decode, beam_search_gather_tree};
 pub use ops::topk::top_k;
-pub use ops::transfer::{cuda_device_count, synchronize, to_place};
+pub use ops::transfer::{cuda_device_count, cuda_load_kernels, synchronize, to_place};
 pub use ops::{scatter_rows, ScatterMode};

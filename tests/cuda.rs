@@ -6,7 +6,7 @@ mod common;
 mod cuda_common;
 
 use cuda_common::{bytes_of, gpu_or_skip};
-use lodtensor::{cuda_device_count, sequence_expand, sequence_expand_as, synchronize, to_place};
+use lodtensor::{cuda_device_count, cuda_load_kernels, sequence_expand, sequence_expand_as, synchronize, to_place};
 use lodtensor::{DType, Dim, Error, LoDTensor, Lod, Place, Tensor};
 
 fn unsupported(r: lodtensor::Result<impl std::fmt::Debug>) -> String {
@@ -37,23 +37,26 @@ fn cuda_places_without_a_device_are_unsupported() {
     assert!(unsupported(cuda_device_count()).contains("cuda"));
     assert!(unsupported(to_place(&x, Place::Cuda(0))).contains("cuda:0"));
     assert!(unsupported(synchronize(Place::Cuda(0))).contains("cuda:0"));
+    assert!(unsupported(cuda_load_kernels(0)).contains("cuda:0"));
     if !cfg!(feature = "cuda") {
         assert!(unsupported(cuda_device_count()).contains("without CUDA"));
     }
 }
 
-/// Every kernel file compiles with NVRTC for sm_90 (compute_90). Needs libnvrtc.so.13 on the
+/// Every kernel file compiles with NVRTC to machine code for sm_90 (what a device loads first; its
+/// PTX is a step of that compile). Needs libnvrtc.so.13 on the
 /// loader path (scripts/test.sh installs it from PyPI and sets LODTENSOR_REQUIRE_NVRTC=1, so a
 /// missing compiler fails there instead of skipping).
 #[cfg(feature = "cuda")]
 #[test]
 fn every_kernel_compiles_with_nvrtc() {
-    match lodtensor::backend::cuda::compile_ptx("compute_90") {
+    use lodtensor::backend::cuda::{compile_kernels, KernelImage};
+    match compile_kernels((9, 0), KernelImage::Cubin) {
         Ok(files) => {
             assert_eq!(files.len(), lodtensor::backend::cuda::KERNEL_SOURCES.len());
-            for (name, ptx_len) in files {
-                assert!(ptx_len > 0, "{name}: empty PTX");
-                eprintln!("nvrtc: {name} -> {ptx_len} bytes of PTX for compute_90");
+            for (name, len) in files {
+                assert!(len > 0, "{name}: empty CUBIN");
+                eprintln!("nvrtc: {name} -> {len} bytes of CUBIN for sm_90");
             }
         }
         Err(Error::Unsupported(m)) if std::env::var_os("LODTENSOR_REQUIRE_NVRTC").is_none() => {
@@ -132,6 +135,26 @@ fn gpu_row_gathers_equal_cpu() {
         assert_eq!(bytes_of(&got), want.tensor().bytes().unwrap(), "{what}");
     }
     synchronize(Place::Cuda(0)).unwrap();
+}
+
+/// Every kernel file loads up front, again at no cost, and the ops run after it; a device beyond
+/// the count is `InvalidArgument` naming it.
+#[test]
+fn gpu_kernels_load_up_front() {
+    if !gpu_or_skip() {
+        return;
+    }
+    cuda_load_kernels(0).unwrap();
+    cuda_load_kernels(0).unwrap();
+    let n = cuda_device_count().unwrap() as u32;
+    match cuda_load_kernels(n) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains(&format!("cuda:{n}")), "{m}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    let x = LoDTensor::from_slice(&[1f32, 2.], &[2, 1], vec![]).unwrap();
+    let y = LoDTensor::from_slice(&[0f32; 3], &[3, 1], vec![vec![0, 2, 3]]).unwrap();
+    let got = sequence_expand_as(&to_place(&x, Place::Cuda(0)).unwrap(), &to_place(&y, Place::Cuda(0)).unwrap());
+    assert_eq!(bytes_of(&got.unwrap()), sequence_expand_as(&x, &y).unwrap().tensor().bytes().unwrap());
 }
 
 /// The caching allocator hands a freed block back to the next request of its size class.

@@ -577,6 +577,13 @@ func CUDAFreeMemory(device int) (free, total int, err error) {
 	return int(f), int(t), err
 }
 
+// CUDALoadKernels compiles and loads every kernel file for a CUDA device now, instead of each at
+// the first call that needs it (compiling takes seconds; compiled files are kept on disk for
+// later processes). A server calls it at start-up.
+func CUDALoadKernels(device int) error {
+	return call(func() C.lodtensor_status_t { return C.lodtensor_cuda_load_kernels(C.int32_t(device)) })
+}
+
 // CUDAEmptyCache gives the freed blocks that a CUDA device's cache keeps back to the driver.
 func CUDAEmptyCache(device int) error {
 	return call(func() C.lodtensor_status_t { return C.lodtensor_cuda_empty_cache(C.int32_t(device)) })

@@ -1,5 +1,6 @@
-//! Exports for places: the CUDA device count, copies between places, waiting for a device, the
-//! memory each device's cache holds, the bound on it, and the device's free memory.
+//! Exports for places: the CUDA device count, loading a device's kernels up front, copies between
+//! places, waiting for a device, the memory each device's cache holds, the bound on it, and the
+//! device's free memory.
 
 use super::args::{get, Out};
 use super::boundary;
@@ -18,6 +19,22 @@ pub unsafe extern "C" fn lodtensor_cuda_device_count(out: *mut usize) -> lodtens
         out.write(crate::ops::transfer::cuda_device_count()?);
         Ok(())
     })
+}
+
+/// Compiles and loads every kernel file for CUDA device `device` now, instead of each at the first
+/// call that needs it. Compiling them all takes seconds, which the first call of each kind would
+/// otherwise pay: a server can call this at start-up, before taking requests. The files compile
+/// at once on threads of their own; compiled files are kept on disk for later processes (the
+/// README's `LODTENSOR_KERNEL_CACHE`), which then load them in a fraction of that time. Calling it
+/// again does nothing more. Any thread may call this at any time.
+///
+/// Returns LODTENSOR_INVALID_ARGUMENT (`device` negative or not below the device count),
+/// LODTENSOR_UNSUPPORTED (a build without CUDA, no driver, no device, or no CUDA runtime compiler
+/// `libnvrtc.so.13`), LODTENSOR_INTERNAL (a kernel file that does not compile or load, or another
+/// CUDA driver failure, named in the message).
+#[no_mangle]
+pub extern "C" fn lodtensor_cuda_load_kernels(device: i32) -> lodtensor_status_t {
+    boundary(|| crate::ops::transfer::cuda_load_kernels(cuda_ordinal(device)?))
 }
 
 /// A new handle holding a copy of `t` (elements and LoD) on `place`. It is always a copy with its

@@ -2,6 +2,7 @@
 //! caching allocator, and the copies between host and device.
 
 use super::driver::{self, Context, DevicePtr, Module};
+use super::KERNEL_SOURCES;
 use crate::dim::Dim;
 use crate::error::{ensure, err, Error, Result};
 use crate::memory::block_cache::BlockCache;
@@ -9,7 +10,6 @@ use crate::memory::size_class::size_class;
 use crate::memory::Allocation;
 use crate::place::Place;
 use crate::tensor::Tensor;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -42,7 +42,9 @@ pub(crate) struct Device {
     free: Mutex<BlockCache<DevicePtr>>,
     /// Bytes of the blocks handed out and not yet given back (size classes, not requests).
     in_use: AtomicUsize,
-    pub(crate) modules: Mutex<HashMap<&'static str, Module>>,
+    /// The kernel files loaded so far, one slot per entry of `KERNEL_SOURCES`: a file is compiled
+    /// and loaded under its own lock, so different files may be loaded at once and one file once.
+    modules: Vec<Mutex<Option<Module>>>,
 }
 
 impl Device {
@@ -100,6 +102,20 @@ impl Device {
         }
         self.ctx.synchronize()?;
         blocks.into_iter().try_for_each(|ptr| self.ctx.free(ptr))
+    }
+
+    /// Kernel file `file`'s module, compiled and loaded at its first use here.
+    pub(crate) fn module(&self, file: &str) -> Result<Module> {
+        let at = KERNEL_SOURCES.iter().position(|(n, _)| *n == file);
+        let at = at.ok_or_else(|| err!(Internal, "no kernel file {file}"))?;
+        let (name, source) = KERNEL_SOURCES[at];
+        let mut slot = self.modules[at].lock().expect("module lock");
+        if let Some(m) = *slot {
+            return Ok(m);
+        }
+        let m = self.ctx.load(name, source)?;
+        *slot = Some(m);
+        Ok(m)
     }
 
     /// A new, uninitialised device allocation of `len` bytes.
@@ -177,11 +193,27 @@ pub(crate) fn device(ordinal: u32) -> Result<Arc<Device>> {
         ctx: Context::open(ordinal)?,
         free: Mutex::new(BlockCache::new(slot.cache_limit)),
         in_use: AtomicUsize::new(0),
-        modules: Mutex::new(HashMap::new()),
+        modules: KERNEL_SOURCES.iter().map(|_| Mutex::new(None)).collect(),
     };
     let d = Arc::new(d);
     slot.device = Some(d.clone());
     Ok(d)
+}
+
+/// Compiles (or takes from the disk cache) and loads every kernel file for CUDA device `ordinal`
+/// now, the files at once on threads of their own, rather than each at its first use. Files
+/// already loaded are not loaded again. The first failure is returned (the files that loaded
+/// stay loaded).
+pub fn load_kernels(ordinal: u32) -> Result<()> {
+    let d = device(ordinal)?;
+    std::thread::scope(|s| {
+        let loads: Vec<_> = KERNEL_SOURCES.iter().map(|&(file, _)| s.spawn(|| d.module(file).map(|_| ()))).collect();
+        let results: Vec<Result<()>> = loads
+            .into_iter()
+            .map(|l| l.join().unwrap_or_else(|_| Err(err!(Internal, "cuda:{ordinal}: a kernel load panicked"))))
+            .collect();
+        results.into_iter().collect()
+    })
 }
 
 /// Waits until the work queued on `device` has finished.
@@ -321,5 +353,24 @@ pub(crate) fn devices_for_test() -> Option<usize> {
             eprintln!("skipped: no usable CUDA device ({e})");
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `load_kernels` leaves every kernel file loaded on the device; an unknown file is an error.
+    #[test]
+    fn load_kernels_loads_every_file() {
+        if devices_for_test().is_none() {
+            return;
+        }
+        load_kernels(0).unwrap();
+        let d = device(0).unwrap();
+        for (slot, (file, _)) in d.modules.iter().zip(KERNEL_SOURCES) {
+            assert!(slot.lock().unwrap().is_some(), "{file} not loaded");
+        }
+        assert!(d.module("no_such_file.cu").is_err());
     }
 }

@@ -2,12 +2,14 @@
 //! device, memory, copies, NVRTC-compiled modules and launches. `emulator.rs` has the same items
 //! for the `cuda-emulator` build; everything above this module is shared by both.
 
+use super::kernel_cache;
 use super::launch::Args;
 use crate::error::{ensure, err, Error, Result};
 use cudarc::driver::{result, sys, DriverError};
-use cudarc::nvrtc::{compile_ptx_with_opts, CompileError, CompileOptions};
+use cudarc::nvrtc::result as nvrtc;
 use std::ffi::{c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
 
 /// An address in device memory.
 pub(crate) type DevicePtr = u64;
@@ -51,7 +53,7 @@ pub(crate) fn device_count() -> Result<usize> {
     ensure!(
         version >= MIN_DRIVER_VERSION,
         Unsupported,
-        "cuda: the CUDA driver supports CUDA {}.{}; lodtensor's kernels (PTX from NVRTC 13) need {}.{} or newer",
+        "cuda: the CUDA driver supports CUDA {}.{}; lodtensor's kernels (compiled by NVRTC 13) need {}.{} or newer",
         version / 1000,
         version % 1000 / 10,
         MIN_DRIVER_VERSION / 1000,
@@ -69,14 +71,15 @@ pub(crate) fn device_count() -> Result<usize> {
 }
 
 /// The oldest driver (as cuDriverGetVersion reports it: 1000 * major + 10 * minor) that loads the
-/// PTX NVRTC 13 writes.
+/// code NVRTC 13 writes.
 const MIN_DRIVER_VERSION: i32 = 13000;
 
 /// One device's primary context and the one stream all its work goes to.
 pub(crate) struct Context {
     ctx: sys::CUcontext,
     stream: sys::CUstream,
-    arch: String,
+    /// The device's compute capability, (major, minor).
+    capability: (i32, i32),
 }
 
 // SAFETY: the context and stream handles may be used from any thread (each call binds the context
@@ -100,7 +103,7 @@ impl Context {
             // Non-blocking: the stream does not wait for work on the legacy default stream of others.
             let stream =
                 result::stream::create(result::stream::StreamKind::NonBlocking).map_err(|e| driver_error(what, e))?;
-            Ok(Context { ctx, stream, arch: format!("compute_{major}{minor}") })
+            Ok(Context { ctx, stream, capability: (major, minor) })
         }))
         .map_err(|_| err!(Internal, "cuda:{ordinal}: the CUDA driver panicked during device setup"))?
     }
@@ -169,12 +172,25 @@ impl Context {
         unsafe { result::stream::synchronize(self.stream) }.map_err(|e| driver_error("cuda synchronize", e))
     }
 
-    /// Compiles kernel file `name` for this device with NVRTC and loads it.
+    /// Compiles kernel file `name` for this device with NVRTC (or takes it from the disk cache,
+    /// `kernel_cache`) and loads it: as machine code for the device, which the driver loads as it
+    /// is; as PTX, which the driver compiles, where NVRTC cannot make that code (a GPU newer than
+    /// it) or the driver refuses it.
     pub(crate) fn load(&self, name: &'static str, source: &str) -> Result<Module> {
-        let ptx = CString::new(ptx_of(name, source, &self.arch)?).expect("PTX has no NUL");
+        let cache = kernel_cache::cache_dir();
+        let cubin = compiled(name, source, self.capability, KernelImage::Cubin, cache);
+        match cubin.and_then(|image| self.load_image(name, &image)) {
+            Ok(module) => Ok(module),
+            Err(_) => self.load_image(name, &compiled(name, source, self.capability, KernelImage::Ptx, cache)?),
+        }
+    }
+
+    /// Loads a compiled kernel file (CUBIN, or PTX with its terminating NUL) into this context.
+    fn load_image(&self, name: &str, image: &[u8]) -> Result<Module> {
         self.bind()?;
-        // SAFETY: a NUL-terminated PTX image, loaded into the bound context.
-        unsafe { result::module::load_data(ptx.as_ptr().cast()) }
+        // SAFETY: a whole image as NVRTC made it (PTX is NUL-terminated), loaded into the bound
+        // context.
+        unsafe { result::module::load_data(image.as_ptr().cast()) }
             .map(Module)
             .map_err(|e| driver_error(&format!("loading {name}"), e))
     }
@@ -208,22 +224,124 @@ impl Context {
     }
 }
 
-/// The PTX of kernel file `name` for `arch` (`compute_90`, ...). NVRTC is loaded at first use;
-/// without it (or with a compile error) this is an error, never a panic.
-pub(crate) fn ptx_of(name: &str, source: &str, arch: &str) -> Result<String> {
+/// What NVRTC makes of a kernel file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelImage {
+    /// Machine code for GPUs of one compute capability (`sm_90`): loads with no further compile.
+    Cubin,
+    /// PTX for a virtual architecture (`compute_90`): the driver compiles it when it loads.
+    Ptx,
+}
+
+/// Kernel file `name` (`source`) compiled by NVRTC for compute capability `capability` as
+/// `image`, through the disk cache in `cache` (see `kernel_cache`; `None`: compiled every time).
+/// NVRTC is loaded at first use; without it (or with a compile error) this is an error, never a
+/// panic. PTX keeps its terminating NUL.
+pub(crate) fn compiled(
+    name: &str,
+    source: &str,
+    (major, minor): (i32, i32),
+    image: KernelImage,
+    cache: Option<&Path>,
+) -> Result<Vec<u8>> {
+    let not_loaded = || err!(Unsupported, "nvrtc: the CUDA runtime compiler (libnvrtc.so.13) could not be loaded");
+    // SAFETY: only tries to dlopen the compiler library.
     let present = catch_unwind(|| unsafe { cudarc::nvrtc::sys::is_culib_present() }).unwrap_or(false);
     ensure!(present, Unsupported, "nvrtc: the CUDA runtime compiler (libnvrtc.so.13) could not be loaded");
-    let opts = CompileOptions {
-        options: vec![format!("--gpu-architecture={arch}"), "--std=c++17".into()],
-        name: Some(name.to_string()),
-        ..Default::default()
+    let version = catch_unwind(|| {
+        let (mut v_major, mut v_minor) = (0, 0);
+        // SAFETY: writes two ints.
+        let rc = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut v_major, &mut v_minor) };
+        (rc == cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS).then_some((v_major, v_minor))
+    });
+    let Ok(Some((v_major, v_minor))) = version else { return Err(not_loaded()) };
+    let arch = match image {
+        KernelImage::Cubin => format!("sm_{major}{minor}"),
+        KernelImage::Ptx => format!("compute_{major}{minor}"),
     };
-    match catch_unwind(|| compile_ptx_with_opts(source, opts)) {
-        Err(_) => Err(err!(Unsupported, "nvrtc: the CUDA runtime compiler could not be loaded")),
-        Ok(Err(CompileError::CompileError { log, .. })) => {
-            Err(err!(Internal, "nvrtc: {name} does not compile for {arch}:\n{}", log.to_string_lossy()))
+    let options = [format!("--gpu-architecture={arch}"), "--std=c++17".to_string()];
+    // The key: everything the image depends on.
+    let mut key = format!("nvrtc {v_major}.{v_minor}\n{}\n{name}\n", options.join(" ")).into_bytes();
+    key.extend_from_slice(source.as_bytes());
+    kernel_cache::cached(cache, &key, || {
+        catch_unwind(|| nvrtc_compile(name, source, &arch, &options, image)).unwrap_or_else(|_| Err(not_loaded()))
+    })
+}
+
+/// One NVRTC compile of `source` with `options` (the target `arch` among them), and its image.
+fn nvrtc_compile(name: &str, source: &str, arch: &str, options: &[String], image: KernelImage) -> Result<Vec<u8>> {
+    let failed = |what: &str, e: nvrtc::NvrtcError| err!(Internal, "nvrtc: {name}: {what} failed with {:?}", e.0);
+    let src = CString::new(source).map_err(|_| err!(Internal, "nvrtc: {name} has a NUL byte"))?;
+    let cname = CString::new(name).map_err(|_| err!(Internal, "nvrtc: the name {name:?} has a NUL byte"))?;
+    let prog = nvrtc::create_program(&src, Some(&cname)).map_err(|e| failed("creating the program", e))?;
+    // SAFETY: `prog` was created above and is destroyed once, after its last use; the image's
+    // buffer is as long as NVRTC says.
+    let out = unsafe {
+        match nvrtc::compile_program(prog, options) {
+            Err(e) if e.0 == cudarc::nvrtc::sys::nvrtcResult::NVRTC_ERROR_COMPILATION => {
+                let log = nvrtc::get_program_log(prog).unwrap_or_default();
+                let log: Vec<u8> = log.iter().map(|&c| c as u8).take_while(|&c| c != 0).collect();
+                Err(err!(Internal, "nvrtc: {name} does not compile for {arch}:\n{}", String::from_utf8_lossy(&log)))
+            }
+            Err(e) => Err(failed(&format!("compiling for {arch}"), e)),
+            Ok(()) => match image {
+                KernelImage::Ptx => nvrtc::get_ptx(prog).map(|p| p.iter().map(|&c| c as u8).collect()),
+                KernelImage::Cubin => cubin_of(prog),
+            }
+            .map_err(|e| failed("taking the image", e)),
         }
-        Ok(Err(e)) => Err(err!(Internal, "nvrtc: {name}: {e}")),
-        Ok(Ok(ptx)) => Ok(ptx.to_src()),
+    };
+    // SAFETY: as above.
+    let _ = unsafe { nvrtc::destroy_program(prog) };
+    out
+}
+
+/// The CUBIN of a compiled program.
+///
+/// # Safety
+/// `prog` is a live program compiled for a real architecture (`sm_XY`).
+unsafe fn cubin_of(prog: cudarc::nvrtc::sys::nvrtcProgram) -> std::result::Result<Vec<u8>, nvrtc::NvrtcError> {
+    let mut size = 0usize;
+    cudarc::nvrtc::sys::nvrtcGetCUBINSize(prog, &mut size).result()?;
+    let mut cubin = vec![0u8; size];
+    cudarc::nvrtc::sys::nvrtcGetCUBIN(prog, cubin.as_mut_ptr().cast()).result()?;
+    Ok(cubin)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kernel file compiled through a fresh cache directory: machine code (an ELF image) the
+    /// first time, stored as one entry; the same bytes the second time, from the entry; PTX, a
+    /// second entry. Needs NVRTC (skipped without it unless LODTENSOR_REQUIRE_NVRTC is set).
+    #[test]
+    fn compiled_kernels_are_kept_on_disk() {
+        let (name, source) = *super::super::KERNEL_SOURCES.iter().find(|(n, _)| *n == "calibration.cu").unwrap();
+        let dir = std::env::temp_dir().join(format!("lodtensor-nvrtc-cache-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let first = match compiled(name, source, (9, 0), KernelImage::Cubin, Some(&dir)) {
+            Err(Error::Unsupported(m)) if std::env::var_os("LODTENSOR_REQUIRE_NVRTC").is_none() => {
+                eprintln!("skipped: {m}");
+                return;
+            }
+            other => other.unwrap(),
+        };
+        assert_eq!(&first[..4], b"\x7fELF");
+        let entries = || std::fs::read_dir(&dir).unwrap().count();
+        assert_eq!(entries(), 1);
+        assert_eq!(compiled(name, source, (9, 0), KernelImage::Cubin, Some(&dir)).unwrap(), first);
+        assert_eq!(entries(), 1);
+        let ptx = compiled(name, source, (9, 0), KernelImage::Ptx, Some(&dir)).unwrap();
+        assert!(String::from_utf8_lossy(&ptx).contains(".target sm_90"));
+        assert_eq!(ptx.last(), Some(&0), "PTX ends with its NUL");
+        assert_eq!(entries(), 2);
+        let broken = compiled("broken.cu", "this is not CUDA", (9, 0), KernelImage::Cubin, Some(&dir));
+        match broken {
+            Err(Error::Internal(m)) => assert!(m.contains("broken.cu does not compile for sm_90"), "{m}"),
+            other => panic!("expected Internal, got {other:?}"),
+        }
+        assert_eq!(entries(), 2);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -3,8 +3,7 @@
 
 use super::device::Device;
 use super::driver::DevicePtr;
-use super::KERNEL_SOURCES;
-use crate::error::{err, Result};
+use crate::error::Result;
 use crate::memory::Allocation;
 use crate::tensor::Tensor;
 use std::ffi::c_void;
@@ -95,22 +94,7 @@ pub(crate) fn launch(
     block: [u32; 3],
     mut args: Args,
 ) -> Result<()> {
-    let module = {
-        let mut modules = d.modules.lock().expect("module cache lock");
-        match modules.get(file) {
-            Some(&m) => m,
-            None => {
-                let source = KERNEL_SOURCES
-                    .iter()
-                    .find(|(n, _)| *n == file)
-                    .ok_or_else(|| err!(Internal, "no kernel file {file}"))?
-                    .1;
-                let m = d.ctx.load(file, source)?;
-                modules.insert(file, m);
-                m
-            }
-        }
-    };
+    let module = d.module(file)?;
     let f = d.ctx.function(module, function)?;
     d.ctx.launch(&f, grid, block, &mut args)
 }
@@ -188,6 +172,7 @@ pub(crate) fn upload<T: KernelArg>(d: &Arc<Device>, values: &[T]) -> Result<Arc<
 
 #[cfg(test)]
 mod tests {
+    use super::super::KERNEL_SOURCES;
     use super::*;
 
     /// The kernels size their per-row shared arrays by common.cuh's TILE_MAX_ROWS; a tile of more

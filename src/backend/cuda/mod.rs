@@ -46,12 +46,26 @@ pub use stub::*;
 /// is every `kernels/*.cu` (made by build.rs).
 pub const KERNEL_SOURCES: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/kernel_sources.rs"));
 
-/// Compiles every kernel file to PTX for `arch` (`compute_90` ...): `(file, PTX bytes)`. Needs
-/// NVRTC only, no GPU: the CI check that every kernel compiles.
+/// Compiles every kernel file for compute capability `capability` ((9, 0) ...) as `image`, not
+/// through the disk cache: `(file, image bytes)`. Needs NVRTC only, no GPU: the CI check that
+/// every kernel compiles.
 #[cfg(feature = "cuda")]
-pub fn compile_ptx(arch: &str) -> crate::error::Result<Vec<(&'static str, usize)>> {
-    KERNEL_SOURCES.iter().map(|&(name, src)| Ok((name, driver::ptx_of(name, src, arch)?.len()))).collect()
+pub fn compile_kernels(
+    capability: (i32, i32),
+    image: driver::KernelImage,
+) -> crate::error::Result<Vec<(&'static str, usize)>> {
+    KERNEL_SOURCES
+        .iter()
+        .map(|&(name, src)| Ok((name, driver::compiled(name, src, capability, image, None)?.len())))
+        .collect()
 }
+#[cfg(feature = "cuda")]
+pub use driver::KernelImage;
+
+// Used by the `cuda` build only; its tests run in every build.
+#[cfg(any(feature = "cuda", test))]
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod kernel_cache;
 pub mod seq_args;
 pub use seq_args::*;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]

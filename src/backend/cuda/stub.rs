@@ -35,6 +35,11 @@ pub fn device_count() -> Result<usize> {
     Err(missing("device count"))
 }
 
+/// Loads every kernel file for `device`.
+pub fn load_kernels(device: u32) -> Result<()> {
+    Err(no_device(device))
+}
+
 /// Waits until the work queued on `device` has finished.
 pub fn synchronize(device: u32) -> Result<()> {
     ensure_device(device)

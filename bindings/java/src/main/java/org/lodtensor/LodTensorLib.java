@@ -153,6 +153,8 @@ interface LodTensorLib extends Library {
 
     int lodtensor_cuda_empty_cache(int device);
 
+    int lodtensor_cuda_load_kernels(int device);
+
     int lodtensor_cuda_set_cache_limit(int device, long bytes);
 
     int lodtensor_cuda_cache_limit(int device, LongByReference out);

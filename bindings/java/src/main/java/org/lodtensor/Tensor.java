@@ -400,6 +400,15 @@ public final class Tensor implements AutoCloseable {
         return new long[] {free.getValue(), total.getValue()};
     }
 
+    /**
+     * Compiles and loads every kernel file for a CUDA device now, instead of each at the first call
+     * that needs it (compiling takes seconds; compiled files are kept on disk for later processes).
+     * A server calls it at start-up.
+     */
+    public static void cudaLoadKernels(int device) {
+        NativeHandle.check(LIB.lodtensor_cuda_load_kernels(device));
+    }
+
     /** Gives the freed blocks that a CUDA device's cache keeps back to the driver. */
     public static void cudaEmptyCache(int device) {
         NativeHandle.check(LIB.lodtensor_cuda_empty_cache(device));

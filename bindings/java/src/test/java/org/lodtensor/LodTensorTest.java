@@ -130,6 +130,7 @@ class LodTensorTest {
                 expectError(Status.UNSUPPORTED, "", () -> Tensor.synchronize(2, 0));
                 expectError(Status.UNSUPPORTED, "cuda:0", () -> Tensor.cudaMemoryInfo(0));
                 expectError(Status.UNSUPPORTED, "cuda:0", () -> Tensor.cudaEmptyCache(0));
+                expectError(Status.UNSUPPORTED, "cuda:0", () -> Tensor.cudaLoadKernels(0));
                 expectError(Status.UNSUPPORTED, "cuda:0", () -> Tensor.cudaSetCacheLimit(0, 0));
                 expectError(Status.UNSUPPORTED, "cuda:0", () -> Tensor.cudaCacheLimit(0));
                 expectError(Status.UNSUPPORTED, "cuda:0", () -> Tensor.cudaFreeMemory(0));
@@ -138,6 +139,7 @@ class LodTensorTest {
                     assertEquals(2, d.place()[0]);
                     assertTrue(Tensor.cudaMemoryInfo(0)[0] >= 24);
                     Tensor.cudaEmptyCache(0);
+                    Tensor.cudaLoadKernels(0);
                     assertEquals(0L, Tensor.cudaMemoryInfo(0)[1]);
                     Tensor.cudaSetCacheLimit(0, 1L << 20);
                     assertEquals(1L << 20, Tensor.cudaCacheLimit(0));
@@ -149,6 +151,7 @@ class LodTensorTest {
             }
             expectError(Status.INVALID_ARGUMENT, "device", () -> Tensor.cudaMemoryInfo(-1));
             expectError(Status.INVALID_ARGUMENT, "device", () -> Tensor.cudaEmptyCache(-1));
+            expectError(Status.INVALID_ARGUMENT, "device", () -> Tensor.cudaLoadKernels(-1));
             expectError(Status.INVALID_ARGUMENT, "device", () -> Tensor.cudaSetCacheLimit(-1, 0));
             expectError(Status.INVALID_ARGUMENT, "device", () -> Tensor.cudaCacheLimit(-1));
             expectError(Status.INVALID_ARGUMENT, "device", () -> Tensor.cudaFreeMemory(-1));
