@@ -6,6 +6,10 @@
 //!   cargo bench --features cuda --bench gpu              # every case, markdown table
 //!   cargo bench --features cuda --bench gpu -- pool      # only cases whose name contains "pool"
 //!   BENCH_REPS=5 BENCH_SMALL=1 ...                       # fewer runs / every case 16x smaller
+//!   cargo bench --features cuda --bench gpu -- --load-only  # only the kernels' load time
+//!
+//! It first loads every kernel file (`cuda_load_kernels`) and prints how long that took: a compile
+//! where the disk cache (`LODTENSOR_KERNEL_CACHE`) has no entry yet, a read where it has.
 //!
 //! It also builds with `cuda-emulator` (numbers meaningless there: an end-to-end check of every
 //! case, with BENCH_SMALL=1) and without either feature; with no usable device it prints "no CUDA
@@ -26,7 +30,7 @@ mod common;
 
 use common::{cases, Calib, Case};
 use lodtensor::backend::cuda::read_bandwidth_probe;
-use lodtensor::{cuda_device_count, synchronize, to_place, DType, Dim, LoDTensor, Place, Tensor};
+use lodtensor::{cuda_device_count, cuda_load_kernels, synchronize, to_place, DType, Dim, LoDTensor, Place, Tensor};
 use std::time::{Duration, Instant};
 
 const GPU: Place = Place::Cuda(0);
@@ -92,6 +96,15 @@ fn main() {
             return;
         }
     };
+    let started = Instant::now();
+    if let Err(e) = cuda_load_kernels(0) {
+        println!("loading the kernel files failed: {e}");
+        std::process::exit(1);
+    }
+    println!("kernel files loaded in {:.2} s", started.elapsed().as_secs_f64());
+    if std::env::args().any(|a| a == "--load-only") {
+        return;
+    }
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
     let reps: usize = std::env::var("BENCH_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
     let small = std::env::var("BENCH_SMALL").is_ok_and(|v| v == "1");

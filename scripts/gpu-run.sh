@@ -2,7 +2,10 @@
 # Runs the bundle that scripts/gpu-bundle.sh built, on a machine with an NVIDIA GPU and its
 # driver; it needs no Rust toolchain, no compiler and no network:
 #   bash scripts/gpu-run.sh [BUNDLE]        # BUNDLE defaults to gpu-bundle.tgz
-# Runs what scripts/test-gpu.sh runs: every Rust test program (LODTENSOR_REQUIRE_GPU=1, so a
+# First it times the kernel files' load with an empty disk cache and then with a filled one
+# (LODTENSOR_KERNEL_CACHE, default build/gpu-kernel-cache, emptied first; every program after
+# reads the compiled kernels from it). Then it runs what scripts/test-gpu.sh runs: every Rust test
+# program (LODTENSOR_REQUIRE_GPU=1, so a
 # GPU test fails instead of skipping when no device is found), the ignored speed tests (gpu_*,
 # one at a time), every C API test program (exit status 77 is a skip), then
 # the GPU benchmark (BENCH_* variables pass through; GPU_RUN_BENCH=0 leaves it out). An emulator
@@ -65,6 +68,14 @@ run() {
 }
 
 shopt -s nullglob
+# The kernel files' load, with an empty disk cache (each compiled) and then from it; the summary
+# keeps both times. Every program after them reads their compiled kernels from that cache.
+export LODTENSOR_KERNEL_CACHE=${LODTENSOR_KERNEL_CACHE:-$PWD/build/gpu-kernel-cache}
+rm -rf "$LODTENSOR_KERNEL_CACHE"
+for cache in empty filled; do
+  run "kernel load ($cache cache)" "$bundle/rust/bench-gpu" --bench --load-only
+done
+grep 'kernel files loaded' "$log" >>"$summary" || true
 # The device first: Rust programs named cuda (and the unit tests, which hold the kernel-path tests).
 for prog in "$bundle"/rust/test-cuda* "$bundle"/rust/lib-*; do
   run "rust ${prog##*/}" "$prog"

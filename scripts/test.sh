@@ -14,7 +14,7 @@
 # build/capi-emu): the CUDA backend and its kernels, run on the host (again with guard pages and
 # each launch's blocks and threads in a shuffled order, and 2000 hostile-input calls under
 # valgrind too); then it packs the bundle for GPU machines without
-# Rust (scripts/gpu-bundle.sh) over the emulator and runs two of its programs with
+# Rust (scripts/gpu-bundle.sh) over the emulator and runs some of its programs with
 # scripts/gpu-run.sh.
 # LODTENSOR_SKIP_CUDA=1 skips steps 5 and 6.
 # A failing test suite does not stop the ones after it (CI shows every failure at once); the
@@ -116,10 +116,11 @@ else
     failed+=("C API tests on the CUDA emulator (build)")
   fi
   # The bundle for GPU machines without Rust (scripts/gpu-bundle.sh, scripts/gpu-run.sh), made
-  # over the emulator, unpacked and two of its programs run, so that the scripts keep up with
-  # the tree (the whole bundle's tests are the ones above).
+  # over the emulator, unpacked and some of its programs run (the kernels' load, cuda_memory), so
+  # that the scripts keep up with the tree (the whole bundle's tests are the ones above).
   if FEATURE=cuda-emulator bash scripts/gpu-bundle.sh; then
-    GPU_RUN_FILTER='cuda_memory' GPU_RUN_BENCH=0 bash scripts/gpu-run.sh || failed+=("GPU bundle run (emulator)")
+    GPU_RUN_FILTER='cuda_memory|kernel load' GPU_RUN_BENCH=0 bash scripts/gpu-run.sh ||
+      failed+=("GPU bundle run (emulator)")
   else
     failed+=("GPU bundle (scripts/gpu-bundle.sh, emulator)")
   fi
