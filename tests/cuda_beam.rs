@@ -177,7 +177,7 @@ fn gpu_fused_step_equals_cpu() {
         let sources = if many { 257 + rng.below(500) } else { 1 + rng.below(6) };
         let end_id = rng.below(3) as i64;
         let mut p = prefixes(&mut rng, sources, end_id, case % 2 == 0);
-        // Rows longer than 8192 are split into chunks (beam.cu's CHUNK_ELEMS) for beams up to 16.
+        // Rows longer than 8192 are split into chunks (fused_chunks.cu's CHUNK_ELEMS) for beams up to 16.
         let vocab = [1usize, 2, 3, 10, 40, 300, 8193, 20000][rng.below(if many { 5 } else { 8 })];
         let beam = [1usize, 2, 3, 4, 5, 8, 16, 17, 24][rng.below(9)];
         // One case in four has spread scores (most sources selected by rank), the others ties and

@@ -1,4 +1,5 @@
-//! Launchers of `kernels/beam.cu`: top-k, the fused and Paddle beam-search steps, gather_tree.
+//! Launchers of `kernels/beam.cu` and `kernels/fused_chunks.cu`: top-k, the fused and Paddle
+//! beam-search steps, gather_tree.
 
 use super::device::{new_tensor, BadCount, Device};
 use super::driver::DevicePtr;
@@ -18,7 +19,7 @@ const TOPK_THREADS: u64 = 256;
 /// Threads of the one-block selection kernels (`SELECT_THREADS` in beam.cu).
 const SELECT_THREADS: u32 = 256;
 /// Threads of the fused step's chunk kernel, and elements of a chunk (`CHUNK_THREADS` and
-/// `CHUNK_ELEMS` in beam.cu).
+/// `CHUNK_ELEMS` in fused_chunks.cu).
 const CHUNK_THREADS: u32 = 256;
 const CHUNK_ELEMS: usize = 32 * CHUNK_THREADS as usize;
 /// Rows per launch of the block-per-row kernels: more rows are walked by the same blocks.
@@ -209,7 +210,7 @@ pub fn fused_step(
             .buf(&cand_cols);
         let grid = (parts as u64).min(MAX_ROW_BLOCKS) as u32;
         let name = format!("fused_chunk_topk_{suffix}_{list}");
-        launch(&d, "beam.cu", &name, [grid, 1, 1], [CHUNK_THREADS, 1, 1], args)?;
+        launch(&d, "fused_chunks.cu", &name, [grid, 1, 1], [CHUNK_THREADS, 1, 1], args)?;
     } else if rows > 0 && k > 0 {
         let name = format!("fused_row_topk_{suffix}");
         let args = Args::new()

@@ -196,8 +196,13 @@ __device__ __forceinline__ void lt_store(float *p, double v) { *p = lt_f64_to_f3
 __device__ __forceinline__ void lt_store(double *p, i64 v) { *p = (double)v; }
 __device__ __forceinline__ void lt_store(double *p, double v) { *p = v; }
 
-// A float element as the value its comparisons use (exact), and an element from the low bits of
-// a kernel argument.
+// An element as the value its comparisons use (exact; the integers widened to at least 32 bits),
+// and an element from the low bits of a kernel argument.
+__device__ __forceinline__ u32 lt_cmp(u8 v) { return v; }
+__device__ __forceinline__ i32 lt_cmp(signed char v) { return v; }
+__device__ __forceinline__ i32 lt_cmp(short v) { return v; }
+__device__ __forceinline__ i32 lt_cmp(i32 v) { return v; }
+__device__ __forceinline__ i64 lt_cmp(i64 v) { return v; }
 __device__ __forceinline__ float lt_cmp(f16_t v) { return lt_f16_to_f32(v.bits); }
 __device__ __forceinline__ float lt_cmp(bf16_t v) { return lt_bf16_to_f32(v.bits); }
 __device__ __forceinline__ float lt_cmp(float v) { return v; }
@@ -206,6 +211,17 @@ __device__ __forceinline__ void lt_from_bits(f16_t *p, u64 b) { p->bits = (u16)b
 __device__ __forceinline__ void lt_from_bits(bf16_t *p, u64 b) { p->bits = (u16)b; }
 __device__ __forceinline__ void lt_from_bits(float *p, u64 b) { *p = __uint_as_float((u32)b); }
 __device__ __forceinline__ void lt_from_bits(double *p, u64 b) { *p = __longlong_as_double((i64)b); }
+
+// Whether a comparison value (lt_cmp's) is NaN, and the value a column banned from a top-k reads
+// as: -inf (only the fused beam step bans a column, and its values are float).
+__device__ __forceinline__ bool lt_is_nan(float v) { return v != v; }
+__device__ __forceinline__ bool lt_is_nan(double v) { return v != v; }
+template <typename C>
+__device__ __forceinline__ bool lt_is_nan(C) { return false; }
+template <typename C>
+__device__ __forceinline__ C lt_banned() { return C(); }
+template <>
+__device__ __forceinline__ float lt_banned<float>() { return __uint_as_float(0xff800000u); }
 
 // ---- Grid-stride loops with reads in flight (cast, sequence_pad, gather_rows by an index). Each
 // block takes chunks of STRIDE_UNROLL * blockDim.x consecutive items; a thread loads its
