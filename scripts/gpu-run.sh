@@ -76,6 +76,13 @@ for cache in empty filled; do
   run "kernel load ($cache cache)" "$bundle/rust/bench-gpu" --bench --load-only
 done
 grep 'kernel files loaded' "$log" >>"$summary" || true
+# Which form the device took: machine code (sm_XY) or, where that failed to compile or load, PTX
+# (compute_XY). The entries' keys name their target.
+entries=("$LODTENSOR_KERNEL_CACHE"/*.bin)
+if ((${#entries[@]})); then
+  note "kernel cache: $(grep -la -- '--gpu-architecture=sm_' "${entries[@]}" | wc -l) machine-code and" \
+    "$(grep -la -- '--gpu-architecture=compute_' "${entries[@]}" | wc -l) PTX entries"
+fi
 # The device first: Rust programs named cuda (and the unit tests, which hold the kernel-path tests).
 for prog in "$bundle"/rust/test-cuda* "$bundle"/rust/lib-*; do
   run "rust ${prog##*/}" "$prog"
