@@ -246,8 +246,9 @@ pub(crate) fn compiled(
 ) -> Result<Vec<u8>> {
     let not_loaded = || err!(Unsupported, "nvrtc: the CUDA runtime compiler (libnvrtc.so.13) could not be loaded");
     // SAFETY: only tries to dlopen the compiler library.
-    let present = catch_unwind(|| unsafe { cudarc::nvrtc::sys::is_culib_present() }).unwrap_or(false);
-    ensure!(present, Unsupported, "nvrtc: the CUDA runtime compiler (libnvrtc.so.13) could not be loaded");
+    if !catch_unwind(|| unsafe { cudarc::nvrtc::sys::is_culib_present() }).unwrap_or(false) {
+        return Err(not_loaded());
+    }
     let version = catch_unwind(|| {
         let (mut v_major, mut v_minor) = (0, 0);
         // SAFETY: writes two ints.
