@@ -472,9 +472,10 @@ lodtensor_status_t lodtensor_cuda_free_memory(int32_t device, size_t *out_free, 
 // again does nothing more. Any thread may call this at any time.
 //
 // Returns LODTENSOR_INVALID_ARGUMENT (`device` negative or not below the device count),
-// LODTENSOR_UNSUPPORTED (a build without CUDA, no driver, no device, or no CUDA runtime compiler
-// `libnvrtc.so.13`), LODTENSOR_INTERNAL (a kernel file that does not compile or load, or another
-// CUDA driver failure, named in the message).
+// LODTENSOR_UNSUPPORTED (a build without CUDA, no driver, no device, no CUDA runtime compiler
+// `libnvrtc.so.13`, or a GPU older than every architecture it targets), LODTENSOR_INTERNAL (a
+// kernel file that does not compile or load, or another CUDA driver failure, named in the
+// message).
 lodtensor_status_t lodtensor_cuda_load_kernels(int32_t device);
 
 // The device memory the library holds on CUDA device `device`: `*out_in_use`, the bytes of its

@@ -29,9 +29,10 @@ pub unsafe extern "C" fn lodtensor_cuda_device_count(out: *mut usize) -> lodtens
 /// again does nothing more. Any thread may call this at any time.
 ///
 /// Returns LODTENSOR_INVALID_ARGUMENT (`device` negative or not below the device count),
-/// LODTENSOR_UNSUPPORTED (a build without CUDA, no driver, no device, or no CUDA runtime compiler
-/// `libnvrtc.so.13`), LODTENSOR_INTERNAL (a kernel file that does not compile or load, or another
-/// CUDA driver failure, named in the message).
+/// LODTENSOR_UNSUPPORTED (a build without CUDA, no driver, no device, no CUDA runtime compiler
+/// `libnvrtc.so.13`, or a GPU older than every architecture it targets), LODTENSOR_INTERNAL (a
+/// kernel file that does not compile or load, or another CUDA driver failure, named in the
+/// message).
 #[no_mangle]
 pub extern "C" fn lodtensor_cuda_load_kernels(device: i32) -> lodtensor_status_t {
     boundary(|| crate::ops::transfer::cuda_load_kernels(cuda_ordinal(device)?))

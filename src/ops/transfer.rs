@@ -18,8 +18,8 @@ pub fn cuda_device_count() -> Result<usize> {
 /// files compile at once on threads of their own; compiled files are kept on disk for later
 /// processes (see `LODTENSOR_KERNEL_CACHE` in the README) and load from there in a fraction of
 /// the time. Calling it again does nothing more. `InvalidArgument` for a device beyond the count,
-/// `Unsupported` without CUDA, a driver, a device or NVRTC, `Internal` for a kernel file that does
-/// not compile or load.
+/// `Unsupported` without CUDA, a driver, a device or NVRTC (or for a GPU older than every
+/// architecture NVRTC targets), `Internal` for a kernel file that does not compile or load.
 pub fn cuda_load_kernels(device: u32) -> Result<()> {
     cuda::load_kernels(device)
 }

@@ -175,13 +175,18 @@ impl Context {
     /// Compiles kernel file `name` for this device with NVRTC (or takes it from the disk cache,
     /// `kernel_cache`) and loads it: as machine code for the device, which the driver loads as it
     /// is; as PTX, which the driver compiles, where NVRTC cannot make that code (a GPU newer than
-    /// it) or the driver refuses it.
+    /// it: PTX for the newest architecture it knows) or the driver refuses it.
     pub(crate) fn load(&self, name: &'static str, source: &str) -> Result<Module> {
         let cache = kernel_cache::cache_dir();
-        let cubin = compiled(name, source, self.capability, KernelImage::Cubin, cache);
-        match cubin.and_then(|image| self.load_image(name, &image)) {
+        let target = nvrtc_target(self.capability)?;
+        let cubin = if target == self.capability {
+            compiled(name, source, target, KernelImage::Cubin, cache).and_then(|image| self.load_image(name, &image))
+        } else {
+            Err(err!(Unsupported, "nvrtc: no machine code for this device"))
+        };
+        match cubin {
             Ok(module) => Ok(module),
-            Err(_) => self.load_image(name, &compiled(name, source, self.capability, KernelImage::Ptx, cache)?),
+            Err(_) => self.load_image(name, &compiled(name, source, target, KernelImage::Ptx, cache)?),
         }
     }
 
@@ -233,6 +238,39 @@ pub enum KernelImage {
     Ptx,
 }
 
+/// The error of a missing NVRTC.
+fn nvrtc_not_loaded() -> Error {
+    err!(Unsupported, "nvrtc: the CUDA runtime compiler (libnvrtc.so.13) could not be loaded")
+}
+
+/// The newest compute capability at or below `capability` that NVRTC targets: the device's own
+/// where NVRTC knows it; for a GPU newer than NVRTC, the newest NVRTC knows (whose PTX the driver
+/// compiles for the GPU). `Unsupported` without NVRTC, or for a GPU older than all it targets.
+pub(crate) fn nvrtc_target((major, minor): (i32, i32)) -> Result<(i32, i32)> {
+    let archs = catch_unwind(|| {
+        // SAFETY: only tries to dlopen the compiler library.
+        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+            return None;
+        }
+        let mut n = 0;
+        // SAFETY: writes one int, then `n` ints into a buffer of `n`.
+        unsafe { cudarc::nvrtc::sys::nvrtcGetNumSupportedArchs(&mut n) }.result().ok()?;
+        let mut archs = vec![0; usize::try_from(n).ok()?];
+        unsafe { cudarc::nvrtc::sys::nvrtcGetSupportedArchs(archs.as_mut_ptr()) }.result().ok()?;
+        Some(archs)
+    });
+    let archs = archs.ok().flatten().ok_or_else(nvrtc_not_loaded)?;
+    let device = major * 10 + minor;
+    let newest = archs.iter().copied().filter(|&a| a <= device).max().ok_or_else(|| {
+        err!(
+            Unsupported,
+            "nvrtc: a GPU of compute capability {major}.{minor} is older than any NVRTC targets ({})",
+            archs.iter().map(|a| format!("{}.{}", a / 10, a % 10)).collect::<Vec<_>>().join(", ")
+        )
+    })?;
+    Ok((newest / 10, newest % 10))
+}
+
 /// Kernel file `name` (`source`) compiled by NVRTC for compute capability `capability` as
 /// `image`, through the disk cache in `cache` (see `kernel_cache`; `None`: compiled every time).
 /// NVRTC is loaded at first use; without it (or with a compile error) this is an error, never a
@@ -244,10 +282,9 @@ pub(crate) fn compiled(
     image: KernelImage,
     cache: Option<&Path>,
 ) -> Result<Vec<u8>> {
-    let not_loaded = || err!(Unsupported, "nvrtc: the CUDA runtime compiler (libnvrtc.so.13) could not be loaded");
     // SAFETY: only tries to dlopen the compiler library.
     if !catch_unwind(|| unsafe { cudarc::nvrtc::sys::is_culib_present() }).unwrap_or(false) {
-        return Err(not_loaded());
+        return Err(nvrtc_not_loaded());
     }
     let version = catch_unwind(|| {
         let (mut v_major, mut v_minor) = (0, 0);
@@ -255,7 +292,7 @@ pub(crate) fn compiled(
         let rc = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut v_major, &mut v_minor) };
         (rc == cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS).then_some((v_major, v_minor))
     });
-    let Ok(Some((v_major, v_minor))) = version else { return Err(not_loaded()) };
+    let Ok(Some((v_major, v_minor))) = version else { return Err(nvrtc_not_loaded()) };
     let arch = match image {
         KernelImage::Cubin => format!("sm_{major}{minor}"),
         KernelImage::Ptx => format!("compute_{major}{minor}"),
@@ -265,7 +302,7 @@ pub(crate) fn compiled(
     let mut key = format!("nvrtc {v_major}.{v_minor}\n{}\n{name}\n", options.join(" ")).into_bytes();
     key.extend_from_slice(source.as_bytes());
     kernel_cache::cached(cache, &key, || {
-        catch_unwind(|| nvrtc_compile(name, source, &arch, &options, image)).unwrap_or_else(|_| Err(not_loaded()))
+        catch_unwind(|| nvrtc_compile(name, source, &arch, &options, image)).unwrap_or_else(|_| Err(nvrtc_not_loaded()))
     })
 }
 
@@ -344,5 +381,30 @@ mod tests {
         }
         assert_eq!(entries(), 2);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// NVRTC's target for a device: its own capability where NVRTC knows it; for one newer than
+    /// NVRTC, the newest NVRTC knows, for which PTX compiles; for one older than all, Unsupported.
+    #[test]
+    fn nvrtc_targets_the_device_or_the_newest_below_it() {
+        let own = match nvrtc_target((9, 0)) {
+            Err(Error::Unsupported(m)) if std::env::var_os("LODTENSOR_REQUIRE_NVRTC").is_none() => {
+                eprintln!("skipped: {m}");
+                return;
+            }
+            other => other.unwrap(),
+        };
+        assert_eq!(own, (9, 0));
+        assert_eq!(nvrtc_target((9, 5)).unwrap(), (9, 0), "no 9.5: the newest below it");
+        let newest = nvrtc_target((99, 9)).unwrap();
+        assert!(((12, 0)..(99, 9)).contains(&newest), "{newest:?}");
+        let (name, source) = *super::super::KERNEL_SOURCES.iter().find(|(n, _)| *n == "calibration.cu").unwrap();
+        let ptx = compiled(name, source, newest, KernelImage::Ptx, None).unwrap();
+        let target = format!(".target sm_{}{}", newest.0, newest.1);
+        assert!(String::from_utf8_lossy(&ptx).contains(&target), "{target}");
+        match nvrtc_target((3, 0)) {
+            Err(Error::Unsupported(m)) => assert!(m.contains("compute capability 3.0 is older"), "{m}"),
+            other => panic!("expected Unsupported, got {other:?}"),
+        }
     }
 }
