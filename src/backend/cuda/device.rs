@@ -206,13 +206,20 @@ pub(crate) fn device(ordinal: u32) -> Result<Arc<Device>> {
 /// stay loaded).
 pub fn load_kernels(ordinal: u32) -> Result<()> {
     let d = device(ordinal)?;
+    let load = |file| d.module(file).map(|_| ());
     std::thread::scope(|s| {
-        let loads: Vec<_> = KERNEL_SOURCES.iter().map(|&(file, _)| s.spawn(|| d.module(file).map(|_| ()))).collect();
-        let results: Vec<Result<()>> = loads
-            .into_iter()
-            .map(|l| l.join().unwrap_or_else(|_| Err(err!(Internal, "cuda:{ordinal}: a kernel load panicked"))))
-            .collect();
-        results.into_iter().collect()
+        // A file whose thread cannot be started is loaded here, after the others have started.
+        let (started, left): (Vec<_>, Vec<_>) = KERNEL_SOURCES
+            .iter()
+            .map(|&(file, _)| (file, std::thread::Builder::new().spawn_scoped(s, move || load(file))))
+            .partition(|(_, spawned)| spawned.is_ok());
+        let here: Vec<Result<()>> = left.into_iter().map(|(file, _)| load(file)).collect();
+        let joined = started.into_iter().map(|(_, spawned)| {
+            let thread = spawned.expect("partitioned: started");
+            thread.join().unwrap_or_else(|_| Err(err!(Internal, "cuda:{ordinal}: a kernel load panicked")))
+        });
+        let all: Vec<Result<()>> = joined.chain(here).collect();
+        all.into_iter().collect()
     })
 }
 
