@@ -1,7 +1,7 @@
 //! Gives the shared library its SONAME so that programs linked against it record
 //! `liblodtensor.so.<major>` and keep loading it across compatible releases; lists the CUDA
-//! kernel files for the crate; with the `cuda-emulator` feature, compiles those kernels as C++
-//! for the emulator.
+//! kernel modules for the crate (each kernel file, or each variant of a file that declares
+//! variants); with the `cuda-emulator` feature, compiles those kernels as C++ for the emulator.
 use std::path::{Path, PathBuf};
 
 fn main() {
@@ -25,12 +25,16 @@ fn main() {
     let mut list = String::from("&[\n");
     for f in &files {
         println!("cargo:rerun-if-changed={}", f.display());
-        let name = f.file_name().unwrap().to_str().expect("an ASCII kernel file name");
-        list += &format!(
-            "    ({name:?}, concat!(include_str!({:?}), \"\\n#line 1 \\\"{name}\\\"\\n\", include_str!({:?}))),\n",
-            common.display(),
-            f.display()
-        );
+        let file = f.file_name().unwrap().to_str().expect("an ASCII kernel file name");
+        for m in modules_of(f) {
+            list += &format!(
+                "    ({:?}, concat!(include_str!({:?}), {:?}, include_str!({:?}))),\n",
+                m.name,
+                common.display(),
+                format!("\n{}#line 1 \"{file}\"\n", m.define()),
+                f.display()
+            );
+        }
     }
     list += "]\n";
     std::fs::write(out.join("kernel_sources.rs"), list).expect("writing kernel_sources.rs");
@@ -40,21 +44,65 @@ fn main() {
     }
 }
 
-/// Compiles every kernel file, each in a namespace of its own, with the emulator's host
-/// definitions of the CUDA built-ins into one static library.
+/// A kernel module: a kernel file, or one variant of it, compiled (and loaded) on its own.
+struct Module {
+    /// `file.cu`, or `file.cu[NAME=VALUE]` for a variant.
+    name: String,
+    /// A variant's macro, `(NAME, VALUE)`, defined in front of the file.
+    macro_def: Option<(String, String)>,
+}
+
+impl Module {
+    fn define(&self) -> String {
+        self.macro_def.as_ref().map_or(String::new(), |(n, v)| format!("#define {n} {v}\n"))
+    }
+
+    fn undefine(&self) -> String {
+        self.macro_def.as_ref().map_or(String::new(), |(n, _)| format!("#undef {n}\n"))
+    }
+}
+
+/// The modules of a kernel file: the file as it is, or, for a file whose first lines say
+/// `// lodtensor-variants: NAME=VALUE NAME=VALUE ...`, one per `NAME=VALUE`, that macro defined in
+/// front of the file; so that a program compiles only the variants it uses.
+fn modules_of(file: &Path) -> Vec<Module> {
+    let name = file.file_name().unwrap().to_str().expect("an ASCII kernel file name");
+    let text = std::fs::read_to_string(file).expect("a kernel file");
+    let declared =
+        text.lines().take_while(|l| l.starts_with("//")).find_map(|l| l.strip_prefix("// lodtensor-variants:"));
+    match declared {
+        Some(list) => list
+            .split_whitespace()
+            .map(|d| {
+                let (n, v) = d.split_once('=').expect("a variant is NAME=VALUE");
+                Module { name: format!("{name}[{d}]"), macro_def: Some((n.to_string(), v.to_string())) }
+            })
+            .collect(),
+        None => vec![Module { name: name.to_string(), macro_def: None }],
+    }
+}
+
+/// Compiles every kernel file (each variant of it), each in a namespace of its own, with the
+/// emulator's host definitions of the CUDA built-ins into one static library.
 fn emulator(out: &Path, kernels: &Path, files: &[PathBuf]) {
     let emu = kernels.parent().unwrap().join("emulator");
     println!("cargo:rerun-if-changed={}", emu.display());
     let mut tu = format!("#include {:?}\n", emu.join("host.h").display());
-    for (i, f) in files.iter().enumerate() {
+    let modules = files.iter().flat_map(|f| modules_of(f).into_iter().map(move |m| (f, m)));
+    for (namespace, (f, m)) in modules.enumerate() {
         tu += &format!(
-            "namespace lodtensor_kernels_{i} {{\n#include {:?}\n#include {:?}\n}}\n",
+            "namespace lodtensor_kernels_{namespace} {{\nstatic const char lodtensor_module[] = {:?};\n\
+             {}#include {:?}\n#include {:?}\n{}}}\n",
+            m.name,
+            m.define(),
             kernels.join("common.cuh").display(),
-            f.display()
+            f.display(),
+            m.undefine()
         );
     }
     tu += &format!(
-        "namespace lodtensor_emulator_selftest {{\n#include {:?}\n#include {:?}\n}}\n",
+        "namespace lodtensor_emulator_selftest {{\nstatic const char lodtensor_module[] = \"selftest.cu\";\n\
+         #include {:?}\n#include {:?}\n}}\n",
         kernels.join("common.cuh").display(),
         emu.join("selftest.cu").display()
     );

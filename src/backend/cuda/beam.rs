@@ -210,7 +210,13 @@ pub fn fused_step(
             .buf(&cand_cols);
         let grid = (parts as u64).min(MAX_ROW_BLOCKS) as u32;
         let name = format!("fused_chunk_topk_{suffix}_{list}");
-        launch(&d, "fused_chunks.cu", &name, [grid, 1, 1], [CHUNK_THREADS, 1, 1], args)?;
+        // The file's variant for lists of `list` (build.rs).
+        let file = match list {
+            4 => "fused_chunks.cu[CHUNK_LIST=4]",
+            8 => "fused_chunks.cu[CHUNK_LIST=8]",
+            _ => "fused_chunks.cu[CHUNK_LIST=16]",
+        };
+        launch(&d, file, &name, [grid, 1, 1], [CHUNK_THREADS, 1, 1], args)?;
     } else if rows > 0 && k > 0 {
         let name = format!("fused_row_topk_{suffix}");
         let args = Args::new()

@@ -42,8 +42,9 @@ pub(crate) struct Device {
     free: Mutex<BlockCache<DevicePtr>>,
     /// Bytes of the blocks handed out and not yet given back (size classes, not requests).
     in_use: AtomicUsize,
-    /// The kernel files loaded so far, one slot per entry of `KERNEL_SOURCES`: a file is compiled
-    /// and loaded under its own lock, so different files may be loaded at once and one file once.
+    /// The kernel modules (files, or variants of a file) loaded so far, one slot per entry of
+    /// `KERNEL_SOURCES`: each is compiled and loaded under its own lock, so different modules may
+    /// be loaded at once and each is loaded once.
     modules: Vec<Mutex<Option<Module>>>,
 }
 
@@ -104,10 +105,11 @@ impl Device {
         blocks.into_iter().try_for_each(|ptr| self.ctx.free(ptr))
     }
 
-    /// Kernel file `file`'s module, compiled and loaded at its first use here.
+    /// Kernel module `file` (a file, or a variant `file.cu[NAME=VALUE]`), compiled and loaded at
+    /// its first use here.
     pub(crate) fn module(&self, file: &str) -> Result<Module> {
         let at = KERNEL_SOURCES.iter().position(|(n, _)| *n == file);
-        let at = at.ok_or_else(|| err!(Internal, "no kernel file {file}"))?;
+        let at = at.ok_or_else(|| err!(Internal, "no kernel module {file}"))?;
         let (name, source) = KERNEL_SOURCES[at];
         let mut slot = self.modules[at].lock().expect("module lock");
         if let Some(m) = *slot {

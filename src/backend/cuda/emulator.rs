@@ -25,6 +25,7 @@ extern "C" {
         params: *mut *mut c_void,
         seed: u64,
     ) -> c_int;
+    fn lodtensor_emulator_module_of(name: *const c_char) -> *const c_char;
 }
 
 /// Whether launches run in shuffled orders (`LODTENSOR_EMULATOR_SHUFFLE=1`, read once; a checking
@@ -175,9 +176,19 @@ impl Context {
         Ok(Module(name))
     }
 
+    /// Kernel `name` of `module`: an error, as the driver's, where that module does not define it
+    /// (a launcher naming the wrong kernel file fails here too).
     pub(crate) fn function(&self, module: Module, name: &str) -> Result<Function> {
-        let _ = module.0;
-        Ok(Function(CString::new(name).expect("no NUL")))
+        let cname = CString::new(name).expect("no NUL");
+        // SAFETY: a NUL-terminated name; the answer is null or a static NUL-terminated string.
+        let defined_in = unsafe { lodtensor_emulator_module_of(cname.as_ptr()) };
+        // SAFETY: as above.
+        let defined_in = (!defined_in.is_null()).then(|| unsafe { std::ffi::CStr::from_ptr(defined_in) });
+        match defined_in {
+            Some(m) if m.to_bytes() == module.0.as_bytes() => Ok(Function(cname)),
+            Some(m) => Err(err!(Internal, "kernel {name}: in {}, not in {}", m.to_string_lossy(), module.0)),
+            None => Err(err!(Internal, "kernel {name}: not registered with LODTENSOR_EXPORT")),
+        }
     }
 
     pub(crate) fn launch(&self, f: &Function, grid: [u32; 3], block: [u32; 3], args: &mut Args) -> Result<()> {
@@ -211,7 +222,7 @@ mod tests {
     }
 
     fn run(ctx: &Context, name: &str, grid: [u32; 3], block: [u32; 3], args: Args) -> Result<()> {
-        ctx.launch(&ctx.function(ctx.load("selftest.cu", "").unwrap(), name).unwrap(), grid, block, &mut { args })
+        ctx.launch(&ctx.function(ctx.load("selftest.cu", "").unwrap(), name)?, grid, block, &mut { args })
     }
 
     /// A block reduction through __shared__ memory and __syncthreads, with an atomicAdd per block:
@@ -288,6 +299,19 @@ mod tests {
         sorted.sort_unstable();
         assert_eq!(sorted, (0..blocks).collect::<Vec<_>>());
         assert!(got.windows(2).any(|w| w[0] > w[1]), "blocks of a team in index order");
+    }
+
+    /// A kernel is found only in the module that defines it, as on a GPU: a launcher naming the
+    /// wrong kernel file (or variant) fails on the emulator too.
+    #[test]
+    fn kernels_are_found_in_their_own_module_only() {
+        let ctx = Context::open(0).unwrap();
+        let load = |m| ctx.load(m, "").unwrap();
+        assert!(ctx.function(load("selftest.cu"), "emulator_indices").is_ok());
+        assert!(ctx.function(load("rows.cu"), "emulator_indices").is_err());
+        assert!(ctx.function(load("fused_chunks.cu[CHUNK_LIST=8]"), "fused_chunk_topk_f32_8").is_ok());
+        assert!(ctx.function(load("fused_chunks.cu[CHUNK_LIST=4]"), "fused_chunk_topk_f32_8").is_err());
+        assert!(ctx.function(load("beam.cu"), "fused_chunk_topk_f32_8").is_err());
     }
 
     #[test]

@@ -41,9 +41,11 @@ mod stub;
 #[cfg(not(any(feature = "cuda", feature = "cuda-emulator")))]
 pub use stub::*;
 
-/// The CUDA C sources of the kernels, `(file name, source)`, each with `kernels/common.cuh` in
-/// front: compiled by NVRTC at first use on a device, and by the CI check without a GPU. The list
-/// is every `kernels/*.cu` (made by build.rs).
+/// The CUDA C sources of the kernel modules, `(module name, source)`, each with
+/// `kernels/common.cuh` in front: compiled by NVRTC at first use on a device, and by the CI check
+/// without a GPU. The list is every `kernels/*.cu`, and for a file that declares variants
+/// (`// lodtensor-variants: NAME=VALUE ...`) each variant, named `file.cu[NAME=VALUE]` (made by
+/// build.rs).
 pub const KERNEL_SOURCES: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/kernel_sources.rs"));
 
 /// Compiles every kernel file for compute capability `capability` ((9, 0) ...) as `image`, not

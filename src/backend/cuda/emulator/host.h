@@ -119,7 +119,8 @@ inline T atomicMin(T *p, T v) {
 // Registration of the kernels by name: LODTENSOR_EXPORT(name) after each kernel.
 namespace lodtensor_emulator {
 using Invoke = void (*)(void *kernel, void **params);
-void register_kernel(const char *name, void *kernel, Invoke invoke, bool cooperative);
+// `module`: the kernel module (kernel file, or variant of one) whose source defines the kernel.
+void register_kernel(const char *module, const char *name, void *kernel, Invoke invoke, bool cooperative);
 
 template <typename... A, std::size_t... I>
 void call(void (*f)(A...), void **params, std::index_sequence<I...>) {
@@ -128,9 +129,9 @@ void call(void (*f)(A...), void **params, std::index_sequence<I...>) {
 
 template <typename... A>
 struct Registrar {
-  Registrar(const char *name, void (*f)(A...), bool cooperative) {
+  Registrar(const char *module, const char *name, void (*f)(A...), bool cooperative) {
     register_kernel(
-        name, reinterpret_cast<void *>(f),
+        module, name, reinterpret_cast<void *>(f),
         [](void *kernel, void **params) {
           call(reinterpret_cast<void (*)(A...)>(kernel), params, std::index_sequence_for<A...>{});
         },
@@ -140,7 +141,8 @@ struct Registrar {
 }  // namespace lodtensor_emulator
 
 #define LODTENSOR_UNROLL
+// `lodtensor_module` is the module's name, which build.rs defines in each kernel file's namespace.
 #define LODTENSOR_EXPORT(name) \
-  static ::lodtensor_emulator::Registrar lodtensor_registrar_##name(#name, &name, false);
+  static ::lodtensor_emulator::Registrar lodtensor_registrar_##name(lodtensor_module, #name, &name, false);
 #define LODTENSOR_EXPORT_SYNC(name) \
-  static ::lodtensor_emulator::Registrar lodtensor_registrar_##name(#name, &name, true);
+  static ::lodtensor_emulator::Registrar lodtensor_registrar_##name(lodtensor_module, #name, &name, true);

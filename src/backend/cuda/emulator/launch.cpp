@@ -19,6 +19,7 @@
 namespace lodtensor_emulator {
 namespace {
 struct Kernel {
+  const char *module;
   void *function;
   Invoke invoke;
   bool cooperative;
@@ -50,8 +51,8 @@ std::vector<unsigned> order_of(unsigned long long n, unsigned long long &seed) {
 }
 }  // namespace
 
-void register_kernel(const char *name, void *kernel, Invoke invoke, bool cooperative) {
-  registry()[name] = Kernel{kernel, invoke, cooperative};
+void register_kernel(const char *module, const char *name, void *kernel, Invoke invoke, bool cooperative) {
+  registry()[name] = Kernel{module, kernel, invoke, cooperative};
 }
 
 void barrier_outside_team() {
@@ -60,6 +61,12 @@ void barrier_outside_team() {
   std::abort();
 }
 }  // namespace lodtensor_emulator
+
+// The module (kernel file, or variant of one) that defines kernel `name`; null for no such kernel.
+extern "C" const char *lodtensor_emulator_module_of(const char *name) {
+  const auto it = lodtensor_emulator::registry().find(name);
+  return it == lodtensor_emulator::registry().end() ? nullptr : it->second.module;
+}
 
 // 0: ran; 1: no kernel of that name; 2: a bad launch shape. `seed`: 0 runs blocks and threads in
 // index order, any other value in an order drawn from it.

@@ -1,7 +1,9 @@
+// lodtensor-variants: CHUNK_LIST=4 CHUNK_LIST=8 CHUNK_LIST=16
 // The fused beam step's top lists for k <= 16 (its first pass; beam.cu has the rest of the step):
-// the k best log-probs of every prefix row, with rows in chunks. A file of its own because its
-// nine kernels (lists of 4, 8 and 16 over three dtypes) take most of the beam kernels' compile
-// time, which top_k, Paddle's step and gather_tree need not pay.
+// the k best log-probs of every prefix row, with rows in chunks. A file of its own, compiled once
+// per list length (CHUNK_LIST, the variants above: build.rs), because these kernels take most of
+// the beam kernels' compile time, which top_k, Paddle's step and gather_tree need not pay, and a
+// step needs only one list length.
 //
 // One block per row leaves most of the GPU idle when rows are few and long (320 rows of 32000).
 // Here a row is split into chunks of CHUNK_ELEMS; a block takes a chunk and writes its K largest
@@ -315,6 +317,4 @@ static __device__ void fused_chunk_topk(const S *log_probs, u64 rows, u64 vocab,
   LODTENSOR_FUSED_CHUNK(f16_t, f16, K) \
   LODTENSOR_FUSED_CHUNK(bf16_t, bf16, K)
 
-LODTENSOR_FUSED_CHUNKS(4)
-LODTENSOR_FUSED_CHUNKS(8)
-LODTENSOR_FUSED_CHUNKS(16)
+LODTENSOR_FUSED_CHUNKS(CHUNK_LIST)
