@@ -8,7 +8,8 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The page size these mappings assume (x86-64, and aarch64 with 4 KiB granules). On a system
-/// with larger pages the guard still starts where the block ends; it is only larger.
+/// with other pages, guarded blocks are refused (`map_guarded` gives `None`): a guard must be one
+/// whole page, next to the block.
 pub(crate) const PAGE: usize = 4 << 10;
 
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
@@ -19,7 +20,9 @@ mod os {
         fn munmap(addr: *mut c_void, len: usize) -> i32;
         fn madvise(addr: *mut c_void, len: usize, advice: i32) -> i32;
         fn mprotect(addr: *mut c_void, len: usize, prot: i32) -> i32;
+        fn sysconf(name: i32) -> i64;
     }
+    const SC_PAGESIZE: i32 = 30;
     const PROT_NONE: i32 = 0;
     const PROT_READ: i32 = 1;
     const PROT_WRITE: i32 = 2;
@@ -45,6 +48,11 @@ mod os {
     pub(super) unsafe fn protect_none(ptr: *mut u8, len: usize) -> bool {
         mprotect(ptr.cast(), len, PROT_NONE) == 0
     }
+
+    pub(super) fn page_size() -> usize {
+        // SAFETY: a query with no side effects.
+        usize::try_from(unsafe { sysconf(SC_PAGESIZE) }).unwrap_or(0)
+    }
 }
 
 #[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
@@ -56,6 +64,9 @@ mod os {
     pub(super) unsafe fn advise_huge(_ptr: *mut u8, _len: usize) {}
     pub(super) unsafe fn protect_none(_ptr: *mut u8, _len: usize) -> bool {
         false
+    }
+    pub(super) fn page_size() -> usize {
+        0
     }
 }
 
@@ -127,8 +138,12 @@ pub(crate) fn alternate_guard() -> Guard {
 /// power of two that divides the length (up to the page): a block of elements is aligned for them,
 /// and a word that divides the length divides the address, so kernels choose the words they would
 /// otherwise. Guarded before, it starts a page (so it is page-aligned), and the rest of its last
-/// page is slack. `None` when the system refuses (or the length overflows).
+/// page is slack. `None` when the system refuses, its pages are not [`PAGE`] bytes, or the length
+/// overflows.
 pub(crate) fn map_guarded(len: usize, guard: Guard) -> Option<Guarded> {
+    if os::page_size() != PAGE {
+        return None;
+    }
     let body = len.max(1);
     let span = body.checked_next_multiple_of(PAGE)?.checked_add(PAGE)?;
     let base = os::map(span)?;

@@ -11,9 +11,9 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <string>
 #include <thread>
-#include <numeric>
 #include <vector>
 
 namespace lodtensor_emulator {
