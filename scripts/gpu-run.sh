@@ -2,12 +2,12 @@
 # Runs the bundle that scripts/gpu-bundle.sh built, on a machine with an NVIDIA GPU and its
 # driver; it needs no Rust toolchain, no compiler and no network:
 #   bash scripts/gpu-run.sh [BUNDLE]        # BUNDLE defaults to gpu-bundle.tgz
-# First it times the kernel files' load with an empty disk cache and then with a filled one
+# First it times the kernels' load with an empty disk cache and then with a filled one
 # (LODTENSOR_KERNEL_CACHE, default build/gpu-kernel-cache, emptied first; every program after
 # reads the compiled kernels from it). Then it runs what scripts/test-gpu.sh runs: every Rust test
-# program (LODTENSOR_REQUIRE_GPU=1, so a
-# GPU test fails instead of skipping when no device is found), the ignored speed tests (gpu_*,
-# one at a time), every C API test program (exit status 77 is a skip), then
+# program (LODTENSOR_REQUIRE_GPU=1, so a GPU test fails instead of skipping when no device is
+# found), the ignored speed tests (gpu_*, one at a time), every C API test program (exit status 77
+# is a skip), then
 # the GPU benchmark (BENCH_* variables pass through; GPU_RUN_BENCH=0 leaves it out). An emulator
 # bundle runs no speed tests and runs the benchmark with BENCH_SMALL=1 and BENCH_REPS=3. Logs go to
 # $OUT when it is set (the folder a device machine sends back), else build/gpu-logs: run.log (every

@@ -13,9 +13,8 @@
 # (tests/cuda*.rs) and the C API tests against the `cuda-emulator` build (target/emu,
 # build/capi-emu): the CUDA backend and its kernels, run on the host (again with guard pages and
 # each launch's blocks and threads in a shuffled order, and 2000 hostile-input calls under
-# valgrind too); then it packs the bundle for GPU machines without
-# Rust (scripts/gpu-bundle.sh) over the emulator and runs some of its programs with
-# scripts/gpu-run.sh.
+# valgrind too); then it packs the bundle for GPU machines without Rust (scripts/gpu-bundle.sh)
+# over the emulator and runs some of its programs with scripts/gpu-run.sh.
 # LODTENSOR_SKIP_CUDA=1 skips steps 5 and 6.
 # A failing test suite does not stop the ones after it (CI shows every failure at once); the
 # script exits non-zero if any failed. A failing build does stop it.
@@ -91,9 +90,9 @@ else
     --lib "${gpu_tests[@]}" || failed+=("GPU tests on the CUDA emulator")
   # Again with guard pages: each emulated device block ends where its request does at a page that
   # faults on access, or starts right after one, so a kernel's one word past a buffer, or before
-  # it, stops the test. And each launch
-  # runs its blocks and threads in a shuffled order, as a GPU may: a kernel that needs one block
-  # to finish before another, or a thread to see a later one's write without a barrier, fails.
+  # it, stops the test. And each launch runs its blocks and threads in a shuffled order, as a GPU
+  # may: a kernel that needs one block to finish before another, or a thread to see a later one's
+  # write without a barrier, fails.
   LODTENSOR_GUARD_PAGES=1 LODTENSOR_EMULATOR_SHUFFLE=1 LODTENSOR_POISON_UNINIT=1 LODTENSOR_REQUIRE_GPU=1 \
     cargo test --release --features cuda-emulator --target-dir target/emu --no-fail-fast --lib "${gpu_tests[@]}" ||
     failed+=("GPU tests on the CUDA emulator with guard pages and shuffled launches")
