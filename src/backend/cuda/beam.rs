@@ -211,12 +211,8 @@ pub fn fused_step(
         let grid = (parts as u64).min(MAX_ROW_BLOCKS) as u32;
         let name = format!("fused_chunk_topk_{suffix}_{list}");
         // The file's variant for lists of `list` (build.rs).
-        let file = match list {
-            4 => "fused_chunks.cu[CHUNK_LIST=4]",
-            8 => "fused_chunks.cu[CHUNK_LIST=8]",
-            _ => "fused_chunks.cu[CHUNK_LIST=16]",
-        };
-        launch(&d, file, &name, [grid, 1, 1], [CHUNK_THREADS, 1, 1], args)?;
+        let file = format!("fused_chunks.cu[CHUNK_LIST={list}]");
+        launch(&d, &file, &name, [grid, 1, 1], [CHUNK_THREADS, 1, 1], args)?;
     } else if rows > 0 && k > 0 {
         let name = format!("fused_row_topk_{suffix}");
         let args = Args::new()

@@ -210,18 +210,19 @@ pub fn load_kernels(ordinal: u32) -> Result<()> {
     let d = device(ordinal)?;
     let load = |file| d.module(file).map(|_| ());
     std::thread::scope(|s| {
-        // A file whose thread cannot be started is loaded here, after the others have started.
-        let (started, left): (Vec<_>, Vec<_>) = KERNEL_SOURCES
+        let threads: Vec<_> = KERNEL_SOURCES
             .iter()
             .map(|&(file, _)| (file, std::thread::Builder::new().spawn_scoped(s, move || load(file))))
-            .partition(|(_, spawned)| spawned.is_ok());
-        let here: Vec<Result<()>> = left.into_iter().map(|(file, _)| load(file)).collect();
-        let joined = started.into_iter().map(|(_, spawned)| {
-            let thread = spawned.expect("partitioned: started");
-            thread.join().unwrap_or_else(|_| Err(err!(Internal, "cuda:{ordinal}: a kernel load panicked")))
-        });
-        let all: Vec<Result<()>> = joined.chain(here).collect();
-        all.into_iter().collect()
+            .collect();
+        // A file whose thread could not be started is loaded here.
+        let results: Vec<Result<()>> = threads
+            .into_iter()
+            .map(|(file, thread)| match thread {
+                Ok(t) => t.join().unwrap_or_else(|_| Err(err!(Internal, "cuda:{ordinal}: a kernel load panicked"))),
+                Err(_) => load(file),
+            })
+            .collect();
+        results.into_iter().collect()
     })
 }
 

@@ -238,28 +238,31 @@ pub enum KernelImage {
     Ptx,
 }
 
-/// The error of a missing NVRTC.
-fn nvrtc_not_loaded() -> Error {
-    err!(Unsupported, "nvrtc: the CUDA runtime compiler (libnvrtc.so.13) could not be loaded")
+/// `query` run against NVRTC: `Unsupported` (NVRTC not loaded) when the library is missing, the
+/// loader panics, or the query answers `None`.
+fn nvrtc_query<T>(query: impl FnOnce() -> Option<T> + std::panic::UnwindSafe) -> Result<T> {
+    let answer = catch_unwind(|| {
+        // SAFETY: only tries to dlopen the compiler library.
+        unsafe { cudarc::nvrtc::sys::is_culib_present() }.then(query).flatten()
+    });
+    answer
+        .ok()
+        .flatten()
+        .ok_or_else(|| err!(Unsupported, "nvrtc: the CUDA runtime compiler (libnvrtc.so.13) could not be loaded"))
 }
 
 /// The newest compute capability at or below `capability` that NVRTC targets: the device's own
 /// where NVRTC knows it; for a GPU newer than NVRTC, the newest NVRTC knows (whose PTX the driver
 /// compiles for the GPU). `Unsupported` without NVRTC, or for a GPU older than all it targets.
 pub(crate) fn nvrtc_target((major, minor): (i32, i32)) -> Result<(i32, i32)> {
-    let archs = catch_unwind(|| {
-        // SAFETY: only tries to dlopen the compiler library.
-        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-            return None;
-        }
+    let archs = nvrtc_query(|| {
         let mut n = 0;
         // SAFETY: writes one int, then `n` ints into a buffer of `n`.
         unsafe { cudarc::nvrtc::sys::nvrtcGetNumSupportedArchs(&mut n) }.result().ok()?;
         let mut archs = vec![0; usize::try_from(n).ok()?];
         unsafe { cudarc::nvrtc::sys::nvrtcGetSupportedArchs(archs.as_mut_ptr()) }.result().ok()?;
         Some(archs)
-    });
-    let archs = archs.ok().flatten().ok_or_else(nvrtc_not_loaded)?;
+    })?;
     let device = major * 10 + minor;
     let newest = archs.iter().copied().filter(|&a| a <= device).max().ok_or_else(|| {
         err!(
@@ -282,17 +285,12 @@ pub(crate) fn compiled(
     image: KernelImage,
     cache: Option<&Path>,
 ) -> Result<Vec<u8>> {
-    // SAFETY: only tries to dlopen the compiler library.
-    if !catch_unwind(|| unsafe { cudarc::nvrtc::sys::is_culib_present() }).unwrap_or(false) {
-        return Err(nvrtc_not_loaded());
-    }
-    let version = catch_unwind(|| {
+    let (v_major, v_minor) = nvrtc_query(|| {
         let (mut v_major, mut v_minor) = (0, 0);
         // SAFETY: writes two ints.
-        let rc = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut v_major, &mut v_minor) };
-        (rc == cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS).then_some((v_major, v_minor))
-    });
-    let Ok(Some((v_major, v_minor))) = version else { return Err(nvrtc_not_loaded()) };
+        unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut v_major, &mut v_minor) }.result().ok()?;
+        Some((v_major, v_minor))
+    })?;
     let arch = match image {
         KernelImage::Cubin => format!("sm_{major}{minor}"),
         KernelImage::Ptx => format!("compute_{major}{minor}"),
@@ -301,9 +299,7 @@ pub(crate) fn compiled(
     // The key: everything the image depends on.
     let mut key = format!("nvrtc {v_major}.{v_minor}\n{}\n{name}\n", options.join(" ")).into_bytes();
     key.extend_from_slice(source.as_bytes());
-    kernel_cache::cached(cache, &key, || {
-        catch_unwind(|| nvrtc_compile(name, source, &arch, &options, image)).unwrap_or_else(|_| Err(nvrtc_not_loaded()))
-    })
+    kernel_cache::cached(cache, &key, || nvrtc_query(|| Some(nvrtc_compile(name, source, &arch, &options, image)))?)
 }
 
 /// One NVRTC compile of `source` with `options` (the target `arch` among them), and its image.
@@ -377,6 +373,12 @@ mod tests {
         let broken = compiled("broken.cu", "this is not CUDA", (9, 0), KernelImage::Cubin, Some(&dir));
         match broken {
             Err(Error::Internal(m)) => assert!(m.contains("broken.cu does not compile for sm_90"), "{m}"),
+            other => panic!("expected Internal, got {other:?}"),
+        }
+        assert_eq!(entries(), 2);
+        // A target NVRTC rejects is an error of NVRTC's, not a compile error, and stores nothing.
+        match compiled(name, source, (99, 9), KernelImage::Cubin, Some(&dir)) {
+            Err(Error::Internal(m)) => assert!(m.contains("compiling for sm_999 failed"), "{m}"),
             other => panic!("expected Internal, got {other:?}"),
         }
         assert_eq!(entries(), 2);

@@ -88,7 +88,7 @@ pub(crate) fn blocks_for(work: u64) -> u32 {
 /// with `grid` x `block` threads.
 pub(crate) fn launch(
     d: &Arc<Device>,
-    file: &'static str,
+    file: &str,
     function: &str,
     grid: [u32; 3],
     block: [u32; 3],
@@ -100,7 +100,7 @@ pub(crate) fn launch(
 }
 
 /// A grid-stride launch over `work` items: `blocks_for(work)` blocks of `BLOCK` threads.
-pub(crate) fn launch_1d(d: &Arc<Device>, file: &'static str, function: &str, work: u64, args: Args) -> Result<()> {
+pub(crate) fn launch_1d(d: &Arc<Device>, file: &str, function: &str, work: u64, args: Args) -> Result<()> {
     launch(d, file, function, [blocks_for(work), 1, 1], [BLOCK, 1, 1], args)
 }
 
@@ -110,13 +110,7 @@ const STRIDE_UNROLL: u64 = 4;
 /// A launch of a kernel built on `for_each_index` over `items` items: a grid of `BLOCK`-thread
 /// blocks that gives each thread `STRIDE_UNROLL` items a round (fewer blocks would leave the
 /// GPU's threads idle; more would leave each with one item and one read in flight).
-pub(crate) fn launch_unrolled(
-    d: &Arc<Device>,
-    file: &'static str,
-    function: &str,
-    items: u64,
-    args: Args,
-) -> Result<()> {
+pub(crate) fn launch_unrolled(d: &Arc<Device>, file: &str, function: &str, items: u64, args: Args) -> Result<()> {
     launch_1d(d, file, function, items.div_ceil(STRIDE_UNROLL), args)
 }
 
@@ -146,7 +140,7 @@ const TILE_MAX_ROWS: u64 = 2048;
 /// `args` ends with the tile size in rows, which this appends.
 pub(crate) fn launch_tiles(
     d: &Arc<Device>,
-    file: &'static str,
+    file: &str,
     function: &str,
     rows: u64,
     row_elems: u64,
