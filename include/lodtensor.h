@@ -668,9 +668,9 @@ lodtensor_status_t lodtensor_place(const struct lodtensor_t *t, struct lodtensor
 // LODTENSOR_OUT_OF_RANGE (an index < 0 or >= N; the message names its position and value),
 // LODTENSOR_UNSUPPORTED (`index` not int32/int64; bool `x` with ADD; inputs on a CUDA device in
 // a build without CUDA), LODTENSOR_OUT_OF_MEMORY. On a CUDA device the result is on that device
-// and equals the CPU's bit for bit; with OVERWRITE the device reads and checks `index` itself
-// (it is copied to the host only to name a value out of range), with ADD `index` is copied to
-// the host first (it is validated and the updates grouped by row there).
+// and equals the CPU's bit for bit; the device reads and checks `index` itself (it is copied to
+// the host only to name a value out of range), and with ADD sorts the updates by row there,
+// stably, so each row's adds keep the CPU's order.
 lodtensor_status_t lodtensor_scatter_rows(const struct lodtensor_t *x, const struct lodtensor_t *index, const struct lodtensor_t *updates, int32_t mode, struct lodtensor_t **out);
 
 // Panics inside the library on purpose and returns what the caller sees: always

@@ -39,9 +39,9 @@ fn scatter_mode(code: i32) -> Result<ScatterMode> {
 /// LODTENSOR_OUT_OF_RANGE (an index < 0 or >= N; the message names its position and value),
 /// LODTENSOR_UNSUPPORTED (`index` not int32/int64; bool `x` with ADD; inputs on a CUDA device in
 /// a build without CUDA), LODTENSOR_OUT_OF_MEMORY. On a CUDA device the result is on that device
-/// and equals the CPU's bit for bit; with OVERWRITE the device reads and checks `index` itself
-/// (it is copied to the host only to name a value out of range), with ADD `index` is copied to
-/// the host first (it is validated and the updates grouped by row there).
+/// and equals the CPU's bit for bit; the device reads and checks `index` itself (it is copied to
+/// the host only to name a value out of range), and with ADD sorts the updates by row there,
+/// stably, so each row's adds keep the CPU's order.
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_scatter_rows(
     x: *const lodtensor_t,

@@ -44,10 +44,11 @@ pub enum ScatterMode {
 /// not int32/int64, bool with `Add`, or a build without CUDA for inputs on a CUDA device.
 ///
 /// On a CUDA device the result is the CPU's, bit for bit (each row's updates are added in the
-/// same order). `Overwrite` reads `index` where it is: one launch finds each row's last writer and
-/// checks the index, a second gathers the rows; only when a value is out of range is `index`
-/// copied to the host, to name it. `Add` copies `index` to the host (validation and the grouping
-/// of the updates by row), then adds the rows in one launch.
+/// same order), and `index` is read where it is; only when a value is out of range is it copied
+/// to the host, to name it. `Overwrite`: one launch finds each row's last writer and checks the
+/// index, a second gathers the rows. `Add`: one launch checks the index, a stable radix sort on
+/// the device groups the updates by row, and one launch writes every output element (x's plus its
+/// row's updates, in order).
 pub fn scatter_rows(x: &LoDTensor, index: &LoDTensor, updates: &LoDTensor, mode: ScatterMode) -> Result<LoDTensor> {
     let place = common_place(&[("x", x.tensor()), ("index", index.tensor()), ("updates", updates.tensor())])?;
     let (xt, ut) = (x.tensor(), updates.tensor());
@@ -74,13 +75,16 @@ pub fn scatter_rows(x: &LoDTensor, index: &LoDTensor, updates: &LoDTensor, mode:
         Unsupported,
         "x: dtype bool cannot be added (LODTENSOR_SCATTER_ADD takes numeric dtypes; OVERWRITE takes bool)"
     );
-    if let (Place::Cuda(_), ScatterMode::Overwrite) = (place, mode) {
+    if let Place::Cuda(_) = place {
         // The index stays on the device; a bad value is reported below, from a host copy.
-        if let Some(out) = cuda::scatter_rows_overwrite(xt, index.tensor(), ut)? {
+        let out = match mode {
+            ScatterMode::Overwrite => cuda::scatter_rows_overwrite(xt, index.tensor(), ut)?,
+            ScatterMode::Add => cuda::scatter_rows_add(xt, index.tensor(), ut)?,
+        };
+        if let Some(out) = out {
             return LoDTensor::new(out, x.lod().clone());
         }
     }
-    // On a device `Add` validates the index and groups the updates by row on the host.
     let index = match place {
         Place::Cpu => index.tensor().index_values("index")?,
         Place::Cuda(_) => cuda::copy_to_host(index.tensor())?.index_values("index")?,
@@ -92,18 +96,11 @@ pub fn scatter_rows(x: &LoDTensor, index: &LoDTensor, updates: &LoDTensor, mode:
             "index: index[{i}] = {v} is out of range [0, {rows}) of x's rows (negative indices are errors, not counted from the end)"
         );
     }
-    if let Place::Cuda(_) = place {
-        let out = match mode {
-            ScatterMode::Overwrite => {
-                return Err(err!(
-                    Internal,
-                    "scatter_rows: the device counted an index out of range that its host copy has not"
-                ))
-            }
-            ScatterMode::Add => cuda::scatter_rows_add(xt, &index, ut)?,
-        };
-        return LoDTensor::new(out, x.lod().clone());
-    }
+    ensure!(
+        place == Place::Cpu,
+        Internal,
+        "scatter_rows: the device counted an index out of range that its host copy has not"
+    );
     let mut out = Tensor::uninit(xt.dtype(), *xt.dims())?;
     match mode {
         ScatterMode::Overwrite => {

@@ -97,6 +97,8 @@ pub use beam::{beam_step, fused_step, gather_tree, top_k};
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 pub use tensor_array::{concat_outer, gather_sources, split_outer};
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+mod group;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 mod scatter_rows;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 pub use scatter_rows::{scatter_rows_add, scatter_rows_overwrite};

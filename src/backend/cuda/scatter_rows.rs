@@ -1,18 +1,17 @@
-//! Launchers of `scatter_rows` on the device, reusing the kernels of `rows.cu` and
+//! Launchers of `scatter_rows` on the device, reusing the kernels of `rows.cu`, `group.cu` and
 //! `sequence_misc.cu`:
 //! - OVERWRITE: the index stays on the device. One launch finds each row's last writer (atomic
 //!   maxima over the update positions) and counts bad indices; a second gathers each output row
 //!   from x or from its last update. No table, no plan on the host.
-//! - ADD: the index is on the host (the op copies it there: it validates every value); out = a
-//!   device copy of x; the update positions are counting-sorted by destination row (stably, as on
-//!   the CPU), and the scatter-add kernel adds each row's updates in increasing position order,
-//!   one thread per output element: bit for bit the CPU's sums.
+//! - ADD: the index stays on the device too. One launch checks it and keys each update by its
+//!   row; group.rs sorts the update positions by row, stably (radix passes on the device); one
+//!   launch then writes each output element, x's plus its row's updates in increasing position
+//!   order: bit for bit the CPU's sums. No table, no plan on the host.
 
 use super::device::{copy_to_device, new_tensor, zeroed_tensor, BadCount};
+use super::group::group_by_key;
 use super::launch::{index_width, launch_1d, launch_unrolled, Args};
-use super::seq_common::{device_of, word_for};
-use super::sequence_misc::scatter_add_groups;
-use crate::backend::cpu::scatter_rows::sort_by_row;
+use super::seq_common::{device_of, dtype_suffix, word_for};
 use crate::dim::Dim;
 use crate::dtype::DType;
 use crate::error::{err, Result};
@@ -26,11 +25,7 @@ use crate::tensor::Tensor;
 pub fn scatter_rows_overwrite(x: &Tensor, index: &Tensor, updates: &Tensor) -> Result<Option<Tensor>> {
     let d = device_of(x, "scatter_rows")?;
     let rows = x.rows()?;
-    let suffix = match index.dtype() {
-        DType::I32 => "i32",
-        DType::I64 => "i64",
-        other => return Err(err!(Internal, "scatter_rows: index dtype {other} reached the kernel")),
-    };
+    let suffix = index_suffix(index)?;
     let winner = zeroed_tensor(&d, DType::I64, Dim::new(&[rows])?)?;
     let bad = BadCount::new(&d)?;
     let n = index.numel() as u64;
@@ -50,26 +45,46 @@ pub fn scatter_rows_overwrite(x: &Tensor, index: &Tensor, updates: &Tensor) -> R
 }
 
 /// `x` with row `i` of `updates` added to row `index[i]` for every `i` (each row's updates in
-/// increasing `i`), a new tensor on `x`'s device; a numeric dtype (the op checked), rows of
-/// `x.dims().row_width()` elements.
-pub fn scatter_rows_add(x: &Tensor, index: &[i64], updates: &Tensor) -> Result<Tensor> {
+/// increasing `i`), a new tensor on `x`'s device; a numeric dtype (the op checked); `index` (int32
+/// or int64, one value per row of `updates`) is on that device too. `None` when an index is
+/// outside `[0, rows of x)` (the caller reports which, from a host copy). The updates are sorted
+/// by row on the device (group.rs), then one launch writes each output element: x's, plus its
+/// row's updates in order. Scratch of about 40 bytes per update and 8 per row of `x`; the count of
+/// bad indices comes back to the host, so the call waits for the device once.
+pub fn scatter_rows_add(x: &Tensor, index: &Tensor, updates: &Tensor) -> Result<Option<Tensor>> {
     let d = device_of(x, "scatter_rows")?;
-    let mut out = copy_to_device(x, d.ordinal)?;
-    let width = x.dims().row_width();
-    if out.numel() == 0 || index.is_empty() {
-        return Ok(out);
+    let rows = x.rows()? as u64;
+    let n = index.numel() as u64;
+    if n == 0 {
+        return copy_to_device(x, d.ordinal).map(Some);
     }
-    let by_row = sort_by_row(index, x.rows()?)?;
-    let starts = by_row.starts();
-    let (mut targets, mut bounds) = (Vec::new(), Vec::new());
-    for r in 0..starts.len() - 1 {
-        if starts[r + 1] > starts[r] {
-            targets.push(r as i64);
-            bounds.push(starts[r] as i64);
-        }
+    let keys = d.allocation(n as usize * 8)?;
+    let bad = BadCount::new(&d)?;
+    let args = Args::new().ptr(index).arg(n).arg(rows).buf(&keys).ptr(bad.tensor());
+    launch_1d(&d, "rows.cu", &format!("row_keys_{}", index_suffix(index)?), n, args)?;
+    let groups = group_by_key(&d, &keys, n, rows)?;
+    let mut out = new_tensor(&d, x.dtype(), *x.dims())?;
+    let width = x.dims().row_width() as u64;
+    if out.numel() > 0 {
+        let args = Args::new()
+            .arg(out.as_mut_ptr() as u64)
+            .ptr(x)
+            .ptr(updates)
+            .buf(&groups.starts)
+            .buf(&groups.order)
+            .arg(rows)
+            .arg(width);
+        let kernel = format!("scatter_add_rows_{}", dtype_suffix(x.dtype())?);
+        launch_1d(&d, "sequence_misc.cu", &kernel, rows * width, args)?;
     }
-    bounds.push(index.len() as i64);
-    let order: Vec<i64> = by_row.order().iter().map(|&i| i as i64).collect();
-    scatter_add_groups(&d, &mut out, updates, width, targets, &bounds, &order)?;
-    Ok(out)
+    bad.unless_counted(out)
+}
+
+/// The kernel-name suffix of a device index's dtype (int32 or int64: the op checked).
+fn index_suffix(index: &Tensor) -> Result<&'static str> {
+    match index.dtype() {
+        DType::I32 => Ok("i32"),
+        DType::I64 => Ok("i64"),
+        other => Err(err!(Internal, "scatter_rows: index dtype {other} reached the kernel")),
+    }
 }

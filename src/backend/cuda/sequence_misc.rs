@@ -162,7 +162,7 @@ pub fn sequence_scatter_add(
 /// Adds rows of `updates` to rows of `out` (both of `width` elements, on `d`): group g adds
 /// update rows `order[q]`, `q` in `bounds[g]..bounds[g + 1]`, in that order, to row `targets[g]`
 /// (targets distinct). One launch, one thread per element of the target rows; one table upload.
-pub(crate) fn scatter_add_groups(
+fn scatter_add_groups(
     d: &Arc<Device>,
     out: &mut Tensor,
     updates: &Tensor,

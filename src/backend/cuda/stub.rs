@@ -329,8 +329,8 @@ pub fn scatter_rows_overwrite(x: &Tensor, _index: &Tensor, _updates: &Tensor) ->
 }
 
 /// `scatter_rows` (add) on a CUDA device.
-pub fn scatter_rows_add(x: &Tensor, _index: &[i64], _updates: &Tensor) -> Result<Tensor> {
-    copy_to_host(x)
+pub fn scatter_rows_add(x: &Tensor, _index: &Tensor, _updates: &Tensor) -> Result<Option<Tensor>> {
+    Err(copy_to_host(x).err().unwrap_or_else(|| missing("scatter_rows")))
 }
 
 /// The GPU benchmark's read calibration on a CUDA device.

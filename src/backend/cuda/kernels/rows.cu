@@ -221,6 +221,27 @@ __device__ void last_writers(const I *__restrict__ index, u64 n, u64 rows, u64 *
 LODTENSOR_LAST_WRITERS(i32, i32)
 LODTENSOR_LAST_WRITERS(i64, i64)
 
+// scatter_rows ADD's keys, for the sort by row (group.cu): keys[i] = index[i], the row update i
+// adds to; an index outside [0, rows) is counted in *bad and keyed 0, so the sort stays in bounds.
+template <typename I>
+__device__ void row_keys(const I *__restrict__ index, u64 n, u64 rows, u64 *keys, u32 *bad) {
+  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+    const i64 r = (i64)index[i];
+    const bool ok = r >= 0 && (u64)r < rows;
+    if (!ok) atomicAdd(bad, 1u);
+    keys[i] = ok ? (u64)r : 0;
+  }
+}
+
+#define LODTENSOR_ROW_KEYS(I, INAME)                                                                 \
+  extern "C" __global__ void row_keys_##INAME(const I *index, u64 n, u64 rows, u64 *keys, u32 *bad) { \
+    row_keys<I>(index, n, rows, keys, bad);                                                          \
+  }                                                                                                  \
+  LODTENSOR_EXPORT(row_keys_##INAME)
+
+LODTENSOR_ROW_KEYS(i32, i32)
+LODTENSOR_ROW_KEYS(i64, i64)
+
 // Then the output's words, as gather_by_index walks them: row r is row winner[r] - 1 of updates,
 // or row r of x where no update names it.
 template <typename W, typename N>

@@ -140,13 +140,14 @@ __device__ void sequence_conv(const T *__restrict__ x, const T *__restrict__ fil
 LODTENSOR_CONV(float, f32)
 LODTENSOR_CONV(double, f64)
 
-// ---- The scatter-add of sequence_scatter and of scatter_rows (ADD): the host groups the
-// updates by target row (of `width` elements; sequence_scatter's rows are single elements),
-// keeping update order within a group; the thread owning element c of group g's target row adds
-// the group's updates' elements c in that order. Each element is written by one thread, in the
-// CPU's order: the results are the CPU's exactly (integers wrap; 16-bit floats add in float and
-// round once per add, as `Scalar::add` does, with common.cuh's conversions). Consecutive threads
-// take consecutive elements of a row, so wide rows are read and written coalesced.
+// ---- The scatter-adds of sequence_scatter and of scatter_rows (ADD): the updates are grouped by
+// target row (of `width` elements; sequence_scatter's rows are single elements), update order kept
+// within a group (sequence_scatter's groups on the host, scatter_rows' by group.cu's sort); the
+// thread owning element c of a target row adds its group's updates' elements c in that order.
+// Each element is written by one thread, in the CPU's order: the results are the CPU's exactly
+// (integers wrap; 16-bit floats add in float and round once per add, as `Scalar::add` does, with
+// common.cuh's conversions). Consecutive threads take consecutive elements of a row, so wide rows
+// are read and written coalesced.
 __device__ __forceinline__ u8 scatter_add(u8 a, u8 b) { return (u8)(a + b); }
 __device__ __forceinline__ signed char scatter_add(signed char a, signed char b) {
   return (signed char)(u8)((u8)a + (u8)b);
@@ -185,13 +186,35 @@ __device__ void sequence_scatter(T *__restrict__ out, const T *__restrict__ upda
   }
 }
 
+// scatter_rows ADD: out = x, plus to row r the updates order[q] for q in [starts[r], starts[r + 1])
+// (group.cu's sort of the updates by row), for all `rows` rows: the copy of x and the adds in one
+// pass over the output.
+template <typename T>
+__device__ void scatter_add_rows(T *__restrict__ out, const T *__restrict__ x, const T *__restrict__ updates,
+                                 const u64 *__restrict__ starts, const u64 *__restrict__ order, u64 rows, u64 width) {
+  const u64 total = rows * width;
+  const u64 stride = (u64)gridDim.x * blockDim.x;
+  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const u64 r = i / width;
+    const u64 c = i - r * width;
+    T acc = x[i];
+    for (u64 q = starts[r]; q < starts[r + 1]; q++) acc = scatter_add(acc, updates[order[q] * width + c]);
+    out[i] = acc;
+  }
+}
+
 #define LODTENSOR_SCATTER(T, NAME)                                                                 \
   extern "C" __global__ void sequence_scatter_##NAME(T *out, const T *updates, const i64 *targets, \
                                                      const i64 *bounds, const i64 *order, u64 groups, \
                                                      u64 width) {                                  \
     sequence_scatter<T>(out, updates, targets, bounds, order, groups, width);                        \
   }                                                                                                \
-  LODTENSOR_EXPORT(sequence_scatter_##NAME)
+  LODTENSOR_EXPORT(sequence_scatter_##NAME)                                                        \
+  extern "C" __global__ void scatter_add_rows_##NAME(T *out, const T *x, const T *updates, const u64 *starts, \
+                                                     const u64 *order, u64 rows, u64 width) {        \
+    scatter_add_rows<T>(out, x, updates, starts, order, rows, width);                                \
+  }                                                                                                \
+  LODTENSOR_EXPORT(scatter_add_rows_##NAME)
 
 LODTENSOR_SCATTER(u8, u8)
 LODTENSOR_SCATTER(signed char, i8)
