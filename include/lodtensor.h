@@ -973,8 +973,8 @@ lodtensor_status_t sequence_reverse(const struct lodtensor_t *x, struct lodtenso
 // `updates`: `x`'s dtype, exactly 1 LoD level (its offsets are not compared with `ids`', as in
 // Paddle), one value per id. An empty sequence leaves its row alone; rows past the last
 // sequence are copied unchanged. dtypes of `x`: every numeric type (not bool). Runs on the
-// inputs' place (the CPU or one CUDA device, where `ids` is copied to the host to be checked);
-// `*out` is on that place.
+// inputs' place (the CPU or one CUDA device, which checks `ids` itself: they are copied to the
+// host only to name one out of range); `*out` is on that place.
 // Returns LODTENSOR_NULL_ARGUMENT (`x`, `ids`, `updates`, `out`), LODTENSOR_INVALID_ARGUMENT
 // (0-d `x`; `ids` or `updates` not one value per id; `updates` dtype != `x`'s; inputs on
 // different places),
@@ -989,7 +989,7 @@ lodtensor_status_t sequence_scatter(const struct lodtensor_t *x, const struct lo
 // `lodtensor_slice`, split pieces, the caller's buffer of `lodtensor_from_buffer`) sees them; no
 // other thread may use that memory during the call. Arguments, rules and statuses as in
 // `sequence_scatter`, plus LODTENSOR_INVALID_ARGUMENT when `ids` or `updates` use `x`'s memory.
-// On failure `x` is unchanged (every check runs before the first write).
+// On failure `x` is unchanged (no write happens before every check has passed, on a device too).
 lodtensor_status_t sequence_scatter_inplace(struct lodtensor_t *x, const struct lodtensor_t *ids, const struct lodtensor_t *updates);
 
 // Rows `[L[i] + offset[i], L[i] + offset[i] + length[i])` of each sequence `i` of `x`, whose LoD

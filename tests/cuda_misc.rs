@@ -444,8 +444,10 @@ fn gpu_conv_equals_cpu() {
 
 /// x of `dtype` `[rows, width]`, ids (repeated, int32 or int64) and updates for sequence_scatter.
 fn scatter_case(rng: &mut Rng, dtype: DType, case: usize) -> (LoDTensor, LoDTensor, LoDTensor) {
-    let rows = [1, 4, 60][case % 3];
-    let width = [1, 3, 7][(case / 3) % 3];
+    // Up to 120000 target elements (three radix passes of the device's sort by target) and two
+    // tiles of the sort's 1024 ids.
+    let rows = [1, 4, 60, 400][case % 4];
+    let width = [1, 3, 7, 300][(case / 4) % 4];
     let seqs = 1 + rng.below(rows);
     let lengths = random_lengths(rng, seqs, 9);
     let m: usize = lengths.iter().sum();
@@ -489,7 +491,7 @@ fn gpu_scatter_equals_cpu_out_of_place_and_in_place() {
     let dtypes =
         [DType::U8, DType::I8, DType::I16, DType::I32, DType::I64, DType::F16, DType::BF16, DType::F32, DType::F64];
     for (k, &dtype) in dtypes.iter().enumerate() {
-        for case in 0..9 {
+        for case in 0..12 {
             let (x, ids, updates) = scatter_case(&mut rng, dtype, case + k);
             let what = format!("scatter {dtype}, case {case}");
             let want = sequence_scatter(&x, &ids, &updates).unwrap();

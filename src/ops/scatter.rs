@@ -2,10 +2,10 @@
 //! column each id names (the row flattened). Out of place (a new tensor) or in place.
 //!
 //! On a CUDA place (`x`, `ids` and `updates` on one device; mixed places are an error naming
-//! both) the ids are copied to the host, where they are checked and grouped by the element they
-//! update; the device then adds each group's updates in id order, so the result equals the CPU's
-//! exactly (integers wrap, floats round after every add, as on the CPU; only the payload of a NaN
-//! result may differ, a GPU making its own canonical NaN).
+//! both) the device checks the ids and sorts them by the element they update, stably, then adds
+//! each element's updates in id order, so the result equals the CPU's exactly (integers wrap,
+//! floats round after every add, as on the CPU; only the payload of a NaN result may differ, a GPU
+//! making its own canonical NaN). The ids are copied to the host only to name one out of range.
 
 use super::common_place;
 use super::host_inputs::on_host;
@@ -17,13 +17,12 @@ use crate::lod_tensor::LoDTensor;
 use crate::place::Place;
 use crate::tensor::Tensor;
 
-/// What the checks found: the row width of `x`, the offsets of `ids`' sequences, the inputs'
-/// place and the ids in host memory (`ids` itself on the host).
+/// What the checks found: the row width of `x`, the offsets of `ids`' sequences and the inputs'
+/// place. The ids' values are checked here on the host; on a device, by the scatter itself.
 struct Plan<'a> {
     width: usize,
     offsets: &'a [usize],
     place: Place,
-    host_ids: Tensor,
 }
 
 fn check<'a>(x: &Tensor, ids: &'a LoDTensor, updates: &LoDTensor) -> Result<Plan<'a>> {
@@ -75,16 +74,24 @@ fn check<'a>(x: &Tensor, ids: &'a LoDTensor, updates: &LoDTensor) -> Result<Plan
         "ids: has {sequences} sequences, but x has {rows} rows; sequence i updates row i of x, so ids may have at most {rows}"
     );
     place.ensure_usable()?;
-    let width = x.dims().row_width();
-    let host_ids = on_host(ids.tensor())?;
-    match host_ids.dtype() {
-        DType::I32 => check_ids(host_ids.as_slice::<i32>()?, offsets, width)?,
-        _ => check_ids(host_ids.as_slice::<i64>()?, offsets, width)?,
+    let plan = Plan { width: x.dims().row_width(), offsets, place };
+    if place == Place::Cpu {
+        check_ids(&plan, ids.tensor())?;
     }
-    Ok(Plan { width, offsets, place, host_ids })
+    Ok(plan)
 }
 
-fn check_ids<I: Copy + Into<i64>>(ids: &[I], offsets: &[usize], width: usize) -> Result<()> {
+/// Every id in `[0, width)`, else `OutOfRange` naming the first that is not (read from a host
+/// copy of device ids).
+fn check_ids(plan: &Plan, ids: &Tensor) -> Result<()> {
+    let ids = on_host(ids)?;
+    match ids.dtype() {
+        DType::I32 => check_id_values(ids.as_slice::<i32>()?, plan.offsets, plan.width),
+        _ => check_id_values(ids.as_slice::<i64>()?, plan.offsets, plan.width),
+    }
+}
+
+fn check_id_values<I: Copy + Into<i64>>(ids: &[I], offsets: &[usize], width: usize) -> Result<()> {
     for (i, w) in offsets.windows(2).enumerate() {
         for (p, &id) in ids.iter().enumerate().take(w[1]).skip(w[0]) {
             let v: i64 = id.into();
@@ -118,11 +125,15 @@ fn run(
     })
 }
 
-/// The scatter-add into `out`, a device tensor of `x`'s dtype.
-fn run_device(plan: &Plan, updates: &LoDTensor, out: &mut Tensor) -> Result<()> {
+/// The scatter-add into `out`, a device tensor of `x`'s dtype. The device checks the ids; when
+/// one is out of range (`out` untouched), a host copy names it.
+fn run_device(plan: &Plan, ids: &LoDTensor, updates: &LoDTensor, out: &mut Tensor) -> Result<()> {
     dispatch_dtype!(out.dtype(), "x", [U8, I8, I16, I32, I64, F16, BF16, F32, F64], |T| Ok(()))?;
-    let ids = plan.host_ids.index_values("ids")?;
-    cuda::sequence_scatter_add(out, plan.width, plan.offsets, &ids, updates.tensor())
+    if cuda::sequence_scatter_add(out, plan.width, ids.lod().lod_level(0)?, ids.tensor(), updates.tensor())? {
+        return Ok(());
+    }
+    check_ids(plan, ids.tensor())?;
+    Err(err!(Internal, "sequence_scatter: the device counted an id out of range that its host copy has not"))
 }
 
 fn as_mut_elements<T: Scalar>(bytes: &mut [u8]) -> &mut [T] {
@@ -143,7 +154,7 @@ pub fn sequence_scatter(x: &LoDTensor, ids: &LoDTensor, updates: &LoDTensor) -> 
     if let Place::Cuda(device) = plan.place {
         dispatch_dtype!(x.tensor().dtype(), "x", [U8, I8, I16, I32, I64, F16, BF16, F32, F64], |T| Ok(()))?;
         let mut out = cuda::copy_to_device(x.tensor(), device)?;
-        run_device(&plan, updates, &mut out)?;
+        run_device(&plan, ids, updates, &mut out)?;
         return Ok(LoDTensor::dense(out));
     }
     let mut out = Tensor::uninit(x.tensor().dtype(), *x.dims())?;
@@ -162,7 +173,7 @@ pub fn sequence_scatter_inplace(x: &mut LoDTensor, ids: &LoDTensor, updates: &Lo
             InvalidArgument,
             "tensor: its memory is shared with another tensor; copy it before writing through Rust"
         );
-        return run_device(&plan, updates, x.tensor_mut());
+        return run_device(&plan, ids, updates, x.tensor_mut());
     }
     let dtype = x.tensor().dtype();
     run(&plan, ids, updates, None, x.tensor_mut().bytes_mut()?, dtype)
@@ -183,7 +194,7 @@ pub unsafe fn sequence_scatter_inplace_shared(x: &mut LoDTensor, ids: &LoDTensor
         );
     }
     if let Place::Cuda(_) = plan.place {
-        return run_device(&plan, updates, x.tensor_mut());
+        return run_device(&plan, ids, updates, x.tensor_mut());
     }
     let dtype = x.tensor().dtype();
     let n = x.tensor().nbytes();

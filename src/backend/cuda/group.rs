@@ -1,7 +1,7 @@
 //! Launchers of `kernels/group.cu`: positions grouped by key on a device, for the ops that add
-//! several values into one place in the CPU's order (scatter_rows ADD). A stable sort of the
-//! positions by key (LSD radix, 8 bits a pass over the bits the largest key needs), then each
-//! key's first place in the sorted order; nothing goes through the host.
+//! several values into one place in the CPU's order (scatter_rows ADD, sequence_scatter). A stable
+//! sort of the positions by key (LSD radix, 8 bits a pass over the bits the largest key needs),
+//! and each key's first place in the sorted order; nothing goes through the host.
 
 use super::device::Device;
 use super::launch::{launch, launch_1d, Args};
@@ -19,17 +19,16 @@ const RADIX_TILE: u64 = 1024;
 const SCAN_THREADS: u32 = 256;
 const SCAN_TILE: u64 = SCAN_THREADS as u64 * 8;
 
-/// Positions grouped by key: `order` (n u64 values) is 0..n sorted by key, positions of one key
-/// increasing; key k's positions are `order[starts[k]..starts[k + 1]]` (`starts`: key_count + 1
-/// u64 values).
-pub(crate) struct Groups {
+/// Positions sorted by key: `order` (n u64 values) is 0..n sorted by key, positions of one key
+/// increasing; `keys` (n u64 values) is the keys in that order.
+pub(crate) struct Sorted {
+    pub(crate) keys: Arc<Allocation>,
     pub(crate) order: Arc<Allocation>,
-    pub(crate) starts: Arc<Allocation>,
 }
 
-/// Groups positions `0..n` by `keys` (n u64 values on `d`, each below `key_count`). Queued on the
-/// device's stream; `keys` is only read.
-pub(crate) fn group_by_key(d: &Arc<Device>, keys: &Allocation, n: u64, key_count: u64) -> Result<Groups> {
+/// Sorts positions `0..n` (n > 0) by `keys` (n u64 values on `d`, each below `key_count`),
+/// stably. Queued on the device's stream; `keys` is only read.
+pub(crate) fn sort_by_key(d: &Arc<Device>, keys: &Allocation, n: u64, key_count: u64) -> Result<Sorted> {
     let words = |count: u64| d.allocation(count as usize * 8);
     let tiles = n.div_ceil(RADIX_TILE);
     let grid = tiles.clamp(1, 1 << 16) as u32;
@@ -51,11 +50,17 @@ pub(crate) fn group_by_key(d: &Arc<Device>, keys: &Allocation, n: u64, key_count
         (keys_in, vals_in) = (keys_out.as_ptr() as u64, vals_out.as_ptr() as u64);
     }
     let [first, second] = buffers;
-    let (sorted, order) = if passes % 2 == 1 { first } else { second };
-    let starts = words(key_count + 1)?;
-    let args = Args::new().buf(&sorted).arg(n).arg(key_count).buf(&starts);
+    let (keys, order) = if passes % 2 == 1 { first } else { second };
+    Ok(Sorted { keys, order })
+}
+
+/// Each key's first place in `sorted` (n keys in increasing order, each below `key_count`):
+/// `key_count + 1` u64 values, key k's places being `starts[k]..starts[k + 1]`.
+pub(crate) fn key_starts(d: &Arc<Device>, sorted: &Allocation, n: u64, key_count: u64) -> Result<Arc<Allocation>> {
+    let starts = d.allocation((key_count + 1) as usize * 8)?;
+    let args = Args::new().buf(sorted).arg(n).arg(key_count).buf(&starts);
     launch_1d(d, FILE, "key_starts", key_count + 1, args)?;
-    Ok(Groups { order, starts })
+    Ok(starts)
 }
 
 /// Replaces `data`'s first `n` u64 values by their exclusive prefix sums: each tile's scanned in
@@ -113,12 +118,12 @@ mod tests {
         }
     }
 
-    /// The grouping is a stable sort of the positions by key, and `starts` counts the keys below
+    /// The sort is a stable sort of the positions by key, and `starts` counts the keys below
     /// each key: checked against the host's stable sort, for key ranges of one to four radix
     /// passes (odd and even counts: the result in either buffer), runs of one tile and of many (a partial last tile
     /// included), and keys all alike, spread or bunched near a pass's digit boundary.
     #[test]
-    fn grouping_is_a_stable_sort_by_key() {
+    fn positions_sort_stably_by_key() {
         if devices_for_test().is_none() {
             return;
         }
@@ -145,13 +150,15 @@ mod tests {
                 })
                 .collect();
             let on_device = upload(&d, &keys).unwrap();
-            let groups = group_by_key(&d, &on_device, n as u64, key_count).unwrap();
+            let got = sort_by_key(&d, &on_device, n as u64, key_count).unwrap();
             let mut want: Vec<u64> = (0..n as u64).collect();
             want.sort_by_key(|&p| keys[p as usize]);
-            assert!(download(&d, &groups.order, n) == want, "order: {n} keys below {key_count}");
-            let starts = download(&d, &groups.starts, key_count as usize + 1);
+            assert!(download(&d, &got.order, n) == want, "order: {n} keys below {key_count}");
+            let starts = key_starts(&d, &got.keys, n as u64, key_count).unwrap();
+            let starts = download(&d, &starts, key_count as usize + 1);
             let mut sorted = keys.clone();
             sorted.sort_unstable();
+            assert!(download(&d, &got.keys, n) == sorted, "keys: {n} keys below {key_count}");
             for (s, &start) in starts.iter().enumerate() {
                 let below = sorted.partition_point(|&v| v < s as u64) as u64;
                 assert_eq!(start, below, "starts[{s}]: {n} keys below {key_count}");

@@ -4,7 +4,7 @@
 
 use super::device::{device, new_tensor, BadCount, Device};
 use super::launch::{index_width, launch_tiles, launch_unrolled, upload, Args};
-use super::seq_common::{count_u32, device_of, level_on, offset_words, upload_joined, word_for};
+use super::seq_common::{count_u32, device_of, index_suffix, level_on, offset_words, upload_joined, word_for};
 use crate::dim::Dim;
 use crate::dtype::DType;
 use crate::error::{ensure, err, Result};
@@ -201,11 +201,7 @@ pub fn gather_rows_by_index(src: &Tensor, row_bytes: usize, index: &Tensor, dims
         return Ok(Some(out));
     }
     let src_rows = src.rows()?;
-    let suffix = match index.dtype() {
-        DType::I32 => "i32",
-        DType::I64 => "i64",
-        other => return Err(err!(Internal, "gather_rows: index dtype {other} reached the kernel")),
-    };
+    let suffix = index_suffix(index, "gather_rows")?;
     let dst = out.as_mut_ptr() as u64;
     let word = word_for(row_bytes, [src.as_ptr() as u64, dst]);
     let row_words = (row_bytes / word) as u64;

@@ -9,12 +9,12 @@
 //!   order: bit for bit the CPU's sums. No table, no plan on the host.
 
 use super::device::{copy_to_device, new_tensor, zeroed_tensor, BadCount};
-use super::group::group_by_key;
+use super::group::{key_starts, sort_by_key};
 use super::launch::{index_width, launch_1d, launch_unrolled, Args};
-use super::seq_common::{device_of, dtype_suffix, word_for};
+use super::seq_common::{device_of, dtype_suffix, index_suffix, word_for};
 use crate::dim::Dim;
 use crate::dtype::DType;
-use crate::error::{err, Result};
+use crate::error::Result;
 use crate::tensor::Tensor;
 
 /// `x` with row `index[i]` replaced by row `i` of `updates` (the last `i` wins), a new tensor on
@@ -25,7 +25,7 @@ use crate::tensor::Tensor;
 pub fn scatter_rows_overwrite(x: &Tensor, index: &Tensor, updates: &Tensor) -> Result<Option<Tensor>> {
     let d = device_of(x, "scatter_rows")?;
     let rows = x.rows()?;
-    let suffix = index_suffix(index)?;
+    let suffix = index_suffix(index, "scatter_rows")?;
     let winner = zeroed_tensor(&d, DType::I64, Dim::new(&[rows])?)?;
     let bad = BadCount::new(&d)?;
     let n = index.numel() as u64;
@@ -61,8 +61,9 @@ pub fn scatter_rows_add(x: &Tensor, index: &Tensor, updates: &Tensor) -> Result<
     let keys = d.allocation(n as usize * 8)?;
     let bad = BadCount::new(&d)?;
     let args = Args::new().ptr(index).arg(n).arg(rows).buf(&keys).ptr(bad.tensor());
-    launch_1d(&d, "rows.cu", &format!("row_keys_{}", index_suffix(index)?), n, args)?;
-    let groups = group_by_key(&d, &keys, n, rows)?;
+    launch_1d(&d, "rows.cu", &format!("row_keys_{}", index_suffix(index, "scatter_rows")?), n, args)?;
+    let sorted = sort_by_key(&d, &keys, n, rows)?;
+    let starts = key_starts(&d, &sorted.keys, n, rows)?;
     let mut out = new_tensor(&d, x.dtype(), *x.dims())?;
     let width = x.dims().row_width() as u64;
     if out.numel() > 0 {
@@ -70,21 +71,12 @@ pub fn scatter_rows_add(x: &Tensor, index: &Tensor, updates: &Tensor) -> Result<
             .arg(out.as_mut_ptr() as u64)
             .ptr(x)
             .ptr(updates)
-            .buf(&groups.starts)
-            .buf(&groups.order)
+            .buf(&starts)
+            .buf(&sorted.order)
             .arg(rows)
             .arg(width);
         let kernel = format!("scatter_add_rows_{}", dtype_suffix(x.dtype())?);
         launch_1d(&d, "sequence_misc.cu", &kernel, rows * width, args)?;
     }
     bad.unless_counted(out)
-}
-
-/// The kernel-name suffix of a device index's dtype (int32 or int64: the op checked).
-fn index_suffix(index: &Tensor) -> Result<&'static str> {
-    match index.dtype() {
-        DType::I32 => Ok("i32"),
-        DType::I64 => Ok("i64"),
-        other => Err(err!(Internal, "scatter_rows: index dtype {other} reached the kernel")),
-    }
 }

@@ -35,6 +35,16 @@ pub(crate) fn dtype_suffix(dtype: DType) -> Result<&'static str> {
     })
 }
 
+/// The kernel-name suffix of an index's dtype, int32 or int64 (the op checked; `op` names it in
+/// the internal error for another).
+pub(crate) fn index_suffix(index: &Tensor, op: &str) -> Result<&'static str> {
+    match index.dtype() {
+        DType::I32 => Ok("i32"),
+        DType::I64 => Ok("i64"),
+        other => Err(err!(Internal, "{op}: index dtype {other} reached the kernel")),
+    }
+}
+
 /// The kernel-name suffix of a float dtype (the callers have checked the dtype).
 pub(crate) fn float_suffix(dtype: DType) -> Result<&'static str> {
     Ok(match dtype {

@@ -1,18 +1,18 @@
 //! Launchers of `kernels/sequence_misc.cu`: sequence_reverse, sequence_mask,
-//! sequence_enumerate, sequence_conv and the scatter-add of sequence_scatter. The ops validate;
-//! these upload the host tables (groups) once per call, use the LoD levels' device copies, and
-//! launch once.
+//! sequence_enumerate, sequence_conv and the scatter-add of sequence_scatter. The ops validate
+//! (sequence_scatter's ids are checked on the device); these upload the host tables once per call,
+//! use the LoD levels' device copies, and launch once (sequence_scatter: a few times).
 
-use super::device::{new_tensor, Device};
-use super::launch::{launch_1d, launch_tiles, upload, Args};
-use super::seq_common::{count_u32, device_of, dtype_suffix, level_on, word_for};
+use super::device::{new_tensor, BadCount};
+use super::group::sort_by_key;
+use super::launch::{launch_1d, launch_tiles, Args};
+use super::seq_common::{count_u32, device_of, dtype_suffix, index_suffix, level_on, word_for};
 use crate::backend::cpu::sequence::ConvShape;
 use crate::dim::Dim;
 use crate::dtype::DType;
 use crate::error::{ensure, Result};
 use crate::lod::LodLevel;
 use crate::tensor::Tensor;
-use std::sync::Arc;
 
 const FILE: &str = "sequence_misc.cu";
 
@@ -120,75 +120,40 @@ pub fn sequence_conv(
 }
 
 /// The scatter-add of sequence_scatter into `out` (a device tensor, rows of `width` elements):
-/// for every id `p` of sequence `i` (`ids_offsets`), `out[i * width + ids[p]] += updates[p]`,
-/// duplicates in id order. The ids are on the host and checked against `[0, width)`.
+/// for every id `p` of sequence `i` (of `level`, ids' LoD), `out[i * width + ids[p]] +=
+/// updates[p]`, duplicates in id order; `ids` (int32 or int64, `level`'s last offset of them) and
+/// `updates` are on `out`'s device. `false`, with `out` untouched, when an id is outside `[0,
+/// width)` (the caller names it from a host copy). The ids are keyed by target and sorted on the
+/// device (group.rs), then one launch adds each target's updates; the count of bad ids comes back
+/// to the host, so the call waits for the device once.
 pub fn sequence_scatter_add(
     out: &mut Tensor,
     width: usize,
-    ids_offsets: &[usize],
-    ids: &[i64],
+    level: LodLevel,
+    ids: &Tensor,
     updates: &Tensor,
-) -> Result<()> {
+) -> Result<bool> {
     let d = device_of(out, "sequence_scatter")?;
-    let m = *ids_offsets.last().expect("a LoD level");
-    ensure!(m <= ids.len(), Internal, "sequence_scatter: {m} ids listed, {} given", ids.len());
-    if width == 0 || m == 0 {
-        return Ok(());
+    let offsets = level.offsets();
+    let n = *offsets.last().expect("a LoD level") as u64;
+    ensure!(n == ids.numel() as u64, Internal, "sequence_scatter: {n} ids listed, {} given", ids.numel());
+    if n == 0 {
+        return Ok(true);
     }
-    // The ids grouped by target element, id order kept within a group (a stable sort within each
-    // sequence): one table of the targets, the group bounds, then the order of the ids.
-    let mut order: Vec<i64> = (0..m as i64).collect();
-    for w in ids_offsets.windows(2) {
-        order[w[0]..w[1]].sort_by_key(|&p| ids[p as usize]);
-    }
-    let mut targets = Vec::new();
-    let mut bounds = Vec::new();
-    let mut seq = 0usize;
-    for (q, &p) in order.iter().enumerate() {
-        let p = p as usize;
-        while ids_offsets[seq + 1] <= p {
-            seq += 1;
-        }
-        let target = (seq * width) as i64 + ids[p];
-        if targets.last() != Some(&target) {
-            targets.push(target);
-            bounds.push(q as i64);
-        }
-    }
-    bounds.push(m as i64);
-    scatter_add_groups(&d, out, updates, 1, targets, &bounds, &order)
-}
-
-/// Adds rows of `updates` to rows of `out` (both of `width` elements, on `d`): group g adds
-/// update rows `order[q]`, `q` in `bounds[g]..bounds[g + 1]`, in that order, to row `targets[g]`
-/// (targets distinct). One launch, one thread per element of the target rows; one table upload.
-fn scatter_add_groups(
-    d: &Arc<Device>,
-    out: &mut Tensor,
-    updates: &Tensor,
-    width: usize,
-    targets: Vec<i64>,
-    bounds: &[i64],
-    order: &[i64],
-) -> Result<()> {
-    let groups = targets.len() as u64;
-    ensure!(bounds.len() as u64 == groups + 1, Internal, "scatter-add: {groups} groups, {} bounds", bounds.len());
-    if groups == 0 || width == 0 {
-        return Ok(());
-    }
-    let mut table = targets;
-    table.extend_from_slice(bounds);
-    table.extend_from_slice(order);
-    let table = upload(d, &table)?;
-    let t = table.as_ptr() as u64;
+    let sequences = count_u32(offsets.len() - 1, "ids")?;
+    let table = level_on(&d, level)?;
+    let keys = d.allocation(n as usize * 8)?;
+    let bad = BadCount::new(&d)?;
+    let args = Args::new().ptr(ids).buf(&table).arg(sequences).arg(n).arg(width as u64).buf(&keys).ptr(bad.tensor());
+    launch_1d(&d, FILE, &format!("scatter_keys_{}", index_suffix(ids, "sequence_scatter")?), n, args)?;
+    let sorted = sort_by_key(&d, &keys, n, sequences as u64 * width as u64)?;
     let args = Args::new()
         .arg(out.as_mut_ptr() as u64)
         .ptr(updates)
-        .arg(t)
-        .arg(t + 8 * groups)
-        .arg(t + 8 * (2 * groups + 1))
-        .arg(groups)
-        .arg(width as u64);
-    let name = format!("sequence_scatter_{}", dtype_suffix(out.dtype())?);
-    launch_1d(d, FILE, &name, groups * width as u64, args)
+        .buf(&sorted.keys)
+        .buf(&sorted.order)
+        .arg(n)
+        .ptr(bad.tensor());
+    launch_1d(&d, FILE, &format!("scatter_add_sorted_{}", dtype_suffix(out.dtype())?), n, args)?;
+    Ok(bad.unless_counted(())?.is_some())
 }

@@ -140,14 +140,11 @@ __device__ void sequence_conv(const T *__restrict__ x, const T *__restrict__ fil
 LODTENSOR_CONV(float, f32)
 LODTENSOR_CONV(double, f64)
 
-// ---- The scatter-adds of sequence_scatter and of scatter_rows (ADD): the updates are grouped by
-// target row (of `width` elements; sequence_scatter's rows are single elements), update order kept
-// within a group (sequence_scatter's groups on the host, scatter_rows' by group.cu's sort); the
-// thread owning element c of a target row adds its group's updates' elements c in that order.
-// Each element is written by one thread, in the CPU's order: the results are the CPU's exactly
-// (integers wrap; 16-bit floats add in float and round once per add, as `Scalar::add` does, with
-// common.cuh's conversions). Consecutive threads take consecutive elements of a row, so wide rows
-// are read and written coalesced.
+// ---- The scatter-adds of sequence_scatter and of scatter_rows (ADD): the updates are sorted by
+// target (an element of x; a row, for scatter_rows) on the device, stably (group.cu), and the one
+// thread owning a target element adds its updates in that order, the CPU's: the results are the
+// CPU's exactly (integers wrap; 16-bit floats add in float and round once per add, as
+// `Scalar::add` does, with common.cuh's conversions).
 __device__ __forceinline__ u8 scatter_add(u8 a, u8 b) { return (u8)(a + b); }
 __device__ __forceinline__ signed char scatter_add(signed char a, signed char b) {
   return (signed char)(u8)((u8)a + (u8)b);
@@ -168,27 +165,52 @@ __device__ __forceinline__ bf16_t scatter_add(bf16_t a, bf16_t b) {
   return r;
 }
 
-// Group g adds rows order[q] of `updates`, for q in [bounds[g], bounds[g+1]), to row targets[g]
-// of `out` (rows of `width` elements).
+// sequence_scatter's keys, for the sort by target element (group.cu): id p of sequence s (of
+// `offsets`, `count` sequences) targets element s * width + ids[p]. An id outside [0, width) is
+// counted in *bad and keyed 0, so the sort stays in bounds.
+template <typename I>
+__device__ void scatter_keys(const I *__restrict__ ids, const i64 *__restrict__ offsets, u32 count, u64 n, u64 width,
+                             u64 *keys, u32 *bad) {
+  for (u64 p = (u64)blockIdx.x * blockDim.x + threadIdx.x; p < n; p += (u64)gridDim.x * blockDim.x) {
+    const u64 s = last_at_or_below(offsets, 0, count, p);
+    const i64 id = (i64)ids[p];
+    const bool ok = id >= 0 && (u64)id < width;
+    if (!ok) atomicAdd(bad, 1u);
+    keys[p] = ok ? s * width + (u64)id : 0;
+  }
+}
+
+#define LODTENSOR_SCATTER_KEYS(I, INAME)                                                            \
+  extern "C" __global__ void scatter_keys_##INAME(const I *ids, const i64 *offsets, u32 count, u64 n, \
+                                                  u64 width, u64 *keys, u32 *bad) {               \
+    scatter_keys<I>(ids, offsets, count, n, width, keys, bad);                                     \
+  }                                                                                               \
+  LODTENSOR_EXPORT(scatter_keys_##INAME)
+
+LODTENSOR_SCATTER_KEYS(i32, i32)
+LODTENSOR_SCATTER_KEYS(i64, i64)
+
+// sequence_scatter's adds: each run of equal keys in `sorted` (the sort of the ids by target) is
+// one target element; the thread at the run's first place adds the run's updates order[q], in
+// order, to out[key]. Nothing is written when *bad is not 0: an id was out of range, and the op
+// reports it with its target untouched (x itself, for the in-place scatter).
 template <typename T>
-__device__ void sequence_scatter(T *__restrict__ out, const T *__restrict__ updates, const i64 *__restrict__ targets,
-                                 const i64 *__restrict__ bounds, const i64 *__restrict__ order, u64 groups,
-                                 u64 width) {
-  const u64 total = groups * width;
-  const u64 stride = (u64)gridDim.x * blockDim.x;
-  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
-    const u64 g = i / width;
-    const u64 c = i - g * width;
-    T *o = out + (u64)targets[g] * width + c;
-    T acc = *o;
-    for (i64 q = bounds[g]; q < bounds[g + 1]; q++) acc = scatter_add(acc, updates[(u64)order[q] * width + c]);
-    *o = acc;
+__device__ void scatter_add_sorted(T *__restrict__ out, const T *__restrict__ updates, const u64 *__restrict__ sorted,
+                                   const u64 *__restrict__ order, u64 n, const u32 *bad) {
+  if (*bad) return;
+  for (u64 q = (u64)blockIdx.x * blockDim.x + threadIdx.x; q < n; q += (u64)gridDim.x * blockDim.x) {
+    const u64 key = sorted[q];
+    if (q > 0 && sorted[q - 1] == key) continue;
+    T acc = out[key];
+    for (u64 p = q; p < n && sorted[p] == key; p++) acc = scatter_add(acc, updates[order[p]]);
+    out[key] = acc;
   }
 }
 
 // scatter_rows ADD: out = x, plus to row r the updates order[q] for q in [starts[r], starts[r + 1])
 // (group.cu's sort of the updates by row), for all `rows` rows: the copy of x and the adds in one
-// pass over the output.
+// pass over the output. Consecutive threads take consecutive elements of a row, so wide rows are
+// read and written coalesced.
 template <typename T>
 __device__ void scatter_add_rows(T *__restrict__ out, const T *__restrict__ x, const T *__restrict__ updates,
                                  const u64 *__restrict__ starts, const u64 *__restrict__ order, u64 rows, u64 width) {
@@ -203,17 +225,16 @@ __device__ void scatter_add_rows(T *__restrict__ out, const T *__restrict__ x, c
   }
 }
 
-#define LODTENSOR_SCATTER(T, NAME)                                                                 \
-  extern "C" __global__ void sequence_scatter_##NAME(T *out, const T *updates, const i64 *targets, \
-                                                     const i64 *bounds, const i64 *order, u64 groups, \
-                                                     u64 width) {                                  \
-    sequence_scatter<T>(out, updates, targets, bounds, order, groups, width);                        \
-  }                                                                                                \
-  LODTENSOR_EXPORT(sequence_scatter_##NAME)                                                        \
+#define LODTENSOR_SCATTER(T, NAME)                                                                   \
+  extern "C" __global__ void scatter_add_sorted_##NAME(T *out, const T *updates, const u64 *sorted,      \
+                                                       const u64 *order, u64 n, const u32 *bad) {        \
+    scatter_add_sorted<T>(out, updates, sorted, order, n, bad);                                        \
+  }                                                                                                    \
+  LODTENSOR_EXPORT(scatter_add_sorted_##NAME)                                                          \
   extern "C" __global__ void scatter_add_rows_##NAME(T *out, const T *x, const T *updates, const u64 *starts, \
-                                                     const u64 *order, u64 rows, u64 width) {        \
-    scatter_add_rows<T>(out, x, updates, starts, order, rows, width);                                \
-  }                                                                                                \
+                                                     const u64 *order, u64 rows, u64 width) {          \
+    scatter_add_rows<T>(out, x, updates, starts, order, rows, width);                                  \
+  }                                                                                                    \
   LODTENSOR_EXPORT(scatter_add_rows_##NAME)
 
 LODTENSOR_SCATTER(u8, u8)
