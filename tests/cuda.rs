@@ -173,7 +173,8 @@ fn gpu_blocks_are_reused() {
 }
 
 /// Unpack (`lod_tensor_to_array`) and `reorder_lod_tensor_by_rank` on the device equal the CPU:
-/// one gather each, the time steps being row slices of one device allocation.
+/// one gather each, the time steps being row slices of one device allocation; sequences of any
+/// lengths, and of one row each.
 #[test]
 fn gpu_unpack_and_reorder_equal_cpu() {
     if !gpu_or_skip() {
@@ -183,7 +184,8 @@ fn gpu_unpack_and_reorder_equal_cpu() {
     for case in 0..20 {
         let seqs = [1, 7, 300, 5000][case % 4];
         let width = 1 + rng.next(20);
-        let lengths: Vec<usize> = (0..seqs).map(|_| rng.next(6)).collect();
+        // Every fifth case, sequences of one row each (the reorder's ranges are then a row index).
+        let lengths: Vec<usize> = (0..seqs).map(|_| if case % 5 == 4 { 1 } else { rng.next(6) }).collect();
         let rows: usize = lengths.iter().sum();
         let data: Vec<f32> = (0..rows * width).map(|i| i as f32 + case as f32).collect();
         let x =

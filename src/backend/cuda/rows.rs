@@ -16,13 +16,31 @@ use std::sync::Arc;
 
 /// A new device tensor of `dims` (dtype of `src`) whose rows are `ranges` of `src` viewed as rows
 /// of `row_bytes` bytes; `src` is on a CUDA device and the ranges fit in it (callers validate).
-/// One launch for all ranges; the ranges are uploaded once.
+/// One launch for all ranges; the ranges are uploaded once (as a row index when each is one row).
 pub fn gather_row_ranges(src: &Tensor, row_bytes: usize, ranges: &[Range<usize>], dims: Dim) -> Result<Tensor> {
     let Place::Cuda(ordinal) = src.place() else {
         return Err(err!(Internal, "gather_row_ranges: the CUDA kernel got a tensor on {}", src.place()));
     };
     let d = device(ordinal)?;
     let mut out = new_tensor(&d, src.dtype(), dims)?;
+    if row_bytes > 0 && !ranges.is_empty() && ranges.iter().all(|r| r.len() == 1) {
+        // A row a range (a reorder of one-row sequences, say): the ranges are a row index, 8
+        // bytes a row uploaded and no range to search per row. The callers checked the ranges, so
+        // the count of bad indices is not read back (no wait for the device).
+        ensure!(
+            ranges.len() * row_bytes == out.nbytes(),
+            Internal,
+            "gather_row_ranges: {} rows of {row_bytes} bytes do not fill {} bytes",
+            ranges.len(),
+            out.nbytes()
+        );
+        let starts: Vec<i64> = ranges.iter().map(|r| r.start as i64).collect();
+        let table = upload(&d, &starts)?;
+        let bad = BadCount::new(&d)?;
+        let index = (table.as_ptr() as u64, "i64", ranges.len());
+        launch_gather_by_index(&d, &mut out, src, row_bytes, index, src.nbytes() / row_bytes, &bad)?;
+        return Ok(out);
+    }
     let base = src.as_ptr() as u64;
     let table = ranges.iter().map(|r| (base + (r.start * row_bytes) as u64, r.len()));
     gather_ranges_from(&d, &mut out, row_bytes, &[base], table, "gather_row_ranges")?;
@@ -196,22 +214,36 @@ pub fn pack_rows(
 pub fn gather_rows_by_index(src: &Tensor, row_bytes: usize, index: &Tensor, dims: Dim) -> Result<Option<Tensor>> {
     let d = device_of(src, "gather_rows")?;
     let mut out = new_tensor(&d, src.dtype(), dims)?;
-    let rows = index.numel();
-    if rows == 0 {
+    if index.numel() == 0 {
         return Ok(Some(out));
     }
-    let src_rows = src.rows()?;
-    let suffix = index_suffix(index, "gather_rows")?;
+    let bad = BadCount::new(&d)?;
+    let index = (index.as_ptr() as u64, index_suffix(index, "gather_rows")?, index.numel());
+    launch_gather_by_index(&d, &mut out, src, row_bytes, index, src.rows()?, &bad)?;
+    bad.unless_counted(out)
+}
+
+/// The launch of rows.cu's gather by index: row k of `out` (rows of `row_bytes` bytes) is row
+/// `index[k]` of `src`; `index` is a device address, the suffix of its dtype ("i32" or "i64") and
+/// its count of values (the rows of `out`); an index outside `src`'s `src_rows` rows is counted in
+/// `bad`.
+fn launch_gather_by_index(
+    d: &Arc<Device>,
+    out: &mut Tensor,
+    src: &Tensor,
+    row_bytes: usize,
+    (index, suffix, rows): (u64, &str, usize),
+    src_rows: usize,
+    bad: &BadCount,
+) -> Result<()> {
     let dst = out.as_mut_ptr() as u64;
     let word = word_for(row_bytes, [src.as_ptr() as u64, dst]);
     let row_words = (row_bytes / word) as u64;
-    let bad = BadCount::new(&d)?;
     let args =
-        Args::new().arg(dst).ptr(src).arg(row_words).ptr(index).arg(rows as u64).arg(src_rows as u64).ptr(bad.tensor());
+        Args::new().arg(dst).ptr(src).arg(row_words).arg(index).arg(rows as u64).arg(src_rows as u64).ptr(bad.tensor());
     let items = rows as u64 * row_words.max(1);
     let kernel = format!("gather_by_index_{suffix}_{word}{}", index_width(items));
-    launch_unrolled(&d, "rows.cu", &kernel, items, args)?;
-    bad.unless_counted(out)
+    launch_unrolled(d, "rows.cu", &kernel, items, args)
 }
 
 /// Fills `out` (rows of `row_bytes` bytes, as many as the ranges hold) with ranges of rows from
