@@ -670,7 +670,8 @@ lodtensor_status_t lodtensor_place(const struct lodtensor_t *t, struct lodtensor
 // a build without CUDA), LODTENSOR_OUT_OF_MEMORY. On a CUDA device the result is on that device
 // and equals the CPU's bit for bit; the device reads and checks `index` itself (it is copied to
 // the host only to name a value out of range), and with ADD sorts the updates by row there,
-// stably, so each row's adds keep the CPU's order.
+// stably, so each row's adds keep the CPU's order (device scratch of about 42 bytes per update
+// and 8 per row of `x`, for the call).
 lodtensor_status_t lodtensor_scatter_rows(const struct lodtensor_t *x, const struct lodtensor_t *index, const struct lodtensor_t *updates, int32_t mode, struct lodtensor_t **out);
 
 // Panics inside the library on purpose and returns what the caller sees: always
@@ -973,8 +974,9 @@ lodtensor_status_t sequence_reverse(const struct lodtensor_t *x, struct lodtenso
 // `updates`: `x`'s dtype, exactly 1 LoD level (its offsets are not compared with `ids`', as in
 // Paddle), one value per id. An empty sequence leaves its row alone; rows past the last
 // sequence are copied unchanged. dtypes of `x`: every numeric type (not bool). Runs on the
-// inputs' place (the CPU or one CUDA device, which checks `ids` itself: they are copied to the
-// host only to name one out of range); `*out` is on that place.
+// inputs' place (the CPU or one CUDA device, which checks `ids` itself, copying them to the host
+// only to name one out of range, and sorts them by target with device scratch of about 42 bytes
+// per id); `*out` is on that place.
 // Returns LODTENSOR_NULL_ARGUMENT (`x`, `ids`, `updates`, `out`), LODTENSOR_INVALID_ARGUMENT
 // (0-d `x`; `ids` or `updates` not one value per id; `updates` dtype != `x`'s; inputs on
 // different places),

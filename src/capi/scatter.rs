@@ -12,8 +12,9 @@ use super::types::lodtensor_status_t;
 /// `updates`: `x`'s dtype, exactly 1 LoD level (its offsets are not compared with `ids`', as in
 /// Paddle), one value per id. An empty sequence leaves its row alone; rows past the last
 /// sequence are copied unchanged. dtypes of `x`: every numeric type (not bool). Runs on the
-/// inputs' place (the CPU or one CUDA device, which checks `ids` itself: they are copied to the
-/// host only to name one out of range); `*out` is on that place.
+/// inputs' place (the CPU or one CUDA device, which checks `ids` itself, copying them to the host
+/// only to name one out of range, and sorts them by target with device scratch of about 42 bytes
+/// per id); `*out` is on that place.
 /// Returns LODTENSOR_NULL_ARGUMENT (`x`, `ids`, `updates`, `out`), LODTENSOR_INVALID_ARGUMENT
 /// (0-d `x`; `ids` or `updates` not one value per id; `updates` dtype != `x`'s; inputs on
 /// different places),

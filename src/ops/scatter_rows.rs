@@ -48,7 +48,8 @@ pub enum ScatterMode {
 /// to the host, to name it. `Overwrite`: one launch finds each row's last writer and checks the
 /// index, a second gathers the rows. `Add`: one launch checks the index, a stable radix sort on
 /// the device groups the updates by row, and one launch writes every output element (x's plus its
-/// row's updates, in order).
+/// row's updates, in order); it takes device scratch of about 42 bytes per update and 8 per row of
+/// `x` for the call.
 pub fn scatter_rows(x: &LoDTensor, index: &LoDTensor, updates: &LoDTensor, mode: ScatterMode) -> Result<LoDTensor> {
     let place = common_place(&[("x", x.tensor()), ("index", index.tensor()), ("updates", updates.tensor())])?;
     let (xt, ut) = (x.tensor(), updates.tensor());

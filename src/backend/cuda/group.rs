@@ -120,8 +120,8 @@ mod tests {
 
     /// The sort is a stable sort of the positions by key, and `starts` counts the keys below
     /// each key: checked against the host's stable sort, for key ranges of one to four radix
-    /// passes (odd and even counts: the result in either buffer), runs of one tile and of many (a partial last tile
-    /// included), and keys all alike, spread or bunched near a pass's digit boundary.
+    /// passes (odd and even counts: the result in either buffer), one tile and many (a partial
+    /// last tile included), and keys spread over the range or few at its top.
     #[test]
     fn positions_sort_stably_by_key() {
         if devices_for_test().is_none() {

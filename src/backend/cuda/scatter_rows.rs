@@ -49,7 +49,7 @@ pub fn scatter_rows_overwrite(x: &Tensor, index: &Tensor, updates: &Tensor) -> R
 /// or int64, one value per row of `updates`) is on that device too. `None` when an index is
 /// outside `[0, rows of x)` (the caller reports which, from a host copy). The updates are sorted
 /// by row on the device (group.rs), then one launch writes each output element: x's, plus its
-/// row's updates in order. Scratch of about 40 bytes per update and 8 per row of `x`; the count of
+/// row's updates in order. Scratch of about 42 bytes per update and 8 per row of `x`; the count of
 /// bad indices comes back to the host, so the call waits for the device once.
 pub fn scatter_rows_add(x: &Tensor, index: &Tensor, updates: &Tensor) -> Result<Option<Tensor>> {
     let d = device_of(x, "scatter_rows")?;
