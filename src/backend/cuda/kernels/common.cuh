@@ -223,6 +223,14 @@ __device__ __forceinline__ C lt_banned() { return C(); }
 template <>
 __device__ __forceinline__ float lt_banned<float>() { return __uint_as_float(0xff800000u); }
 
+// ---- Indices checked where they lie: `v` if it is in [0, bound), else -1 after counting it in
+// *bad (the count the host reads back, to name the value from a copy only when there is one).
+__device__ __forceinline__ i64 lt_checked(i64 v, u64 bound, u32 *bad) {
+  if (v >= 0 && (u64)v < bound) return v;
+  atomicAdd(bad, 1u);
+  return -1;
+}
+
 // ---- Grid-stride loops with reads in flight (cast, sequence_pad, gather_rows by an index). Each
 // block takes chunks of STRIDE_UNROLL * blockDim.x consecutive items; a thread loads its
 // STRIDE_UNROLL items of a chunk (consecutive threads on consecutive items) before it stores any.

@@ -203,12 +203,8 @@ __device__ void gather_by_index(W *__restrict__ dst, const W *__restrict__ src, 
 template <typename I>
 __device__ void last_writers(const I *__restrict__ index, u64 n, u64 rows, u64 *winner, u32 *bad) {
   for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
-    const i64 r = (i64)index[i];
-    if (r >= 0 && (u64)r < rows) {
-      atomicMax(&winner[r], i + 1);
-    } else {
-      atomicAdd(bad, 1u);
-    }
+    const i64 r = lt_checked((i64)index[i], rows, bad);
+    if (r >= 0) atomicMax(&winner[r], i + 1);
   }
 }
 
@@ -226,10 +222,8 @@ LODTENSOR_LAST_WRITERS(i64, i64)
 template <typename I>
 __device__ void row_keys(const I *__restrict__ index, u64 n, u64 rows, u64 *keys, u32 *bad) {
   for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
-    const i64 r = (i64)index[i];
-    const bool ok = r >= 0 && (u64)r < rows;
-    if (!ok) atomicAdd(bad, 1u);
-    keys[i] = ok ? (u64)r : 0;
+    const i64 r = lt_checked((i64)index[i], rows, bad);
+    keys[i] = r < 0 ? 0 : (u64)r;
   }
 }
 

@@ -173,10 +173,8 @@ __device__ void scatter_keys(const I *__restrict__ ids, const i64 *__restrict__ 
                              u64 *keys, u32 *bad) {
   for (u64 p = (u64)blockIdx.x * blockDim.x + threadIdx.x; p < n; p += (u64)gridDim.x * blockDim.x) {
     const u64 s = last_at_or_below(offsets, 0, count, p);
-    const i64 id = (i64)ids[p];
-    const bool ok = id >= 0 && (u64)id < width;
-    if (!ok) atomicAdd(bad, 1u);
-    keys[p] = ok ? s * width + (u64)id : 0;
+    const i64 id = lt_checked((i64)ids[p], width, bad);
+    keys[p] = id < 0 ? 0 : s * width + (u64)id;
   }
 }
 
