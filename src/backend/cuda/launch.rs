@@ -187,7 +187,7 @@ mod tests {
     }
 
     /// The 64-bit (`_wide`) kernels, which only 2^32 items or more reach, give what the 32-bit ones
-    /// do: sequence_pad, gather_rows by a device index and scatter_rows with OVERWRITE on small
+    /// do: sequence_pad, gather_rows by a device index and scatter_rows (both modes) on small
     /// inputs, run once with each (every word size: rows of 1-48 bytes).
     #[test]
     fn wide_kernels_equal_narrow_ones() {
@@ -219,7 +219,8 @@ mod tests {
                 let (padded, lengths) = sequence_pad(&seqs, &pad, 6).unwrap();
                 let gathered = gather_rows(&x, &index).unwrap();
                 let scattered = scatter_rows(&x, &at, &updates, ScatterMode::Overwrite).unwrap();
-                [bytes_of(&padded), bytes_of(&lengths), bytes_of(&gathered), bytes_of(&scattered)]
+                let added = scatter_rows(&x, &at, &updates, ScatterMode::Add).unwrap();
+                [bytes_of(&padded), bytes_of(&lengths), bytes_of(&gathered), bytes_of(&scattered), bytes_of(&added)]
             };
             let narrow = run();
             NARROW_MAX.store(0, Ordering::Relaxed);
@@ -237,6 +238,13 @@ mod tests {
                 narrow[3][4 * row_bytes..5 * row_bytes],
                 (2 * row_bytes..3 * row_bytes).map(|i| (200 + i) as u8).collect::<Vec<_>>()[..]
             );
+            // Added row 4 is x's plus updates 0 and 2 (bytes wrap).
+            let add_row_4: Vec<u8> = (0..row_bytes)
+                .map(|c| {
+                    data[4 * row_bytes + c].wrapping_add((200 + c) as u8).wrapping_add((200 + 2 * row_bytes + c) as u8)
+                })
+                .collect();
+            assert_eq!(narrow[4][4 * row_bytes..5 * row_bytes], add_row_4[..]);
         }
     }
 

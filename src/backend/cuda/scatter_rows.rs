@@ -75,8 +75,9 @@ pub fn scatter_rows_add(x: &Tensor, index: &Tensor, updates: &Tensor) -> Result<
             .buf(&sorted.order)
             .arg(rows)
             .arg(width);
-        let kernel = format!("scatter_add_rows_{}", dtype_suffix(x.dtype())?);
-        launch_1d(&d, "sequence_misc.cu", &kernel, rows * width, args)?;
+        let items = rows * width;
+        let kernel = format!("scatter_add_rows_{}{}", dtype_suffix(x.dtype())?, index_width(items));
+        launch_1d(&d, "sequence_misc.cu", &kernel, items, args)?;
     }
     bad.unless_counted(out)
 }

@@ -141,6 +141,7 @@ struct Registrar {
 }  // namespace lodtensor_emulator
 
 #define LODTENSOR_UNROLL
+#define LODTENSOR_ROLLED
 // `lodtensor_module` is the module's name, which build.rs defines in each kernel file's namespace.
 #define LODTENSOR_EXPORT(name) \
   static ::lodtensor_emulator::Registrar lodtensor_registrar_##name(lodtensor_module, #name, &name, false);

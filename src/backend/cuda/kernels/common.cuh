@@ -33,6 +33,11 @@ struct __align__(16) word16 { u64 a, b; };
 #ifndef LODTENSOR_UNROLL
 #define LODTENSOR_UNROLL _Pragma("unroll")
 #endif
+// Before a loop of unknown trip count that must stay rolled: unrolled copies of its body can cost a
+// kernel bounded to few registers its spills.
+#ifndef LODTENSOR_ROLLED
+#define LODTENSOR_ROLLED _Pragma("unroll 1")
+#endif
 
 // ---- Element types and conversions, bit for bit as on the CPU -----------------------------------
 // The CPU converts through Rust's `as` and the `half` crate (src/backend/cpu/convert.rs): a NaN

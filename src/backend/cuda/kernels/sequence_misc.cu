@@ -208,16 +208,18 @@ __device__ void scatter_add_sorted(T *__restrict__ out, const T *__restrict__ up
 // scatter_rows ADD: out = x, plus to row r the updates order[q] for q in [starts[r], starts[r + 1])
 // (group.cu's sort of the updates by row), for all `rows` rows: the copy of x and the adds in one
 // pass over the output. Consecutive threads take consecutive elements of a row, so wide rows are
-// read and written coalesced.
-template <typename T>
+// read and written coalesced. One element at a time and the adds' loop rolled: with
+// for_each_index's four elements in flight, or the loop unrolled, the narrow kernels spilled under
+// their bound of 32 registers (ptxas, sm_90: up to 140 bytes for float64).
+template <typename T, typename N>
 __device__ void scatter_add_rows(T *__restrict__ out, const T *__restrict__ x, const T *__restrict__ updates,
                                  const u64 *__restrict__ starts, const u64 *__restrict__ order, u64 rows, u64 width) {
   const u64 total = rows * width;
-  const u64 stride = (u64)gridDim.x * blockDim.x;
-  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
-    const u64 r = i / width;
+  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (u64)gridDim.x * blockDim.x) {
+    const u64 r = (N)i / (N)width;
     const u64 c = i - r * width;
     T acc = x[i];
+    LODTENSOR_ROLLED
     for (u64 q = starts[r]; q < starts[r + 1]; q++) acc = scatter_add(acc, updates[order[q] * width + c]);
     out[i] = acc;
   }
@@ -229,11 +231,10 @@ __device__ void scatter_add_rows(T *__restrict__ out, const T *__restrict__ x, c
     scatter_add_sorted<T>(out, updates, sorted, order, n, bad);                                        \
   }                                                                                                    \
   LODTENSOR_EXPORT(scatter_add_sorted_##NAME)                                                          \
-  extern "C" __global__ void scatter_add_rows_##NAME(T *out, const T *x, const T *updates, const u64 *starts, \
-                                                     const u64 *order, u64 rows, u64 width) {          \
-    scatter_add_rows<T>(out, x, updates, starts, order, rows, width);                                  \
-  }                                                                                                    \
-  LODTENSOR_EXPORT(scatter_add_rows_##NAME)
+  LODTENSOR_NARROW_AND_WIDE(scatter_add_rows_##NAME,                                                   \
+                            (T *out, const T *x, const T *updates, const u64 *starts, const u64 *order, \
+                             u64 rows, u64 width),                                                     \
+                            (scatter_add_rows<T, Index>(out, x, updates, starts, order, rows, width)))
 
 LODTENSOR_SCATTER(u8, u8)
 LODTENSOR_SCATTER(signed char, i8)
