@@ -208,15 +208,6 @@ __device__ void last_writers(const I *__restrict__ index, u64 n, u64 rows, u64 *
   }
 }
 
-#define LODTENSOR_LAST_WRITERS(I, INAME)                                                                \
-  extern "C" __global__ void last_writers_##INAME(const I *index, u64 n, u64 rows, u64 *winner, u32 *bad) { \
-    last_writers<I>(index, n, rows, winner, bad);                                                       \
-  }                                                                                                     \
-  LODTENSOR_EXPORT(last_writers_##INAME)
-
-LODTENSOR_LAST_WRITERS(i32, i32)
-LODTENSOR_LAST_WRITERS(i64, i64)
-
 // scatter_rows ADD's keys, for the sort by row (group.cu): keys[i] = index[i], the row update i
 // adds to; an index outside [0, rows) is counted in *bad and keyed 0, so the sort stays in bounds.
 template <typename I>
@@ -227,14 +218,17 @@ __device__ void row_keys(const I *__restrict__ index, u64 n, u64 rows, u64 *keys
   }
 }
 
-#define LODTENSOR_ROW_KEYS(I, INAME)                                                                 \
-  extern "C" __global__ void row_keys_##INAME(const I *index, u64 n, u64 rows, u64 *keys, u32 *bad) { \
-    row_keys<I>(index, n, rows, keys, bad);                                                          \
-  }                                                                                                  \
-  LODTENSOR_EXPORT(row_keys_##INAME)
+// Both kernels per index dtype; `out` is `winner` (a u64 per row) or `keys` (one per update).
+#define LODTENSOR_SCATTER_INDEX(KERNEL, I, INAME)                                                  \
+  extern "C" __global__ void KERNEL##_##INAME(const I *index, u64 n, u64 rows, u64 *out, u32 *bad) { \
+    KERNEL<I>(index, n, rows, out, bad);                                                           \
+  }                                                                                                \
+  LODTENSOR_EXPORT(KERNEL##_##INAME)
 
-LODTENSOR_ROW_KEYS(i32, i32)
-LODTENSOR_ROW_KEYS(i64, i64)
+LODTENSOR_SCATTER_INDEX(last_writers, i32, i32)
+LODTENSOR_SCATTER_INDEX(last_writers, i64, i64)
+LODTENSOR_SCATTER_INDEX(row_keys, i32, i32)
+LODTENSOR_SCATTER_INDEX(row_keys, i64, i64)
 
 // Then the output's words, as gather_by_index walks them: row r is row winner[r] - 1 of updates,
 // or row r of x where no update names it.
