@@ -7,6 +7,7 @@ use super::device::Device;
 use super::launch::{launch, launch_1d, Args};
 use crate::error::Result;
 use crate::memory::Allocation;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 const FILE: &str = "group.cu";
@@ -18,6 +19,16 @@ const RADIX_TILE: u64 = 1024;
 /// Values per tile of the scan (group.cu's SCAN_TILE: SCAN_THREADS x SCAN_ITEMS).
 const SCAN_THREADS: u32 = 256;
 const SCAN_TILE: u64 = SCAN_THREADS as u64 * 8;
+
+/// The most blocks a launch of the tile kernels gets; each block loops over tiles `gridDim.x`
+/// apart. A test lowers it to run those loops on small inputs; results do not depend on it, so
+/// other tests running meanwhile are unaffected.
+static GRID_MAX: AtomicU64 = AtomicU64::new(1 << 16);
+
+/// The grid for `tiles` tiles.
+fn grid_for(tiles: u64) -> u32 {
+    tiles.clamp(1, GRID_MAX.load(Ordering::Relaxed)) as u32
+}
 
 /// Positions sorted by key: `order` (n u64 values) is 0..n sorted by key, positions of one key
 /// increasing; `keys` (n u64 values) is the keys in that order.
@@ -31,7 +42,7 @@ pub(crate) struct Sorted {
 pub(crate) fn sort_by_key(d: &Arc<Device>, keys: &Allocation, n: u64, key_count: u64) -> Result<Sorted> {
     let words = |count: u64| d.allocation(count as usize * 8);
     let tiles = n.div_ceil(RADIX_TILE);
-    let grid = tiles.clamp(1, 1 << 16) as u32;
+    let grid = grid_for(tiles);
     let counts = words(RADIX_DIGITS as u64 * tiles)?;
     let key_bits = u64::BITS - key_count.saturating_sub(1).leading_zeros();
     // One pass at least: the first pass is what writes the positions.
@@ -71,7 +82,7 @@ fn scan_exclusive(d: &Arc<Device>, data: &Allocation, n: u64) -> Result<()> {
         return Ok(());
     }
     let sums = d.allocation(tiles as usize * 8)?;
-    let grid = tiles.clamp(1, 1 << 16) as u32;
+    let grid = grid_for(tiles);
     let args = Args::new().buf(data).arg(n).arg(tiles).buf(&sums);
     launch(d, FILE, "scan_tiles", [grid, 1, 1], [SCAN_THREADS, 1, 1], args)?;
     if tiles > 1 {
@@ -164,6 +175,34 @@ mod tests {
                 assert_eq!(start, below, "starts[{s}]: {n} keys below {key_count}");
             }
         }
+    }
+
+    /// On grids smaller than their tiles (each block looping over several) the sort and the scan
+    /// give what they give with a block a tile.
+    #[test]
+    fn blocks_loop_over_the_tiles_beyond_the_grid() {
+        if devices_for_test().is_none() {
+            return;
+        }
+        let d = device(0).unwrap();
+        let mut next = stream(0x5851_f42d_4c95_7f2d);
+        let (n, key_count) = (5000usize, 65537u64);
+        let keys: Vec<u64> = (0..n).map(|_| next() % key_count).collect();
+        let values: Vec<u64> = (0..SCAN_TILE * 7 + 3).map(|_| next() % 1000).collect();
+        let run = || {
+            let sorted = sort_by_key(&d, &upload(&d, &keys).unwrap(), n as u64, key_count).unwrap();
+            let data = upload(&d, &values).unwrap();
+            scan_exclusive(&d, &data, values.len() as u64).unwrap();
+            (download(&d, &sorted.order, n), download(&d, &data, values.len()))
+        };
+        let wide = run();
+        GRID_MAX.store(3, Ordering::Relaxed);
+        let narrow = run();
+        GRID_MAX.store(1 << 16, Ordering::Relaxed);
+        assert!(narrow == wide, "a grid of 3 blocks differs from a block a tile");
+        let mut want: Vec<u64> = (0..n as u64).collect();
+        want.sort_by_key(|&p| keys[p as usize]);
+        assert!(wide.0 == want, "order");
     }
 
     /// The scan is exclusive, within a tile and across tiles of tiles (two levels of recursion:
