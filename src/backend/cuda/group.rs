@@ -105,14 +105,18 @@ mod tests {
         bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect()
     }
 
-    /// A xorshift stream, for keys and counts.
-    fn stream(mut s: u64) -> impl FnMut() -> u64 {
-        move || {
+    /// Device 0 and a xorshift stream (for keys and counts) from `seed`; `None` after saying the
+    /// test was skipped.
+    fn device_and_stream(seed: u64) -> Option<(Arc<Device>, impl FnMut() -> u64)> {
+        devices_for_test()?;
+        let mut s = seed;
+        let next = move || {
             s ^= s << 13;
             s ^= s >> 7;
             s ^= s << 17;
             s
-        }
+        };
+        Some((device(0).unwrap(), next))
     }
 
     #[test]
@@ -135,11 +139,9 @@ mod tests {
     /// last tile included), and keys spread over the range or few at its top.
     #[test]
     fn positions_sort_stably_by_key() {
-        if devices_for_test().is_none() {
+        let Some((d, mut next)) = device_and_stream(0x9e37_79b9_7f4a_7c15) else {
             return;
-        }
-        let d = device(0).unwrap();
-        let mut next = stream(0x9e37_79b9_7f4a_7c15);
+        };
         let cases: [(usize, u64); 10] = [
             (1, 1),
             (5, 1),
@@ -181,11 +183,9 @@ mod tests {
     /// give what they give with a block a tile.
     #[test]
     fn blocks_loop_over_the_tiles_beyond_the_grid() {
-        if devices_for_test().is_none() {
+        let Some((d, mut next)) = device_and_stream(0x5851_f42d_4c95_7f2d) else {
             return;
-        }
-        let d = device(0).unwrap();
-        let mut next = stream(0x5851_f42d_4c95_7f2d);
+        };
         let (n, key_count) = (5000usize, 65537u64);
         let keys: Vec<u64> = (0..n).map(|_| next() % key_count).collect();
         let values: Vec<u64> = (0..SCAN_TILE * 7 + 3).map(|_| next() % 1000).collect();
@@ -209,11 +209,9 @@ mod tests {
     /// more than SCAN_TILE^2 values), partial last tiles included.
     #[test]
     fn scan_is_exclusive_across_tiles() {
-        if devices_for_test().is_none() {
+        let Some((d, mut next)) = device_and_stream(0x2545_f491_4f6c_dd1d) else {
             return;
-        }
-        let d = device(0).unwrap();
-        let mut next = stream(0x2545_f491_4f6c_dd1d);
+        };
         for n in [1u64, 7, SCAN_TILE, SCAN_TILE + 1, SCAN_TILE * SCAN_TILE + 5] {
             let values: Vec<u64> = (0..n).map(|_| next() % 1000).collect();
             let data = upload(&d, &values).unwrap();

@@ -1,5 +1,5 @@
 // Grouping by key on the device, for the ops that add several values into one place in the CPU's
-// order (scatter_rows ADD): positions 0..n sorted by their keys, stably (an LSD radix sort of 8
+// order (scatter_rows ADD, sequence_scatter): positions 0..n sorted by their keys, stably (an LSD radix sort of 8
 // bits a pass over the key bits in use), then each key's first place in that order. Stable, so the
 // positions of one key stay increasing. Also the exclusive scan the sort places by. Every count
 // is 64-bit: no input size has a limit here.
