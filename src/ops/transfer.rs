@@ -1,7 +1,7 @@
-//! Moving tensors between places, and waiting for a device. The only operations that copy between
-//! places: every other op runs where its inputs are.
+//! Moving tensors between places, waiting for a device, and what has been asked of it. The only
+//! operations that copy between places: every other op runs where its inputs are.
 
-use crate::backend::cuda;
+use crate::backend::cuda::{self, CudaCounters};
 use crate::error::Result;
 use crate::lod_tensor::LoDTensor;
 use crate::place::Place;
@@ -46,4 +46,14 @@ pub fn synchronize(place: Place) -> Result<()> {
         Place::Cpu => Ok(()),
         Place::Cuda(n) => cuda::synchronize(n),
     }
+}
+
+/// What the library has asked of CUDA device `device` since the process started: kernel launches,
+/// fills, copies each way and their bytes, waits and allocations (see [`CudaCounters`]). Take a
+/// reading before and after a call and subtract ([`CudaCounters::since`]) to see what the call
+/// did on the device. All zero for a device not used yet (asking does not set it up).
+/// `InvalidArgument` for a device beyond the count, `Unsupported` without CUDA, a driver or a
+/// device.
+pub fn cuda_counters(device: u32) -> Result<CudaCounters> {
+    cuda::device_counters(device)
 }

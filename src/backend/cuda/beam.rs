@@ -124,7 +124,7 @@ fn select_step(
     let down = host_block.as_ref().unwrap_or(&row_offsets);
     let mut words = vec![0i64; down.len().div_ceil(8)];
     // SAFETY (both views): i64 words seen as their bytes, `down.len()` of them.
-    d.ctx.dtoh(
+    d.dtoh(
         unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), down.len()) },
         down.as_ptr() as DevicePtr,
     )?;
@@ -193,7 +193,7 @@ pub fn fused_step(
         let parts = rows * chunks;
         let part_keys = d.allocation(parts * list * 8)?;
         let row_done = d.allocation(rows * 4)?;
-        d.ctx.set_bytes(row_done.as_ptr() as DevicePtr, 0, rows * 4)?;
+        d.set_bytes(row_done.as_ptr() as DevicePtr, 0, rows * 4)?;
         let chunks = u32_of(chunks, "log_probs: chunks of a row")?;
         let args = Args::new()
             .ptr(log_probs)

@@ -1,7 +1,10 @@
 //! Devices of the `cuda` feature: the driver probe, each device's primary context and stream, its
-//! caching allocator, and the copies between host and device.
+//! caching allocator, and the copies between host and device. Every call on a device's context
+//! goes through its `Device`, which counts it (`counters.rs`).
 
+use super::counters::{Counter, Counters, CudaCounters};
 use super::driver::{self, Context, DevicePtr, Module};
+use super::launch::Args;
 use super::KERNEL_SOURCES;
 use crate::dim::Dim;
 use crate::error::{ensure, err, Error, Result};
@@ -38,7 +41,9 @@ pub fn ensure_device(device: u32) -> Result<()> {
 /// loaded kernel modules.
 pub(crate) struct Device {
     pub(crate) ordinal: u32,
-    pub(crate) ctx: Context,
+    ctx: Context,
+    /// What has been asked of the device (`device_counters`).
+    counters: Counters,
     free: Mutex<BlockCache<DevicePtr>>,
     /// Bytes of the blocks handed out and not yet given back (size classes, not requests).
     in_use: AtomicUsize,
@@ -59,32 +64,39 @@ impl Device {
         let kept = if exact_blocks() { None } else { self.free.lock().expect("allocator lock").take(class) };
         let ptr = match kept {
             Some(ptr) => ptr,
-            None => match self.ctx.malloc(class) {
-                Ok(p) => p,
-                Err(Error::OutOfMemory(_)) => {
-                    // Cached blocks of other sizes may be what is missing: give them back and retry.
-                    self.empty_cache()?;
-                    self.ctx.malloc(class).map_err(|e| match e {
-                        Error::OutOfMemory(m) => err!(
-                            OutOfMemory,
-                            "cuda:{}: {len} bytes requested (a block of {class}), {} held by live tensors; {m}",
-                            self.ordinal,
-                            self.in_use.load(Ordering::Relaxed)
-                        ),
-                        other => other,
-                    })?
-                }
-                Err(e) => return Err(e),
-            },
+            None => {
+                let ptr = match self.ctx.malloc(class) {
+                    Ok(p) => p,
+                    Err(Error::OutOfMemory(_)) => {
+                        // Cached blocks of other sizes may be what is missing: give them back and
+                        // retry.
+                        self.empty_cache()?;
+                        self.ctx.malloc(class).map_err(|e| match e {
+                            Error::OutOfMemory(m) => err!(
+                                OutOfMemory,
+                                "cuda:{}: {len} bytes requested (a block of {class}), {} held by live tensors; {m}",
+                                self.ordinal,
+                                self.in_use.load(Ordering::Relaxed)
+                            ),
+                            other => other,
+                        })?
+                    }
+                    Err(e) => return Err(e),
+                };
+                self.counters.add(Counter::DriverAllocations, 1);
+                ptr
+            }
         };
         // The emulator's test runs (`LODTENSOR_POISON_UNINIT=1`) fill every block handed out with
         // the host's poison byte, fresh or reused: a kernel that leaves part of its output
-        // unwritten then gives the same wrong bytes on every run.
+        // unwritten then gives the same wrong bytes on every run. A checking mode's fill, not the
+        // library's work: not counted.
         #[cfg(feature = "cuda-emulator")]
         if crate::memory::poison_uninit() {
             self.ctx.set_bytes(ptr, crate::memory::POISON, class)?;
         }
         self.in_use.fetch_add(class, Ordering::Relaxed);
+        self.counters.add(Counter::Allocations, 1);
         Ok(DeviceBlock { ptr, class, device: self.clone() })
     }
 
@@ -101,8 +113,62 @@ impl Device {
         if blocks.is_empty() {
             return Ok(());
         }
-        self.ctx.synchronize()?;
+        self.synchronize()?;
         blocks.into_iter().try_for_each(|ptr| self.ctx.free(ptr))
+    }
+
+    /// Launches kernel `function` of file `file` (compiled and loaded at its first use here) with
+    /// `grid` x `block` threads.
+    pub(crate) fn launch(
+        &self,
+        file: &str,
+        function: &str,
+        grid: [u32; 3],
+        block: [u32; 3],
+        args: &mut Args,
+    ) -> Result<()> {
+        let f = self.ctx.function(self.module(file)?, function)?;
+        self.ctx.launch(&f, grid, block, args)?;
+        self.counters.add(Counter::Launches, 1);
+        Ok(())
+    }
+
+    /// Queues a copy of `src` to device address `dst`; returns once `src` has been read.
+    pub(crate) fn htod(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
+        self.ctx.htod(dst, src)?;
+        self.counters.add(Counter::Uploads, 1);
+        self.counters.add(Counter::UploadBytes, src.len() as u64);
+        Ok(())
+    }
+
+    /// Copies `dst.len()` bytes from device address `src` after the queued work, and waits for it.
+    pub(crate) fn dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Result<()> {
+        self.ctx.dtoh(dst, src)?;
+        self.counters.add(Counter::Downloads, 1);
+        self.counters.add(Counter::DownloadBytes, dst.len() as u64);
+        self.counters.add(Counter::Waits, 1);
+        Ok(())
+    }
+
+    /// Queues a copy of `n` bytes between device addresses.
+    pub(crate) fn dtod(&self, dst: DevicePtr, src: DevicePtr, n: usize) -> Result<()> {
+        self.ctx.dtod(dst, src, n)?;
+        self.counters.add(Counter::DeviceCopies, 1);
+        Ok(())
+    }
+
+    /// Queues the setting of `n` bytes at `dst` to `byte`.
+    pub(crate) fn set_bytes(&self, dst: DevicePtr, byte: u8, n: usize) -> Result<()> {
+        self.ctx.set_bytes(dst, byte, n)?;
+        self.counters.add(Counter::Fills, 1);
+        Ok(())
+    }
+
+    /// Waits until the queued work has finished.
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        self.ctx.synchronize()?;
+        self.counters.add(Counter::Waits, 1);
+        Ok(())
     }
 
     /// Kernel module `file` (a file, or a variant `file.cu[NAME=VALUE]`), compiled and loaded at
@@ -193,6 +259,7 @@ pub(crate) fn device(ordinal: u32) -> Result<Arc<Device>> {
     let d = Device {
         ordinal,
         ctx: Context::open(ordinal)?,
+        counters: Counters::default(),
         free: Mutex::new(BlockCache::new(slot.cache_limit)),
         in_use: AtomicUsize::new(0),
         modules: KERNEL_SOURCES.iter().map(|_| Mutex::new(None)).collect(),
@@ -228,7 +295,13 @@ pub fn load_kernels(ordinal: u32) -> Result<()> {
 
 /// Waits until the work queued on `device` has finished.
 pub fn synchronize(ordinal: u32) -> Result<()> {
-    device(ordinal)?.ctx.synchronize()
+    device(ordinal)?.synchronize()
+}
+
+/// What the library has asked of CUDA device `ordinal` so far (see [`CudaCounters`]); all zero
+/// for a device not used yet (asking does not set it up).
+pub fn device_counters(ordinal: u32) -> Result<CudaCounters> {
+    Ok(opened(ordinal)?.map(|d| d.counters.read()).unwrap_or_default())
 }
 
 /// The device memory of CUDA device `ordinal` that the library holds: `(in_use, kept)`, the bytes
@@ -290,8 +363,8 @@ pub fn copy_to_device(src: &Tensor, ordinal: u32) -> Result<Tensor> {
         match src.place() {
             // A copy from pageable memory returns once the source has been read, so `src` may
             // change afterwards.
-            Place::Cpu => d.ctx.htod(alloc.as_ptr() as DevicePtr, src.bytes()?)?,
-            Place::Cuda(s) if s == ordinal => d.ctx.dtod(alloc.as_ptr() as DevicePtr, src.as_ptr() as DevicePtr, n)?,
+            Place::Cpu => d.htod(alloc.as_ptr() as DevicePtr, src.bytes()?)?,
+            Place::Cuda(s) if s == ordinal => d.dtod(alloc.as_ptr() as DevicePtr, src.as_ptr() as DevicePtr, n)?,
             // Between devices through the host: simple, and rare in inference.
             Place::Cuda(_) => return copy_to_device(&copy_to_host(src)?, ordinal),
         }
@@ -308,7 +381,7 @@ pub fn copy_to_host(src: &Tensor) -> Result<Tensor> {
     let mut out = Tensor::uninit(src.dtype(), *src.dims())?;
     let n = src.nbytes();
     if n > 0 {
-        d.ctx.dtoh(out.bytes_mut()?, src.as_ptr() as DevicePtr)?;
+        d.dtoh(out.bytes_mut()?, src.as_ptr() as DevicePtr)?;
     }
     Ok(out)
 }
@@ -327,7 +400,7 @@ pub(crate) fn new_tensor(d: &Arc<Device>, dtype: crate::dtype::DType, dims: Dim)
 pub(crate) fn zeroed_tensor(d: &Arc<Device>, dtype: crate::dtype::DType, dims: Dim) -> Result<Tensor> {
     let t = new_tensor(d, dtype, dims)?;
     if t.nbytes() > 0 {
-        d.ctx.set_bytes(t.as_ptr() as DevicePtr, 0, t.nbytes())?;
+        d.set_bytes(t.as_ptr() as DevicePtr, 0, t.nbytes())?;
     }
     Ok(t)
 }

@@ -101,7 +101,7 @@ mod tests {
 
     fn download(d: &Arc<Device>, a: &Allocation, n: usize) -> Vec<u64> {
         let mut bytes = vec![0u8; n * 8];
-        d.ctx.dtoh(&mut bytes, a.as_ptr() as _).unwrap();
+        d.dtoh(&mut bytes, a.as_ptr() as _).unwrap();
         bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect()
     }
 

@@ -94,9 +94,7 @@ pub(crate) fn launch(
     block: [u32; 3],
     mut args: Args,
 ) -> Result<()> {
-    let module = d.module(file)?;
-    let f = d.ctx.function(module, function)?;
-    d.ctx.launch(&f, grid, block, &mut args)
+    d.launch(file, function, grid, block, &mut args)
 }
 
 /// A grid-stride launch over `work` items: `blocks_for(work)` blocks of `BLOCK` threads.
@@ -159,7 +157,7 @@ pub(crate) fn upload<T: KernelArg>(d: &Arc<Device>, values: &[T]) -> Result<Arc<
     if len > 0 {
         // SAFETY: primitive values (no padding) viewed as their bytes.
         let bytes = unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), len) };
-        d.ctx.htod(alloc.as_ptr() as DevicePtr, bytes)?;
+        d.htod(alloc.as_ptr() as DevicePtr, bytes)?;
     }
     Ok(alloc)
 }

@@ -17,6 +17,8 @@ mod driver;
 #[path = "emulator.rs"]
 mod driver;
 
+mod counters;
+pub use counters::{CudaCounters, CUDA_COUNTERS};
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 mod device;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]

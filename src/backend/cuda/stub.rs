@@ -45,6 +45,11 @@ pub fn synchronize(device: u32) -> Result<()> {
     ensure_device(device)
 }
 
+/// What the library has asked of `device`.
+pub fn device_counters(device: u32) -> Result<super::CudaCounters> {
+    Err(no_device(device))
+}
+
 /// The device memory the library holds on `device`: `(in_use, kept)`.
 pub fn device_memory_info(device: u32) -> Result<(usize, usize)> {
     Err(no_device(device))

@@ -1,0 +1,277 @@
+//! What the ops ask of a CUDA device, read from its counters (`cuda_counters`; emulated here with
+//! `--features cuda-emulator`): the counters count each kind of request exactly, and every op's
+//! launches, fills, copies, waits and allocations are the same for 300 sequences as for 4800, so
+//! no op launches, uploads or waits per sequence; a repeated call takes every block from the
+//! cache, never from the driver. The tests of this file hold one lock, because the counters are
+//! the device's, shared by every thread. Without a usable device each test says it was skipped.
+
+mod common;
+mod cuda_common;
+
+use common::Rng;
+use cuda_common::{gpu, gpu_or_skip, GPU};
+use lodtensor::ops::{
+    cast, gather_rows, sequence_concat, sequence_conv, sequence_enumerate, sequence_erase, sequence_mask,
+    sequence_reshape, sequence_reverse, sequence_slice, sequence_softmax,
+};
+use lodtensor::{
+    array_to_lod_tensor, beam_search_fused_step, beam_search_gather_tree, beam_search_step, cuda_counters,
+    cuda_device_count, lod_tensor_to_array, reorder_lod_tensor_by_rank, scatter_rows, sequence_expand,
+    sequence_expand_as, sequence_first_step, sequence_pad, sequence_pool, sequence_scatter, sequence_unpad,
+    shrink_rnn_memory, synchronize, tensor_array_to_tensor, to_place, top_k, CudaCounters, DType, Dim, Error,
+    LoDTensor, Lod, Place, PoolType, RankTable, ScatterMode, Tensor, CUDA_COUNTERS,
+};
+use std::sync::Mutex;
+
+static DEVICE: Mutex<()> = Mutex::new(());
+
+/// What `f` asked of cuda:0, with what it returns.
+fn counted<R>(f: impl FnOnce() -> R) -> (CudaCounters, R) {
+    let before = cuda_counters(0).unwrap();
+    let r = f();
+    (cuda_counters(0).unwrap().since(&before), r)
+}
+
+/// Each request is counted once, with its bytes: a copy up, one on the device, one down, a wait, a
+/// fill and a launch (fill_on), and an allocation from the cache; an unused device reads zero.
+#[test]
+fn counters_count_each_request() {
+    let _device = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
+    if !gpu_or_skip() {
+        return;
+    }
+    let host = LoDTensor::from_slice(&[1f32, 2., 3., 4., 5., 6.], &[3, 2], vec![vec![0, 1, 3]]).unwrap();
+    let (c, dev) = counted(|| gpu(&host));
+    assert_eq!(c.uploads, 1, "{c:?}");
+    assert_eq!(c.upload_bytes, 24, "{c:?}");
+    assert_eq!((c.allocations, c.launches, c.downloads, c.waits), (1, 0, 0, 0), "{c:?}");
+    let (c, _copy) = counted(|| to_place(&dev, GPU).unwrap());
+    assert_eq!((c.device_copies, c.uploads, c.waits, c.allocations), (1, 0, 0, 1), "{c:?}");
+    let (c, back) = counted(|| to_place(&dev, Place::Cpu).unwrap());
+    assert_eq!((c.downloads, c.download_bytes, c.waits, c.uploads, c.allocations), (1, 24, 1, 0, 0), "{c:?}");
+    assert_eq!(back.tensor().as_slice::<f32>().unwrap(), host.tensor().as_slice::<f32>().unwrap());
+    let (c, ()) = counted(|| synchronize(GPU).unwrap());
+    assert_eq!(c, CudaCounters { waits: 1, ..CudaCounters::default() });
+    // A block of a size class the cache has never held comes from the driver; freed and asked for
+    // again, from the cache.
+    let odd = LoDTensor::dense(Tensor::from_slice(&vec![1u8; 3_000_017], &[3_000_017]).unwrap());
+    let (c, big) = counted(|| gpu(&odd));
+    assert_eq!((c.allocations, c.driver_allocations, c.upload_bytes), (1, 1, 3_000_017), "{c:?}");
+    drop(big);
+    let (c, _big) = counted(|| gpu(&odd));
+    assert_eq!((c.allocations, c.driver_allocations), (1, 0), "{c:?}");
+    // A kernel: fill_on, its value uploaded.
+    let dims = Dim::new(&[1000]).unwrap();
+    let (c, _ones) = counted(|| lodtensor::ops::fill_on(GPU, DType::F32, dims, 1.0).unwrap());
+    assert_eq!((c.launches, c.uploads, c.waits), (1, 1, 0), "{c:?}");
+    // Counters zeroed before a kernel counts into them: a fill (gather_rows' bad-index count).
+    let index = gpu(&LoDTensor::dense(Tensor::from_slice(&[2i64, 0], &[2]).unwrap()));
+    let (c, _rows) = counted(|| gather_rows(&dev, &index).unwrap());
+    assert_eq!((c.fills, c.launches, c.downloads), (1, 1, 1), "{c:?}");
+    assert_eq!(c.values().len(), CUDA_COUNTERS);
+    let count = cuda_device_count().unwrap();
+    // The emulator's second device, which nothing in this program uses.
+    if count > 1 {
+        assert_eq!(cuda_counters(1).unwrap(), CudaCounters::default());
+    }
+    assert!(
+        matches!(cuda_counters(count as u32), Err(Error::InvalidArgument(m)) if m.contains(&format!("cuda:{count}")))
+    );
+}
+
+/// The inputs of every op, on cuda:0, for `seqs` sequences.
+struct Inputs {
+    /// float32 [rows, 4], `seqs` sequences of 0-5 rows.
+    x: LoDTensor,
+    /// x's values as a column, [rows, 1], with x's LoD.
+    col: LoDTensor,
+    /// int64 ids in [0, 8), [rows, 1], with x's LoD.
+    ids: LoDTensor,
+    /// float32 [seqs, 4], one row per sequence (no LoD).
+    per_seq: LoDTensor,
+    /// float32 [seqs, 8] (no LoD), and ids in [0, 8) and updates, [rows, 1] with x's LoD.
+    scatter_x: LoDTensor,
+    scatter_updates: LoDTensor,
+    /// int64 [seqs]: 0 each (sequence_slice's offsets), and each sequence's length.
+    zeros: LoDTensor,
+    lengths: LoDTensor,
+    /// sequence_pad's result (pad value 0, padded to the longest) and its pad value.
+    padded: LoDTensor,
+    pad: LoDTensor,
+    /// The rank table of x and x unpacked by it.
+    table: RankTable,
+    steps: lodtensor::TensorArray,
+    /// float32 [200, 4] (no LoD), an int64 index of rows (one per row of x) and [rows, 4] updates.
+    rows_x: LoDTensor,
+    rows_index: LoDTensor,
+    rows_updates: LoDTensor,
+    /// sequence_conv's filter: [3 * 4, 5].
+    filter: LoDTensor,
+    /// Beam prefixes: `seqs / 16` sources of 0-4 prefixes each, ids and scores [prefixes, 1] (two LoD
+    /// levels), log-probs [prefixes, 50], and the unfused step's candidates [prefixes, 3].
+    pre_ids: LoDTensor,
+    pre_scores: LoDTensor,
+    log_probs: LoDTensor,
+    cand_ids: LoDTensor,
+    cand_scores: LoDTensor,
+    /// gather_tree's ids and parents, int64 [6, seqs, 4].
+    tree_ids: LoDTensor,
+    tree_parents: LoDTensor,
+}
+
+fn inputs(rng: &mut Rng, seqs: usize) -> Inputs {
+    let lengths: Vec<usize> = (0..seqs).map(|_| rng.below(6)).collect();
+    let rows: usize = lengths.iter().sum();
+    let lod = Lod::from_lengths(std::slice::from_ref(&lengths)).unwrap();
+    let floats = |rng: &mut Rng, n: usize| (0..n).map(|_| rng.unit() - 0.5).collect::<Vec<f32>>();
+    let ints = |rng: &mut Rng, n: usize, below: usize| (0..n).map(|_| rng.below(below) as i64).collect::<Vec<_>>();
+    let with_lod = |t: Tensor, lod: &Lod| LoDTensor::new(t, lod.clone()).unwrap();
+    let dense = |t: Tensor| LoDTensor::dense(t);
+    let x = with_lod(Tensor::from_slice(&floats(rng, rows * 4), &[rows, 4]).unwrap(), &lod);
+    let col = with_lod(Tensor::from_slice(&floats(rng, rows), &[rows, 1]).unwrap(), &lod);
+    let ids = with_lod(Tensor::from_slice(&ints(rng, rows, 8), &[rows, 1]).unwrap(), &lod);
+    let pad = dense(Tensor::from_slice(&[0f32], &[1]).unwrap());
+    let (padded, _) = sequence_pad(&x, &pad, -1).unwrap();
+    let table = RankTable::from_lod_tensor(&x, 0).unwrap();
+    let steps = lod_tensor_to_array(&gpu(&x), &table).unwrap();
+    // A block per prefix row in the beam kernels, which the emulator runs slowly: a source per 16
+    // sequences.
+    let prefix_lengths: Vec<usize> = (0..seqs / 16).map(|_| rng.below(5)).collect();
+    let prefixes: usize = prefix_lengths.iter().sum();
+    let beam_lod = Lod::from_lengths(&[prefix_lengths, vec![1; prefixes]]).unwrap();
+    let tree: Vec<usize> = vec![6, seqs, 4];
+    Inputs {
+        per_seq: gpu(&dense(Tensor::from_slice(&floats(rng, seqs * 4), &[seqs, 4]).unwrap())),
+        scatter_x: gpu(&dense(Tensor::from_slice(&floats(rng, seqs * 8), &[seqs, 8]).unwrap())),
+        scatter_updates: gpu(&with_lod(Tensor::from_slice(&floats(rng, rows), &[rows, 1]).unwrap(), &lod)),
+        zeros: gpu(&dense(Tensor::from_slice(&vec![0i64; seqs], &[seqs, 1]).unwrap())),
+        lengths: gpu(&dense(
+            Tensor::from_slice(&lengths.iter().map(|&l| l as i64).collect::<Vec<_>>(), &[seqs]).unwrap(),
+        )),
+        padded: gpu(&padded),
+        pad: gpu(&pad),
+        table,
+        steps,
+        rows_x: gpu(&dense(Tensor::from_slice(&floats(rng, 800), &[200, 4]).unwrap())),
+        rows_index: gpu(&dense(Tensor::from_slice(&ints(rng, rows, 200), &[rows]).unwrap())),
+        rows_updates: gpu(&dense(Tensor::from_slice(&floats(rng, rows * 4), &[rows, 4]).unwrap())),
+        filter: gpu(&dense(Tensor::from_slice(&floats(rng, 60), &[12, 5]).unwrap())),
+        pre_ids: gpu(&with_lod(Tensor::from_slice(&ints(rng, prefixes, 8), &[prefixes, 1]).unwrap(), &beam_lod)),
+        pre_scores: gpu(&with_lod(Tensor::from_slice(&floats(rng, prefixes), &[prefixes, 1]).unwrap(), &beam_lod)),
+        log_probs: gpu(&dense(Tensor::from_slice(&floats(rng, prefixes * 50), &[prefixes, 50]).unwrap())),
+        cand_ids: gpu(&with_lod(Tensor::from_slice(&ints(rng, prefixes * 3, 50), &[prefixes, 3]).unwrap(), &beam_lod)),
+        cand_scores: gpu(&with_lod(Tensor::from_slice(&floats(rng, prefixes * 3), &[prefixes, 3]).unwrap(), &beam_lod)),
+        tree_ids: gpu(&dense(Tensor::from_slice(&ints(rng, 24 * seqs, 50), &tree).unwrap())),
+        tree_parents: gpu(&dense(Tensor::from_slice(&ints(rng, 24 * seqs, 4), &tree).unwrap())),
+        x: gpu(&x),
+        col: gpu(&col),
+        ids: gpu(&ids),
+    }
+}
+
+/// An op on `Inputs`, returning what it made (dropped after the counters are read).
+type Op = fn(&Inputs) -> Box<dyn std::any::Any>;
+
+fn boxed<T: 'static>(r: lodtensor::Result<T>) -> Box<dyn std::any::Any> {
+    Box::new(r.unwrap())
+}
+
+/// Every op with a CUDA path, by name; `true` for the ops that sort on the device, whose launches
+/// grow with the log of their input (a radix pass per byte of the largest key, a scan level per
+/// 2048-fold more entries), not with the number of sequences.
+fn ops() -> Vec<(&'static str, bool, Op)> {
+    vec![
+        ("sequence_expand", false, |i| boxed(sequence_expand(&i.per_seq, &i.x, 0))),
+        ("sequence_expand_as", false, |i| boxed(sequence_expand_as(&i.per_seq, &i.x))),
+        ("sequence_pad", false, |i| boxed(sequence_pad(&i.x, &i.pad, -1))),
+        ("sequence_unpad", false, |i| boxed(sequence_unpad(&i.padded, &i.lengths))),
+        ("sequence_pool sum", false, |i| boxed(sequence_pool(&i.x, PoolType::Sum, 0.0))),
+        ("sequence_pool max", false, |i| boxed(sequence_pool(&i.x, PoolType::Max, 0.0))),
+        ("sequence_first_step", false, |i| boxed(sequence_first_step(&i.x))),
+        ("sequence_softmax", false, |i| boxed(sequence_softmax(&i.col))),
+        ("sequence_concat", false, |i| boxed(sequence_concat(&[&i.x, &i.x]))),
+        ("sequence_slice", false, |i| boxed(sequence_slice(&i.x, &i.zeros, &i.zeros))),
+        ("sequence_reverse", false, |i| boxed(sequence_reverse(&i.x))),
+        ("sequence_reshape", false, |i| boxed(sequence_reshape(&i.x, 2))),
+        ("sequence_mask", false, |i| boxed(sequence_mask(&i.lengths, -1, DType::I64))),
+        ("sequence_enumerate", false, |i| boxed(sequence_enumerate(&i.ids, 2, 0))),
+        ("sequence_erase", false, |i| boxed(sequence_erase(&i.ids, &[3]))),
+        ("sequence_conv", false, |i| boxed(sequence_conv(&i.x, &i.filter, None, 3, -1, 1, false))),
+        ("sequence_scatter", true, |i| boxed(sequence_scatter(&i.scatter_x, &i.ids, &i.scatter_updates))),
+        ("scatter_rows overwrite", false, |i| {
+            boxed(scatter_rows(&i.rows_x, &i.rows_index, &i.rows_updates, ScatterMode::Overwrite))
+        }),
+        ("scatter_rows add", true, |i| {
+            boxed(scatter_rows(&i.rows_x, &i.rows_index, &i.rows_updates, ScatterMode::Add))
+        }),
+        ("gather_rows", false, |i| boxed(gather_rows(&i.rows_x, &i.rows_index))),
+        ("cast", false, |i| boxed(cast(&i.x, DType::F16))),
+        ("top_k", false, |i| boxed(top_k(&i.log_probs, 2, true))),
+        ("lod_tensor_to_array", false, |i| boxed(lod_tensor_to_array(&i.x, &i.table))),
+        ("array_to_lod_tensor", false, |i| boxed(array_to_lod_tensor(&i.steps, &i.table))),
+        ("reorder_lod_tensor_by_rank", false, |i| boxed(reorder_lod_tensor_by_rank(&i.x, &i.table))),
+        ("shrink_rnn_memory", false, |i| boxed(shrink_rnn_memory(&i.per_seq, &i.table, 1))),
+        ("tensor_array_to_tensor", false, |i| boxed(tensor_array_to_tensor(&i.steps, 0, false))),
+        ("beam_search_step", false, |i| {
+            boxed(beam_search_step(&i.pre_ids, &i.pre_scores, Some(&i.cand_ids), &i.cand_scores, 0, 4, 0, true))
+        }),
+        ("beam_search_fused_step", false, |i| {
+            boxed(beam_search_fused_step(&i.pre_ids, &i.pre_scores, &i.log_probs, 4, 0))
+        }),
+        ("beam_search_gather_tree", false, |i| boxed(beam_search_gather_tree(&i.tree_ids, &i.tree_parents))),
+    ]
+}
+
+/// The counters that say how a call went, without the bytes (which grow with the input).
+fn shape(c: &CudaCounters) -> [u64; 7] {
+    [c.launches, c.fills, c.device_copies, c.uploads, c.downloads, c.waits, c.allocations]
+}
+
+/// Every op asks the same of the device for 300 sequences as for 4800: the same launches and
+/// allocations (the sorting ops: at most 4 more of each), fills, copies and waits, in a first call (the LoD
+/// not yet on the device) and in a second on the same inputs; the second takes no block from the
+/// driver. Prints each op's second call on 4800 sequences.
+#[test]
+fn calls_ask_the_same_for_any_number_of_sequences() {
+    let _device = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0x51ed_270b_2b1c_4d3f);
+    let (small, large) = (inputs(&mut rng, 300), inputs(&mut rng, 4800));
+    eprintln!("| op | launches | fills | uploads (bytes) | downloads (bytes) | waits | allocations |");
+    eprintln!("|---|---:|---:|---:|---:|---:|---:|");
+    for (name, sorts, op) in ops() {
+        let calls = |i: &Inputs| {
+            let (first, out) = counted(|| op(i));
+            drop(out);
+            let (second, out) = counted(|| op(i));
+            drop(out);
+            (first, second)
+        };
+        let (small_first, small_second) = calls(&small);
+        let (large_first, large_second) = calls(&large);
+        for (what, s, l) in [("first", small_first, large_first), ("second", small_second, large_second)] {
+            let (mut s_shape, l_shape) = (shape(&s), shape(&l));
+            // Launches and allocations (scratch per pass and scan level).
+            for at in [0, 6] {
+                if sorts && l_shape[at] > s_shape[at] && l_shape[at] <= s_shape[at] + 4 {
+                    s_shape[at] = l_shape[at];
+                }
+            }
+            assert_eq!(
+                s_shape, l_shape,
+                "{name}, {what} call: [launches, fills, device copies, uploads, downloads, waits, allocations] \
+                 for 300 sequences, then 4800: {s:?} against {l:?}"
+            );
+        }
+        for (what, c) in [("300", small_second), ("4800", large_second)] {
+            assert_eq!(c.driver_allocations, 0, "{name}: a repeated call on {what} sequences asked the driver: {c:?}");
+        }
+        let c = large_second;
+        eprintln!(
+            "| {name} | {} | {} | {} ({}) | {} ({}) | {} | {} |",
+            c.launches, c.fills, c.uploads, c.upload_bytes, c.downloads, c.download_bytes, c.waits, c.allocations
+        );
+    }
+}
