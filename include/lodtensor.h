@@ -34,6 +34,40 @@
 // The version of `beam_search_decoder_options_t` this header describes.
 #define LODTENSOR_BEAM_SEARCH_DECODER_OPTIONS_VERSION 1
 
+// The number of counters `lodtensor_cuda_counters` can write (later versions may add more, at
+// the end).
+#define LODTENSOR_CUDA_COUNTERS 10
+
+// Index of `lodtensor_cuda_counters`' device blocks handed out.
+#define LODTENSOR_CUDA_COUNTER_ALLOCATIONS 8
+
+// Index of `lodtensor_cuda_counters`' copies from device memory to device memory.
+#define LODTENSOR_CUDA_COUNTER_DEVICE_COPIES 2
+
+// Index of `lodtensor_cuda_counters`' copies from the device to host memory (each waits).
+#define LODTENSOR_CUDA_COUNTER_DOWNLOADS 5
+
+// Index of `lodtensor_cuda_counters`' bytes of those downloads.
+#define LODTENSOR_CUDA_COUNTER_DOWNLOAD_BYTES 6
+
+// Index of `lodtensor_cuda_counters`' blocks the driver was asked for.
+#define LODTENSOR_CUDA_COUNTER_DRIVER_ALLOCATIONS 9
+
+// Index of `lodtensor_cuda_counters`' fills of device memory with one byte value.
+#define LODTENSOR_CUDA_COUNTER_FILLS 1
+
+// Index of `lodtensor_cuda_counters`' kernels launched.
+#define LODTENSOR_CUDA_COUNTER_LAUNCHES 0
+
+// Index of `lodtensor_cuda_counters`' copies from host memory to the device.
+#define LODTENSOR_CUDA_COUNTER_UPLOADS 3
+
+// Index of `lodtensor_cuda_counters`' bytes of those uploads.
+#define LODTENSOR_CUDA_COUNTER_UPLOAD_BYTES 4
+
+// Index of `lodtensor_cuda_counters`' waits of a calling thread for the device.
+#define LODTENSOR_CUDA_COUNTER_WAITS 7
+
 // DLPack device type of host memory.
 #define LODTENSOR_DEVICE_CPU 1
 
@@ -435,6 +469,28 @@ lodtensor_status_t lodtensor_create(struct lodtensor_dtype_t dtype, const int64_
 // Returns LODTENSOR_NULL_ARGUMENT (`out`), LODTENSOR_INVALID_ARGUMENT (`device` negative or not
 // below the device count), LODTENSOR_UNSUPPORTED (a build without CUDA, no driver or no device).
 lodtensor_status_t lodtensor_cuda_cache_limit(int32_t device, size_t *out);
+
+// What the library has asked of CUDA device `device` since the process started, as counts that
+// only grow: the first `len` counters, in the order of the LODTENSOR_CUDA_COUNTER_* indices, into
+// `out[0..len]`. LAUNCHES: kernels launched. FILLS: fills of device memory with one byte value
+// (counters zeroed before a kernel adds to them). DEVICE_COPIES: copies from device to device
+// memory. UPLOADS, UPLOAD_BYTES: copies from host memory to the device (tensors moved there, and
+// the tables, such as LoD offsets, that calls upload for their kernels) and their bytes.
+// DOWNLOADS, DOWNLOAD_BYTES: copies from the device to host memory (tensors moved to the host,
+// and what calls read back: sizes that decide an output's shape, counts of bad input values) and
+// their bytes. WAITS: times a calling thread waited for the device's queued work (each download,
+// each `lodtensor_synchronize`, each return of cached blocks to the driver). ALLOCATIONS: device
+// blocks handed out, from the cache or new; DRIVER_ALLOCATIONS: of those, blocks the driver was
+// asked for (the cache held none of their size class). Read the counters before and after a call
+// and subtract to see what the call asked of the device; the counters are the device's, so the
+// difference includes what other threads asked of it meanwhile (each counter is read once, not
+// all at one instant). A device the library has not used yet reads all zero (asking does not set
+// it up). `len` 0 writes nothing.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`out`, when `len` > 0), LODTENSOR_INVALID_ARGUMENT (`len`
+// above LODTENSOR_CUDA_COUNTERS; `device` negative or not below the device count),
+// LODTENSOR_UNSUPPORTED (a build without CUDA, no driver or no device).
+lodtensor_status_t lodtensor_cuda_counters(int32_t device, uint64_t *out, size_t len);
 
 // The number of CUDA devices, in `*out`.
 //

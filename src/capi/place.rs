@@ -1,12 +1,12 @@
 //! Exports for places: the CUDA device count, loading a device's kernels up front, copies between
-//! places, waiting for a device, the memory each device's cache holds, the bound on it, and the
-//! device's free memory.
+//! places, waiting for a device, what has been asked of it (its counters), the memory each
+//! device's cache holds, the bound on it, and the device's free memory.
 
-use super::args::{get, Out};
+use super::args::{get, slice, Out};
 use super::boundary;
 use super::tensor::{lodtensor_t, new_handle};
 use super::types::{lodtensor_place_t, lodtensor_status_t};
-use crate::error::{err, Result};
+use crate::error::{ensure, err, Result};
 
 /// The number of CUDA devices, in `*out`.
 ///
@@ -73,6 +73,69 @@ pub unsafe extern "C" fn lodtensor_to_place(
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_synchronize(place: lodtensor_place_t) -> lodtensor_status_t {
     boundary(|| crate::ops::transfer::synchronize(place.to_place()?))
+}
+
+/// Index of `lodtensor_cuda_counters`' kernels launched.
+pub const LODTENSOR_CUDA_COUNTER_LAUNCHES: usize = 0;
+/// Index of `lodtensor_cuda_counters`' fills of device memory with one byte value.
+pub const LODTENSOR_CUDA_COUNTER_FILLS: usize = 1;
+/// Index of `lodtensor_cuda_counters`' copies from device memory to device memory.
+pub const LODTENSOR_CUDA_COUNTER_DEVICE_COPIES: usize = 2;
+/// Index of `lodtensor_cuda_counters`' copies from host memory to the device.
+pub const LODTENSOR_CUDA_COUNTER_UPLOADS: usize = 3;
+/// Index of `lodtensor_cuda_counters`' bytes of those uploads.
+pub const LODTENSOR_CUDA_COUNTER_UPLOAD_BYTES: usize = 4;
+/// Index of `lodtensor_cuda_counters`' copies from the device to host memory (each waits).
+pub const LODTENSOR_CUDA_COUNTER_DOWNLOADS: usize = 5;
+/// Index of `lodtensor_cuda_counters`' bytes of those downloads.
+pub const LODTENSOR_CUDA_COUNTER_DOWNLOAD_BYTES: usize = 6;
+/// Index of `lodtensor_cuda_counters`' waits of a calling thread for the device.
+pub const LODTENSOR_CUDA_COUNTER_WAITS: usize = 7;
+/// Index of `lodtensor_cuda_counters`' device blocks handed out.
+pub const LODTENSOR_CUDA_COUNTER_ALLOCATIONS: usize = 8;
+/// Index of `lodtensor_cuda_counters`' blocks the driver was asked for.
+pub const LODTENSOR_CUDA_COUNTER_DRIVER_ALLOCATIONS: usize = 9;
+/// The number of counters `lodtensor_cuda_counters` can write (later versions may add more, at
+/// the end).
+pub const LODTENSOR_CUDA_COUNTERS: usize = 10;
+const _: () = assert!(LODTENSOR_CUDA_COUNTERS == crate::CUDA_COUNTERS);
+
+/// What the library has asked of CUDA device `device` since the process started, as counts that
+/// only grow: the first `len` counters, in the order of the LODTENSOR_CUDA_COUNTER_* indices, into
+/// `out[0..len]`. LAUNCHES: kernels launched. FILLS: fills of device memory with one byte value
+/// (counters zeroed before a kernel adds to them). DEVICE_COPIES: copies from device to device
+/// memory. UPLOADS, UPLOAD_BYTES: copies from host memory to the device (tensors moved there, and
+/// the tables, such as LoD offsets, that calls upload for their kernels) and their bytes.
+/// DOWNLOADS, DOWNLOAD_BYTES: copies from the device to host memory (tensors moved to the host,
+/// and what calls read back: sizes that decide an output's shape, counts of bad input values) and
+/// their bytes. WAITS: times a calling thread waited for the device's queued work (each download,
+/// each `lodtensor_synchronize`, each return of cached blocks to the driver). ALLOCATIONS: device
+/// blocks handed out, from the cache or new; DRIVER_ALLOCATIONS: of those, blocks the driver was
+/// asked for (the cache held none of their size class). Read the counters before and after a call
+/// and subtract to see what the call asked of the device; the counters are the device's, so the
+/// difference includes what other threads asked of it meanwhile (each counter is read once, not
+/// all at one instant). A device the library has not used yet reads all zero (asking does not set
+/// it up). `len` 0 writes nothing.
+///
+/// Returns LODTENSOR_NULL_ARGUMENT (`out`, when `len` > 0), LODTENSOR_INVALID_ARGUMENT (`len`
+/// above LODTENSOR_CUDA_COUNTERS; `device` negative or not below the device count),
+/// LODTENSOR_UNSUPPORTED (a build without CUDA, no driver or no device).
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_cuda_counters(device: i32, out: *mut u64, len: usize) -> lodtensor_status_t {
+    boundary(|| {
+        ensure!(
+            len <= LODTENSOR_CUDA_COUNTERS,
+            InvalidArgument,
+            "len: {len} counters asked for; this library has {LODTENSOR_CUDA_COUNTERS} (LODTENSOR_CUDA_COUNTERS)"
+        );
+        // The buffer's checks (NULL with a length, alignment) before any work.
+        slice(out.cast_const(), len, "out")?;
+        let values = crate::ops::transfer::cuda_counters(cuda_ordinal(device)?)?.values();
+        if len > 0 {
+            std::ptr::copy_nonoverlapping(values.as_ptr(), out, len);
+        }
+        Ok(())
+    })
 }
 
 /// CUDA device `device` as the backend numbers it; negative ids are refused here, ids beyond the
@@ -179,4 +242,43 @@ pub unsafe extern "C" fn lodtensor_cuda_cache_limit(device: i32, out: *mut usize
         out.write(crate::memory::device_cache_limit(cuda_ordinal(device)?)?);
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::CudaCounters;
+
+    /// Each LODTENSOR_CUDA_COUNTER_* index picks its own counter out of `CudaCounters::values`.
+    #[test]
+    fn counter_indices_name_their_counters() {
+        let c = CudaCounters {
+            launches: 1,
+            fills: 2,
+            device_copies: 3,
+            uploads: 4,
+            upload_bytes: 5,
+            downloads: 6,
+            download_bytes: 7,
+            waits: 8,
+            allocations: 9,
+            driver_allocations: 10,
+        };
+        let v = c.values();
+        for (index, want) in [
+            (LODTENSOR_CUDA_COUNTER_LAUNCHES, c.launches),
+            (LODTENSOR_CUDA_COUNTER_FILLS, c.fills),
+            (LODTENSOR_CUDA_COUNTER_DEVICE_COPIES, c.device_copies),
+            (LODTENSOR_CUDA_COUNTER_UPLOADS, c.uploads),
+            (LODTENSOR_CUDA_COUNTER_UPLOAD_BYTES, c.upload_bytes),
+            (LODTENSOR_CUDA_COUNTER_DOWNLOADS, c.downloads),
+            (LODTENSOR_CUDA_COUNTER_DOWNLOAD_BYTES, c.download_bytes),
+            (LODTENSOR_CUDA_COUNTER_WAITS, c.waits),
+            (LODTENSOR_CUDA_COUNTER_ALLOCATIONS, c.allocations),
+            (LODTENSOR_CUDA_COUNTER_DRIVER_ALLOCATIONS, c.driver_allocations),
+        ] {
+            assert_eq!(v[index], want, "index {index}");
+        }
+        assert_eq!(v.len(), LODTENSOR_CUDA_COUNTERS);
+    }
 }
