@@ -224,8 +224,14 @@ void test_places() {
         EXPECT_ERROR(lt::cuda_set_cache_limit(0, 0), LODTENSOR_UNSUPPORTED, "cuda:0");
         EXPECT_ERROR(lt::cuda_cache_limit(0), LODTENSOR_UNSUPPORTED, "cuda:0");
         EXPECT_ERROR(lt::cuda_load_kernels(0), LODTENSOR_UNSUPPORTED, "cuda:0");
+        EXPECT_ERROR(lt::cuda_counters(0), LODTENSOR_UNSUPPORTED, "cuda:0");
     } else {  // a tensor on the device holds device memory, and emptying the cache leaves it
+        std::vector<std::uint64_t> before = lt::cuda_counters(0);
         lt::Tensor d = lt::to_place(x, lt::cuda_place(0));
+        std::vector<std::uint64_t> after = lt::cuda_counters(0);
+        CHECK(after.size() == LODTENSOR_CUDA_COUNTERS);
+        CHECK(after[LODTENSOR_CUDA_COUNTER_UPLOADS] == before[LODTENSOR_CUDA_COUNTER_UPLOADS] + 1);
+        CHECK(after[LODTENSOR_CUDA_COUNTER_UPLOAD_BYTES] == before[LODTENSOR_CUDA_COUNTER_UPLOAD_BYTES] + 24);
         CHECK(lt::cuda_memory_info(0).in_use >= 6 * sizeof(float));
         lt::cuda_empty_cache(0);
         CHECK(lt::cuda_memory_info(0).kept == 0);
@@ -243,6 +249,7 @@ void test_places() {
     EXPECT_ERROR(lt::cuda_set_cache_limit(-1, 0), LODTENSOR_INVALID_ARGUMENT, "device");
     EXPECT_ERROR(lt::cuda_cache_limit(-1), LODTENSOR_INVALID_ARGUMENT, "device");
     EXPECT_ERROR(lt::cuda_load_kernels(-1), LODTENSOR_INVALID_ARGUMENT, "device");
+    EXPECT_ERROR(lt::cuda_counters(-1), LODTENSOR_INVALID_ARGUMENT, "device");
     EXPECT_ERROR(lt::to_place(x, lodtensor_place_t{7, 0}), LODTENSOR_INVALID_ARGUMENT, "place");
 }
 

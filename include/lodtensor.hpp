@@ -439,6 +439,13 @@ inline std::size_t cuda_cache_limit(std::int32_t device) {
     check(lodtensor_cuda_cache_limit(device, &limit));
     return limit;
 }
+// What the library has asked of a CUDA device so far (lodtensor_cuda_counters): every counter,
+// indexed by the LODTENSOR_CUDA_COUNTER_* values. Subtract two readings to see what a call asked.
+inline std::vector<std::uint64_t> cuda_counters(std::int32_t device) {
+    std::vector<std::uint64_t> values(LODTENSOR_CUDA_COUNTERS, 0);
+    check(lodtensor_cuda_counters(device, values.data(), values.size()));
+    return values;
+}
 // A CUDA device's free and total memory as the driver reports them (lodtensor_cuda_free_memory).
 struct CudaFreeMemory {
     std::size_t free;

@@ -569,6 +569,38 @@ func CUDAMemoryInfo(device int) (inUse, kept int, err error) {
 	return int(u), int(k), err
 }
 
+// The indices of CUDACounters' values (LODTENSOR_CUDA_COUNTER_*).
+const (
+	CUDACounterLaunches          = int(C.LODTENSOR_CUDA_COUNTER_LAUNCHES)           // kernels launched
+	CUDACounterFills             = int(C.LODTENSOR_CUDA_COUNTER_FILLS)              // device memory filled with a byte
+	CUDACounterDeviceCopies      = int(C.LODTENSOR_CUDA_COUNTER_DEVICE_COPIES)      // copies device to device
+	CUDACounterUploads           = int(C.LODTENSOR_CUDA_COUNTER_UPLOADS)            // copies host to device
+	CUDACounterUploadBytes       = int(C.LODTENSOR_CUDA_COUNTER_UPLOAD_BYTES)       // their bytes
+	CUDACounterDownloads         = int(C.LODTENSOR_CUDA_COUNTER_DOWNLOADS)          // copies device to host
+	CUDACounterDownloadBytes     = int(C.LODTENSOR_CUDA_COUNTER_DOWNLOAD_BYTES)     // their bytes
+	CUDACounterWaits             = int(C.LODTENSOR_CUDA_COUNTER_WAITS)              // waits for the device
+	CUDACounterAllocations       = int(C.LODTENSOR_CUDA_COUNTER_ALLOCATIONS)        // device blocks handed out
+	CUDACounterDriverAllocations = int(C.LODTENSOR_CUDA_COUNTER_DRIVER_ALLOCATIONS) // of them, new from the driver
+)
+
+// CUDACounters is what the library has asked of a CUDA device so far (lodtensor_cuda_counters):
+// every counter, indexed by the CUDACounter* constants. Subtract two readings to see what a call
+// asked of the device.
+func CUDACounters(device int) ([]uint64, error) {
+	values := make([]C.uint64_t, C.LODTENSOR_CUDA_COUNTERS)
+	err := call(func() C.lodtensor_status_t {
+		return C.lodtensor_cuda_counters(C.int32_t(device), &values[0], C.size_t(len(values)))
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]uint64, len(values))
+	for i, v := range values {
+		out[i] = uint64(v)
+	}
+	return out, nil
+}
+
 // CUDAFreeMemory is a CUDA device's free and total memory in bytes, as the driver reports them
 // (blocks the library's cache keeps count as used).
 func CUDAFreeMemory(device int) (free, total int, err error) {

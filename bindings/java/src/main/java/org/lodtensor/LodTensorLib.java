@@ -161,6 +161,8 @@ interface LodTensorLib extends Library {
 
     int lodtensor_cuda_free_memory(int device, LongByReference outFree, LongByReference outTotal);
 
+    int lodtensor_cuda_counters(int device, long[] out, long len);
+
     int lodtensor_share(Pointer t, PointerByReference out);
 
     int lodtensor_copy(Pointer t, PointerByReference out);

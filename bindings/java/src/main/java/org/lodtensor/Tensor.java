@@ -378,6 +378,39 @@ public final class Tensor implements AutoCloseable {
         return (int) r.getValue();
     }
 
+    /** Indices of {@link #cudaCounters}' values (LODTENSOR_CUDA_COUNTER_*): kernels launched. */
+    public static final int CUDA_COUNTER_LAUNCHES = 0;
+    /** Fills of device memory with one byte value. */
+    public static final int CUDA_COUNTER_FILLS = 1;
+    /** Copies from device memory to device memory. */
+    public static final int CUDA_COUNTER_DEVICE_COPIES = 2;
+    /** Copies from host memory to the device. */
+    public static final int CUDA_COUNTER_UPLOADS = 3;
+    /** The bytes of those uploads. */
+    public static final int CUDA_COUNTER_UPLOAD_BYTES = 4;
+    /** Copies from the device to host memory (each waits for the device). */
+    public static final int CUDA_COUNTER_DOWNLOADS = 5;
+    /** The bytes of those downloads. */
+    public static final int CUDA_COUNTER_DOWNLOAD_BYTES = 6;
+    /** Times a calling thread waited for the device. */
+    public static final int CUDA_COUNTER_WAITS = 7;
+    /** Device blocks handed out, from the cache or new. */
+    public static final int CUDA_COUNTER_ALLOCATIONS = 8;
+    /** Of those, blocks the driver was asked for. */
+    public static final int CUDA_COUNTER_DRIVER_ALLOCATIONS = 9;
+    /** The number of counters (LODTENSOR_CUDA_COUNTERS). */
+    public static final int CUDA_COUNTERS = 10;
+
+    /**
+     * What the library has asked of a CUDA device so far (lodtensor_cuda_counters): every counter,
+     * indexed by the CUDA_COUNTER_* constants. Subtract two readings to see what a call asked.
+     */
+    public static long[] cudaCounters(int device) {
+        long[] values = new long[CUDA_COUNTERS];
+        NativeHandle.check(LIB.lodtensor_cuda_counters(device, values, values.length));
+        return values;
+    }
+
     /**
      * {inUse, kept}: the device memory the library holds on a CUDA device, in bytes: that of its
      * live tensors, and the freed blocks its cache keeps for reuse.

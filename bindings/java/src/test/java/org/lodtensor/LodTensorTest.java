@@ -134,8 +134,13 @@ class LodTensorTest {
                 expectError(Status.UNSUPPORTED, "cuda:0", () -> Tensor.cudaSetCacheLimit(0, 0));
                 expectError(Status.UNSUPPORTED, "cuda:0", () -> Tensor.cudaCacheLimit(0));
                 expectError(Status.UNSUPPORTED, "cuda:0", () -> Tensor.cudaFreeMemory(0));
+                expectError(Status.UNSUPPORTED, "cuda:0", () -> Tensor.cudaCounters(0));
             } else {
+                long[] before = Tensor.cudaCounters(0);
                 try (Tensor d = x.toPlace(2, 0)) {
+                    long[] after = Tensor.cudaCounters(0);
+                    assertEquals(1L, after[Tensor.CUDA_COUNTER_UPLOADS] - before[Tensor.CUDA_COUNTER_UPLOADS]);
+                    assertEquals(24L, after[Tensor.CUDA_COUNTER_UPLOAD_BYTES] - before[Tensor.CUDA_COUNTER_UPLOAD_BYTES]);
                     assertEquals(2, d.place()[0]);
                     assertTrue(Tensor.cudaMemoryInfo(0)[0] >= 24);
                     Tensor.cudaEmptyCache(0);
@@ -155,6 +160,7 @@ class LodTensorTest {
             expectError(Status.INVALID_ARGUMENT, "device", () -> Tensor.cudaSetCacheLimit(-1, 0));
             expectError(Status.INVALID_ARGUMENT, "device", () -> Tensor.cudaCacheLimit(-1));
             expectError(Status.INVALID_ARGUMENT, "device", () -> Tensor.cudaFreeMemory(-1));
+            expectError(Status.INVALID_ARGUMENT, "device", () -> Tensor.cudaCounters(-1));
             expectError(Status.INVALID_ARGUMENT, "place", () -> x.toPlace(7, 0));
         }
     }
