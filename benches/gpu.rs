@@ -24,13 +24,19 @@
 //!
 //! The ratio is op GB/s / calibration GB/s, taken per pair of adjacent runs, then the median.
 //! Times include what the op does on the host (validation, planning, table uploads), as a caller
-//! sees it. An op without a CUDA path in this build is listed with its error, not measured.
+//! sees it; "returned ms" is the part until the call returned (host work, and any wait for the
+//! device inside the call), and the last columns say what one call asked of the device (launches,
+//! uploads and their KiB, downloads, waits: `cuda_counters`), so a case far below its ceiling
+//! shows whether the host, the waits or the kernels hold it back. An op without a CUDA path in this build is listed with its error, not measured.
 
 mod common;
 
 use common::{cases, Calib, Case};
 use lodtensor::backend::cuda::read_bandwidth_probe;
-use lodtensor::{cuda_device_count, cuda_load_kernels, synchronize, to_place, DType, Dim, LoDTensor, Place, Tensor};
+use lodtensor::{
+    cuda_counters, cuda_device_count, cuda_load_kernels, synchronize, to_place, CudaCounters, DType, Dim, LoDTensor,
+    Place, Tensor,
+};
 use std::time::{Duration, Instant};
 
 const GPU: Place = Place::Cuda(0);
@@ -40,13 +46,24 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// What one call of an op took: its time between two synchronizations of the device, the time until
+/// it returned (the host's part, and any wait inside it), and what it asked of the device.
+struct Timing {
+    total: Duration,
+    returned: Duration,
+    asked: CudaCounters,
+}
+
 /// `f` timed between two synchronizations of the device.
-fn timed(f: impl FnOnce() -> lodtensor::Result<()>) -> lodtensor::Result<Duration> {
+fn timed(f: impl FnOnce() -> lodtensor::Result<()>) -> lodtensor::Result<Timing> {
     synchronize(GPU)?;
+    let before = cuda_counters(0)?;
     let t = Instant::now();
     f()?;
+    let returned = t.elapsed();
+    let asked = cuda_counters(0)?.since(&before);
     synchronize(GPU)?;
-    Ok(t.elapsed())
+    Ok(Timing { total: t.elapsed(), returned, asked })
 }
 
 /// A device tensor of `bytes` bytes (u8), zeros.
@@ -56,9 +73,12 @@ fn device_bytes(bytes: usize) -> lodtensor::Result<LoDTensor> {
 
 struct Row {
     op_ms: f64,
+    returned_ms: f64,
     op_gbs: f64,
     ceil_gbs: f64,
     ratio: f64,
+    /// What the last timed call asked of the device.
+    asked: CudaCounters,
 }
 
 fn measure(c: &Case, reps: usize) -> lodtensor::Result<Row> {
@@ -73,19 +93,23 @@ fn measure(c: &Case, reps: usize) -> lodtensor::Result<Row> {
         }
     };
     let warmup = 3;
-    let (mut t_op, mut ratios) = (vec![], vec![]);
+    let (mut t_op, mut t_returned, mut ratios, mut asked) = (vec![], vec![], vec![], CudaCounters::default());
     for rep in 0..warmup + reps {
-        let op = timed(|| (c.op)())?.as_secs_f64();
-        let cal = timed(calibrate)?.as_secs_f64();
+        let op = timed(|| (c.op)())?;
+        let cal = timed(calibrate)?.total.as_secs_f64();
         if rep >= warmup {
-            t_op.push(op);
-            ratios.push(cal / op * (c.read + c.write) as f64 / cal_bytes as f64);
+            let total = op.total.as_secs_f64();
+            t_op.push(total);
+            t_returned.push(op.returned.as_secs_f64());
+            ratios.push(cal / total * (c.read + c.write) as f64 / cal_bytes as f64);
+            asked = op.asked;
         }
     }
     let op = median(t_op);
     let op_gbs = (c.read + c.write) as f64 / op / 1e9;
     let ratio = median(ratios);
-    Ok(Row { op_ms: op * 1e3, op_gbs, ceil_gbs: op_gbs / ratio, ratio })
+    let returned_ms = median(t_returned) * 1e3;
+    Ok(Row { op_ms: op * 1e3, returned_ms, op_gbs, ceil_gbs: op_gbs / ratio, ratio, asked })
 }
 
 fn main() {
@@ -114,8 +138,13 @@ fn main() {
         if small { "; BENCH_SMALL (16x smaller cases)" } else { "" }
     );
     println!();
-    println!("| case | median ms | GB/s | ceiling GB/s | ratio |");
-    println!("|---|---:|---:|---:|---:|");
+    println!(
+        "returned ms: the median time until the call returned (its host work, and any wait inside it); launches, \
+         uploads (their KiB), downloads, waits: what the last timed call asked of the device"
+    );
+    println!();
+    println!("| case | median ms | returned ms | GB/s | ceiling GB/s | ratio | launches | uploads (KiB) | downloads | waits |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let on = |t: LoDTensor| to_place(&t, GPU).expect("inputs to cuda:0");
     let cases: Vec<Case> = cases(&on, small)
         .into_iter()
@@ -123,8 +152,24 @@ fn main() {
         .collect();
     for c in &cases {
         match measure(c, reps) {
-            Ok(r) => println!("| {} | {:.3} | {:.1} | {:.1} | {:.2} |", c.name, r.op_ms, r.op_gbs, r.ceil_gbs, r.ratio),
-            Err(e) => println!("| {} | not run: {e} | - | - | - |", c.name),
+            Ok(r) => {
+                let a = r.asked;
+                println!(
+                    "| {} | {:.3} | {:.3} | {:.1} | {:.1} | {:.2} | {} | {} ({:.1}) | {} | {} |",
+                    c.name,
+                    r.op_ms,
+                    r.returned_ms,
+                    r.op_gbs,
+                    r.ceil_gbs,
+                    r.ratio,
+                    a.launches,
+                    a.uploads,
+                    a.upload_bytes as f64 / 1024.0,
+                    a.downloads,
+                    a.waits
+                )
+            }
+            Err(e) => println!("| {} | not run: {e} | - | - | - | - | - | - | - | - |", c.name),
         }
     }
 }
