@@ -213,6 +213,19 @@ impl Tensor {
         }
     }
 
+    /// The same elements seen with `dims` (which must hold as many), sharing this tensor's memory.
+    pub(crate) fn reshaped(&self, dims: Dim) -> Result<Tensor> {
+        ensure!(
+            dims.numel() == self.numel(),
+            InvalidArgument,
+            "dims: {dims:?} hold {} elements, the tensor {:?} has {}",
+            dims.numel(),
+            self.dims,
+            self.numel()
+        );
+        Ok(Tensor { alloc: self.alloc.clone(), offset: self.offset, dims, dtype: self.dtype })
+    }
+
     /// Rows `[range.start, range.end)` as a tensor sharing this tensor's memory.
     pub fn slice_rows(&self, range: Range<usize>) -> Result<Tensor> {
         let rows = self.rows()?;
@@ -248,6 +261,21 @@ impl std::fmt::Debug for Tensor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A reshaped tensor shares the memory (a row slice's offset kept); another element count is
+    /// refused.
+    #[test]
+    fn reshaped_shares_memory() {
+        let t = Tensor::from_slice(&[1f32, 2., 3., 4., 5., 6.], &[3, 2]).unwrap();
+        let s = t.slice_rows(1..3).unwrap();
+        let r = s.reshaped(Dim::new(&[4]).unwrap()).unwrap();
+        assert!(r.shares_memory_with(&t));
+        assert_eq!(r.dims().as_slice(), &[4]);
+        assert_eq!(r.as_slice::<f32>().unwrap(), &[3., 4., 5., 6.]);
+        assert!(
+            matches!(s.reshaped(Dim::new(&[3]).unwrap()), Err(crate::Error::InvalidArgument(m)) if m.contains("3 elements"))
+        );
+    }
 
     #[test]
     fn share_copy_slice() {

@@ -180,47 +180,51 @@ fn boxed<T: 'static>(r: lodtensor::Result<T>) -> Box<dyn std::any::Any> {
 
 /// Every op with a CUDA path, by name; `true` for the ops that sort on the device, whose launches
 /// grow with the log of their input (a radix pass per byte of the largest key, a scan level per
-/// 2048-fold more entries), not with the number of sequences.
-fn ops() -> Vec<(&'static str, bool, Op)> {
+/// 2048-fold more entries), not with the number of sequences; and how many times a call waits for
+/// the device, as the README says: to read the inputs that decide an output's shape (unpad's
+/// lengths, slice's offsets and lengths, mask's lengths for `maxlen < 0`, erase's ids), a count of
+/// bad index values (gather_rows, scatter_rows, sequence_scatter, gather_tree), or a beam step's
+/// row offsets (the output LoD). No other op waits.
+fn ops() -> Vec<(&'static str, bool, u64, Op)> {
     vec![
-        ("sequence_expand", false, |i| boxed(sequence_expand(&i.per_seq, &i.x, 0))),
-        ("sequence_expand_as", false, |i| boxed(sequence_expand_as(&i.per_seq, &i.x))),
-        ("sequence_pad", false, |i| boxed(sequence_pad(&i.x, &i.pad, -1))),
-        ("sequence_unpad", false, |i| boxed(sequence_unpad(&i.padded, &i.lengths))),
-        ("sequence_pool sum", false, |i| boxed(sequence_pool(&i.x, PoolType::Sum, 0.0))),
-        ("sequence_pool max", false, |i| boxed(sequence_pool(&i.x, PoolType::Max, 0.0))),
-        ("sequence_first_step", false, |i| boxed(sequence_first_step(&i.x))),
-        ("sequence_softmax", false, |i| boxed(sequence_softmax(&i.col))),
-        ("sequence_concat", false, |i| boxed(sequence_concat(&[&i.x, &i.x]))),
-        ("sequence_slice", false, |i| boxed(sequence_slice(&i.x, &i.zeros, &i.zeros))),
-        ("sequence_reverse", false, |i| boxed(sequence_reverse(&i.x))),
-        ("sequence_reshape", false, |i| boxed(sequence_reshape(&i.x, 2))),
-        ("sequence_mask", false, |i| boxed(sequence_mask(&i.lengths, -1, DType::I64))),
-        ("sequence_enumerate", false, |i| boxed(sequence_enumerate(&i.ids, 2, 0))),
-        ("sequence_erase", false, |i| boxed(sequence_erase(&i.ids, &[3]))),
-        ("sequence_conv", false, |i| boxed(sequence_conv(&i.x, &i.filter, None, 3, -1, 1, false))),
-        ("sequence_scatter", true, |i| boxed(sequence_scatter(&i.scatter_x, &i.ids, &i.scatter_updates))),
-        ("scatter_rows overwrite", false, |i| {
+        ("sequence_expand", false, 0, |i| boxed(sequence_expand(&i.per_seq, &i.x, 0))),
+        ("sequence_expand_as", false, 0, |i| boxed(sequence_expand_as(&i.per_seq, &i.x))),
+        ("sequence_pad", false, 0, |i| boxed(sequence_pad(&i.x, &i.pad, -1))),
+        ("sequence_unpad", false, 1, |i| boxed(sequence_unpad(&i.padded, &i.lengths))),
+        ("sequence_pool sum", false, 0, |i| boxed(sequence_pool(&i.x, PoolType::Sum, 0.0))),
+        ("sequence_pool max", false, 0, |i| boxed(sequence_pool(&i.x, PoolType::Max, 0.0))),
+        ("sequence_first_step", false, 0, |i| boxed(sequence_first_step(&i.x))),
+        ("sequence_softmax", false, 0, |i| boxed(sequence_softmax(&i.col))),
+        ("sequence_concat", false, 0, |i| boxed(sequence_concat(&[&i.x, &i.x]))),
+        ("sequence_slice", false, 2, |i| boxed(sequence_slice(&i.x, &i.zeros, &i.zeros))),
+        ("sequence_reverse", false, 0, |i| boxed(sequence_reverse(&i.x))),
+        ("sequence_reshape", false, 0, |i| boxed(sequence_reshape(&i.x, 2))),
+        ("sequence_mask", false, 1, |i| boxed(sequence_mask(&i.lengths, -1, DType::I64))),
+        ("sequence_enumerate", false, 0, |i| boxed(sequence_enumerate(&i.ids, 2, 0))),
+        ("sequence_erase", false, 1, |i| boxed(sequence_erase(&i.ids, &[3]))),
+        ("sequence_conv", false, 0, |i| boxed(sequence_conv(&i.x, &i.filter, None, 3, -1, 1, false))),
+        ("sequence_scatter", true, 1, |i| boxed(sequence_scatter(&i.scatter_x, &i.ids, &i.scatter_updates))),
+        ("scatter_rows overwrite", false, 1, |i| {
             boxed(scatter_rows(&i.rows_x, &i.rows_index, &i.rows_updates, ScatterMode::Overwrite))
         }),
-        ("scatter_rows add", true, |i| {
+        ("scatter_rows add", true, 1, |i| {
             boxed(scatter_rows(&i.rows_x, &i.rows_index, &i.rows_updates, ScatterMode::Add))
         }),
-        ("gather_rows", false, |i| boxed(gather_rows(&i.rows_x, &i.rows_index))),
-        ("cast", false, |i| boxed(cast(&i.x, DType::F16))),
-        ("top_k", false, |i| boxed(top_k(&i.log_probs, 2, true))),
-        ("lod_tensor_to_array", false, |i| boxed(lod_tensor_to_array(&i.x, &i.table))),
-        ("array_to_lod_tensor", false, |i| boxed(array_to_lod_tensor(&i.steps, &i.table))),
-        ("reorder_lod_tensor_by_rank", false, |i| boxed(reorder_lod_tensor_by_rank(&i.x, &i.table))),
-        ("shrink_rnn_memory", false, |i| boxed(shrink_rnn_memory(&i.per_seq, &i.table, 1))),
-        ("tensor_array_to_tensor", false, |i| boxed(tensor_array_to_tensor(&i.steps, 0, false))),
-        ("beam_search_step", false, |i| {
+        ("gather_rows", false, 1, |i| boxed(gather_rows(&i.rows_x, &i.rows_index))),
+        ("cast", false, 0, |i| boxed(cast(&i.x, DType::F16))),
+        ("top_k", false, 0, |i| boxed(top_k(&i.log_probs, 2, true))),
+        ("lod_tensor_to_array", false, 0, |i| boxed(lod_tensor_to_array(&i.x, &i.table))),
+        ("array_to_lod_tensor", false, 0, |i| boxed(array_to_lod_tensor(&i.steps, &i.table))),
+        ("reorder_lod_tensor_by_rank", false, 0, |i| boxed(reorder_lod_tensor_by_rank(&i.x, &i.table))),
+        ("shrink_rnn_memory", false, 0, |i| boxed(shrink_rnn_memory(&i.per_seq, &i.table, 1))),
+        ("tensor_array_to_tensor", false, 0, |i| boxed(tensor_array_to_tensor(&i.steps, 0, false))),
+        ("beam_search_step", false, 1, |i| {
             boxed(beam_search_step(&i.pre_ids, &i.pre_scores, Some(&i.cand_ids), &i.cand_scores, 0, 4, 0, true))
         }),
-        ("beam_search_fused_step", false, |i| {
+        ("beam_search_fused_step", false, 1, |i| {
             boxed(beam_search_fused_step(&i.pre_ids, &i.pre_scores, &i.log_probs, 4, 0))
         }),
-        ("beam_search_gather_tree", false, |i| boxed(beam_search_gather_tree(&i.tree_ids, &i.tree_parents))),
+        ("beam_search_gather_tree", false, 1, |i| boxed(beam_search_gather_tree(&i.tree_ids, &i.tree_parents))),
     ]
 }
 
@@ -232,7 +236,8 @@ fn shape(c: &CudaCounters) -> [u64; 7] {
 /// Every op asks the same of the device for 300 sequences as for 4800: the same launches and
 /// allocations (the sorting ops: at most 4 more of each), fills, copies and waits, in a first call (the LoD
 /// not yet on the device) and in a second on the same inputs; the second takes no block from the
-/// driver. Prints each op's second call on 4800 sequences.
+/// driver; each call waits for the device as often as `ops` says. Prints each op's second call on
+/// 4800 sequences.
 #[test]
 fn calls_ask_the_same_for_any_number_of_sequences() {
     let _device = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
@@ -241,9 +246,9 @@ fn calls_ask_the_same_for_any_number_of_sequences() {
     }
     let mut rng = Rng(0x51ed_270b_2b1c_4d3f);
     let (small, large) = (inputs(&mut rng, 300), inputs(&mut rng, 4800));
-    eprintln!("| op | launches | fills | uploads (bytes) | downloads (bytes) | waits | allocations |");
-    eprintln!("|---|---:|---:|---:|---:|---:|---:|");
-    for (name, sorts, op) in ops() {
+    eprintln!("| op | launches | fills | device copies | uploads (bytes) | downloads (bytes) | waits | allocations |");
+    eprintln!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    for (name, sorts, waits, op) in ops() {
         let calls = |i: &Inputs| {
             let (first, out) = counted(|| op(i));
             drop(out);
@@ -267,13 +272,24 @@ fn calls_ask_the_same_for_any_number_of_sequences() {
                  for 300 sequences, then 4800: {s:?} against {l:?}"
             );
         }
+        for (what, c) in [("300", small_first), ("300", small_second), ("4800", large_first), ("4800", large_second)] {
+            assert_eq!(c.waits, waits, "{name}: waits of a call on {what} sequences: {c:?}");
+        }
         for (what, c) in [("300", small_second), ("4800", large_second)] {
             assert_eq!(c.driver_allocations, 0, "{name}: a repeated call on {what} sequences asked the driver: {c:?}");
         }
         let c = large_second;
         eprintln!(
-            "| {name} | {} | {} | {} ({}) | {} ({}) | {} | {} |",
-            c.launches, c.fills, c.uploads, c.upload_bytes, c.downloads, c.download_bytes, c.waits, c.allocations
+            "| {name} | {} | {} | {} | {} ({}) | {} ({}) | {} | {} |",
+            c.launches,
+            c.fills,
+            c.device_copies,
+            c.uploads,
+            c.upload_bytes,
+            c.downloads,
+            c.download_bytes,
+            c.waits,
+            c.allocations
         );
     }
 }
