@@ -2,7 +2,8 @@
 //! `--features cuda-emulator`): the counters count each kind of request exactly, and every op's
 //! launches, fills, copies, waits and allocations are the same for 300 sequences as for 4800, so
 //! no op launches, uploads or waits per sequence; a repeated call takes every block from the
-//! cache, never from the driver. The tests of this file hold one lock, because the counters are
+//! cache, never from the driver; and a decoder loop on the device neither allocates from the driver
+//! nor uploads more than the model's log-probs once warm. The tests of this file hold one lock, because the counters are
 //! the device's, shared by every thread. Without a usable device each test says it was skipped;
 //! under `LODTENSOR_GUARD_PAGES=1`, which turns the block cache off (every block from the driver,
 //! every free a wait), too.
@@ -20,8 +21,8 @@ use lodtensor::{
     array_to_lod_tensor, beam_search_fused_step, beam_search_gather_tree, beam_search_step, cuda_counters,
     cuda_device_count, lod_tensor_to_array, reorder_lod_tensor_by_rank, scatter_rows, sequence_expand,
     sequence_expand_as, sequence_first_step, sequence_pad, sequence_pool, sequence_scatter, sequence_unpad,
-    shrink_rnn_memory, synchronize, tensor_array_to_tensor, to_place, top_k, CudaCounters, DType, Dim, Error,
-    LoDTensor, Lod, Place, PoolType, RankTable, ScatterMode, Tensor, CUDA_COUNTERS,
+    shrink_rnn_memory, synchronize, tensor_array_to_tensor, to_place, top_k, CudaCounters, DType, Decoder,
+    DecoderOptions, Dim, Error, LoDTensor, Lod, Place, PoolType, RankTable, ScatterMode, Tensor, CUDA_COUNTERS,
 };
 use std::sync::Mutex;
 
@@ -291,5 +292,59 @@ fn calls_ask_the_same_for_any_number_of_sequences() {
             c.waits,
             c.allocations
         );
+    }
+}
+
+/// A decoder loop on the device (`Decoder::run_tensors`, the model's log-probs on cuda:0) asks the
+/// driver for no memory once its sizes have been seen: a second decode of the same sources takes
+/// every block from the cache. Each step waits for the device once (its selection copied back),
+/// and after the first (which uploads its start) the model's log-probs are a step's only upload:
+/// a step's inputs are the last step's selection, already on the device.
+#[test]
+fn decoder_steps_reuse_their_blocks() {
+    let _device = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
+    if !gpu_or_skip() || common::caches_off_for_guard_pages() {
+        return;
+    }
+    let options = DecoderOptions {
+        beam_size: 4,
+        vocab_size: 300,
+        start_id: 0,
+        end_id: 1,
+        max_length: 12,
+        min_length: 3,
+        length_penalty: 0.6,
+        num_hypotheses: 2,
+    };
+    let decoder = Decoder::new(options).unwrap();
+    // The counters as each step's model call begins, and at the end.
+    let decode = || {
+        let mut readings = vec![];
+        let hypotheses = decoder
+            .run_tensors(16, &mut |info| {
+                readings.push(cuda_counters(0).unwrap());
+                let v = info.vocab_size;
+                let lp: Vec<f32> = (0..info.ids.len() * v)
+                    .map(|i| -(((i * 7919 + info.step * 104729 + info.ids[i / v] as usize * 31) % 97) as f32) / 8.0)
+                    .collect();
+                Ok(gpu(&LoDTensor::dense(Tensor::from_slice(&lp, &[info.ids.len(), v]).unwrap())))
+            })
+            .unwrap();
+        readings.push(cuda_counters(0).unwrap());
+        (readings, hypotheses)
+    };
+    let (_, first) = decode();
+    let (readings, second) = decode();
+    assert_eq!(second.ids.lod(), first.ids.lod());
+    let steps = readings.len() - 1;
+    assert!(steps >= 3, "{steps} steps");
+    let run = readings[steps].since(&readings[0]);
+    assert_eq!(run.driver_allocations, 0, "{run:?}");
+    for (t, pair) in readings.windows(2).enumerate() {
+        let step = pair[1].since(&pair[0]);
+        assert_eq!(step.waits, 1, "step {t}: {step:?}");
+        if t > 0 {
+            assert_eq!(step.uploads, 1, "step {t}: {step:?}");
+        }
     }
 }
