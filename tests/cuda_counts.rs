@@ -2,11 +2,11 @@
 //! `--features cuda-emulator`): the counters count each kind of request exactly, and every op's
 //! launches, fills, copies, waits and allocations are the same for 300 sequences as for 4800, so
 //! no op launches, uploads or waits per sequence; a repeated call takes every block from the
-//! cache, never from the driver; and a decoder loop on the device neither allocates from the driver
-//! nor uploads more than the model's log-probs once warm. The tests of this file hold one lock, because the counters are
-//! the device's, shared by every thread. Without a usable device each test says it was skipped;
-//! under `LODTENSOR_GUARD_PAGES=1`, which turns the block cache off (every block from the driver,
-//! every free a wait), too.
+//! cache, never from the driver; and a decoder loop on the device neither allocates from the
+//! driver nor uploads more than the model's log-probs once warm. The tests of this file hold one
+//! lock, because the counters are the device's, shared by every thread. Without a usable device
+//! each test says it was skipped; under `LODTENSOR_GUARD_PAGES=1`, which turns the block cache off
+//! (every block from the driver, every free a wait), too.
 
 mod common;
 mod cuda_common;
