@@ -27,6 +27,15 @@ static void test_arguments(void) {
     }
     CHECK_STATUS_MSG(lodtensor_cuda_counters(0, out, LODTENSOR_CUDA_COUNTERS + 1), LODTENSOR_INVALID_ARGUMENT, "len");
     CHECK_STATUS_MSG(lodtensor_cuda_counters(0, NULL, 1), LODTENSOR_NULL_ARGUMENT, "out");
+    /* Room for a deliberately misaligned buffer. */
+    union {
+        uint64_t align;
+        unsigned char bytes[2 * sizeof(uint64_t)];
+    } storage;
+    memset(&storage, 7, sizeof storage);
+    CHECK_STATUS_MSG(lodtensor_cuda_counters(0, (uint64_t *)(void *)(storage.bytes + 1), 1), LODTENSOR_INVALID_ARGUMENT,
+                     "aligned");
+    CHECK(storage.bytes[1] == 7 && storage.bytes[8] == 7);
     CHECK_STATUS_MSG(lodtensor_cuda_counters(-1, out, LODTENSOR_CUDA_COUNTERS), LODTENSOR_INVALID_ARGUMENT, "device");
     for (size_t i = 0; i <= LODTENSOR_CUDA_COUNTERS; i++) {
         CHECK(out[i] == 7);

@@ -488,7 +488,8 @@ lodtensor_status_t lodtensor_cuda_cache_limit(int32_t device, size_t *out);
 // it up). `len` 0 writes nothing.
 //
 // Returns LODTENSOR_NULL_ARGUMENT (`out`, when `len` > 0), LODTENSOR_INVALID_ARGUMENT (`len`
-// above LODTENSOR_CUDA_COUNTERS; `device` negative or not below the device count),
+// above LODTENSOR_CUDA_COUNTERS; `out` not aligned to 8 bytes; `device` negative or not below the
+// device count),
 // LODTENSOR_UNSUPPORTED (a build without CUDA, no driver or no device).
 lodtensor_status_t lodtensor_cuda_counters(int32_t device, uint64_t *out, size_t len);
 

@@ -18,8 +18,8 @@ use lodtensor::ops::{
     sequence_reshape, sequence_reverse, sequence_slice, sequence_softmax,
 };
 use lodtensor::{
-    array_to_lod_tensor, beam_search_fused_step, beam_search_gather_tree, beam_search_step, cuda_counters,
-    cuda_device_count, lod_tensor_to_array, reorder_lod_tensor_by_rank, scatter_rows, sequence_expand,
+    array_to_lod_tensor, beam_search_decode, beam_search_fused_step, beam_search_gather_tree, beam_search_step,
+    cuda_counters, cuda_device_count, lod_tensor_to_array, reorder_lod_tensor_by_rank, scatter_rows, sequence_expand,
     sequence_expand_as, sequence_first_step, sequence_pad, sequence_pool, sequence_scatter, sequence_unpad,
     shrink_rnn_memory, synchronize, tensor_array_to_tensor, to_place, top_k, CudaCounters, DType, Decoder,
     DecoderOptions, Dim, Error, LoDTensor, Lod, Place, PoolType, RankTable, ScatterMode, Tensor, CUDA_COUNTERS,
@@ -36,11 +36,16 @@ fn counted<R>(f: impl FnOnce() -> R) -> (CudaCounters, R) {
 }
 
 /// Each request is counted once, with its bytes: a copy up, one on the device, one down, a wait, a
-/// fill and a launch (fill_on), and an allocation from the cache; an unused device reads zero.
+/// fill and a launch (fill_on), and an allocation from the cache; an unused device reads zero, and
+/// a device beyond the count (or any, without CUDA) is an error.
 #[test]
 fn counters_count_each_request() {
     let _device = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
-    if !gpu_or_skip() || common::caches_off_for_guard_pages() {
+    if !gpu_or_skip() {
+        assert!(matches!(cuda_counters(0), Err(Error::Unsupported(m)) if m.contains("cuda:0")));
+        return;
+    }
+    if common::caches_off_for_guard_pages() {
         return;
     }
     let host = LoDTensor::from_slice(&[1f32, 2., 3., 4., 5., 6.], &[3, 2], vec![vec![0, 1, 3]]).unwrap();
@@ -117,6 +122,10 @@ struct Inputs {
     log_probs: LoDTensor,
     cand_ids: LoDTensor,
     cand_scores: LoDTensor,
+    /// beam_search_decode's steps: 4 fused steps on the device from `seqs / 16` sources of one
+    /// prefix each (beam 4), their selected ids and scores.
+    decode_ids: lodtensor::TensorArray,
+    decode_scores: lodtensor::TensorArray,
     /// gather_tree's ids and parents, int64 [6, seqs, 4].
     tree_ids: LoDTensor,
     tree_parents: LoDTensor,
@@ -143,7 +152,26 @@ fn inputs(rng: &mut Rng, seqs: usize) -> Inputs {
     let prefixes: usize = prefix_lengths.iter().sum();
     let beam_lod = Lod::from_lengths(&[prefix_lengths, vec![1; prefixes]]).unwrap();
     let tree: Vec<usize> = vec![6, seqs, 4];
+    let (decode_ids, decode_scores) = {
+        let sources = seqs / 16;
+        let identity: Vec<usize> = (0..=sources).collect();
+        let lod = Lod::from_offsets(vec![identity.clone(), identity]).unwrap();
+        let mut ids = gpu(&with_lod(Tensor::from_slice(&vec![0i64; sources], &[sources, 1]).unwrap(), &lod));
+        let mut scores = gpu(&with_lod(Tensor::from_slice(&vec![0f32; sources], &[sources, 1]).unwrap(), &lod));
+        let (mut all_ids, mut all_scores) = (vec![ids.clone()], vec![scores.clone()]);
+        for _ in 0..4 {
+            let rows = ids.tensor().numel();
+            let lp = gpu(&dense(Tensor::from_slice(&floats(rng, rows * 20), &[rows, 20]).unwrap()));
+            let out = beam_search_fused_step(&ids, &scores, &lp, 4, 1).unwrap();
+            (ids, scores) = (out.selected_ids, out.selected_scores);
+            all_ids.push(ids.clone());
+            all_scores.push(scores.clone());
+        }
+        (lodtensor::TensorArray::from_vec(all_ids), lodtensor::TensorArray::from_vec(all_scores))
+    };
     Inputs {
+        decode_ids,
+        decode_scores,
         per_seq: gpu(&dense(Tensor::from_slice(&floats(rng, seqs * 4), &[seqs, 4]).unwrap())),
         scatter_x: gpu(&dense(Tensor::from_slice(&floats(rng, seqs * 8), &[seqs, 8]).unwrap())),
         scatter_updates: gpu(&with_lod(Tensor::from_slice(&floats(rng, rows), &[rows, 1]).unwrap(), &lod)),
@@ -183,9 +211,10 @@ fn boxed<T: 'static>(r: lodtensor::Result<T>) -> Box<dyn std::any::Any> {
 /// grow with the log of their input (a radix pass per byte of the largest key, a scan level per
 /// 2048-fold more entries), not with the number of sequences; and how many times a call waits for
 /// the device, as the README says: to read the inputs that decide an output's shape (unpad's
-/// lengths, slice's offsets and lengths, mask's lengths for `maxlen < 0`, erase's ids), a count of
-/// bad index values (gather_rows, scatter_rows, sequence_scatter, gather_tree), or a beam step's
-/// row offsets (the output LoD). No other op waits.
+/// lengths, slice's offsets and lengths in one copy, mask's lengths for `maxlen < 0`, erase's ids,
+/// decode's steps in one copy), a count of bad index values (gather_rows, scatter_rows,
+/// sequence_scatter, gather_tree), or a beam step's row offsets (the output LoD). No other op
+/// waits.
 fn ops() -> Vec<(&'static str, bool, u64, Op)> {
     vec![
         ("sequence_expand", false, 0, |i| boxed(sequence_expand(&i.per_seq, &i.x, 0))),
@@ -197,7 +226,7 @@ fn ops() -> Vec<(&'static str, bool, u64, Op)> {
         ("sequence_first_step", false, 0, |i| boxed(sequence_first_step(&i.x))),
         ("sequence_softmax", false, 0, |i| boxed(sequence_softmax(&i.col))),
         ("sequence_concat", false, 0, |i| boxed(sequence_concat(&[&i.x, &i.x]))),
-        ("sequence_slice", false, 2, |i| boxed(sequence_slice(&i.x, &i.zeros, &i.zeros))),
+        ("sequence_slice", false, 1, |i| boxed(sequence_slice(&i.x, &i.zeros, &i.zeros))),
         ("sequence_reverse", false, 0, |i| boxed(sequence_reverse(&i.x))),
         ("sequence_reshape", false, 0, |i| boxed(sequence_reshape(&i.x, 2))),
         ("sequence_mask", false, 1, |i| boxed(sequence_mask(&i.lengths, -1, DType::I64))),
@@ -225,6 +254,7 @@ fn ops() -> Vec<(&'static str, bool, u64, Op)> {
         ("beam_search_fused_step", false, 1, |i| {
             boxed(beam_search_fused_step(&i.pre_ids, &i.pre_scores, &i.log_probs, 4, 0))
         }),
+        ("beam_search_decode", false, 1, |i| boxed(beam_search_decode(&i.decode_ids, &i.decode_scores, 4, 1))),
         ("beam_search_gather_tree", false, 1, |i| boxed(beam_search_gather_tree(&i.tree_ids, &i.tree_parents))),
     ]
 }

@@ -118,7 +118,8 @@ const _: () = assert!(LODTENSOR_CUDA_COUNTERS == crate::CUDA_COUNTERS);
 /// it up). `len` 0 writes nothing.
 ///
 /// Returns LODTENSOR_NULL_ARGUMENT (`out`, when `len` > 0), LODTENSOR_INVALID_ARGUMENT (`len`
-/// above LODTENSOR_CUDA_COUNTERS; `device` negative or not below the device count),
+/// above LODTENSOR_CUDA_COUNTERS; `out` not aligned to 8 bytes; `device` negative or not below the
+/// device count),
 /// LODTENSOR_UNSUPPORTED (a build without CUDA, no driver or no device).
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_cuda_counters(device: i32, out: *mut u64, len: usize) -> lodtensor_status_t {

@@ -3,6 +3,7 @@
 //! for dense `[T, B, beam]` ids and parents.
 
 use super::common_place;
+use super::host_inputs::all_on_host;
 use crate::backend::cpu::gather_tree::gather_tree_by_step;
 use crate::dtype::{dispatch_dtype, DType, Scalar};
 use crate::error::{ensure, err, Result};
@@ -86,7 +87,8 @@ fn check_step<'a>(
 ///
 /// On a CUDA device the backtracking (host bookkeeping over small tensors) runs on the host: all
 /// steps' ids, then all steps' scores, are gathered on the device into one buffer each (one launch
-/// each) and copied to the host (this waits for the device); the results go back to the device.
+/// each) and both copied to the host in one copy (one wait for the device); the results go back to
+/// the device.
 pub fn beam_search_decode(
     ids: &TensorArray,
     scores: &TensorArray,
@@ -126,7 +128,10 @@ pub fn beam_search_decode(
         for t in (0..ids.len()).rev() {
             check_step(&ids[t], &scores[t], t, sources, dtype)?;
         }
-        let (host_ids, host_scores) = (to_host(ids)?, to_host(scores)?);
+        // All steps' ids, then all their scores, gathered on the device; both come to the host in
+        // one copy (one wait).
+        let [all_ids, all_scores] = all_on_host([&joined(ids)?, &joined(scores)?])?;
+        let (host_ids, host_scores) = (split(ids, &all_ids)?, split(scores, &all_scores)?);
         let (i, s) = beam_search_decode(&host_ids, &host_scores, beam_size, end_id)?;
         let to_device = |x: LoDTensor| -> Result<LoDTensor> {
             let (t, lod) = x.into_parts();
@@ -139,23 +144,25 @@ pub fn beam_search_decode(
     ))
 }
 
-/// Host copies of device tensors of one dtype (each with its LoD): one gather of all of them on
-/// the device, one copy to the host.
-fn to_host(steps: &[LoDTensor]) -> Result<TensorArray> {
+/// The elements of device tensors of one dtype, one after another, in one device tensor (one
+/// gather).
+fn joined(steps: &[LoDTensor]) -> Result<Tensor> {
     let dtype = steps[0].tensor().dtype();
-    let size = dtype.size();
     let blocks: Vec<(usize, std::ops::Range<usize>)> =
         steps.iter().enumerate().map(|(t, s)| (t, 0..s.tensor().numel())).collect();
     let total: usize = blocks.iter().map(|(_, r)| r.len()).sum();
     let srcs: Vec<&Tensor> = steps.iter().map(|s| s.tensor()).collect();
-    let all = crate::backend::cuda::gather_sources(&srcs, size, &blocks, dtype, crate::dim::Dim::new(&[total])?)?;
-    let all = crate::backend::cuda::copy_to_host(&all)?;
+    crate::backend::cuda::gather_sources(&srcs, dtype.size(), &blocks, dtype, crate::dim::Dim::new(&[total])?)
+}
+
+/// `steps` again, as host tensors (each with its LoD) cut from `all`, their `joined` elements.
+fn split(steps: &[LoDTensor], all: &Tensor) -> Result<TensorArray> {
     let bytes = all.bytes()?;
     let mut at = 0;
     let mut out = Vec::with_capacity(steps.len());
     for s in steps {
         let n = s.tensor().nbytes();
-        out.push(LoDTensor::new(Tensor::from_bytes(dtype, *s.dims(), &bytes[at..at + n])?, s.lod().clone())?);
+        out.push(LoDTensor::new(Tensor::from_bytes(all.dtype(), *s.dims(), &bytes[at..at + n])?, s.lod().clone())?);
         at += n;
     }
     Ok(TensorArray::from_vec(out))

@@ -19,7 +19,7 @@
 //! x when `maxlen < 0` are copied to the host (a synchronous copy of a small index tensor).
 
 use super::common_place;
-use super::host_inputs::on_host;
+use super::host_inputs::{all_on_host, on_host};
 use super::support::{ensure_column, gather_into_new, int_column, last_level, one_level};
 use crate::backend::cpu::convert::{chunk_bounds, dispatch_any_dtype, elements_mut, CHUNK};
 use crate::backend::cpu::rows::gather_row_ranges;
@@ -149,14 +149,16 @@ pub fn sequence_concat(xs: &[&LoDTensor]) -> Result<LoDTensor> {
 /// one LoD level `L`), concatenated; the output LoD is `[[0, cumsum(length)]]`. `offset` and
 /// `length` are int64 or int32, `[N]` or `[N, 1]` with `N` the number of sequences; every value
 /// must be >= 0 and every slice must stay inside its sequence. Any dtype. On a CUDA place
-/// `offset` and `length` (on the device with `x`) are copied to the host to be checked.
+/// `offset` and `length` (on the device with `x`) are copied to the host to be checked, in one copy
+/// (one wait for the device).
 pub fn sequence_slice(x: &LoDTensor, offset: &LoDTensor, length: &LoDTensor) -> Result<LoDTensor> {
     const OP: &str = "sequence_slice";
     let place = common_place(&[("x", x.tensor()), ("offset", offset.tensor()), ("length", length.tensor())])?;
     let lod = one_level(x, "x", OP)?.offsets();
     let n = lod.len() - 1;
-    let offsets = int_column(&on_host(offset.tensor())?, "offset", Some(n))?;
-    let lengths = int_column(&on_host(length.tensor())?, "length", Some(n))?;
+    let [offset_host, length_host] = all_on_host([offset.tensor(), length.tensor()])?;
+    let offsets = int_column(&offset_host, "offset", Some(n))?;
+    let lengths = int_column(&length_host, "length", Some(n))?;
     let mut ranges = Vec::with_capacity(n);
     let mut out_lod = Vec::with_capacity(n + 1);
     out_lod.push(0usize);

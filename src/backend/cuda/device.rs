@@ -386,6 +386,43 @@ pub fn copy_to_host(src: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
+/// Host copies of `srcs`, in order, after one wait for the device where they are all on one: each
+/// is copied into one device block (queued, no wait), which comes to the host in one copy. Host
+/// tensors are copied as they are; tensors on different devices come one by one.
+pub fn copy_all_to_host(srcs: &[&Tensor]) -> Result<Vec<Tensor>> {
+    let places: Vec<Place> = srcs.iter().map(|t| t.place()).collect();
+    let Some(&Place::Cuda(ordinal)) = places.first() else {
+        return srcs.iter().map(|t| copy_to_host(t)).collect();
+    };
+    if srcs.len() < 2 || places.iter().any(|&p| p != Place::Cuda(ordinal)) {
+        return srcs.iter().map(|t| copy_to_host(t)).collect();
+    }
+    // Each piece at a multiple of 16 bytes, so the copies stay aligned.
+    let mut starts = Vec::with_capacity(srcs.len());
+    let mut total = 0usize;
+    for t in srcs {
+        starts.push(total);
+        total = total
+            .checked_add(t.nbytes().next_multiple_of(16))
+            .ok_or_else(|| err!(OutOfMemory, "copies to the host: {} tensors are too large together", srcs.len()))?;
+    }
+    let d = device(ordinal)?;
+    let joined = d.allocation(total)?;
+    for (t, &at) in srcs.iter().zip(&starts) {
+        if t.nbytes() > 0 {
+            d.dtod(joined.as_ptr() as DevicePtr + at as DevicePtr, t.as_ptr() as DevicePtr, t.nbytes())?;
+        }
+    }
+    let mut host = vec![0u8; total];
+    if total > 0 {
+        d.dtoh(&mut host, joined.as_ptr() as DevicePtr)?;
+    }
+    srcs.iter()
+        .zip(&starts)
+        .map(|(t, &at)| Tensor::from_bytes(t.dtype(), *t.dims(), &host[at..at + t.nbytes()]))
+        .collect()
+}
+
 /// A new device tensor of `dims` and `dtype` on `d`, uninitialised (the caller's kernel writes it).
 pub(crate) fn new_tensor(d: &Arc<Device>, dtype: crate::dtype::DType, dims: Dim) -> Result<Tensor> {
     let n = dims

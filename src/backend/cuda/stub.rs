@@ -85,6 +85,11 @@ pub fn copy_to_host(src: &Tensor) -> Result<Tensor> {
     Err(err!(Unsupported, "tensor: is on {}, but lodtensor was built without CUDA", src.place()))
 }
 
+/// Host copies of `srcs`.
+pub fn copy_all_to_host(srcs: &[&Tensor]) -> Result<Vec<Tensor>> {
+    srcs.iter().map(|t| copy_to_host(t)).collect()
+}
+
 /// A new device tensor of `dims` whose rows are `ranges` of `src` (rows of `row_bytes` bytes).
 pub fn gather_row_ranges(src: &Tensor, _row_bytes: usize, _ranges: &[Range<usize>], _dims: Dim) -> Result<Tensor> {
     copy_to_host(src)
