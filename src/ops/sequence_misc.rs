@@ -12,11 +12,12 @@
 //!   level 0 as rows, the same for 1-level inputs).
 //! - Byte-moving operators (concat, slice, reverse, reshape) accept every dtype.
 //!
-//! On a CUDA place (all inputs on one device; mixed places are an error naming both) every op but
-//! softmax runs on the device and gives the CPU's result exactly (conv: see `sequence_conv`). The
-//! LoD and attributes live on the host; inputs whose values decide the output's shape are read
-//! there: `sequence_slice`'s offset/length, `sequence_erase`'s x (see there) and `sequence_mask`'s
-//! x when `maxlen < 0` are copied to the host (a synchronous copy of a small index tensor).
+//! On a CUDA place (all inputs on one device; mixed places are an error naming both) every op runs
+//! on the device and, but for softmax (to float rounding), gives the CPU's result exactly (conv:
+//! see `sequence_conv`). The LoD and attributes live on the host; inputs whose values decide the
+//! output's shape are read there: `sequence_slice`'s offset/length (both in one copy),
+//! `sequence_erase`'s x (see there) and `sequence_mask`'s x when `maxlen < 0` are copied to the
+//! host (a synchronous copy of a small index tensor).
 
 use super::common_place;
 use super::host_inputs::{all_on_host, on_host};
