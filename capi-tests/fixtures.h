@@ -130,6 +130,22 @@ static inline int fx_cuda_usable(void) {
     return lodtensor_cuda_device_count(&n) == LODTENSOR_OK && n > 0;
 }
 
+/* The device part of test program `name`: `with_cuda(count)` where CUDA can be used, else
+ * `without_cuda()` after saying that the device part was skipped. Under LODTENSOR_REQUIRE_GPU=1
+ * (scripts/test-gpu.sh, the emulator runs) a CUDA that cannot be used is a failure instead. */
+static inline void fx_with_or_without_cuda(const char *name, void (*with_cuda)(size_t count),
+                                           void (*without_cuda)(void)) {
+    size_t count = 0;
+    if (lodtensor_cuda_device_count(&count) == LODTENSOR_OK) {
+        with_cuda(count);
+        return;
+    }
+    const char *require = getenv("LODTENSOR_REQUIRE_GPU");
+    CHECK(require == NULL || strcmp(require, "1") != 0);
+    printf("%s: CUDA cannot be used; the device part is skipped\n", name);
+    without_cuda();
+}
+
 /* A pointer that is never a valid handle: outputs are pre-filled with it to prove that a failing
  * call leaves them alone. */
 static inline lodtensor_t *fx_sentinel(void) {

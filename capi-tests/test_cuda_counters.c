@@ -112,15 +112,7 @@ static void test_with_cuda(size_t count) {
 }
 
 int main(void) {
-    size_t count = 0;
     test_arguments();
-    if (lodtensor_cuda_device_count(&count) == LODTENSOR_OK) {
-        test_with_cuda(count);
-    } else {
-        const char *require = getenv("LODTENSOR_REQUIRE_GPU");
-        CHECK(require == NULL || strcmp(require, "1") != 0);
-        printf("test_cuda_counters: CUDA cannot be used; the device part is skipped\n");
-        test_without_cuda();
-    }
+    fx_with_or_without_cuda("test_cuda_counters", test_with_cuda, test_without_cuda);
     return CHECK_RETURN();
 }
