@@ -562,7 +562,8 @@ func CUDADeviceCount() (int, error) {
 }
 
 // CUDAMemoryInfo is the device memory the library holds on a CUDA device, in bytes: that of its
-// live tensors, and the freed blocks its cache keeps for reuse.
+// live tensors (and of the small blocks it keeps zeroed for its counting kernels), and the freed
+// blocks its cache keeps for reuse.
 func CUDAMemoryInfo(device int) (inUse, kept int, err error) {
 	var u, k C.size_t
 	err = call(func() C.lodtensor_status_t { return C.lodtensor_cuda_memory_info(C.int32_t(device), &u, &k) })

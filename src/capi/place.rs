@@ -147,8 +147,10 @@ fn cuda_ordinal(device: i32) -> Result<u32> {
 }
 
 /// The device memory the library holds on CUDA device `device`: `*out_in_use`, the bytes of its
-/// live allocations (tensors not destroyed yet, including the results of queued work), and
-/// `*out_kept`, the bytes of freed blocks that the device's cache keeps for the next allocation of
+/// live allocations (tensors not destroyed yet, including the results of queued work, and two
+/// small blocks the library keeps zeroed between calls for its counting kernels: bad-index counts,
+/// 256 bytes once an index has been checked on the device, and the fused beam step's per-row
+/// counts, 4 bytes a row), and `*out_kept`, the bytes of freed blocks that the device's cache keeps for the next allocation of
 /// their size class. Both count whole blocks: a request is rounded up to the next power of two up
 /// to 4 KiB (512 bytes at least), and by at most 1/8 above. A device the library has not used yet
 /// holds 0 and 0 (asking does not set it up).
@@ -201,7 +203,8 @@ fn device_sizes(
 
 /// Gives every freed block that the cache of CUDA device `device` keeps back to the driver, once
 /// the work queued on the device is done, so that other programs and libraries can use the
-/// memory. Tensors are not affected. The cache keeps freed blocks for the next allocation of their
+/// memory, with the small blocks kept zeroed for counting kernels (see
+/// `lodtensor_cuda_memory_info`) where no call is using them. Tensors are not affected. The cache keeps freed blocks for the next allocation of their
 /// size class (so a decoder loop does not call the driver each step) up to its bound (see
 /// `lodtensor_cuda_set_cache_limit`; none by default), and empties itself when the driver refuses
 /// an allocation. Any thread may call this at any time.

@@ -296,9 +296,9 @@ pub(crate) fn fused_step_on_slices<T: Scalar>(
 /// Reorders decoder state after a step: row `i` of the result is row `parent_idx[i]` of `state`
 /// (the same as `sequence_expand(state, selected_ids, 1)` for a state without LoD). `parent_idx`
 /// is int32 or int64, `[N]` or `[N, 1]`; the result has `state`'s dtype and row shape and no LoD,
-/// and owns new memory. Any dtype. On a CUDA device `parent_idx` (small: one per prefix) is copied
-/// to the host to be validated and turned into row runs (this waits for the device), then one
-/// gather launch moves the rows.
+/// and owns new memory. Any dtype. On a CUDA device (`gather_rows`) one launch moves the rows,
+/// reading and checking `parent_idx` where it lies; the call waits for the device once, to read
+/// the count of bad values back, and copies `parent_idx` to the host only to name one.
 ///
 /// Errors: `InvalidArgument` for a 0-d `state`; `OutOfRange` for a parent outside `[0, rows)`;
 /// `Unsupported` for `parent_idx` not int32/int64 (or a CUDA place in a build without CUDA).

@@ -1,8 +1,9 @@
 //! Launchers of `kernels/beam.cu` and `kernels/fused_chunks.cu`: top-k, the fused and Paddle
 //! beam-search steps, gather_tree.
 
-use super::device::{new_tensor, BadCount, Device};
+use super::device::{new_tensor, Device};
 use super::driver::DevicePtr;
+use super::kept_zero::{zeroed_counters, BadCount};
 use super::launch::{launch, launch_1d, Args};
 use super::seq_args::{DeviceStep, StepSources};
 use super::seq_common::{device_of, dtype_suffix, upload_offsets};
@@ -188,12 +189,11 @@ pub fn fused_step(
     let list = [4usize, 8, 16].into_iter().find(|&list| k <= list);
     if let (Some(list), true, true) = (list, rows > 0 && k > 0, u32::try_from(vocab).is_ok()) {
         // Rows in chunks: one block per chunk; the block that finishes a row's last chunk merges
-        // the row's lists (counted in `row_done`, zeroed here).
+        // the row's lists (counted in `row_done`, which that block sets back to zero: no fill).
         let chunks = vocab.div_ceil(CHUNK_ELEMS);
         let parts = rows * chunks;
         let part_keys = d.allocation(parts * list * 8)?;
-        let row_done = d.allocation(rows * 4)?;
-        d.set_bytes(row_done.as_ptr() as DevicePtr, 0, rows * 4)?;
+        let row_done = zeroed_counters(&d, rows * 4)?;
         let chunks = u32_of(chunks, "log_probs: chunks of a row")?;
         let args = Args::new()
             .ptr(log_probs)
@@ -287,7 +287,7 @@ pub fn gather_tree(ids: &Tensor, parents: &Tensor, steps: usize, batch: usize, b
         .arg(batch as u64)
         .arg(beam as u64)
         .arg(out.as_mut_ptr() as u64)
-        .ptr(bad.tensor());
+        .arg(bad.address());
     launch_1d(&d, "beam.cu", name, chains, args)?;
     bad.unless_counted(out)
 }

@@ -4,6 +4,7 @@
 
 use super::counters::{Counter, Counters, CudaCounters};
 use super::driver::{self, Context, DevicePtr, Module};
+use super::kept_zero::KeptZero;
 use super::launch::Args;
 use super::KERNEL_SOURCES;
 use crate::dim::Dim;
@@ -51,6 +52,8 @@ pub(crate) struct Device {
     /// `KERNEL_SOURCES`: each is compiled and loaded under its own lock, so different modules may
     /// be loaded at once and each is loaded once.
     modules: Vec<Mutex<Option<Module>>>,
+    /// Memory kept zeroed between calls for kernels that count (`kept_zero.rs`).
+    pub(crate) kept: KeptZero,
 }
 
 impl Device {
@@ -100,8 +103,10 @@ impl Device {
         Ok(DeviceBlock { ptr, class, device: self.clone() })
     }
 
-    /// Frees every cached block (after the queued work that may still use them).
+    /// Frees every cached block (after the queued work that may still use them), and the memory
+    /// kept zeroed for counting kernels where no call holds it.
     pub(crate) fn empty_cache(&self) -> Result<()> {
+        drop(self.kept.release());
         let blocks = self.free.lock().expect("allocator lock").drain();
         self.free_blocks(blocks)
     }
@@ -263,6 +268,7 @@ pub(crate) fn device(ordinal: u32) -> Result<Arc<Device>> {
         free: Mutex::new(BlockCache::new(slot.cache_limit)),
         in_use: AtomicUsize::new(0),
         modules: KERNEL_SOURCES.iter().map(|_| Mutex::new(None)).collect(),
+        kept: KeptZero::default(),
     };
     let d = Arc::new(d);
     slot.device = Some(d.clone());
@@ -305,7 +311,8 @@ pub fn device_counters(ordinal: u32) -> Result<CudaCounters> {
 }
 
 /// The device memory of CUDA device `ordinal` that the library holds: `(in_use, kept)`, the bytes
-/// of its live allocations and of the freed blocks its cache keeps for reuse. Both count whole
+/// of its live allocations (the blocks `kept_zero.rs` keeps included) and of the freed blocks its
+/// cache keeps for reuse. Both count whole
 /// blocks of their size class (`memory::size_class`). A device not used yet holds none.
 pub fn device_memory_info(ordinal: u32) -> Result<(usize, usize)> {
     let Some(d) = opened(ordinal)? else {
@@ -323,7 +330,8 @@ pub fn device_free_memory(ordinal: u32) -> Result<(usize, usize)> {
 }
 
 /// Gives every block kept by the cache of CUDA device `ordinal` back to the driver, once the
-/// device's queued work is done. Live allocations are not affected.
+/// device's queued work is done, with the blocks kept zeroed for counting kernels where no call
+/// holds them (`kept_zero.rs`). Tensors are not affected.
 pub fn empty_device_cache(ordinal: u32) -> Result<()> {
     match opened(ordinal)? {
         Some(d) => d.empty_cache(),
@@ -440,26 +448,6 @@ pub(crate) fn zeroed_tensor(d: &Arc<Device>, dtype: crate::dtype::DType, dims: D
         d.set_bytes(t.as_ptr() as DevicePtr, 0, t.nbytes())?;
     }
     Ok(t)
-}
-
-/// A count of bad input values (out of range) that kernels add to, on a device, zeroed on its
-/// stream: the launchers that check an index where it lies report through it.
-pub(crate) struct BadCount(Tensor);
-
-impl BadCount {
-    pub(crate) fn new(d: &Arc<Device>) -> Result<BadCount> {
-        Ok(BadCount(zeroed_tensor(d, crate::dtype::DType::I32, Dim::new(&[1])?)?))
-    }
-
-    /// The counter (a u32 on the device), for the kernels' arguments.
-    pub(crate) fn tensor(&self) -> &Tensor {
-        &self.0
-    }
-
-    /// `out` when the kernels counted nothing, else `None`; reading the count waits for the device.
-    pub(crate) fn unless_counted<T>(self, out: T) -> Result<Option<T>> {
-        Ok((copy_to_host(&self.0)?.as_slice::<i32>()?[0] == 0).then_some(out))
-    }
 }
 
 /// For the unit tests that need a device: the number of devices, or `None` after saying the test

@@ -22,6 +22,8 @@ pub use counters::{CudaCounters, CUDA_COUNTERS};
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 mod device;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+mod kept_zero;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 mod launch;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 mod rows;

@@ -2,7 +2,8 @@
 //! and the kernels of expand, expand_as, concat, unpad, unpack and pack of rows, and gather_rows by
 //! a device index).
 
-use super::device::{device, new_tensor, BadCount, Device};
+use super::device::{device, new_tensor, Device};
+use super::kept_zero::BadCount;
 use super::launch::{index_width, launch_tiles, launch_unrolled, upload, Args};
 use super::seq_common::{count_u32, device_of, index_suffix, level_on, offset_words, upload_joined, word_for};
 use crate::dim::Dim;
@@ -26,7 +27,7 @@ pub fn gather_row_ranges(src: &Tensor, row_bytes: usize, ranges: &[Range<usize>]
     if row_bytes > 0 && !ranges.is_empty() && ranges.iter().all(|r| r.len() == 1) {
         // A row a range (a reorder of one-row sequences, say): the ranges are a row index, 8
         // bytes a row uploaded and no range to search per row. The callers checked the ranges, so
-        // the count of bad indices is not read back (no wait for the device).
+        // the kernel counts into the device's sink, which no one reads (no wait, no fill).
         ensure!(
             ranges.len() * row_bytes == out.nbytes(),
             Internal,
@@ -36,7 +37,7 @@ pub fn gather_row_ranges(src: &Tensor, row_bytes: usize, ranges: &[Range<usize>]
         );
         let starts: Vec<i64> = ranges.iter().map(|r| r.start as i64).collect();
         let table = upload(&d, &starts)?;
-        let bad = BadCount::new(&d)?;
+        let bad = BadCount::unread(&d)?;
         let index = (table.as_ptr() as u64, "i64", ranges.len());
         launch_gather_by_index(&d, &mut out, src, row_bytes, index, src.nbytes() / row_bytes, &bad)?;
         return Ok(out);
@@ -239,8 +240,14 @@ fn launch_gather_by_index(
     let dst = out.as_mut_ptr() as u64;
     let word = word_for(row_bytes, [src.as_ptr() as u64, dst]);
     let row_words = (row_bytes / word) as u64;
-    let args =
-        Args::new().arg(dst).ptr(src).arg(row_words).arg(index).arg(rows as u64).arg(src_rows as u64).ptr(bad.tensor());
+    let args = Args::new()
+        .arg(dst)
+        .ptr(src)
+        .arg(row_words)
+        .arg(index)
+        .arg(rows as u64)
+        .arg(src_rows as u64)
+        .arg(bad.address());
     let items = rows as u64 * row_words.max(1);
     let kernel = format!("gather_by_index_{suffix}_{word}{}", index_width(items));
     launch_unrolled(d, "rows.cu", &kernel, items, args)

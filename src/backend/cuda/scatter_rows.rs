@@ -8,8 +8,9 @@
 //!   launch then writes each output element, x's plus its row's updates in increasing position
 //!   order: bit for bit the CPU's sums. No table, no plan on the host.
 
-use super::device::{copy_to_device, new_tensor, zeroed_tensor, BadCount};
+use super::device::{copy_to_device, new_tensor, zeroed_tensor};
 use super::group::{key_starts, sort_by_key};
+use super::kept_zero::BadCount;
 use super::launch::{index_width, launch_1d, launch_unrolled, Args};
 use super::seq_common::{device_of, dtype_suffix, index_suffix, word_for};
 use crate::dim::Dim;
@@ -29,7 +30,7 @@ pub fn scatter_rows_overwrite(x: &Tensor, index: &Tensor, updates: &Tensor) -> R
     let winner = zeroed_tensor(&d, DType::I64, Dim::new(&[rows])?)?;
     let bad = BadCount::new(&d)?;
     let n = index.numel() as u64;
-    let args = Args::new().ptr(index).arg(n).arg(rows as u64).ptr(&winner).ptr(bad.tensor());
+    let args = Args::new().ptr(index).arg(n).arg(rows as u64).ptr(&winner).arg(bad.address());
     launch_1d(&d, "rows.cu", &format!("last_writers_{suffix}"), n, args)?;
     let mut out = new_tensor(&d, x.dtype(), *x.dims())?;
     if out.nbytes() > 0 {
@@ -60,7 +61,7 @@ pub fn scatter_rows_add(x: &Tensor, index: &Tensor, updates: &Tensor) -> Result<
     }
     let keys = d.allocation(n as usize * 8)?;
     let bad = BadCount::new(&d)?;
-    let args = Args::new().ptr(index).arg(n).arg(rows).buf(&keys).ptr(bad.tensor());
+    let args = Args::new().ptr(index).arg(n).arg(rows).buf(&keys).arg(bad.address());
     launch_1d(&d, "rows.cu", &format!("row_keys_{}", index_suffix(index, "scatter_rows")?), n, args)?;
     let sorted = sort_by_key(&d, &keys, n, rows)?;
     let starts = key_starts(&d, &sorted.keys, n, rows)?;

@@ -3,8 +3,9 @@
 //! (sequence_scatter's ids are checked on the device); these upload the host tables once per call,
 //! use the LoD levels' device copies, and launch once (sequence_scatter: a few times).
 
-use super::device::{new_tensor, BadCount};
+use super::device::new_tensor;
 use super::group::sort_by_key;
+use super::kept_zero::BadCount;
 use super::launch::{launch_1d, launch_tiles, Args};
 use super::seq_common::{count_u32, device_of, dtype_suffix, index_suffix, level_on, word_for};
 use crate::backend::cpu::sequence::ConvShape;
@@ -144,7 +145,7 @@ pub fn sequence_scatter_add(
     let table = level_on(&d, level)?;
     let keys = d.allocation(n as usize * 8)?;
     let bad = BadCount::new(&d)?;
-    let args = Args::new().ptr(ids).buf(&table).arg(sequences).arg(n).arg(width as u64).buf(&keys).ptr(bad.tensor());
+    let args = Args::new().ptr(ids).buf(&table).arg(sequences).arg(n).arg(width as u64).buf(&keys).arg(bad.address());
     launch_1d(&d, FILE, &format!("scatter_keys_{}", index_suffix(ids, "sequence_scatter")?), n, args)?;
     let sorted = sort_by_key(&d, &keys, n, sequences as u64 * width as u64)?;
     let args = Args::new()
@@ -153,7 +154,7 @@ pub fn sequence_scatter_add(
         .buf(&sorted.keys)
         .buf(&sorted.order)
         .arg(n)
-        .ptr(bad.tensor());
+        .arg(bad.address());
     launch_1d(&d, FILE, &format!("scatter_add_sorted_{}", dtype_suffix(out.dtype())?), n, args)?;
     Ok(bad.unless_counted(())?.is_some())
 }

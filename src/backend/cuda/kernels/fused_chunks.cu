@@ -226,8 +226,9 @@ static __device__ __noinline__ void merge_row(const S *row, u64 r, u32 chunks, u
 
 // The chunk kernel: the K largest keys of chunk ch of row r into part_keys[(r * chunks + ch) * K
 // ...] (0 for empty slots), then, in the block that finishes row r's last chunk (row_done counts
-// them; zeroed by the host), row r's k best into cand_vals / cand_ids. Finished rows are not read. Each thread loads its CHUNK_LOADS elements
-// at once, and the block agrees on a bound below the value rank of the chunk's K-th largest key
+// them, zero at the start; that block sets it back to zero), row r's k best into cand_vals /
+// cand_ids. Finished rows are not read. Each thread loads its CHUNK_LOADS elements at once, and
+// the block agrees on a bound below the value rank of the chunk's K-th largest key
 // (block_bound): most elements then cost a load, a maximum, a NaN test and one comparison. The few
 // that reach the bound are gathered in shared memory, and each one's place is the number of
 // gathered keys above it (keys are distinct). Indices within the chunk are 32-bit.
@@ -293,7 +294,11 @@ static __device__ void fused_chunk_topk(const S *log_probs, u64 rows, u64 vocab,
     // own, and overlaps the chunks of other rows. Every writer's fence comes before the count.
     __threadfence();
     __syncthreads();
-    if (tid == 0) sh.last = atomicAdd(&row_done[r], 1u) == chunks - 1;
+    if (tid == 0) {
+      sh.last = atomicAdd(&row_done[r], 1u) == chunks - 1;
+      // Every chunk of the row has counted: zero again for the next call, which needs no fill.
+      if (sh.last) row_done[r] = 0;
+    }
     __syncthreads();
     if (sh.last) merge_row<S, K>(row, r, chunks, k, banned, part_keys, cand_vals, cand_ids, sh.merge);
     __syncthreads();  // before the next chunk resets the count

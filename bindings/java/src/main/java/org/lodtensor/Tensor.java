@@ -413,7 +413,8 @@ public final class Tensor implements AutoCloseable {
 
     /**
      * {inUse, kept}: the device memory the library holds on a CUDA device, in bytes: that of its
-     * live tensors, and the freed blocks its cache keeps for reuse.
+     * live tensors (and of the small blocks it keeps zeroed for its counting kernels), and the
+     * freed blocks its cache keeps for reuse.
      */
     public static long[] cudaMemoryInfo(int device) {
         LongByReference inUse = new LongByReference();
