@@ -265,40 +265,6 @@ fn gpu_gather_rows_equals_cpu_with_the_index_on_the_device() {
 }
 
 /// `n` values of a numeric `dtype` around the range of `maxlen` (negatives, fractions for floats).
-/// Calls on one device from many threads at once, some with a bad index: each call reports its own
-/// bad indices and no other's (each count in flight has memory of its own, zero when handed out).
-#[test]
-fn gpu_bad_index_reports_stay_with_their_call_across_threads() {
-    if !gpu_or_skip() {
-        return;
-    }
-    let x = LoDTensor::from_slice(&(0..40).map(|v| v as f32).collect::<Vec<_>>(), &[20, 2], vec![]).unwrap();
-    let dx = gpu(&x);
-    std::thread::scope(|scope| {
-        for t in 0..8usize {
-            let (x, dx) = (&x, &dx);
-            scope.spawn(move || {
-                for i in 0..60usize {
-                    let bad = (t + i) % 3 == 0;
-                    let index: Vec<i64> = (0..5).map(|k| ((t * 7 + i + k) % 20) as i64).collect();
-                    let mut given = index.clone();
-                    if bad {
-                        given[(t + i) % 5] = 20 + i as i64;
-                    }
-                    let given = LoDTensor::from_slice(&given, &[5], vec![]).unwrap();
-                    let got = gather_rows(dx, &gpu(&given));
-                    if bad {
-                        assert!(matches!(got, Err(Error::OutOfRange(_))), "thread {t}, call {i}: {got:?}");
-                    } else {
-                        let want = gather_rows(x, &LoDTensor::from_slice(&index, &[5], vec![]).unwrap()).unwrap();
-                        assert_same(&got.unwrap(), &want, &format!("thread {t}, call {i}"));
-                    }
-                }
-            });
-        }
-    });
-}
-
 fn mask_input(rng: &mut Rng, dtype: DType, n: usize) -> Tensor {
     let v: Vec<f64> = (0..n).map(|_| rng.below(12) as f64 - 2.0 + if rng.below(2) == 0 { 0.5 } else { 0.0 }).collect();
     let int = |v: &f64| v.floor();

@@ -67,13 +67,9 @@ pub(crate) fn device_count() -> Result<usize> {
     Ok(DEVICES)
 }
 
-/// One emulated device: its live allocations, for `free` and the memory figures, and its stream.
+/// One emulated device: its live allocations, for `free` and the memory figures.
 pub(crate) struct Context {
     live: Mutex<Live>,
-    /// Held while a copy, fill or launch runs: a device's work runs in the order it was queued,
-    /// one item at a time, as on a GPU's one stream, even when host threads queue it at once
-    /// (memory that kernels share between calls relies on that order).
-    stream: Mutex<()>,
 }
 
 #[derive(Default)]
@@ -102,7 +98,7 @@ impl Block {
 impl Context {
     pub(crate) fn open(ordinal: u32) -> Result<Context> {
         ensure!((ordinal as usize) < DEVICES, InvalidArgument, "cuda:{ordinal}: the emulator has {DEVICES} devices");
-        Ok(Context { live: Mutex::new(Live::default()), stream: Mutex::new(()) })
+        Ok(Context { live: Mutex::new(Live::default()) })
     }
 
     pub(crate) fn malloc(&self, len: usize) -> Result<DevicePtr> {
@@ -148,37 +144,27 @@ impl Context {
     }
 
     pub(crate) fn htod(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
-        let _stream = self.in_order();
         // SAFETY: the caller gives `src.len()` bytes of device (here: host) memory at `dst`.
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst as *mut u8, src.len()) };
         Ok(())
     }
 
     pub(crate) fn set_bytes(&self, dst: DevicePtr, byte: u8, n: usize) -> Result<()> {
-        let _stream = self.in_order();
         // SAFETY: the caller gives `n` bytes of device memory at `dst`.
         unsafe { std::ptr::write_bytes(dst as *mut u8, byte, n) };
         Ok(())
     }
 
     pub(crate) fn dtod(&self, dst: DevicePtr, src: DevicePtr, n: usize) -> Result<()> {
-        let _stream = self.in_order();
         // SAFETY: the caller gives `n` bytes at both ends, distinct allocations.
         unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, n) };
         Ok(())
     }
 
     pub(crate) fn dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Result<()> {
-        let _stream = self.in_order();
         // SAFETY: the caller gives `dst.len()` bytes of device memory at `src`.
         unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst.as_mut_ptr(), dst.len()) };
         Ok(())
-    }
-
-    /// The stream's turn: held while one item of the device's work runs.
-    fn in_order(&self) -> std::sync::MutexGuard<'_, ()> {
-        // A kernel that panicked poisoned nothing the lock guards.
-        self.stream.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Launches run to completion before they return: nothing is ever queued.
@@ -211,7 +197,6 @@ impl Context {
 
     /// `launch`, its blocks and threads in the order drawn from `seed` (0: index order).
     fn launch_in_order(&self, f: &Function, grid: [u32; 3], block: [u32; 3], args: &mut Args, seed: u64) -> Result<()> {
-        let _stream = self.in_order();
         let mut params = args.pointers();
         // SAFETY: `args` matches the kernel's parameters (the launcher's contract) and every address
         // in them is live emulated device memory for the (synchronous) run.
