@@ -257,6 +257,7 @@ fn ops() -> Vec<(&'static str, bool, u64, Op)> {
         ("lod_tensor_to_array", false, 0, |i| boxed(lod_tensor_to_array(&i.x, &i.table))),
         ("array_to_lod_tensor", false, 0, |i| boxed(array_to_lod_tensor(&i.steps, &i.table))),
         ("reorder_lod_tensor_by_rank", false, 0, |i| boxed(reorder_lod_tensor_by_rank(&i.x, &i.table))),
+        ("reorder_lod_tensor_by_rank of rows", false, 0, |i| boxed(reorder_lod_tensor_by_rank(&i.per_seq, &i.table))),
         ("shrink_rnn_memory", false, 0, |i| boxed(shrink_rnn_memory(&i.per_seq, &i.table, 1))),
         ("tensor_array_to_tensor", false, 0, |i| boxed(tensor_array_to_tensor(&i.steps, 0, false))),
         ("beam_search_step", false, 1, |i| {

@@ -312,17 +312,9 @@ pub fn reorder_lod_tensor_by_rank(x: &LoDTensor, table: &RankTable) -> Result<Lo
         );
     }
     x.tensor().place().ensure_usable()?;
+    // Without a LoD each unit is a row: one-row ranges, which a device gathers by a row index
+    // (uploaded, the ranges checked above, so no count is read back and nothing waits).
     let levels_in = x.lod().levels();
-    if let (Place::Cuda(ordinal), true) = (x.tensor().place(), levels_in.is_empty()) {
-        // Units are rows: the table's indices are a row gather's index (8 bytes a row uploaded),
-        // not a range per row to build, upload and search.
-        let index: Vec<i64> = table.items().iter().map(|item| item.index as i64).collect();
-        let index = crate::backend::cuda::copy_to_device(&Tensor::from_slice(&index, &[have])?, ordinal)?;
-        let t = x.tensor();
-        let out = crate::backend::cuda::gather_rows_by_index(t, t.row_bytes(), &index, *t.dims())?;
-        let out = out.ok_or_else(|| err!(Internal, "reorder_lod_tensor_by_rank: a checked index was out of range"))?;
-        return Ok(LoDTensor::dense(out));
-    }
     let mut levels = vec![vec![0usize]; levels_in.len()];
     let ranges: Vec<Range<usize>> =
         table.items().iter().map(|item| append_unit(levels_in, item.index, &mut levels)).collect();
