@@ -164,6 +164,57 @@ static void test_step(void) {
     lodtensor_destroy(p32);
 }
 
+/* beam_search_gather_states of `st` (int16 [4, 2]) and `x` (float32 [4, 3]) by `pi` (parents 0, 1,
+ * 3, 3): each as beam_search_gather_state gives it; then each documented error, with nothing
+ * written to `out`. `one` is a float32 [1] (one row; also a parent_idx of the wrong dtype),
+ * `scalar` a 0-d tensor. */
+static void check_gather_states(lodtensor_t *st, lodtensor_t *x, lodtensor_t *pi, lodtensor_t *one,
+                                lodtensor_t *scalar) {
+    const lodtensor_t *states[2] = {st, x};
+    lodtensor_t *outs[2] = {fx_sentinel(), fx_sentinel()}, *want = NULL;
+    size_t i;
+    if (CHECK_OK(beam_search_gather_states(states, 2, pi, outs))) {
+        for (i = 0; i < 2; ++i) {
+            if (CHECK_OK(beam_search_gather_state(states[i], pi, &want))) {
+                fx_same(outs[i], want);
+                lodtensor_destroy(want);
+            }
+            lodtensor_destroy(outs[i]);
+            outs[i] = fx_sentinel();
+        }
+    }
+    CHECK_OK(beam_search_gather_states(NULL, 0, pi, NULL));
+    CHECK_STATUS_MSG(beam_search_gather_states(NULL, 2, pi, outs), LODTENSOR_NULL_ARGUMENT, "states");
+    {
+        const lodtensor_t *with_null[2] = {st, NULL};
+        CHECK_STATUS_MSG(beam_search_gather_states(with_null, 2, pi, outs), LODTENSOR_NULL_ARGUMENT, "states[1]");
+    }
+    CHECK_STATUS_MSG(beam_search_gather_states(states, 2, NULL, outs), LODTENSOR_NULL_ARGUMENT, "parent_idx");
+    CHECK_STATUS_MSG(beam_search_gather_states(states, 2, pi, NULL), LODTENSOR_NULL_ARGUMENT, "out");
+    {
+        /* Room for deliberately misaligned arrays. */
+        union {
+            void *align;
+            unsigned char bytes[3 * sizeof(void *)];
+        } storage;
+        memcpy(storage.bytes + 1, states, sizeof states);
+        CHECK_STATUS_MSG(beam_search_gather_states((const lodtensor_t *const *)(void *)(storage.bytes + 1), 2, pi, outs),
+                         LODTENSOR_INVALID_ARGUMENT, "states");
+        memset(&storage, 7, sizeof storage);
+        CHECK_STATUS_MSG(beam_search_gather_states(states, 2, pi, (lodtensor_t **)(void *)(storage.bytes + 1)),
+                         LODTENSOR_INVALID_ARGUMENT, "out");
+        CHECK(storage.bytes[1] == 7 && storage.bytes[2 * sizeof(void *)] == 7);
+    }
+    {
+        /* Parent 1 is a row of st, not of `one`: states[1] is named. */
+        const lodtensor_t *short_second[2] = {st, one}, *with_scalar[2] = {st, scalar};
+        CHECK_STATUS_MSG(beam_search_gather_states(short_second, 2, pi, outs), LODTENSOR_OUT_OF_RANGE, "states[1]");
+        CHECK_STATUS_MSG(beam_search_gather_states(with_scalar, 2, pi, outs), LODTENSOR_INVALID_ARGUMENT, "states[1]");
+    }
+    CHECK_STATUS_MSG(beam_search_gather_states(states, 2, one, outs), LODTENSOR_UNSUPPORTED, "parent_idx");
+    CHECK(outs[0] == fx_sentinel() && outs[1] == fx_sentinel());
+}
+
 static void test_fused_and_gather_state(void) {
     /* 2 sources of 2 prefixes; row 1 has finished (end_id 0). */
     const int64_t pre[4] = {5, 0, 3, 4}, d41[2] = {4, 1}, d43[2] = {4, 3}, d4[1] = {4}, d12[1] = {12};
@@ -206,6 +257,7 @@ static void test_fused_and_gather_state(void) {
         CHECK_STATUS_MSG(beam_search_gather_state(st, fp, &g), LODTENSOR_UNSUPPORTED, "parent_idx");
         CHECK_STATUS_MSG(beam_search_gather_state(scalar, pi, &g), LODTENSOR_INVALID_ARGUMENT, "state");
         CHECK(g == fx_sentinel());
+        check_gather_states(st, x, pi, fp, scalar);
         lodtensor_destroy(si);
         lodtensor_destroy(ss);
         lodtensor_destroy(pi);

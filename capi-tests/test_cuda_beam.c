@@ -120,6 +120,24 @@ static void test_steps(void) {
             lodtensor_destroy(ws);
             lodtensor_destroy(gs);
         }
+        /* gather_states of two device states by the parents on the device (one wait), and a host
+         * state among device ones, an error naming both places */
+        {
+            const lodtensor_t *host_states[2] = {lpt, pi}, *dev_states[2] = {dlp, dpi}, *mixed[2] = {dlp, pi};
+            lodtensor_t *ws[2] = {NULL, NULL}, *gs[2] = {fx_sentinel(), fx_sentinel()};
+            CHECK_OK(beam_search_gather_states(host_states, 2, w[2], ws));
+            if (CHECK_OK(beam_search_gather_states(dev_states, 2, g[2], gs))) {
+                same(gs[0], ws[0]);
+                same(gs[1], ws[1]);
+                lodtensor_destroy(gs[0]);
+                lodtensor_destroy(gs[1]);
+            }
+            lodtensor_destroy(ws[0]);
+            lodtensor_destroy(ws[1]);
+            gs[0] = gs[1] = fx_sentinel();
+            CHECK_STATUS_MSG(beam_search_gather_states(mixed, 2, g[2], gs), LODTENSOR_INVALID_ARGUMENT, "states[1]");
+            CHECK(gs[0] == fx_sentinel() && gs[1] == fx_sentinel());
+        }
         for (i = 0; i < 3; ++i) {
             lodtensor_destroy(w[i]);
             lodtensor_destroy(g[i]);

@@ -392,6 +392,18 @@ lodtensor_status_t beam_search_fused_step(const struct lodtensor_t *pre_ids, con
 // LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t beam_search_gather_state(const struct lodtensor_t *state, const struct lodtensor_t *parent_idx, struct lodtensor_t **out);
 
+// `beam_search_gather_state` of each of `count` tensors of a model's state by one `parent_idx`:
+// `out[i]` receives `states[i]` reordered (a new tensor; the caller destroys each). The states may
+// differ in dtype, row shape and rows; every parent must be a row of each. On a CUDA device one
+// launch a state and one wait for the device for the whole call (`beam_search_gather_state` per
+// state waits once each). `count` 0 writes nothing. On failure nothing is written to `out`.
+// Returns LODTENSOR_NULL_ARGUMENT (`states` or `out` with `count` > 0, any `states[i]`,
+// `parent_idx`), LODTENSOR_INVALID_ARGUMENT (`states` or `out` misaligned, a 0-d `states[i]`,
+// inputs on different places), LODTENSOR_OUT_OF_RANGE (a parent outside [0, rows of states[i])),
+// LODTENSOR_UNSUPPORTED (`parent_idx` not int32/int64, memory on a CUDA device in a build
+// without CUDA), LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t beam_search_gather_states(const struct lodtensor_t *const *states, size_t count, const struct lodtensor_t *parent_idx, struct lodtensor_t **out);
+
 // Paddle's `gather_tree`: `ids` and `parents` are `[T, B, beam]` of one dtype (int32 or int64).
 // `*out` (same shape and dtype, no LoD; the caller destroys it) holds, for each final beam k of
 // batch entry b, its token path: `out[T-1,b,k] = ids[T-1,b,k]`, then following

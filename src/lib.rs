@@ -50,7 +50,9 @@ pub mod decoder;
 pub use backend::cuda::{CudaCounters, CUDA_COUNTERS};
 pub use decoder::TensorStepFn;
 pub use decoder::{Decoder, DecoderOptions, Hypotheses, StepInfo};
-pub use ops::beam_search::{beam_search_fused_step, beam_search_gather_state, beam_search_step, BeamSearchStep};
+pub use ops::beam_search::{
+    beam_search_fused_step, beam_search_gather_state, beam_search_gather_states, beam_search_step, BeamSearchStep,
+};
 pub use ops::beam_search_decode::{beam_search_decode, beam_search_gather_tree};
 pub use ops::topk::top_k;
 pub use ops::transfer::{cuda_counters, cuda_device_count, cuda_load_kernels, synchronize, to_place};

@@ -8,8 +8,9 @@ use common::{with_1_and_4_threads, Rng};
 use half::{bf16, f16};
 use lodtensor::backend::cpu::pool::set_num_threads;
 use lodtensor::{
-    beam_search_decode, beam_search_fused_step, beam_search_gather_state, beam_search_gather_tree, beam_search_step,
-    sequence_expand, top_k, Decoder, DecoderOptions, Element, Error, LoDTensor, Lod, StepInfo, Tensor, TensorArray,
+    beam_search_decode, beam_search_fused_step, beam_search_gather_state, beam_search_gather_states,
+    beam_search_gather_tree, beam_search_step, sequence_expand, top_k, Decoder, DecoderOptions, Element, Error,
+    LoDTensor, Lod, StepInfo, Tensor, TensorArray,
 };
 use proptest::prelude::*;
 
@@ -741,6 +742,34 @@ fn gather_state_equals_sequence_expand_by_the_selected_lod() {
     assert!(matches!(beam_search_gather_state(&state, &dense(&[-1i64], &[1])), Err(Error::OutOfRange(_))));
     assert!(matches!(beam_search_gather_state(&state, &dense(&[1f32], &[1])), Err(Error::Unsupported(_))));
     assert!(matches!(beam_search_gather_state(&dense(&[1f32], &[]), &p64), Err(Error::InvalidArgument(_))));
+}
+
+/// gather_states reorders each state as gather_state does (states of other dtypes, widths and
+/// rows), names the first state a parent falls outside of, and returns nothing for no states.
+#[test]
+fn gather_states_gather_each_state_as_gather_state_does() {
+    let (a, b) = (dense(&[10i16, 11, 20, 21, 30, 31, 40, 41], &[4, 2]), dense(&[1.5f64, 2.5, 3.5, 4.5, 5.5], &[5]));
+    let c = dense(&[7u8, 8, 9, 10, 11, 12], &[3, 1, 2]);
+    let parents = dense(&[2i32, 0, 0, 1], &[4, 1]);
+    let got = beam_search_gather_states(&[&a, &b, &c], &parents).unwrap();
+    assert_eq!(got.len(), 3);
+    for (g, s) in got.iter().zip([&a, &b, &c]) {
+        let want = beam_search_gather_state(s, &parents).unwrap();
+        assert_eq!((g.dims(), g.tensor().dtype()), (want.dims(), want.tensor().dtype()));
+        assert_eq!(g.tensor().bytes().unwrap(), want.tensor().bytes().unwrap());
+    }
+    assert_eq!(v::<f64>(&got[1]), vec![3.5, 1.5, 1.5, 2.5]);
+    assert!(beam_search_gather_states(&[], &parents).unwrap().is_empty());
+    // Parent 3 is a row of a and b, not of c (3 rows): c is named, as states[2].
+    let r = beam_search_gather_states(&[&a, &b, &c], &dense(&[3i64, 0], &[2]));
+    assert!(
+        matches!(r, Err(Error::OutOfRange(ref m)) if m.contains("parent_idx[0] = 3") && m.contains("states[2]")),
+        "{r:?}"
+    );
+    let r = beam_search_gather_states(&[&a, &dense(&[1f32], &[])], &parents);
+    assert!(matches!(r, Err(Error::InvalidArgument(ref m)) if m.contains("states[1]")), "{r:?}");
+    let r = beam_search_gather_states(&[&a], &dense(&[1f32], &[1]));
+    assert!(matches!(r, Err(Error::Unsupported(ref m)) if m.contains("parent_idx")), "{r:?}");
 }
 
 // ---- beam_search_decode ------------------------------------------------------------------------

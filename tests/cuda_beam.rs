@@ -447,6 +447,49 @@ fn gpu_gather_state_equals_cpu() {
     same_error(beam_search_gather_state(&gpu(&state), &gpu(&bad)), beam_search_gather_state(&state, &bad), "parent 2");
 }
 
+/// gather_states on the device equals the CPU's: states of several dtypes, widths and rows by
+/// one index, and the same error where a parent is outside one state's rows (the states before it
+/// gathered on the device, the count shared).
+#[test]
+fn gpu_gather_states_equals_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(4242);
+    for case in 0..10 {
+        let n = rng.below(40);
+        let states: Vec<LoDTensor> = (0..1 + case % 4)
+            .map(|s| {
+                let (rows, width) = (8 + rng.below(20), rng.below(9));
+                let dtype = [DType::F32, DType::F16, DType::I64, DType::U8][s];
+                let bytes: Vec<u8> = (0..rows * width * dtype.size()).map(|_| rng.below(256) as u8).collect();
+                LoDTensor::dense(Tensor::from_bytes(dtype, Dim::new(&[rows, width]).unwrap(), &bytes).unwrap())
+            })
+            .collect();
+        let parents: Vec<i64> = (0..n).map(|_| rng.below(8) as i64).collect();
+        let parents = LoDTensor::dense(Tensor::from_slice(&parents, &[n]).unwrap());
+        let refs: Vec<&LoDTensor> = states.iter().collect();
+        let want = lodtensor::beam_search_gather_states(&refs, &parents).unwrap();
+        let on_gpu: Vec<LoDTensor> = states.iter().map(gpu).collect();
+        let refs: Vec<&LoDTensor> = on_gpu.iter().collect();
+        let got = lodtensor::beam_search_gather_states(&refs, &gpu(&parents)).unwrap();
+        assert_eq!(got.len(), want.len());
+        for (s, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_same(g, w, &format!("case {case}, state {s}"));
+        }
+    }
+    let (a, b) = (
+        LoDTensor::dense(tensor_of(DType::F32, &[1.0, 2.0, 3.0], &[3, 1])),
+        LoDTensor::dense(tensor_of(DType::F32, &[4.0, 5.0], &[2, 1])),
+    );
+    let bad = LoDTensor::dense(Tensor::from_slice(&[0i64, 2], &[2]).unwrap());
+    same_error(
+        lodtensor::beam_search_gather_states(&[&gpu(&a), &gpu(&b)], &gpu(&bad)).map(|mut v| v.remove(0)),
+        lodtensor::beam_search_gather_states(&[&a, &b], &bad).map(|mut v| v.remove(0)),
+        "parent 2 of states[1]",
+    );
+}
+
 #[test]
 fn gpu_gather_tree_equals_cpu() {
     if !gpu_or_skip() {

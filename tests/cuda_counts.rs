@@ -18,11 +18,12 @@ use lodtensor::ops::{
     sequence_reshape, sequence_reverse, sequence_slice, sequence_softmax,
 };
 use lodtensor::{
-    array_to_lod_tensor, beam_search_decode, beam_search_fused_step, beam_search_gather_tree, beam_search_step,
-    cuda_counters, cuda_device_count, lod_tensor_to_array, reorder_lod_tensor_by_rank, scatter_rows, sequence_expand,
-    sequence_expand_as, sequence_first_step, sequence_pad, sequence_pool, sequence_scatter, sequence_unpad,
-    shrink_rnn_memory, synchronize, tensor_array_to_tensor, to_place, top_k, CudaCounters, DType, Decoder,
-    DecoderOptions, Dim, Error, LoDTensor, Lod, Place, PoolType, RankTable, ScatterMode, Tensor, CUDA_COUNTERS,
+    array_to_lod_tensor, beam_search_decode, beam_search_fused_step, beam_search_gather_states,
+    beam_search_gather_tree, beam_search_step, cuda_counters, cuda_device_count, lod_tensor_to_array,
+    reorder_lod_tensor_by_rank, scatter_rows, sequence_expand, sequence_expand_as, sequence_first_step, sequence_pad,
+    sequence_pool, sequence_scatter, sequence_unpad, shrink_rnn_memory, synchronize, tensor_array_to_tensor, to_place,
+    top_k, CudaCounters, DType, Decoder, DecoderOptions, Dim, Error, LoDTensor, Lod, Place, PoolType, RankTable,
+    ScatterMode, Tensor, CUDA_COUNTERS,
 };
 use std::sync::Mutex;
 
@@ -252,6 +253,9 @@ fn ops() -> Vec<(&'static str, bool, u64, Op)> {
             boxed(scatter_rows(&i.rows_x, &i.rows_index, &i.rows_updates, ScatterMode::Add))
         }),
         ("gather_rows", false, 1, |i| boxed(gather_rows(&i.rows_x, &i.rows_index))),
+        ("beam_search_gather_states of 3", false, 1, |i| {
+            boxed(beam_search_gather_states(&[&i.rows_x, &i.rows_x, &i.rows_updates], &i.rows_index))
+        }),
         ("cast", false, 0, |i| boxed(cast(&i.x, DType::F16))),
         ("top_k", false, 0, |i| boxed(top_k(&i.log_probs, 2, true))),
         ("lod_tensor_to_array", false, 0, |i| boxed(lod_tensor_to_array(&i.x, &i.table))),

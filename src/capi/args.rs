@@ -48,6 +48,16 @@ pub(crate) unsafe fn slice<'a, T>(p: *const T, len: usize, name: &str) -> Result
     Ok(std::slice::from_raw_parts(p, len))
 }
 
+/// A caller's output array of `len` slots, checked as `slice` checks an input; written only once
+/// the call has succeeded.
+pub(crate) unsafe fn out_array<'a, T>(p: *mut T, len: usize, name: &str) -> Result<&'a mut [T]> {
+    slice(p.cast_const(), len, name)?;
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    Ok(std::slice::from_raw_parts_mut(p, len))
+}
+
 /// An output slot that is written only once the call has succeeded.
 pub(crate) struct Out<T>(*mut T);
 

@@ -1,7 +1,7 @@
 //! Beam-search exports: top-k, one beam-search step (Paddle's and the fused one), the state
 //! gather, decode/backtrack, gather_tree, and the sequence decoder driving a C model callback.
 
-use super::args::{get, null, Out};
+use super::args::{self, get, null, Out};
 use super::boundary;
 use super::tensor::{lodtensor_t, new_handle};
 use super::tensor_array::tensor_array_t;
@@ -171,6 +171,40 @@ pub unsafe extern "C" fn beam_search_gather_state(
         let (state, parent_idx) = (get(state, "state")?, get(parent_idx, "parent_idx")?);
         let out = Out::new(out, "out")?;
         new_handle(out, ops::beam_search_gather_state(&state.inner, &parent_idx.inner)?);
+        Ok(())
+    })
+}
+
+/// `beam_search_gather_state` of each of `count` tensors of a model's state by one `parent_idx`:
+/// `out[i]` receives `states[i]` reordered (a new tensor; the caller destroys each). The states may
+/// differ in dtype, row shape and rows; every parent must be a row of each. On a CUDA device one
+/// launch a state and one wait for the device for the whole call (`beam_search_gather_state` per
+/// state waits once each). `count` 0 writes nothing. On failure nothing is written to `out`.
+/// Returns LODTENSOR_NULL_ARGUMENT (`states` or `out` with `count` > 0, any `states[i]`,
+/// `parent_idx`), LODTENSOR_INVALID_ARGUMENT (`states` or `out` misaligned, a 0-d `states[i]`,
+/// inputs on different places), LODTENSOR_OUT_OF_RANGE (a parent outside [0, rows of states[i])),
+/// LODTENSOR_UNSUPPORTED (`parent_idx` not int32/int64, memory on a CUDA device in a build
+/// without CUDA), LODTENSOR_OUT_OF_MEMORY.
+#[no_mangle]
+pub unsafe extern "C" fn beam_search_gather_states(
+    states: *const *const lodtensor_t,
+    count: usize,
+    parent_idx: *const lodtensor_t,
+    out: *mut *mut lodtensor_t,
+) -> lodtensor_status_t {
+    boundary(|| {
+        let handles = args::slice(states, count, "states")?;
+        let parent_idx = get(parent_idx, "parent_idx")?;
+        let out = args::out_array(out, count, "out")?;
+        let states = handles
+            .iter()
+            .enumerate()
+            .map(|(i, &h)| h.as_ref().map(|h| &h.inner).ok_or_else(|| null(&format!("states[{i}]"))))
+            .collect::<Result<Vec<&LoDTensor>>>()?;
+        let gathered = ops::beam_search_gather_states(&states, &parent_idx.inner)?;
+        for (slot, inner) in out.iter_mut().zip(gathered) {
+            *slot = Box::into_raw(Box::new(lodtensor_t { inner }));
+        }
         Ok(())
     })
 }

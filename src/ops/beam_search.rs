@@ -305,3 +305,16 @@ pub(crate) fn fused_step_on_slices<T: Scalar>(
 pub fn beam_search_gather_state(state: &LoDTensor, parent_idx: &LoDTensor) -> Result<LoDTensor> {
     super::tensor_ops::gather_rows_named(state, "state", parent_idx, "parent_idx")
 }
+
+/// [`beam_search_gather_state`] of every tensor of a model's state by one `parent_idx`: result
+/// `i` is `states[i]` reordered. The same rules for each state (they may differ in dtype, row shape
+/// and rows; every parent must be a row of each); on a CUDA device one launch a state, and the
+/// call waits for the device once, not once a state. No states, no results.
+///
+/// Errors: those of `beam_search_gather_state`, naming `states[i]`; inputs on different places
+/// (`InvalidArgument`, naming both). On an error no result is returned.
+pub fn beam_search_gather_states(states: &[&LoDTensor], parent_idx: &LoDTensor) -> Result<Vec<LoDTensor>> {
+    let named: Vec<(String, &LoDTensor)> =
+        states.iter().enumerate().map(|(i, &s)| (format!("states[{i}]"), s)).collect();
+    super::tensor_ops::gather_rows_of_all(&named, parent_idx, "parent_idx")
+}

@@ -10,7 +10,7 @@ use crate::backend::cpu::softmax::softmax_segments;
 use crate::backend::cuda;
 use crate::dim::Dim;
 use crate::dtype::{dispatch_dtype, DType};
-use crate::error::{ensure, err, Result};
+use crate::error::{err, Result};
 use crate::lod_tensor::LoDTensor;
 use crate::place::Place;
 use crate::tensor::Tensor;
@@ -81,35 +81,64 @@ pub fn gather_rows(x: &LoDTensor, index: &LoDTensor) -> Result<LoDTensor> {
 
 /// `gather_rows` with errors naming the caller's arguments (the decoder's `state`/`parent_idx`).
 pub(crate) fn gather_rows_named(x: &LoDTensor, x_name: &str, index: &LoDTensor, index_name: &str) -> Result<LoDTensor> {
-    let place = common_place(&[(x_name, x.tensor()), (index_name, index.tensor())])?;
-    let t = x.tensor();
-    let rows = t.rows().map_err(|_| err!(InvalidArgument, "{x_name}: a 0-d tensor has no rows to gather"))?;
+    let mut outs = gather_rows_of_all(&[(x_name.to_string(), x)], index, index_name)?;
+    Ok(outs.pop().expect("one source, one result"))
+}
+
+/// `gather_rows` of each of `xs` (each named for its errors) by one index: the same checks, the
+/// first failing source named. On a CUDA place with the index there, one launch a source and one
+/// wait for all (their bad-value counts are one).
+pub(crate) fn gather_rows_of_all(
+    xs: &[(String, &LoDTensor)],
+    index: &LoDTensor,
+    index_name: &str,
+) -> Result<Vec<LoDTensor>> {
+    if xs.is_empty() {
+        return Ok(vec![]);
+    }
     let it = index.tensor();
+    let named: Vec<(&str, &Tensor)> =
+        xs.iter().map(|(name, x)| (name.as_str(), x.tensor())).chain([(index_name, it)]).collect();
+    let place = common_place(&named)?;
+    let rows = xs
+        .iter()
+        .map(|(name, x)| {
+            x.tensor().rows().map_err(|_| err!(InvalidArgument, "{name}: a 0-d tensor has no rows to gather"))
+        })
+        .collect::<Result<Vec<usize>>>()?;
     if matches!(place, Place::Cuda(_)) && is_column(it) && matches!(it.dtype(), DType::I32 | DType::I64) {
         // The index stays on the device; a bad value is reported below, from a host copy.
         place.ensure_usable()?;
-        let dims = t.dims().with_rows(it.dims().as_slice()[0])?;
-        if let Some(out) = cuda::gather_rows_by_index(t, t.row_bytes(), it, dims)? {
-            return Ok(LoDTensor::dense(out));
+        let k = it.dims().as_slice()[0];
+        let srcs = xs.iter().map(|(_, x)| Ok((x.tensor(), x.dims().with_rows(k)?))).collect::<Result<Vec<_>>>()?;
+        if let Some(outs) = cuda::gather_rows_by_index(&srcs, it)? {
+            return Ok(outs.into_iter().map(LoDTensor::dense).collect());
         }
     }
     let index = int_column(&on_host(it)?, index_name, None)?;
+    for ((x_name, _), &rows) in xs.iter().zip(&rows) {
+        if let Some((k, i)) = index.iter().enumerate().find(|(_, &i)| !(0..rows as i64).contains(&i)) {
+            return Err(err!(
+                OutOfRange,
+                "{index_name}: {index_name}[{k}] = {i} is out of range [0, {rows}) of {x_name}'s rows"
+            ));
+        }
+    }
     // Runs of consecutive indices become one range: one copy per run instead of per row.
     let mut ranges: Vec<Range<usize>> = Vec::new();
-    for (k, &i) in index.iter().enumerate() {
-        ensure!(
-            (0..rows as i64).contains(&i),
-            OutOfRange,
-            "{index_name}: {index_name}[{k}] = {i} is out of range [0, {rows}) of {x_name}'s rows"
-        );
-        let i = i as usize;
+    for i in index.iter().map(|&i| i as usize) {
         match ranges.last_mut() {
             Some(r) if r.end == i => r.end += 1,
             _ => ranges.push(i..i + 1),
         }
     }
     place.ensure_usable()?;
-    Ok(LoDTensor::dense(gather_into_new(t, t.row_bytes(), &ranges, t.dims().with_rows(index.len())?)?))
+    xs.iter()
+        .map(|(_, x)| {
+            let t = x.tensor();
+            Ok(LoDTensor::dense(gather_into_new(t, t.row_bytes(), &ranges, t.dims().with_rows(index.len())?)?))
+        })
+        .collect()
 }
 
 /// `out = x - m - ln Σ exp(x - m)` over the last axis (`m` the maximum along it) for float16,

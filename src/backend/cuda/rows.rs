@@ -207,21 +207,27 @@ pub fn pack_rows(
     Ok(out)
 }
 
-/// gather_rows with its index on the device: a new tensor of `dims` (dtype of `src`) whose row k
-/// is row `index[k]` of `src` (its rows of `row_bytes` bytes); `index` (int32 or int64, one
-/// element per output row) is on `src`'s device. `None` when an index is outside the rows of
-/// `src` (the caller reports which, from a host copy). One launch, no table; the check's count
-/// comes back to the host, so the call waits for the device once.
-pub fn gather_rows_by_index(src: &Tensor, row_bytes: usize, index: &Tensor, dims: Dim) -> Result<Option<Tensor>> {
-    let d = device_of(src, "gather_rows")?;
-    let mut out = new_tensor(&d, src.dtype(), dims)?;
+/// gather_rows with its index on the device, for sources that share it: for each `(src, dims)`, a
+/// new tensor of `dims` (dtype of `src`) whose row k is row `index[k]` of `src`; `index` (int32 or
+/// int64, one element per output row) is on the sources' device. `None` when an index is outside
+/// the rows of some source (the caller reports which, from a host copy). One launch a source, no
+/// table; the launches count into one count of bad values, which comes back to the host, so the
+/// call waits for the device once whatever the number of sources.
+pub fn gather_rows_by_index(srcs: &[(&Tensor, Dim)], index: &Tensor) -> Result<Option<Vec<Tensor>>> {
+    let Some((first, _)) = srcs.first() else {
+        return Ok(Some(vec![]));
+    };
+    let d = device_of(first, "gather_rows")?;
+    let mut outs = srcs.iter().map(|(src, dims)| new_tensor(&d, src.dtype(), *dims)).collect::<Result<Vec<_>>>()?;
     if index.numel() == 0 {
-        return Ok(Some(out));
+        return Ok(Some(outs));
     }
     let bad = BadCount::new(&d)?;
     let index = (index.as_ptr() as u64, index_suffix(index, "gather_rows")?, index.numel());
-    launch_gather_by_index(&d, &mut out, src, row_bytes, index, src.rows()?, &bad)?;
-    bad.unless_counted(out)
+    for ((src, _), out) in srcs.iter().zip(&mut outs) {
+        launch_gather_by_index(&d, out, src, src.row_bytes(), index, src.rows()?, &bad)?;
+    }
+    bad.unless_counted(outs)
 }
 
 /// The launch of rows.cu's gather by index: row k of `out` (rows of `row_bytes` bytes) is row

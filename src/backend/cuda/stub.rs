@@ -135,9 +135,9 @@ pub fn pack_rows(
     copy_to_host(steps[0])
 }
 
-/// gather_rows with its index on a CUDA device.
-pub fn gather_rows_by_index(src: &Tensor, _row_bytes: usize, _index: &Tensor, _dims: Dim) -> Result<Option<Tensor>> {
-    copy_to_host(src).map(Some)
+/// gather_rows with its index on a CUDA device, for sources that share it.
+pub fn gather_rows_by_index(srcs: &[(&Tensor, Dim)], _index: &Tensor) -> Result<Option<Vec<Tensor>>> {
+    srcs.iter().map(|(src, _)| copy_to_host(src)).collect::<Result<Vec<_>>>().map(Some)
 }
 
 /// sequence_concat on a CUDA device.
