@@ -171,6 +171,21 @@ void test_beam_blocks() {
     lt::Tensor gathered = lt::beam_search_gather_state(lt::Tensor::create<float>(state, {2, 1}),
                                                        lt::Tensor::create<std::int64_t>(parent, {3}));
     CHECK(same<float>(gathered.data<float>(), {20, 20, 10}));
+    // gather_states: both states by one index; a parent outside the second's rows names it.
+    const std::int32_t codes[] = {7, 8, 9};
+    lt::Tensor a = lt::Tensor::create<float>(state, {2, 1}), b = lt::Tensor::create<std::int32_t>(codes, {3});
+    lt::Tensor by = lt::Tensor::create<std::int64_t>(parent, {3});
+    std::vector<lt::Tensor> both = lt::beam_search_gather_states({a, b}, by);
+    CHECK(both.size() == 2);
+    CHECK(same<float>(both[0].data<float>(), {20, 20, 10}));
+    CHECK(same<std::int32_t>(both[1].data<std::int32_t>(), {8, 8, 7}));
+    const std::int64_t two[] = {2};
+    try {
+        lt::beam_search_gather_states({b, a}, lt::Tensor::create<std::int64_t>(two, {1}));
+        CHECK(false);
+    } catch (const lt::Error &e) {
+        CHECK(e.status() == LODTENSOR_OUT_OF_RANGE && std::string(e.what()).find("states[1]") != std::string::npos);
+    }
 }
 
 }  // namespace

@@ -853,6 +853,18 @@ inline Tensor beam_search_gather_state(TensorRef state, TensorRef parent_idx) {
     check(::beam_search_gather_state(state.get(), parent_idx.get(), &out));
     return Tensor(out);
 }
+// Reorders every tensor of a model's state by one parent_idx: on a CUDA device one wait for all.
+inline std::vector<Tensor> beam_search_gather_states(Span<const TensorRef> states, TensorRef parent_idx) {
+    std::vector<const lodtensor_t *> raw;
+    raw.reserve(states.size());
+    for (const TensorRef &t : states) raw.push_back(t.get());
+    std::vector<lodtensor_t *> outs(raw.size(), nullptr);
+    check(::beam_search_gather_states(raw.data(), raw.size(), parent_idx.get(), outs.data()));
+    std::vector<Tensor> result;
+    result.reserve(outs.size());
+    for (lodtensor_t *out : outs) result.emplace_back(out);
+    return result;
+}
 inline Tensor beam_search_gather_tree(TensorRef ids, TensorRef parents) {
     lodtensor_t *out = nullptr;
     check(::beam_search_gather_tree(ids.get(), parents.get(), &out));

@@ -190,6 +190,29 @@ func BeamSearchGatherState(state, parentIdx *Tensor) (*Tensor, error) {
 	})
 }
 
+// BeamSearchGatherStates reorders every tensor of a model's state by one parentIdx (result i is
+// states[i] reordered); on a CUDA device the call waits for the device once, not once a state.
+func BeamSearchGatherStates(states []*Tensor, parentIdx *Tensor) ([]*Tensor, error) {
+	defer runtime.KeepAlive(states)
+	defer runtime.KeepAlive(parentIdx)
+	raw := make([]*C.lodtensor_t, len(states))
+	for i, t := range states {
+		raw[i] = t.c()
+	}
+	outs := make([]*C.lodtensor_t, len(states))
+	err := call(func() C.lodtensor_status_t {
+		return C.beam_search_gather_states(ptrOf(raw), C.size_t(len(raw)), parentIdx.c(), ptrOf(outs))
+	})
+	if err != nil {
+		return nil, err
+	}
+	result := make([]*Tensor, len(outs))
+	for i, h := range outs {
+		result[i] = newTensor(h)
+	}
+	return result, nil
+}
+
 // BeamSearchGatherTree backtracks dense [T, B, beam] ids through their parents.
 func BeamSearchGatherTree(ids, parents *Tensor) (*Tensor, error) {
 	defer runtime.KeepAlive([]*Tensor{ids, parents})

@@ -154,4 +154,15 @@ func TestBeamBlocks(t *testing.T) {
 	g := keep(lt.BeamSearchGatherState(tensor(t, []float32{10, 20}, []int64{2, 1}, lt.LoD{}),
 		tensor(t, []int64{1, 1, 0}, []int64{3}, lt.LoD{})))
 	eq(t, "gather_state", floats(t, g), []float32{20, 20, 10})
+
+	a := tensor(t, []float32{10, 20}, []int64{2, 1}, lt.LoD{})
+	b := tensor(t, []int32{7, 8, 9}, []int64{3}, lt.LoD{})
+	both, err := lt.BeamSearchGatherStates([]*lt.Tensor{a, b}, tensor(t, []int64{1, 1, 0}, []int64{3}, lt.LoD{}))
+	if err != nil || len(both) != 2 {
+		t.Fatalf("gather_states: %v, %d results", err, len(both))
+	}
+	eq(t, "gather_states 0", floats(t, keep(both[0], nil)), []float32{20, 20, 10})
+	eq(t, "gather_states 1", must[[]int32](t)(lt.Data[int32](keep(both[1], nil))), []int32{8, 8, 7})
+	_, err = lt.BeamSearchGatherStates([]*lt.Tensor{b, a}, tensor(t, []int64{2}, []int64{1}, lt.LoD{}))
+	wantError(t, err, lt.OutOfRange, "states[1]")
 }

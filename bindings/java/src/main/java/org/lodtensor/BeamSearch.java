@@ -1,5 +1,7 @@
 package org.lodtensor;
 
+import com.sun.jna.Memory;
+import com.sun.jna.Native;
 import com.sun.jna.Pointer;
 import com.sun.jna.ptr.PointerByReference;
 import java.lang.ref.Cleaner;
@@ -240,6 +242,24 @@ public final class BeamSearch implements AutoCloseable {
     public static Tensor gatherState(Tensor state, Tensor parentIdx) {
         PointerByReference out = new PointerByReference();
         return Tensor.out(LIB.beam_search_gather_state(state.ptr(), parentIdx.ptr(), out), out);
+    }
+
+    /**
+     * Reorders every tensor of a model's state by one parentIdx (result i is states[i] reordered);
+     * on a CUDA device the call waits for the device once, not once a state.
+     */
+    public static Tensor[] gatherStates(Tensor[] states, Tensor parentIdx) {
+        Pointer[] raw = new Pointer[states.length];
+        for (int i = 0; i < states.length; i++) {
+            raw[i] = states[i].ptr();
+        }
+        Memory out = states.length == 0 ? null : new Memory((long) Native.POINTER_SIZE * states.length);
+        NativeHandle.check(LIB.beam_search_gather_states(raw, raw.length, parentIdx.ptr(), out));
+        Tensor[] result = new Tensor[states.length];
+        for (int i = 0; i < states.length; i++) {
+            result[i] = Tensor.adopt(out.getPointer((long) i * Native.POINTER_SIZE));
+        }
+        return result;
     }
 
     /** Backtracks dense [T, B, beam] ids through their parents. */

@@ -226,6 +226,8 @@ interface LodTensorLib extends Library {
 
     int sequence_concat(Pointer[] xs, long count, PointerByReference out);
 
+    int beam_search_gather_states(Pointer[] states, long count, Pointer parentIdx, Pointer out);
+
     int sequence_slice(Pointer x, Pointer offset, Pointer length, PointerByReference out);
 
     int sequence_reverse(Pointer x, PointerByReference out);

@@ -155,5 +155,16 @@ class OpsTest {
         Tensor g = keep(BeamSearch.gatherState(floats(new float[] {10, 20}, l(2, 1), Lod.NONE),
                 longs(l(1, 1, 0), l(3), Lod.NONE)));
         assertArrayEquals(new float[] {20, 20, 10}, g.toFloatArray());
+        Tensor a = floats(new float[] {10, 20}, l(2, 1), Lod.NONE);
+        Tensor b = floats(new float[] {7, 8, 9}, l(3), Lod.NONE);
+        Tensor[] both = BeamSearch.gatherStates(new Tensor[] {a, b}, longs(l(1, 1, 0), l(3), Lod.NONE));
+        assertEquals(2, both.length);
+        assertArrayEquals(new float[] {20, 20, 10}, keep(both[0]).toFloatArray());
+        assertArrayEquals(new float[] {8, 8, 7}, keep(both[1]).toFloatArray());
+        assertEquals(0, BeamSearch.gatherStates(new Tensor[0], longs(new long[0], l(0), Lod.NONE)).length);
+        LodTensorException e = assertThrows(LodTensorException.class,
+                () -> BeamSearch.gatherStates(new Tensor[] {b, a}, longs(l(2), l(1), Lod.NONE)));
+        assertEquals(Status.OUT_OF_RANGE, e.status());
+        assertTrue(e.getMessage().contains("states[1]"), e.getMessage());
     }
 }
