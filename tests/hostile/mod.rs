@@ -14,7 +14,7 @@ use lodtensor::ops::{
 use lodtensor::*;
 
 /// The number of operators `random_case` draws from.
-pub const OPS: usize = 34;
+pub const OPS: usize = 35;
 
 pub const DTYPES: [DType; 8] =
     [DType::F32, DType::F64, DType::I32, DType::I64, DType::U8, DType::Bool, DType::F16, DType::I8];
@@ -346,6 +346,9 @@ pub fn random_case(g: &mut Gen) -> Case {
                 beam_search_decode(&a[0], &a[1], beam, int).map(|(i, s)| vec![i, s])
             })
         }
+        33 => case("beam_search_gather_states", vec![x, g.tensor(D), g.tensor(I)], vec![], move |t, _| {
+            beam_search_gather_states(&[&t[0], &t[1]], &t[2])
+        }),
         _ => case("beam_search_gather_tree", vec![g.tensor(I), g.tensor(I)], vec![], move |t, _| {
             beam_search_gather_tree(&t[0], &t[1]).map(one)
         }),
