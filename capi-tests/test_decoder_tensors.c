@@ -112,6 +112,27 @@ static lodtensor_place_t step_place(const model_t *m, size_t step) {
     }
 }
 
+/* parent_idx_tensor: NULL at step 0 and after a step on the host; after a step on a device, the
+ * parents as int32 there, the values of parent_idx. */
+static int parents_as_documented(const model_t *m, const beam_search_step_info_t *info) {
+    const lodtensor_t *t = info->parent_idx_tensor;
+    lodtensor_t *host = NULL;
+    lodtensor_dtype_t dtype;
+    lodtensor_place_t at;
+    int ok;
+    size_t i;
+    if (info->step == 0 || step_place(m, info->step - 1).device_type == LODTENSOR_DEVICE_CPU) return t == NULL;
+    if (t == NULL || lodtensor_dtype(t, &dtype) != LODTENSOR_OK || lodtensor_place(t, &at) != LODTENSOR_OK) return 0;
+    if (dtype.code != I32.code || dtype.bits != 32 || at.device_type != LODTENSOR_DEVICE_CUDA) return 0;
+    if (lodtensor_to_place(t, fx_cpu(), &host) != LODTENSOR_OK) return 0;
+    ok = 1;
+    for (i = 0; i < info->num_prefixes; ++i) {
+        ok = ok && ((const int32_t *)fx_data(host))[i] == info->parent_idx[i];
+    }
+    lodtensor_destroy(host);
+    return ok;
+}
+
 /* The tensor callback: a new handle with the model's log-probs on the model's place. */
 static int32_t tensor_step(const beam_search_step_info_t *info, lodtensor_t **out_log_probs, void *user_data) {
     model_t *m = (model_t *)user_data;
@@ -121,6 +142,7 @@ static int32_t tensor_step(const beam_search_step_info_t *info, lodtensor_t **ou
     m->calls++;
     if (*out_log_probs != NULL) return 5; /* documented: NULL on entry */
     if (info->source_offsets[info->num_sources] != info->num_prefixes || info->vocab_size != VOCAB) return 7;
+    if (!parents_as_documented(m, info)) return 9;
     if (misbehave == FAIL) return 42;
     if (misbehave == LEAVE_NULL) return 0;
     t = model_tensor(info, m->dtype, misbehave == EXTRA_COLUMN ? 1 : 0, misbehave == FLAT);

@@ -106,6 +106,7 @@ void test_same_as_run() {
         std::size_t steps = 0;
         lt::DecodeResult got = decoder.run_tensors(3, [&](lt::BeamStep info) {
             CHECK_EQ_SIZE(info.step(), steps++);
+            CHECK(!info.parent_idx_tensor());  // host log-probs: the parents stay on the host
             return model_tensor(info, dtype);
         });
         CHECK(same_result(got, want));
@@ -120,8 +121,22 @@ void test_same_as_run() {
         CHECK(static_cast<bool>(kept) && kept.dims()[1] == static_cast<std::int64_t>(kVocab));
 
         if (cuda_usable()) {
-            lt::DecodeResult on_device = decoder.run_tensors(
-                3, [&](lt::BeamStep info) { return lt::to_place(model_tensor(info, dtype), lt::cuda_place(0)); });
+            // After the first step the parents come on the device, a state there is reordered by them.
+            lt::DecodeResult on_device = decoder.run_tensors(3, [&](lt::BeamStep info) {
+                CHECK(static_cast<bool>(info.parent_idx_tensor()) == (info.step() > 0));
+                if (info.parent_idx_tensor()) {
+                    std::size_t previous = 0;  // rows of the previous step's state
+                    for (std::size_t i = 0; i < info.num_prefixes(); ++i) {
+                        previous = std::max(previous, static_cast<std::size_t>(info.parent_idx()[i]) + 1);
+                    }
+                    const std::vector<float> rows(previous, 1.0f);
+                    const std::int64_t n = static_cast<std::int64_t>(rows.size());
+                    lt::Tensor state = lt::to_place(lt::Tensor::create<float>(rows, {n}), lt::cuda_place(0));
+                    std::vector<lt::Tensor> moved = lt::beam_search_gather_states({state}, info.parent_idx_tensor());
+                    CHECK(moved.size() == 1 && moved[0].dims()[0] == static_cast<std::int64_t>(info.num_prefixes()));
+                }
+                return lt::to_place(model_tensor(info, dtype), lt::cuda_place(0));
+            });
             CHECK(same_result(on_device, want));
         } else {
             std::printf("test_hpp_decoder_tensors: CUDA part skipped: no CUDA device\n");

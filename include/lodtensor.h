@@ -234,6 +234,12 @@ typedef struct beam_search_step_info_t {
   const float *scores;
   // Columns of the log-probs.
   size_t vocab_size;
+  // In `beam_search_decoder_run_tensors`, when the previous step ran on a CUDA device:
+  // `parent_idx` as an int32 `[P]` tensor on that device, borrowed for the call (do not destroy
+  // it; `lodtensor_share` keeps it), so that state there is reordered
+  // (`beam_search_gather_states`) without uploading the parents. NULL otherwise (step 0, a step
+  // on the host, `beam_search_decoder_run`).
+  const struct lodtensor_t *parent_idx_tensor;
 } beam_search_step_info_t;
 
 // A decoder callback. The step function fills `log_probs` (`num_prefixes x vocab_size` floats,

@@ -895,6 +895,9 @@ class BeamStep {
         return Span<const std::int64_t>(info_->parent_idx, info_->num_prefixes);
     }
     Span<const float> scores() const noexcept { return Span<const float>(info_->scores, info_->num_prefixes); }
+    // decoder_run_tensors, after a step on a CUDA device: parent_idx as an int32 tensor there
+    // (borrowed; for beam_search_gather_states without an upload); empty (false) otherwise.
+    TensorRef parent_idx_tensor() const noexcept { return TensorRef(info_->parent_idx_tensor); }
     const beam_search_step_info_t *get() const noexcept { return info_; }
 
   private:

@@ -71,6 +71,19 @@ pub struct StepInfo<'a> {
     pub scores: &'a [f32],
     /// Log-probs per prefix row.
     pub vocab_size: usize,
+    /// In [`Decoder::run_tensors`], when the previous step ran on a CUDA device: `parent_idx` as an
+    /// int32 `[P]` tensor on that device, so that state there is reordered
+    /// ([`crate::beam_search_gather_states`]) without uploading it. `None` otherwise (step 0, a
+    /// step on the host, [`Decoder::run`]).
+    pub parent_idx_tensor: Option<&'a LoDTensor>,
+}
+
+/// A step's selection on the device where it was made: the next step's prefixes there, and the
+/// parents that the step callback sees as `parent_idx_tensor`.
+struct DeviceSelection {
+    ids: LoDTensor,
+    scores: LoDTensor,
+    parents: LoDTensor,
 }
 
 /// The decoded sentences.
@@ -212,12 +225,13 @@ impl Decoder {
         let o = &self.options;
         let mut beams = Beams::start(o, num_sources)?;
         // The previous step's selection where it was made on a device: the next step's inputs there.
-        let mut on_device: Option<(LoDTensor, LoDTensor)> = None;
+        let mut on_device: Option<DeviceSelection> = None;
         for t in 0..o.max_length {
             let Some(sources) = beams.live_sources(t, o.end_id)? else {
                 break; // every branch ended: the next step would prune every source
             };
-            let info = beams.info(t, &sources, o.vocab_size)?;
+            let mut info = beams.info(t, &sources, o.vocab_size)?;
+            info.parent_idx_tensor = on_device.as_ref().map(|s| &s.parents);
             let (rows, v) = (info.ids.len(), o.vocab_size);
             let lp = step(&info)?;
             ensure!(
@@ -229,9 +243,10 @@ impl Decoder {
             let banned = (t < o.min_length).then_some(o.end_id as usize);
             let out = match lp.tensor().place() {
                 Place::Cpu => {
+                    let out = self.host_step(&lp, &info, &sources, banned)?;
                     // A later device step must start from this step's selection.
                     on_device = None;
-                    self.host_step(&lp, &info, &sources, banned)?
+                    out
                 }
                 Place::Cuda(_) => self.device_step(&lp, &beams, &sources, banned, &mut on_device)?,
             };
@@ -278,13 +293,13 @@ impl Decoder {
         beams: &Beams,
         sources: &[usize],
         banned: Option<usize>,
-        on_device: &mut Option<(LoDTensor, LoDTensor)>,
+        on_device: &mut Option<DeviceSelection>,
     ) -> Result<BeamSearchStep> {
         let o = &self.options;
         dispatch_dtype!(lp.tensor().dtype(), "log_probs", [F32, F16, BF16], |T| Ok(()))?;
         let place = lp.tensor().place();
         let (di, ds) = match on_device.take() {
-            Some((i, s)) if i.tensor().place() == place => (i, s),
+            Some(s) if s.ids.tensor().place() == place => (s.ids, s.scores),
             _ => (to_place(&beams.ids, place)?, to_place(&beams.scores, place)?),
         };
         // The previous selection's LoD carries its level 0 in rows on the device (`sources`).
@@ -311,7 +326,11 @@ impl Decoder {
             selected_scores: LoDTensor::new(scores, lod)?,
             parent_idx: parents,
         };
-        *on_device = Some((LoDTensor::new(step.ids, step.lod.clone())?, LoDTensor::new(step.scores, step.lod)?));
+        *on_device = Some(DeviceSelection {
+            ids: LoDTensor::new(step.ids, step.lod.clone())?,
+            scores: LoDTensor::new(step.scores, step.lod)?,
+            parents: LoDTensor::dense(step.parents),
+        });
         Ok(out)
     }
 
@@ -407,6 +426,7 @@ impl Beams {
             parent_idx: &self.parents,
             scores: self.scores.tensor().as_slice::<f32>()?,
             vocab_size,
+            parent_idx_tensor: None,
         })
     }
 

@@ -732,6 +732,85 @@ fn gpu_tensor_array_read_write_stay_on_device() {
 
 // ---- the decoder -------------------------------------------------------------------------------
 
+/// A decoder over device log-probs hands its step callback the previous step's parents on the
+/// device (`parent_idx_tensor`, int32, the values of `parent_idx`; none at step 0 or after a step on
+/// the host, nor ever for host log-probs): a state kept there, reordered with them by
+/// `beam_search_gather_states` (no upload), stays equal to the same state kept on the host and
+/// reordered by `parent_idx`, step after step.
+#[test]
+fn gpu_decoder_parents_on_the_device_reorder_device_state() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let options = DecoderOptions {
+        beam_size: 3,
+        vocab_size: 9,
+        start_id: 0,
+        end_id: 2,
+        max_length: 6,
+        min_length: 1,
+        length_penalty: 0.0,
+        num_hypotheses: 1,
+    };
+    let decoder = Decoder::new(options).unwrap();
+    for host_steps in [false, true] {
+        // Row i of the state: the tokens of prefix i so far, summed with weights (two columns).
+        let (mut host_state, mut device_state): (Vec<f32>, Option<LoDTensor>) = (vec![], None);
+        let mut seen = 0;
+        decoder
+            .run_tensors(4, &mut |info| {
+                let p = info.ids.len();
+                let on_host = host_steps && info.step % 3 == 1;
+                match info.parent_idx_tensor {
+                    None => assert!(info.step == 0 || (host_steps && info.step % 3 == 2), "step {}", info.step),
+                    Some(parents) => {
+                        assert!(info.step > 0 && !(host_steps && info.step % 3 == 2), "step {}", info.step);
+                        assert_eq!((parents.tensor().place(), parents.tensor().dtype()), (GPU, DType::I32));
+                        let values: Vec<i64> =
+                            to_place(parents, Place::Cpu).unwrap().tensor().index_values("parents").unwrap();
+                        assert_eq!(values, info.parent_idx, "step {}", info.step);
+                        seen += 1;
+                    }
+                }
+                let previous = std::mem::take(&mut host_state);
+                host_state = (0..p)
+                    .flat_map(|i| {
+                        let parent = info.parent_idx[i] as usize;
+                        let base =
+                            if info.step == 0 { [0.0, 0.0] } else { [previous[2 * parent], previous[2 * parent + 1]] };
+                        [base[0] * 0.5 + info.ids[i] as f32, base[1] + 1.0]
+                    })
+                    .collect();
+                // The device state: reordered on the device where the parents are there, else
+                // made from the host state (step 0, after a host step).
+                let tokens = gpu(&LoDTensor::dense(
+                    Tensor::from_slice(&info.ids.iter().map(|&t| t as f32).collect::<Vec<_>>(), &[p, 1]).unwrap(),
+                ));
+                let fresh = || gpu(&LoDTensor::dense(Tensor::from_slice(&host_state, &[p, 2]).unwrap()));
+                device_state = Some(match (info.parent_idx_tensor, device_state.take()) {
+                    (Some(parents), Some(state)) => {
+                        let reordered = lodtensor::beam_search_gather_states(&[&state, &tokens], parents).unwrap();
+                        let old = to_place(&reordered[0], Place::Cpu).unwrap();
+                        let old = old.tensor().as_slice::<f32>().unwrap();
+                        let expect: Vec<f32> = (0..p)
+                            .flat_map(|i| [old[2 * i] * 0.5 + info.ids[i] as f32, old[2 * i + 1] + 1.0])
+                            .collect();
+                        assert_eq!(expect, host_state, "step {}: the device state followed other parents", info.step);
+                        fresh()
+                    }
+                    _ => fresh(),
+                });
+                let lp: Vec<f32> = (0..p * 9)
+                    .map(|k| -(((k * 7 + info.step * 5 + host_state[2 * (k / 9)] as usize) % 11) as f32))
+                    .collect();
+                let lp = LoDTensor::dense(Tensor::from_slice(&lp, &[p, 9]).unwrap());
+                Ok(if on_host { lp } else { gpu(&lp) })
+            })
+            .unwrap();
+        assert!(seen >= 2, "the parents came on the device at {seen} steps");
+    }
+}
+
 #[test]
 fn gpu_decoder_equals_cpu() {
     if !gpu_or_skip() {

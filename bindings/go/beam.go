@@ -104,6 +104,10 @@ type BeamStep struct {
 	ParentIdx     []int64   // the previous step's prefix each extends (the source index at step 0)
 	Scores        []float32 // cumulative log-probabilities
 	VocabSize     int
+	// ParentIdxTensor: in RunTensors, after a step on a CUDA device, ParentIdx as an int32 tensor
+	// there (BeamSearchGatherStates then reorders state on the device without an upload); closed
+	// after the call (Share() keeps it). nil otherwise.
+	ParentIdxTensor *Tensor
 }
 
 // DecoderFunc is a decoder callback: it fills (step function) or changes (edit function)
@@ -216,7 +220,16 @@ func (d *Decoder) RunTensors(numSources int, step TensorModel) (ids, scores *Ten
 func lodtensorGoBeamTensorStep(info *C.beam_search_step_info_t, out **C.lodtensor_t, handle C.uintptr_t) (status C.int32_t) {
 	ctx := cgo.Handle(handle).Value().(*tensorDecoderContext)
 	defer ctx.catch(&status)
-	lp, err := ctx.fn(beamStepOf(info))
+	st := beamStepOf(info)
+	if info.parent_idx_tensor != nil {
+		var h *C.lodtensor_t
+		if s := C.lodtensor_share(info.parent_idx_tensor, &h); s != C.LODTENSOR_OK {
+			return ctx.fail(lastError(s))
+		}
+		st.ParentIdxTensor = newTensor(h)
+		defer st.ParentIdxTensor.Close()
+	}
+	lp, err := ctx.fn(st)
 	if err != nil {
 		lp.Close()
 		return ctx.fail(err)

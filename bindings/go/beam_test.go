@@ -2,6 +2,7 @@ package lodtensor_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"sort"
 	"testing"
@@ -291,6 +292,27 @@ func TestDecoderRunTensors(t *testing.T) {
 		for _, place := range places {
 			var kept *lt.Tensor
 			ids, scores, err := dec.RunTensors(3, func(st *lt.BeamStep) (*lt.Tensor, error) {
+				// The parents on the device after a step there (int32, ParentIdx's values); none
+				// at step 0 or on the host.
+				if (st.ParentIdxTensor != nil) != (place != lt.CPU && st.Step > 0) {
+					return nil, fmt.Errorf("step %d on %v: ParentIdxTensor %v", st.Step, place, st.ParentIdxTensor)
+				}
+				if st.ParentIdxTensor != nil {
+					host, err := st.ParentIdxTensor.ToPlace(lt.CPU)
+					if err != nil {
+						return nil, err
+					}
+					parents, err := lt.Data[int32](host)
+					if err != nil {
+						return nil, err
+					}
+					for i, p := range parents {
+						if int64(p) != st.ParentIdx[i] {
+							return nil, fmt.Errorf("step %d: parent %d is %d, ParentIdx says %d", st.Step, i, p, st.ParentIdx[i])
+						}
+					}
+					host.Close()
+				}
 				x, err := toyTensor(st, dtype)
 				if err != nil || place == lt.CPU {
 					return x, err

@@ -313,6 +313,12 @@ pub struct beam_search_step_info_t {
     pub scores: *const f32,
     /// Columns of the log-probs.
     pub vocab_size: usize,
+    /// In `beam_search_decoder_run_tensors`, when the previous step ran on a CUDA device:
+    /// `parent_idx` as an int32 `[P]` tensor on that device, borrowed for the call (do not destroy
+    /// it; `lodtensor_share` keeps it), so that state there is reordered
+    /// (`beam_search_gather_states`) without uploading the parents. NULL otherwise (step 0, a step
+    /// on the host, `beam_search_decoder_run`).
+    pub parent_idx_tensor: *const lodtensor_t,
 }
 
 /// A decoder callback. The step function fills `log_probs` (`num_prefixes x vocab_size` floats,
@@ -403,8 +409,9 @@ pub unsafe extern "C" fn beam_search_decoder_destroy(decoder: *mut beam_search_d
     }
 }
 
-/// The C view of a step's prefixes, borrowing `info`.
-fn c_info(info: &StepInfo) -> beam_search_step_info_t {
+/// The C view of a step's prefixes, borrowing `info` and `parents` (the handle of
+/// `info.parent_idx_tensor`, if any).
+fn c_info(info: &StepInfo, parents: Option<&lodtensor_t>) -> beam_search_step_info_t {
     beam_search_step_info_t {
         step: info.step,
         num_sources: info.source_offsets.len() - 1,
@@ -414,6 +421,7 @@ fn c_info(info: &StepInfo) -> beam_search_step_info_t {
         parent_idx: info.parent_idx.as_ptr(),
         scores: info.scores.as_ptr(),
         vocab_size: info.vocab_size,
+        parent_idx_tensor: parents.map_or(std::ptr::null(), |p| p as *const lodtensor_t),
     }
 }
 
@@ -425,7 +433,7 @@ unsafe fn call(
     log_probs: &mut [f32],
     user_data: *mut c_void,
 ) -> Result<()> {
-    let c = c_info(info);
+    let c = c_info(info, None);
     let status = f(&c, log_probs.as_mut_ptr(), user_data);
     ensure!(status == 0, CallbackFailed, "{name}: returned status {status} at step {}", info.step);
     Ok(())
@@ -495,7 +503,9 @@ unsafe fn call_tensor(
     info: &StepInfo,
     user_data: *mut c_void,
 ) -> Result<LoDTensor> {
-    let c = c_info(info);
+    // A handle sharing the parents' tensor, alive for the call.
+    let parents = info.parent_idx_tensor.map(|t| lodtensor_t { inner: t.clone() });
+    let c = c_info(info, parents.as_ref());
     let mut log_probs: *mut lodtensor_t = std::ptr::null_mut();
     let status = f(&c, &mut log_probs, user_data);
     // Ours from here on, also when the callback failed: dropped with the step.

@@ -42,9 +42,14 @@ public final class BeamSearch implements AutoCloseable {
         }
     }
 
-    /** What a decoder callback sees at one step (copied; the log-probs buffer is not). */
+    /**
+     * What a decoder callback sees at one step (copied; the log-probs buffer is not).
+     * {@code parentIdxTensor}: in {@link #runTensors}, after a step on a CUDA device, parentIdx as
+     * an int32 tensor there ({@link #gatherStates} then reorders state on the device without an
+     * upload), closed after the call ({@link Tensor#share} keeps it); null otherwise.
+     */
     public record StepInfo(long step, int numSources, long[] sourceOffsets, long[] ids, long[] parentIdx,
-                           float[] scores, int vocabSize) {
+                           float[] scores, int vocabSize, Tensor parentIdxTensor) {
         public int numPrefixes() {
             return ids.length;
         }
@@ -141,14 +146,20 @@ public final class BeamSearch implements AutoCloseable {
     public Result runTensors(long numSources, TensorModel step) {
         Throwable[] thrown = new Throwable[1];
         LodTensorLib.BeamTensorStepFn stepFn = step == null ? null : (infoPtr, outLogProbs, userData) -> {
+            StepInfo info = null;
             try {
-                Tensor t = step.apply(stepInfo(infoPtr));
+                info = stepInfo(infoPtr, true);
+                Tensor t = step.apply(info);
                 outLogProbs.setPointer(0, t == null ? null : t.take());
                 return 0;
             } catch (Throwable t) {
                 // Nothing may propagate into the library's frames (JNA would swallow it).
                 thrown[0] = t;
                 return -1;
+            } finally {
+                if (info != null && info.parentIdxTensor() != null) {
+                    info.parentIdxTensor().close();
+                }
             }
         };
         PointerByReference ids = new PointerByReference();
@@ -173,20 +184,25 @@ public final class BeamSearch implements AutoCloseable {
         return new Result(Tensor.adopt(ids.getValue()), Tensor.adopt(scores.getValue()));
     }
 
-    /** A copy of the library's step info. */
-    private static StepInfo stepInfo(Pointer infoPtr) {
+    /** A copy of the library's step info; the parents' tensor shared where {@code withTensor}. */
+    private static StepInfo stepInfo(Pointer infoPtr, boolean withTensor) {
         LodTensorLib.StepInfoT c = new LodTensorLib.StepInfoT(infoPtr);
         int p = (int) c.num_prefixes;
+        Tensor parents = null;
+        if (withTensor && c.parent_idx_tensor != null) {
+            PointerByReference shared = new PointerByReference();
+            parents = Tensor.out(LIB.lodtensor_share(c.parent_idx_tensor, shared), shared);
+        }
         return new StepInfo(c.step, (int) c.num_sources, c.source_offsets.getLongArray(0, (int) c.num_sources + 1),
                 p == 0 ? new long[0] : c.ids.getLongArray(0, p),
                 p == 0 ? new long[0] : c.parent_idx.getLongArray(0, p),
-                p == 0 ? new float[0] : c.scores.getFloatArray(0, p), (int) c.vocab_size);
+                p == 0 ? new float[0] : c.scores.getFloatArray(0, p), (int) c.vocab_size, parents);
     }
 
     private static LodTensorLib.BeamStepFn adapt(Model model, Throwable[] thrown) {
         return (infoPtr, logProbs, userData) -> {
             try {
-                StepInfo info = stepInfo(infoPtr);
+                StepInfo info = stepInfo(infoPtr, false);
                 int p = info.numPrefixes();
                 int v = info.vocabSize();
                 FloatBuffer lp = (long) p * v == 0 ? FloatBuffer.allocate(0)

@@ -85,7 +85,7 @@ interface LodTensorLib extends Library {
     }
 
     @Structure.FieldOrder({"step", "num_sources", "source_offsets", "num_prefixes", "ids", "parent_idx", "scores",
-            "vocab_size"})
+            "vocab_size", "parent_idx_tensor"})
     class StepInfoT extends Structure {
         public long step;
         public long num_sources;
@@ -95,6 +95,7 @@ interface LodTensorLib extends Library {
         public Pointer parent_idx;
         public Pointer scores;
         public long vocab_size;
+        public Pointer parent_idx_tensor;
 
         public StepInfoT(Pointer p) {
             super(p);

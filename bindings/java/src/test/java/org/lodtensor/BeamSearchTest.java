@@ -2,6 +2,7 @@ package org.lodtensor;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -250,7 +251,10 @@ class BeamSearchTest {
                     }
                 }, null)) {
                     assertEquals(9, want.scores().numel());
-                    try (BeamSearch.Result got = decoder.runTensors(3, info -> toyTensor(info, dtype))) {
+                    try (BeamSearch.Result got = decoder.runTensors(3, info -> {
+                        assertNull(info.parentIdxTensor(), "host log-probs: the parents stay on the host");
+                        return toyTensor(info, dtype);
+                    })) {
                         assertSameResult(want, got);
                     }
                     // A tensor the model keeps, handed over as a share.
@@ -268,6 +272,16 @@ class BeamSearchTest {
                     }
                     if (devices > 0) {
                         try (BeamSearch.Result got = decoder.runTensors(3, info -> {
+                            // After a step on the device, its parents there: ParentIdx's values.
+                            assertEquals(info.step() > 0, info.parentIdxTensor() != null);
+                            if (info.parentIdxTensor() != null) {
+                                try (Tensor host = info.parentIdxTensor().toPlace(1, 0)) {
+                                    int[] parents = host.toIntArray();
+                                    for (int i = 0; i < parents.length; i++) {
+                                        assertEquals(info.parentIdx()[i], parents[i]);
+                                    }
+                                }
+                            }
                             try (Tensor t = toyTensor(info, dtype)) {
                                 return t.toPlace(2, 0);
                             }
