@@ -3,7 +3,7 @@
 
 use super::args::{self, get, null, Out};
 use super::boundary;
-use super::tensor::{lodtensor_t, new_handle};
+use super::tensor::{into_handle, lodtensor_t, new_handle, tensors_of};
 use super::tensor_array::tensor_array_t;
 use super::types::lodtensor_status_t;
 use crate::decoder::{Decoder, DecoderOptions, StepInfo};
@@ -196,14 +196,10 @@ pub unsafe extern "C" fn beam_search_gather_states(
         let handles = args::slice(states, count, "states")?;
         let parent_idx = get(parent_idx, "parent_idx")?;
         let out = args::out_array(out, count, "out")?;
-        let states = handles
-            .iter()
-            .enumerate()
-            .map(|(i, &h)| h.as_ref().map(|h| &h.inner).ok_or_else(|| null(&format!("states[{i}]"))))
-            .collect::<Result<Vec<&LoDTensor>>>()?;
+        let states = tensors_of(handles, "states")?;
         let gathered = ops::beam_search_gather_states(&states, &parent_idx.inner)?;
         for (slot, inner) in out.iter_mut().zip(gathered) {
-            *slot = Box::into_raw(Box::new(lodtensor_t { inner }));
+            *slot = into_handle(inner);
         }
         Ok(())
     })

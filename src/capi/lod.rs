@@ -3,9 +3,9 @@
 
 use super::args::{self, copy_out, get, get_mut, Out};
 use super::boundary;
-use super::tensor::{lodtensor_t, new_handle, read};
+use super::tensor::{into_handle, lodtensor_t, new_handle, read, tensors_of};
 use super::types::lodtensor_status_t;
-use crate::error::{ensure, Result};
+use crate::error::ensure;
 use crate::lod_tensor::LoDTensor;
 
 /// The number of LoD levels (0 for a plain dense tensor). Returns LODTENSOR_NULL_ARGUMENT.
@@ -152,7 +152,7 @@ pub unsafe extern "C" fn lodtensor_split(
         );
         let pieces = t.inner.split(num_pieces)?;
         for (i, piece) in pieces.iter().enumerate() {
-            out_pieces.add(i).write(Box::into_raw(Box::new(lodtensor_t { inner: piece.clone() })));
+            out_pieces.add(i).write(into_handle(piece.clone()));
         }
         out_count.write(pieces.len());
         Ok(())
@@ -174,11 +174,7 @@ pub unsafe extern "C" fn lodtensor_merge(
     boundary(|| {
         let handles = args::slice(tensors, count, "tensors")?;
         let out = Out::new(out, "out")?;
-        let parts = handles
-            .iter()
-            .enumerate()
-            .map(|(i, &h)| h.as_ref().map(|h| &h.inner).ok_or_else(|| args::null(&format!("tensors[{i}]"))))
-            .collect::<Result<Vec<&LoDTensor>>>()?;
+        let parts = tensors_of(handles, "tensors")?;
         new_handle(out, LoDTensor::merge(&parts)?);
         Ok(())
     })

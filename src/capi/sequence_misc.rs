@@ -7,7 +7,7 @@
 
 use super::args::{self, get, Out};
 use super::boundary;
-use super::tensor::{lodtensor_t, new_handle};
+use super::tensor::{lodtensor_t, new_handle, tensors_of};
 use super::types::{lodtensor_dtype_t, lodtensor_status_t};
 use crate::error::Result;
 use crate::lod_tensor::LoDTensor;
@@ -65,11 +65,7 @@ pub unsafe extern "C" fn sequence_concat(
         ensure_not_null(xs, "xs")?;
         let handles = args::slice(xs, count, "xs")?;
         let out = Out::new(out, "out")?;
-        let inputs = handles
-            .iter()
-            .enumerate()
-            .map(|(i, &h)| h.as_ref().map(|h| &h.inner).ok_or_else(|| args::null(&format!("xs[{i}]"))))
-            .collect::<Result<Vec<&LoDTensor>>>()?;
+        let inputs = tensors_of(handles, "xs")?;
         new_handle(out, ops::sequence_concat(&inputs)?);
         Ok(())
     })

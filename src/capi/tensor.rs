@@ -25,7 +25,24 @@ pub struct lodtensor_t {
 pub type lodtensor_release_fn = Option<unsafe extern "C" fn(data: *mut c_void, user_data: *mut c_void)>;
 
 pub(crate) fn new_handle(out: Out<*mut lodtensor_t>, inner: LoDTensor) {
-    out.write(Box::into_raw(Box::new(lodtensor_t { inner })));
+    out.write(into_handle(inner));
+}
+
+/// A new handle owning `inner`, for the caller to destroy.
+pub(crate) fn into_handle(inner: LoDTensor) -> *mut lodtensor_t {
+    Box::into_raw(Box::new(lodtensor_t { inner }))
+}
+
+/// The tensors of a caller's array of handles (`name`), each checked non-NULL (`name[i]` named).
+pub(crate) unsafe fn tensors_of<'a>(
+    handles: &[*const lodtensor_t],
+    name: &str,
+) -> crate::error::Result<Vec<&'a LoDTensor>> {
+    handles
+        .iter()
+        .enumerate()
+        .map(|(i, &h)| h.as_ref().map(|h| &h.inner).ok_or_else(|| super::args::null(&format!("{name}[{i}]"))))
+        .collect()
 }
 
 /// The body of a read-only accessor: `*out = f(t)`.

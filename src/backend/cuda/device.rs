@@ -312,8 +312,8 @@ pub fn device_counters(ordinal: u32) -> Result<CudaCounters> {
 
 /// The device memory of CUDA device `ordinal` that the library holds: `(in_use, kept)`, the bytes
 /// of its live allocations (the blocks `kept_zero.rs` keeps included) and of the freed blocks its
-/// cache keeps for reuse. Both count whole
-/// blocks of their size class (`memory::size_class`). A device not used yet holds none.
+/// cache keeps for reuse. Both count whole blocks of their size class (`memory::size_class`). A
+/// device not used yet holds none.
 pub fn device_memory_info(ordinal: u32) -> Result<(usize, usize)> {
     let Some(d) = opened(ordinal)? else {
         return Ok((0, 0));
