@@ -225,6 +225,7 @@ void test_places() {
         EXPECT_ERROR(lt::cuda_cache_limit(0), LODTENSOR_UNSUPPORTED, "cuda:0");
         EXPECT_ERROR(lt::cuda_load_kernels(0), LODTENSOR_UNSUPPORTED, "cuda:0");
         EXPECT_ERROR(lt::cuda_counters(0), LODTENSOR_UNSUPPORTED, "cuda:0");
+        EXPECT_ERROR(lt::cuda_stream(0), LODTENSOR_UNSUPPORTED, "cuda:0");
     } else {  // a tensor on the device holds device memory, and emptying the cache leaves it
         std::vector<std::uint64_t> before = lt::cuda_counters(0);
         lt::Tensor d = lt::to_place(x, lt::cuda_place(0));
@@ -242,6 +243,8 @@ void test_places() {
         lt::CudaFreeMemory m = lt::cuda_free_memory(0);
         CHECK(m.free > 0 && m.free <= m.total);
         lt::cuda_load_kernels(0);
+        void *stream = lt::cuda_stream(0);
+        CHECK(stream != nullptr && lt::cuda_stream(0) == stream);
     }
     EXPECT_ERROR(lt::cuda_free_memory(-1), LODTENSOR_INVALID_ARGUMENT, "device");
     EXPECT_ERROR(lt::cuda_memory_info(-1), LODTENSOR_INVALID_ARGUMENT, "device");
@@ -250,6 +253,7 @@ void test_places() {
     EXPECT_ERROR(lt::cuda_cache_limit(-1), LODTENSOR_INVALID_ARGUMENT, "device");
     EXPECT_ERROR(lt::cuda_load_kernels(-1), LODTENSOR_INVALID_ARGUMENT, "device");
     EXPECT_ERROR(lt::cuda_counters(-1), LODTENSOR_INVALID_ARGUMENT, "device");
+    EXPECT_ERROR(lt::cuda_stream(-1), LODTENSOR_INVALID_ARGUMENT, "device");
     EXPECT_ERROR(lt::to_place(x, lodtensor_place_t{7, 0}), LODTENSOR_INVALID_ARGUMENT, "place");
 }
 

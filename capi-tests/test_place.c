@@ -1,9 +1,11 @@
-/* test_place: lodtensor_cuda_device_count, lodtensor_to_place, lodtensor_synchronize.
+/* test_place: lodtensor_cuda_device_count, lodtensor_to_place, lodtensor_synchronize,
+ * lodtensor_cuda_stream.
  * Everything that needs no GPU runs in every build: the CPU place (a copy with its own memory,
- * same values and LoD), NULL arguments, bad places, and, where CUDA cannot be used (a build
- * without CUDA, no driver, no device), the UNSUPPORTED statuses. With a GPU the round trip
- * host -> cuda:0 -> cuda:0 -> host is checked too, and sequence_expand_as on the device against
- * the worked example; without one that part says it was skipped. */
+ * same values and LoD), NULL arguments, bad places and devices, and, where CUDA cannot be used (a
+ * build without CUDA, no driver, no device), the UNSUPPORTED statuses. With a GPU the round trip
+ * host -> cuda:0 -> cuda:0 -> host is checked too, sequence_expand_as on the device against the
+ * worked example, and each device's stream (the same handle each time, one per device); without
+ * one that part says it was skipped. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +55,10 @@ static void test_bad_arguments(void) {
     CHECK_STATUS_MSG(lodtensor_synchronize(fx_place(LODTENSOR_DEVICE_CUDA, -2)), LODTENSOR_INVALID_ARGUMENT,
                      "place");
     CHECK_EQ_PTR(y, fx_sentinel());
+    void *stream = fx_sentinel();
+    CHECK_STATUS_MSG(lodtensor_cuda_stream(0, NULL), LODTENSOR_NULL_ARGUMENT, "out");
+    CHECK_STATUS_MSG(lodtensor_cuda_stream(-1, &stream), LODTENSOR_INVALID_ARGUMENT, "device");
+    CHECK_EQ_PTR(stream, fx_sentinel());
     lodtensor_destroy(x);
 }
 
@@ -63,7 +69,26 @@ static void test_without_cuda(void) {
     CHECK_STATUS_MSG(lodtensor_to_place(x, fx_place(LODTENSOR_DEVICE_CUDA, 0), &y), LODTENSOR_UNSUPPORTED, "cuda");
     CHECK_STATUS_MSG(lodtensor_synchronize(fx_place(LODTENSOR_DEVICE_CUDA, 0)), LODTENSOR_UNSUPPORTED, "cuda");
     CHECK_EQ_PTR(y, fx_sentinel());
+    void *stream = fx_sentinel();
+    CHECK_STATUS_MSG(lodtensor_cuda_stream(0, &stream), LODTENSOR_UNSUPPORTED, "cuda:0");
+    CHECK_EQ_PTR(stream, fx_sentinel());
     lodtensor_destroy(x);
+}
+
+/* Each device's stream: a handle of its own, the same at every call; a device beyond the count is
+ * INVALID_ARGUMENT and leaves the output untouched. */
+static void test_streams(size_t count) {
+    void *streams[8] = {NULL}, *again = NULL, *bad = fx_sentinel();
+    size_t d, e;
+    CHECK_STATUS_MSG(lodtensor_cuda_stream((int32_t)count, &bad), LODTENSOR_INVALID_ARGUMENT, "cuda:");
+    CHECK_EQ_PTR(bad, fx_sentinel());
+    for (d = 0; d < count && d < 8; d++) {
+        if (!CHECK_OK(lodtensor_cuda_stream((int32_t)d, &streams[d]))) continue;
+        CHECK(streams[d] != NULL);
+        CHECK_OK(lodtensor_cuda_stream((int32_t)d, &again));
+        CHECK_EQ_PTR(again, streams[d]);
+        for (e = 0; e < d; e++) CHECK(streams[e] != streams[d]);
+    }
 }
 
 static void test_with_cuda(size_t count) {
@@ -121,6 +146,7 @@ int main(void) {
     if (status == LODTENSOR_OK) {
         CHECK(count > 0);
         test_with_cuda(count);
+        test_streams(count);
     } else {
         /* scripts/test-gpu.sh sets LODTENSOR_REQUIRE_GPU=1: a GPU run must not pass by skipping. */
         const char *require = getenv("LODTENSOR_REQUIRE_GPU");

@@ -259,10 +259,11 @@ typedef int32_t (*beam_search_step_fn)(const struct beam_search_step_info_t *inf
 // `[num_prefixes, vocab_size]`, float32, float16 or bfloat16, on the host or on a CUDA device
 // (its LoD is not read; rows of prefixes whose last token is end_id are not read). The decoder
 // takes the handle over and destroys it after the step: hand over a handle the callback does not
-// use afterwards (`lodtensor_share` one it keeps). Device memory must hold the log-probs when the
-// callback returns (work queued on other streams finished). A non-zero return stops decoding;
-// a handle stored anyway is destroyed too. Callbacks run on the thread that called
-// `beam_search_decoder_run_tensors` and may call the library.
+// use afterwards (`lodtensor_share` one it keeps). The work that writes log-probs on a device
+// must be queued on the library's stream for that device (`lodtensor_cuda_stream`; no wait is
+// needed then) or have finished (or be waited for by that stream) when the callback returns. A
+// non-zero return stops decoding; a handle stored anyway is destroyed too. Callbacks run on the
+// thread that called `beam_search_decoder_run_tensors` and may call the library.
 typedef int32_t (*beam_search_tensor_step_fn)(const struct beam_search_step_info_t *info, struct lodtensor_t **out_log_probs, void *user_data);
 
 // An element type in DLPack form (`DLDataType`): `code` is one of the `LODTENSOR_DTYPE_CODE_*`
@@ -582,8 +583,34 @@ lodtensor_status_t lodtensor_cuda_memory_info(int32_t device, size_t *out_in_use
 // CUDA driver failure while freeing, for example a fault of queued work; the bound is set).
 lodtensor_status_t lodtensor_cuda_set_cache_limit(int32_t device, size_t bytes);
 
-// The address of the first element, for reading (a device address for a CUDA place). Borrowed:
-// valid while any handle sharing the memory lives. Rows are contiguous, row-major.
+// The stream that all the library's work on CUDA device `device` goes to, in call order, in
+// `*out`: a `CUstream` (the runtime's `cudaStream_t`) of the device's primary context (the one
+// the CUDA runtime uses), non-blocking (it does not wait for the legacy default stream). Sets the
+// device up if the library has not used it yet. The handle stays valid, and the same, for the
+// life of the process; it belongs to the library: never destroy it.
+//
+// Work of yours queued on this stream is ordered with the library's calls, with no wait: after
+// the work of the calls made before you queued it, before that of the calls made after. A model
+// that runs on this stream can hand the tensor its kernels write (`lodtensor_from_buffer`) to an
+// op, or return it from a `beam_search_tensor_step_fn` as log-probs, at once; a kernel of yours
+// queued here can read an op's result with no `lodtensor_synchronize`. Work on another stream
+// needs an event each way: recorded on your stream and waited for by this one
+// (`cuStreamWaitEvent`, `cudaStreamWaitEvent`) before an op reads what it wrote; recorded on this
+// one and waited for by yours before your stream reads an op's result. Destroying the last handle
+// of a tensor the library allocated gives its memory back to the library's cache, and the next op
+// on the device may write it, ordered on this stream only: work on another stream that still
+// uses that memory must have finished, or be waited for by this stream, first.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`out`), LODTENSOR_INVALID_ARGUMENT (`device` negative or not
+// below the device count), LODTENSOR_UNSUPPORTED (a build without CUDA, no driver or no device),
+// LODTENSOR_OUT_OF_MEMORY or LODTENSOR_INTERNAL (a CUDA driver failure while setting the device
+// up). On failure `*out` is untouched.
+lodtensor_status_t lodtensor_cuda_stream(int32_t device, void **out);
+
+// The address of the first element, for reading (a device address for a CUDA place, written by
+// work queued on the device's stream: read it after `lodtensor_synchronize`, or by work queued
+// on that stream, see `lodtensor_cuda_stream`). Borrowed: valid while any handle sharing the
+// memory lives. Rows are contiguous, row-major.
 // Returns LODTENSOR_NULL_ARGUMENT.
 lodtensor_status_t lodtensor_data(const struct lodtensor_t *t, const void **out);
 
@@ -638,8 +665,11 @@ lodtensor_status_t lodtensor_fill_on(struct lodtensor_place_t place, struct lodt
 // unmoved until `release` runs. Arguments as in `lodtensor_create`. On success the library owns
 // the buffer's lifetime: `release(data, user_data)` runs exactly once, when the last handle using
 // the buffer (this one, its shares, slices and split pieces) is destroyed (for a CUDA place, after
-// the work queued on the device has finished). `release` may be NULL when the caller keeps the buffer alive longer than every such handle. On failure nothing is
-// taken: `release` is not called, the buffer stays the caller's, and `*out` is untouched.
+// the work queued on the device has finished). `release` may be NULL when the caller keeps the
+// buffer alive longer than every such handle. Device memory is read by ops in the order of the
+// device's stream (`lodtensor_cuda_stream`): what the caller writes there must be queued on that
+// stream, or finished, before an op reads it. On failure nothing is taken: `release` is not
+// called, the buffer stays the caller's, and `*out` is untouched.
 //
 // Returns the statuses of `lodtensor_create`, plus LODTENSOR_INVALID_ARGUMENT for an unknown
 // place or a misaligned `data`, and LODTENSOR_UNSUPPORTED for a CUDA place in a build without

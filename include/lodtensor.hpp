@@ -417,6 +417,14 @@ inline std::size_t cuda_device_count() {
 // Compiles and loads every kernel file for a CUDA device now rather than at first use
 // (lodtensor_cuda_load_kernels): for a server's start-up.
 inline void cuda_load_kernels(std::int32_t device) { check(lodtensor_cuda_load_kernels(device)); }
+// The stream all the library's work on a CUDA device goes to (lodtensor_cuda_stream: a CUstream /
+// cudaStream_t owned by the library, never destroyed): queue a model's kernels on it, and its
+// tensors go to the library's ops with no wait between.
+inline void *cuda_stream(std::int32_t device) {
+    void *stream = nullptr;
+    check(lodtensor_cuda_stream(device, &stream));
+    return stream;
+}
 // The device memory the library holds on a CUDA device (lodtensor_cuda_memory_info), and giving
 // the freed blocks its cache keeps back to the driver (lodtensor_cuda_empty_cache).
 struct CudaMemoryInfo {

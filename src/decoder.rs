@@ -101,7 +101,8 @@ pub type StepFn<'a> = dyn FnMut(&StepInfo, &mut [f32]) -> Result<()> + 'a;
 
 /// A step callback of [`Decoder::run_tensors`]: returns the log-probs of the prefixes of `info`
 /// as a `[prefixes, vocab_size]` tensor (float32, float16 or bfloat16) on the host or on a CUDA
-/// device; on a device the step's selection runs there.
+/// device; on a device the step's selection runs there, queued on the device's stream after the
+/// work on it so far (see [`crate::cuda_stream`]: a model that runs on that stream needs no wait).
 pub type TensorStepFn<'a> = dyn FnMut(&StepInfo) -> Result<LoDTensor> + 'a;
 
 /// A beam-search decoder with fixed options.

@@ -55,5 +55,5 @@ pub use ops::beam_search::{
 };
 pub use ops::beam_search_decode::{beam_search_decode, beam_search_gather_tree};
 pub use ops::topk::top_k;
-pub use ops::transfer::{cuda_counters, cuda_device_count, cuda_load_kernels, synchronize, to_place};
+pub use ops::transfer::{cuda_counters, cuda_device_count, cuda_load_kernels, cuda_stream, synchronize, to_place};
 pub use ops::{scatter_rows, ScatterMode};

@@ -6,7 +6,9 @@ mod common;
 mod cuda_common;
 
 use cuda_common::{bytes_of, gpu_or_skip};
-use lodtensor::{cuda_device_count, cuda_load_kernels, sequence_expand, sequence_expand_as, synchronize, to_place};
+use lodtensor::{
+    cuda_device_count, cuda_load_kernels, cuda_stream, sequence_expand, sequence_expand_as, synchronize, to_place,
+};
 use lodtensor::{DType, Dim, Error, LoDTensor, Lod, Place, Tensor};
 
 fn unsupported(r: lodtensor::Result<impl std::fmt::Debug>) -> String {
@@ -38,6 +40,7 @@ fn cuda_places_without_a_device_are_unsupported() {
     assert!(unsupported(to_place(&x, Place::Cuda(0))).contains("cuda:0"));
     assert!(unsupported(synchronize(Place::Cuda(0))).contains("cuda:0"));
     assert!(unsupported(cuda_load_kernels(0)).contains("cuda:0"));
+    assert!(unsupported(cuda_stream(0)).contains("cuda:0"));
     if !cfg!(feature = "cuda") {
         assert!(unsupported(cuda_device_count()).contains("without CUDA"));
     }
@@ -155,6 +158,47 @@ fn gpu_kernels_load_up_front() {
     let y = LoDTensor::from_slice(&[0f32; 3], &[3, 1], vec![vec![0, 2, 3]]).unwrap();
     let got = sequence_expand_as(&to_place(&x, Place::Cuda(0)).unwrap(), &to_place(&y, Place::Cuda(0)).unwrap());
     assert_eq!(bytes_of(&got.unwrap()), sequence_expand_as(&x, &y).unwrap().tensor().bytes().unwrap());
+}
+
+/// Each device's stream: the same handle at every call, a handle of its own for each device; a
+/// device beyond the count is `InvalidArgument` naming it. On a GPU, work the caller queues on the
+/// stream runs between the library's calls made before and after it.
+#[test]
+fn gpu_streams_order_the_callers_work() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let n = cuda_device_count().unwrap() as u32;
+    match cuda_stream(n) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains(&format!("cuda:{n}")), "{m}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    let streams: Vec<_> = (0..n).map(|d| cuda_stream(d).unwrap()).collect();
+    for (d, &s) in streams.iter().enumerate() {
+        assert!(!s.is_null(), "cuda:{d}: a null stream");
+        assert_eq!(cuda_stream(d as u32).unwrap(), s, "cuda:{d}: the stream changed");
+        assert!(!streams[..d].contains(&s), "cuda:{d} shares a stream with a device before it");
+    }
+    #[cfg(feature = "cuda")]
+    callers_memset_runs_between_calls(streams[0]);
+}
+
+/// A fill of 256 MiB on cuda:0, then a memset of the caller's on `stream` over the same memory,
+/// then the copy to the host: every element must be the memset's. Queued on a stream that does not
+/// wait for the library's, the memset could run before or during the fill, or after the copy.
+#[cfg(feature = "cuda")]
+fn callers_memset_runs_between_calls(stream: *mut std::ffi::c_void) {
+    use cudarc::driver::{result, sys};
+    let n = 64 << 20;
+    let t = lodtensor::ops::fill_on(Place::Cuda(0), DType::F32, Dim::new(&[n]).unwrap(), 1.0).unwrap();
+    // SAFETY: the 4 n bytes of `t`'s device memory, on the library's stream of cuda:0, whose
+    // context the library's calls above made current on this thread.
+    unsafe { result::memset_d8_async(t.tensor().as_ptr() as sys::CUdeviceptr, 0x40, 4 * n, stream as sys::CUstream) }
+        .unwrap();
+    let host = to_place(&t, Place::Cpu).unwrap();
+    let values = host.tensor().as_slice::<f32>().unwrap();
+    let wrong = values.iter().filter(|v| v.to_bits() != 0x4040_4040).count();
+    assert_eq!(wrong, 0, "{wrong} of {n} elements not the memset's: it did not run between the fill and the copy");
 }
 
 /// The caching allocator hands a freed block back to the next request of its size class.

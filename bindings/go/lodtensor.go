@@ -617,6 +617,16 @@ func CUDALoadKernels(device int) error {
 	return call(func() C.lodtensor_status_t { return C.lodtensor_cuda_load_kernels(C.int32_t(device)) })
 }
 
+// CUDAStream is the stream all the library's work on a CUDA device goes to, in call order: a
+// CUstream (cudaStream_t) the library owns, valid for the life of the process (never destroy it).
+// A model whose kernels run on it hands its tensors to the library's ops with no wait between;
+// work on another stream must be ordered with events (see lodtensor_cuda_stream in lodtensor.h).
+func CUDAStream(device int) (unsafe.Pointer, error) {
+	var s unsafe.Pointer
+	err := call(func() C.lodtensor_status_t { return C.lodtensor_cuda_stream(C.int32_t(device), &s) })
+	return s, err
+}
+
 // CUDAEmptyCache gives the freed blocks that a CUDA device's cache keeps back to the driver.
 func CUDAEmptyCache(device int) error {
 	return call(func() C.lodtensor_status_t { return C.lodtensor_cuda_empty_cache(C.int32_t(device)) })

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	lt "lodtensor.dev/lodtensor"
 )
@@ -214,6 +215,8 @@ func TestPlaces(t *testing.T) {
 		wantError(t, err, lt.Unsupported, "cuda:0")
 		_, err = lt.CUDACounters(0)
 		wantError(t, err, lt.Unsupported, "cuda:0")
+		_, err = lt.CUDAStream(0)
+		wantError(t, err, lt.Unsupported, "cuda:0")
 	} else {
 		before := must[[]uint64](t)(lt.CUDACounters(0))
 		d := must[*lt.Tensor](t)(x.ToPlace(lt.CUDA(0)))
@@ -236,6 +239,9 @@ func TestPlaces(t *testing.T) {
 		free, total, err := lt.CUDAFreeMemory(0)
 		ok(t, err)
 		eq(t, "0 < free <= total", free > 0 && free <= total, true)
+		stream := must[unsafe.Pointer](t)(lt.CUDAStream(0))
+		eq(t, "a stream", stream != nil, true)
+		eq(t, "the same stream again", must[unsafe.Pointer](t)(lt.CUDAStream(0)), stream)
 	}
 	_, _, err := lt.CUDAMemoryInfo(-1)
 	wantError(t, err, lt.InvalidArgument, "device")
@@ -247,6 +253,8 @@ func TestPlaces(t *testing.T) {
 	_, _, err = lt.CUDAFreeMemory(-1)
 	wantError(t, err, lt.InvalidArgument, "device")
 	_, err = lt.CUDACounters(-1)
+	wantError(t, err, lt.InvalidArgument, "device")
+	_, err = lt.CUDAStream(-1)
 	wantError(t, err, lt.InvalidArgument, "device")
 	_, err = x.ToPlace(lt.Place{DeviceType: 7})
 	wantError(t, err, lt.InvalidArgument, "place")

@@ -481,10 +481,11 @@ pub unsafe extern "C" fn beam_search_decoder_run(
 /// `[num_prefixes, vocab_size]`, float32, float16 or bfloat16, on the host or on a CUDA device
 /// (its LoD is not read; rows of prefixes whose last token is end_id are not read). The decoder
 /// takes the handle over and destroys it after the step: hand over a handle the callback does not
-/// use afterwards (`lodtensor_share` one it keeps). Device memory must hold the log-probs when the
-/// callback returns (work queued on other streams finished). A non-zero return stops decoding;
-/// a handle stored anyway is destroyed too. Callbacks run on the thread that called
-/// `beam_search_decoder_run_tensors` and may call the library.
+/// use afterwards (`lodtensor_share` one it keeps). The work that writes log-probs on a device
+/// must be queued on the library's stream for that device (`lodtensor_cuda_stream`; no wait is
+/// needed then) or have finished (or be waited for by that stream) when the callback returns. A
+/// non-zero return stops decoding; a handle stored anyway is destroyed too. Callbacks run on the
+/// thread that called `beam_search_decoder_run_tensors` and may call the library.
 pub type beam_search_tensor_step_fn = Option<
     unsafe extern "C" fn(
         info: *const beam_search_step_info_t,

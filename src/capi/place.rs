@@ -1,12 +1,13 @@
 //! Exports for places: the CUDA device count, loading a device's kernels up front, copies between
-//! places, waiting for a device, what has been asked of it (its counters), the memory each
-//! device's cache holds, the bound on it, and the device's free memory.
+//! places, waiting for a device, its stream, what has been asked of it (its counters), the memory
+//! each device's cache holds, the bound on it, and the device's free memory.
 
 use super::args::{get, slice, Out};
 use super::boundary;
 use super::tensor::{lodtensor_t, new_handle};
 use super::types::{lodtensor_place_t, lodtensor_status_t};
 use crate::error::{ensure, err, Result};
+use std::ffi::c_void;
 
 /// The number of CUDA devices, in `*out`.
 ///
@@ -73,6 +74,37 @@ pub unsafe extern "C" fn lodtensor_to_place(
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_synchronize(place: lodtensor_place_t) -> lodtensor_status_t {
     boundary(|| crate::ops::transfer::synchronize(place.to_place()?))
+}
+
+/// The stream that all the library's work on CUDA device `device` goes to, in call order, in
+/// `*out`: a `CUstream` (the runtime's `cudaStream_t`) of the device's primary context (the one
+/// the CUDA runtime uses), non-blocking (it does not wait for the legacy default stream). Sets the
+/// device up if the library has not used it yet. The handle stays valid, and the same, for the
+/// life of the process; it belongs to the library: never destroy it.
+///
+/// Work of yours queued on this stream is ordered with the library's calls, with no wait: after
+/// the work of the calls made before you queued it, before that of the calls made after. A model
+/// that runs on this stream can hand the tensor its kernels write (`lodtensor_from_buffer`) to an
+/// op, or return it from a `beam_search_tensor_step_fn` as log-probs, at once; a kernel of yours
+/// queued here can read an op's result with no `lodtensor_synchronize`. Work on another stream
+/// needs an event each way: recorded on your stream and waited for by this one
+/// (`cuStreamWaitEvent`, `cudaStreamWaitEvent`) before an op reads what it wrote; recorded on this
+/// one and waited for by yours before your stream reads an op's result. Destroying the last handle
+/// of a tensor the library allocated gives its memory back to the library's cache, and the next op
+/// on the device may write it, ordered on this stream only: work on another stream that still
+/// uses that memory must have finished, or be waited for by this stream, first.
+///
+/// Returns LODTENSOR_NULL_ARGUMENT (`out`), LODTENSOR_INVALID_ARGUMENT (`device` negative or not
+/// below the device count), LODTENSOR_UNSUPPORTED (a build without CUDA, no driver or no device),
+/// LODTENSOR_OUT_OF_MEMORY or LODTENSOR_INTERNAL (a CUDA driver failure while setting the device
+/// up). On failure `*out` is untouched.
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_cuda_stream(device: i32, out: *mut *mut c_void) -> lodtensor_status_t {
+    boundary(|| {
+        let out = Out::new(out, "out")?;
+        out.write(crate::ops::transfer::cuda_stream(cuda_ordinal(device)?)?);
+        Ok(())
+    })
 }
 
 /// Index of `lodtensor_cuda_counters`' kernels launched.

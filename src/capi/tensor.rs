@@ -107,8 +107,11 @@ pub unsafe extern "C" fn lodtensor_create(
 /// unmoved until `release` runs. Arguments as in `lodtensor_create`. On success the library owns
 /// the buffer's lifetime: `release(data, user_data)` runs exactly once, when the last handle using
 /// the buffer (this one, its shares, slices and split pieces) is destroyed (for a CUDA place, after
-/// the work queued on the device has finished). `release` may be NULL when the caller keeps the buffer alive longer than every such handle. On failure nothing is
-/// taken: `release` is not called, the buffer stays the caller's, and `*out` is untouched.
+/// the work queued on the device has finished). `release` may be NULL when the caller keeps the
+/// buffer alive longer than every such handle. Device memory is read by ops in the order of the
+/// device's stream (`lodtensor_cuda_stream`): what the caller writes there must be queued on that
+/// stream, or finished, before an op reads it. On failure nothing is taken: `release` is not
+/// called, the buffer stays the caller's, and `*out` is untouched.
 ///
 /// Returns the statuses of `lodtensor_create`, plus LODTENSOR_INVALID_ARGUMENT for an unknown
 /// place or a misaligned `data`, and LODTENSOR_UNSUPPORTED for a CUDA place in a build without
@@ -249,8 +252,10 @@ pub unsafe extern "C" fn lodtensor_nbytes(t: *const lodtensor_t, out: *mut usize
     read(t, out, |t| t.tensor().nbytes())
 }
 
-/// The address of the first element, for reading (a device address for a CUDA place). Borrowed:
-/// valid while any handle sharing the memory lives. Rows are contiguous, row-major.
+/// The address of the first element, for reading (a device address for a CUDA place, written by
+/// work queued on the device's stream: read it after `lodtensor_synchronize`, or by work queued
+/// on that stream, see `lodtensor_cuda_stream`). Borrowed: valid while any handle sharing the
+/// memory lives. Rows are contiguous, row-major.
 /// Returns LODTENSOR_NULL_ARGUMENT.
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_data(t: *const lodtensor_t, out: *mut *const c_void) -> lodtensor_status_t {

@@ -1,5 +1,5 @@
-//! Moving tensors between places, waiting for a device, and what has been asked of it. The only
-//! operations that copy between places: every other op runs where its inputs are.
+//! Moving tensors between places, waiting for a device, its stream, and what has been asked of
+//! it. The only operations that copy between places: every other op runs where its inputs are.
 
 use crate::backend::cuda::{self, CudaCounters};
 use crate::error::Result;
@@ -46,6 +46,30 @@ pub fn synchronize(place: Place) -> Result<()> {
         Place::Cpu => Ok(()),
         Place::Cuda(n) => cuda::synchronize(n),
     }
+}
+
+/// The stream that all the library's work on CUDA device `device` goes to, in call order: the
+/// driver's `CUstream` handle (cudarc's `sys::CUstream`, the runtime's `cudaStream_t`), of the
+/// device's primary context (the one the CUDA runtime uses), non-blocking (it does not wait for
+/// the legacy default stream). Sets the device up if it has not been used yet. The handle stays
+/// valid, and the same, for the life of the process; it belongs to the library (never destroy
+/// it).
+///
+/// Work of the caller's queued on this stream is ordered with the library's calls without a
+/// wait: it runs after the work of calls made before it was queued and before that of calls made
+/// after, so a model whose kernels write a device tensor here can hand it to an op (or to the
+/// decoder as log-probs) at once, and a kernel queued here may read an op's result at once. Work
+/// on another stream needs an event each way: recorded on that stream and waited for by this one
+/// (`cuStreamWaitEvent`) before an op reads what it wrote; recorded on this one and waited for by
+/// that one before it reads an op's result. A destroyed tensor's memory goes back to the
+/// library's cache, and the next op on the device may write it, ordered on this stream only: work
+/// on another stream that still reads or writes that memory must have finished, or be waited for
+/// by this stream, before the last handle is dropped.
+///
+/// `InvalidArgument` for a device beyond the count, `Unsupported` without CUDA, a driver or a
+/// device, `Internal` or `OutOfMemory` for a driver failure while setting the device up.
+pub fn cuda_stream(device: u32) -> Result<*mut std::ffi::c_void> {
+    cuda::stream(device)
 }
 
 /// What the library has asked of CUDA device `device` since the process started: kernel launches,

@@ -304,6 +304,12 @@ pub fn synchronize(ordinal: u32) -> Result<()> {
     device(ordinal)?.synchronize()
 }
 
+/// The stream all work on CUDA device `ordinal` goes to (its driver handle, a `CUstream`); sets
+/// the device up if it has not been used yet.
+pub fn stream(ordinal: u32) -> Result<*mut std::ffi::c_void> {
+    Ok(device(ordinal)?.ctx.stream())
+}
+
 /// What the library has asked of CUDA device `ordinal` so far (see [`CudaCounters`]); all zero
 /// for a device not used yet (asking does not set it up).
 pub fn device_counters(ordinal: u32) -> Result<CudaCounters> {

@@ -108,6 +108,11 @@ impl Context {
         .map_err(|_| err!(Internal, "cuda:{ordinal}: the CUDA driver panicked during device setup"))?
     }
 
+    /// The stream all of this device's work goes to, as the driver's `CUstream` handle.
+    pub(crate) fn stream(&self) -> *mut c_void {
+        self.stream.cast()
+    }
+
     /// Makes this context current on the calling thread.
     fn bind(&self) -> Result<()> {
         // SAFETY: a primary context retained for the life of the process.

@@ -70,7 +70,12 @@ pub(crate) fn device_count() -> Result<usize> {
 /// One emulated device: its live allocations, for `free` and the memory figures.
 pub(crate) struct Context {
     live: Mutex<Live>,
+    ordinal: usize,
 }
+
+/// What the emulated devices' stream handles point at: one byte a device, so that each device has
+/// a handle of its own that stays the same for the life of the process, as a driver's would.
+static STREAMS: [u8; DEVICES] = [0; DEVICES];
 
 #[derive(Default)]
 struct Live {
@@ -98,7 +103,13 @@ impl Block {
 impl Context {
     pub(crate) fn open(ordinal: u32) -> Result<Context> {
         ensure!((ordinal as usize) < DEVICES, InvalidArgument, "cuda:{ordinal}: the emulator has {DEVICES} devices");
-        Ok(Context { live: Mutex::new(Live::default()) })
+        Ok(Context { live: Mutex::new(Live::default()), ordinal: ordinal as usize })
+    }
+
+    /// The device's stream handle: nothing is ever queued on it (launches and copies finish
+    /// before they return), but callers see a handle as they would with a driver.
+    pub(crate) fn stream(&self) -> *mut c_void {
+        std::ptr::from_ref(&STREAMS[self.ordinal]).cast_mut().cast()
     }
 
     pub(crate) fn malloc(&self, len: usize) -> Result<DevicePtr> {

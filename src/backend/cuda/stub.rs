@@ -45,6 +45,11 @@ pub fn synchronize(device: u32) -> Result<()> {
     ensure_device(device)
 }
 
+/// The stream all work on `device` goes to.
+pub fn stream(device: u32) -> Result<*mut std::ffi::c_void> {
+    Err(no_device(device))
+}
+
 /// What the library has asked of `device`.
 pub fn device_counters(device: u32) -> Result<super::CudaCounters> {
     Err(no_device(device))

@@ -156,6 +156,8 @@ interface LodTensorLib extends Library {
 
     int lodtensor_cuda_load_kernels(int device);
 
+    int lodtensor_cuda_stream(int device, PointerByReference out);
+
     int lodtensor_cuda_set_cache_limit(int device, long bytes);
 
     int lodtensor_cuda_cache_limit(int device, LongByReference out);

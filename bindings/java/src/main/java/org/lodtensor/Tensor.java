@@ -443,6 +443,19 @@ public final class Tensor implements AutoCloseable {
         NativeHandle.check(LIB.lodtensor_cuda_load_kernels(device));
     }
 
+    /**
+     * The stream all the library's work on a CUDA device goes to, in call order: a CUstream
+     * (cudaStream_t) the library owns, valid for the life of the process (never destroy it). A
+     * model whose kernels run on it hands its tensors to the library's ops with no wait between;
+     * work on another stream must be ordered with events (see lodtensor_cuda_stream in
+     * lodtensor.h).
+     */
+    public static Pointer cudaStream(int device) {
+        PointerByReference out = new PointerByReference();
+        NativeHandle.check(LIB.lodtensor_cuda_stream(device, out));
+        return out.getValue();
+    }
+
     /** Gives the freed blocks that a CUDA device's cache keeps back to the driver. */
     public static void cudaEmptyCache(int device) {
         NativeHandle.check(LIB.lodtensor_cuda_empty_cache(device));

@@ -2,6 +2,7 @@ package org.lodtensor;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -135,6 +136,7 @@ class LodTensorTest {
                 expectError(Status.UNSUPPORTED, "cuda:0", () -> Tensor.cudaCacheLimit(0));
                 expectError(Status.UNSUPPORTED, "cuda:0", () -> Tensor.cudaFreeMemory(0));
                 expectError(Status.UNSUPPORTED, "cuda:0", () -> Tensor.cudaCounters(0));
+                expectError(Status.UNSUPPORTED, "cuda:0", () -> Tensor.cudaStream(0));
             } else {
                 long[] before = Tensor.cudaCounters(0);
                 try (Tensor d = x.toPlace(2, 0)) {
@@ -152,6 +154,8 @@ class LodTensorTest {
                     assertEquals(-1L, Tensor.cudaCacheLimit(0));
                     long[] mem = Tensor.cudaFreeMemory(0);
                     assertTrue(mem[0] > 0 && mem[0] <= mem[1]);
+                    assertNotNull(Tensor.cudaStream(0));
+                    assertEquals(Tensor.cudaStream(0), Tensor.cudaStream(0));
                 }
             }
             expectError(Status.INVALID_ARGUMENT, "device", () -> Tensor.cudaMemoryInfo(-1));
@@ -161,6 +165,7 @@ class LodTensorTest {
             expectError(Status.INVALID_ARGUMENT, "device", () -> Tensor.cudaCacheLimit(-1));
             expectError(Status.INVALID_ARGUMENT, "device", () -> Tensor.cudaFreeMemory(-1));
             expectError(Status.INVALID_ARGUMENT, "device", () -> Tensor.cudaCounters(-1));
+            expectError(Status.INVALID_ARGUMENT, "device", () -> Tensor.cudaStream(-1));
             expectError(Status.INVALID_ARGUMENT, "place", () -> x.toPlace(7, 0));
         }
     }
