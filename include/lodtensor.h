@@ -672,8 +672,11 @@ lodtensor_status_t lodtensor_fill_on(struct lodtensor_place_t place, struct lodt
 // called, the buffer stays the caller's, and `*out` is untouched.
 //
 // Returns the statuses of `lodtensor_create`, plus LODTENSOR_INVALID_ARGUMENT for an unknown
-// place or a misaligned `data`, and LODTENSOR_UNSUPPORTED for a CUDA place in a build without
-// CUDA.
+// place, a misaligned `data`, or, for a CUDA place, `data` whose first or last byte the device's
+// kernels cannot use (device memory of another device; host memory the driver does not know,
+// such as malloc's, on a GPU that cannot read pageable memory: device memory, managed and pinned
+// host memory are accepted), LODTENSOR_UNSUPPORTED for a CUDA place in a build without CUDA, and
+// LODTENSOR_INTERNAL for a CUDA driver failure.
 lodtensor_status_t lodtensor_from_buffer(struct lodtensor_place_t place, struct lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim, void *data, size_t data_len, int32_t lod_kind, const size_t *level_sizes, size_t num_levels, const size_t *lod, size_t lod_len, lodtensor_release_fn release, void *user_data, struct lodtensor_t **out);
 
 // Rows `x[index[0]], x[index[1]], ...` as a new tensor of dims `[K, x.dims[1..]]` without LoD.

@@ -6,6 +6,7 @@ use super::types::{lodtensor_dtype_t, lodtensor_place_t, lodtensor_status_t};
 use crate::error::ensure;
 use crate::lod_tensor::{check_lod_for_dims, LoDTensor};
 use crate::memory::Allocation;
+use crate::place::Place;
 use crate::tensor::Tensor;
 use std::ffi::c_void;
 
@@ -114,8 +115,11 @@ pub unsafe extern "C" fn lodtensor_create(
 /// called, the buffer stays the caller's, and `*out` is untouched.
 ///
 /// Returns the statuses of `lodtensor_create`, plus LODTENSOR_INVALID_ARGUMENT for an unknown
-/// place or a misaligned `data`, and LODTENSOR_UNSUPPORTED for a CUDA place in a build without
-/// CUDA.
+/// place, a misaligned `data`, or, for a CUDA place, `data` whose first or last byte the device's
+/// kernels cannot use (device memory of another device; host memory the driver does not know,
+/// such as malloc's, on a GPU that cannot read pageable memory: device memory, managed and pinned
+/// host memory are accepted), LODTENSOR_UNSUPPORTED for a CUDA place in a build without CUDA, and
+/// LODTENSOR_INTERNAL for a CUDA driver failure.
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_from_buffer(
     place: lodtensor_place_t,
@@ -143,6 +147,9 @@ pub unsafe extern "C" fn lodtensor_from_buffer(
         check_lod_for_dims(&dims, &lod)?;
         ensure!(!data.is_null() || data_len == 0, NullArgument, "data: must not be NULL when data_len is {data_len}");
         Tensor::check_buffer(dtype, &dims, data.cast::<u8>(), data_len)?;
+        if let (Place::Cuda(n), true) = (place, data_len > 0) {
+            crate::backend::cuda::check_device_buffer(n, data.cast(), data_len)?;
+        }
         // Everything that can fail has been checked: from here on the buffer is ours to release.
         // The callback gets back exactly the pointers the caller passed (NULL data included).
         let (data_arg, user_data) = (SendPtr(data), SendPtr(user_data));

@@ -42,7 +42,7 @@ pub fn ensure_device(device: u32) -> Result<()> {
 /// loaded kernel modules.
 pub(crate) struct Device {
     pub(crate) ordinal: u32,
-    ctx: Context,
+    pub(super) ctx: Context,
     /// What has been asked of the device (`device_counters`).
     counters: Counters,
     free: Mutex<BlockCache<DevicePtr>>,

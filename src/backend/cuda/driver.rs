@@ -4,6 +4,7 @@
 
 use super::kernel_cache;
 use super::launch::Args;
+use super::memory_owner::MemoryOwner;
 use crate::error::{ensure, err, Error, Result};
 use cudarc::driver::{result, sys, DriverError};
 use cudarc::nvrtc::result as nvrtc;
@@ -80,6 +81,8 @@ pub(crate) struct Context {
     stream: sys::CUstream,
     /// The device's compute capability, (major, minor).
     capability: (i32, i32),
+    /// Whether its kernels can read the host's pageable memory (HMM or ATS).
+    reads_pageable: bool,
 }
 
 // SAFETY: the context and stream handles may be used from any thread (each call binds the context
@@ -100,10 +103,11 @@ impl Context {
             let attribute = |a| unsafe { result::device::get_attribute(dev, a) }.map_err(|e| driver_error(what, e));
             let major = attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
             let minor = attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+            let pageable = attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS)?;
             // Non-blocking: the stream does not wait for work on the legacy default stream of others.
             let stream =
                 result::stream::create(result::stream::StreamKind::NonBlocking).map_err(|e| driver_error(what, e))?;
-            Ok(Context { ctx, stream, capability: (major, minor) })
+            Ok(Context { ctx, stream, capability: (major, minor), reads_pageable: pageable != 0 })
         }))
         .map_err(|_| err!(Internal, "cuda:{ordinal}: the CUDA driver panicked during device setup"))?
     }
@@ -111,6 +115,37 @@ impl Context {
     /// The stream all of this device's work goes to, as the driver's `CUstream` handle.
     pub(crate) fn stream(&self) -> *mut c_void {
         self.stream.cast()
+    }
+
+    /// What the driver knows of address `ptr` (unified addressing: any device's, or the host's).
+    pub(crate) fn memory_owner(&self, ptr: DevicePtr) -> Result<MemoryOwner> {
+        use sys::CUpointer_attribute::*;
+        self.bind()?;
+        let query = |attribute| {
+            let mut value: u32 = 0;
+            // SAFETY: each attribute asked for here is written as a 32-bit value (an int, an
+            // unsigned int, or a bool, which writes the low byte of the zeroed value).
+            let status = unsafe { sys::cuPointerGetAttribute((&raw mut value).cast(), attribute, ptr) };
+            (status == sys::cudaError_enum::CUDA_SUCCESS).then_some(value).ok_or(status)
+        };
+        let failed = |status| err!(Internal, "data: the CUDA driver failed to describe {ptr:#x} ({status:?})");
+        let memory_type = match query(CU_POINTER_ATTRIBUTE_MEMORY_TYPE) {
+            Ok(t) => t,
+            // Memory the driver was never told of: not allocated, mapped or registered with it.
+            Err(sys::cudaError_enum::CUDA_ERROR_INVALID_VALUE) => return Ok(MemoryOwner::Unknown),
+            Err(status) => return Err(failed(status)),
+        };
+        if query(CU_POINTER_ATTRIBUTE_IS_MANAGED).map_err(failed)? != 0
+            || memory_type != sys::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32
+        {
+            return Ok(MemoryOwner::Shared);
+        }
+        Ok(MemoryOwner::Device(query(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL).map_err(failed)?))
+    }
+
+    /// Whether kernels can read the host's pageable memory.
+    pub(crate) fn reads_pageable_memory(&self) -> bool {
+        self.reads_pageable
     }
 
     /// Makes this context current on the calling thread.

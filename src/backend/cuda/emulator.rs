@@ -9,10 +9,11 @@
 //! one after another, in an order of its own (see [`shuffled`]).
 
 use super::launch::Args;
+use super::memory_owner::MemoryOwner;
 use crate::error::{ensure, err, Result};
 use crate::memory::pages::{alternate_guard, map_guarded, unmap, Guarded};
 use std::alloc::{alloc, dealloc, Layout};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -77,6 +78,10 @@ pub(crate) struct Context {
 /// a handle of its own that stays the same for the life of the process, as a driver's would.
 static STREAMS: [u8; DEVICES] = [0; DEVICES];
 
+/// Every live allocation of every emulated device, by start: `(end, device)`. What a driver knows
+/// of an address under unified addressing (`memory_owner`).
+static OWNERS: Mutex<BTreeMap<DevicePtr, (DevicePtr, u32)>> = Mutex::new(BTreeMap::new());
+
 #[derive(Default)]
 struct Live {
     blocks: HashMap<DevicePtr, Block>,
@@ -130,6 +135,8 @@ impl Context {
         };
         ensure!(!p.is_null(), OutOfMemory, "device allocation: the emulator could not allocate {len} bytes");
         live.bytes += block.size();
+        let end = p as DevicePtr + block.size() as DevicePtr;
+        OWNERS.lock().expect("emulator lock").insert(p as DevicePtr, (end, self.ordinal as u32));
         live.blocks.insert(p as DevicePtr, block);
         Ok(p as DevicePtr)
     }
@@ -139,6 +146,7 @@ impl Context {
         let block = live.blocks.remove(&ptr);
         let block = block.ok_or_else(|| err!(Internal, "device free: {ptr:#x} is not a live allocation"))?;
         live.bytes -= block.size();
+        OWNERS.lock().expect("emulator lock").remove(&ptr);
         // SAFETY: allocated by `malloc` as `block` says, and removed from the live set once.
         unsafe {
             match block {
@@ -147,6 +155,21 @@ impl Context {
             }
         }
         Ok(())
+    }
+
+    /// Whose memory address `ptr` is: the emulated device with a live allocation holding it, or
+    /// `Unknown` (host memory; emulated devices do not read pageable memory).
+    pub(crate) fn memory_owner(&self, ptr: DevicePtr) -> Result<MemoryOwner> {
+        let owners = OWNERS.lock().expect("emulator lock");
+        Ok(match owners.range(..=ptr).next_back() {
+            Some((_, &(end, device))) if ptr < end => MemoryOwner::Device(device),
+            _ => MemoryOwner::Unknown,
+        })
+    }
+
+    /// Whether kernels can read the host's pageable memory: never on the emulator.
+    pub(crate) fn reads_pageable_memory(&self) -> bool {
+        false
     }
 
     /// `(free, total)` as the driver reports them: [`MEMORY`] less the live allocations.

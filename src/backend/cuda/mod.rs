@@ -26,6 +26,10 @@ mod kept_zero;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 mod launch;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+mod memory_owner;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+pub use memory_owner::check_device_buffer;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 mod rows;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 pub use device::*;

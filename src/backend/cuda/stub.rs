@@ -45,6 +45,11 @@ pub fn synchronize(device: u32) -> Result<()> {
     ensure_device(device)
 }
 
+/// Checks that kernels on `device` can use a caller's buffer.
+pub fn check_device_buffer(device: u32, _ptr: *const u8, _len: usize) -> Result<()> {
+    Err(no_device(device))
+}
+
 /// The stream all work on `device` goes to.
 pub fn stream(device: u32) -> Result<*mut std::ffi::c_void> {
     Err(no_device(device))
