@@ -226,6 +226,10 @@ void test_places() {
         EXPECT_ERROR(lt::cuda_load_kernels(0), LODTENSOR_UNSUPPORTED, "cuda:0");
         EXPECT_ERROR(lt::cuda_counters(0), LODTENSOR_UNSUPPORTED, "cuda:0");
         EXPECT_ERROR(lt::cuda_stream(0), LODTENSOR_UNSUPPORTED, "cuda:0");
+        float host[6] = {0};
+        EXPECT_ERROR(lt::Tensor::from_buffer(lt::cuda_place(0), lt::dtype_of<float>(), {6, 1}, host, sizeof host,
+                                             lt::Lod::none(), nullptr, nullptr),
+                     LODTENSOR_UNSUPPORTED, "cuda:0");
     } else {  // a tensor on the device holds device memory, and emptying the cache leaves it
         std::vector<std::uint64_t> before = lt::cuda_counters(0);
         lt::Tensor d = lt::to_place(x, lt::cuda_place(0));
@@ -245,6 +249,16 @@ void test_places() {
         lt::cuda_load_kernels(0);
         void *stream = lt::cuda_stream(0);
         CHECK(stream != nullptr && lt::cuda_stream(0) == stream);
+        // The device tensor's memory wrapped as a tensor on cuda:0 (not read on the host here).
+        void *p = d.mutable_data<float>().data();
+        lt::Tensor w = lt::Tensor::from_buffer(lt::cuda_place(0), lt::dtype_of<float>(), {6, 1}, p,
+                                               6 * sizeof(float), lt::Lod::none(), nullptr, nullptr);
+        CHECK(w.place().device_type == LODTENSOR_DEVICE_CUDA);
+        lt::Tensor back = lt::to_place(w, lt::cpu_place());
+        lt::Span<const float> got = back.data<float>();
+        bool equal = got.size() == data.size();
+        for (std::size_t i = 0; equal && i < got.size(); ++i) equal = got[i] == data[i];
+        CHECK(equal);
     }
     EXPECT_ERROR(lt::cuda_free_memory(-1), LODTENSOR_INVALID_ARGUMENT, "device");
     EXPECT_ERROR(lt::cuda_memory_info(-1), LODTENSOR_INVALID_ARGUMENT, "device");
@@ -254,6 +268,10 @@ void test_places() {
     EXPECT_ERROR(lt::cuda_load_kernels(-1), LODTENSOR_INVALID_ARGUMENT, "device");
     EXPECT_ERROR(lt::cuda_counters(-1), LODTENSOR_INVALID_ARGUMENT, "device");
     EXPECT_ERROR(lt::cuda_stream(-1), LODTENSOR_INVALID_ARGUMENT, "device");
+    std::int32_t buffer[6] = {0};
+    EXPECT_ERROR(lt::Tensor::from_buffer(lodtensor_place_t{7, 0}, lt::dtype_of<std::int32_t>(), {6}, buffer,
+                                         sizeof buffer, lt::Lod::none(), nullptr, nullptr),
+                 LODTENSOR_INVALID_ARGUMENT, "place");
     EXPECT_ERROR(lt::to_place(x, lodtensor_place_t{7, 0}), LODTENSOR_INVALID_ARGUMENT, "place");
 }
 

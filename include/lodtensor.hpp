@@ -288,9 +288,17 @@ class Tensor : public detail::TensorReader<Tensor> {
     // then stays the caller's). `release` may be null if the buffer outlives every such handle.
     static Tensor from_buffer(lodtensor_dtype_t dtype, Span<const std::int64_t> dims, void *data, std::size_t nbytes,
                               const Lod &lod, lodtensor_release_fn release, void *user_data) {
-        const lodtensor_place_t cpu{LODTENSOR_DEVICE_CPU, 0};
+        return from_buffer(lodtensor_place_t{LODTENSOR_DEVICE_CPU, 0}, dtype, dims, data, nbytes, lod, release,
+                           user_data);
+    }
+    // The same over a buffer on `place`: host memory, or a CUDA device's memory (a model's output,
+    // say; lodtensor_from_buffer says what is checked, lodtensor_cuda_stream how to order the
+    // model's kernels with the library's).
+    static Tensor from_buffer(lodtensor_place_t place, lodtensor_dtype_t dtype, Span<const std::int64_t> dims,
+                              void *data, std::size_t nbytes, const Lod &lod, lodtensor_release_fn release,
+                              void *user_data) {
         lodtensor_t *out = nullptr;
-        check(lodtensor_from_buffer(cpu, dtype, dims.data(), dims.size(), data, nbytes, lod.kind,
+        check(lodtensor_from_buffer(place, dtype, dims.data(), dims.size(), data, nbytes, lod.kind,
                                     lod.level_sizes.data(), lod.level_sizes.size(), lod.values.data(),
                                     lod.values.size(), release, user_data, &out));
         return Tensor(out);

@@ -9,7 +9,7 @@ use crate::error::{err, Result};
 /// What the driver knows of an address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum MemoryOwner {
-    /// Device memory of this device (not managed).
+    /// Device memory of the device with that ordinal (not managed).
     Device(u32),
     /// Memory every device's kernels may read: managed memory, or pinned host memory (which the
     /// emulator does not have).
@@ -19,7 +19,7 @@ pub(crate) enum MemoryOwner {
     Unknown,
 }
 
-/// Checks that kernels on CUDA device `ordinal` can use the caller's `len` bytes (> 0) at `ptr`:
+/// Checks that kernels on CUDA device `ordinal` can use the caller's `len` bytes at `ptr`:
 /// its first and last bytes must be device memory of that device, managed or pinned host memory,
 /// or, on a GPU that reads pageable host memory, any memory. `InvalidArgument` naming `data`
 /// otherwise.
@@ -27,7 +27,7 @@ pub fn check_device_buffer(ordinal: u32, ptr: *const u8, len: usize) -> Result<(
     let d = device(ordinal)?;
     let first = ptr as u64;
     let last = first
-        .checked_add(len as u64 - 1)
+        .checked_add((len as u64).saturating_sub(1))
         .ok_or_else(|| err!(InvalidArgument, "data: {len} bytes at {first:#x} run past the end of memory"))?;
     for (which, at) in [("first", first), ("last", last)] {
         match d.ctx.memory_owner(at)? {
