@@ -1,10 +1,11 @@
 /* test_cuda_buffers: lodtensor_from_buffer over memory said to be on a CUDA device. Where CUDA can
  * be used: a device tensor's memory, all of it or some of its rows, wraps as a tensor on that
  * device whose values the device's ops read, and release runs once, at the last destroy; memory
- * of cuda:0 said to be on cuda:1 is INVALID_ARGUMENT naming both devices, and so is a buffer whose
- * last byte lies past all device memory, or host memory from the stack (on the emulator; a GPU
- * that reads pageable host memory may take the last two, and then must read the host values);
- * no failure calls release or writes *out. Without CUDA, a CUDA place is UNSUPPORTED. */
+ * of cuda:0 said to be on cuda:1 is INVALID_ARGUMENT naming both devices, and so is a buffer
+ * that runs past the end of the address space, one whose last byte lies past all device memory,
+ * and host memory from the stack (on the emulator; a GPU that reads pageable host memory may take
+ * the last two, and then must read the host values); no failure calls release or writes *out.
+ * Without CUDA, a CUDA place is UNSUPPORTED. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,8 @@ static void test_with_cuda(size_t count) {
     }
     /* Memory of cuda:0 said to be on cuda:1. */
     if (count >= 2) check_refused(fx_place(LODTENSOR_DEVICE_CUDA, 1), p, ROWS, "cuda:0", "cuda:1");
+    /* A buffer whose last byte would lie past the end of the address space. */
+    check_refused(cuda0, (void *)(UINTPTR_MAX - 15), 4, "past the end of memory", NULL);
     /* A buffer that starts in the tensor's memory and ends 2^40 bytes on. */
     check_host_memory(cuda0, p, (int64_t)1 << 36, "last byte", NULL);
     /* Host memory. */
