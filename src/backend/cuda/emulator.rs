@@ -13,7 +13,7 @@ use super::memory_owner::MemoryOwner;
 use crate::error::{ensure, err, Result};
 use crate::memory::pages::{alternate_guard, map_guarded, unmap, Guarded};
 use std::alloc::{alloc, dealloc, Layout};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::btree_map::{BTreeMap, Entry};
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -68,9 +68,8 @@ pub(crate) fn device_count() -> Result<usize> {
     Ok(DEVICES)
 }
 
-/// One emulated device: its live allocations, for `free` and the memory figures.
+/// One emulated device (its allocations are in [`LIVE`]).
 pub(crate) struct Context {
-    live: Mutex<Live>,
     ordinal: usize,
 }
 
@@ -78,15 +77,19 @@ pub(crate) struct Context {
 /// a handle of its own that stays the same for the life of the process, as a driver's would.
 static STREAMS: [u8; DEVICES] = [0; DEVICES];
 
-/// Every live allocation of every emulated device, by start: `(end, device)`. What a driver knows
-/// of an address under unified addressing (`memory_owner`).
-static OWNERS: Mutex<BTreeMap<DevicePtr, (DevicePtr, u32)>> = Mutex::new(BTreeMap::new());
+/// The live allocations of the emulated devices: for `free`, the memory figures, and what a
+/// driver knows of an address under unified addressing (`memory_owner`).
+static LIVE: Mutex<Live> = Mutex::new(Live { blocks: BTreeMap::new(), bytes: [0; DEVICES] });
 
-#[derive(Default)]
 struct Live {
-    blocks: HashMap<DevicePtr, Block>,
-    /// The sum of the blocks' sizes.
-    bytes: usize,
+    /// Every device's blocks, by start: the block and its device.
+    blocks: BTreeMap<DevicePtr, (Block, usize)>,
+    /// The sum of each device's blocks' sizes.
+    bytes: [usize; DEVICES],
+}
+
+fn live() -> std::sync::MutexGuard<'static, Live> {
+    LIVE.lock().expect("emulator lock")
 }
 
 /// Where a live allocation's memory came from.
@@ -108,7 +111,7 @@ impl Block {
 impl Context {
     pub(crate) fn open(ordinal: u32) -> Result<Context> {
         ensure!((ordinal as usize) < DEVICES, InvalidArgument, "cuda:{ordinal}: the emulator has {DEVICES} devices");
-        Ok(Context { live: Mutex::new(Live::default()), ordinal: ordinal as usize })
+        Ok(Context { ordinal: ordinal as usize })
     }
 
     /// The device's stream handle: nothing is ever queued on it (launches and copies finish
@@ -118,11 +121,11 @@ impl Context {
     }
 
     pub(crate) fn malloc(&self, len: usize) -> Result<DevicePtr> {
-        let mut live = self.live.lock().expect("emulator lock");
+        let mut live = live();
         // The driver's refusal, worded like `driver.rs`'s.
         let out_of_memory =
             || err!(OutOfMemory, "device allocation: the device is out of memory (emulated, {MEMORY} bytes)");
-        if len.max(1) > MEMORY - live.bytes {
+        if len.max(1) > MEMORY - live.bytes[self.ordinal] {
             return Err(out_of_memory());
         }
         let (p, block) = if crate::memory::guard_pages() {
@@ -134,19 +137,20 @@ impl Context {
             (unsafe { alloc(layout) }, Block::Heap(layout))
         };
         ensure!(!p.is_null(), OutOfMemory, "device allocation: the emulator could not allocate {len} bytes");
-        live.bytes += block.size();
-        let end = p as DevicePtr + block.size() as DevicePtr;
-        OWNERS.lock().expect("emulator lock").insert(p as DevicePtr, (end, self.ordinal as u32));
-        live.blocks.insert(p as DevicePtr, block);
+        live.bytes[self.ordinal] += block.size();
+        live.blocks.insert(p as DevicePtr, (block, self.ordinal));
         Ok(p as DevicePtr)
     }
 
     pub(crate) fn free(&self, ptr: DevicePtr) -> Result<()> {
-        let mut live = self.live.lock().expect("emulator lock");
-        let block = live.blocks.remove(&ptr);
-        let block = block.ok_or_else(|| err!(Internal, "device free: {ptr:#x} is not a live allocation"))?;
-        live.bytes -= block.size();
-        OWNERS.lock().expect("emulator lock").remove(&ptr);
+        let mut live = live();
+        let not_live = || err!(Internal, "device free: {ptr:#x} is not a live allocation of cuda:{}", self.ordinal);
+        let Entry::Occupied(entry) = live.blocks.entry(ptr) else { return Err(not_live()) };
+        if entry.get().1 != self.ordinal {
+            return Err(not_live());
+        }
+        let (block, _) = entry.remove();
+        live.bytes[self.ordinal] -= block.size();
         // SAFETY: allocated by `malloc` as `block` says, and removed from the live set once.
         unsafe {
             match block {
@@ -157,12 +161,24 @@ impl Context {
         Ok(())
     }
 
+    /// Host memory standing for the driver's page-locked memory: a plain allocation, never
+    /// freed (as the driver's is kept).
+    pub(crate) fn malloc_host(&self, len: usize) -> Result<*mut u8> {
+        let layout = Layout::from_size_align(len.max(1), ALIGN)
+            .map_err(|_| err!(OutOfMemory, "page-locked allocation of {len} bytes"))?;
+        // SAFETY: a non-zero size.
+        let p = unsafe { alloc(layout) };
+        ensure!(!p.is_null(), OutOfMemory, "page-locked allocation: the emulator could not allocate {len} bytes");
+        Ok(p)
+    }
+
     /// Whose memory address `ptr` is: the emulated device with a live allocation holding it, or
     /// `Unknown` (host memory; emulated devices do not read pageable memory).
     pub(crate) fn memory_owner(&self, ptr: DevicePtr) -> Result<MemoryOwner> {
-        let owners = OWNERS.lock().expect("emulator lock");
-        Ok(match owners.range(..=ptr).next_back() {
-            Some((_, &(end, device))) if ptr < end => MemoryOwner::Device(device),
+        Ok(match live().blocks.range(..=ptr).next_back() {
+            Some((&start, (block, device))) if ptr - start < block.size() as DevicePtr => {
+                MemoryOwner::Device(*device as u32)
+            }
             _ => MemoryOwner::Unknown,
         })
     }
@@ -174,7 +190,7 @@ impl Context {
 
     /// `(free, total)` as the driver reports them: [`MEMORY`] less the live allocations.
     pub(crate) fn free_memory(&self) -> Result<(usize, usize)> {
-        Ok((MEMORY - self.live.lock().expect("emulator lock").bytes, MEMORY))
+        Ok((MEMORY - live().bytes[self.ordinal], MEMORY))
     }
 
     pub(crate) fn htod(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {

@@ -11,8 +11,8 @@ use crate::error::{err, Result};
 pub(crate) enum MemoryOwner {
     /// Device memory of the device with that ordinal (not managed).
     Device(u32),
-    /// Memory every device's kernels may read: managed memory, or pinned host memory (which the
-    /// emulator does not have).
+    /// Memory every device's kernels may read: managed memory, or pinned host memory (the
+    /// emulator reports neither: its only page-locked memory is the library's staging buffer).
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     Shared,
     /// Not memory the driver knows: host memory from malloc or the stack, say.
