@@ -9,7 +9,9 @@
 //!   cargo bench --features cuda --bench gpu -- --load-only  # only the kernels' load time
 //!
 //! It first loads every kernel file (`cuda_load_kernels`) and prints how long that took: a compile
-//! where the disk cache (`LODTENSOR_KERNEL_CACHE`) has no entry yet, a read where it has.
+//! where the disk cache (`LODTENSOR_KERNEL_CACHE`) has no entry yet, a read where it has. Then the
+//! time of a copy to the host of a few sizes, each one wait for the device: what an op that reads
+//! a count or offsets back pays for it (64 KiB or less through the device's page-locked buffer).
 //!
 //! It also builds with `cuda-emulator` (numbers meaningless there: an end-to-end check of every
 //! case, with BENCH_SMALL=1) and without either feature; with no usable device it prints "no CUDA
@@ -81,6 +83,16 @@ struct Row {
     asked: CudaCounters,
 }
 
+/// The median time of a copy of `bytes` bytes from cuda:0 to the host, over `reps` copies.
+fn download_time(bytes: usize, reps: usize) -> lodtensor::Result<Duration> {
+    let source = device_bytes(bytes)?;
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        times.push(timed(|| to_place(&source, Place::Cpu).map(drop))?.total.as_secs_f64());
+    }
+    Ok(Duration::from_secs_f64(median(times)))
+}
+
 fn measure(c: &Case, reps: usize) -> lodtensor::Result<Row> {
     let read_probe = matches!(c.calib, Calib::Sum);
     let cal_bytes = if read_probe { c.read } else { 2 * c.write };
@@ -137,6 +149,15 @@ fn main() {
          (2 x output bytes), or a device read of the input (pool, beam step)",
         if small { "; BENCH_SMALL (16x smaller cases)" } else { "" }
     );
+    let sizes = [8, 4 << 10, 64 << 10, 1 << 20];
+    let downloads: lodtensor::Result<Vec<String>> = sizes
+        .iter()
+        .map(|&b| download_time(b, 10 * reps).map(|t| format!("{} B {:.1} us", b, t.as_secs_f64() * 1e6)))
+        .collect();
+    match downloads {
+        Ok(d) => println!("copies to the host, one wait each (median of {}): {}", 10 * reps, d.join(", ")),
+        Err(e) => println!("copies to the host: not measured: {e}"),
+    }
     println!();
     println!(
         "returned ms: the median time until the call returned (its host work, and any wait inside it); launches, \

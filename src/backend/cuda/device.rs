@@ -6,6 +6,7 @@ use super::counters::{Counter, Counters, CudaCounters};
 use super::driver::{self, Context, DevicePtr, Module};
 use super::kept_zero::KeptZero;
 use super::launch::Args;
+use super::staging::Staging;
 use super::KERNEL_SOURCES;
 use crate::dim::Dim;
 use crate::error::{ensure, err, Error, Result};
@@ -54,6 +55,8 @@ pub(crate) struct Device {
     modules: Vec<Mutex<Option<Module>>>,
     /// Memory kept zeroed between calls for kernels that count (`kept_zero.rs`).
     pub(crate) kept: KeptZero,
+    /// The page-locked buffer of small downloads (`staging.rs`).
+    staging: Staging,
 }
 
 impl Device {
@@ -148,7 +151,7 @@ impl Device {
 
     /// Copies `dst.len()` bytes from device address `src` after the queued work, and waits for it.
     pub(crate) fn dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Result<()> {
-        self.ctx.dtoh(dst, src)?;
+        self.staging.download(&self.ctx, dst, src)?;
         self.counters.add(Counter::Downloads, 1);
         self.counters.add(Counter::DownloadBytes, dst.len() as u64);
         self.counters.add(Counter::Waits, 1);
@@ -269,6 +272,7 @@ pub(crate) fn device(ordinal: u32) -> Result<Arc<Device>> {
         in_use: AtomicUsize::new(0),
         modules: KERNEL_SOURCES.iter().map(|_| Mutex::new(None)).collect(),
         kept: KeptZero::default(),
+        staging: Staging::default(),
     };
     let d = Arc::new(d);
     slot.device = Some(d.clone());

@@ -161,6 +161,15 @@ impl Context {
         unsafe { result::malloc_sync(len) }.map_err(|e| driver_error("device allocation", e))
     }
 
+    /// `len` bytes of page-locked host memory, which the device copies to at full speed and
+    /// without the driver's own staging; never freed by the library (it is kept for the life of
+    /// the process).
+    pub(crate) fn malloc_host(&self, len: usize) -> Result<*mut u8> {
+        self.bind()?;
+        // SAFETY: a plain allocation; the caller treats its bytes as uninitialised.
+        unsafe { result::malloc_host(len, 0) }.map(|p| p.cast()).map_err(|e| driver_error("page-locked allocation", e))
+    }
+
     /// `(free, total)`: the bytes of device memory the driver could still hand out (to this or any
     /// other program) and the device's size.
     pub(crate) fn free_memory(&self) -> Result<(usize, usize)> {

@@ -32,6 +32,8 @@ pub use memory_owner::check_device_buffer;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 mod rows;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+mod staging;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 pub use device::*;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 pub use rows::{
