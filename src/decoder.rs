@@ -277,7 +277,7 @@ impl Decoder {
             match banned {
                 Some(b) => {
                     let mut copy = src.to_vec();
-                    copy.chunks_exact_mut(v).for_each(|row| row[b] = T::from_f64(f64::NEG_INFINITY));
+                    copy.chunks_exact_mut(v).for_each(|row| row[b] = T::cast_f64(f64::NEG_INFINITY));
                     step(&copy)
                 }
                 None => step(src),

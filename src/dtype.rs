@@ -124,8 +124,10 @@ pub trait Scalar: Element + PartialOrd + Default {
     const ONE: Self;
     fn to_f64(self) -> f64;
     /// `v` converted with Rust's `as` rules: floats round to nearest, integers truncate toward
-    /// zero and saturate, NaN becomes 0.
-    fn from_f64(v: f64) -> Self;
+    /// zero and saturate, NaN becomes 0. Not named `from_f64`: inside `dispatch_dtype!` the type
+    /// is named concretely, and there float16's and bfloat16's inherent `from_f64`, which can
+    /// round the wrong way, would be called instead.
+    fn cast_f64(v: f64) -> Self;
     /// Addition that wraps for integers (never panics) and rounds for floats.
     fn add(self, other: Self) -> Self;
 }
@@ -136,7 +138,7 @@ macro_rules! scalar_int {
             const ZERO: Self = 0;
             const ONE: Self = 1;
             fn to_f64(self) -> f64 { self as f64 }
-            fn from_f64(v: f64) -> Self { v as $t }
+            fn cast_f64(v: f64) -> Self { v as $t }
             fn add(self, other: Self) -> Self { self.wrapping_add(other) }
         }
     )*};
@@ -149,7 +151,7 @@ macro_rules! scalar_float {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
             fn to_f64(self) -> f64 { self as f64 }
-            fn from_f64(v: f64) -> Self { v as $t }
+            fn cast_f64(v: f64) -> Self { v as $t }
             fn add(self, other: Self) -> Self { self + other }
         }
     )*};
@@ -164,7 +166,7 @@ macro_rules! scalar_half {
             fn to_f64(self) -> f64 { self.to_f64() }
             // half's own f64 conversion reads only the top 32 bits of the mantissa and can round
             // the wrong way; round-to-odd through f32 rounds correctly.
-            fn from_f64(v: f64) -> Self { <$t>::from_f32($crate::backend::cpu::convert::f64_to_f32_odd(v)) }
+            fn cast_f64(v: f64) -> Self { <$t>::from_f32($crate::backend::cpu::convert::f64_to_f32_odd(v)) }
             fn add(self, other: Self) -> Self { <$t>::from_f32(self.to_f32() + other.to_f32()) }
         }
     )*};
@@ -253,7 +255,7 @@ mod tests {
     #[test]
     fn dispatch_binds_the_element_type() {
         let run = |d: DType| -> crate::Result<f64> {
-            dispatch_dtype!(d, "x", [I32, F16, F64], |T| Ok(sum_as_f64(&[T::ONE, T::ONE, T::from_f64(2.0)])))
+            dispatch_dtype!(d, "x", [I32, F16, F64], |T| Ok(sum_as_f64(&[T::ONE, T::ONE, T::cast_f64(2.0)])))
         };
         assert_eq!(run(DType::I32).unwrap(), 4.0);
         assert_eq!(run(DType::F16).unwrap(), 4.0);
@@ -261,6 +263,6 @@ mod tests {
         let e = run(DType::U8).unwrap_err().to_string();
         assert!(e.contains("x: dtype uint8") && e.contains("int32, float16, float64"), "{e}");
         assert_eq!(i8::MAX.add(1), i8::MIN);
-        assert_eq!(<u8 as Scalar>::from_f64(300.0), 255);
+        assert_eq!(<u8 as Scalar>::cast_f64(300.0), 255);
     }
 }

@@ -152,7 +152,7 @@ fn check_top_k_values<T: Element + lodtensor::dtype::Scalar>(
     k: usize,
     largest: bool,
 ) {
-    let data: Vec<T> = vals.iter().map(|&x| T::from_f64(x)).collect();
+    let data: Vec<T> = vals.iter().map(|&x| T::cast_f64(x)).collect();
     // The values the tensor really holds (u8 saturates the negative ones).
     let vals: Vec<f64> = data.iter().map(|x| x.to_f64()).collect();
     let (val, idx) = top_k(&dense(&data, &[rows, width]), k, largest).unwrap();
@@ -785,7 +785,7 @@ fn decode_example<T: Element + lodtensor::dtype::Scalar>() -> (TensorArray, Tens
     let (mut ids, mut scores) = (TensorArray::new(), TensorArray::new());
     for (lod, data) in steps {
         let n = data.len();
-        let s: Vec<T> = data.iter().map(|&x| T::from_f64(x as f64)).collect();
+        let s: Vec<T> = data.iter().map(|&x| T::cast_f64(x as f64)).collect();
         ids.push(lt(&data, &[n, 1], lod.clone()));
         scores.push(lt(&s, &[n, 1], lod));
     }

@@ -260,10 +260,10 @@ fn xorshift(seed: &mut u64) -> u64 {
 
 fn check_scatter<T: Scalar>(rows: usize, width: usize, lengths: &[usize], seed: u64) {
     let mut s = seed | 1;
-    let x: Vec<T> = (0..rows * width).map(|_| T::from_f64((xorshift(&mut s) % 50) as f64)).collect();
+    let x: Vec<T> = (0..rows * width).map(|_| T::cast_f64((xorshift(&mut s) % 50) as f64)).collect();
     let m: usize = lengths.iter().sum();
     let ids: Vec<i64> = (0..m).map(|_| (xorshift(&mut s) % width as u64) as i64).collect();
-    let upd: Vec<T> = (0..m).map(|_| T::from_f64((xorshift(&mut s) % 7) as f64)).collect();
+    let upd: Vec<T> = (0..m).map(|_| T::cast_f64((xorshift(&mut s) % 7) as f64)).collect();
     let offsets = lodtensor::lengths_to_offsets(&[lengths.to_vec()]).unwrap().remove(0);
     let want = scatter_reference(&x, width, &ids, &offsets, &upd);
     let xt = LoDTensor::dense(Tensor::from_slice(&x, &[rows, width]).unwrap());

@@ -95,6 +95,27 @@ fn pool_max_nan() {
     assert_eq!(p.max_index.unwrap().tensor().as_slice::<i32>().unwrap(), &[2, 3]);
 }
 
+// An empty sequence's pad value rounds to the nearest float16 / bfloat16, also a hair below a tie
+// (where a rounding through float32 first lands on the tie and goes to the even neighbour above).
+#[test]
+fn pool_pad_value_rounds_to_nearest_in_half_types() {
+    let lengths = lod(&[&[0, 1, 1]]);
+    // float16 steps by 2^-10 in [1, 2): just below 1509.5 steps is 1509 of them.
+    let x = LoDTensor::from_slice(&[f16::ONE], &[1, 1], lengths.clone()).unwrap();
+    let pad = (1024.0 + 485.5) / 1024.0 - 2f64.powi(-40);
+    for p in POOLS {
+        let out = sequence_pool(&x, p, pad).unwrap().out;
+        assert_eq!(out.tensor().as_slice::<f16>().unwrap()[1], f16::from_f32(1509.0 / 1024.0), "{p:?}");
+    }
+    // bfloat16 steps by 2^-7: just below 3.5 steps above 1 is 3 of them.
+    let x = LoDTensor::from_slice(&[bf16::ONE], &[1, 1], lengths).unwrap();
+    let pad = 1.0 + 3.5 / 128.0 - 2f64.powi(-40);
+    for p in POOLS {
+        let out = sequence_pool(&x, p, pad).unwrap().out;
+        assert_eq!(out.tensor().as_slice::<bf16>().unwrap()[1], bf16::from_f32(1.0 + 3.0 / 128.0), "{p:?}");
+    }
+}
+
 #[test]
 fn pool_errors_and_dtypes() {
     let dense = LoDTensor::dense(Tensor::from_slice(&DOC_X, &[7, 1]).unwrap());
@@ -216,7 +237,7 @@ fn pool_reference<T: Scalar>(x: &[T], width: usize, offsets: &[usize], p: PoolTy
         for c in 0..width {
             let col = |r: usize| x[r * width + c];
             if s == e {
-                out.push(T::from_f64(pad));
+                out.push(T::cast_f64(pad));
                 index.push(-1);
                 continue;
             }
@@ -236,9 +257,9 @@ fn pool_reference<T: Scalar>(x: &[T], width: usize, offsets: &[usize], p: PoolTy
                 }
             }
             out.push(match p {
-                PoolType::Sum => T::from_f64(sum),
-                PoolType::Average => T::from_f64(sum / n),
-                PoolType::Sqrt => T::from_f64(sum / n.sqrt()),
+                PoolType::Sum => T::cast_f64(sum),
+                PoolType::Average => T::cast_f64(sum / n),
+                PoolType::Sqrt => T::cast_f64(sum / n.sqrt()),
                 PoolType::First => col(s),
                 PoolType::Last => col(e - 1),
                 PoolType::Max | PoolType::Min => col(best),
@@ -253,7 +274,7 @@ fn check_pool<T: Scalar>(lengths: &[Vec<usize>], width: usize, pad: f64, seed: u
     let l = Lod::from_lengths(lengths).unwrap();
     let rows = l.rows().unwrap();
     let mut s = seed | 1;
-    let x: Vec<T> = (0..rows * width).map(|_| T::from_f64((xorshift(&mut s) % 1000) as f64 / 8.0 - 60.0)).collect();
+    let x: Vec<T> = (0..rows * width).map(|_| T::cast_f64((xorshift(&mut s) % 1000) as f64 / 8.0 - 60.0)).collect();
     let t = LoDTensor::new(Tensor::from_slice(&x, &[rows, width]).unwrap(), l.clone()).unwrap();
     let offsets = l.level(l.num_levels() - 1).unwrap();
     for p in POOLS {

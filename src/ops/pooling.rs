@@ -73,7 +73,7 @@ pub fn sequence_pool(x: &LoDTensor, pool: PoolType, pad_value: f64) -> Result<Po
             let mut out = Tensor::uninit(xt.dtype(), dims)?;
             dispatch_dtype!(xt.dtype(), "x", [F32, F64, F16, BF16], |T| {
                 let src = xt.as_slice::<T>()?;
-                let pad = T::from_f64(pad_value);
+                let pad = T::cast_f64(pad_value);
                 let dst = out.as_mut_slice::<T>()?;
                 match pool {
                     PoolType::Sum => pool_sum(src, width, offsets, |_| 1.0, pad, dst),
@@ -99,7 +99,7 @@ pub fn sequence_pool(x: &LoDTensor, pool: PoolType, pad_value: f64) -> Result<Po
         Place::Cuda(_) => {
             // The pad element is rounded on the host, as the CPU kernel rounds it.
             let pad =
-                dispatch_dtype!(xt.dtype(), "x", [F32, F64, F16, BF16], |T| Ok(element_bits(T::from_f64(pad_value))))?;
+                dispatch_dtype!(xt.dtype(), "x", [F32, F64, F16, BF16], |T| Ok(element_bits(T::cast_f64(pad_value))))?;
             match pool {
                 PoolType::Sum => cuda::pool_sum(xt, width, level, SumDivisor::One, pad, dims)?,
                 PoolType::Average => cuda::pool_sum(xt, width, level, SumDivisor::Length, pad, dims)?,

@@ -212,13 +212,13 @@ mod tests {
         assert_eq!(f16::from_value(Value::Float(1e6)), f16::INFINITY);
         assert_eq!(f16::from_value(Value::Float(-1e300)), f16::NEG_INFINITY);
         assert_eq!(bf16::from_value(Value::Int(i64::MAX)), bf16::from_f64(i64::MAX as f64));
-        // Scalar::from_f64 (the arithmetic kernels' way back to float16/bfloat16) rounds the same.
+        // Scalar::cast_f64 (the arithmetic kernels' way back to float16/bfloat16) rounds the same.
         use crate::dtype::Scalar;
         for v in [26456998543384.0, 1.0 + 2f64.powi(-11) + 2f64.powi(-40), -3.3e38, 1e-9] {
-            assert_eq!(<bf16 as Scalar>::from_f64(v), bf16::from_value(Value::Float(v)));
-            assert_eq!(<f16 as Scalar>::from_f64(v), f16::from_value(Value::Float(v)));
+            assert_eq!(<bf16 as Scalar>::cast_f64(v), bf16::from_value(Value::Float(v)));
+            assert_eq!(<f16 as Scalar>::cast_f64(v), f16::from_value(Value::Float(v)));
         }
-        assert_eq!(<bf16 as Scalar>::from_f64(26456998543384.0).to_bits(), 0x55c1);
+        assert_eq!(<bf16 as Scalar>::cast_f64(26456998543384.0).to_bits(), 0x55c1);
         assert_eq!(chunk_bounds(0, 4), vec![0]);
         assert_eq!(chunk_bounds(9, 4), vec![0, 4, 8, 9]);
     }

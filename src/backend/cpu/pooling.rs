@@ -60,7 +60,7 @@ pub fn pool_sum<T: Scalar>(
                     sum_columns(rows, width, c0..c1, &mut acc)
                 }
                 for (o, a) in seg[c0..c1].iter_mut().zip(&acc) {
-                    *o = T::from_f64(a / d);
+                    *o = T::cast_f64(a / d);
                 }
             }
             return;
@@ -75,7 +75,7 @@ pub fn pool_sum<T: Scalar>(
                 }
             }
             for (o, a) in seg[c0..c0 + SUM_BLOCK].iter_mut().zip(&acc) {
-                *o = T::from_f64(a / d);
+                *o = T::cast_f64(a / d);
             }
             c0 += SUM_BLOCK;
         }
@@ -87,7 +87,7 @@ pub fn pool_sum<T: Scalar>(
                 }
             }
             for (o, a) in seg[c0..].iter_mut().zip(&acc) {
-                *o = T::from_f64(a / d);
+                *o = T::cast_f64(a / d);
             }
         }
     })

@@ -41,12 +41,12 @@ pub fn softmax_segments<T: Scalar, A: Compute>(x: &[T], bounds: &[usize], log: b
         if log {
             let ln_sum = sum.ln();
             for (o, &v) in seg.iter_mut().zip(xs) {
-                *o = T::from_f64(v.to_f64() - max - ln_sum);
+                *o = T::cast_f64(v.to_f64() - max - ln_sum);
             }
         } else {
             let inv = 1.0 / sum;
             for (o, &v) in seg.iter_mut().zip(xs) {
-                *o = T::from_f64(shifted(v, max).exp().to_f64() * inv);
+                *o = T::cast_f64(shifted(v, max).exp().to_f64() * inv);
             }
         }
     })

@@ -214,7 +214,7 @@ fn kth_bar<T: Scalar, const LARGEST: bool>(values: &[T], k: usize) -> T {
         return hi;
     }
     for _ in 0..BISECTION_STEPS {
-        let mid = T::from_f64((lo.to_f64() + hi.to_f64()) / 2.0);
+        let mid = T::cast_f64((lo.to_f64() + hi.to_f64()) / 2.0);
         if !(plain_better::<T, LARGEST>(mid, lo) && plain_better::<T, LARGEST>(hi, mid)) {
             break;
         }
