@@ -115,8 +115,7 @@ EOF
 java)
   "$JAVA" -Djna.library.path="$libdir" -jar "$JUNIT_JAR" \
     -cp "$JAVA_MAIN_JAR:$JAVA_TEST_JAR:$JNA_JAR" \
-    --select-class org.lodtensor.LodTensorTest --select-class org.lodtensor.BeamSearchTest \
-    --select-class org.lodtensor.OpsTest --fail-if-no-tests --disable-banner --details=tree
+    --scan-classpath "$JAVA_TEST_JAR" --fail-if-no-tests --disable-banner --details=tree
   ;;
 java-readme)
   # Source-file mode (JEP 330): the snippet is compiled and run as it is in the README.

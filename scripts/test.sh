@@ -10,10 +10,10 @@
 # Step 5 builds the `cuda` feature (in target/cuda, so the default library stays as it is) and
 # compiles every CUDA kernel with NVRTC, which needs no GPU: libnvrtc.so.13 comes from PyPI's
 # nvidia-cuda-nvrtc, installed into build/nvrtc when missing. Step 6 runs the GPU tests
-# (tests/cuda*.rs) and the C API tests against the `cuda-emulator` build (target/emu,
-# build/capi-emu): the CUDA backend and its kernels, run on the host (again with guard pages and
-# each launch's blocks and threads in a shuffled order, and 2000 hostile-input calls under
-# valgrind too); then it packs the bundle for GPU machines without Rust (scripts/gpu-bundle.sh)
+# (tests/cuda*.rs), the C API tests and the bindings' tests against the `cuda-emulator` build
+# (target/emu, build/capi-emu): the CUDA backend and its kernels, run on the host (again, but for
+# the bindings', with guard pages and each launch's blocks and threads in a shuffled order, and
+# 2000 hostile-input calls under valgrind too); then it packs the bundle for GPU machines without Rust (scripts/gpu-bundle.sh)
 # over the emulator and runs some of its programs with scripts/gpu-run.sh.
 # LODTENSOR_SKIP_CUDA=1 skips steps 5 and 6.
 # A failing test suite does not stop the ones after it (CI shows every failure at once); the
@@ -100,16 +100,17 @@ else
   # allocation there is one on a GPU.
   env "$valgrind_runner" HOSTILE_CASES=2000 LODTENSOR_REQUIRE_GPU=1 cargo test --release --features cuda-emulator \
     --target-dir target/emu --test cuda_hostile_inputs || failed+=("device hostile inputs under valgrind (emulator)")
-  # The C tests see two usable devices here, so their CUDA branches run.
-  if cmake -S capi-tests -B build/capi-emu -DCMAKE_BUILD_TYPE=Debug -DLODTENSOR_MEMCHECK=OFF -DLODTENSOR_BINDINGS=OFF \
+  # The C tests, and the C++, Go and Java bindings' tests, see two usable devices here, so their
+  # CUDA branches run.
+  if cmake -S capi-tests -B build/capi-emu -DCMAKE_BUILD_TYPE=Debug -DLODTENSOR_MEMCHECK=OFF "-DLODTENSOR_BINDINGS=$bindings" \
        "-DLODTENSOR_CARGO_TARGET_DIR=$PWD/target/emu" "-DLODTENSOR_CARGO_ARGS=--features=cuda-emulator" &&
      cmake --build build/capi-emu -j "$jobs"; then
     ctest --test-dir build/capi-emu --output-on-failure -j "$jobs" -E '^(install_consumer|symbols)' ||
       failed+=("C API tests on the CUDA emulator")
     # And with guard pages and shuffled launches, but for the tests of what the block caches keep
-    # (the caches are off).
+    # (the caches are off) and the bindings'.
     LODTENSOR_GUARD_PAGES=1 LODTENSOR_EMULATOR_SHUFFLE=1 LODTENSOR_POISON_UNINIT=1 ctest --test-dir build/capi-emu \
-      --output-on-failure -j "$jobs" -E '^(install_consumer|symbols|(static\.)?test_(cuda_memory|host_cache))$' ||
+      --output-on-failure -j "$jobs" -LE bindings -E '^(install_consumer|symbols|(static\.)?test_(cuda_memory|host_cache))$' ||
       failed+=("C API tests on the CUDA emulator with guard pages and shuffled launches")
   else
     failed+=("C API tests on the CUDA emulator (build)")

@@ -492,9 +492,11 @@ func checkDType[T Element](t *Tensor) error {
 	return nil
 }
 
-// View is a zero-copy slice over t's elements. It is valid only while t (or another handle on
-// the same memory) is open: keep t reachable (runtime.KeepAlive) while using the slice, and do
-// not use it after Close. Writes through other handles on the memory are visible in it.
+// View is a zero-copy slice over t's elements, which must be on the host (a tensor on a CUDA
+// device is an *Error with status InvalidArgument: copy it with ToPlace(CPU), or Data, first). It
+// is valid only while t (or another handle on the same memory) is open: keep t reachable
+// (runtime.KeepAlive) while using the slice, and do not use it after Close. Writes through other
+// handles on the memory are visible in it.
 func View[T Element](t *Tensor) ([]T, error) {
 	return viewWith[T](t, func(p *unsafe.Pointer) C.lodtensor_status_t { return C.lodtensor_data(t.c(), p) })
 }
@@ -510,6 +512,9 @@ func viewWith[T Element](t *Tensor, data func(*unsafe.Pointer) C.lodtensor_statu
 	if err := checkDType[T](t); err != nil {
 		return nil, err
 	}
+	if err := onHost(t); err != nil {
+		return nil, err
+	}
 	var p unsafe.Pointer
 	if err := call(func() C.lodtensor_status_t { return data(&p) }); err != nil {
 		return nil, err
@@ -521,8 +526,25 @@ func viewWith[T Element](t *Tensor, data func(*unsafe.Pointer) C.lodtensor_statu
 	return unsafe.Slice((*T)(p), n), nil
 }
 
-// Data copies t's elements into a new Go slice.
+// onHost is an *Error unless t is on the host: a slice over device memory would fault when read.
+func onHost(t *Tensor) error {
+	p, err := t.Place()
+	if err != nil || p == CPU {
+		return err
+	}
+	return &Error{Status: InvalidArgument, Message: fmt.Sprintf("the tensor is on %v, not on the host: copy it with ToPlace(CPU)", p)}
+}
+
+// Data copies t's elements into a new Go slice (from a CUDA device through a host copy).
 func Data[T Element](t *Tensor) ([]T, error) {
+	if p, err := t.Place(); err == nil && p != CPU {
+		host, err := t.ToPlace(CPU)
+		if err != nil {
+			return nil, err
+		}
+		defer host.Close()
+		t = host
+	}
 	view, err := View[T](t)
 	if err != nil {
 		return nil, err
@@ -537,6 +559,17 @@ var CPU = Place{C.LODTENSOR_DEVICE_CPU, 0}
 
 // CUDA is the place of CUDA device id.
 func CUDA(id int32) Place { return Place{C.LODTENSOR_DEVICE_CUDA, id} }
+
+// String is the place as the library's messages name it: "cpu", "cuda:0", ...
+func (p Place) String() string {
+	switch p.DeviceType {
+	case C.LODTENSOR_DEVICE_CPU:
+		return "cpu"
+	case C.LODTENSOR_DEVICE_CUDA:
+		return fmt.Sprintf("cuda:%d", p.DeviceID)
+	}
+	return fmt.Sprintf("place(device type %d, id %d)", p.DeviceType, p.DeviceID)
+}
 
 func (p Place) c() C.lodtensor_place_t {
 	return C.lodtensor_place_t{device_type: C.int32_t(p.DeviceType), device_id: C.int32_t(p.DeviceID)}

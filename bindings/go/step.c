@@ -1,6 +1,7 @@
-// The C side of DynamicRNN: a step function with the exact C signature the library expects,
-// forwarding to the Go function exported from rnn.go (cgo's export prototype has no const and
-// takes the cgo.Handle as an integer, so it cannot be passed to the library directly).
+// The C side of the binding's callbacks, each with the exact C signature the library expects and
+// forwarding to a Go function exported from the binding (cgo's export prototype has no const and
+// takes the cgo.Handle as an integer, so it cannot be passed to the library directly). First
+// DynamicRNN's step function (rnn.go).
 #include <stdint.h>
 
 #include <lodtensor.h>
@@ -45,4 +46,20 @@ lodtensor_status_t lodtensorgo_decoder_run_tensors(const beam_search_decoder_t *
                                                    uintptr_t handle, lodtensor_t **out_ids, lodtensor_t **out_scores) {
     return beam_search_decoder_run_tensors(decoder, num_sources, lodtensorgo_beam_tensor_step, (void *)handle, out_ids,
                                            out_scores);
+}
+
+// The C side of FromBuffer: the release function, forwarding to lodtensorGoRelease, and the call
+// taking the buffer's address as an integer (a device address is no Go pointer). Handle 0 is no
+// release function.
+static void lodtensorgo_release(void *data, void *user_data) {
+    (void)data;
+    lodtensorGoRelease((uintptr_t)user_data);
+}
+
+lodtensor_status_t lodtensorgo_from_buffer(lodtensor_place_t place, lodtensor_dtype_t dtype, const int64_t *dims,
+                                           size_t ndim, uintptr_t data, size_t data_len, int32_t lod_kind,
+                                           const size_t *level_sizes, size_t num_levels, const size_t *lod,
+                                           size_t lod_len, uintptr_t handle, lodtensor_t **out) {
+    return lodtensor_from_buffer(place, dtype, dims, ndim, (void *)data, data_len, lod_kind, level_sizes, num_levels,
+                                 lod, lod_len, handle != 0 ? lodtensorgo_release : NULL, (void *)handle, out);
 }

@@ -6,11 +6,13 @@ import com.sun.jna.Pointer;
 import com.sun.jna.ptr.LongByReference;
 import com.sun.jna.ptr.PointerByReference;
 import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BiFunction;
 
 /**
  * A tensor with a LoD (a dense row-major array plus offsets of variable-length sequences),
@@ -86,12 +88,24 @@ public final class Tensor implements AutoCloseable {
         return create(dtype, dims, m, n, lod);
     }
 
-    /** Direct buffers lent to the library by {@link #wrap}, until their release callback runs. */
-    private static final Map<Long, ByteBuffer> LENT = new ConcurrentHashMap<>();
+    /**
+     * What {@link #fromBuffer} runs when the library releases a buffer, by loan number (the
+     * buffer's user data), from the loan until then.
+     */
+    private static final Map<Long, Runnable> LENT = new ConcurrentHashMap<>();
     private static final AtomicLong NEXT_LOAN = new AtomicLong(1);
     // One callback object for every loan, kept reachable for the life of the class.
-    private static final LodTensorLib.ReleaseFn RELEASE =
-            (data, userData) -> LENT.remove(Pointer.nativeValue(userData));
+    private static final LodTensorLib.ReleaseFn RELEASE = (data, userData) -> {
+        Runnable release = LENT.remove(Pointer.nativeValue(userData));
+        try {
+            release.run();
+        } catch (Throwable e) {
+            // Not through the library's frames: the thread's handler reports it, as it does an
+            // exception that ends a thread.
+            Thread t = Thread.currentThread();
+            t.getUncaughtExceptionHandler().uncaughtException(t, e);
+        }
+    };
 
     /**
      * A tensor over a direct buffer without copying it (zero copy): the buffer's remaining bytes
@@ -103,25 +117,57 @@ public final class Tensor implements AutoCloseable {
         if (!direct.isDirect()) {
             throw new LodTensorException(Status.INVALID_ARGUMENT, "wrap: the buffer must be direct");
         }
-        long loan = NEXT_LOAN.getAndIncrement();
         ByteBuffer lent = direct.slice();
-        LENT.put(loan, lent);
-        LodTensorLib.PlaceT cpu = new LodTensorLib.PlaceT();
-        cpu.device_type = 1;
+        long address = lent.capacity() == 0 ? 0 : Pointer.nativeValue(Native.getDirectBufferPointer(lent));
+        // The release keeps the buffer reachable, so its memory stays, until the library is done.
+        return fromBuffer(1, 0, dtype, dims, address, lent.capacity(), lod, () -> Reference.reachabilityFence(lent));
+    }
+
+    /**
+     * A tensor over {@code nbytes} bytes at {@code address} on a place (deviceType 1 = CPU, 2 =
+     * CUDA, as {@link #toPlace}), without copying them (zero copy): native memory on the host, or a
+     * CUDA device's memory from other CUDA code (a device pointer's value). {@code nbytes} must be
+     * exactly the elements' size and the address aligned to the element size. The memory must
+     * stay valid until {@code release} runs: once, when the last handle over it (this tensor, its
+     * shares, slices and split pieces) is closed, on the thread that closes it (for a CUDA place,
+     * after the work queued on the device has finished); null when the memory outlives every such
+     * handle. An exception thrown by {@code release} goes to that thread's uncaught-exception
+     * handler. On failure nothing is taken and {@code release} never runs.
+     *
+     * <p>A CUDA device reads the memory in the order of its stream ({@link #cudaStream}): what
+     * other code writes there must be queued on that stream, or finished, first. A CUDA place
+     * whose device cannot use the memory (another device's, or host memory the driver does not
+     * know on a GPU that cannot read pageable memory) is INVALID_ARGUMENT naming data.
+     */
+    public static Tensor fromBuffer(int deviceType, int deviceId, DType dtype, long[] dims, long address,
+                                    long nbytes, Lod lod, Runnable release) {
+        long loan = release == null ? 0 : NEXT_LOAN.getAndIncrement();
+        if (release != null) {
+            LENT.put(loan, release);
+        }
         PointerByReference out = new PointerByReference();
-        int s = LIB.lodtensor_from_buffer(cpu, new LodTensorLib.DTypeT(dtype), dims, dims.length,
-                lent.capacity() == 0 ? null : Native.getDirectBufferPointer(lent), lent.capacity(), lod.kind,
-                lod.levelSizes, lod.levelSizes.length, lod.values, lod.values.length, RELEASE, new Pointer(loan),
-                out);
+        int s = LIB.lodtensor_from_buffer(new LodTensorLib.PlaceT(deviceType, deviceId),
+                new LodTensorLib.DTypeT(dtype), dims, dims.length, address == 0 ? null : new Pointer(address),
+                nbytes, lod.kind, lod.levelSizes, lod.levelSizes.length, lod.values, lod.values.length,
+                release == null ? null : RELEASE, release == null ? null : new Pointer(loan), out);
         if (s != 0) {
             LENT.remove(loan); // nothing was taken
         }
         return out(s, out);
     }
 
-    /** How many buffers given to {@link #wrap} the library still holds. */
+    /** How many buffers given to {@link #fromBuffer} (or {@link #wrap}) the library still holds. */
     static int lentBuffers() {
         return LENT.size();
+    }
+
+    /**
+     * The address of the first element: host memory for the CPU ({@link #view()} reads it), a
+     * device address for a CUDA place, for other CUDA code. Valid while any handle on the memory is
+     * open.
+     */
+    public long address() {
+        return Pointer.nativeValue(data());
     }
 
     private static Tensor create(DType dtype, long[] dims, Pointer data, long nbytes, Lod lod) {
@@ -258,36 +304,57 @@ public final class Tensor implements AutoCloseable {
         }
     }
 
-    public float[] toFloatArray() {
-        requireDType(DType.FLOAT32);
-        int n = (int) numel();
-        return n == 0 ? new float[0] : data().getFloatArray(0, n);
-    }
-
-    public double[] toDoubleArray() {
-        requireDType(DType.FLOAT64);
-        int n = (int) numel();
-        return n == 0 ? new double[0] : data().getDoubleArray(0, n);
-    }
-
-    public int[] toIntArray() {
-        requireDType(DType.INT32);
-        int n = (int) numel();
-        return n == 0 ? new int[0] : data().getIntArray(0, n);
-    }
-
-    public long[] toLongArray() {
-        requireDType(DType.INT64);
-        int n = (int) numel();
-        return n == 0 ? new long[0] : data().getLongArray(0, n);
+    /** The place's name in the library's messages: "cpu", "cuda:0", ... */
+    private static String placeName(int[] place) {
+        return place[0] == 1 ? "cpu" : place[0] == 2 ? "cuda:" + place[1] : "place " + place[0] + ":" + place[1];
     }
 
     /**
-     * A zero-copy, writable view of the elements (native byte order). Valid only while this tensor
-     * (or another handle on the same memory) is open; writes are seen by every handle sharing the
-     * memory.
+     * {@code read(address, numel)} of this tensor's elements (dtype {@code want}) in host memory:
+     * its own, or a host copy of a CUDA tensor's.
+     */
+    private <A> A readOnHost(DType want, BiFunction<Pointer, Integer, A> read) {
+        requireDType(want);
+        if (place()[0] != 1) {
+            try (Tensor host = toPlace(1, 0)) {
+                return host.readOnHost(want, read);
+            }
+        }
+        return read.apply(data(), (int) numel());
+    }
+
+    /** The elements, copied (from a CUDA device through a host copy). */
+    public float[] toFloatArray() {
+        return readOnHost(DType.FLOAT32, (p, n) -> n == 0 ? new float[0] : p.getFloatArray(0, n));
+    }
+
+    /** The elements, copied (from a CUDA device through a host copy). */
+    public double[] toDoubleArray() {
+        return readOnHost(DType.FLOAT64, (p, n) -> n == 0 ? new double[0] : p.getDoubleArray(0, n));
+    }
+
+    /** The elements, copied (from a CUDA device through a host copy). */
+    public int[] toIntArray() {
+        return readOnHost(DType.INT32, (p, n) -> n == 0 ? new int[0] : p.getIntArray(0, n));
+    }
+
+    /** The elements, copied (from a CUDA device through a host copy). */
+    public long[] toLongArray() {
+        return readOnHost(DType.INT64, (p, n) -> n == 0 ? new long[0] : p.getLongArray(0, n));
+    }
+
+    /**
+     * A zero-copy, writable view of the elements (native byte order), which must be on the host
+     * (a CUDA tensor is INVALID_ARGUMENT: copy it with {@link #toPlace} first). Valid only while
+     * this tensor (or another handle on the same memory) is open; writes are seen by every handle
+     * sharing the memory.
      */
     public ByteBuffer view() {
+        int[] place = place();
+        if (place[0] != 1) {
+            throw new LodTensorException(Status.INVALID_ARGUMENT, "view: the tensor is on " + placeName(place)
+                    + ", not on the host: copy it with toPlace(1, 0)");
+        }
         long n = nbytes();
         PointerByReference p = new PointerByReference();
         NativeHandle.check(LIB.lodtensor_data_mut(ptr(), p));
