@@ -183,7 +183,9 @@ class TensorReader {
         return d.size() == 0 ? 1 : d[0];
     }
 
-    // The elements as T (which must be the tensor's dtype; else INVALID_ARGUMENT), zero copy.
+    // The elements as T (which must be the tensor's dtype; else INVALID_ARGUMENT), zero copy. For a
+    // tensor on a CUDA device the span holds device addresses, for CUDA code (as lodtensor_data's):
+    // read it on the host from a copy there (to_place with LODTENSOR_DEVICE_CPU) instead.
     template <typename T>
     Span<const T> data() const {
         require_dtype<T>();
@@ -328,7 +330,8 @@ class Tensor : public detail::TensorReader<Tensor> {
     TensorRef ref() const noexcept { return TensorRef(h_); }
     operator TensorRef() const noexcept { return TensorRef(h_); }
 
-    // Writable elements, zero copy; writes are seen by every handle sharing the memory.
+    // Writable elements, zero copy; writes are seen by every handle sharing the memory. Device
+    // addresses for a tensor on a CUDA device, as data()'s.
     template <typename T>
     Span<T> mutable_data() {
         if (!same_dtype(dtype(), dtype_of<T>())) {
