@@ -846,6 +846,14 @@ fn beam_search_decode_empty_slots_last_and_errors() {
     ids3.push(lt(&[1i64], &[1], vec![vec![0, 1], vec![0, 1]]));
     scores3.push(lt(&[1f32], &[1], vec![vec![0, 1], vec![0, 1]]));
     inv(beam_search_decode(&ids3, &scores3, 2, 1), "source");
+    // Every step is checked before any is decoded: int32 ids at step 0 are reported even though
+    // step 4, decoded first, has more candidates than beam_size = 1.
+    let (mut ids4, scores4) = decode_example::<f32>();
+    ids4.write(0, lt(&[0i32, 0], &[2, 1], vec![vec![0, 1, 2], vec![0, 1, 2]])).unwrap();
+    match beam_search_decode(&ids4, &scores4, 1, 1) {
+        Err(Error::Unsupported(m)) => assert!(m.contains("element 0") && m.contains("int64"), "{m}"),
+        other => panic!("{other:?}"),
+    }
     // Every source gets beam_size sentences: a beam_size whose sentences cannot be counted, or
     // held, is refused before anything is allocated.
     for beam in [usize::MAX, usize::MAX / 4] {

@@ -584,6 +584,23 @@ fn gpu_decode_equals_cpu() {
         beam_search_decode(&ids, &scores, 1, 1),
         "beam too small",
     );
+    // A wrong step 0 (int32 ids) with a later step over beam_size: every step is checked before
+    // any is decoded, on both places.
+    let mut ids32 = ids.clone();
+    let first = ids.read(0).unwrap();
+    let as_i32: Vec<i32> = first.tensor().as_slice::<i64>().unwrap().iter().map(|&x| x as i32).collect();
+    ids32
+        .write(
+            0,
+            LoDTensor::new(Tensor::from_slice(&as_i32, first.dims().as_slice()).unwrap(), first.lod().clone()).unwrap(),
+        )
+        .unwrap();
+    same_error(
+        beam_search_decode(&array_to(&ids32, GPU), &array_to(&scores, GPU), 1, 1),
+        beam_search_decode(&ids32, &scores, 1, 1),
+        "int32 ids at step 0, beam too small later",
+    );
+    assert!(matches!(beam_search_decode(&ids32, &scores, 1, 1), Err(Error::Unsupported(_))));
     let mut mixed = array_to(&ids, GPU);
     mixed.write(1, ids.read(1).unwrap()).unwrap();
     match beam_search_decode(&mixed, &array_to(&scores, GPU), 2, 1) {

@@ -19,14 +19,8 @@ struct Sentence<T> {
     scores: Vec<T>,
 }
 
-/// Checks step `t` of the two arrays and returns its LoD levels.
-fn check_step<'a>(
-    ids: &'a LoDTensor,
-    scores: &LoDTensor,
-    t: usize,
-    sources: usize,
-    dtype: DType,
-) -> Result<&'a [Vec<usize>]> {
+/// Checks step `t` of the two arrays.
+fn check_step(ids: &LoDTensor, scores: &LoDTensor, t: usize, sources: usize, dtype: DType) -> Result<()> {
     let levels = ids.lod().levels();
     ensure!(
         levels.len() == 2,
@@ -64,7 +58,7 @@ fn check_step<'a>(
         InvalidArgument,
         "scores: element {t} does not have the LoD and element count of ids' element {t}; they must match"
     );
-    Ok(levels)
+    Ok(())
 }
 
 /// Paddle's `beam_search_decode`: backtracks the per-step selected ids and scores (as written by
@@ -122,12 +116,13 @@ pub fn beam_search_decode(
     let dtype = scores[0].tensor().dtype();
     ensure!(dtype != DType::Bool, InvalidArgument, "scores: beam_search_decode does not support bool scores");
     let sources = ids[0].lod().levels().first().map_or(0, |l| l.len() - 1);
+    dispatch_dtype!(dtype, "scores", [F32, F64, F16, BF16, I32, I64], |T| Ok(()))?;
+    // Every step is checked before any is decoded (or copied from a device), so that a broken
+    // step is reported the same way wherever the steps are and whatever the later steps hold.
+    for t in (0..ids.len()).rev() {
+        check_step(&ids[t], &scores[t], t, sources, dtype)?;
+    }
     if let Place::Cuda(ordinal) = place {
-        dispatch_dtype!(dtype, "scores", [F32, F64, F16, BF16, I32, I64], |T| Ok(()))?;
-        // The checks decode makes, in its order, before anything is copied.
-        for t in (0..ids.len()).rev() {
-            check_step(&ids[t], &scores[t], t, sources, dtype)?;
-        }
         // All steps' ids, then all their scores, gathered on the device; both come to the host in
         // one copy (one wait).
         let [all_ids, all_scores] = all_on_host([&joined(ids)?, &joined(scores)?])?;
@@ -175,11 +170,10 @@ fn decode<T: Scalar>(
     beam: usize,
     end_id: i64,
 ) -> Result<(LoDTensor, LoDTensor)> {
-    let dtype = T::DTYPE;
     let mut sentences: Vec<Vec<Sentence<T>>> = (0..sources).map(|_| Vec::new()).collect();
     let mut prefixes: Vec<Vec<usize>> = vec![Vec::new(); sources];
     for t in (0..ids.len()).rev() {
-        let lod = check_step(&ids[t], &scores[t], t, sources, dtype)?;
+        let lod = ids[t].lod().levels();
         let (p0, p1) = (&lod[0], &lod[1]);
         let step_ids = ids[t].tensor().as_slice::<i64>()?;
         let step_scores = scores[t].tensor().as_slice::<T>()?;
