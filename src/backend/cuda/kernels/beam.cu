@@ -357,12 +357,15 @@ static __device__ void rank_candidates(const i64 *source_rows, u32 sources, cons
                                        i64 *replay) {
   const i64 rows = source_rows[sources];
   const u32 k = cands.count(0);  // the same for every row
-  const u64 slots = (u64)rows * k;
+  // A slot a row even where rows have no candidates (an empty vocabulary): a finished row still
+  // offers itself.
+  const u32 per_row = max(k, 1u);
+  const u64 slots = (u64)rows * per_row;
   for (u64 slot = threadIdx.x; slot < slots; slot += blockDim.x) {
-    const i64 r = (i64)(slot / k);
-    const u32 j = (u32)(slot - (u64)r * k);
+    const i64 r = (i64)(slot / per_row);
+    const u32 j = (u32)(slot - (u64)r * per_row);
     const bool finished = pre_ids[r] == end_id;
-    if (finished && j > 0) continue;
+    if (finished ? j > 0 : j >= k) continue;
     const u32 s = last_at_or_below(source_rows, 0, sources, (u64)r);
     const i64 r0 = source_rows[s], r1 = source_rows[s + 1];
     i64 id;
