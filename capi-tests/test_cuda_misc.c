@@ -1,7 +1,8 @@
 /* test_cuda_misc: the smaller sequence ops through the C API on cuda:0 (sequence_concat,
  * sequence_slice, sequence_reverse, sequence_reshape, lodtensor_gather_rows, sequence_mask,
  * sequence_enumerate, sequence_erase, sequence_conv, sequence_scatter, sequence_scatter_inplace,
- * sequence_expand, sequence_expand_as, lodtensor_scatter_rows): each result is made on the device from device inputs,
+ * sequence_expand, sequence_expand_as, lodtensor_scatter_rows, lodtensor_merge, lodtensor_lod_reset
+ * with its target in a device tensor): each result is made on the device from device inputs,
  * brought back with lodtensor_to_place and compared with the CPU result of the same call (dims,
  * LoD and bytes; sequence_conv within a float tolerance). Inputs on different places are
  * LODTENSOR_INVALID_ARGUMENT naming both. Without a usable CUDA device it says so and passes. */
@@ -303,6 +304,58 @@ static void test_scatter_rows(void) {
     lodtensor_destroy(eud);
 }
 
+/* lodtensor_merge of device tensors (one with no rows) is a device tensor equal to the host merge;
+ * lodtensor_lod_reset reads its target from a device `y`; `y` on another place than `x` is
+ * LODTENSOR_INVALID_ARGUMENT naming both places. */
+static void test_merge_and_lod_reset(void) {
+    static const size_t lod_a[4] = {0, 3, 3, 7}, lod_b[3] = {0, 0, 2}, lod_e[2] = {0, 0};
+    static const int64_t ydims[1] = {3};
+    static const int64_t target[3] = {0, 5, 9}, bad[3] = {0, 10, 9};
+    lodtensor_t *a = f32_seq(7, 5, lod_a, 4), *b = f32_seq(2, 5, lod_b, 3), *e = f32_seq(0, 5, lod_e, 2);
+    lodtensor_t *y = fx_make_lod1(fx_i64(), ydims, 1, target, sizeof target, NULL, 0);
+    lodtensor_t *ybad = fx_make_lod1(fx_i64(), ydims, 1, bad, sizeof bad, NULL, 0);
+    lodtensor_t *ad = to_gpu(a), *bd = to_gpu(b), *ed = to_gpu(e), *yd = to_gpu(y), *ybadd = to_gpu(ybad);
+    lodtensor_t *want = NULL, *got = NULL, *merged = NULL, *merged_d = NULL;
+    const lodtensor_t *host[3], *dev[3], *mixed[2];
+    host[0] = a;
+    host[1] = e;
+    host[2] = b;
+    dev[0] = ad;
+    dev[1] = ed;
+    dev[2] = bd;
+    mixed[0] = ad;
+    mixed[1] = b;
+    if (CHECK_OK(lodtensor_merge(host, 3, &merged)) && CHECK_OK(lodtensor_merge(dev, 3, &merged_d))) {
+        CHECK_OK(lodtensor_merge(dev, 3, &got));
+        check_same(got, merged, 0, "lodtensor_merge");
+        if (CHECK_OK(lodtensor_lod_reset(merged, y, NULL, 0, false, &want)) &&
+            CHECK_OK(lodtensor_lod_reset(merged_d, yd, NULL, 0, false, &got))) {
+            check_same(got, want, 0, "lodtensor_lod_reset, y on the device");
+        }
+        lodtensor_destroy(want);
+        got = fx_sentinel();
+        CHECK_STATUS_MSG(lodtensor_lod_reset(merged_d, ybadd, NULL, 0, false, &got), LODTENSOR_INVALID_LOD, "y");
+        CHECK_STATUS_MSG(lodtensor_lod_reset(merged_d, y, NULL, 0, false, &got), LODTENSOR_INVALID_ARGUMENT, "cuda:0");
+        CHECK_STATUS_MSG(lodtensor_lod_reset(merged, yd, NULL, 0, false, &got), LODTENSOR_INVALID_ARGUMENT, "cpu");
+        CHECK(got == fx_sentinel());
+    }
+    got = fx_sentinel();
+    CHECK_STATUS_MSG(lodtensor_merge(mixed, 2, &got), LODTENSOR_INVALID_ARGUMENT, "cuda:0");
+    CHECK(got == fx_sentinel());
+    lodtensor_destroy(merged);
+    lodtensor_destroy(merged_d);
+    lodtensor_destroy(a);
+    lodtensor_destroy(b);
+    lodtensor_destroy(e);
+    lodtensor_destroy(y);
+    lodtensor_destroy(ybad);
+    lodtensor_destroy(ad);
+    lodtensor_destroy(bd);
+    lodtensor_destroy(ed);
+    lodtensor_destroy(yd);
+    lodtensor_destroy(ybadd);
+}
+
 int main(void) {
     if (!fx_cuda_usable()) {
         printf("skipped: no CUDA device\n");
@@ -313,5 +366,6 @@ int main(void) {
     test_conv();
     test_scatter_and_expand();
     test_scatter_rows();
+    test_merge_and_lod_reset();
     return CHECK_RETURN();
 }

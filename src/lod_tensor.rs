@@ -3,6 +3,7 @@
 use crate::dim::Dim;
 use crate::error::{ensure, err, Result};
 use crate::lod::{check_lod, lengths_to_offsets, Lod};
+use crate::place::Place;
 use crate::tensor::Tensor;
 use std::ops::Range;
 
@@ -134,7 +135,8 @@ impl LoDTensor {
 
     /// Concatenates along rows, appending each LoD level shifted by the level's running end.
     /// Every part needs the same number of LoD levels; parts with rows need the first such part's
-    /// dtype, row shape and place (0-row parts are not checked). The result owns new memory.
+    /// dtype, row shape and place (0-row parts are not checked). The result owns new memory on
+    /// that place (on a CUDA device, one gather there).
     pub fn merge(parts: &[&LoDTensor]) -> Result<LoDTensor> {
         let first = parts.first().ok_or_else(|| err!(InvalidArgument, "tensors: nothing to merge"))?;
         for (i, p) in parts.iter().enumerate() {
@@ -169,14 +171,27 @@ impl LoDTensor {
             }
             rows = rows.checked_add(r).ok_or_else(|| err!(OutOfMemory, "tensors: the total row count overflows"))?;
         }
-        let mut tensor = Tensor::zeros(dtype, proto.tensor.dims().with_rows(rows)?)?;
-        let out = tensor.bytes_mut()?;
-        let mut at = 0;
-        for p in parts.iter().filter(|p| p.tensor.numel() > 0) {
-            let bytes = p.tensor.bytes()?;
-            out[at..at + bytes.len()].copy_from_slice(bytes);
-            at += bytes.len();
-        }
+        let dims = proto.tensor.dims().with_rows(rows)?;
+        let tensor = if let Place::Cuda(_) = place {
+            // One gather on the device of every part's rows, in order (a 0-row part, wherever it
+            // is, adds nothing; with no rows at all the prototype alone names the device).
+            let rows_of = |t: &Tensor| t.rows().unwrap_or(0);
+            let with_rows: Vec<&Tensor> = parts.iter().map(|p| &p.tensor).filter(|t| rows_of(t) > 0).collect();
+            let blocks: Vec<(usize, Range<usize>)> =
+                with_rows.iter().enumerate().map(|(i, t)| (i, 0..rows_of(t))).collect();
+            let srcs = if with_rows.is_empty() { vec![&proto.tensor] } else { with_rows };
+            crate::backend::cuda::gather_sources(&srcs, proto.tensor.row_bytes(), &blocks, dtype, dims)?
+        } else {
+            let mut tensor = Tensor::zeros(dtype, dims)?;
+            let out = tensor.bytes_mut()?;
+            let mut at = 0;
+            for p in parts.iter().filter(|p| p.tensor.numel() > 0) {
+                let bytes = p.tensor.bytes()?;
+                out[at..at + bytes.len()].copy_from_slice(bytes);
+                at += bytes.len();
+            }
+            tensor
+        };
         let mut levels: Vec<Vec<usize>> = vec![vec![0]; first.lod.num_levels()];
         for p in parts {
             for (out, level) in levels.iter_mut().zip(p.lod.levels()) {
@@ -194,10 +209,14 @@ impl LoDTensor {
     /// count). Otherwise the target level is `y`'s int32/int64 elements when `y` is given, else
     /// `target_lod`: at least 2 offsets, starting at 0, non-decreasing, ending at the row count.
     /// With `append` the target is pushed below this tensor's LoD and the whole result must pass
-    /// the LoD rules; without it the target is the only level.
+    /// the LoD rules; without it the target is the only level. `y` must be on this tensor's place
+    /// (its values, on a device, are copied to the host to be checked).
     pub fn lod_reset(&self, y: Option<&LoDTensor>, target_lod: &[i64], append: bool) -> Result<LoDTensor> {
         let rows =
             self.tensor.rows().map_err(|_| err!(InvalidArgument, "x: a 0-d tensor has no rows to carry a LoD"))?;
+        if let Some(y) = y {
+            crate::ops::common_place(&[("x", &self.tensor), ("y", &y.tensor)])?;
+        }
         if let Some(y) = y.filter(|y| !y.lod.is_empty()) {
             let end = y.lod.rows().expect("non-empty LoD");
             ensure!(
@@ -208,7 +227,11 @@ impl LoDTensor {
             return LoDTensor::new(self.tensor.clone(), y.lod.clone());
         }
         let (name, target): (&str, Vec<i64>) = match y {
-            Some(y) => ("y", y.tensor.index_values("y")?),
+            // Offsets on a device come to the host to be checked.
+            Some(y) => {
+                y.tensor.check_index_dtype("y")?;
+                ("y", crate::ops::host_inputs::on_host(&y.tensor)?.index_values("y")?)
+            }
             None => ("target_lod", target_lod.to_vec()),
         };
         // The target is a one-level LoD of x: the same rules, reported under the argument's name.

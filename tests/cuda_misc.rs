@@ -83,6 +83,88 @@ fn gpu_concat_equals_cpu() {
     assert_same_outcome(sequence_concat(&[&gpu(&a)]), sequence_concat(&[&a]), "concat of one input");
 }
 
+/// The whole-tensor LoD operations on device tensors: merge (a new tensor, one gather on the
+/// device), lod_reset with its target in a device tensor, slice and split (shares of the device
+/// memory); each equal to the CPU's.
+#[test]
+fn gpu_merge_lod_reset_slice_split_equal_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0x3e79_e5a1);
+    for case in 0..24 {
+        let dtype = DType::ALL[case % DType::ALL.len()];
+        let width = [1, 3, 5, 17][(case / 4) % 4];
+        // Parts of 0 to 299 rows (case 0: none has rows), two LoD levels; every other part a row
+        // slice of a larger tensor.
+        let parts: Vec<LoDTensor> = (0..1 + case % 4)
+            .map(|j| {
+                let lengths = if case == 0 {
+                    vec![0; 2]
+                } else {
+                    let n = 1 + rng.below(60);
+                    random_lengths(&mut rng, n, 5)
+                };
+                let lod = Lod::from_lengths(&[vec![lengths.len()], lengths.clone()]).unwrap();
+                random_tensor(&mut rng, dtype, &[lengths.iter().sum(), width], lod, j % 2 == 1)
+            })
+            .collect();
+        let what = format!("case {case}: {} parts of {dtype} x {width}", parts.len());
+        let want = LoDTensor::merge(&parts.iter().collect::<Vec<_>>()).unwrap();
+        let on_gpu: Vec<LoDTensor> = parts.iter().map(gpu).collect();
+        let got = LoDTensor::merge(&on_gpu.iter().collect::<Vec<_>>()).unwrap();
+        assert_same(&got, &want, &format!("merge {what}"));
+        // One level of offsets, from a device tensor (int32 or int64).
+        let rows = want.tensor().rows().unwrap();
+        let cut = rng.below(rows + 1) as i64;
+        let target = vec![0, cut, rows as i64];
+        let y = if case % 2 == 0 {
+            LoDTensor::from_slice(&target, &[3], vec![]).unwrap()
+        } else {
+            LoDTensor::from_slice(&target.iter().map(|&v| v as i32).collect::<Vec<_>>(), &[3, 1], vec![]).unwrap()
+        };
+        for append in [false, true] {
+            assert_same_outcome(
+                got.lod_reset(Some(&gpu(&y)), &[], append),
+                want.lod_reset(Some(&y), &[], append),
+                &format!("lod_reset {what}, append {append}"),
+            );
+        }
+        let sequences = want.lod().levels()[1].len() - 1;
+        if sequences > 0 {
+            let (begin, end) = (rng.below(sequences), sequences);
+            assert_same_outcome(got.slice(1, begin, end), want.slice(1, begin, end), &format!("slice {what}"));
+        }
+        let (g, w) = (got.split(1 + case % 3).unwrap(), want.split(1 + case % 3).unwrap());
+        assert_eq!(g.len(), w.len(), "split {what}: pieces");
+        for (i, (g, w)) in g.iter().zip(&w).enumerate() {
+            assert_same(g, w, &format!("split {what}: piece {i}"));
+        }
+    }
+    // The place rules: parts with rows on different places; y on another place than x, with or
+    // without a LoD; the CPU's errors for bad offsets in a device y.
+    let a = LoDTensor::from_slice(&[1f32, 2., 3., 4.], &[2, 2], vec![vec![0, 1, 2]]).unwrap();
+    assert_mixed(LoDTensor::merge(&[&gpu(&a), &a]), "cuda:0", "cpu");
+    let empty_host = LoDTensor::from_slice::<f32>(&[], &[0, 2], vec![vec![0, 0]]).unwrap();
+    let merged = LoDTensor::merge(&[&empty_host, &gpu(&a), &empty_host]).unwrap();
+    let want = LoDTensor::merge(&[&empty_host, &a, &empty_host]).unwrap();
+    assert_same(&merged, &want, "merge of a device part between 0-row host parts");
+    let y = LoDTensor::from_slice(&[0i64, 2], &[2], vec![]).unwrap();
+    assert_mixed(a.lod_reset(Some(&gpu(&y)), &[], false), "cuda:0", "cpu");
+    assert_mixed(gpu(&a).lod_reset(Some(&y), &[], false), "cuda:0", "cpu");
+    assert_mixed(gpu(&a).lod_reset(Some(&a), &[], false), "cuda:0", "cpu");
+    for bad in [vec![0i64, 3], vec![1, 2], vec![0, -1, 2], vec![0]] {
+        let y = LoDTensor::from_slice(&bad, &[bad.len()], vec![]).unwrap();
+        let want = a.lod_reset(Some(&y), &[], false);
+        assert!(matches!(want, Err(Error::InvalidLod(_))), "{bad:?}");
+        assert_same_outcome(gpu(&a).lod_reset(Some(&gpu(&y)), &[], false), want, &format!("lod_reset to {bad:?}"));
+    }
+    let floats = LoDTensor::from_slice(&[0f32, 2.], &[2], vec![]).unwrap();
+    assert!(
+        matches!(gpu(&a).lod_reset(Some(&gpu(&floats)), &[], false), Err(Error::Unsupported(m)) if m.contains("y"))
+    );
+}
+
 #[test]
 fn gpu_slice_equals_cpu_with_offsets_on_the_device() {
     if !gpu_or_skip() {

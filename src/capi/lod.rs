@@ -159,9 +159,10 @@ pub unsafe extern "C" fn lodtensor_split(
     })
 }
 
-/// Concatenates `count` tensors along rows into a new tensor with its own memory; LoD levels are
-/// appended level by level. All need the same number of LoD levels; those with rows need the same
-/// dtype, row shape (dims[1..]) and place; 0-row tensors are not checked.
+/// Concatenates `count` tensors along rows into a new tensor with its own memory, on their place
+/// (on a CUDA device, one gather there); LoD levels are appended level by level. All need the
+/// same number of LoD levels; those with rows need the same dtype, row shape (dims[1..]) and
+/// place; 0-row tensors are not checked.
 /// Returns LODTENSOR_NULL_ARGUMENT (`tensors`, any `tensors[i]`, `out`),
 /// LODTENSOR_INVALID_ARGUMENT (`count` 0, mismatched dtype/shape/place, a 0-d tensor),
 /// LODTENSOR_INVALID_LOD (different numbers of LoD levels), LODTENSOR_OUT_OF_MEMORY.
@@ -186,8 +187,9 @@ pub unsafe extern "C" fn lodtensor_merge(
 /// row count). Otherwise the target level is `y`'s elements (int32 or int64) when `y` is given,
 /// else `target_lod[0..target_len]` (offsets). The target needs at least 2 offsets, starts at 0,
 /// never decreases and ends at `x`'s row count. With `append` false the target is the only level;
-/// with `append` true it is added below `x`'s LoD, and the result must pass every LoD rule.
-/// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (0-d `x`),
+/// with `append` true it is added below `x`'s LoD, and the result must pass every LoD rule. `y`
+/// must be on `x`'s place; on a CUDA device its elements are copied to the host to be checked.
+/// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (0-d `x`, `y` on another place),
 /// LODTENSOR_UNSUPPORTED (`y` not int32/int64), LODTENSOR_INVALID_LOD (any rule above).
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_lod_reset(

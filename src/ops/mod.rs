@@ -23,7 +23,7 @@ pub(crate) fn common_place(inputs: &[(&str, &Tensor)]) -> Result<Place> {
 }
 
 pub mod expand;
-mod host_inputs;
+pub(crate) mod host_inputs;
 pub mod pad;
 pub mod pooling;
 pub mod scatter;

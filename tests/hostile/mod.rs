@@ -14,7 +14,7 @@ use lodtensor::ops::{
 use lodtensor::*;
 
 /// The number of operators `random_case` draws from.
-pub const OPS: usize = 35;
+pub const OPS: usize = 39;
 
 pub const DTYPES: [DType; 8] =
     [DType::F32, DType::F64, DType::I32, DType::I64, DType::U8, DType::Bool, DType::F16, DType::I8];
@@ -349,8 +349,26 @@ pub fn random_case(g: &mut Gen) -> Case {
         33 => case("beam_search_gather_states", vec![x, g.tensor(D), g.tensor(I)], vec![], move |t, _| {
             beam_search_gather_states(&[&t[0], &t[1]], &t[2])
         }),
-        _ => case("beam_search_gather_tree", vec![g.tensor(I), g.tensor(I)], vec![], move |t, _| {
+        34 => case("beam_search_gather_tree", vec![g.tensor(I), g.tensor(I)], vec![], move |t, _| {
             beam_search_gather_tree(&t[0], &t[1]).map(one)
         }),
+        35 => case("merge", vec![x, g.tensor(D), g.tensor(D)], vec![], move |t, _| {
+            LoDTensor::merge(&t.iter().collect::<Vec<_>>()).map(one)
+        }),
+        36 => {
+            let (with_y, append) = (g.below(2) == 0, g.below(2) == 0);
+            let target: Vec<i64> = (0..g.below(5)).map(|_| g.int()).collect();
+            case("lod_reset", vec![x, g.tensor(I)], vec![], move |t, _| {
+                t[0].lod_reset(with_y.then_some(&t[1]), &target, append).map(one)
+            })
+        }
+        37 => {
+            let (level, begin, end) = (g.size(), g.size(), g.size());
+            case("slice", vec![x], vec![], move |t, _| t[0].slice(level, begin, end).map(one))
+        }
+        _ => {
+            let pieces = g.size();
+            case("split", vec![x], vec![], move |t, _| t[0].split(pieces))
+        }
     }
 }
