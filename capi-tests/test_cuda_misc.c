@@ -2,7 +2,7 @@
  * sequence_slice, sequence_reverse, sequence_reshape, lodtensor_gather_rows, sequence_mask,
  * sequence_enumerate, sequence_erase, sequence_conv, sequence_scatter, sequence_scatter_inplace,
  * sequence_expand, sequence_expand_as, lodtensor_scatter_rows, lodtensor_merge, lodtensor_lod_reset
- * with its target in a device tensor): each result is made on the device from device inputs,
+ * with its target in a device tensor, tensor_array_dynamic_rnn): each result is made on the device from device inputs,
  * brought back with lodtensor_to_place and compared with the CPU result of the same call (dims,
  * LoD and bytes; sequence_conv within a float tolerance). Inputs on different places are
  * LODTENSOR_INVALID_ARGUMENT naming both. Without a usable CUDA device it says so and passes. */
@@ -356,6 +356,73 @@ static void test_merge_and_lod_reset(void) {
     lodtensor_destroy(ybadd);
 }
 
+/* The dynamic-RNN step of test_dynamic_rnn: checks that its inputs are on the device, returns
+ * its input as the output (on the host at step `host_at`) and its state reversed. */
+typedef struct {
+    size_t calls, off_device, host_at;
+} rnn_device_ctx;
+
+static int32_t rnn_device_step(size_t step, const lodtensor_t *in, const lodtensor_t *prev, lodtensor_t **out,
+                               lodtensor_t **state, void *user_data) {
+    rnn_device_ctx *ctx = (rnn_device_ctx *)user_data;
+    lodtensor_place_t pi, pp;
+    int64_t dims[2] = {0, 0}, rows, k, reversed[8];
+    size_t ndim = 0;
+    lodtensor_t *index = NULL, *index_d = NULL;
+    int32_t status;
+    ++ctx->calls;
+    if (lodtensor_place(in, &pi) != LODTENSOR_OK || lodtensor_place(prev, &pp) != LODTENSOR_OK ||
+        lodtensor_dims(prev, dims, 2, &ndim) != LODTENSOR_OK || ndim != 2 || dims[0] > 8) {
+        return 1;
+    }
+    rows = dims[0];
+    ctx->off_device += pi.device_type != LODTENSOR_DEVICE_CUDA || pp.device_type != LODTENSOR_DEVICE_CUDA;
+    for (k = 0; k < rows; ++k) reversed[k] = rows - 1 - k;
+    index = fx_make_lod1(fx_i64(), &rows, 1, reversed, (size_t)rows * sizeof(int64_t), NULL, 0);
+    status = index == NULL ? 1 : lodtensor_to_place(index, pp, &index_d);
+    if (status == LODTENSOR_OK) status = lodtensor_gather_rows(prev, index_d, state);
+    if (status == LODTENSOR_OK) status = step == ctx->host_at ? lodtensor_to_place(in, fx_cpu(), out) : lodtensor_share(in, out);
+    lodtensor_destroy(index);
+    lodtensor_destroy(index_d);
+    return status;
+}
+
+/* tensor_array_dynamic_rnn over device tensors equals the host run, every step's inputs on the
+ * device; init_state on another place than x, and step outputs on two places, are
+ * LODTENSOR_INVALID_ARGUMENT naming both places. */
+static void test_dynamic_rnn(void) {
+    static const size_t lod_a[4] = {0, 3, 3, 7};
+    lodtensor_t *x = f32_seq(7, 5, lod_a, 4), *init = f32_seq(3, 2, NULL, 0);
+    lodtensor_t *xd = to_gpu(x), *initd = to_gpu(init), *want = NULL, *got = NULL;
+    rnn_device_ctx ctx = {0, 0, (size_t)-1};
+    if (CHECK_OK(tensor_array_dynamic_rnn(x, 0, init, rnn_device_step, &ctx, &want))) {
+        CHECK_EQ_SIZE(ctx.off_device, 4);
+        ctx.calls = ctx.off_device = 0;
+        if (CHECK_OK(tensor_array_dynamic_rnn(xd, 0, initd, rnn_device_step, &ctx, &got))) {
+            check_same(got, want, 0, "tensor_array_dynamic_rnn");
+        }
+        CHECK_EQ_SIZE(ctx.calls, 4);
+        CHECK_EQ_SIZE(ctx.off_device, 0);
+    }
+    lodtensor_destroy(want);
+    ctx.calls = 0;
+    got = fx_sentinel();
+    CHECK_STATUS_MSG(tensor_array_dynamic_rnn(xd, 0, init, rnn_device_step, &ctx, &got), LODTENSOR_INVALID_ARGUMENT,
+                     "init_state");
+    CHECK_STATUS_MSG(tensor_array_dynamic_rnn(x, 0, initd, rnn_device_step, &ctx, &got), LODTENSOR_INVALID_ARGUMENT,
+                     "cuda:0");
+    CHECK_EQ_SIZE(ctx.calls, 0);
+    ctx.host_at = 1;
+    CHECK_STATUS_MSG(tensor_array_dynamic_rnn(xd, 0, initd, rnn_device_step, &ctx, &got), LODTENSOR_INVALID_ARGUMENT,
+                     "cpu");
+    CHECK_EQ_SIZE(ctx.calls, 4);
+    CHECK(got == fx_sentinel());
+    lodtensor_destroy(x);
+    lodtensor_destroy(init);
+    lodtensor_destroy(xd);
+    lodtensor_destroy(initd);
+}
+
 int main(void) {
     if (!fx_cuda_usable()) {
         printf("skipped: no CUDA device\n");
@@ -367,5 +434,6 @@ int main(void) {
     test_scatter_and_expand();
     test_scatter_rows();
     test_merge_and_lod_reset();
+    test_dynamic_rnn();
     return CHECK_RETURN();
 }

@@ -1170,14 +1170,18 @@ void tensor_array_destroy(struct tensor_array_t *a);
 // creates or receives is destroyed before it returns, on success and on failure. `step_fn` runs
 // on the calling thread and may call the library.
 //
+// `x` and `init_state` must be on one place; on a CUDA device the step's inputs are there too
+// (the step function runs on the host and calls the library on them as on any device tensor).
+//
 // Returns LODTENSOR_NULL_ARGUMENT (`x`, `init_state`, `step_fn`, `out`),
-// LODTENSOR_INVALID_ARGUMENT (`level` >= number of LoD levels of `x`; every sequence empty, so
-// the output shape is unknown; `init_state` without one unit per sequence; a step function
+// LODTENSOR_INVALID_ARGUMENT (`init_state` on another place than `x`; `level` >= number of LoD
+// levels of `x`; every sequence empty, so the output shape is unknown; `init_state` without one
+// unit per sequence; step outputs on different places; a step function
 // result that is NULL, is one of the borrowed inputs, or has the wrong number of units; step
 // outputs with different dtypes or row shapes), LODTENSOR_INVALID_LOD (step outputs with
 // different numbers of LoD levels), LODTENSOR_CALLBACK_FAILED (`step_fn` returned non-zero; the
-// message gives its status and the step), LODTENSOR_UNSUPPORTED (memory not on the host),
-// LODTENSOR_OUT_OF_MEMORY.
+// message gives its status and the step), LODTENSOR_UNSUPPORTED (memory on a CUDA device in a
+// build without CUDA), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t tensor_array_dynamic_rnn(const struct lodtensor_t *x, size_t level, const struct lodtensor_t *init_state, tensor_array_step_fn step_fn, void *user_data, struct lodtensor_t **out);
 
 // Paddle's `array_to_lod_tensor`: packs time steps back into a new tensor (the inverse of

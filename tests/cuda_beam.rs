@@ -11,13 +11,15 @@ mod common;
 mod cuda_common;
 
 use common::Rng;
-use cuda_common::{assert_same, gpu, gpu_or_skip, min_time, tensor_bytes, GPU};
+use cuda_common::{assert_same, bytes_of, gpu, gpu_or_skip, min_time, tensor_bytes, GPU};
 use half::{bf16, f16};
 use lodtensor::backend::cuda::StepSources;
+use lodtensor::ops::gather_rows;
 use lodtensor::{
     array_to_lod_tensor, beam_search_decode, beam_search_fused_step, beam_search_gather_state, beam_search_gather_tree,
-    beam_search_step, cuda_device_count, shrink_rnn_memory, tensor_array_to_tensor, to_place, top_k, unstack, DType,
-    Decoder, DecoderOptions, Dim, Element, Error, LoDTensor, Lod, Place, RankTable, Tensor, TensorArray,
+    beam_search_step, cuda_device_count, dynamic_rnn, shrink_rnn_memory, tensor_array_to_tensor, to_place, top_k,
+    unstack, DType, Decoder, DecoderOptions, Dim, Element, Error, LoDTensor, Lod, Place, RankTable, Tensor,
+    TensorArray,
 };
 
 /// Small integers (ties everywhere), with NaN, -inf and +inf now and then.
@@ -677,6 +679,63 @@ fn gpu_tensor_array_pack_and_shrink_equal_cpu() {
         let e0 = host.read(0).unwrap();
         short.write(0, LoDTensor::dense(e0.tensor().slice_rows(0..0).unwrap())).unwrap();
         same_error(array_to_lod_tensor(&array_to(&short, GPU), &table), array_to_lod_tensor(&short, &table), "units");
+    }
+}
+
+/// The dynamic-RNN driver over device tensors: every step's input and shrunk state, and the packed
+/// outputs, equal the CPU's; the state the step returns (here its rows reversed, by a gather on the
+/// state's place) carries on. `init_state` on another place than `x` is refused before any step.
+#[test]
+fn gpu_dynamic_rnn_equals_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    // Runs the driver, keeping a host copy of every step's input and state.
+    type Seen = Vec<(LoDTensor, LoDTensor)>;
+    let run = |x: &LoDTensor, level: usize, init: &LoDTensor| -> lodtensor::Result<(LoDTensor, Seen)> {
+        let mut seen = Vec::new();
+        let out = dynamic_rnn(x, level, init, |_, input, prev| {
+            seen.push((to_place(input, Place::Cpu)?, to_place(prev, Place::Cpu)?));
+            let rows = prev.dims().as_slice()[0];
+            let reversed: Vec<i64> = (0..rows as i64).rev().collect();
+            let index = to_place(&LoDTensor::from_slice(&reversed, &[rows], vec![])?, prev.tensor().place())?;
+            Ok((input.clone(), gather_rows(prev, &index)?))
+        })?;
+        Ok((out, seen))
+    };
+    let mut rng = Rng(0x0d1a_b011);
+    for case in 0..24 {
+        let levels = 1 + rng.below(3);
+        let (width, top) = (1 + rng.below(5), [1, 5, 40][rng.below(3)]);
+        let x = random_lod_tensor(&mut rng, DType::F32, width, levels, top);
+        let level = rng.below(levels);
+        let sequences = x.lod().levels()[level].len() - 1;
+        let init: Vec<f32> = (0..sequences * 2).map(|i| i as f32 * 0.5).collect();
+        let init = LoDTensor::from_slice(&init, &[sequences, 2], vec![]).unwrap();
+        let what = format!("case {case}: {levels} levels, {top} at the top, level {level}");
+        match (run(&gpu(&x), level, &gpu(&init)), run(&x, level, &init)) {
+            (Ok((got, got_seen)), Ok((want, want_seen))) => {
+                assert_same(&got, &want, &what);
+                assert_eq!(got_seen.len(), want_seen.len(), "{what}: steps");
+                for (t, (g, w)) in got_seen.iter().zip(&want_seen).enumerate() {
+                    assert_eq!((g.0.lod(), bytes_of(&g.0)), (w.0.lod(), bytes_of(&w.0)), "{what}: input {t}");
+                    assert_eq!((g.1.dims(), bytes_of(&g.1)), (w.1.dims(), bytes_of(&w.1)), "{what}: state {t}");
+                }
+            }
+            (Err(g), Err(w)) => assert_eq!(g.to_string().replace("cuda:0", "cpu"), w.to_string(), "{what}"),
+            (g, w) => panic!("{what}: device {:?}, CPU {:?}", g.map(|_| ()), w.map(|_| ())),
+        }
+    }
+    let x = LoDTensor::from_slice(&[1f32, 2., 3.], &[3, 1], vec![vec![0, 2, 3]]).unwrap();
+    let init = LoDTensor::from_slice(&[0f32, 0.], &[2, 1], vec![]).unwrap();
+    for (x, init) in [(gpu(&x), init.clone()), (x, gpu(&init))] {
+        let mut steps = 0;
+        let r = dynamic_rnn(&x, 0, &init, |_, input, prev| {
+            steps += 1;
+            Ok((input.clone(), prev.clone()))
+        });
+        assert!(matches!(&r, Err(Error::InvalidArgument(m)) if m.contains("cuda:0") && m.contains("cpu")), "{r:?}");
+        assert_eq!(steps, 0, "a step ran before the places were checked");
     }
 }
 

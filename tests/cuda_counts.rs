@@ -112,9 +112,11 @@ struct Inputs {
     /// float32 [seqs, 8] (no LoD), and ids in [0, 8) and updates, [rows, 1] with x's LoD.
     scatter_x: LoDTensor,
     scatter_updates: LoDTensor,
-    /// int64 [seqs]: 0 each (sequence_slice's offsets), and each sequence's length.
+    /// int64 [seqs]: 0 each (sequence_slice's offsets), and each sequence's length; int64
+    /// [seqs + 1]: x's offsets (lod_reset's target).
     zeros: LoDTensor,
     lengths: LoDTensor,
+    offsets: LoDTensor,
     /// sequence_pad's result (pad value 0, padded to the longest) and its pad value.
     padded: LoDTensor,
     pad: LoDTensor,
@@ -191,6 +193,9 @@ fn inputs(rng: &mut Rng, seqs: usize) -> Inputs {
         lengths: gpu(&dense(
             Tensor::from_slice(&lengths.iter().map(|&l| l as i64).collect::<Vec<_>>(), &[seqs]).unwrap(),
         )),
+        offsets: gpu(&dense(
+            Tensor::from_slice(&lod.levels()[0].iter().map(|&o| o as i64).collect::<Vec<_>>(), &[seqs + 1]).unwrap(),
+        )),
         padded: gpu(&padded),
         pad: gpu(&pad),
         table,
@@ -224,12 +229,14 @@ fn boxed<T: 'static>(r: lodtensor::Result<T>) -> Box<dyn std::any::Any> {
 /// 2048-fold more entries), not with the number of sequences; and how many times a call waits for
 /// the device, as the README says: to read the inputs that decide an output's shape (unpad's
 /// lengths, slice's offsets and lengths in one copy, mask's lengths for `maxlen < 0`, erase's ids,
-/// decode's steps in one copy), a count of bad index values (gather_rows, scatter_rows,
+/// decode's steps in one copy, lod_reset's target), a count of bad index values (gather_rows, scatter_rows,
 /// sequence_scatter, gather_tree), or a beam step's row offsets (the output LoD). No other op
 /// waits.
 fn ops() -> Vec<(&'static str, bool, u64, Op)> {
     vec![
         ("sequence_expand", false, 0, |i| boxed(sequence_expand(&i.per_seq, &i.x, 0))),
+        ("merge of 3", false, 0, |i| boxed(LoDTensor::merge(&[&i.x, &i.x, &i.x]))),
+        ("lod_reset", false, 1, |i| boxed(i.x.lod_reset(Some(&i.offsets), &[], false))),
         ("sequence_expand_as", false, 0, |i| boxed(sequence_expand_as(&i.per_seq, &i.x))),
         ("sequence_pad", false, 0, |i| boxed(sequence_pad(&i.x, &i.pad, -1))),
         ("sequence_unpad", false, 1, |i| boxed(sequence_unpad(&i.padded, &i.lengths))),

@@ -393,14 +393,18 @@ unsafe fn take(h: *mut lodtensor_t) -> Option<LoDTensor> {
 /// creates or receives is destroyed before it returns, on success and on failure. `step_fn` runs
 /// on the calling thread and may call the library.
 ///
+/// `x` and `init_state` must be on one place; on a CUDA device the step's inputs are there too
+/// (the step function runs on the host and calls the library on them as on any device tensor).
+///
 /// Returns LODTENSOR_NULL_ARGUMENT (`x`, `init_state`, `step_fn`, `out`),
-/// LODTENSOR_INVALID_ARGUMENT (`level` >= number of LoD levels of `x`; every sequence empty, so
-/// the output shape is unknown; `init_state` without one unit per sequence; a step function
+/// LODTENSOR_INVALID_ARGUMENT (`init_state` on another place than `x`; `level` >= number of LoD
+/// levels of `x`; every sequence empty, so the output shape is unknown; `init_state` without one
+/// unit per sequence; step outputs on different places; a step function
 /// result that is NULL, is one of the borrowed inputs, or has the wrong number of units; step
 /// outputs with different dtypes or row shapes), LODTENSOR_INVALID_LOD (step outputs with
 /// different numbers of LoD levels), LODTENSOR_CALLBACK_FAILED (`step_fn` returned non-zero; the
-/// message gives its status and the step), LODTENSOR_UNSUPPORTED (memory not on the host),
-/// LODTENSOR_OUT_OF_MEMORY.
+/// message gives its status and the step), LODTENSOR_UNSUPPORTED (memory on a CUDA device in a
+/// build without CUDA), LODTENSOR_OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn tensor_array_dynamic_rnn(
     x: *const lodtensor_t,

@@ -35,7 +35,12 @@ fn context(e: Error, prefix: &str) -> Error {
 /// The outputs are packed back into one tensor in the original order: its LoD is `x`'s levels
 /// down to `level`, then the outputs' own levels.
 ///
-/// Errors: those of the rank table, unpack, reorder and pack (prefixed with the argument they
+/// `x` and `init_state` must be on one place (on a CUDA device every step's input and state are
+/// there too); the step may return tensors on any place, but the outputs must share one to be
+/// packed.
+///
+/// Errors: `init_state` on another place than `x` (`InvalidArgument` naming both, before any
+/// step); those of the rank table, unpack, reorder and pack (prefixed with the argument they
 /// concern); a step's error is returned as is and stops the loop; a step result with the wrong
 /// number of units is `InvalidArgument`; if every sequence is empty the step never runs and the
 /// output's shape is unknown: `InvalidArgument`.
@@ -43,6 +48,7 @@ pub fn dynamic_rnn<F>(x: &LoDTensor, level: usize, init_state: &LoDTensor, mut s
 where
     F: FnMut(usize, &LoDTensor, &LoDTensor) -> Result<(LoDTensor, LoDTensor)>,
 {
+    super::common_place(&[("x", x.tensor()), ("init_state", init_state.tensor())])?;
     let table = RankTable::from_lod_tensor(x, level)?;
     let inputs = lod_tensor_to_array(x, &table)?;
     ensure!(
