@@ -172,24 +172,19 @@ impl LoDTensor {
             rows = rows.checked_add(r).ok_or_else(|| err!(OutOfMemory, "tensors: the total row count overflows"))?;
         }
         let dims = proto.tensor.dims().with_rows(rows)?;
+        // One gather of every part's rows, in order (a 0-row part, wherever it is, adds nothing).
+        let rows_of = |t: &Tensor| t.rows().unwrap_or(0);
+        let with_rows: Vec<&Tensor> = parts.iter().map(|p| &p.tensor).filter(|t| rows_of(t) > 0).collect();
+        let blocks: Vec<(usize, Range<usize>)> =
+            with_rows.iter().enumerate().map(|(i, t)| (i, 0..rows_of(t))).collect();
         let tensor = if let Place::Cuda(_) = place {
-            // One gather on the device of every part's rows, in order (a 0-row part, wherever it
-            // is, adds nothing; with no rows at all the prototype alone names the device).
-            let rows_of = |t: &Tensor| t.rows().unwrap_or(0);
-            let with_rows: Vec<&Tensor> = parts.iter().map(|p| &p.tensor).filter(|t| rows_of(t) > 0).collect();
-            let blocks: Vec<(usize, Range<usize>)> =
-                with_rows.iter().enumerate().map(|(i, t)| (i, 0..rows_of(t))).collect();
+            // With no rows at all the prototype alone names the device.
             let srcs = if with_rows.is_empty() { vec![&proto.tensor] } else { with_rows };
             crate::backend::cuda::gather_sources(&srcs, proto.tensor.row_bytes(), &blocks, dtype, dims)?
         } else {
-            let mut tensor = Tensor::zeros(dtype, dims)?;
-            let out = tensor.bytes_mut()?;
-            let mut at = 0;
-            for p in parts.iter().filter(|p| p.tensor.numel() > 0) {
-                let bytes = p.tensor.bytes()?;
-                out[at..at + bytes.len()].copy_from_slice(bytes);
-                at += bytes.len();
-            }
+            let srcs = with_rows.iter().map(|t| t.bytes()).collect::<Result<Vec<&[u8]>>>()?;
+            let mut tensor = Tensor::uninit(dtype, dims)?;
+            crate::backend::cpu::rows::gather_blocks(&srcs, proto.tensor.row_bytes(), &blocks, tensor.bytes_mut()?)?;
             tensor
         };
         let mut levels: Vec<Vec<usize>> = vec![vec![0]; first.lod.num_levels()];
