@@ -966,6 +966,84 @@ fn gpu_decoder_equals_cpu() {
     }
 }
 
+/// The decoder on random options (beams past the device's list sizes of 4, 8 and 16, vocabularies
+/// past its chunk of 8192 log-probs, min_length bans, sources that end early) and random models
+/// (ties, -inf, NaN): the sentences and scores of its device steps, and of steps alternating
+/// between the places, equal its host steps'.
+#[test]
+fn gpu_decoder_random_options_equal_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0x5EED_DEC0_DE12_3457);
+    for case in 0..16 {
+        let beam_size = [1, 2, 3, 5, 8, 9, 16, 17, 24][rng.below(9)];
+        let vocab_size = [2, 3, 7, 40, 300, 8193][rng.below(6)];
+        // The emulator takes its time over a long vocabulary: fewer steps and sources there.
+        let long = vocab_size > 8192;
+        let max_length = 1 + rng.below(if long { 3 } else { 6 });
+        // start_id may lie outside the vocabulary; it must differ from end_id.
+        let end_id = rng.below(vocab_size) as i64;
+        let start_id = match rng.below(vocab_size + 1) as i64 {
+            s if s == end_id => s + 1,
+            s => s,
+        };
+        let options = DecoderOptions {
+            beam_size,
+            vocab_size,
+            start_id,
+            end_id,
+            max_length,
+            min_length: rng.below(max_length + 1),
+            length_penalty: [0.0, 0.6, 2.0][rng.below(3)],
+            num_hypotheses: 1 + rng.below(beam_size),
+        };
+        let dtype = [DType::F32, DType::F16, DType::BF16][rng.below(3)];
+        let (sources, salt, ties) = (1 + rng.below(if long { 2 } else { 5 }), rng.next(), rng.below(2) == 0);
+        let decoder = Decoder::new(options.clone()).unwrap();
+        // A deterministic model: each log-prob a hash of the prefix's token, parent and score,
+        // the column and the step; small integers (ties) or spread values, -inf and NaN now and
+        // then, and end_id likelier than the rest so that sources end early.
+        let model = |info: &lodtensor::StepInfo| -> Vec<f32> {
+            let v = info.vocab_size;
+            let mut out = vec![0f32; info.ids.len() * v];
+            for (r, row) in out.chunks_exact_mut(v).enumerate() {
+                for (j, x) in row.iter_mut().enumerate() {
+                    let mut h = salt ^ (info.ids[r] as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                    h ^= (info.parent_idx[r] as u64).wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
+                    h ^= (info.scores[r].to_bits() as u64).wrapping_mul(0x1656_67B1_9E37_79F9);
+                    h ^= ((j as u64) << 20 | info.step as u64).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+                    h ^= h >> 29;
+                    h = h.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                    h ^= h >> 32;
+                    *x = match h % 64 {
+                        0 => f32::NEG_INFINITY,
+                        1 if case % 4 == 0 => f32::NAN,
+                        _ if j as i64 == options.end_id && h.is_multiple_of(3) => -0.5,
+                        _ if ties => -(((h >> 8) % 6) as f32),
+                        _ => -(((h >> 8) % 100_000) as f32) / 10_000.0,
+                    };
+                }
+            }
+            out
+        };
+        let lp = |info: &lodtensor::StepInfo| {
+            LoDTensor::dense(tensor_of(dtype, &model(info), &[info.ids.len(), info.vocab_size]))
+        };
+        let what = format!("case {case}: {options:?}, {dtype}, {sources} sources, ties {ties}");
+        let want = decoder.run_tensors(sources, &mut |info| Ok(lp(info))).unwrap();
+        let got = decoder.run_tensors(sources, &mut |info| Ok(gpu(&lp(info)))).unwrap();
+        let mixed = decoder
+            .run_tensors(sources, &mut |info| Ok(if info.step % 2 == 1 { lp(info) } else { gpu(&lp(info)) }))
+            .unwrap();
+        for (run, got) in [("device", &got), ("mixed", &mixed)] {
+            assert_eq!(got.ids.lod(), want.ids.lod(), "{what}: {run}");
+            assert_eq!(tensor_bytes(got.ids.tensor()), want.ids.tensor().bytes().unwrap(), "{what}: {run}");
+            assert_eq!(tensor_bytes(got.scores.tensor()), want.scores.tensor().bytes().unwrap(), "{what}: {run}");
+        }
+    }
+}
+
 // ---- speed -------------------------------------------------------------------------------------
 
 /// The fused step on 64 sources x 5 prefixes x 32000 float32 log-probs against one device read of

@@ -14,7 +14,7 @@ use lodtensor::ops::{
 use lodtensor::*;
 
 /// The number of operators `random_case` draws from.
-pub const OPS: usize = 39;
+pub const OPS: usize = 41;
 
 pub const DTYPES: [DType; 8] =
     [DType::F32, DType::F64, DType::I32, DType::I64, DType::U8, DType::Bool, DType::F16, DType::I8];
@@ -72,9 +72,13 @@ impl Gen {
         }
     }
 
-    /// A random valid LoD of up to 2 levels over `rows` rows (none a third of the time).
+    /// A random valid LoD of up to 3 levels over `rows` rows (none a quarter of the time, 3 levels
+    /// one time in 8).
     fn lod(&mut self, rows: usize) -> Lod {
-        let levels = self.below(3);
+        let levels = match self.below(8) {
+            0 => 3,
+            n => n % 3,
+        };
         let mut lengths: Vec<Vec<usize>> = vec![];
         let mut below = rows;
         for _ in 0..levels {
@@ -108,7 +112,7 @@ impl Gen {
         // The context: [rows, 1] (most often), [rows, width], [rows], [rows, width, 2]; one row
         // per sequence of the last level ([sequences, 1]: offsets, lengths); or a filter of c
         // context rows ([c * width, width]). Those of `rows` rows with the context's LoD (most
-        // often), its last level alone, or none.
+        // often), its levels below the top one, or none.
         let (r, w, c) = (self.rows, self.width, self.below(4));
         let sequences = self.lod.levels().last().map_or(r, |l| l.len() - 1);
         let shapes = [&[r, 1][..], &[r, 1], &[r, 1], &[r, w], &[r, w], &[r], &[r, w, 2], &[sequences, 1], &[c * w, w]];
@@ -116,7 +120,7 @@ impl Gen {
         let lod = match self.below(4) {
             _ if dims[0] != r => Lod::empty(),
             0 => Lod::empty(),
-            1 if self.lod.num_levels() == 2 => Lod::from_offsets(vec![self.lod.levels()[1].clone()]).unwrap(),
+            1 if self.lod.num_levels() >= 2 => Lod::from_offsets(self.lod.levels()[1..].to_vec()).unwrap(),
             _ => self.lod.clone(),
         };
         (dims, lod)
@@ -366,9 +370,32 @@ pub fn random_case(g: &mut Gen) -> Case {
             let (level, begin, end) = (g.size(), g.size(), g.size());
             case("slice", vec![x], vec![], move |t, _| t[0].slice(level, begin, end).map(one))
         }
-        _ => {
+        38 => {
             let pieces = g.size();
             case("split", vec![x], vec![], move |t, _| t[0].split(pieces))
+        }
+        39 => {
+            // The step hands on its input or its state as its output and new state, so the loop's
+            // unpack, reorder, shrink and pack see the generator's tensors.
+            let (level, output_is_input, state_is_input) = (g.size(), g.below(2) == 0, g.below(3) == 0);
+            case("dynamic_rnn", vec![x, g.tensor(D)], vec![], move |t, _| {
+                let step = |_, input: &LoDTensor, prev: &LoDTensor| {
+                    let pick = |is_input| if is_input { input.clone() } else { prev.clone() };
+                    Ok((pick(output_is_input), pick(state_is_input)))
+                };
+                dynamic_rnn(&t[0], level, &t[1], step).map(one)
+            })
+        }
+        _ => {
+            // A write past the end fills the gap with 0-row tensors of x's dtype, row shape and
+            // place; the array then goes to an op that reads every element.
+            let (index, read, stack) = (g.size(), g.size(), g.below(2) == 0);
+            case("tensor_array_write", vec![x], vec![g.array(D)], move |t, a| {
+                let mut array = a[0].clone();
+                array.write(index, t[0].clone())?;
+                let (joined, _) = tensor_array_to_tensor(&array, int, stack)?;
+                Ok(vec![joined, array.read_copy(read)?])
+            })
         }
     }
 }
