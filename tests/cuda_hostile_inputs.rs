@@ -18,6 +18,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// device).
 const ROUNDED: [&str; 3] = ["sequence_softmax", "log_softmax", "beam_search_step"];
 
+/// The ops that may succeed on inputs on different places, each for an input it does not use or
+/// that holds nothing: merge (a 0-row part), sequence_conv (a padding it was told to ignore),
+/// beam_search_step (ids it was not given), lod_reset (a y it was not given), and a write into an
+/// empty TensorArray.
+const MAY_IGNORE_A_PLACE: [&str; 5] = ["merge", "sequence_conv", "beam_search_step", "lod_reset", "tensor_array_write"];
+
 /// The same kind of error with the same message, but for the place it names; the allocators of
 /// the two places word running out of memory each their own way.
 fn same_error(device: &Error, cpu: &Error) -> bool {
@@ -96,4 +102,81 @@ fn gpu_hostile_inputs_give_the_cpu_outcome() {
     }
     assert_none(&failures);
     eprintln!("{agreed_ok} calls returned the same results on both places, the others the same error");
+}
+
+/// The hostile-input calls with each tensor on a place of its own drawing (the host or a device;
+/// every element of an array on one): a call whose inputs all share one place must give the CPU's
+/// outcome as above; one whose inputs are on different places must not panic or fail with
+/// `Internal`, and may succeed only with the CPU's results and only in the ops of
+/// `MAY_IGNORE_A_PLACE` (no op copies an input to another place to make a call work).
+#[test]
+fn gpu_hostile_inputs_over_places_are_refused_or_give_the_cpu_outcome() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let devices = lodtensor::cuda_device_count().unwrap();
+    let places: Vec<Place> = std::iter::once(Place::Cpu).chain((0..devices.min(2) as u32).map(Place::Cuda)).collect();
+    let count: u64 = std::env::var("HOSTILE_CASES").map_or(10_000, |v| v.parse().expect("HOSTILE_CASES: a number"));
+    let mut failures = vec![];
+    let mut accepted = std::collections::BTreeMap::<&str, usize>::new();
+    for seed in seeds(count, 0x9FB2_1C65_1E98_DF25) {
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            let case = random_case(&mut Gen::new(seed));
+            let want = case.on_inputs();
+            let mut rng = common::Rng(seed ^ 0x7A5C_3E1F);
+            let mut moved = vec![];
+            let mut place = |rng: &mut common::Rng| {
+                let p = places[rng.below(places.len())];
+                moved.push(p);
+                p
+            };
+            let tensors: Vec<LoDTensor> = case.tensors.iter().map(|t| to_place(t, place(&mut rng)).unwrap()).collect();
+            let arrays: Vec<TensorArray> = case
+                .arrays
+                .iter()
+                .map(|a| {
+                    let p = place(&mut rng);
+                    TensorArray::from_vec(a.as_slice().iter().map(|t| to_place(t, p).unwrap()).collect())
+                })
+                .collect();
+            let got = (case.run)(&tensors, &arrays);
+            let one_place = moved.windows(2).all(|w| w[0] == w[1]);
+            let mixed_ok = !one_place && got.is_ok();
+            let why = match (&got, one_place) {
+                _ if one_place && moved.first().is_none_or(|&p| p == Place::Cpu) => None,
+                (_, true) if moved[0] == GPU => difference(case.name, got, want),
+                (_, true) => None, // another device: its outcome is checked like cuda:0's by the test above
+                (Err(Error::Internal(m)), false) => Some(format!("Internal over places {moved:?}: {m}")),
+                (Err(_), false) => None,
+                (Ok(outputs), false) => {
+                    let same = match &want {
+                        Ok(w) => {
+                            outputs.len() == w.len()
+                                && outputs.iter().zip(w).all(|(o, w)| {
+                                    let o = to_place(o, Place::Cpu).unwrap();
+                                    (o.dims(), o.tensor().dtype(), o.lod()) == (w.dims(), w.tensor().dtype(), w.lod())
+                                        && (ROUNDED.contains(&case.name)
+                                            || o.tensor().bytes().unwrap() == w.tensor().bytes().unwrap())
+                                })
+                        }
+                        Err(_) => false,
+                    };
+                    (!same).then(|| {
+                        format!("succeeded over places {moved:?} with other results than the CPU's ({want:?})")
+                    })
+                }
+            };
+            (case.name, mixed_ok, why)
+        }));
+        match outcome {
+            Ok((name, mixed_ok, None)) => *accepted.entry(name).or_default() += usize::from(mixed_ok),
+            Ok((name, _, Some(why))) => failures.push(format!("seed {seed}: {name}: {why}")),
+            Err(panic) => failures.push(format!("seed {seed}: panicked: {}", panic_message(&*panic))),
+        }
+    }
+    assert_none(&failures);
+    accepted.retain(|_, n| *n > 0);
+    eprintln!("calls over different places that succeeded, per op: {accepted:?}");
+    let unexpected: Vec<_> = accepted.keys().filter(|name| !MAY_IGNORE_A_PLACE.contains(name)).collect();
+    assert!(unexpected.is_empty(), "ops that ran on inputs on different places: {unexpected:?}");
 }
