@@ -1,8 +1,9 @@
 //! The hostile-input calls (tests/hostile: every public operator on small random inputs, many of
 //! which break its rules) on cuda:0 against the CPU: the same outputs (dims, dtype, LoD and
 //! bytes; the softmaxes and the logarithm of beam_search_step to float rounding) or the same
-//! error, and never a panic. `HOSTILE_CASES` sets the number of calls (default 10000);
-//! `HOSTILE_SEED=<seed>` replays one.
+//! error, and never a panic; then the same calls with their inputs spread over the host and the
+//! devices, which must be refused. `HOSTILE_CASES` sets the number of calls of each test (default
+//! 10000); `HOSTILE_SEED=<seed>` replays one.
 
 mod common;
 mod cuda_common;
