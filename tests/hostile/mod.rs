@@ -16,9 +16,6 @@ use lodtensor::*;
 /// The number of operators `random_case` draws from.
 pub const OPS: usize = 41;
 
-pub const DTYPES: [DType; 8] =
-    [DType::F32, DType::F64, DType::I32, DType::I64, DType::U8, DType::Bool, DType::F16, DType::I8];
-
 /// What a tensor argument is for, which sets its usual dtype.
 #[derive(Clone, Copy)]
 enum Kind {
@@ -135,7 +132,7 @@ impl Gen {
             .collect();
         let x = LoDTensor::new(Tensor::from_slice(&values, &dims).unwrap(), lod).unwrap();
         let dtype = match (self.below(5), kind) {
-            (0, _) => self.pick(&DTYPES),
+            (0, _) => self.pick(&DType::ALL),
             (_, Kind::Data) => DType::F32,
             (_, Kind::Index) => DType::I64,
         };
@@ -267,7 +264,7 @@ pub fn random_case(g: &mut Gen) -> Case {
         }),
         14 => case("sequence_reverse", vec![x], vec![], move |t, _| sequence_reverse(&t[0]).map(one)),
         15 => {
-            let dtype = g.pick(&DTYPES);
+            let dtype = g.pick(&DType::ALL);
             case("sequence_mask", vec![g.tensor(I)], vec![], move |t, _| sequence_mask(&t[0], int, dtype).map(one))
         }
         16 => {
@@ -319,7 +316,7 @@ pub fn random_case(g: &mut Gen) -> Case {
         }
         25 => case("unstack", vec![x], vec![], move |t, _| unstack(&t[0], int).map(TensorArray::into_vec)),
         26 => {
-            let dtype = g.pick(&DTYPES);
+            let dtype = g.pick(&DType::ALL);
             case("cast", vec![x], vec![], move |t, _| cast(&t[0], dtype).map(one))
         }
         27 => case("gather_rows", vec![x, g.tensor(I)], vec![], move |t, _| gather_rows(&t[0], &t[1]).map(one)),
