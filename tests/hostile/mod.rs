@@ -38,8 +38,11 @@ pub struct Gen {
 impl Gen {
     pub fn new(seed: u64) -> Gen {
         let mut g = Gen { rng: Rng(seed), rows: 0, width: 0, lod: Lod::empty() };
-        g.rows = g.below(6);
-        g.width = 1 + g.below(3);
+        // One call in 32 on a larger context, so that kernels split rows and sequences over
+        // threads and blocks on these inputs too.
+        let large = g.below(32) == 0;
+        g.rows = g.below(if large { 100 } else { 6 });
+        g.width = 1 + g.below(if large { 16 } else { 3 });
         g.lod = g.lod(g.rows);
         g
     }
