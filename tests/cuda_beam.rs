@@ -18,7 +18,7 @@ use lodtensor::ops::gather_rows;
 use lodtensor::{
     array_to_lod_tensor, beam_search_decode, beam_search_fused_step, beam_search_gather_state, beam_search_gather_tree,
     beam_search_step, cuda_device_count, dynamic_rnn, shrink_rnn_memory, tensor_array_to_tensor, to_place, top_k,
-    unstack, DType, Decoder, DecoderOptions, Dim, Element, Error, LoDTensor, Lod, Place, RankTable, Tensor,
+    unstack, DType, Decoder, DecoderOptions, Dim, Element, Error, Hypotheses, LoDTensor, Lod, Place, RankTable, Tensor,
     TensorArray,
 };
 
@@ -892,6 +892,14 @@ fn gpu_decoder_parents_on_the_device_reorder_device_state() {
     }
 }
 
+/// The same sentences and scores, bit for bit, wherever `got`'s tensors are.
+#[track_caller]
+fn assert_same_hypotheses(got: &Hypotheses, want: &Hypotheses, what: &str) {
+    assert_eq!(got.ids.lod(), want.ids.lod(), "{what}: sentences");
+    assert_eq!(tensor_bytes(got.ids.tensor()), want.ids.tensor().bytes().unwrap(), "{what}: ids");
+    assert_eq!(tensor_bytes(got.scores.tensor()), want.scores.tensor().bytes().unwrap(), "{what}: scores");
+}
+
 #[test]
 fn gpu_decoder_equals_cpu() {
     if !gpu_or_skip() {
@@ -933,9 +941,7 @@ fn gpu_decoder_equals_cpu() {
                 Ok(gpu(&LoDTensor::dense(tensor_of(dtype, &model(info), &[info.ids.len(), info.vocab_size]))))
             })
             .unwrap();
-        assert_eq!(got.ids.lod(), want.ids.lod());
-        assert_eq!(tensor_bytes(got.ids.tensor()), want.ids.tensor().bytes().unwrap());
-        assert_eq!(tensor_bytes(got.scores.tensor()), want.scores.tensor().bytes().unwrap());
+        assert_same_hypotheses(&got, &want, &format!("{dtype}: device"));
         // The host, then cuda:0 twice, and again: a device step after a host step must start from
         // the host step's selection, not from the selection its device made before.
         let mixed = decoder
@@ -944,9 +950,7 @@ fn gpu_decoder_equals_cpu() {
                 Ok(if info.step % 3 == 0 { lp } else { gpu(&lp) })
             })
             .unwrap();
-        assert_eq!(mixed.ids.lod(), want.ids.lod());
-        assert_eq!(tensor_bytes(mixed.ids.tensor()), want.ids.tensor().bytes().unwrap());
-        assert_eq!(tensor_bytes(mixed.scores.tensor()), want.scores.tensor().bytes().unwrap());
+        assert_same_hypotheses(&mixed, &want, &format!("{dtype}: alternating"));
         if dtype == DType::F32 {
             // The host-buffer API gives the same sentences.
             let plain = decoder
@@ -959,9 +963,7 @@ fn gpu_decoder_equals_cpu() {
                     None,
                 )
                 .unwrap();
-            assert_eq!(plain.ids.lod(), want.ids.lod());
-            assert_eq!(plain.ids.tensor().bytes().unwrap(), want.ids.tensor().bytes().unwrap());
-            assert_eq!(plain.scores.tensor().bytes().unwrap(), want.scores.tensor().bytes().unwrap());
+            assert_same_hypotheses(&plain, &want, "run");
         }
     }
 }
@@ -1036,11 +1038,8 @@ fn gpu_decoder_random_options_equal_cpu() {
         let mixed = decoder
             .run_tensors(sources, &mut |info| Ok(if info.step % 2 == 1 { lp(info) } else { gpu(&lp(info)) }))
             .unwrap();
-        for (run, got) in [("device", &got), ("mixed", &mixed)] {
-            assert_eq!(got.ids.lod(), want.ids.lod(), "{what}: {run}");
-            assert_eq!(tensor_bytes(got.ids.tensor()), want.ids.tensor().bytes().unwrap(), "{what}: {run}");
-            assert_eq!(tensor_bytes(got.scores.tensor()), want.scores.tensor().bytes().unwrap(), "{what}: {run}");
-        }
+        assert_same_hypotheses(&got, &want, &format!("{what}: device"));
+        assert_same_hypotheses(&mixed, &want, &format!("{what}: alternating"));
     }
 }
 
