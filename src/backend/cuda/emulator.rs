@@ -1,12 +1,13 @@
 //! The `cuda-emulator` build's driver: the items of `driver.rs`, over the host. Two devices,
 //! cuda:0 and cuda:1, whose "device memory" is host memory that the rest of the library still
 //! treats as device memory (no host access to it except through the copies), and whose kernels
-//! are the same `kernels/*.cu` sources compiled as C++ (emulator/host.h) and run synchronously by
-//! a team of host threads per block. It exists to test the CUDA backend, the kernels' indexing
-//! and the launchers' arguments, on machines without a GPU; it says nothing about speed. Each
-//! device has [`MEMORY`] bytes, so that running out of device memory can be tested too. Under
-//! `LODTENSOR_EMULATOR_SHUFFLE=1` each launch runs its blocks, and the threads of a block that run
-//! one after another, in an order of its own (see [`shuffled`]).
+//! are the same `kernels/*.cu` sources compiled as C++ (emulator/host.h) and run synchronously on
+//! the calling thread (a block's threads as fibers where the kernel has barriers). It exists to
+//! test the CUDA backend, the kernels' indexing and the launchers' arguments, on machines without
+//! a GPU; it says nothing about speed. Each device has [`MEMORY`] bytes, so that running out of
+//! device memory can be tested too. Under `LODTENSOR_EMULATOR_SHUFFLE=1` each launch runs its
+//! blocks, and the threads of a block that run one after another, in an order of its own (see
+//! [`shuffled`]).
 
 use super::launch::Args;
 use super::memory_owner::MemoryOwner;
@@ -256,6 +257,11 @@ impl Context {
         match rc {
             0 => Ok(()),
             1 => Err(err!(Internal, "kernel {}: not registered with LODTENSOR_EXPORT", f.0.to_string_lossy())),
+            3 => Err(err!(
+                Internal,
+                "kernel {}: threads of a block returned while others wait at __syncthreads()",
+                f.0.to_string_lossy()
+            )),
             _ => Err(err!(Internal, "kernel {}: bad launch shape {grid:?} x {block:?}", f.0.to_string_lossy())),
         }
     }
@@ -349,6 +355,46 @@ mod tests {
         sorted.sort_unstable();
         assert_eq!(sorted, (0..blocks).collect::<Vec<_>>());
         assert!(got.windows(2).any(|w| w[0] > w[1]), "blocks of a team in index order");
+    }
+
+    /// A block's threads run in turn between its barriers: in index order for seed 0, else in an
+    /// order drawn anew for each phase; no thread passes a barrier before every thread reaches it.
+    #[test]
+    fn threads_of_a_block_run_in_turn_between_barriers() {
+        let block = 64u32;
+        let n = block as usize;
+        let phases = |seed| {
+            let got = tickets("emulator_phase_tickets", 1, block, 2 * n, seed);
+            (got[..n].to_vec(), got[n..].iter().map(|t| t - block).collect::<Vec<u32>>())
+        };
+        let in_order: Vec<u32> = (0..block).collect();
+        assert_eq!(phases(0), (in_order.clone(), in_order.clone()));
+        for seed in [3u64, 0x5eed] {
+            let (first, second) = phases(seed);
+            for phase in [&first, &second] {
+                let mut sorted = phase.clone();
+                sorted.sort_unstable();
+                assert_eq!(sorted, in_order, "seed {seed}: each thread once in each phase, after the barrier");
+                assert_ne!(phase, &in_order, "seed {seed}: threads in index order");
+            }
+            assert_ne!(first, second, "seed {seed}: both phases in one order");
+        }
+    }
+
+    /// A thread that returns while others of its block wait at a barrier is an error of the launch.
+    #[test]
+    fn threads_that_disagree_about_a_barrier_fail_the_launch() {
+        let ctx = Context::open(0).unwrap();
+        for returning in [0u32, 32] {
+            run(&ctx, "emulator_early_return", [2, 1, 1], [32, 1, 1], Args::new().arg(returning)).unwrap();
+        }
+        for returning in [1u32, 31] {
+            let e = run(&ctx, "emulator_early_return", [2, 1, 1], [32, 1, 1], Args::new().arg(returning)).unwrap_err();
+            assert!(
+                e.to_string().contains("emulator_early_return: threads of a block returned while others wait"),
+                "{e}"
+            );
+        }
     }
 
     /// A kernel is found only in the module that defines it, as on a GPU: a launcher naming the

@@ -1,13 +1,13 @@
 // The CUDA built-ins that kernel files may use (see kernels/common.cuh), defined for the host so
 // that the emulator compiles the kernel sources unchanged as C++20. A kernel exported with
 // LODTENSOR_EXPORT runs its threads one after another on one host thread (they may not wait for
-// each other); one exported with LODTENSOR_EXPORT_SYNC runs each block's threads as host threads
-// that really run at once: __syncthreads() is a barrier among them, __shared__ variables are
-// statics (launches are serialised, and the team runs one block at a time). Atomics are
-// std::atomic_ref operations.
+// each other); one exported with LODTENSOR_EXPORT_SYNC runs each block's threads as fibers of the
+// launching host thread, each on a stack of its own: every thread runs until its next
+// __syncthreads() (or its return), then the next one, so a barrier is a switch of stacks, not a
+// wait of one host thread for another. __shared__ variables are statics (launches are serialised,
+// and one block runs at a time). Atomics are std::atomic_ref operations.
 #pragma once
 #include <atomic>
-#include <barrier>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -33,11 +33,14 @@ namespace lodtensor_emulator {
 // The calling thread's indices, and the launch's shape (one launch at a time).
 inline thread_local uint3 thread_idx;
 inline thread_local uint3 block_idx;
-inline thread_local std::barrier<> *block_barrier = nullptr;
+// Whether the calling host thread runs a block's threads as fibers (LODTENSOR_EXPORT_SYNC).
+inline thread_local bool in_team = false;
 inline dim3 block_dim;
 inline dim3 grid_dim;
 // A __syncthreads() in a kernel exported without _SYNC: a bug in the kernel file; aborts.
 [[noreturn]] void barrier_outside_team();
+// __syncthreads() in a team: the calling fiber waits there, and the next one runs.
+void team_barrier();
 
 template <typename T>
 T bits_as(const auto &v) {
@@ -54,8 +57,8 @@ T bits_as(const auto &v) {
 #define gridDim (::lodtensor_emulator::grid_dim)
 
 inline void __syncthreads() {
-  if (!::lodtensor_emulator::block_barrier) ::lodtensor_emulator::barrier_outside_team();
-  ::lodtensor_emulator::block_barrier->arrive_and_wait();
+  if (!::lodtensor_emulator::in_team) ::lodtensor_emulator::barrier_outside_team();
+  ::lodtensor_emulator::team_barrier();
 }
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 

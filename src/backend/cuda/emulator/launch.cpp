@@ -1,11 +1,17 @@
 // The emulator's launcher, called from emulator.rs: finds a registered kernel by name and runs its
-// grid. A cooperative kernel (LODTENSOR_EXPORT_SYNC) runs on a team of host threads, one per
-// thread of a block, the team running the blocks one after another (a barrier between blocks, so
-// __shared__ statics are reused like a block's memory); any other kernel runs every thread of
-// every block in turn on the calling thread. With a non-zero seed the blocks, and the threads that
-// run in turn, go in an order drawn from it rather than in index order: a GPU promises no order,
-// and a kernel that leans on one (a block that must finish before another, a thread that reads
-// what a later one writes) then fails its tests here too.
+// grid on the calling thread. A cooperative kernel (LODTENSOR_EXPORT_SYNC) runs each block's
+// threads as fibers, each on a stack of its own: in each phase every thread runs until its next
+// __syncthreads() or its return, one after another; when all wait at the barrier the next phase
+// begins, and when all have returned the next block. Any other kernel runs every thread of every
+// block in turn. With a non-zero seed the blocks, and the threads that run in turn (in each phase
+// anew), go in an order drawn from it rather than in index order: a GPU promises no order, and a
+// kernel that leans on one (a block that must finish before another, a thread that reads what
+// another writes in the same phase) then fails its tests here too. A phase's threads do not
+// interleave, so a race of two threads' read-modify-writes on one word goes unseen.
+
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -13,8 +19,13 @@
 #include <mutex>
 #include <numeric>
 #include <string>
-#include <thread>
 #include <vector>
+
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#else
+#define VALGRIND_STACK_REGISTER(start, end) 0
+#endif
 
 namespace lodtensor_emulator {
 namespace {
@@ -49,7 +60,54 @@ std::vector<unsigned> order_of(unsigned long long n, unsigned long long &seed) {
   }
   return order;
 }
+// A thread of a cooperative block.
+struct Fiber {
+  ucontext_t context;
+  enum State { Runs, Waits, Returned } state;
+};
+
+// The block running now (launches are serialised): its kernel, its threads, the one running, and
+// the launcher's context, to which a thread returns at a barrier or at its end.
+struct Team {
+  const Kernel *kernel;
+  void **params;
+  std::vector<Fiber> threads;
+  unsigned current;
+  ucontext_t launcher;
+};
+Team *team = nullptr;
+
+void thread_main() {
+  team->kernel->invoke(team->kernel->function, team->params);
+  team->threads[team->current].state = Fiber::Returned;
+}  // on to the context's uc_link: the launcher
+
+// Each fiber's stack, mapped at first need and kept for later launches, with a page below it that
+// faults: a kernel that overflows its stack stops there rather than writing over another's.
+constexpr std::size_t stack_bytes = 256 << 10;
+const std::vector<char *> &stacks(std::size_t n) {
+  static std::vector<char *> mapped;
+  static const std::size_t page = sysconf(_SC_PAGESIZE);
+  while (mapped.size() < n) {
+    void *p = mmap(nullptr, page + stack_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED || mprotect(p, page, PROT_NONE) != 0) {
+      std::perror("cuda emulator: mapping a thread's stack");
+      std::abort();
+    }
+    char *stack = static_cast<char *>(p) + page;
+    // Valgrind then knows a switch of fibers for one of stacks, not a deep call on one stack.
+    (void)VALGRIND_STACK_REGISTER(stack, stack + stack_bytes);
+    mapped.push_back(stack);
+  }
+  return mapped;
+}
 }  // namespace
+
+void team_barrier() {
+  Fiber &self = team->threads[team->current];
+  self.state = Fiber::Waits;
+  swapcontext(&self.context, &team->launcher);
+}
 
 void register_kernel(const char *module, const char *name, void *kernel, Invoke invoke, bool cooperative) {
   registry()[name] = Kernel{module, kernel, invoke, cooperative};
@@ -68,7 +126,8 @@ extern "C" const char *lodtensor_emulator_module_of(const char *name) {
   return it == lodtensor_emulator::registry().end() ? nullptr : it->second.module;
 }
 
-// 0: ran; 1: no kernel of that name; 2: a bad launch shape. `seed`: 0 runs blocks and threads in
+// 0: ran; 1: no kernel of that name; 2: a bad launch shape; 3: threads of a block that disagree
+// about a barrier (some returned while others wait at it). `seed`: 0 runs blocks and threads in
 // index order, any other value in an order drawn from it.
 extern "C" int lodtensor_emulator_launch(const char *name, const unsigned grid[3], const unsigned block[3],
                                           void **params, unsigned long long seed) {
@@ -103,21 +162,42 @@ extern "C" int lodtensor_emulator_launch(const char *name, const unsigned grid[3
     }
     return 0;
   }
-  std::barrier<> barrier(static_cast<std::ptrdiff_t>(threads));
-  auto run = [&](unsigned t) {
-    thread_idx = thread_at(t);
-    block_barrier = &barrier;
-    for (unsigned long long i = 0; i < blocks; i++) {
-      block_idx = block_at(i);
-      kernel.invoke(kernel.function, params);
-      barrier.arrive_and_wait();
+  const std::vector<char *> &stack = stacks(threads);
+  Team running_block{&kernel, params, std::vector<Fiber>(threads), 0, {}};
+  team = &running_block;
+  in_team = true;
+  // 3: a thread returned while others wait at a barrier (common.cuh: every thread of a block
+  // reaches each barrier); the waiting fibers are left as they are.
+  int rc = 0;
+  for (unsigned long long i = 0; i < blocks && rc == 0; i++) {
+    block_idx = block_at(i);
+    for (unsigned t = 0; t < threads; t++) {
+      Fiber &f = running_block.threads[t];
+      getcontext(&f.context);
+      f.context.uc_stack.ss_sp = stack[t];
+      f.context.uc_stack.ss_size = stack_bytes;
+      f.context.uc_link = &running_block.launcher;
+      makecontext(&f.context, thread_main, 0);
+      f.state = Fiber::Runs;
     }
-    block_barrier = nullptr;
-  };
-  std::vector<std::thread> team;
-  team.reserve(threads - 1);
-  for (unsigned t = 1; t < threads; t++) team.emplace_back(run, t);
-  run(0);
-  for (auto &t : team) t.join();
-  return 0;
+    for (;;) {
+      const std::vector<unsigned> order = order_of(threads, seed);
+      for (unsigned k = 0; k < threads; k++) {
+        running_block.current = order.empty() ? k : order[k];
+        thread_idx = thread_at(running_block.current);
+        swapcontext(&running_block.launcher, &running_block.threads[running_block.current].context);
+      }
+      unsigned waiting = 0;
+      for (Fiber &f : running_block.threads) waiting += f.state == Fiber::Waits;
+      if (waiting == 0) break;
+      if (waiting < threads) {
+        rc = 3;
+        break;
+      }
+      for (Fiber &f : running_block.threads) f.state = Fiber::Runs;
+    }
+  }
+  in_team = false;
+  team = nullptr;
+  return rc;
 }

@@ -40,3 +40,21 @@ extern "C" __global__ void emulator_block_tickets(u32 *counter, u32 *out) {
   if (threadIdx.x == 0) out[blockIdx.x] = atomicAdd(counter, 1u);
 }
 LODTENSOR_EXPORT_SYNC(emulator_block_tickets)
+
+// Each thread takes a ticket, waits at a barrier, and takes another: out[p * blockDim.x + t] =
+// the order in which thread t took its ticket of phase p.
+extern "C" __global__ void emulator_phase_tickets(u32 *counter, u32 *out) {
+  for (u32 p = 0; p < 2; p++) {
+    out[p * blockDim.x + threadIdx.x] = atomicAdd(counter, 1u);
+    __syncthreads();
+  }
+}
+LODTENSOR_EXPORT_SYNC(emulator_phase_tickets)
+
+// Threads below `returning` return at once; the others wait at a barrier (a kernel bug unless
+// `returning` is 0 or the block's size).
+extern "C" __global__ void emulator_early_return(u32 returning) {
+  if (threadIdx.x < returning) return;
+  __syncthreads();
+}
+LODTENSOR_EXPORT_SYNC(emulator_early_return)
