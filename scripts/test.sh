@@ -92,7 +92,8 @@ else
   # faults on access, or starts right after one, so a kernel's one word past a buffer, or before
   # it, stops the test. And each launch runs its blocks and threads in a shuffled order, as a GPU
   # may: a kernel that needs one block to finish before another, or a thread to see a later one's
-  # write without a barrier, fails.
+  # write without a barrier, fails. Grid-stride launches get 3 blocks at most, so each block loops
+  # over several tiles, rows or runs of items, as on a GPU only at sizes no test reaches.
   LODTENSOR_GUARD_PAGES=1 LODTENSOR_EMULATOR_SHUFFLE=1 LODTENSOR_POISON_UNINIT=1 LODTENSOR_REQUIRE_GPU=1 \
     cargo test --release --features cuda-emulator --target-dir target/emu --no-fail-fast --lib "${gpu_tests[@]}" ||
     failed+=("GPU tests on the CUDA emulator with guard pages and shuffled launches")

@@ -4,7 +4,7 @@
 use super::device::{new_tensor, Device};
 use super::driver::DevicePtr;
 use super::kept_zero::{zeroed_counters, BadCount};
-use super::launch::{launch, launch_1d, Args};
+use super::launch::{launch, launch_1d, max_blocks, Args};
 use super::seq_args::{DeviceStep, StepSources};
 use super::seq_common::{device_of, dtype_suffix, upload_offsets};
 use crate::dim::Dim;
@@ -23,8 +23,6 @@ const SELECT_THREADS: u32 = 256;
 /// `CHUNK_ELEMS` in fused_chunks.cu).
 const CHUNK_THREADS: u32 = 256;
 const CHUNK_ELEMS: usize = 32 * CHUNK_THREADS as usize;
-/// Rows per launch of the block-per-row kernels: more rows are walked by the same blocks.
-const MAX_ROW_BLOCKS: u64 = 1 << 16;
 
 /// Threads per block for rows of `width`: a power of two from 32 to 256, about 32 elements each
 /// (short rows do not pay for a large block's merge).
@@ -62,7 +60,7 @@ pub fn top_k(
         .arg(largest as i32)
         .arg(values.as_mut_ptr() as u64)
         .arg(indices.as_mut_ptr() as u64);
-    let grid = (rows as u64).min(MAX_ROW_BLOCKS) as u32;
+    let grid = (rows as u64).min(max_blocks()) as u32;
     launch(&d, "beam.cu", &name, [grid, 1, 1], [topk_threads(width as u64), 1, 1], args)?;
     Ok((values, indices))
 }
@@ -208,7 +206,7 @@ pub fn fused_step(
             .buf(&row_done)
             .buf(&cand_vals)
             .buf(&cand_cols);
-        let grid = (parts as u64).min(MAX_ROW_BLOCKS) as u32;
+        let grid = (parts as u64).min(max_blocks()) as u32;
         let name = format!("fused_chunk_topk_{suffix}_{list}");
         // The file's variant for lists of `list` (build.rs).
         let file = format!("fused_chunks.cu[CHUNK_LIST={list}]");
@@ -225,7 +223,7 @@ pub fn fused_step(
             .arg(banned.map_or(-1, |b| b as i64))
             .buf(&cand_vals)
             .buf(&cand_cols);
-        let grid = (rows as u64).min(MAX_ROW_BLOCKS) as u32;
+        let grid = (rows as u64).min(max_blocks()) as u32;
         launch(&d, "beam.cu", &name, [grid, 1, 1], [topk_threads(vocab as u64), 1, 1], args)?;
     }
     let k = u32_of(k, "beam_size")?;

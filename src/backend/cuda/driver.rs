@@ -36,6 +36,12 @@ fn driver_error(what: &str, e: DriverError) -> Error {
     }
 }
 
+/// A cap on the blocks of every grid-stride launch below the launchers' own (launch.rs's
+/// `max_blocks`): none on a GPU.
+pub(crate) fn grid_cap() -> Option<u64> {
+    None
+}
+
 /// The number of devices, or why CUDA cannot be used. cudarc panics when a driver function is
 /// called without libcuda, so its presence is checked first and every probing call runs inside
 /// `catch_unwind`.

@@ -4,7 +4,7 @@
 //! and each key's first place in the sorted order; nothing goes through the host.
 
 use super::device::Device;
-use super::launch::{launch, launch_1d, Args};
+use super::launch::{launch, launch_1d, max_blocks, Args};
 use crate::error::Result;
 use crate::memory::Allocation;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,14 +20,14 @@ const RADIX_TILE: u64 = 1024;
 const SCAN_THREADS: u32 = 256;
 const SCAN_TILE: u64 = SCAN_THREADS as u64 * 8;
 
-/// The most blocks a launch of the tile kernels gets; each block loops over tiles `gridDim.x`
-/// apart. A test lowers it to run those loops on small inputs; results do not depend on it, so
-/// other tests running meanwhile are unaffected.
-static GRID_MAX: AtomicU64 = AtomicU64::new(1 << 16);
+/// A cap on the blocks of a launch of the tile kernels below `max_blocks()`; each block loops over
+/// tiles `gridDim.x` apart. A test lowers it to run those loops on small inputs; results do not
+/// depend on it, so other tests running meanwhile are unaffected.
+static GRID_MAX: AtomicU64 = AtomicU64::new(u64::MAX);
 
 /// The grid for `tiles` tiles.
 fn grid_for(tiles: u64) -> u32 {
-    tiles.clamp(1, GRID_MAX.load(Ordering::Relaxed)) as u32
+    tiles.clamp(1, GRID_MAX.load(Ordering::Relaxed).min(max_blocks())) as u32
 }
 
 /// Positions sorted by key: `order` (n u64 values) is 0..n sorted by key, positions of one key
@@ -198,7 +198,7 @@ mod tests {
         let wide = run();
         GRID_MAX.store(3, Ordering::Relaxed);
         let narrow = run();
-        GRID_MAX.store(1 << 16, Ordering::Relaxed);
+        GRID_MAX.store(u64::MAX, Ordering::Relaxed);
         assert!(narrow == wide, "a grid of 3 blocks differs from a block a tile");
         let mut want: Vec<u64> = (0..n as u64).collect();
         want.sort_by_key(|&p| keys[p as usize]);

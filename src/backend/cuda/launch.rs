@@ -78,10 +78,16 @@ impl Args {
 /// Threads per block of the grid-stride kernels.
 pub(crate) const BLOCK: u32 = 256;
 
+/// The most blocks a grid-stride launch gets: its blocks loop over the rest of the work. 2^16,
+/// unless the driver caps it lower (the emulator's shuffled runs, so that the loops are tested).
+pub(crate) fn max_blocks() -> u64 {
+    super::driver::grid_cap().map_or(1 << 16, |cap| cap.min(1 << 16))
+}
+
 /// Enough blocks of `BLOCK` threads for `work` items of a grid-stride loop (at least 1, at most
-/// 2^16: the loop covers the rest).
+/// `max_blocks()`: the loop covers the rest).
 pub(crate) fn blocks_for(work: u64) -> u32 {
-    work.div_ceil(BLOCK as u64).clamp(1, 1 << 16) as u32
+    work.div_ceil(BLOCK as u64).clamp(1, max_blocks()) as u32
 }
 
 /// Launches kernel `function` of file `file` on `d` (compiled and loaded at its first use there)
@@ -145,7 +151,7 @@ pub(crate) fn launch_tiles(
     args: Args,
 ) -> Result<()> {
     let tile_rows = (TILE_ELEMS / row_elems.max(1)).clamp(1, TILE_MAX_ROWS);
-    let grid = rows.div_ceil(tile_rows).clamp(1, 1 << 16) as u32;
+    let grid = rows.div_ceil(tile_rows).clamp(1, max_blocks()) as u32;
     launch(d, file, function, [grid, 1, 1], [BLOCK, 1, 1], args.arg(tile_rows))
 }
 

@@ -1,7 +1,7 @@
 //! Launcher of `kernels/softmax.cu`: softmax or log-softmax over segments, one launch.
 
 use super::device::new_tensor;
-use super::launch::{blocks_for, launch, Args, BLOCK};
+use super::launch::{blocks_for, launch, max_blocks, Args, BLOCK};
 use super::seq_args::Segments;
 use super::seq_common::{device_of, float_suffix, level_on};
 use crate::error::Result;
@@ -11,8 +11,6 @@ use crate::tensor::Tensor;
 const THREAD_MAX_LEN: usize = 32;
 /// Threads per block of the block-per-segment kernel (`LODTENSOR_SOFTMAX_BLOCK` in softmax.cu).
 const BLOCKED: u32 = 128;
-/// At most this many blocks; each strides over the segments.
-const MAX_BLOCKS: usize = 1 << 16;
 
 /// A new device tensor like `x` (a float dtype) with the softmax (or, with `log`, log-softmax) of
 /// each segment: the CPU's formula (max subtracted, exponentials in f32 for 16/32-bit floats and
@@ -37,7 +35,7 @@ pub fn softmax_segments(x: &Tensor, segments: Segments, log: bool) -> Result<Ten
         let grid = [blocks_for(count as u64), 1, 1];
         launch(&d, "softmax.cu", &format!("softmax_threads_{suffix}"), grid, [BLOCK, 1, 1], args)?;
     } else {
-        let grid = [count.min(MAX_BLOCKS) as u32, 1, 1];
+        let grid = [(count as u64).min(max_blocks()) as u32, 1, 1];
         launch(&d, "softmax.cu", &format!("softmax_blocks_{suffix}"), grid, [BLOCKED, 1, 1], args)?;
     }
     Ok(out)

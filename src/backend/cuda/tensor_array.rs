@@ -3,7 +3,7 @@
 //! table.
 
 use super::device::{new_tensor, Device};
-use super::launch::{launch, Args, BLOCK};
+use super::launch::{launch, max_blocks, Args, BLOCK};
 use super::rows::gather_ranges_from;
 use super::seq_common::{device_of, upload_joined, word_for};
 use crate::dim::Dim;
@@ -59,8 +59,9 @@ fn pieces(
         at += w;
     }
     let most = words.iter().max().copied().unwrap_or(0) * outer as u64;
-    let grid_y = num.min(65535);
-    let grid_x = most.div_ceil(BLOCK as u64).clamp(1, (1u64 << 16) / grid_y as u64 + 1) as u32;
+    // A grid's y extent is at most 65535.
+    let grid_y = (num as u64).min(65535).min(max_blocks()) as u32;
+    let grid_x = most.div_ceil(BLOCK as u64).clamp(1, max_blocks() / grid_y as u64 + 1) as u32;
     let (_table, tables) = upload_joined(d, &[pieces, &words, &cols])?;
     let args = Args::new()
         .arg(tables[0])
