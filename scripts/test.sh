@@ -13,7 +13,7 @@
 # (tests/cuda*.rs), the C API tests and the bindings' tests against the `cuda-emulator` build
 # (target/emu, build/capi-emu): the CUDA backend and its kernels, run on the host (again, but for
 # the bindings', with guard pages and each launch's blocks and threads in a shuffled order, and
-# 20000 hostile-input calls under valgrind too); then it packs the bundle for GPU machines without Rust (scripts/gpu-bundle.sh)
+# 100000 hostile-input calls under valgrind too); then it packs the bundle for GPU machines without Rust (scripts/gpu-bundle.sh)
 # over the emulator and runs some of its programs with scripts/gpu-run.sh.
 # LODTENSOR_SKIP_CUDA=1 skips steps 5 and 6.
 # A failing test suite does not stop the ones after it (CI shows every failure at once); the
@@ -100,7 +100,7 @@ else
   # The emulated kernels (C++ on the host) on hostile inputs under valgrind: an index outside an
   # allocation there is one on a GPU. (The calls on cuda:0 only: those over mixed places add no
   # kernel of their own.)
-  env "$valgrind_runner" HOSTILE_CASES=20000 LODTENSOR_REQUIRE_GPU=1 cargo test --release --features cuda-emulator \
+  env "$valgrind_runner" HOSTILE_CASES=100000 LODTENSOR_REQUIRE_GPU=1 cargo test --release --features cuda-emulator \
     --target-dir target/emu --test cuda_hostile_inputs -- --exact gpu_hostile_inputs_give_the_cpu_outcome ||
     failed+=("device hostile inputs under valgrind (emulator)")
   # The C tests, and the C++, Go and Java bindings' tests, see two usable devices here, so their

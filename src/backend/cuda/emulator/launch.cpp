@@ -10,6 +10,7 @@
 // interleave, so a race of two threads' read-modify-writes on one word goes unseen.
 
 #include <sys/mman.h>
+#include <setjmp.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -60,27 +61,32 @@ std::vector<unsigned> order_of(unsigned long long n, unsigned long long &seed) {
   }
   return order;
 }
-// A thread of a cooperative block.
+
+// A thread of a cooperative block. It starts on a context of its own (makecontext), then goes
+// back and forth with _setjmp and _longjmp, which save no signal mask: a swapcontext would make a
+// system call at each switch, and a barrier takes two switches a thread.
 struct Fiber {
-  ucontext_t context;
-  enum State { Runs, Waits, Returned } state;
+  ucontext_t start;
+  jmp_buf at_barrier;
+  enum State { Starts, Runs, Waits, Returned } state;
 };
 
 // The block running now (launches are serialised): its kernel, its threads, the one running, and
-// the launcher's context, to which a thread returns at a barrier or at its end.
+// where the launcher waits for a thread to come back at a barrier or at its end.
 struct Team {
   const Kernel *kernel;
   void **params;
   std::vector<Fiber> threads;
   unsigned current;
-  ucontext_t launcher;
+  jmp_buf launcher;
 };
 Team *team = nullptr;
 
 void thread_main() {
   team->kernel->invoke(team->kernel->function, team->params);
   team->threads[team->current].state = Fiber::Returned;
-}  // on to the context's uc_link: the launcher
+  _longjmp(team->launcher, 1);
+}
 
 // Each fiber's stack, mapped at first need and kept for later launches, with a page below it that
 // faults: a kernel that overflows its stack stops there rather than writing over another's.
@@ -95,7 +101,7 @@ const std::vector<char *> &stacks(std::size_t n) {
       std::abort();
     }
     char *stack = static_cast<char *>(p) + page;
-    // Valgrind then knows a switch of fibers for one of stacks, not a deep call on one stack.
+    // So that valgrind takes a jump to this stack for a switch of stacks, not a deep call.
     (void)VALGRIND_STACK_REGISTER(stack, stack + stack_bytes);
     mapped.push_back(stack);
   }
@@ -106,7 +112,7 @@ const std::vector<char *> &stacks(std::size_t n) {
 void team_barrier() {
   Fiber &self = team->threads[team->current];
   self.state = Fiber::Waits;
-  swapcontext(&self.context, &team->launcher);
+  if (_setjmp(self.at_barrier) == 0) _longjmp(team->launcher, 1);
 }
 
 void register_kernel(const char *module, const char *name, void *kernel, Invoke invoke, bool cooperative) {
@@ -164,6 +170,13 @@ extern "C" int lodtensor_emulator_launch(const char *name, const unsigned grid[3
   }
   const std::vector<char *> &stack = stacks(threads);
   Team running_block{&kernel, params, std::vector<Fiber>(threads), 0, {}};
+  for (unsigned t = 0; t < threads; t++) {
+    Fiber &f = running_block.threads[t];
+    getcontext(&f.start);
+    f.start.uc_stack.ss_sp = stack[t];
+    f.start.uc_stack.ss_size = stack_bytes;
+    f.start.uc_link = nullptr;  // thread_main never returns
+  }
   team = &running_block;
   in_team = true;
   // 3: a thread returned while others wait at a barrier (common.cuh: every thread of a block
@@ -171,21 +184,20 @@ extern "C" int lodtensor_emulator_launch(const char *name, const unsigned grid[3
   int rc = 0;
   for (unsigned long long i = 0; i < blocks && rc == 0; i++) {
     block_idx = block_at(i);
-    for (unsigned t = 0; t < threads; t++) {
-      Fiber &f = running_block.threads[t];
-      getcontext(&f.context);
-      f.context.uc_stack.ss_sp = stack[t];
-      f.context.uc_stack.ss_size = stack_bytes;
-      f.context.uc_link = &running_block.launcher;
-      makecontext(&f.context, thread_main, 0);
-      f.state = Fiber::Runs;
+    for (Fiber &f : running_block.threads) {
+      makecontext(&f.start, thread_main, 0);
+      f.state = Fiber::Starts;
     }
     for (;;) {
       const std::vector<unsigned> order = order_of(threads, seed);
       for (unsigned k = 0; k < threads; k++) {
         running_block.current = order.empty() ? k : order[k];
         thread_idx = thread_at(running_block.current);
-        swapcontext(&running_block.launcher, &running_block.threads[running_block.current].context);
+        Fiber &f = running_block.threads[running_block.current];
+        if (_setjmp(running_block.launcher) == 0) {
+          if (f.state == Fiber::Starts) setcontext(&f.start);
+          _longjmp(f.at_barrier, 1);
+        }
       }
       unsigned waiting = 0;
       for (Fiber &f : running_block.threads) waiting += f.state == Fiber::Waits;
