@@ -355,14 +355,14 @@ mod tests {
             orders.push(got);
         }
         assert_ne!(orders[0], orders[1]);
-        // A team of threads per block (LODTENSOR_EXPORT_SYNC): the blocks shuffled too.
+        // A kernel with barriers (LODTENSOR_EXPORT_SYNC, its blocks' threads as fibers): blocks shuffled too.
         let blocks = 16;
         assert_eq!(tickets("emulator_block_tickets", blocks, 4, blocks as usize, 0), (0..blocks).collect::<Vec<_>>());
         let got = tickets("emulator_block_tickets", blocks, 4, blocks as usize, 7);
         let mut sorted = got.clone();
         sorted.sort_unstable();
         assert_eq!(sorted, (0..blocks).collect::<Vec<_>>());
-        assert!(got.windows(2).any(|w| w[0] > w[1]), "blocks of a team in index order");
+        assert!(got.windows(2).any(|w| w[0] > w[1]), "blocks of a kernel with barriers in index order");
     }
 
     /// A block's threads run in turn between its barriers: in index order for seed 0, else in an
