@@ -68,7 +68,8 @@ std::vector<unsigned> order_of(unsigned long long n, unsigned long long &seed) {
 struct Fiber {
   ucontext_t start;
   jmp_buf at_barrier;
-  enum State { Starts, Runs, Waits, Returned } state;
+  // Each run of a thread ends at a barrier (Waits) or at its return (Returned).
+  enum State { Starts, Waits, Returned } state;
 };
 
 // The block running now (launches are serialised): its kernel, its threads, the one running, and
@@ -206,7 +207,6 @@ extern "C" int lodtensor_emulator_launch(const char *name, const unsigned grid[3
         rc = 3;
         break;
       }
-      for (Fiber &f : running_block.threads) f.state = Fiber::Runs;
     }
   }
   in_team = false;
