@@ -377,6 +377,7 @@ static __device__ void rank_candidates(const i64 *source_rows, u32 sources, cons
       continue;
     }
     u32 above = 0, equal = 0, equal_before = 0;
+    bool nan = false;
     for (i64 q = r0; q < r1; q++) {
       const bool q_finished = pre_ids[q] == end_id;
       const u32 m = offers_of(cands, q_finished, q);
@@ -384,6 +385,7 @@ static __device__ void rank_candidates(const i64 *source_rows, u32 sources, cons
         i64 q_id;
         T q_score;
         candidate<T>(cands, q_finished, end_id, q, i, q_id, q_score);
+        nan |= lt_is_nan(q_score);
         if (item_less(score, r, q_score, q)) {
           above++;
         } else if (!item_less(q_score, q, score, r)) {
@@ -392,6 +394,9 @@ static __device__ void rank_candidates(const i64 *source_rows, u32 sources, cons
         }
       }
     }
+    // A NaN of the source marks it (above) and its counts place nothing: a NaN is "equal" to
+    // every item, so two items could take one place, two threads writing one slot.
+    if (nan) continue;
     if (above < beam && above + equal > beam) {
       atomicExch((u64 *)&replay[s], 1ull);
     } else if (above + equal_before < beam) {
