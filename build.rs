@@ -117,15 +117,24 @@ fn emulator(out: &Path, kernels: &Path, files: &[PathBuf]) {
     };
     // -U_FORTIFY_SOURCE: a fortified _longjmp refuses a jump to another stack, and the
     // emulator's fibers jump between stacks (launch.cpp).
+    // LODTENSOR_EMULATOR_TSAN=1: the race check of launch.cpp, with ThreadSanitizer linked into
+    // every binary of the crate.
+    println!("cargo:rerun-if-env-changed=LODTENSOR_EMULATOR_TSAN");
+    let tsan = std::env::var("LODTENSOR_EMULATOR_TSAN").is_ok_and(|v| v == "1");
     run(std::process::Command::new(&cxx)
         .args(["-std=c++20", "-O2", "-U_FORTIFY_SOURCE", "-fPIC", "-pthread", "-Wall", "-Werror", "-c"])
+        .args(if tsan { &["-fsanitize=thread", "-g"][..] } else { &[] })
         .arg(&src)
         .arg("-o")
         .arg(&obj));
+
     let lib = out.join("liblodtensor_cuda_emulator.a");
     let _ = std::fs::remove_file(&lib);
     run(std::process::Command::new("ar").arg("crs").arg(&lib).arg(&obj));
     println!("cargo:rustc-link-search=native={}", out.display());
     println!("cargo:rustc-link-lib=static=lodtensor_cuda_emulator");
     println!("cargo:rustc-link-lib=dylib=stdc++");
+    if tsan {
+        println!("cargo:rustc-link-lib=dylib=tsan");
+    }
 }

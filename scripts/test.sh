@@ -53,7 +53,8 @@ LODTENSOR_GUARD_PAGES=1 LODTENSOR_POISON_UNINIT=1 cargo test --release --no-fail
 # The hostile-input test again under valgrind (installed above): the kernels' unsafe code (SIMD,
 # raw copies) on inputs of every shape must not touch memory it does not own. Cargo runs the test
 # program through CARGO_TARGET_<host>_RUNNER.
-valgrind_runner="CARGO_TARGET_$(rustc -vV | sed -n 's/^host: //p' | tr 'a-z.-' 'A-Z__')_RUNNER=valgrind -q --error-exitcode=9"
+runner="CARGO_TARGET_$(rustc -vV | sed -n 's/^host: //p' | tr 'a-z.-' 'A-Z__')_RUNNER"
+valgrind_runner="$runner=valgrind -q --error-exitcode=9"
 env "$valgrind_runner" cargo test --release --test hostile_inputs || failed+=("hostile inputs under valgrind")
 
 section "3/6 build the C API tests (cmake, build/capi)"
@@ -103,6 +104,15 @@ else
   env "$valgrind_runner" HOSTILE_CASES=100000 LODTENSOR_REQUIRE_GPU=1 cargo test --release --features cuda-emulator \
     --target-dir target/emu --test cuda_hostile_inputs -- --exact gpu_hostile_inputs_give_the_cpu_outcome ||
     failed+=("device hostile inputs under valgrind (emulator)")
+  # The race check: the GPU tests again with the emulator built with ThreadSanitizer (target/tsan,
+  # LODTENSOR_EMULATOR_TSAN=1; see launch.cpp): two threads of a block that touch one word between
+  # two barriers, one of them writing and not both atomically, fail the run whatever order they ran
+  # in. Shuffled, for the 3-block grids: a block then goes on to a second tile, row or run of items,
+  # where a missing barrier lets it overwrite shared memory that its other threads still read.
+  # libtsan is preloaded so that it comes before the C library whose calls it intercepts.
+  env "$runner=env LD_PRELOAD=$(c++ -print-file-name=libtsan.so)" LODTENSOR_EMULATOR_TSAN=1 LODTENSOR_EMULATOR_SHUFFLE=1 \
+    LODTENSOR_REQUIRE_GPU=1 cargo test --release --features cuda-emulator --target-dir target/tsan --no-fail-fast \
+    --lib "${gpu_tests[@]}" || failed+=("GPU tests on the CUDA emulator under the race check (ThreadSanitizer)")
   # The C tests, and the C++, Go and Java bindings' tests, see two usable devices here, so their
   # CUDA branches run.
   if cmake -S capi-tests -B build/capi-emu -DCMAKE_BUILD_TYPE=Debug -DLODTENSOR_MEMCHECK=OFF "-DLODTENSOR_BINDINGS=$bindings" \

@@ -7,7 +7,9 @@
 //! a GPU; it says nothing about speed. Each device has [`MEMORY`] bytes, so that running out of
 //! device memory can be tested too. Under `LODTENSOR_EMULATOR_SHUFFLE=1` each launch runs its
 //! blocks, and the threads of a block that run one after another, in an order of its own (see
-//! [`shuffled`]).
+//! [`shuffled`]). Built with `LODTENSOR_EMULATOR_TSAN=1` (read when the crate is built), the
+//! emulator runs every kernel under ThreadSanitizer, which reports a race between two threads of
+//! a block whatever order they ran in (emulator/launch.cpp).
 
 use super::launch::Args;
 use super::memory_owner::MemoryOwner;
@@ -28,6 +30,21 @@ extern "C" {
         seed: u64,
     ) -> c_int;
     fn lodtensor_emulator_module_of(name: *const c_char) -> *const c_char;
+    fn lodtensor_emulator_stream_order();
+    #[cfg(test)]
+    fn lodtensor_emulator_race_check() -> c_int;
+    #[cfg(test)]
+    fn lodtensor_emulator_expect_races(expected: c_int) -> u64;
+}
+
+/// Runs `op`, an access of the host to device memory, in the devices' stream order as the race
+/// check sees it (launch.cpp's `race::stream`; nothing without the check).
+fn in_stream_order<R>(op: impl FnOnce() -> R) -> R {
+    // SAFETY: no arguments; only ThreadSanitizer's bookkeeping.
+    unsafe { lodtensor_emulator_stream_order() };
+    let r = op();
+    unsafe { lodtensor_emulator_stream_order() };
+    r
 }
 
 /// Whether launches run in shuffled orders (`LODTENSOR_EMULATOR_SHUFFLE=1`, read once; a checking
@@ -137,14 +154,16 @@ impl Context {
         if len.max(1) > MEMORY - live.bytes[self.ordinal] {
             return Err(out_of_memory());
         }
-        let (p, block) = if crate::memory::guard_pages() {
-            let g = map_guarded(len, alternate_guard()).ok_or_else(out_of_memory)?;
-            (g.ptr.as_ptr(), Block::Guarded(g, len.max(1)))
-        } else {
-            let layout = Layout::from_size_align(len.max(1), ALIGN).map_err(|_| out_of_memory())?;
-            // SAFETY: a non-zero size.
-            (unsafe { alloc(layout) }, Block::Heap(layout))
-        };
+        let (p, block) = in_stream_order(|| {
+            Ok(if crate::memory::guard_pages() {
+                let g = map_guarded(len, alternate_guard()).ok_or_else(out_of_memory)?;
+                (g.ptr.as_ptr(), Block::Guarded(g, len.max(1)))
+            } else {
+                let layout = Layout::from_size_align(len.max(1), ALIGN).map_err(|_| out_of_memory())?;
+                // SAFETY: a non-zero size.
+                (unsafe { alloc(layout) }, Block::Heap(layout))
+            })
+        })?;
         ensure!(!p.is_null(), OutOfMemory, "device allocation: the emulator could not allocate {len} bytes");
         live.bytes[self.ordinal] += block.size();
         live.blocks.insert(p as DevicePtr, (block, self.ordinal));
@@ -161,12 +180,12 @@ impl Context {
         let (block, _) = entry.remove();
         live.bytes[self.ordinal] -= block.size();
         // SAFETY: allocated by `malloc` as `block` says, and removed from the live set once.
-        unsafe {
+        in_stream_order(|| unsafe {
             match block {
                 Block::Heap(layout) => dealloc(ptr as *mut u8, layout),
                 Block::Guarded(g, _) => unmap(g.base, g.span),
             }
-        }
+        });
         Ok(())
     }
 
@@ -204,25 +223,25 @@ impl Context {
 
     pub(crate) fn htod(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
         // SAFETY: the caller gives `src.len()` bytes of device (here: host) memory at `dst`.
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst as *mut u8, src.len()) };
+        in_stream_order(|| unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst as *mut u8, src.len()) });
         Ok(())
     }
 
     pub(crate) fn set_bytes(&self, dst: DevicePtr, byte: u8, n: usize) -> Result<()> {
         // SAFETY: the caller gives `n` bytes of device memory at `dst`.
-        unsafe { std::ptr::write_bytes(dst as *mut u8, byte, n) };
+        in_stream_order(|| unsafe { std::ptr::write_bytes(dst as *mut u8, byte, n) });
         Ok(())
     }
 
     pub(crate) fn dtod(&self, dst: DevicePtr, src: DevicePtr, n: usize) -> Result<()> {
         // SAFETY: the caller gives `n` bytes at both ends, distinct allocations.
-        unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, n) };
+        in_stream_order(|| unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, n) });
         Ok(())
     }
 
     pub(crate) fn dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Result<()> {
         // SAFETY: the caller gives `dst.len()` bytes of device memory at `src`.
-        unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst.as_mut_ptr(), dst.len()) };
+        in_stream_order(|| unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst.as_mut_ptr(), dst.len()) });
         Ok(())
     }
 
@@ -403,6 +422,45 @@ mod tests {
                 "{e}"
             );
         }
+    }
+
+    /// Built with the race check (`LODTENSOR_EMULATOR_TSAN=1`), two threads of a block that
+    /// touch one word in one phase, one of them writing and not both atomically, are a race
+    /// whatever order they run in; barriers, atomics and the blocks' order are not.
+    #[test]
+    fn races_between_threads_of_a_block_are_found() {
+        if unsafe { lodtensor_emulator_race_check() } == 0 {
+            eprintln!("skipped: the emulator was built without the race check (LODTENSOR_EMULATOR_TSAN=1)");
+            return;
+        }
+        let ctx = Context::open(0).unwrap();
+        let out = upload(&ctx, &[0; 4 << 11]);
+        // Blocks of 1024 threads: more fibers than ThreadSanitizer has clock slots. (It reports a
+        // race once per pair of places in the code, so each racy kernel runs once.)
+        for (kernel, block, racy) in [
+            ("emulator_racy_count", 1024, true),
+            ("emulator_racy_store", 1024, true),
+            ("emulator_atomic_count", 2, false),
+            ("emulator_atomic_count", 1024, false),
+            ("emulator_block_sum", 2, false),
+            ("emulator_block_sum", 256, false),
+            ("emulator_indices", 2, false),
+            ("emulator_indices", 1024, false),
+        ] {
+            let args = match kernel {
+                "emulator_block_sum" => Args::new().arg(out).arg(out + 8).arg(2u32),
+                _ => Args::new().arg(out),
+            };
+            unsafe { lodtensor_emulator_expect_races(1) };
+            run(&ctx, kernel, [2, 1, 1], [block, 1, 1], args).unwrap();
+            let races = unsafe { lodtensor_emulator_expect_races(0) };
+            assert_eq!(races > 0, racy, "{kernel} on blocks of {block}: {races} races");
+        }
+        let mut counts = [0u8; 8];
+        run(&ctx, "emulator_atomic_count", [2, 1, 1], [32, 1, 1], Args::new().arg(out)).unwrap();
+        ctx.dtoh(&mut counts, out).unwrap();
+        assert_eq!(counts, [32, 0, 0, 0, 32, 0, 0, 0]);
+        ctx.free(out).unwrap();
     }
 
     /// A kernel is found only in the module that defines it, as on a GPU: a launcher naming the

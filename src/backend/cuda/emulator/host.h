@@ -5,7 +5,8 @@
 // launching host thread, each on a stack of its own: every thread runs until its next
 // __syncthreads() (or its return), then the next one, so a barrier is a switch of stacks, not a
 // wait of one host thread for another. __shared__ variables are statics (launches are serialised,
-// and one block runs at a time). Atomics are std::atomic_ref operations.
+// and one block runs at a time). Atomics are std::atomic_ref operations. Under the race check
+// (launch.cpp) every kernel's threads are fibers.
 #pragma once
 #include <atomic>
 #include <cmath>
@@ -60,7 +61,12 @@ inline void __syncthreads() {
   if (!::lodtensor_emulator::in_team) ::lodtensor_emulator::barrier_outside_team();
   ::lodtensor_emulator::team_barrier();
 }
+#if defined(__SANITIZE_THREAD__)
+// ThreadSanitizer models no fences; its race check orders a launch's blocks anyway (launch.cpp).
+inline void __threadfence() {}
+#else
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+#endif
 
 template <typename T>
 inline T __ldg(const T *p) { return *p; }

@@ -7,7 +7,16 @@
 // anew), go in an order drawn from it rather than in index order: a GPU promises no order, and a
 // kernel that leans on one (a block that must finish before another, a thread that reads what
 // another writes in the same phase) then fails its tests here too. A phase's threads do not
-// interleave, so a race of two threads' read-modify-writes on one word goes unseen.
+// interleave, so a race of two threads' read-modify-writes on one word goes unseen by the tests;
+// the race check below sees it.
+//
+// The race check (the emulator built with ThreadSanitizer: LODTENSOR_EMULATOR_TSAN=1 when the
+// crate is built): every thread of a block is a fiber of ThreadSanitizer's, and only what orders
+// the threads of a GPU orders them: the start of their block, each __syncthreads() and the end of
+// their block (each block of a launch is, in addition, ordered before the next one, so races
+// between blocks are not checked). Two threads of a block that touch one byte in one phase, one
+// of them writing and not both atomically, are then a data race that ThreadSanitizer reports,
+// whatever order they ran in.
 
 #include <sys/mman.h>
 #include <setjmp.h>
@@ -20,7 +29,19 @@
 #include <mutex>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
+
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+extern "C" void __tsan_ignore_thread_begin();
+extern "C" void __tsan_ignore_thread_end();
+// The emulator's own code that fibers run: not checked (as the launcher's is not), and no frames
+// on a fiber's record of calls, which then stays balanced from one launch to the next.
+#define LODTENSOR_EMULATOR_UNCHECKED __attribute__((no_sanitize_thread))
+#else
+#define LODTENSOR_EMULATOR_UNCHECKED
+#endif
 
 #if __has_include(<valgrind/valgrind.h>)
 #include <valgrind/valgrind.h>
@@ -62,31 +83,113 @@ std::vector<unsigned> order_of(unsigned long long n, unsigned long long &seed) {
   return order;
 }
 
+// What orders the threads of a block for the race check; without ThreadSanitizer, nothing.
+namespace race {
+#if defined(__SANITIZE_THREAD__)
+// Objects whose release and acquire order the threads: the launcher releases `block_start`
+// before a block's threads run and acquires `block_end` after they all return; a barrier ending
+// phase p releases phase[p % 2] and, once all threads are there, each acquires it (two objects, so
+// that a thread that runs on in phase p + 1 releases into the other one, not into the one that
+// the threads still to resume acquire).
+char block_start, block_end, phase[2];
+// The devices' stream: each launch, and each of the host's copies to, from or between device
+// buffers, allocations and frees of them (emulator.rs), acquires it before and releases it after,
+// as a stream runs them one after another; the host's code orders them by means that
+// ThreadSanitizer does not see (the standard library of Rust is not instrumented).
+char stream;
+// Whether ThreadSanitizer checks the kernels. Threads of kernels without barriers then run as
+// fibers too: one after another on the launcher's stack, their locals would share addresses.
+constexpr bool checks = true;
+
+void *launcher() { return __tsan_get_current_fiber(); }
+// The launcher's own accesses (to the fibers' states, the indices, its stack) are not checked:
+// its synchronisation with the fibers is the jumps, which ThreadSanitizer does not see.
+void ignore_launcher() { __tsan_ignore_thread_begin(); }
+void check_launcher() { __tsan_ignore_thread_end(); }
+// Thread t of a block is fiber t, kept across launches.
+std::vector<void *> fibers;
+void prepare(unsigned threads) {
+  while (fibers.size() < threads) fibers.push_back(__tsan_create_fiber(0));
+}
+LODTENSOR_EMULATOR_UNCHECKED void *fiber(unsigned t) { return fibers[t]; }
+// A fresh fiber t, for one that a launch left waiting at a barrier (in the kernel's code).
+void renew(unsigned t) {
+  __tsan_destroy_fiber(fibers[t]);
+  fibers[t] = __tsan_create_fiber(0);
+}
+// Called just before the jump that runs `fiber`. (Unchecked, as are the others that fibers call:
+// a checked function's record of its call and return would go on two fibers' records.)
+LODTENSOR_EMULATOR_UNCHECKED void switch_to(void *fiber) {
+  __tsan_switch_to_fiber(fiber, __tsan_switch_to_fiber_no_sync);
+}
+LODTENSOR_EMULATOR_UNCHECKED void release(char &object) { __tsan_release(&object); }
+LODTENSOR_EMULATOR_UNCHECKED void acquire(char &object) { __tsan_acquire(&object); }
+#else
+char block_start, block_end, phase[2], stream;
+constexpr bool checks = false;
+void *launcher() { return nullptr; }
+void ignore_launcher() {}
+void check_launcher() {}
+void prepare(unsigned) {}
+void *fiber(unsigned) { return nullptr; }
+void renew(unsigned) {}
+void switch_to(void *) {}
+void release(char &) {}
+void acquire(char &) {}
+#endif
+}  // namespace race
+
+// Races that the calling thread's launches are expected to have (the emulator's own tests of the
+// race check): counted, and not reported.
+thread_local bool races_expected = false;
+thread_local unsigned long long races_counted = 0;
+// Whether the calling thread runs a launch: only then is a race ThreadSanitizer finds one of a
+// kernel's. Elsewhere it sees the Rust code's accesses but not all of its synchronisation (the
+// standard library's atomics are not instrumented), so what it reports there is noise.
+thread_local bool launching = false;
+
 // A thread of a cooperative block. It starts on a context of its own (makecontext), then goes
 // back and forth with _setjmp and _longjmp, which save no signal mask: a swapcontext would make a
-// system call at each switch, and a barrier takes two switches a thread.
+// system call at each switch, and a barrier takes two switches a thread. A thread that returns
+// waits where it returned for the launch's next block, which it then runs on the same stack.
 struct Fiber {
   ucontext_t start;
-  jmp_buf at_barrier;
+  jmp_buf resume;
   // Each run of a thread ends at a barrier (Waits) or at its return (Returned).
   enum State { Starts, Waits, Returned } state;
 };
 
-// The block running now (launches are serialised): its kernel, its threads, the one running, and
-// where the launcher waits for a thread to come back at a barrier or at its end.
+// The launch running now (launches are serialised): its kernel, its block's threads, the one
+// running, where the launcher waits for a thread to come back at a barrier or at its end, the
+// phase of the block running (counting on across blocks) and the launcher's race fiber.
 struct Team {
   const Kernel *kernel;
   void **params;
   std::vector<Fiber> threads;
   unsigned current;
   jmp_buf launcher;
+  unsigned long long phase;
+  void *race_launcher;
 };
 Team *team = nullptr;
 
-void thread_main() {
-  team->kernel->invoke(team->kernel->function, team->params);
-  team->threads[team->current].state = Fiber::Returned;
-  _longjmp(team->launcher, 1);
+// The running thread waits at `self.resume` while the launcher runs the others.
+LODTENSOR_EMULATOR_UNCHECKED void wait_for_launcher(Fiber &self) {
+  if (_setjmp(self.resume) == 0) {
+    race::switch_to(team->race_launcher);
+    _longjmp(team->launcher, 1);
+  }
+}
+
+LODTENSOR_EMULATOR_UNCHECKED void thread_main() {
+  Fiber &self = team->threads[team->current];
+  for (;;) {
+    race::acquire(race::block_start);
+    team->kernel->invoke(team->kernel->function, team->params);
+    race::release(race::block_end);
+    self.state = Fiber::Returned;
+    wait_for_launcher(self);
+  }
 }
 
 // Each fiber's stack, mapped at first need and kept for later launches, with a page below it that
@@ -110,10 +213,12 @@ const std::vector<char *> &stacks(std::size_t n) {
 }
 }  // namespace
 
-void team_barrier() {
+LODTENSOR_EMULATOR_UNCHECKED void team_barrier() {
   Fiber &self = team->threads[team->current];
   self.state = Fiber::Waits;
-  if (_setjmp(self.at_barrier) == 0) _longjmp(team->launcher, 1);
+  race::release(race::phase[team->phase % 2]);
+  wait_for_launcher(self);
+  race::acquire(race::phase[(team->phase - 1) % 2]);
 }
 
 void register_kernel(const char *module, const char *name, void *kernel, Invoke invoke, bool cooperative) {
@@ -126,6 +231,51 @@ void barrier_outside_team() {
   std::abort();
 }
 }  // namespace lodtensor_emulator
+
+#if defined(__SANITIZE_THREAD__)
+// ThreadSanitizer checks the kernels, not the Rust code, whose synchronisation it does not see:
+// it ignores the accesses of intercepted calls (the Rust code's memcpy and memset). Otherwise the
+// programs behave as without it: an allocation larger than the host has returns null (the tests
+// of running out of device memory ask for such), and a fault stays a SIGSEGV (the guard pages'
+// tests expect one).
+extern "C" const char *__tsan_default_options() {
+  return "ignore_interceptors_accesses=1:allocator_may_return_null=1:handle_segv=0";
+}
+
+namespace __tsan {
+struct ReportDesc;
+// ThreadSanitizer calls this before it prints a report (a weak definition of its own otherwise):
+// true suppresses the report.
+__attribute__((no_sanitize_thread)) bool OnReport(const ReportDesc *, bool suppressed) {
+  if (!lodtensor_emulator::launching) return true;
+  if (!lodtensor_emulator::races_expected) return suppressed;
+  lodtensor_emulator::races_counted++;
+  return true;
+}
+}  // namespace __tsan
+#endif
+
+// Called by the host before and after each of its accesses to device memory: see race::stream.
+extern "C" void lodtensor_emulator_stream_order() {
+  lodtensor_emulator::race::acquire(lodtensor_emulator::race::stream);
+  lodtensor_emulator::race::release(lodtensor_emulator::race::stream);
+}
+
+// Whether the emulator was built with the race check.
+extern "C" int lodtensor_emulator_race_check() {
+#if defined(__SANITIZE_THREAD__)
+  return 1;
+#else
+  return 0;
+#endif
+}
+
+// Whether the races of the calling thread's launches from now on are expected (counted rather than
+// reported); returns how many expected races were counted on this thread since the last call.
+extern "C" unsigned long long lodtensor_emulator_expect_races(int expected) {
+  lodtensor_emulator::races_expected = expected != 0;
+  return std::exchange(lodtensor_emulator::races_counted, 0);
+}
 
 // The module (kernel file, or variant of one) that defines kernel `name`; null for no such kernel.
 extern "C" const char *lodtensor_emulator_module_of(const char *name) {
@@ -146,6 +296,16 @@ extern "C" int lodtensor_emulator_launch(const char *name, const unsigned grid[3
   const unsigned long long blocks = 1ull * grid[0] * grid[1] * grid[2];
   if (threads == 0 || threads > 1024 || grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return 2;
   std::lock_guard<std::mutex> guard(launch_lock);
+  launching = true;
+  race::ignore_launcher();
+  race::acquire(race::stream);
+  struct Done {
+    ~Done() {
+      race::release(race::stream);
+      race::check_launcher();
+      launching = false;
+    }
+  } done;
   grid_dim = dim3{grid[0], grid[1], grid[2]};
   block_dim = dim3{block[0], block[1], block[2]};
   running = name;
@@ -158,7 +318,7 @@ extern "C" int lodtensor_emulator_launch(const char *name, const unsigned grid[3
   const auto thread_at = [&](unsigned t) {
     return uint3{t % block[0], t / block[0] % block[1], t / (block[0] * block[1])};
   };
-  if (!kernel.cooperative) {
+  if (!kernel.cooperative && !race::checks) {
     const std::vector<unsigned> thread_order = order_of(threads, seed);
     for (unsigned long long i = 0; i < blocks; i++) {
       block_idx = block_at(i);
@@ -170,34 +330,35 @@ extern "C" int lodtensor_emulator_launch(const char *name, const unsigned grid[3
     return 0;
   }
   const std::vector<char *> &stack = stacks(threads);
-  Team running_block{&kernel, params, std::vector<Fiber>(threads), 0, {}};
+  Team running_block{&kernel, params, std::vector<Fiber>(threads), 0, {}, 0, race::launcher()};
   for (unsigned t = 0; t < threads; t++) {
     Fiber &f = running_block.threads[t];
     getcontext(&f.start);
     f.start.uc_stack.ss_sp = stack[t];
     f.start.uc_stack.ss_size = stack_bytes;
     f.start.uc_link = nullptr;  // thread_main never returns
+    makecontext(&f.start, thread_main, 0);
+    f.state = Fiber::Starts;
   }
+  race::prepare(threads);
   team = &running_block;
-  in_team = true;
+  in_team = kernel.cooperative;
   // 3: a thread returned while others wait at a barrier (common.cuh: every thread of a block
   // reaches each barrier); the waiting fibers are left as they are.
   int rc = 0;
   for (unsigned long long i = 0; i < blocks && rc == 0; i++) {
     block_idx = block_at(i);
-    for (Fiber &f : running_block.threads) {
-      makecontext(&f.start, thread_main, 0);
-      f.state = Fiber::Starts;
-    }
-    for (;;) {
+    race::release(race::block_start);
+    for (;; running_block.phase++) {
       const std::vector<unsigned> order = order_of(threads, seed);
       for (unsigned k = 0; k < threads; k++) {
         running_block.current = order.empty() ? k : order[k];
         thread_idx = thread_at(running_block.current);
         Fiber &f = running_block.threads[running_block.current];
         if (_setjmp(running_block.launcher) == 0) {
+          race::switch_to(race::fiber(running_block.current));
           if (f.state == Fiber::Starts) setcontext(&f.start);
-          _longjmp(f.at_barrier, 1);
+          _longjmp(f.resume, 1);
         }
       }
       unsigned waiting = 0;
@@ -208,6 +369,10 @@ extern "C" int lodtensor_emulator_launch(const char *name, const unsigned grid[3
         break;
       }
     }
+    race::acquire(race::block_end);
+  }
+  for (unsigned t = 0; t < threads; t++) {
+    if (running_block.threads[t].state == Fiber::Waits) race::renew(t);
   }
   in_team = false;
   team = nullptr;

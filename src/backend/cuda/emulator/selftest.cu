@@ -58,3 +58,31 @@ extern "C" __global__ void emulator_early_return(u32 returning) {
   __syncthreads();
 }
 LODTENSOR_EXPORT_SYNC(emulator_early_return)
+
+// The race check's tests. Every thread adds one to a __shared__ count without an atomic: a race
+// between the threads of a block, though running them in turn gives the right count.
+extern "C" __global__ void emulator_racy_count(u32 *out) {
+  __shared__ u32 count;
+  if (threadIdx.x == 0) count = 0;
+  __syncthreads();
+  count += 1;
+  __syncthreads();
+  if (threadIdx.x == 0) out[blockIdx.x] = count;
+}
+LODTENSOR_EXPORT_SYNC(emulator_racy_count)
+
+// The same count taken with atomicAdd: no race.
+extern "C" __global__ void emulator_atomic_count(u32 *out) {
+  __shared__ u32 count;
+  if (threadIdx.x == 0) count = 0;
+  __syncthreads();
+  atomicAdd(&count, 1u);
+  __syncthreads();
+  if (threadIdx.x == 0) out[blockIdx.x] = count;
+}
+LODTENSOR_EXPORT_SYNC(emulator_atomic_count)
+
+// Every thread of a block writes one word of global memory: a race between the threads of a
+// kernel without barriers.
+extern "C" __global__ void emulator_racy_store(u32 *out) { out[blockIdx.x] = threadIdx.x; }
+LODTENSOR_EXPORT(emulator_racy_store)
