@@ -13,7 +13,8 @@
 # (tests/cuda*.rs), the C API tests and the bindings' tests against the `cuda-emulator` build
 # (target/emu, build/capi-emu): the CUDA backend and its kernels, run on the host (again, but for
 # the bindings', with guard pages and each launch's blocks and threads in a shuffled order, and
-# 100000 hostile-input calls under valgrind too); then it packs the bundle for GPU machines without Rust (scripts/gpu-bundle.sh)
+# 100000 hostile-input calls under valgrind too, and the GPU tests once more under the emulator's
+# race check, ThreadSanitizer, in target/tsan); then it packs the bundle for GPU machines without Rust (scripts/gpu-bundle.sh)
 # over the emulator and runs some of its programs with scripts/gpu-run.sh.
 # LODTENSOR_SKIP_CUDA=1 skips steps 5 and 6.
 # A failing test suite does not stop the ones after it (CI shows every failure at once); the
