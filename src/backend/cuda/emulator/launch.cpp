@@ -148,10 +148,11 @@ thread_local unsigned long long races_counted = 0;
 // standard library's atomics are not instrumented), so what it reports there is noise.
 thread_local bool launching = false;
 
-// A thread of a cooperative block. It starts on a context of its own (makecontext), then goes
-// back and forth with _setjmp and _longjmp, which save no signal mask: a swapcontext would make a
-// system call at each switch, and a barrier takes two switches a thread. A thread that returns
-// waits where it returned for the launch's next block, which it then runs on the same stack.
+// A thread of a cooperative block (of any block under the race check). It starts on a context of
+// its own (makecontext), then goes back and forth with _setjmp and _longjmp, which save no signal
+// mask: a swapcontext would make a system call at each switch, and a barrier takes two switches a
+// thread. A thread that returns waits where it returned for the launch's next block, which it
+// then runs on the same stack.
 struct Fiber {
   ucontext_t start;
   jmp_buf resume;
