@@ -115,19 +115,18 @@ fn emulator(out: &Path, kernels: &Path, files: &[PathBuf]) {
         let status = cmd.status().unwrap_or_else(|e| panic!("cuda-emulator: cannot run {cmd:?}: {e}"));
         assert!(status.success(), "cuda-emulator: {cmd:?} failed");
     };
-    // -U_FORTIFY_SOURCE: a fortified _longjmp refuses a jump to another stack, and the
-    // emulator's fibers jump between stacks (launch.cpp).
     // LODTENSOR_EMULATOR_TSAN=1: the race check of launch.cpp, with ThreadSanitizer linked into
     // every binary of the crate.
     println!("cargo:rerun-if-env-changed=LODTENSOR_EMULATOR_TSAN");
     let tsan = std::env::var("LODTENSOR_EMULATOR_TSAN").is_ok_and(|v| v == "1");
+    // -U_FORTIFY_SOURCE: a fortified _longjmp refuses a jump to another stack, and the
+    // emulator's fibers jump between stacks (launch.cpp).
     run(std::process::Command::new(&cxx)
         .args(["-std=c++20", "-O2", "-U_FORTIFY_SOURCE", "-fPIC", "-pthread", "-Wall", "-Werror", "-c"])
         .args(if tsan { &["-fsanitize=thread", "-g"][..] } else { &[] })
         .arg(&src)
         .arg("-o")
         .arg(&obj));
-
     let lib = out.join("liblodtensor_cuda_emulator.a");
     let _ = std::fs::remove_file(&lib);
     run(std::process::Command::new("ar").arg("crs").arg(&lib).arg(&obj));

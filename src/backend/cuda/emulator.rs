@@ -435,8 +435,8 @@ mod tests {
         }
         let ctx = Context::open(0).unwrap();
         let out = upload(&ctx, &[0; 4 << 11]);
-        // Blocks of 1024 threads: more fibers than ThreadSanitizer has clock slots. (It reports a
-        // race once per pair of places in the code, so each racy kernel runs once.)
+        // The racy kernels on blocks of 1024 threads, the most a block has. (ThreadSanitizer
+        // reports a race once per pair of places in the code, so each runs once.)
         for (kernel, block, racy) in [
             ("emulator_racy_count", 1024, true),
             ("emulator_racy_store", 1024, true),
