@@ -107,9 +107,10 @@ else
     failed+=("device hostile inputs under valgrind (emulator)")
   # The race check: the GPU tests again with the emulator built with ThreadSanitizer (target/tsan,
   # LODTENSOR_EMULATOR_TSAN=1; see launch.cpp): two threads of a block that touch one word between
-  # two barriers, one of them writing and not both atomically, fail the run whatever order they ran
-  # in. Shuffled, for the 3-block grids: a block then goes on to a second tile, row or run of items,
-  # where a missing barrier lets it overwrite shared memory that its other threads still read.
+  # two barriers, or two threads of two blocks that touch one word, one of them writing and not
+  # both atomically, fail the run whatever order they ran in. Shuffled, for the 3-block grids: a
+  # block then goes on to a second tile, row or run of items, where a missing barrier lets it
+  # overwrite shared memory that its other threads still read, and every pair of blocks is checked.
   # libtsan is preloaded so that it comes before the C library whose calls it intercepts.
   env "$runner=env LD_PRELOAD=$(c++ -print-file-name=libtsan.so)" LODTENSOR_EMULATOR_TSAN=1 LODTENSOR_EMULATOR_SHUFFLE=1 \
     LODTENSOR_REQUIRE_GPU=1 cargo test --release --features cuda-emulator --target-dir target/tsan --no-fail-fast \

@@ -9,7 +9,7 @@
 //! blocks, and the threads of a block that run one after another, in an order of its own (see
 //! [`shuffled`]). Built with `LODTENSOR_EMULATOR_TSAN=1` (read when the crate is built), the
 //! emulator runs every kernel under ThreadSanitizer, which reports a race between two threads of
-//! a block whatever order they ran in (emulator/launch.cpp).
+//! a launch, of one block or of two, whatever order they ran in (emulator/launch.cpp).
 
 use super::launch::Args;
 use super::memory_owner::MemoryOwner;
@@ -425,21 +425,25 @@ mod tests {
     }
 
     /// Built with the race check (`LODTENSOR_EMULATOR_TSAN=1`), two threads of a block that
-    /// touch one word in one phase, one of them writing and not both atomically, are a race
-    /// whatever order they run in; barriers, atomics and the blocks' order are not.
+    /// touch one word in one phase, or two threads of two blocks of a launch, one of them writing
+    /// and not both atomically, are a race whatever order they run in; barriers, atomics and
+    /// the `__shared__` memory of each block are not.
     #[test]
-    fn races_between_threads_of_a_block_are_found() {
+    fn races_between_threads_of_a_launch_are_found() {
         if unsafe { lodtensor_emulator_race_check() } == 0 {
             eprintln!("skipped: the emulator was built without the race check (LODTENSOR_EMULATOR_TSAN=1)");
             return;
         }
         let ctx = Context::open(0).unwrap();
         let out = upload(&ctx, &[0; 4 << 11]);
-        // The racy kernels on blocks of 1024 threads, the most a block has. (ThreadSanitizer
-        // reports a race once per pair of places in the code, so each runs once.)
+        // Grids of two blocks; the racy kernels within a block on blocks of 1024 threads, the most
+        // a block has, and the one between blocks on blocks of one thread. (ThreadSanitizer
+        // reports a race once per pair of places in the code and once per address, so each runs
+        // once, and on words of its own.)
         for (kernel, block, racy) in [
             ("emulator_racy_count", 1024, true),
             ("emulator_racy_store", 1024, true),
+            ("emulator_racy_blocks", 1, true),
             ("emulator_atomic_count", 2, false),
             ("emulator_atomic_count", 1024, false),
             ("emulator_block_sum", 2, false),
@@ -449,6 +453,7 @@ mod tests {
         ] {
             let args = match kernel {
                 "emulator_block_sum" => Args::new().arg(out).arg(out + 8).arg(2u32),
+                "emulator_racy_blocks" => Args::new().arg(out + 64),
                 _ => Args::new().arg(out),
             };
             unsafe { lodtensor_emulator_expect_races(1) };

@@ -4,8 +4,8 @@
 // each other); one exported with LODTENSOR_EXPORT_SYNC runs each block's threads as fibers of the
 // launching host thread, each on a stack of its own: every thread runs until its next
 // __syncthreads() (or its return), then the next one, so a barrier is a switch of stacks, not a
-// wait of one host thread for another. __shared__ variables are statics (launches are serialised,
-// and one block runs at a time). Atomics are std::atomic_ref operations. Under the race check
+// wait of one host thread for another. Shared memory is statics (launches are serialised, and
+// one block runs at a time). Atomics are std::atomic_ref operations. Under the race check
 // (launch.cpp) every kernel's threads are fibers.
 #pragma once
 #include <atomic>
@@ -20,7 +20,17 @@
 #define __forceinline__ inline
 #define __noinline__
 #define __align__(n) alignas(n)
-#define __shared__ static
+// A kernel's shared memory (kernels/common.cuh): a static. The race check also notes it for the
+// launch, to forget its accesses before each further block (launch.cpp).
+#if defined(__SANITIZE_THREAD__)
+#define LODTENSOR_SHARED(T, name, ...) \
+  static T name __VA_ARGS__;           \
+  ::lodtensor_emulator::shared_memory(&name, sizeof name)
+#else
+#define LODTENSOR_SHARED(T, name, ...) static T name __VA_ARGS__
+#endif
+// Not __shared__ itself, which the race check would not know of.
+#define __shared__ static_assert(false, "declare shared memory with LODTENSOR_SHARED (kernels/common.cuh)");
 #define __launch_bounds__(...)
 
 struct uint3 {
@@ -42,6 +52,8 @@ inline dim3 grid_dim;
 [[noreturn]] void barrier_outside_team();
 // __syncthreads() in a team: the calling fiber waits there, and the next one runs.
 void team_barrier();
+// Under the race check: `bytes` at `p` are shared memory of the running launch's kernel.
+void shared_memory(const void *p, std::size_t bytes);
 
 template <typename T>
 T bits_as(const auto &v) {
@@ -62,7 +74,9 @@ inline void __syncthreads() {
   ::lodtensor_emulator::team_barrier();
 }
 #if defined(__SANITIZE_THREAD__)
-// ThreadSanitizer models no fences; its race check orders a launch's blocks anyway (launch.cpp).
+// ThreadSanitizer models no fences. (What a fence orders on a GPU, a block's writes before its
+// atomic that another block's atomic reads, the emulator's atomics order for the race check: they
+// are sequentially consistent, ThreadSanitizer's acquire and release.)
 inline void __threadfence() {}
 #else
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }

@@ -7,22 +7,23 @@
 // anew), go in an order drawn from it rather than in index order: a GPU promises no order, and a
 // kernel that leans on one (a block that must finish before another, a thread that reads what
 // another writes in the same phase) then fails its tests here too. A phase's threads do not
-// interleave, so a race of two threads' read-modify-writes on one word goes unseen by the tests;
-// the race check below sees it.
+// interleave, and blocks neither, so a race of two threads' read-modify-writes on one word goes
+// unseen by the tests; the race check below sees it.
 //
 // The race check (the emulator built with ThreadSanitizer: LODTENSOR_EMULATOR_TSAN=1 when the
 // crate is built): every thread of a block is a fiber of ThreadSanitizer's, and only what orders
-// the threads of a GPU orders them: the start of their block, each __syncthreads() and the end of
-// their block (each block of a launch is, in addition, ordered before the next one, so races
-// between blocks are not checked). Two threads of a block that touch one byte in one phase, one
-// of them writing and not both atomically, are then a data race that ThreadSanitizer reports,
-// whatever order they ran in.
+// the threads of a GPU orders them: the start of the launch, each __syncthreads() of their block,
+// atomics, and the end of the launch. Two threads of a launch that touch one byte, one of them
+// writing and not both atomically, are then a data race that ThreadSanitizer reports, whatever
+// order they ran in: two threads of a block in one phase, or two threads of different blocks
+// (between blocks, see race::sets). Each block's __shared__ memory starts without a past.
 
 #include <sys/mman.h>
 #include <setjmp.h>
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -33,9 +34,13 @@
 #include <vector>
 
 #if defined(__SANITIZE_THREAD__)
+#include <link.h>
 #include <sanitizer/tsan_interface.h>
 extern "C" void __tsan_ignore_thread_begin();
 extern "C" void __tsan_ignore_thread_end();
+extern "C" void __tsan_java_init(unsigned long heap_begin, unsigned long heap_size);
+extern "C" void __tsan_java_alloc(unsigned long begin, unsigned long size);
+extern "C" void __tsan_java_free(unsigned long begin, unsigned long size);
 // The emulator's own code that fibers run: not checked (as the launcher's is not), and no frames
 // on a fiber's record of calls, which then stays balanced from one launch to the next.
 #define LODTENSOR_EMULATOR_UNCHECKED __attribute__((no_sanitize_thread))
@@ -83,15 +88,21 @@ std::vector<unsigned> order_of(unsigned long long n, unsigned long long &seed) {
   return order;
 }
 
-// What orders the threads of a block for the race check; without ThreadSanitizer, nothing.
+// What orders the threads of a launch for the race check; without ThreadSanitizer, nothing.
 namespace race {
 #if defined(__SANITIZE_THREAD__)
-// Objects whose release and acquire order the threads: the launcher releases `block_start`
-// before a block's threads run and acquires `block_end` after they all return; a barrier ending
-// phase p releases phase[p % 2] and, once all threads are there, each acquires it (two objects, so
-// that a thread that runs on in phase p + 1 releases into the other one, not into the one that
-// the threads still to resume acquire).
-char block_start, block_end, phase[2];
+// The blocks of a launch run one after another, block i of the run on fibers of set i % sets, and
+// nothing orders two sets in a launch but the kernel's atomics: each block is checked against the
+// blocks of the other sets. (A set's fibers run its blocks one after another, which orders them;
+// three sets check every pair of blocks of the shuffled tests' grids of three.)
+constexpr unsigned sets = 3;
+// Objects whose release and acquire order the threads: the launcher releases `launch_start`
+// before a launch's blocks run and acquires `launch_end`, which each thread releases when it
+// returns, after all of them. A barrier ending phase p of a block of set s releases
+// phase[s][p % 2] and, once all its threads are there, each acquires it (two objects, so that a
+// thread that runs on in phase p + 1 releases into the other one, not into the one that the
+// threads still to resume acquire; a pair a set, so that barriers order no blocks of two sets).
+char launch_start, launch_end, phase[sets][2];
 // The devices' stream: each launch, and each of the host's copies to, from or between device
 // buffers, allocations and frees of them (emulator.rs), acquires it before and releases it after,
 // as a stream runs them one after another; the host's code orders them by means that
@@ -106,16 +117,16 @@ void *launcher() { return __tsan_get_current_fiber(); }
 // its synchronisation with the fibers is the jumps, which ThreadSanitizer does not see.
 void ignore_launcher() { __tsan_ignore_thread_begin(); }
 void check_launcher() { __tsan_ignore_thread_end(); }
-// Thread t of a block is fiber t, kept across launches.
+// Thread t of a launch's block of set s is fiber s * (threads a block) + t, kept across launches.
 std::vector<void *> fibers;
-void prepare(unsigned threads) {
-  while (fibers.size() < threads) fibers.push_back(__tsan_create_fiber(0));
+void prepare(unsigned long long count) {
+  while (fibers.size() < count) fibers.push_back(__tsan_create_fiber(0));
 }
-LODTENSOR_EMULATOR_UNCHECKED void *fiber(unsigned t) { return fibers[t]; }
-// A fresh fiber t, for one that a launch left waiting at a barrier (in the kernel's code).
-void renew(unsigned t) {
-  __tsan_destroy_fiber(fibers[t]);
-  fibers[t] = __tsan_create_fiber(0);
+LODTENSOR_EMULATOR_UNCHECKED void *fiber(unsigned long long k) { return fibers[k]; }
+// A fresh fiber k, for one that a launch left waiting at a barrier (in the kernel's code).
+void renew(unsigned long long k) {
+  __tsan_destroy_fiber(fibers[k]);
+  fibers[k] = __tsan_create_fiber(0);
 }
 // Called just before the jump that runs `fiber`. (Unchecked, as are the others that fibers call:
 // a checked function's record of its call and return would go on two fibers' records.)
@@ -124,18 +135,88 @@ LODTENSOR_EMULATOR_UNCHECKED void switch_to(void *fiber) {
 }
 LODTENSOR_EMULATOR_UNCHECKED void release(char &object) { __tsan_release(&object); }
 LODTENSOR_EMULATOR_UNCHECKED void acquire(char &object) { __tsan_acquire(&object); }
+// The shared memory that the running launch's blocks used so far (LODTENSOR_SHARED notes it, on
+// the fibers: so a fixed array, whose accesses in an unchecked function are neither checked nor
+// ordered, where a library call would be both).
+struct Range {
+  unsigned long begin, end;
+};
+constexpr unsigned max_shared = 64;
+Range shared[max_shared];
+unsigned shared_count = 0;
+LODTENSOR_EMULATOR_UNCHECKED void note_shared(const void *p, std::size_t bytes) {
+  // Whole words of shadow, as forget_shared's calls ask.
+  const Range r{reinterpret_cast<unsigned long>(p) & ~7ul, (reinterpret_cast<unsigned long>(p) + bytes + 7) & ~7ul};
+  for (unsigned i = 0; i < shared_count; i++) {
+    if (shared[i].begin == r.begin && shared[i].end == r.end) return;
+  }
+  if (shared_count == max_shared) {
+    std::fprintf(stderr, "cuda emulator: kernel %s has more than %u shared variables\n", running, max_shared);
+    std::abort();
+  }
+  shared[shared_count++] = r;
+}
+// The writable static data of the module that holds the kernels (and this array).
+Range static_data() {
+  Range found{0, 0};
+  dl_iterate_phdr(
+      [](dl_phdr_info *info, std::size_t, void *out) {
+        const unsigned long at = reinterpret_cast<unsigned long>(&shared);
+        for (int i = 0; i < info->dlpi_phnum; i++) {
+          const auto &h = info->dlpi_phdr[i];
+          const unsigned long begin = info->dlpi_addr + h.p_vaddr, end = begin + h.p_memsz;
+          if (h.p_type == PT_LOAD && (h.p_flags & PF_W) && begin <= at && at < end) {
+            *static_cast<Range *>(out) = Range{begin & ~7ul, (end + 7) & ~7ul};
+            return 1;
+          }
+        }
+        return 0;
+      },
+      &found);
+  return found;
+}
+// Every block has shared memory of its own on a GPU, and here all blocks share the statics: before
+// each block of a launch but the first, ThreadSanitizer forgets the past accesses to the shared
+// memory noted so far, as it does for a Java heap's block that is freed and allocated again (its
+// interface for Java heaps is the one that offers this; the "heap" is the static data). Launches
+// are ordered anyway, so the notes start anew with each.
+void forget_shared() {
+  static const Range heap = [] {
+    const Range r = static_data();
+    if (r.begin == 0) {
+      std::fprintf(stderr, "cuda emulator: the race check found no static data of its own\n");
+      std::abort();
+    }
+    __tsan_java_init(r.begin, r.end - r.begin);
+    return r;
+  }();
+  for (unsigned i = 0; i < shared_count; i++) {
+    const Range r = shared[i];
+    if (r.begin < heap.begin || r.end > heap.end) {
+      std::fprintf(stderr, "cuda emulator: shared memory of kernel %s outside the static data\n", running);
+      std::abort();
+    }
+    __tsan_java_free(r.begin, r.end - r.begin);
+    __tsan_java_alloc(r.begin, r.end - r.begin);
+  }
+}
+void new_launch() { shared_count = 0; }
 #else
-char block_start, block_end, phase[2], stream;
+constexpr unsigned sets = 1;
+char launch_start, launch_end, phase[sets][2], stream;
 constexpr bool checks = false;
 void *launcher() { return nullptr; }
 void ignore_launcher() {}
 void check_launcher() {}
-void prepare(unsigned) {}
-void *fiber(unsigned) { return nullptr; }
-void renew(unsigned) {}
+void prepare(unsigned long long) {}
+void *fiber(unsigned long long) { return nullptr; }
+void renew(unsigned long long) {}
 void switch_to(void *) {}
 void release(char &) {}
 void acquire(char &) {}
+void note_shared(const void *, std::size_t) {}
+void forget_shared() {}
+void new_launch() {}
 #endif
 }  // namespace race
 
@@ -151,8 +232,8 @@ thread_local bool launching = false;
 // A thread of a cooperative block (of any block under the race check). It starts on a context of
 // its own (makecontext), then goes back and forth with _setjmp and _longjmp, which save no signal
 // mask: a swapcontext would make a system call at each switch, and a barrier takes two switches a
-// thread. A thread that returns waits where it returned for the launch's next block, which it
-// then runs on the same stack.
+// thread. A thread that returns waits where it returned for the launch's next block of its set
+// (race::sets), which it then runs on the same stack.
 struct Fiber {
   ucontext_t start;
   jmp_buf resume;
@@ -160,17 +241,23 @@ struct Fiber {
   enum State { Starts, Waits, Returned } state;
 };
 
-// The launch running now (launches are serialised): its kernel, its block's threads, the one
-// running, where the launcher waits for a thread to come back at a barrier or at its end, the
-// phase of the block running (counting on across blocks) and the launcher's race fiber.
+// The launch running now (launches are serialised): its kernel, its threads (those of each set
+// of blocks, race::sets, one after the other), the threads a block, the set of the block running
+// and its thread running, where the launcher waits for a thread to come back at a barrier or at
+// its end, the phase of the block running (counting on across blocks) and the launcher's race
+// fiber.
 struct Team {
   const Kernel *kernel;
   void **params;
   std::vector<Fiber> threads;
+  unsigned size;
+  unsigned set;
   unsigned current;
   jmp_buf launcher;
   unsigned long long phase;
   void *race_launcher;
+
+  unsigned long long running() const { return 1ull * set * size + current; }
 };
 Team *team = nullptr;
 
@@ -183,11 +270,11 @@ LODTENSOR_EMULATOR_UNCHECKED void wait_for_launcher(Fiber &self) {
 }
 
 LODTENSOR_EMULATOR_UNCHECKED void thread_main() {
-  Fiber &self = team->threads[team->current];
+  Fiber &self = team->threads[team->running()];
   for (;;) {
-    race::acquire(race::block_start);
+    race::acquire(race::launch_start);
     team->kernel->invoke(team->kernel->function, team->params);
-    race::release(race::block_end);
+    race::release(race::launch_end);
     self.state = Fiber::Returned;
     wait_for_launcher(self);
   }
@@ -215,12 +302,14 @@ const std::vector<char *> &stacks(std::size_t n) {
 }  // namespace
 
 LODTENSOR_EMULATOR_UNCHECKED void team_barrier() {
-  Fiber &self = team->threads[team->current];
+  Fiber &self = team->threads[team->running()];
   self.state = Fiber::Waits;
-  race::release(race::phase[team->phase % 2]);
+  race::release(race::phase[team->set][team->phase % 2]);
   wait_for_launcher(self);
-  race::acquire(race::phase[(team->phase - 1) % 2]);
+  race::acquire(race::phase[team->set][(team->phase - 1) % 2]);
 }
+
+LODTENSOR_EMULATOR_UNCHECKED void shared_memory(const void *p, std::size_t bytes) { race::note_shared(p, bytes); }
 
 void register_kernel(const char *module, const char *name, void *kernel, Invoke invoke, bool cooperative) {
   registry()[name] = Kernel{module, kernel, invoke, cooperative};
@@ -330,50 +419,56 @@ extern "C" int lodtensor_emulator_launch(const char *name, const unsigned grid[3
     }
     return 0;
   }
-  const std::vector<char *> &stack = stacks(threads);
-  Team running_block{&kernel, params, std::vector<Fiber>(threads), 0, {}, 0, race::launcher()};
-  for (unsigned t = 0; t < threads; t++) {
-    Fiber &f = running_block.threads[t];
+  // The threads of each set of blocks that the launch uses, each on a stack of its own.
+  const unsigned long long fibers = std::min<unsigned long long>(blocks, race::sets) * threads;
+  const std::vector<char *> &stack = stacks(fibers);
+  Team running_block{&kernel, params, std::vector<Fiber>(fibers), unsigned(threads), 0, 0, {}, 0, race::launcher()};
+  for (unsigned long long k = 0; k < fibers; k++) {
+    Fiber &f = running_block.threads[k];
     getcontext(&f.start);
-    f.start.uc_stack.ss_sp = stack[t];
+    f.start.uc_stack.ss_sp = stack[k];
     f.start.uc_stack.ss_size = stack_bytes;
     f.start.uc_link = nullptr;  // thread_main never returns
     makecontext(&f.start, thread_main, 0);
     f.state = Fiber::Starts;
   }
-  race::prepare(threads);
+  race::prepare(fibers);
   team = &running_block;
   in_team = kernel.cooperative;
   // 3: a thread returned while others wait at a barrier (common.cuh: every thread of a block
   // reaches each barrier); the waiting fibers are left as they are.
   int rc = 0;
+  race::new_launch();
+  race::release(race::launch_start);
   for (unsigned long long i = 0; i < blocks && rc == 0; i++) {
     block_idx = block_at(i);
-    race::release(race::block_start);
+    running_block.set = unsigned(i % race::sets);
+    if (i > 0) race::forget_shared();
+    Fiber *const block_threads = &running_block.threads[running_block.set * threads];
     for (;; running_block.phase++) {
       const std::vector<unsigned> order = order_of(threads, seed);
       for (unsigned k = 0; k < threads; k++) {
         running_block.current = order.empty() ? k : order[k];
         thread_idx = thread_at(running_block.current);
-        Fiber &f = running_block.threads[running_block.current];
+        Fiber &f = block_threads[running_block.current];
         if (_setjmp(running_block.launcher) == 0) {
-          race::switch_to(race::fiber(running_block.current));
+          race::switch_to(race::fiber(running_block.running()));
           if (f.state == Fiber::Starts) setcontext(&f.start);
           _longjmp(f.resume, 1);
         }
       }
       unsigned waiting = 0;
-      for (Fiber &f : running_block.threads) waiting += f.state == Fiber::Waits;
+      for (unsigned t = 0; t < threads; t++) waiting += block_threads[t].state == Fiber::Waits;
       if (waiting == 0) break;
       if (waiting < threads) {
         rc = 3;
         break;
       }
     }
-    race::acquire(race::block_end);
   }
-  for (unsigned t = 0; t < threads; t++) {
-    if (running_block.threads[t].state == Fiber::Waits) race::renew(t);
+  race::acquire(race::launch_end);
+  for (unsigned long long k = 0; k < fibers; k++) {
+    if (running_block.threads[k].state == Fiber::Waits) race::renew(k);
   }
   in_team = false;
   team = nullptr;

@@ -4,7 +4,7 @@
 // Sum of x[0..n) into *out: a grid-stride partial sum per thread, a shared-memory tree per block,
 // one atomicAdd per block. Wrong barriers or shared memory give a wrong sum.
 extern "C" __global__ void emulator_block_sum(const i32 *x, i32 *out, u32 n) {
-  __shared__ i32 partial[256];
+  LODTENSOR_SHARED(i32, partial, [256]);
   const u32 t = threadIdx.x;
   i32 s = 0;
   for (u32 i = blockIdx.x * blockDim.x + t; i < n; i += gridDim.x * blockDim.x) s += x[i];
@@ -62,7 +62,7 @@ LODTENSOR_EXPORT_SYNC(emulator_early_return)
 // The race check's tests. Every thread adds one to a __shared__ count without an atomic: a race
 // between the threads of a block, though running them in turn gives the right count.
 extern "C" __global__ void emulator_racy_count(u32 *out) {
-  __shared__ u32 count;
+  LODTENSOR_SHARED(u32, count);
   if (threadIdx.x == 0) count = 0;
   __syncthreads();
   count += 1;
@@ -73,7 +73,7 @@ LODTENSOR_EXPORT_SYNC(emulator_racy_count)
 
 // The same count taken with atomicAdd: no race.
 extern "C" __global__ void emulator_atomic_count(u32 *out) {
-  __shared__ u32 count;
+  LODTENSOR_SHARED(u32, count);
   if (threadIdx.x == 0) count = 0;
   __syncthreads();
   atomicAdd(&count, 1u);
@@ -86,3 +86,9 @@ LODTENSOR_EXPORT_SYNC(emulator_atomic_count)
 // kernel without barriers.
 extern "C" __global__ void emulator_racy_store(u32 *out) { out[blockIdx.x] = threadIdx.x; }
 LODTENSOR_EXPORT(emulator_racy_store)
+
+// Thread 0 of every block writes one word of global memory: a race between the blocks of a launch.
+extern "C" __global__ void emulator_racy_blocks(u32 *out) {
+  if (threadIdx.x == 0) out[0] = blockIdx.x;
+}
+LODTENSOR_EXPORT(emulator_racy_blocks)

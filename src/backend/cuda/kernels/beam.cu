@@ -124,7 +124,7 @@ static __device__ void block_topk(const S *__restrict__ row, u64 width, u32 k, b
 // top_k: rows of `width`, k per row; values (S, copied bit for bit) and int64 columns.
 template <typename S, typename C>
 static __device__ void top_k_rows(const S *x, u64 rows, u64 width, u32 k, int largest, S *values, i64 *indices) {
-  __shared__ TopkShared<C> sh;
+  LODTENSOR_SHARED(TopkShared<C>, sh);
   for (u64 r = blockIdx.x; r < rows; r += gridDim.x) {
     const S *row = x + r * width;
     block_topk<S, C>(row, width, k, largest != 0, -1, sh, [&](u32 rank, u64 col, C) {
@@ -157,7 +157,7 @@ LODTENSOR_TOPK(top_k_f64, double, double)
 template <typename S>
 static __device__ void fused_row_topk(const S *log_probs, u64 rows, u64 vocab, u32 k, const i64 *pre_ids,
                                       i64 end_id, i64 banned, float *cand_vals, i64 *cand_ids) {
-  __shared__ TopkShared<float> sh;
+  LODTENSOR_SHARED(TopkShared<float>, sh);
   for (u64 r = blockIdx.x; r < rows; r += gridDim.x) {
     if (pre_ids[r] == end_id) continue;  // the same for the whole block
     block_topk<S, float>(log_probs + r * vocab, vocab, k, true, banned, sh, [&](u32 rank, u64 col, float v) {
@@ -420,7 +420,7 @@ template <typename T, bool Ranked, typename Cands>
 static __device__ void select_and_regroup(const i64 *source_rows, u32 sources, const i64 *pre_ids, i64 end_id,
                                           u32 beam, Cands cands, i64 *top_rows, i64 *top_ids, T *top_scores,
                                           Selection<T> out, i64 *next_sources) {
-  __shared__ i64 partial[SELECT_THREADS];
+  LODTENSOR_SHARED(i64, partial, [SELECT_THREADS]);
   const u32 tid = threadIdx.x, threads = blockDim.x;
   const i64 rows = source_rows[sources];
   if (Ranked) {

@@ -3,7 +3,7 @@
 // consecutive words: coalesced). Each block writes its sum to out[blockIdx.x], so the reads cannot
 // be optimised away and no atomic or contended address sits in the timed work.
 extern "C" __global__ void read_sum_u64(const u64 *x, u64 words, u64 *out) {
-  __shared__ u64 part[256];
+  LODTENSOR_SHARED(u64, part, [256]);
   u64 acc = 0;
   const u64 stride = (u64)gridDim.x * blockDim.x;
   for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < words; i += stride) acc += x[i];

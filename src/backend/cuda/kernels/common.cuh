@@ -6,7 +6,8 @@
 //   or LODTENSOR_EXPORT_SYNC(name) when it calls __syncthreads() (the emulator runs the threads
 //   of such a kernel's blocks at once; the others one by one). Names are unique across files.
 // - Kernel parameters are pointers or integers/floats of at most 8 bytes.
-// - Block-wide cooperation uses __shared__ arrays of fixed size and __syncthreads() only, reached
+// - Block-wide cooperation uses shared memory of fixed size, declared with LODTENSOR_SHARED, and
+//   __syncthreads() only, reached
 //   by every thread of the block (no early return before a barrier); no warp intrinsics
 //   (__shfl_*, __ballot_*, ...), no dynamic shared memory, at most 1024 threads per block.
 // - Only the built-ins that emulator/host.h provides: the math functions of <cmath> (expf, logf,
@@ -26,6 +27,13 @@ struct __align__(16) word16 { u64 a, b; };
 #ifndef LODTENSOR_EXPORT
 #define LODTENSOR_EXPORT(name)
 #define LODTENSOR_EXPORT_SYNC(name)
+#endif
+
+// A block's shared memory: LODTENSOR_SHARED(T, name) is `__shared__ T name`, and
+// LODTENSOR_SHARED(T, name, [N]) `__shared__ T name[N]`. (The emulator's race check notes where
+// each block's shared memory is, emulator/host.h.)
+#ifndef LODTENSOR_SHARED
+#define LODTENSOR_SHARED(T, name, ...) __shared__ T name __VA_ARGS__
 #endif
 
 // Before a loop of constant trip count whose body indexes a register array: unrolled, the indices
@@ -386,7 +394,7 @@ __device__ __forceinline__ void for_each_tile(V *__restrict__ out, const i64 *__
 template <typename W, typename Source>
 __device__ void move_rows(W *__restrict__ dst, const i64 *__restrict__ offsets, u32 count, u64 total_rows,
                           u64 row_words, u64 tile_rows, Source row_source) {
-  __shared__ const W *row_src[TILE_MAX_ROWS];
+  LODTENSOR_SHARED(const W *, row_src, [TILE_MAX_ROWS]);
   for_each_tile(
       dst, offsets, count, total_rows, row_words, tile_rows,
       [&](u32 r, u64 row, u32 seq) { row_src[r] = row_source(row, seq); },
@@ -398,7 +406,7 @@ __device__ void move_rows(W *__restrict__ dst, const i64 *__restrict__ offsets, 
 // with LODTENSOR_EXPORT_SYNC.
 #define LODTENSOR_FOR_EACH_TILE_ELEMENT(out, offsets, count, total_rows, row_elems, tile_rows, ...)    \
   do {                                                                                              \
-    __shared__ u32 tile_seq_[TILE_MAX_ROWS];                                                        \
+    LODTENSOR_SHARED(u32, tile_seq_, [TILE_MAX_ROWS]);                                              \
     for_each_tile((out), (offsets), (count), (total_rows), (row_elems), (tile_rows),                \
                   [&](u32 r_, u64, u32 s_) { tile_seq_[r_] = s_; },                                 \
                   [&](u32 r_, u64 row, u64 col) {                                                   \

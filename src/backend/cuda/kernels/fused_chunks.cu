@@ -115,8 +115,8 @@ template <int K>
 static __device__ u32 block_bound(u32 best) {
   constexpr u32 spans = CHUNK_THREADS / BOUND_SPAN, per_group = spans / K;
   static_assert(per_group >= 1, "a group spans at least one span");
-  __shared__ u32 bests[CHUNK_THREADS];
-  __shared__ u32 span_best[spans];
+  LODTENSOR_SHARED(u32, bests, [CHUNK_THREADS]);
+  LODTENSOR_SHARED(u32, span_best, [spans]);
   const u32 tid = threadIdx.x;
   bests[tid] = best;
   __syncthreads();
@@ -236,7 +236,7 @@ template <typename S, int K>
 static __device__ void fused_chunk_topk(const S *log_probs, u64 rows, u64 vocab, u32 chunks, u32 k,
                                         const i64 *pre_ids, i64 end_id, i64 banned, u64 *part_keys, u32 *row_done,
                                         float *cand_vals, i64 *cand_ids) {
-  __shared__ ChunkShared<K> sh;
+  LODTENSOR_SHARED(ChunkShared<K>, sh);
   const u32 tid = threadIdx.x;
   for (u64 b = blockIdx.x; b < rows * chunks; b += gridDim.x) {
     const u64 r = b / chunks;

@@ -20,8 +20,8 @@
 template <typename Visit>
 __device__ void radix_walk(const u64 *__restrict__ keys, const u64 *__restrict__ vals, u64 n, u32 shift, u64 tile,
                            Visit visit) {
-  __shared__ u64 tile_keys[RADIX_TILE];
-  __shared__ u64 tile_vals[RADIX_TILE];
+  LODTENSOR_SHARED(u64, tile_keys, [RADIX_TILE]);
+  LODTENSOR_SHARED(u64, tile_vals, [RADIX_TILE]);
   const u64 first = tile * RADIX_TILE;
   const u32 len = (u32)min((u64)RADIX_TILE, n - first);
   for (u32 k = threadIdx.x; k < len; k += blockDim.x) {
@@ -68,7 +68,7 @@ LODTENSOR_EXPORT_SYNC(radix_place)
 // to sums[tile]. A thread takes SCAN_ITEMS consecutive values; the threads' totals are scanned in
 // shared memory (Hillis-Steele).
 extern "C" __global__ void scan_tiles(u64 *data, u64 n, u64 tiles, u64 *sums) {
-  __shared__ u64 part[SCAN_THREADS];
+  LODTENSOR_SHARED(u64, part, [SCAN_THREADS]);
   for (u64 t = blockIdx.x; t < tiles; t += gridDim.x) {
     const u64 base = t * SCAN_TILE + (u64)threadIdx.x * SCAN_ITEMS;
     u64 v[SCAN_ITEMS];

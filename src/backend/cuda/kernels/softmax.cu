@@ -64,7 +64,7 @@ __device__ void softmax_threads(const T *__restrict__ x, T *__restrict__ out, co
 template <typename T, typename A>
 __device__ void softmax_blocks(const T *__restrict__ x, T *__restrict__ out, const i64 *__restrict__ bounds,
                                u64 width, u64 segments, int log) {
-  __shared__ double red[LODTENSOR_SOFTMAX_BLOCK];
+  LODTENSOR_SHARED(double, red, [LODTENSOR_SOFTMAX_BLOCK]);
   const unsigned int t = threadIdx.x;
   for (u64 s = blockIdx.x; s < segments; s += gridDim.x) {
     u64 b0, b1;
