@@ -110,7 +110,8 @@ else
   # two barriers, or two threads of two blocks that touch one word, one of them writing and not
   # both atomically, fail the run whatever order they ran in. Shuffled, for the 3-block grids: a
   # block then goes on to a second tile, row or run of items, where a missing barrier lets it
-  # overwrite shared memory that its other threads still read, and every pair of blocks is checked.
+  # overwrite shared memory that its other threads still read, and each launch draws its block
+  # order anew, which puts each pair of blocks on the check's two sets of fibers in most launches.
   # libtsan is preloaded so that it comes before the C library whose calls it intercepts.
   env "$runner=env LD_PRELOAD=$(c++ -print-file-name=libtsan.so)" LODTENSOR_EMULATOR_TSAN=1 LODTENSOR_EMULATOR_SHUFFLE=1 \
     LODTENSOR_REQUIRE_GPU=1 cargo test --release --features cuda-emulator --target-dir target/tsan --no-fail-fast \
