@@ -7,9 +7,9 @@
 //   of such a kernel's blocks at once; the others one by one). Names are unique across files.
 // - Kernel parameters are pointers or integers/floats of at most 8 bytes.
 // - Block-wide cooperation uses shared memory of fixed size, declared with LODTENSOR_SHARED, and
-//   __syncthreads() only, reached
-//   by every thread of the block (no early return before a barrier); no warp intrinsics
-//   (__shfl_*, __ballot_*, ...), no dynamic shared memory, at most 1024 threads per block.
+//   __syncthreads() only, reached by every thread of the block (no early return before a barrier);
+//   no warp intrinsics (__shfl_*, __ballot_*, ...), no dynamic shared memory, at most 1024 threads
+//   per block.
 // - Only the built-ins that emulator/host.h provides: the math functions of <cmath> (expf, logf,
 //   sqrtf, fmaxf, ...), min/max, atomicAdd/atomicMax/atomicMin/atomicCAS/atomicExch on 32- and
 //   64-bit integers and atomicAdd on float/double, __float_as_uint and friends.
