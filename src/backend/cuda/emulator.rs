@@ -427,7 +427,7 @@ mod tests {
     /// Built with the race check (`LODTENSOR_EMULATOR_TSAN=1`), two threads of a block that
     /// touch one word in one phase, or two threads of two blocks of a launch, one of them writing
     /// and not both atomically, are a race whatever order they run in; barriers, atomics and
-    /// the `__shared__` memory of each block are not.
+    /// each block's shared memory are not.
     #[test]
     fn races_between_threads_of_a_launch_are_found() {
         if unsafe { lodtensor_emulator_race_check() } == 0 {
@@ -436,11 +436,11 @@ mod tests {
         }
         let ctx = Context::open(0).unwrap();
         let out = upload(&ctx, &[0; 4 << 11]);
-        // The racy kernels within a block on blocks of 1024 threads, the most a block has, and on
-        // grids of one (two would take 2048 fibers, and every vector clock of the check as wide for
-        // the rest of the run); the others on grids of two, whose blocks share the `__shared__`
-        // statics. (ThreadSanitizer reports a race once per pair of places in the code and once
-        // per address, so each racy kernel runs once, and on words of its own.)
+        // Blocks of 1024 threads, the most a block has, on grids of one (two would take 2048
+        // fibers, and every vector clock of the check as wide for the rest of the run); smaller
+        // ones on grids of two, whose blocks share the statics that are shared memory here.
+        // (ThreadSanitizer reports a race once per pair of places in the code and once per
+        // address, so each racy kernel runs once, and on words of its own.)
         for (kernel, grid, block, racy) in [
             ("emulator_racy_count", 1, 1024, true),
             ("emulator_racy_store", 1, 1024, true),

@@ -76,7 +76,8 @@ inline void __syncthreads() {
 #if defined(__SANITIZE_THREAD__)
 // ThreadSanitizer models no fences. (What a fence orders on a GPU, a block's writes before its
 // atomic that another block's atomic reads, the emulator's atomics order for the race check: they
-// are sequentially consistent, ThreadSanitizer's acquire and release.)
+// are sequentially consistent, ThreadSanitizer's acquire and release. So a missing fence goes
+// unseen.)
 inline void __threadfence() {}
 #else
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }

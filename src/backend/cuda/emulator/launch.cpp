@@ -16,7 +16,8 @@
 // atomics, and the end of the launch. Two threads of a launch that touch one byte, one of them
 // writing and not both atomically, are then a data race that ThreadSanitizer reports, whatever
 // order they ran in: two threads of a block in one phase, or two threads of different blocks
-// (between blocks, see race::sets). Each block's __shared__ memory starts without a past.
+// (between blocks, see race::sets). Each block's shared memory (LODTENSOR_SHARED) starts without a
+// past.
 
 #include <sys/mman.h>
 #include <setjmp.h>
