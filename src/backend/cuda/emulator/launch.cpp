@@ -217,7 +217,6 @@ void renew(unsigned long long) {}
 void switch_to(void *) {}
 void release(char &) {}
 void acquire(char &) {}
-void note_shared(const void *, std::size_t) {}
 void forget_shared() {}
 void new_launch() {}
 #endif
@@ -312,7 +311,10 @@ LODTENSOR_EMULATOR_UNCHECKED void team_barrier() {
   race::acquire(race::phase[team->set][(team->phase - 1) % 2]);
 }
 
+#if defined(__SANITIZE_THREAD__)
+// Called only under the race check (host.h's LODTENSOR_SHARED).
 LODTENSOR_EMULATOR_UNCHECKED void shared_memory(const void *p, std::size_t bytes) { race::note_shared(p, bytes); }
+#endif
 
 void register_kernel(const char *module, const char *name, void *kernel, Invoke invoke, bool cooperative) {
   registry()[name] = Kernel{module, kernel, invoke, cooperative};
