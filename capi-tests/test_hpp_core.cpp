@@ -3,6 +3,7 @@
 // lodtensor::Error with status and message. Expected values are the spec's worked examples.
 #include <lodtensor.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -275,6 +276,31 @@ void test_places() {
     EXPECT_ERROR(lt::to_place(x, lodtensor_place_t{7, 0}), LODTENSOR_INVALID_ARGUMENT, "place");
 }
 
+// Paddle's format: the spec's worked example (float32 [5,1], LoD [[0,2,5]]) as a save_combine
+// file of two records, read back record by record.
+void test_serialize() {
+    const float values[] = {1.5f, -2.0f, 3.0f, 0.25f, 8.0f};
+    const std::size_t one[] = {3}, offsets[] = {0, 2, 5};
+    lt::Tensor x = lt::Tensor::create<float>(values, {5, 1}, lt::Lod::offsets(one, offsets));
+    std::vector<std::uint8_t> file = lt::serialize(x);
+    CHECK_EQ_SIZE(file.size(), 78);
+    const std::uint8_t desc[] = {6, 0, 0, 0, 0x08, 0x05, 0x10, 0x05, 0x10, 0x01};
+    CHECK(std::equal(desc, desc + sizeof desc, file.begin() + 48));
+    const std::vector<std::uint8_t> second = lt::serialize(x.slice(0, 1, 2));
+    file.insert(file.end(), second.begin(), second.end());
+    lt::Deserialized a = lt::deserialize(file);
+    CHECK_EQ_SIZE(a.consumed, 78);
+    CHECK(same<float>(a.tensor.data<float>(), {1.5f, -2.0f, 3.0f, 0.25f, 8.0f}));
+    CHECK(same<std::size_t>(a.tensor.lod_offsets(0), {0, 2, 5}));
+    const lt::Span<const std::uint8_t> rest(file.data() + a.consumed, file.size() - a.consumed);
+    lt::Deserialized b = lt::deserialize(rest);
+    CHECK_EQ_SIZE(a.consumed + b.consumed, file.size());
+    CHECK(same<float>(b.tensor.data<float>(), {3.0f, 0.25f, 8.0f}));
+    CHECK(same<std::size_t>(b.tensor.lod_offsets(0), {0, 3}));
+    EXPECT_ERROR(lt::deserialize(lt::Span<const std::uint8_t>(file.data(), 77)), LODTENSOR_INVALID_ARGUMENT,
+                 "the bytes end inside");
+}
+
 void test_errors() {
     const std::vector<float> data = iota(10);
     const std::size_t sizes[] = {1};
@@ -321,6 +347,7 @@ int main() {
         test_ownership();
         test_zero_copy_buffers();
         test_places();
+        test_serialize();
         test_errors();
     } catch (const lt::Error &e) {
         fprintf(stderr, "unexpected lodtensor::Error %d: %s\n", static_cast<int>(e.status()), e.what());

@@ -619,6 +619,22 @@ lodtensor_status_t lodtensor_data(const struct lodtensor_t *t, const void **out)
 // `lodtensor_data`. Returns LODTENSOR_NULL_ARGUMENT.
 lodtensor_status_t lodtensor_data_mut(struct lodtensor_t *t, void **out);
 
+// Reads the record of Paddle's tensor file format at the start of `buf` (`buf_len` bytes, which
+// may go on past the record, as a `save_combine` file's next records do): `*out` is a new host
+// tensor holding a copy of the record's elements, with its LoD and dims, for the caller to
+// destroy with `lodtensor_destroy`; `*out_consumed` is the record's length, where the next
+// record starts. `buf` needs no alignment. The LoD is validated as every LoD is (Paddle's
+// loader does not). On failure `*out` and `*out_consumed` are untouched.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`out`, `out_consumed`, or `buf` with a non-zero length),
+// LODTENSOR_INVALID_ARGUMENT (the bytes end inside the record; a version other than 0; a LoD
+// level whose byte size is not a multiple of 8; a negative desc size; a TensorDesc that is not a
+// protobuf message or has no data_type; a negative dim), LODTENSOR_UNSUPPORTED (a data_type with
+// no dtype in the library, such as SIZE_T or COMPLEX64; more than `LODTENSOR_MAX_DIMS` dims),
+// LODTENSOR_INVALID_LOD (a LoD rule broken, or the LoD does not end at the row count),
+// LODTENSOR_OUT_OF_MEMORY.
+lodtensor_status_t lodtensor_deserialize(const void *buf, size_t buf_len, size_t *out_consumed, struct lodtensor_t **out);
+
 // Destroys a handle. NULL is accepted and ignored. The memory is freed (or released to its
 // owner) when the last handle using it is destroyed.
 void lodtensor_destroy(struct lodtensor_t *t);
@@ -795,6 +811,21 @@ lodtensor_status_t lodtensor_selftest_panic(void);
 // The rows `[*out_begin, *out_end)` of sequence `index` at LoD level `level`.
 // Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_OUT_OF_RANGE (`level` or `index`).
 lodtensor_status_t lodtensor_sequence_rows(const struct lodtensor_t *t, size_t level, size_t index, size_t *out_begin, size_t *out_end);
+
+// Writes `t` as a record of Paddle's tensor file format into `buf` and the record's length into
+// `*out_len`: the bytes Paddle's `save` op writes for a LoDTensor, and a tensor's part of a
+// `save_combine` file (records back to back, in the order of the variable list). With `buf`
+// NULL only `*out_len` is written (ask for the length, then call again with a buffer that
+// long). The record holds the LoD (relative offsets), the dtype and dims, and the elements in
+// host byte order (little-endian on every supported platform). A CUDA tensor's elements are
+// copied from the device straight into `buf`, after the work queued on the device (the call
+// waits for it; the length alone needs no wait).
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_len`), LODTENSOR_BUFFER_TOO_SMALL (`buf_len` below
+// the record's length; `buf` and `*out_len` are untouched), LODTENSOR_INTERNAL (a CUDA driver
+// failure copying a CUDA tensor's elements, named in the message; `buf`'s bytes are then
+// unspecified, `*out_len` untouched).
+lodtensor_status_t lodtensor_serialize(const struct lodtensor_t *t, void *buf, size_t buf_len, size_t *out_len);
 
 // Sets the most bytes of freed host memory the library keeps for reuse (default 256 MiB).
 // Outputs of 4 KiB or more are not given back to the system when their last handle is destroyed

@@ -407,6 +407,29 @@ inline Tensor lod_reset(TensorRef x, TensorRef y, bool append = false) {
     return Tensor(out);
 }
 
+// x as a record of Paddle's tensor file format (lodtensor_serialize): the bytes Paddle's `save` op
+// writes for it; a save_combine file is such records back to back. A CUDA tensor's elements are
+// copied from the device.
+inline std::vector<std::uint8_t> serialize(TensorRef x) {
+    std::size_t n = 0;
+    check(lodtensor_serialize(x.get(), nullptr, 0, &n));
+    std::vector<std::uint8_t> bytes(n);
+    check(lodtensor_serialize(x.get(), bytes.data(), bytes.size(), &n));
+    return bytes;
+}
+// The record at the start of `bytes` (lodtensor_deserialize): a host tensor, and the record's
+// length, where the next record of a save_combine file starts.
+struct Deserialized {
+    Tensor tensor;
+    std::size_t consumed;
+};
+inline Deserialized deserialize(Span<const std::uint8_t> bytes) {
+    lodtensor_t *out = nullptr;
+    std::size_t consumed = 0;
+    check(lodtensor_deserialize(bytes.data(), bytes.size(), &consumed, &out));
+    return Deserialized{Tensor(out), consumed};
+}
+
 // Places: the host, or CUDA device `id`.
 inline lodtensor_place_t cpu_place() noexcept { return lodtensor_place_t{LODTENSOR_DEVICE_CPU, 0}; }
 inline lodtensor_place_t cuda_place(std::int32_t id) noexcept { return lodtensor_place_t{LODTENSOR_DEVICE_CUDA, id}; }

@@ -35,6 +35,25 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+impl Error {
+    /// The same kind of error with `prefix` in front of its message, so an error of an inner step
+    /// names the caller's argument.
+    pub(crate) fn context(self, prefix: &str) -> Error {
+        let wrap = |m: String| format!("{prefix}{m}");
+        match self {
+            Error::NullArgument(m) => Error::NullArgument(wrap(m)),
+            Error::InvalidArgument(m) => Error::InvalidArgument(wrap(m)),
+            Error::InvalidLod(m) => Error::InvalidLod(wrap(m)),
+            Error::OutOfRange(m) => Error::OutOfRange(wrap(m)),
+            Error::BufferTooSmall(m) => Error::BufferTooSmall(wrap(m)),
+            Error::Unsupported(m) => Error::Unsupported(wrap(m)),
+            Error::OutOfMemory(m) => Error::OutOfMemory(wrap(m)),
+            Error::Internal(m) => Error::Internal(wrap(m)),
+            Error::CallbackFailed(m) => Error::CallbackFailed(wrap(m)),
+        }
+    }
+}
+
 /// Shorthand constructors so call sites read as the rule they enforce.
 macro_rules! err {
     ($kind:ident, $($fmt:tt)+) => {

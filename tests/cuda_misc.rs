@@ -1,6 +1,6 @@
 //! The smaller sequence ops on a CUDA device (emulated here: `--features cuda-emulator`): concat,
-//! slice, reverse, reshape, gather_rows, mask, enumerate, erase, conv, scatter, and the place
-//! rules of expand/expand_as. Every result is compared with the CPU path's on the same inputs
+//! slice, reverse, reshape, gather_rows, mask, enumerate, erase, conv, scatter, serialization, and
+//! the place rules of expand/expand_as. Every result is compared with the CPU path's on the same inputs
 //! (random, fixed seeds): byte for byte for the data-movement and integer ops and for scatter;
 //! within a float tolerance for sequence_conv (see `gpu_conv_equals_cpu`). Without a usable
 //! device each test says it was skipped and passes.
@@ -297,6 +297,25 @@ fn gpu_reshape_equals_cpu() {
             let got = sequence_reshape(&gpu(&x), new_dim);
             assert_same_outcome(got, want, &format!("reshape case {case}, new_dim {new_dim}"));
         }
+    }
+}
+
+/// A device tensor's record in Paddle's format (its elements copied from the device straight into
+/// the record) is its host copy's, byte for byte: every dtype, empty tensors and row slices.
+#[test]
+fn gpu_serialize_equals_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0x5e71);
+    for case in 0..20 {
+        let dtype = DType::ALL[case % DType::ALL.len()];
+        let lengths = random_lengths(&mut rng, SEQUENCE_COUNTS[case % 4], 5);
+        let rows: usize = lengths.iter().sum();
+        let x =
+            random_tensor(&mut rng, dtype, &[rows, case % 3], Lod::from_lengths(&[lengths]).unwrap(), case % 2 == 0);
+        let want = lodtensor::serialize(&x).unwrap();
+        assert_eq!(lodtensor::serialize(&gpu(&x)).unwrap(), want, "case {case}: {dtype}, {rows} rows");
     }
 }
 

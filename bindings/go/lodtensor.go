@@ -581,6 +581,41 @@ func (t *Tensor) ToPlace(place Place) (*Tensor, error) {
 	return handleOp(func(out **C.lodtensor_t) C.lodtensor_status_t { return C.lodtensor_to_place(t.c(), place.c(), out) })
 }
 
+// Serialize is t as a record of Paddle's tensor file format (lodtensor_serialize): the bytes
+// Paddle's save op writes for it; a save_combine file is such records back to back. A CUDA
+// tensor's elements are copied from the device.
+func (t *Tensor) Serialize() ([]byte, error) {
+	defer runtime.KeepAlive(t)
+	var n C.size_t
+	if err := call(func() C.lodtensor_status_t { return C.lodtensor_serialize(t.c(), nil, 0, &n) }); err != nil {
+		return nil, err
+	}
+	// A record is never empty: it has its headers.
+	buf := make([]byte, int(n))
+	err := call(func() C.lodtensor_status_t {
+		return C.lodtensor_serialize(t.c(), unsafe.Pointer(&buf[0]), C.size_t(len(buf)), &n)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// Deserialize reads the record of Paddle's tensor file format at the start of b
+// (lodtensor_deserialize): a host tensor holding a copy of its elements, and the record's
+// length, where the next record of a save_combine file starts.
+func Deserialize(b []byte) (*Tensor, int, error) {
+	var p unsafe.Pointer
+	if len(b) > 0 {
+		p = unsafe.Pointer(&b[0])
+	}
+	var consumed C.size_t
+	x, err := handleOp(func(out **C.lodtensor_t) C.lodtensor_status_t {
+		return C.lodtensor_deserialize(p, C.size_t(len(b)), &consumed, out)
+	})
+	return x, int(consumed), err
+}
+
 // Synchronize waits until the work queued on place has finished (the CPU returns at once).
 func Synchronize(place Place) error {
 	return call(func() C.lodtensor_status_t { return C.lodtensor_synchronize(place.c()) })

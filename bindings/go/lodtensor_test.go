@@ -188,6 +188,34 @@ func TestErrorsAndClose(t *testing.T) {
 	eq(t, "status name", lt.InvalidLoD.String(), "invalid LoD")
 }
 
+// Paddle's format: the spec's worked example (float32 [5,1], LoD [[0,2,5]]) and a second record
+// after it, as a save_combine file holds them, read back in turn.
+func TestSerialize(t *testing.T) {
+	x := must[*lt.Tensor](t)(lt.NewTensor([]float32{1.5, -2, 3, 0.25, 8}, []int64{5, 1}, lt.Offsets([]int{0, 2, 5})))
+	defer x.Close()
+	file := must[[]byte](t)(x.Serialize())
+	eq(t, "length", len(file), 78)
+	eq(t, "desc", file[48:58], []byte{6, 0, 0, 0, 0x08, 0x05, 0x10, 0x05, 0x10, 0x01})
+	ids := must[*lt.Tensor](t)(lt.NewTensor([]int64{7, -1, 9}, []int64{3}, lt.LoD{}))
+	defer ids.Close()
+	file = append(file, must[[]byte](t)(ids.Serialize())...)
+	a, n, err := lt.Deserialize(file)
+	ok(t, err)
+	defer a.Close()
+	eq(t, "first record's length", n, 78)
+	eq(t, "first", floats(t, a), []float32{1.5, -2, 3, 0.25, 8})
+	eq(t, "first LoD", must[[]int](t)(a.LoDOffsets(0)), []int{0, 2, 5})
+	b, m, err := lt.Deserialize(file[n:])
+	ok(t, err)
+	defer b.Close()
+	eq(t, "second record's length", n+m, len(file))
+	eq(t, "second", must[[]int64](t)(lt.Data[int64](b)), []int64{7, -1, 9})
+	_, _, err = lt.Deserialize(file[:77])
+	wantError(t, err, lt.InvalidArgument, "the bytes end inside")
+	_, _, err = lt.Deserialize(nil)
+	wantError(t, err, lt.InvalidArgument, "version")
+}
+
 func TestPlaces(t *testing.T) {
 	x := must[*lt.Tensor](t)(lt.NewTensor(iota(6), []int64{6, 1}, lt.Lengths([]int{4, 2})))
 	defer x.Close()

@@ -4,26 +4,9 @@
 use super::tensor_array::{
     array_to_lod_tensor, lod_tensor_to_array, reorder_lod_tensor_by_rank, shrink_rnn_memory, units,
 };
-use crate::error::{ensure, Error, Result};
+use crate::error::{ensure, Result};
 use crate::lod_tensor::LoDTensor;
 use crate::tensor_array::{RankTable, TensorArray};
-
-/// The same error kind with `prefix` in front of the message, so errors of an inner op name the
-/// driver's argument.
-fn context(e: Error, prefix: &str) -> Error {
-    let wrap = |m: String| format!("{prefix}{m}");
-    match e {
-        Error::NullArgument(m) => Error::NullArgument(wrap(m)),
-        Error::InvalidArgument(m) => Error::InvalidArgument(wrap(m)),
-        Error::InvalidLod(m) => Error::InvalidLod(wrap(m)),
-        Error::OutOfRange(m) => Error::OutOfRange(wrap(m)),
-        Error::BufferTooSmall(m) => Error::BufferTooSmall(wrap(m)),
-        Error::Unsupported(m) => Error::Unsupported(wrap(m)),
-        Error::OutOfMemory(m) => Error::OutOfMemory(wrap(m)),
-        Error::Internal(m) => Error::Internal(wrap(m)),
-        Error::CallbackFailed(m) => Error::CallbackFailed(wrap(m)),
-    }
-}
 
 /// Runs a dynamic RNN over the sequences of LoD level `level` of `x`.
 ///
@@ -56,11 +39,11 @@ where
         InvalidArgument,
         "x: every sequence of level {level} is empty, so step_fn never runs and the output's shape is unknown"
     );
-    let mut state = reorder_lod_tensor_by_rank(init_state, &table).map_err(|e| context(e, "init_state: "))?;
+    let mut state = reorder_lod_tensor_by_rank(init_state, &table).map_err(|e| e.context("init_state: "))?;
     let mut outputs = TensorArray::new();
     for (t, input) in inputs.as_slice().iter().enumerate() {
         let alive = table.alive_at(t);
-        let prev = shrink_rnn_memory(&state, &table, t).map_err(|e| context(e, "state: "))?;
+        let prev = shrink_rnn_memory(&state, &table, t).map_err(|e| e.context("state: "))?;
         let (output, new_state) = step(t, input, &prev)?;
         for (what, got) in [("step output", &output), ("new state", &new_state)] {
             let have = units(got, what)?;
@@ -75,5 +58,5 @@ where
         outputs.push(output);
         state = new_state;
     }
-    array_to_lod_tensor(&outputs, &table).map_err(|e| context(e, "step outputs: "))
+    array_to_lod_tensor(&outputs, &table).map_err(|e| e.context("step outputs: "))
 }

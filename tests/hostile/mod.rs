@@ -14,7 +14,7 @@ use lodtensor::ops::{
 use lodtensor::*;
 
 /// The number of operators `random_case` draws from.
-pub const OPS: usize = 41;
+pub const OPS: usize = 42;
 
 /// What a tensor argument is for, which sets its usual dtype.
 #[derive(Clone, Copy)]
@@ -384,6 +384,20 @@ pub fn random_case(g: &mut Gen) -> Case {
                     Ok((pick(output_is_input), pick(state_is_input)))
                 };
                 dynamic_rnn(&t[0], level, &t[1], step).map(one)
+            })
+        }
+        40 => {
+            // The record of x with one byte changed (at a random place, or none), read back (a
+            // host tensor) and put where x is.
+            let (at, byte) = (g.below(64), g.int() as u8);
+            case("serialize", vec![x], vec![], move |t, _| {
+                let mut bytes = serialize(&t[0])?;
+                if let Some(b) = bytes.get_mut(at) {
+                    *b = byte;
+                }
+                let (y, used) = deserialize(&bytes)?;
+                assert!(used <= bytes.len(), "a record of {used} bytes read from {}", bytes.len());
+                Ok(vec![to_place(&y, t[0].tensor().place())?])
             })
         }
         _ => {

@@ -395,13 +395,29 @@ pub fn copy_to_host(src: &Tensor) -> Result<Tensor> {
     let Place::Cuda(ordinal) = src.place() else {
         return src.copy();
     };
-    let d = device(ordinal)?;
     let mut out = Tensor::uninit(src.dtype(), *src.dims())?;
-    let n = src.nbytes();
-    if n > 0 {
-        d.dtoh(out.bytes_mut()?, src.as_ptr() as DevicePtr)?;
-    }
+    download(src, ordinal, out.bytes_mut()?)?;
     Ok(out)
+}
+
+/// Copies the elements of `src`, a tensor on CUDA device `ordinal`, into `dst` (exactly
+/// `src.nbytes()` long); waits for the device's queued work.
+fn download(src: &Tensor, ordinal: u32, dst: &mut [u8]) -> Result<()> {
+    debug_assert_eq!(dst.len(), src.nbytes());
+    if dst.is_empty() {
+        return Ok(());
+    }
+    device(ordinal)?.dtoh(dst, src.as_ptr() as DevicePtr)
+}
+
+/// Copies the elements of `src` (any place) into `dst`, exactly `src.nbytes()` long; a device
+/// tensor's after the device's queued work.
+pub fn copy_bytes_to_host(src: &Tensor, dst: &mut [u8]) -> Result<()> {
+    match src.place() {
+        Place::Cpu => dst.copy_from_slice(src.bytes()?),
+        Place::Cuda(ordinal) => download(src, ordinal, dst)?,
+    }
+    Ok(())
 }
 
 /// Host copies of `srcs`, in order, after one wait for the device where they are all on one: each

@@ -95,6 +95,12 @@ pub fn copy_to_host(src: &Tensor) -> Result<Tensor> {
     Err(err!(Unsupported, "tensor: is on {}, but lodtensor was built without CUDA", src.place()))
 }
 
+/// Copies the elements of `src` into `dst`: host tensors only in a build without CUDA.
+pub fn copy_bytes_to_host(src: &Tensor, dst: &mut [u8]) -> Result<()> {
+    dst.copy_from_slice(src.bytes()?);
+    Ok(())
+}
+
 /// Host copies of `srcs`.
 pub fn copy_all_to_host(srcs: &[&Tensor]) -> Result<Vec<Tensor>> {
     srcs.iter().map(|t| copy_to_host(t)).collect()

@@ -148,6 +148,10 @@ interface LodTensorLib extends Library {
 
     int lodtensor_synchronize(PlaceT place);
 
+    int lodtensor_serialize(Pointer t, byte[] buf, long bufLen, LongByReference outLen);
+
+    int lodtensor_deserialize(Pointer buf, long bufLen, LongByReference outConsumed, PointerByReference out);
+
     int lodtensor_cuda_device_count(LongByReference out);
 
     int lodtensor_cuda_memory_info(int device, LongByReference outInUse, LongByReference outKept);

@@ -433,6 +433,50 @@ public final class Tensor implements AutoCloseable {
         return out(LIB.lodtensor_to_place(ptr(), new LodTensorLib.PlaceT(deviceType, deviceId), out), out);
     }
 
+    /**
+     * This tensor as a record of Paddle's tensor file format (lodtensor_serialize): the bytes
+     * Paddle's save op writes for it; a save_combine file is such records back to back. A CUDA
+     * tensor's elements are copied from the device. A record too long for a Java array (2 GiB) is
+     * UNSUPPORTED.
+     */
+    public byte[] serialize() {
+        LongByReference n = new LongByReference();
+        NativeHandle.check(LIB.lodtensor_serialize(ptr(), null, 0, n));
+        if (n.getValue() > Integer.MAX_VALUE - 8) {
+            throw new LodTensorException(Status.UNSUPPORTED,
+                    "serialize: the record's " + n.getValue() + " bytes do not fit a Java array");
+        }
+        byte[] bytes = new byte[(int) n.getValue()];
+        NativeHandle.check(LIB.lodtensor_serialize(ptr(), bytes, bytes.length, n));
+        return bytes;
+    }
+
+    /**
+     * Reads the record of Paddle's tensor file format at the buffer's position
+     * (lodtensor_deserialize): a host tensor holding a copy of its elements. The position moves
+     * past the record, to where the next record of a save_combine file starts; on failure it
+     * stays. A direct buffer (or a mapped file) is read in place; another buffer's remaining
+     * bytes are copied to native memory first.
+     */
+    public static Tensor deserialize(ByteBuffer buf) {
+        int n = buf.remaining();
+        Pointer p = null;
+        if (n > 0 && buf.isDirect()) {
+            p = Native.getDirectBufferPointer(buf).share(buf.position());
+        } else if (n > 0) {
+            Memory m = new Memory(n);
+            m.getByteBuffer(0, n).put(buf.duplicate());
+            p = m;
+        }
+        LongByReference consumed = new LongByReference();
+        PointerByReference out = new PointerByReference();
+        Tensor t = out(LIB.lodtensor_deserialize(p, n, consumed, out), out);
+        Reference.reachabilityFence(p);
+        Reference.reachabilityFence(buf);
+        buf.position(buf.position() + (int) consumed.getValue());
+        return t;
+    }
+
     /** Waits until the work queued on a place has finished (the CPU returns at once). */
     public static void synchronize(int deviceType, int deviceId) {
         NativeHandle.check(LIB.lodtensor_synchronize(new LodTensorLib.PlaceT(deviceType, deviceId)));

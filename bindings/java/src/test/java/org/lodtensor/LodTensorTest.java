@@ -37,6 +37,39 @@ class LodTensorTest {
         return e;
     }
 
+    /**
+     * Paddle's format: the spec's worked example (float32 [5,1], LoD [[0,2,5]]) and a second
+     * record after it, as a save_combine file holds them, read back in turn from a heap buffer
+     * and from a direct one.
+     */
+    @Test
+    void serializeAndDeserialize() {
+        try (Tensor x = Tensor.ofFloats(new float[] {1.5f, -2f, 3f, 0.25f, 8f}, l(5, 1), Lod.offsets(l(0, 2, 5)));
+                Tensor ids = Tensor.ofLongs(l(7, -1, 9), 3)) {
+            byte[] first = x.serialize();
+            assertEquals(78, first.length);
+            assertArrayEquals(new byte[] {6, 0, 0, 0, 0x08, 0x05, 0x10, 0x05, 0x10, 0x01},
+                    java.util.Arrays.copyOfRange(first, 48, 58));
+            byte[] second = ids.serialize();
+            ByteBuffer heap = ByteBuffer.allocate(first.length + second.length).put(first).put(second).flip();
+            ByteBuffer direct = ByteBuffer.allocateDirect(heap.remaining()).put(heap.duplicate()).flip();
+            for (ByteBuffer file : new ByteBuffer[] {heap, direct}) {
+                try (Tensor a = Tensor.deserialize(file)) {
+                    assertEquals(78, file.position());
+                    assertArrayEquals(new float[] {1.5f, -2f, 3f, 0.25f, 8f}, a.toFloatArray());
+                    assertArrayEquals(l(0, 2, 5), a.lodOffsets(0));
+                }
+                try (Tensor b = Tensor.deserialize(file)) {
+                    assertEquals(0, file.remaining());
+                    assertArrayEquals(l(7, -1, 9), b.toLongArray());
+                }
+                file.position(1);
+                expectError(Status.INVALID_ARGUMENT, "version", () -> Tensor.deserialize(file));
+                assertEquals(1, file.position());
+            }
+        }
+    }
+
     @Test
     void createAndRead() {
         // Spec §1.2: lengths [[2,1],[2,2,3]] are offsets [[0,2,3],[0,2,4,7]], shape [7, 2].

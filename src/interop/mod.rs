@@ -1,0 +1,3 @@
+//! Formats shared with other software: Paddle's tensor file format.
+
+pub mod paddle_format;
