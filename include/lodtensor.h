@@ -30,6 +30,10 @@
 #define LODTENSOR_VERSION_PATCH 0
 #define LODTENSOR_VERSION_STRING "0.1.0"
 
+/* DLPack's managed tensor of major version 1 (dlpack.h): declared only; include your dlpack.h to
+ * read or fill its fields. */
+struct DLManagedTensorVersioned;
+
 
 // The version of `beam_search_decoder_options_t` this header describes.
 #define LODTENSOR_BEAM_SEARCH_DECODER_OPTIONS_VERSION 1
@@ -695,6 +699,29 @@ lodtensor_status_t lodtensor_fill_on(struct lodtensor_place_t place, struct lodt
 // LODTENSOR_INTERNAL for a CUDA driver failure.
 lodtensor_status_t lodtensor_from_buffer(struct lodtensor_place_t place, struct lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim, void *data, size_t data_len, int32_t lod_kind, const size_t *level_sizes, size_t num_levels, const size_t *lod, size_t lod_len, lodtensor_release_fn release, void *user_data, struct lodtensor_t **out);
 
+// Takes a DLPack managed tensor of major version 1 (`managed`, as another framework's
+// `to_dlpack` or `__dlpack__` gives it) as a new tensor, zero copy, with a LoD given as in
+// `lodtensor_create` (`num_levels` 0: none). On success the library owns `managed`: it calls
+// `managed->deleter(managed)` (unless NULL) exactly once, when the last handle over the memory
+// (this one, its shares, slices and split pieces) is destroyed, on the thread that destroys it
+// (for a CUDA tensor after the work queued on the device has finished); the caller must not call
+// it. The elements must be writable (no `DLPACK_FLAG_BITMASK_READ_ONLY`) and compact row-major
+// (`strides` NULL, or compact, with any stride on dims of size 1), `data + byte_offset` aligned
+// to the element size, on the CPU (`kDLCPU`, or `kDLCUDAHost` page-locked memory) or a CUDA
+// device (`kDLCUDA`, read in the order of the device's stream, as `lodtensor_from_buffer`'s).
+// On failure nothing is taken: the deleter is not called, `managed` stays the caller's, and
+// `*out` is untouched.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`managed`, `out`, a NULL `shape` with dims or `data` with
+// elements, a NULL LoD buffer with a non-zero length), LODTENSOR_UNSUPPORTED (another DLPack
+// major version, a read-only tensor, another device type, a CUDA device in a build without
+// CUDA, a dtype with lanes other than 1 or of no dtype here, more than `LODTENSOR_MAX_DIMS`
+// dims, strides that are not compact row-major), LODTENSOR_INVALID_ARGUMENT (a negative ndim or
+// dim, misaligned data, a CUDA device id beyond the count or memory the device cannot use, bad
+// `lod_kind` or level sizes), LODTENSOR_INVALID_LOD (a LoD rule broken, or the LoD does not end
+// at the row count), LODTENSOR_INTERNAL (a CUDA driver failure).
+lodtensor_status_t lodtensor_from_dlpack(struct DLManagedTensorVersioned *managed, int32_t lod_kind, const size_t *level_sizes, size_t num_levels, const size_t *lod, size_t lod_len, struct lodtensor_t **out);
+
 // Rows `x[index[0]], x[index[1]], ...` as a new tensor of dims `[K, x.dims[1..]]` without LoD.
 // `index` is an int32 or int64 tensor of dims `[K]` or `[K, 1]`; `x` is any dtype, rank >= 1.
 // Runs on the inputs' place (the CPU or one CUDA device, where the device reads and checks
@@ -882,6 +909,18 @@ const char *lodtensor_status_str(int32_t code);
 // LODTENSOR_UNSUPPORTED (a CUDA place in a build without CUDA, without a driver or without a
 // device), LODTENSOR_INTERNAL (a CUDA driver failure, for example a kernel fault).
 lodtensor_status_t lodtensor_synchronize(struct lodtensor_place_t place);
+
+// Lends `t`'s elements as a new DLPack managed tensor (`*out`) that shares its memory, zero
+// copy: DLPack version 1.0, `flags` 0 (writable: writes are seen through `t` and every handle
+// sharing its memory), `shape` and compact row-major `strides` (in elements) set,
+// `byte_offset` 0, `data` the address of `t`'s first element (a device address for a CUDA
+// tensor, written by the work queued on the device's stream: synchronise, or order your stream
+// after `lodtensor_cuda_stream`'s, before reading it). DLPack has no LoD: read it from `t`. The
+// consumer calls `(*out)->deleter(*out)` exactly once when done, from any thread; the memory
+// stays until then, also after `t` is destroyed.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`t`, `out`).
+lodtensor_status_t lodtensor_to_dlpack(const struct lodtensor_t *t, struct DLManagedTensorVersioned **out);
 
 // A new handle holding a copy of `t` (elements and LoD) on `place`. It is always a copy with its
 // own memory, also when `t` is already on `place` (`lodtensor_share` shares instead). A copy to

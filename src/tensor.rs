@@ -69,6 +69,31 @@ impl Tensor {
         Ok(())
     }
 
+    /// A tensor over a caller's buffer of `len` bytes at `ptr` on `place`, without copying it.
+    /// Every rule is checked before the buffer is taken: on failure `release` is dropped without
+    /// being called and the buffer stays the caller's; on success `release` runs exactly once,
+    /// when the last tensor over the buffer goes. On a CUDA place the driver is asked whether the
+    /// device can use the buffer's first and last byte.
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reads and writes of `len` bytes on `place` until `release` runs.
+    pub unsafe fn borrowed(
+        place: Place,
+        dtype: DType,
+        dims: Dim,
+        ptr: *mut u8,
+        len: usize,
+        release: Option<crate::memory::Release>,
+    ) -> Result<Tensor> {
+        place.ensure_usable()?;
+        ensure!(!ptr.is_null() || len == 0, NullArgument, "data: must not be NULL when data_len is {len}");
+        Tensor::check_buffer(dtype, &dims, ptr, len)?;
+        if let (Place::Cuda(n), true) = (place, len > 0) {
+            crate::backend::cuda::check_device_buffer(n, ptr, len)?;
+        }
+        Tensor::from_allocation(Allocation::borrowed(ptr, len, place, release)?, dtype, dims)
+    }
+
     /// A tensor over all of `alloc` (see [`Tensor::check_buffer`]).
     pub fn from_allocation(alloc: Arc<Allocation>, dtype: DType, dims: Dim) -> Result<Tensor> {
         Tensor::check_buffer(dtype, &dims, alloc.as_ptr(), alloc.len())?;

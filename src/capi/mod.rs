@@ -8,6 +8,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 mod args;
+mod dlpack;
 mod expand;
 mod info;
 mod lod;
@@ -23,6 +24,7 @@ mod tensor_array;
 mod tensor_ops;
 mod types;
 
+pub use dlpack::*;
 pub use expand::*;
 pub use info::*;
 pub use lod::*;

@@ -3,10 +3,7 @@
 use super::args::{self, copy_out, get, get_mut, Out};
 use super::boundary;
 use super::types::{lodtensor_dtype_t, lodtensor_place_t, lodtensor_status_t};
-use crate::error::ensure;
 use crate::lod_tensor::{check_lod_for_dims, LoDTensor};
-use crate::memory::Allocation;
-use crate::place::Place;
 use crate::tensor::Tensor;
 use std::ffi::c_void;
 
@@ -145,12 +142,6 @@ pub unsafe extern "C" fn lodtensor_from_buffer(
         let dims = args::dims(dims, ndim)?;
         let lod = args::lod(lod_kind, level_sizes, num_levels, lod, lod_len)?;
         check_lod_for_dims(&dims, &lod)?;
-        ensure!(!data.is_null() || data_len == 0, NullArgument, "data: must not be NULL when data_len is {data_len}");
-        Tensor::check_buffer(dtype, &dims, data.cast::<u8>(), data_len)?;
-        if let (Place::Cuda(n), true) = (place, data_len > 0) {
-            crate::backend::cuda::check_device_buffer(n, data.cast(), data_len)?;
-        }
-        // Everything that can fail has been checked: from here on the buffer is ours to release.
         // The callback gets back exactly the pointers the caller passed (NULL data included).
         let (data_arg, user_data) = (SendPtr(data), SendPtr(user_data));
         let release = release.map(|f| -> crate::memory::Release {
@@ -159,15 +150,14 @@ pub unsafe extern "C" fn lodtensor_from_buffer(
                 f(data_arg.0, user_data.0)
             })
         });
-        let alloc = Allocation::borrowed(data.cast(), data_len, place, release)?;
-        let tensor = Tensor::from_allocation(alloc, dtype, dims)?;
+        let tensor = Tensor::borrowed(place, dtype, dims, data.cast(), data_len, release)?;
         new_handle(out, LoDTensor::new(tensor, lod)?);
         Ok(())
     })
 }
 
 /// A caller's pointer, carried to whichever thread runs the release callback.
-struct SendPtr(*mut c_void);
+pub(crate) struct SendPtr(pub(crate) *mut c_void);
 // SAFETY: the pointer is only handed back to the caller's callback, as documented.
 unsafe impl Send for SendPtr {}
 unsafe impl Sync for SendPtr {}

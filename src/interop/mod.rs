@@ -1,3 +1,4 @@
-//! Formats shared with other software: Paddle's tensor file format.
+//! Formats shared with other software: DLPack and Paddle's tensor file format.
 
+pub mod dlpack;
 pub mod paddle_format;
