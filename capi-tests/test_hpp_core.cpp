@@ -301,6 +301,21 @@ void test_serialize() {
                  "the bytes end inside");
 }
 
+// DLPack: a round trip lends and takes back the same memory; a managed tensor that cannot be
+// taken stays the caller's (its deleter, called here, frees it).
+void test_dlpack() {
+    const std::int64_t values[] = {4, 5, 6, 7};
+    const std::size_t three[] = {3}, offsets[] = {0, 1, 2}, too_long[] = {0, 1, 3};
+    lt::Tensor x = lt::Tensor::create<std::int64_t>(values, {2, 2});
+    DLManagedTensorVersioned *m = lt::to_dlpack(x);
+    EXPECT_ERROR(lt::from_dlpack(m, lt::Lod::offsets(three, too_long)), LODTENSOR_INVALID_LOD, "rows");
+    lt::Tensor y = lt::from_dlpack(m, lt::Lod::offsets(three, offsets));
+    CHECK(y.data<std::int64_t>().data() == x.data<std::int64_t>().data());
+    x = lt::Tensor();
+    CHECK(same<std::int64_t>(y.data<std::int64_t>(), {4, 5, 6, 7}));
+    CHECK(same<std::size_t>(y.lod_offsets(0), {0, 1, 2}));
+}
+
 void test_errors() {
     const std::vector<float> data = iota(10);
     const std::size_t sizes[] = {1};
@@ -348,6 +363,7 @@ int main() {
         test_zero_copy_buffers();
         test_places();
         test_serialize();
+        test_dlpack();
         test_errors();
     } catch (const lt::Error &e) {
         fprintf(stderr, "unexpected lodtensor::Error %d: %s\n", static_cast<int>(e.status()), e.what());

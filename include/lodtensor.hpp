@@ -430,6 +430,23 @@ inline Deserialized deserialize(Span<const std::uint8_t> bytes) {
     return Deserialized{Tensor(out), consumed};
 }
 
+// x's elements lent as a DLPack managed tensor (lodtensor_to_dlpack), zero copy: the consumer
+// calls its deleter once when done (include your dlpack.h to read it). DLPack has no LoD.
+inline DLManagedTensorVersioned *to_dlpack(TensorRef x) {
+    DLManagedTensorVersioned *out = nullptr;
+    check(lodtensor_to_dlpack(x.get(), &out));
+    return out;
+}
+// A tensor that takes over a DLPack managed tensor (lodtensor_from_dlpack), zero copy, with `lod`:
+// the library calls its deleter once, when the last handle over the memory goes. When this
+// throws, nothing was taken: `managed` is still the caller's.
+inline Tensor from_dlpack(DLManagedTensorVersioned *managed, const Lod &lod = Lod::none()) {
+    lodtensor_t *out = nullptr;
+    check(lodtensor_from_dlpack(managed, lod.kind, lod.level_sizes.data(), lod.level_sizes.size(), lod.values.data(),
+                                lod.values.size(), &out));
+    return Tensor(out);
+}
+
 // Places: the host, or CUDA device `id`.
 inline lodtensor_place_t cpu_place() noexcept { return lodtensor_place_t{LODTENSOR_DEVICE_CPU, 0}; }
 inline lodtensor_place_t cuda_place(std::int32_t id) noexcept { return lodtensor_place_t{LODTENSOR_DEVICE_CUDA, id}; }

@@ -49,20 +49,36 @@ ensure_cargo() {
   return 1
 }
 
+# pip_target DIR SPEC...: installs the PyPI packages SPEC into DIR (pip --target), after python3
+# and pip themselves (apt-get) when they are missing.
+pip_target() {
+  local dir=$1 py
+  shift
+  py=$(command -v python3 || true)
+  if [[ -z $py ]] || ! "$py" -m pip --version >/dev/null 2>&1; then
+    ensure_tools python3:python3 pip3:python3-pip >&2 || return 1
+    py=python3
+  fi
+  echo "installing $* into $dir (pip)" >&2
+  PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore "$py" -m pip install --quiet --disable-pip-version-check \
+    --target "$dir" "$@" >&2
+}
+
+# ensure_numpy DIR: NumPy importable with DIR on PYTHONPATH (PyPI's, installed into DIR when
+# python3 cannot import it), for the DLPack test against NumPy's (capi-tests/dlpack_numpy.py).
+ensure_numpy() {
+  local dir=$1
+  PYTHONPATH="$dir${PYTHONPATH:+:$PYTHONPATH}" python3 -c 'import numpy' 2>/dev/null && return 0
+  pip_target "$dir" 'numpy>=2.1'
+}
+
 # ensure_nvrtc DIR: prints the folder holding libnvrtc.so.13 (NVIDIA's runtime CUDA compiler, which
 # needs no GPU), installing PyPI's nvidia-cuda-nvrtc into DIR with pip when it is not there yet.
 ensure_nvrtc() {
   local dir=$1 lib
   lib=$(find -L "$dir" -name 'libnvrtc.so.13*' -print -quit 2>/dev/null || true)
   if [[ -z $lib ]]; then
-    local py
-    py=$(command -v python3 || true)
-    if [[ -z $py ]] || ! "$py" -m pip --version >/dev/null 2>&1; then
-      ensure_tools python3:python3 pip3:python3-pip >&2 || return 1
-      py=python3
-    fi
-    echo "installing nvidia-cuda-nvrtc into $dir (pip)" >&2
-    PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore "$py" -m pip install --quiet --disable-pip-version-check --target "$dir" 'nvidia-cuda-nvrtc>=13,<14' >&2 || return 1
+    pip_target "$dir" 'nvidia-cuda-nvrtc>=13,<14' || return 1
     lib=$(find -L "$dir" -name 'libnvrtc.so.13*' -print -quit)
     [[ -n $lib ]] || { echo "error: no libnvrtc.so.13 under $dir after pip install" >&2; return 1; }
   fi

@@ -59,6 +59,9 @@ valgrind_runner="$runner=valgrind -q --error-exitcode=9"
 env "$valgrind_runner" cargo test --release --test hostile_inputs || failed+=("hostile inputs under valgrind")
 
 section "3/6 build the C API tests (cmake, build/capi)"
+# NumPy, for the DLPack test against NumPy's (capi-tests/dlpack_numpy.py), into build/python.
+ensure_numpy build/python || failed+=("NumPy (pip install numpy) could not be installed")
+export PYTHONPATH="$PWD/build/python${PYTHONPATH:+:$PYTHONPATH}" LODTENSOR_REQUIRE_NUMPY=1
 cmake -S capi-tests -B build/capi -DCMAKE_BUILD_TYPE=Debug "-DLODTENSOR_BINDINGS=$bindings"
 cmake --build build/capi -j "$jobs"
 

@@ -616,6 +616,27 @@ func Deserialize(b []byte) (*Tensor, int, error) {
 	return x, int(consumed), err
 }
 
+// ToDLPack lends t's elements as a DLPack managed tensor (lodtensor_to_dlpack), zero copy: a
+// *DLManagedTensorVersioned of dlpack.h, for a consumer that calls its deleter once when done.
+// DLPack has no LoD.
+func (t *Tensor) ToDLPack() (unsafe.Pointer, error) {
+	defer runtime.KeepAlive(t)
+	var m *C.struct_DLManagedTensorVersioned
+	err := call(func() C.lodtensor_status_t { return C.lodtensor_to_dlpack(t.c(), &m) })
+	return unsafe.Pointer(m), err
+}
+
+// FromDLPack takes over a DLPack managed tensor (lodtensor_from_dlpack), zero copy, with lod: the
+// library calls its deleter once, when the last handle over the memory is closed. On an error
+// nothing was taken: managed is still the caller's.
+func FromDLPack(managed unsafe.Pointer, lod LoD) (*Tensor, error) {
+	sizes, values := lod.flat()
+	return handleOp(func(out **C.lodtensor_t) C.lodtensor_status_t {
+		return C.lodtensor_from_dlpack((*C.struct_DLManagedTensorVersioned)(managed), C.int32_t(lod.Kind),
+			ptrOf(sizes), C.size_t(len(sizes)), ptrOf(values), C.size_t(len(values)), out)
+	})
+}
+
 // Synchronize waits until the work queued on place has finished (the CPU returns at once).
 func Synchronize(place Place) error {
 	return call(func() C.lodtensor_status_t { return C.lodtensor_synchronize(place.c()) })

@@ -216,6 +216,24 @@ func TestSerialize(t *testing.T) {
 	wantError(t, err, lt.InvalidArgument, "version")
 }
 
+// DLPack: a round trip lends and takes back the same memory, with a LoD given on the way back;
+// a LoD that does not fit leaves the managed tensor with the caller.
+func TestDLPack(t *testing.T) {
+	x := must[*lt.Tensor](t)(lt.NewTensor([]int32{4, 5, 6, 7}, []int64{2, 2}, lt.LoD{}))
+	m := must[unsafe.Pointer](t)(x.ToDLPack())
+	_, err := lt.FromDLPack(m, lt.Offsets([]int{0, 1, 3}))
+	wantError(t, err, lt.InvalidLoD, "rows")
+	y := must[*lt.Tensor](t)(lt.FromDLPack(m, lt.Offsets([]int{0, 1, 2})))
+	defer y.Close()
+	eq(t, "same memory", must[[]int32](t)(lt.Data[int32](y)), must[[]int32](t)(lt.Data[int32](x)))
+	eq(t, "same address", &must[[]int32](t)(lt.Data[int32](y))[0], &must[[]int32](t)(lt.Data[int32](x))[0])
+	ok(t, x.Close())
+	eq(t, "after x is closed", must[[]int32](t)(lt.Data[int32](y)), []int32{4, 5, 6, 7})
+	eq(t, "LoD", must[[]int](t)(y.LoDOffsets(0)), []int{0, 1, 2})
+	_, err = lt.FromDLPack(nil, lt.LoD{})
+	wantError(t, err, lt.NullArgument, "managed")
+}
+
 func TestPlaces(t *testing.T) {
 	x := must[*lt.Tensor](t)(lt.NewTensor(iota(6), []int64{6, 1}, lt.Lengths([]int{4, 2})))
 	defer x.Close()

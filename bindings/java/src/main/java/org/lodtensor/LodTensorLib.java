@@ -148,6 +148,11 @@ interface LodTensorLib extends Library {
 
     int lodtensor_synchronize(PlaceT place);
 
+    int lodtensor_to_dlpack(Pointer t, PointerByReference out);
+
+    int lodtensor_from_dlpack(Pointer managed, int lodKind, long[] levelSizes, long numLevels, long[] lod,
+                              long lodLen, PointerByReference out);
+
     int lodtensor_serialize(Pointer t, byte[] buf, long bufLen, LongByReference outLen);
 
     int lodtensor_deserialize(Pointer buf, long bufLen, LongByReference outConsumed, PointerByReference out);

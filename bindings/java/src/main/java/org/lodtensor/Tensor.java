@@ -434,6 +434,29 @@ public final class Tensor implements AutoCloseable {
     }
 
     /**
+     * The elements lent as a DLPack managed tensor (lodtensor_to_dlpack), zero copy: the address
+     * of a DLManagedTensorVersioned of dlpack.h, for a consumer that calls its deleter once when
+     * done. DLPack has no LoD.
+     */
+    public long toDlpack() {
+        PointerByReference out = new PointerByReference();
+        NativeHandle.check(LIB.lodtensor_to_dlpack(ptr(), out));
+        return Pointer.nativeValue(out.getValue());
+    }
+
+    /**
+     * A tensor that takes over the DLPack managed tensor at {@code address}
+     * (lodtensor_from_dlpack), zero copy, with a LoD: the library calls its deleter once, when the
+     * last handle over the memory is closed. When this throws, nothing was taken.
+     */
+    public static Tensor fromDlpack(long address, Lod lod) {
+        PointerByReference out = new PointerByReference();
+        int s = LIB.lodtensor_from_dlpack(address == 0 ? null : new Pointer(address), lod.kind, lod.levelSizes,
+                lod.levelSizes.length, lod.values, lod.values.length, out);
+        return out(s, out);
+    }
+
+    /**
      * This tensor as a record of Paddle's tensor file format (lodtensor_serialize): the bytes
      * Paddle's save op writes for it; a save_combine file is such records back to back. A CUDA
      * tensor's elements are copied from the device. A record too long for a Java array (2 GiB) is

@@ -38,6 +38,26 @@ class LodTensorTest {
     }
 
     /**
+     * DLPack: a round trip lends and takes back the same memory, with a LoD given on the way
+     * back; a LoD that does not fit leaves the managed tensor with the caller.
+     */
+    @Test
+    void dlpackRoundTrip() {
+        Tensor x = Tensor.ofLongs(l(4, 5, 6, 7), 2, 2);
+        long address = x.address();
+        long m = x.toDlpack();
+        // The managed tensor keeps the memory.
+        x.close();
+        expectError(Status.INVALID_LOD, "rows", () -> Tensor.fromDlpack(m, Lod.offsets(l(0, 1, 3))));
+        try (Tensor y = Tensor.fromDlpack(m, Lod.offsets(l(0, 1, 2)))) {
+            assertEquals(address, y.address());
+            assertArrayEquals(l(4, 5, 6, 7), y.toLongArray());
+            assertArrayEquals(l(0, 1, 2), y.lodOffsets(0));
+        }
+        expectError(Status.NULL_ARGUMENT, "managed", () -> Tensor.fromDlpack(0, Lod.offsets()));
+    }
+
+    /**
      * Paddle's format: the spec's worked example (float32 [5,1], LoD [[0,2,5]]) and a second
      * record after it, as a save_combine file holds them, read back in turn from a heap buffer
      * and from a direct one.
