@@ -176,6 +176,8 @@ static void no_shape(DLManagedTensorVersioned *m) { m->dl_tensor.shape = NULL; }
 static void dim_negative(DLManagedTensorVersioned *m) { m->dl_tensor.shape[0] = -3; }
 static void no_data(DLManagedTensorVersioned *m) { m->dl_tensor.data = NULL; }
 static void misaligned(DLManagedTensorVersioned *m) { m->dl_tensor.byte_offset = 2; }
+static void count_overflows(DLManagedTensorVersioned *m) { m->dl_tensor.shape[1] = INT64_MAX; }
+static void bytes_overflow(DLManagedTensorVersioned *m) { m->dl_tensor.shape[0] = (int64_t)1 << 61; }
 static void column_major(DLManagedTensorVersioned *m) {
     Producer *p = (Producer *)m->manager_ctx;
     p->strides[0] = 1;
@@ -222,6 +224,8 @@ static void test_errors(void) {
     check_refused(misaligned, NULL, 0, LODTENSOR_INVALID_ARGUMENT, "aligned");
     check_refused(column_major, NULL, 0, LODTENSOR_UNSUPPORTED, "compact row-major");
     check_refused(no_change, bad_lod, 2, LODTENSOR_INVALID_LOD, "rows");
+    check_refused(count_overflows, NULL, 0, LODTENSOR_OUT_OF_MEMORY, "overflows");
+    check_refused(bytes_overflow, NULL, 0, LODTENSOR_OUT_OF_MEMORY, "more bytes");
     /* Compact strides given explicitly are taken. */
     m = produce();
     compact(m);

@@ -719,7 +719,8 @@ lodtensor_status_t lodtensor_from_buffer(struct lodtensor_place_t place, struct 
 // dims, strides that are not compact row-major), LODTENSOR_INVALID_ARGUMENT (a negative ndim or
 // dim, misaligned data, a CUDA device id beyond the count or memory the device cannot use, bad
 // `lod_kind` or level sizes), LODTENSOR_INVALID_LOD (a LoD rule broken, or the LoD does not end
-// at the row count), LODTENSOR_INTERNAL (a CUDA driver failure).
+// at the row count), LODTENSOR_OUT_OF_MEMORY (a shape whose element or byte count overflows
+// size_t), LODTENSOR_INTERNAL (a CUDA driver failure).
 lodtensor_status_t lodtensor_from_dlpack(struct DLManagedTensorVersioned *managed, int32_t lod_kind, const size_t *level_sizes, size_t num_levels, const size_t *lod, size_t lod_len, struct lodtensor_t **out);
 
 // Rows `x[index[0]], x[index[1]], ...` as a new tensor of dims `[K, x.dims[1..]]` without LoD.

@@ -198,4 +198,6 @@ fn every_documented_error() {
     refused(|m| unsafe { (*m).dl_tensor.data = std::ptr::null_mut() }, none(), NullArgument, "data");
     refused(|m| unsafe { (*m).dl_tensor.byte_offset = 2 }, none(), InvalidArgument, "aligned");
     refused(|_| {}, Lod::from_offsets(vec![vec![0, 2]]).unwrap(), InvalidLod, "rows");
+    refused(|m| unsafe { *(*m).dl_tensor.shape.add(1) = i64::MAX }, none(), OutOfMemory, "overflows");
+    refused(|m| unsafe { *(*m).dl_tensor.shape = 1 << 61 }, none(), OutOfMemory, "more bytes");
 }

@@ -159,7 +159,8 @@ fn place_of(device: DLDevice) -> Result<Place> {
 /// or CUDA, or CUDA in a build without it; a dtype without lanes 1 or not of the library; more
 /// than `MAX_DIMS` dims; strides that are not compact row-major); `InvalidArgument` (a negative
 /// ndim or dim; data + byte_offset not aligned to the element size; a CUDA device id beyond the
-/// count; on a CUDA device, memory the device cannot use); `InvalidLod` (the LoD does not fit).
+/// count; on a CUDA device, memory the device cannot use); `InvalidLod` (the LoD does not fit);
+/// `OutOfMemory` (a shape whose element count or byte count overflows).
 ///
 /// # Safety
 /// `managed` is NULL or a valid DLPack managed tensor whose shape and strides hold `ndim` values
@@ -202,7 +203,9 @@ pub unsafe fn from_dlpack(managed: *mut DLManagedTensorVersioned, lod: Lod) -> R
         }
     }
     check_lod_for_dims(&dims, &lod)?;
-    let len = dims.numel() * dtype.size();
+    let len = dims.numel().checked_mul(dtype.size()).ok_or_else(|| {
+        err!(OutOfMemory, "managed: the elements of shape {shape:?} take more bytes than memory holds")
+    })?;
     let data = t.data.cast::<u8>().wrapping_add(t.byte_offset as usize);
     let release = m.deleter.map(|deleter| {
         let managed = Managed(managed);
