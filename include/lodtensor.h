@@ -636,7 +636,7 @@ lodtensor_status_t lodtensor_data_mut(struct lodtensor_t *t, void **out);
 // protobuf message or has no data_type; a negative dim), LODTENSOR_UNSUPPORTED (a data_type with
 // no dtype in the library, such as SIZE_T or COMPLEX64; more than `LODTENSOR_MAX_DIMS` dims),
 // LODTENSOR_INVALID_LOD (a LoD rule broken, or the LoD does not end at the row count),
-// LODTENSOR_OUT_OF_MEMORY.
+// LODTENSOR_OUT_OF_MEMORY (dims whose element count overflows size_t; no memory for the copy).
 lodtensor_status_t lodtensor_deserialize(const void *buf, size_t buf_len, size_t *out_consumed, struct lodtensor_t **out);
 
 // Destroys a handle. NULL is accepted and ignored. The memory is freed (or released to its

@@ -115,8 +115,8 @@ pub fn serialize(x: &LoDTensor) -> Result<Vec<u8>> {
 /// for bytes that end inside the record, a version other than 0, a LoD level whose byte size is
 /// not a multiple of 8, a negative desc size, a desc that is not a protobuf message or has no
 /// data_type, a negative dim; `Unsupported` for a data_type the library has no dtype for and for
-/// more than `MAX_DIMS` dims; `InvalidLod` for the LoD; `OutOfMemory` when the copy cannot be
-/// allocated.
+/// more than `MAX_DIMS` dims; `InvalidLod` for the LoD; `OutOfMemory` for dims whose element
+/// count overflows and when the copy cannot be allocated.
 pub fn deserialize(bytes: &[u8]) -> Result<(LoDTensor, usize)> {
     let mut r = Reader { bytes, at: 0 };
     let version = r.u32("version")?;
