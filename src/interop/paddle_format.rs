@@ -66,15 +66,21 @@ fn tensor_desc(dtype: DType, dims: &Dim) -> Vec<u8> {
 
 /// The length of `x`'s record.
 pub fn serialized_size(x: &LoDTensor) -> usize {
+    record_size(x, tensor_desc(x.tensor().dtype(), x.dims()).len())
+}
+
+/// The length of `x`'s record with a desc of `desc_len` bytes.
+fn record_size(x: &LoDTensor, desc_len: usize) -> usize {
     let lod: usize = x.lod().levels().iter().map(|level| 8 + 8 * level.len()).sum();
-    4 + 8 + lod + 4 + 4 + tensor_desc(x.tensor().dtype(), x.dims()).len() + x.tensor().nbytes()
+    4 + 8 + lod + 4 + 4 + desc_len + x.tensor().nbytes()
 }
 
 /// Writes `x`'s record at the start of `out` (at least `serialized_size(x)` bytes) and returns its
 /// length. A device tensor's elements are copied straight into `out`, after the work queued on
 /// its device; if that copy fails, `out`'s bytes are unspecified.
 pub fn write_record(x: &LoDTensor, out: &mut [u8]) -> Result<usize> {
-    let size = serialized_size(x);
+    let desc = tensor_desc(x.tensor().dtype(), x.dims());
+    let size = record_size(x, desc.len());
     ensure!(out.len() >= size, BufferTooSmall, "buf: holds {} bytes, the record needs {size}", out.len());
     let (head, data) = out[..size].split_at_mut(size - x.tensor().nbytes());
     cuda::copy_bytes_to_host(x.tensor(), data)?;
@@ -92,7 +98,6 @@ pub fn write_record(x: &LoDTensor, out: &mut [u8]) -> Result<usize> {
         }
     }
     put(&VERSION.to_le_bytes());
-    let desc = tensor_desc(x.tensor().dtype(), x.dims());
     put(&(desc.len() as i32).to_le_bytes());
     put(&desc);
     debug_assert_eq!(at, head.len());
