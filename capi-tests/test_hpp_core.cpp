@@ -316,6 +316,65 @@ void test_dlpack() {
     CHECK(same<std::size_t>(y.lod_offsets(0), {0, 1, 2}));
 }
 
+// The exporter's release callback, wrapped to count its calls.
+int arrow_releases = 0;
+void (*arrow_release)(ArrowArray *) = nullptr;
+void counting_arrow_release(ArrowArray *a) {
+    ++arrow_releases;
+    arrow_release(a);
+}
+
+// Arrow: float [5, 2] rows under one LoD level go out as large_list<fixed_size_list<float, 2>>
+// over the tensor's memory and come back as the same memory and LoD, the array moved and released
+// once, at the last handle; an array that does not match its schema is refused and left alone.
+void test_arrow() {
+    const std::vector<float> data = iota(10);
+    const std::size_t one[] = {3}, offsets[] = {0, 2, 5};
+    lt::Tensor x = lt::Tensor::create<float>(data, {5, 2}, lt::Lod::offsets(one, offsets));
+    ArrowSchema schema{};
+    ArrowArray array{};
+    lt::to_arrow(x, &schema, &array);
+
+    CHECK(std::string(schema.format) == "+L" && std::string(schema.name).empty());
+    CHECK(schema.flags == 0 && schema.n_children == 1 && schema.dictionary == nullptr);
+    const ArrowSchema *rows = schema.children[0];
+    CHECK(std::string(rows->format) == "+w:2" && std::string(rows->name) == "item" && rows->n_children == 1);
+    const ArrowSchema *elements = rows->children[0];
+    CHECK(std::string(elements->format) == "f" && elements->n_children == 0);
+
+    CHECK(array.length == 2 && array.null_count == 0 && array.offset == 0);
+    CHECK(array.n_buffers == 2 && array.n_children == 1 && array.buffers[0] == nullptr);
+    const auto *list_offsets = static_cast<const std::int64_t *>(array.buffers[1]);
+    CHECK(list_offsets[0] == 0 && list_offsets[1] == 2 && list_offsets[2] == 5);
+    const ArrowArray *fixed = array.children[0];
+    CHECK(fixed->length == 5 && fixed->n_buffers == 1 && fixed->n_children == 1 && fixed->buffers[0] == nullptr);
+    const ArrowArray *values = fixed->children[0];
+    CHECK(values->length == 10 && values->n_buffers == 2 && values->n_children == 0);
+    CHECK(values->buffers[1] == x.data<float>().data());
+    CHECK(std::equal(data.begin(), data.end(), static_cast<const float *>(values->buffers[1])));
+
+    EXPECT_ERROR(lt::from_arrow(elements, &array), LODTENSOR_INVALID_ARGUMENT, "child(ren)");
+    CHECK(array.release != nullptr);
+
+    arrow_release = array.release;
+    array.release = counting_arrow_release;
+    lt::Tensor y = lt::from_arrow(&schema, &array);
+    CHECK(array.release == nullptr);
+    EXPECT_ERROR(lt::from_arrow(&schema, &array), LODTENSOR_INVALID_ARGUMENT, "released");
+    schema.release(&schema);
+    CHECK(schema.release == nullptr);
+    CHECK(y.data<float>().data() == x.data<float>().data());
+    CHECK(y.dims() == (std::initializer_list<std::int64_t>{5, 2}));
+    CHECK(y.lod_levels() == 1 && same<std::size_t>(y.lod_offsets(0), {0, 2, 5}));
+    x = lt::Tensor();
+    lt::Tensor share = y.share();
+    y = lt::Tensor();
+    CHECK(same<float>(share.data<float>(), {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+    CHECK(arrow_releases == 0);
+    share = lt::Tensor();
+    CHECK(arrow_releases == 1);
+}
+
 void test_errors() {
     const std::vector<float> data = iota(10);
     const std::size_t sizes[] = {1};
@@ -364,6 +423,7 @@ int main() {
         test_places();
         test_serialize();
         test_dlpack();
+        test_arrow();
         test_errors();
     } catch (const lt::Error &e) {
         fprintf(stderr, "unexpected lodtensor::Error %d: %s\n", static_cast<int>(e.status()), e.what());

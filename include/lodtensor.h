@@ -34,6 +34,42 @@
  * read or fill its fields. */
 struct DLManagedTensorVersioned;
 
+/* The Arrow C data interface's structs, as Arrow's abi.h defines them, under its guard (so they
+ * may be defined by Arrow's headers too, before or after this one). */
+#ifndef ARROW_C_DATA_INTERFACE
+#define ARROW_C_DATA_INTERFACE
+
+#define ARROW_FLAG_DICTIONARY_ORDERED 1
+#define ARROW_FLAG_NULLABLE 2
+#define ARROW_FLAG_MAP_KEYS_SORTED 4
+
+struct ArrowSchema {
+  const char* format;
+  const char* name;
+  const char* metadata;
+  int64_t flags;
+  int64_t n_children;
+  struct ArrowSchema** children;
+  struct ArrowSchema* dictionary;
+  void (*release)(struct ArrowSchema*);
+  void* private_data;
+};
+
+struct ArrowArray {
+  int64_t length;
+  int64_t null_count;
+  int64_t offset;
+  int64_t n_buffers;
+  int64_t n_children;
+  const void** buffers;
+  struct ArrowArray** children;
+  struct ArrowArray* dictionary;
+  void (*release)(struct ArrowArray*);
+  void* private_data;
+};
+
+#endif /* ARROW_C_DATA_INTERFACE */
+
 
 // The version of `beam_search_decoder_options_t` this header describes.
 #define LODTENSOR_BEAM_SEARCH_DECODER_OPTIONS_VERSION 1
@@ -678,6 +714,32 @@ lodtensor_status_t lodtensor_fill(struct lodtensor_dtype_t dtype, const int64_t 
 // LODTENSOR_OUT_OF_MEMORY, LODTENSOR_INTERNAL (a CUDA driver failure, named in the message).
 lodtensor_status_t lodtensor_fill_on(struct lodtensor_place_t place, struct lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim, double value, struct lodtensor_t **out);
 
+// Takes the Arrow array `*array` of type `*schema` as a new LoD tensor, zero copy: the form
+// `lodtensor_to_arrow` makes, with `list` (`+l`, int32 offsets) accepted as well as
+// `large_list`. The lists, outermost first, become the LoD (each level re-based to start at 0,
+// as Arrow's offsets need not), the fixed-size lists the dims after the first, and the
+// elements, from the array offsets and lengths given (slices of Arrow arrays are taken as they
+// are), the tensor's. Bool elements are unpacked into a tensor of their own (a copy).
+//
+// On success the library owns the array: `array->release` is set to NULL (the array is moved
+// out, as the interface says), and its release callback runs exactly once, when the last handle
+// over the memory (this one, its shares, slices and split pieces) is destroyed, on the thread
+// that destroys it (for bool, before this call returns). `*schema` is only read and stays the
+// caller's to release. On failure nothing is taken: `*array` is untouched and `*out` not
+// written.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`schema`, `array`, `out`; a NULL format, children, child or
+// buffer that the type needs), LODTENSOR_INVALID_ARGUMENT (a released schema or array; a
+// negative length, offset or null count, or an offset past any buffer; a child count, buffer
+// count or length that does not fit the type; offsets that decrease or run past their child; a
+// null among the entries taken; a fixed-size list format without a size; elements not aligned
+// to their size), LODTENSOR_UNSUPPORTED (a format with no tensor form, such as a struct, string or unsigned
+// 16-64 bit type; a dictionary; a list inside a fixed-size list; more than `LODTENSOR_MAX_DIMS`
+// dims; a chain over 64 arrays deep), LODTENSOR_INVALID_LOD (the lists break a LoD rule: the
+// outermost needs at least one entry), LODTENSOR_OUT_OF_MEMORY (sizes that overflow, or no
+// memory for the LoD or bool elements).
+lodtensor_status_t lodtensor_from_arrow(const struct ArrowSchema *schema, struct ArrowArray *array, struct lodtensor_t **out);
+
 // Creates a tensor over the caller's buffer without copying it (zero copy).
 //
 // `place` says where `data` lives (CPU, or a CUDA device in builds with CUDA). `data`/`data_len`
@@ -910,6 +972,24 @@ const char *lodtensor_status_str(int32_t code);
 // LODTENSOR_UNSUPPORTED (a CUDA place in a build without CUDA, without a driver or without a
 // device), LODTENSOR_INTERNAL (a CUDA driver failure, for example a kernel fault).
 lodtensor_status_t lodtensor_synchronize(struct lodtensor_place_t place);
+
+// Fills `*out_schema` and `*out_array` (structs the caller provides, as the interface has it)
+// with `t` as an Arrow array that shares its memory, zero copy: one `large_list` (`+L`) per LoD
+// level, outermost first, whose int64 offsets are the level's; then one `fixed_size_list`
+// (`+w:n`) per dim after the first; then the elements (`b`, `C`, `c`, `s`, `i`, `l`, `e`, `f`
+// or `g`). So one LoD level over `[N, D]` float rows is `large_list<fixed_size_list<float, D>>`
+// of one entry per sequence; a tensor without LoD is an array of its rows. Bool elements are
+// packed into Arrow's bits (a copy); every other dtype's elements are `t`'s memory, written
+// through it and every handle sharing it. Nothing is nullable and there are no nulls (validity
+// buffers NULL); the root is named "" and the children "item". The caller releases each struct
+// once, with its `release` callback, from any thread (moving children out as the interface
+// allows); the memory stays until the array is released, also after `t` is destroyed.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_schema`, `out_array`), LODTENSOR_UNSUPPORTED (a
+// CUDA tensor, whose memory the interface cannot carry: copy it with `lodtensor_to_place`
+// first; bfloat16, which has no Arrow type), LODTENSOR_INVALID_ARGUMENT (a 0-d tensor, which
+// has no rows). On failure neither struct is written.
+lodtensor_status_t lodtensor_to_arrow(const struct lodtensor_t *t, struct ArrowSchema *out_schema, struct ArrowArray *out_array);
 
 // Lends `t`'s elements as a new DLPack managed tensor (`*out`) that shares its memory, zero
 // copy: DLPack version 1.0, `flags` 0 (writable: writes are seen through `t` and every handle

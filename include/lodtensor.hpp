@@ -447,6 +447,24 @@ inline Tensor from_dlpack(DLManagedTensorVersioned *managed, const Lod &lod = Lo
     return Tensor(out);
 }
 
+// x lent to Arrow through the C data interface (lodtensor_to_arrow), zero copy (bool elements
+// are packed into a copy): fills the caller's structs with one large_list per LoD level, one
+// fixed_size_list per dim after the first, then the elements. The caller releases each struct
+// once with its `release` callback; the memory stays until the array is released, also after x
+// is gone. When this throws, neither struct was written.
+inline void to_arrow(TensorRef x, ArrowSchema *out_schema, ArrowArray *out_array) {
+    check(lodtensor_to_arrow(x.get(), out_schema, out_array));
+}
+// A tensor that takes the Arrow array `*array` of type `*schema` (lodtensor_from_arrow), zero
+// copy (bool elements are unpacked into a copy): the array is moved (`array->release` becomes
+// NULL) and released once, when the last handle over its memory goes. `*schema` is only read and
+// stays the caller's to release. When this throws, nothing was taken: `*array` is untouched.
+inline Tensor from_arrow(const ArrowSchema *schema, ArrowArray *array) {
+    lodtensor_t *out = nullptr;
+    check(lodtensor_from_arrow(schema, array, &out));
+    return Tensor(out);
+}
+
 // Places: the host, or CUDA device `id`.
 inline lodtensor_place_t cpu_place() noexcept { return lodtensor_place_t{LODTENSOR_DEVICE_CPU, 0}; }
 inline lodtensor_place_t cuda_place(std::int32_t id) noexcept { return lodtensor_place_t{LODTENSOR_DEVICE_CUDA, id}; }

@@ -64,13 +64,20 @@ pip_target() {
     --target "$dir" "$@" >&2
 }
 
-# ensure_numpy DIR: NumPy importable with DIR on PYTHONPATH (PyPI's, installed into DIR when
-# python3 cannot import it), for the DLPack test against NumPy's (capi-tests/dlpack_numpy.py).
-ensure_numpy() {
-  local dir=$1
-  PYTHONPATH="$dir${PYTHONPATH:+:$PYTHONPATH}" python3 -c 'import numpy' 2>/dev/null && return 0
-  pip_target "$dir" 'numpy>=2.1'
+# ensure_python_module DIR MODULE SPEC: MODULE importable with DIR on PYTHONPATH (the PyPI
+# package SPEC, installed into DIR when python3 cannot import it).
+ensure_python_module() {
+  local dir=$1 module=$2 spec=$3
+  PYTHONPATH="$dir${PYTHONPATH:+:$PYTHONPATH}" python3 -c "import $module" 2>/dev/null && return 0
+  pip_target "$dir" "$spec"
 }
+
+# ensure_numpy DIR: NumPy, for the DLPack test against NumPy's (capi-tests/dlpack_numpy.py).
+ensure_numpy() { ensure_python_module "$1" numpy 'numpy>=2.1'; }
+
+# ensure_pyarrow DIR: pyarrow, for the Arrow test against pyarrow's (capi-tests/arrow_pyarrow.py).
+# From 18 on pyarrow needs no NumPy, so pip --target adds nothing beside the NumPy already there.
+ensure_pyarrow() { ensure_python_module "$1" pyarrow 'pyarrow>=18'; }
 
 # ensure_nvrtc DIR: prints the folder holding libnvrtc.so.13 (NVIDIA's runtime CUDA compiler, which
 # needs no GPU), installing PyPI's nvidia-cuda-nvrtc into DIR with pip when it is not there yet.

@@ -59,9 +59,11 @@ valgrind_runner="$runner=valgrind -q --error-exitcode=9"
 env "$valgrind_runner" cargo test --release --test hostile_inputs || failed+=("hostile inputs under valgrind")
 
 section "3/6 build the C API tests (cmake, build/capi)"
-# NumPy, for the DLPack test against NumPy's (capi-tests/dlpack_numpy.py), into build/python.
+# NumPy and pyarrow, for the DLPack test against NumPy's (capi-tests/dlpack_numpy.py) and the
+# Arrow test against pyarrow's (capi-tests/arrow_pyarrow.py), into build/python.
 ensure_numpy build/python || failed+=("NumPy (pip install numpy) could not be installed")
-export PYTHONPATH="$PWD/build/python${PYTHONPATH:+:$PYTHONPATH}" LODTENSOR_REQUIRE_NUMPY=1
+ensure_pyarrow build/python || failed+=("pyarrow (pip install pyarrow) could not be installed")
+export PYTHONPATH="$PWD/build/python${PYTHONPATH:+:$PYTHONPATH}" LODTENSOR_REQUIRE_NUMPY=1 LODTENSOR_REQUIRE_PYARROW=1
 cmake -S capi-tests -B build/capi -DCMAKE_BUILD_TYPE=Debug "-DLODTENSOR_BINDINGS=$bindings"
 cmake --build build/capi -j "$jobs"
 

@@ -637,6 +637,30 @@ func FromDLPack(managed unsafe.Pointer, lod LoD) (*Tensor, error) {
 	})
 }
 
+// ToArrow lends t to Arrow through the C data interface (lodtensor_to_arrow), zero copy (bool
+// elements are packed into a copy): it fills the caller's struct ArrowSchema and struct ArrowArray
+// (Arrow Go's *cdata.CArrowSchema and *cdata.CArrowArray, say) with one large_list per LoD level,
+// one fixed_size_list per dim after the first, then the elements. The caller releases each once,
+// with its release callback (Arrow's import functions do); the memory stays until the array is
+// released, also after t is closed. On an error neither struct is written.
+func (t *Tensor) ToArrow(schema, array unsafe.Pointer) error {
+	defer runtime.KeepAlive(t)
+	return call(func() C.lodtensor_status_t {
+		return C.lodtensor_to_arrow(t.c(), (*C.struct_ArrowSchema)(schema), (*C.struct_ArrowArray)(array))
+	})
+}
+
+// FromArrow takes the Arrow array at array, of the type at schema (lodtensor_from_arrow), as a
+// tensor, zero copy (bool elements are unpacked into a copy): the array is moved (its release
+// becomes NULL) and released once, when the last handle over its memory is closed. The schema is
+// only read: it stays the caller's to release. On an error nothing was taken: the array is
+// untouched.
+func FromArrow(schema, array unsafe.Pointer) (*Tensor, error) {
+	return handleOp(func(out **C.lodtensor_t) C.lodtensor_status_t {
+		return C.lodtensor_from_arrow((*C.struct_ArrowSchema)(schema), (*C.struct_ArrowArray)(array), out)
+	})
+}
+
 // Synchronize waits until the work queued on place has finished (the CPU returns at once).
 func Synchronize(place Place) error {
 	return call(func() C.lodtensor_status_t { return C.lodtensor_synchronize(place.c()) })

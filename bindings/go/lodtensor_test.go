@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	lt "lodtensor.dev/lodtensor"
+	"lodtensor.dev/lodtensor/internal/arrowc"
 )
 
 // must fails the test on an error and returns the value.
@@ -232,6 +233,56 @@ func TestDLPack(t *testing.T) {
 	eq(t, "LoD", must[[]int](t)(y.LoDOffsets(0)), []int{0, 1, 2})
 	_, err = lt.FromDLPack(nil, lt.LoD{})
 	wantError(t, err, lt.NullArgument, "managed")
+}
+
+// Arrow: float32 [5, 2] rows under one LoD level go out as large_list<fixed_size_list<float, 2>>
+// over the tensor's memory and come back as the same memory and LoD, the array moved and released
+// once, at the last close; an array that does not match its schema is refused and left alone.
+func TestArrow(t *testing.T) {
+	x := must[*lt.Tensor](t)(lt.NewTensor(iota(10), []int64{5, 2}, lt.Offsets([]int{0, 2, 5})))
+	defer x.Close()
+	schema, array := arrowc.New()
+	defer arrowc.Free(schema, array)
+	ok(t, x.ToArrow(schema, array))
+
+	s := arrowc.ReadSchema(schema)
+	eq(t, "root", []any{s.Format, s.Name, s.Flags, s.NChildren}, []any{"+L", "", int64(0), int64(1)})
+	rows := arrowc.ReadSchema(s.Child)
+	eq(t, "rows", []any{rows.Format, rows.Name, rows.NChildren}, []any{"+w:2", "item", int64(1)})
+	elements := arrowc.ReadSchema(rows.Child)
+	eq(t, "elements", []any{elements.Format, elements.NChildren}, []any{"f", int64(0)})
+	a := arrowc.ReadArray(array)
+	eq(t, "list", []int64{a.Length, a.NullCount, a.Offset, a.NBuffers, a.NChildren}, []int64{2, 0, 0, 2, 1})
+	eq(t, "no validity", a.Buffers[0], unsafe.Pointer(nil))
+	eq(t, "offsets", unsafe.Slice((*int64)(a.Buffers[1]), 3), []int64{0, 2, 5})
+	fixed := arrowc.ReadArray(a.Child)
+	eq(t, "fixed-size lists", []int64{fixed.Length, fixed.NBuffers, fixed.NChildren}, []int64{5, 1, 1})
+	values := arrowc.ReadArray(fixed.Child)
+	eq(t, "values", []int64{values.Length, values.NBuffers, values.NChildren}, []int64{10, 2, 0})
+	eq(t, "the tensor's memory", uintptr(values.Buffers[1]), must[uintptr](t)(x.Address()))
+	eq(t, "its elements", unsafe.Slice((*float32)(values.Buffers[1]), 10), iota(10))
+
+	_, err := lt.FromArrow(rows.Child, array)
+	wantError(t, err, lt.InvalidArgument, "child(ren)")
+	eq(t, "a refused array stays the caller's", arrowc.ReadArray(array).Released, false)
+
+	arrowc.CountReleases(array)
+	y := must[*lt.Tensor](t)(lt.FromArrow(schema, array))
+	eq(t, "the array moved", arrowc.ReadArray(array).Released, true)
+	_, err = lt.FromArrow(schema, array)
+	wantError(t, err, lt.InvalidArgument, "released")
+	arrowc.ReleaseSchema(schema)
+	eq(t, "the schema released", arrowc.ReadSchema(schema).Released, true)
+	eq(t, "the same memory", must[uintptr](t)(y.Address()), must[uintptr](t)(x.Address()))
+	eq(t, "dims", must[[]int64](t)(y.Dims()), []int64{5, 2})
+	eq(t, "LoD", must[[]int](t)(y.LoDOffsets(0)), []int{0, 2, 5})
+	ok(t, x.Close())
+	share := must[*lt.Tensor](t)(y.Share())
+	ok(t, y.Close())
+	eq(t, "after x and y are closed", floats(t, share), iota(10))
+	eq(t, "not released while a handle is open", arrowc.Releases(), 0)
+	ok(t, share.Close())
+	eq(t, "released at the last close", arrowc.Releases(), 1)
 }
 
 func TestPlaces(t *testing.T) {

@@ -8,6 +8,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 mod args;
+mod arrow;
 mod dlpack;
 mod expand;
 mod info;

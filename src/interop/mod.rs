@@ -1,4 +1,6 @@
-//! Formats shared with other software: DLPack and Paddle's tensor file format.
+//! Formats shared with other software: DLPack, the Arrow C data interface and Paddle's tensor
+//! file format.
 
+pub mod arrow;
 pub mod dlpack;
 pub mod paddle_format;

@@ -457,6 +457,35 @@ public final class Tensor implements AutoCloseable {
     }
 
     /**
+     * Lends this tensor to Arrow through the C data interface (lodtensor_to_arrow), zero copy (bool
+     * elements are packed into a copy): fills the caller's struct ArrowSchema and struct
+     * ArrowArray at these addresses (Arrow Java's {@code ArrowSchema.memoryAddress()} and
+     * {@code ArrowArray.memoryAddress()}, say) with one large_list per LoD level, one
+     * fixed_size_list per dim after the first, then the elements. The caller releases each once,
+     * with its release callback (Arrow's import functions do); the memory stays until the array is
+     * released, also after this tensor is closed. When this throws, neither struct was written.
+     */
+    public void toArrow(long schemaAddress, long arrayAddress) {
+        NativeHandle.check(LIB.lodtensor_to_arrow(ptr(), nativePointer(schemaAddress), nativePointer(arrayAddress)));
+    }
+
+    /**
+     * A tensor that takes the Arrow array at {@code arrayAddress}, of the type at
+     * {@code schemaAddress} (lodtensor_from_arrow), zero copy (bool elements are unpacked into a
+     * copy): the array is moved (its release becomes NULL) and released once, when the last handle
+     * over its memory is closed. The schema is only read: it stays the caller's to release. When
+     * this throws, nothing was taken: the array is untouched.
+     */
+    public static Tensor fromArrow(long schemaAddress, long arrayAddress) {
+        PointerByReference out = new PointerByReference();
+        return out(LIB.lodtensor_from_arrow(nativePointer(schemaAddress), nativePointer(arrayAddress), out), out);
+    }
+
+    private static Pointer nativePointer(long address) {
+        return address == 0 ? null : new Pointer(address);
+    }
+
+    /**
      * This tensor as a record of Paddle's tensor file format (lodtensor_serialize): the bytes
      * Paddle's save op writes for it; a save_combine file is such records back to back. A CUDA
      * tensor's elements are copied from the device. A record too long for a Java array (2 GiB) is

@@ -8,12 +8,19 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.sun.jna.Callback;
+import com.sun.jna.CallbackReference;
+import com.sun.jna.Function;
+import com.sun.jna.Memory;
+import com.sun.jna.Pointer;
+import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /** The Java binding over the core, the sequence operators, TensorArray and the RNN driver. */
@@ -55,6 +62,81 @@ class LodTensorTest {
             assertArrayEquals(l(0, 1, 2), y.lodOffsets(0));
         }
         expectError(Status.NULL_ARGUMENT, "managed", () -> Tensor.fromDlpack(0, Lod.offsets()));
+    }
+
+    /** An ArrowArray's release callback. */
+    public interface ArrowRelease extends Callback {
+        void invoke(Pointer array);
+    }
+
+    /**
+     * Arrow: float [5, 2] rows under one LoD level go out as large_list<fixed_size_list<float, 2>>
+     * over the tensor's memory and come back as the same memory and LoD, the array moved and
+     * released once, at the last close; an array that does not match its schema is refused and
+     * left alone. The structs are native memory, read at the offsets of Arrow's abi.h.
+     */
+    @Test
+    void arrowRoundTrip() {
+        Memory schema = new Memory(72);
+        Memory array = new Memory(80);
+        schema.clear();
+        array.clear();
+        long schemaAddress = Pointer.nativeValue(schema), arrayAddress = Pointer.nativeValue(array);
+        Tensor x = Tensor.ofFloats(iota(10), l(5, 2), Lod.offsets(l(0, 2, 5)));
+        long address = x.address();
+        x.toArrow(schemaAddress, arrayAddress);
+
+        // ArrowSchema: format 0, name 8, flags 24, n_children 32, children 40, release 56.
+        assertEquals("+L", schema.getPointer(0).getString(0));
+        assertEquals("", schema.getPointer(8).getString(0));
+        assertArrayEquals(l(0, 1), schema.getLongArray(24, 2));
+        Pointer rows = schema.getPointer(40).getPointer(0);
+        assertEquals("+w:2", rows.getPointer(0).getString(0));
+        assertEquals("item", rows.getPointer(8).getString(0));
+        Pointer elements = rows.getPointer(40).getPointer(0);
+        assertEquals("f", elements.getPointer(0).getString(0));
+        assertEquals(0, elements.getLong(32));
+        // ArrowArray: length, null_count, offset, n_buffers, n_children, then buffers 40,
+        // children 48, release 64.
+        assertArrayEquals(l(2, 0, 0, 2, 1), array.getLongArray(0, 5));
+        assertNull(array.getPointer(40).getPointer(0));
+        assertArrayEquals(l(0, 2, 5), array.getPointer(40).getPointer(8).getLongArray(0, 3));
+        Pointer fixed = array.getPointer(48).getPointer(0);
+        assertArrayEquals(l(5, 0, 0, 1, 1), fixed.getLongArray(0, 5));
+        Pointer values = fixed.getPointer(48).getPointer(0);
+        assertArrayEquals(l(10, 0, 0, 2, 0), values.getLongArray(0, 5));
+        Pointer data = values.getPointer(40).getPointer(8);
+        assertEquals(address, Pointer.nativeValue(data));
+        assertArrayEquals(iota(10), data.getFloatArray(0, 10));
+
+        expectError(Status.INVALID_ARGUMENT, "child(ren)",
+                () -> Tensor.fromArrow(Pointer.nativeValue(elements), arrayAddress));
+        assertNotNull(array.getPointer(64)); // a refused array stays the caller's
+
+        AtomicInteger releases = new AtomicInteger();
+        Function release = Function.getFunction(array.getPointer(64));
+        ArrowRelease counting = a -> {
+            releases.incrementAndGet();
+            release.invokeVoid(new Object[] {a});
+        };
+        array.setPointer(64, CallbackReference.getFunctionPointer(counting));
+        Tensor y = Tensor.fromArrow(schemaAddress, arrayAddress);
+        assertNull(array.getPointer(64)); // moved
+        expectError(Status.INVALID_ARGUMENT, "released", () -> Tensor.fromArrow(schemaAddress, arrayAddress));
+        Function.getFunction(schema.getPointer(56)).invokeVoid(new Object[] {schema});
+        assertNull(schema.getPointer(56));
+        assertEquals(address, y.address());
+        assertArrayEquals(l(5, 2), y.dims());
+        assertArrayEquals(l(0, 2, 5), y.lodOffsets(0));
+        x.close();
+        Tensor share = y.share();
+        y.close();
+        assertArrayEquals(iota(10), share.toFloatArray());
+        assertEquals(0, releases.get()); // a handle still uses the memory
+        share.close();
+        assertEquals(1, releases.get());
+        // The library calls `counting` through its native address until then.
+        Reference.reachabilityFence(counting);
     }
 
     /**

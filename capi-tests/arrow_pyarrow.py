@@ -1,0 +1,553 @@
+"""arrow_pyarrow: the library's Arrow C data interface against an independent implementation, pyarrow's.
+
+    python3 arrow_pyarrow.py path/to/liblodtensor.so
+
+Through ctypes and pyarrow's C data interface entry points (Array._import_from_c, _export_to_c):
+tensors of every dtype with an Arrow type, with LoDs of 0, 1 and 2 levels, lent to pyarrow (the
+nesting the header documents, the same values, the same memory, kept alive after the handle goes
+and released exactly once when both are gone); pyarrow's lists, large lists, fixed-size lists,
+primitive arrays and slices of them taken by lodtensor_from_arrow (dims, LoD and elements as
+pyarrow reads them, the same memory, pyarrow's memory released when the last handle goes and not
+before); and arrays with no tensor form refused with nothing taken. Exits 77 (skipped) when
+pyarrow is missing, unless LODTENSOR_REQUIRE_PYARROW=1.
+"""
+
+import ctypes
+import gc
+import os
+import struct
+import sys
+
+try:
+    import pyarrow as pa
+except ImportError:
+    print("arrow_pyarrow: pyarrow is not installed; skipped")
+    sys.exit(1 if os.environ.get("LODTENSOR_REQUIRE_PYARROW") == "1" else 77)
+
+failures = 0
+passed = 0
+
+
+def check(ok, what):
+    global failures, passed
+    if ok:
+        passed += 1
+    else:
+        failures += 1
+        print(f"FAILED: {what}", file=sys.stderr)
+
+
+# Arrow's abi.h. The release callbacks are kept as plain addresses: NULL is how a struct says it
+# has been released or moved, which is what the checks below look at.
+class ArrowSchema(ctypes.Structure):
+    pass
+
+
+ArrowSchema._fields_ = [
+    ("format", ctypes.c_char_p),
+    ("name", ctypes.c_char_p),
+    ("metadata", ctypes.c_char_p),
+    ("flags", ctypes.c_int64),
+    ("n_children", ctypes.c_int64),
+    ("children", ctypes.POINTER(ctypes.POINTER(ArrowSchema))),
+    ("dictionary", ctypes.POINTER(ArrowSchema)),
+    ("release", ctypes.c_void_p),
+    ("private_data", ctypes.c_void_p),
+]
+
+
+class ArrowArray(ctypes.Structure):
+    pass
+
+
+ArrowArray._fields_ = [
+    ("length", ctypes.c_int64),
+    ("null_count", ctypes.c_int64),
+    ("offset", ctypes.c_int64),
+    ("n_buffers", ctypes.c_int64),
+    ("n_children", ctypes.c_int64),
+    ("buffers", ctypes.POINTER(ctypes.c_void_p)),
+    ("children", ctypes.POINTER(ctypes.POINTER(ArrowArray))),
+    ("dictionary", ctypes.POINTER(ArrowArray)),
+    ("release", ctypes.c_void_p),
+    ("private_data", ctypes.c_void_p),
+]
+
+ReleaseSchema = ctypes.CFUNCTYPE(None, ctypes.POINTER(ArrowSchema))
+ReleaseArray = ctypes.CFUNCTYPE(None, ctypes.POINTER(ArrowArray))
+
+
+class DType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class Place(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+ReleaseFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+
+lib = ctypes.CDLL(sys.argv[1])
+P = ctypes.POINTER
+lib.lodtensor_create.argtypes = [
+    DType, P(ctypes.c_int64), ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int32,
+    P(ctypes.c_size_t), ctypes.c_size_t, P(ctypes.c_size_t), ctypes.c_size_t, P(ctypes.c_void_p),
+]
+lib.lodtensor_from_buffer.argtypes = [
+    Place, DType, P(ctypes.c_int64), ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int32,
+    P(ctypes.c_size_t), ctypes.c_size_t, P(ctypes.c_size_t), ctypes.c_size_t, ReleaseFn, ctypes.c_void_p,
+    P(ctypes.c_void_p),
+]
+lib.lodtensor_to_arrow.argtypes = [ctypes.c_void_p, P(ArrowSchema), P(ArrowArray)]
+lib.lodtensor_from_arrow.argtypes = [P(ArrowSchema), P(ArrowArray), P(ctypes.c_void_p)]
+lib.lodtensor_data.argtypes = [ctypes.c_void_p, P(ctypes.c_void_p)]
+lib.lodtensor_dims.argtypes = [ctypes.c_void_p, P(ctypes.c_int64), ctypes.c_size_t, P(ctypes.c_size_t)]
+lib.lodtensor_dtype.argtypes = [ctypes.c_void_p, P(DType)]
+lib.lodtensor_numel.argtypes = [ctypes.c_void_p, P(ctypes.c_size_t)]
+lib.lodtensor_lod_num_levels.argtypes = [ctypes.c_void_p, P(ctypes.c_size_t)]
+lib.lodtensor_lod_offsets.argtypes = [ctypes.c_void_p, ctypes.c_size_t, P(P(ctypes.c_size_t)), P(ctypes.c_size_t)]
+lib.lodtensor_destroy.argtypes = [ctypes.c_void_p]
+lib.lodtensor_last_error_message.restype = ctypes.c_char_p
+
+# include/lodtensor.h's lodtensor_status_t.
+OK, INVALID_ARGUMENT, INVALID_LOD, UNSUPPORTED = 0, 2, 3, 6
+LOD_OFFSETS = 0
+MAX_DIMS = 9
+
+# name, DLPack (code, bits), struct's format, pyarrow's type.
+DTYPES = [
+    ("bool", (6, 8), "?", pa.bool_()), ("uint8", (1, 8), "B", pa.uint8()), ("int8", (0, 8), "b", pa.int8()),
+    ("int16", (0, 16), "h", pa.int16()), ("int32", (0, 32), "i", pa.int32()), ("int64", (0, 64), "q", pa.int64()),
+    ("float16", (2, 16), "e", pa.float16()), ("float32", (2, 32), "f", pa.float32()),
+    ("float64", (2, 64), "d", pa.float64()),
+]
+DTYPE_BY_ARROW = {str(arrow): (name, code, fmt) for name, code, fmt, arrow in DTYPES}
+
+
+def values(name, n):
+    """n elements of dtype `name`, each representable exactly (float16 included), and some past
+    the narrower types' range so that a wrong element size shows."""
+    v = [(i * 7 % 11) - 3 for i in range(n)]
+    if name == "bool":
+        return [x % 2 == 1 for x in v]
+    if name == "uint8":
+        return [(x + 3) * 23 for x in v]
+    scale = {"int8": 1, "int16": 1000, "int32": 100000, "int64": 10**12}.get(name)
+    return [x * scale for x in v] if scale else [x / 4 for x in v]
+
+
+def status(s, what):
+    if s != OK:
+        raise RuntimeError(f"{what}: status {s}: {lib.lodtensor_last_error_message().decode()}")
+
+
+def lod_args(lod):
+    flat = [o for level in lod for o in level]
+    return ((ctypes.c_size_t * max(len(lod), 1))(*[len(level) for level in lod]), len(lod),
+            (ctypes.c_size_t * max(len(flat), 1))(*flat), len(flat))
+
+
+def prod(xs):
+    p = 1
+    for x in xs:
+        p *= x
+    return p
+
+
+def reshape(flat, dims):
+    """`flat` as nested lists of shape `dims` (dims[0] rows), zero-size dims included."""
+    if len(dims) == 1:
+        return list(flat)
+    inner = prod(dims[1:])
+    return [reshape(flat[r * inner:(r + 1) * inner], dims[1:]) for r in range(dims[0])]
+
+
+def expected_pylist(flat, dims, lod):
+    items = reshape(flat, dims)
+    for level in reversed(lod):
+        items = [items[level[i]:level[i + 1]] for i in range(len(level) - 1)]
+    return items
+
+
+def expected_type(arrow, dims, levels):
+    """The type the header documents: a large_list per LoD level, outermost first, then a
+    fixed_size_list per dim after the first, then the elements; children named "item", nothing
+    nullable."""
+    t = arrow
+    for d in reversed(dims[1:]):
+        t = pa.list_(pa.field("item", t, nullable=False), d)
+    for _ in range(levels):
+        t = pa.large_list(pa.field("item", t, nullable=False))
+    return t
+
+
+def tensor_data(t):
+    p = ctypes.c_void_p()
+    status(lib.lodtensor_data(t, ctypes.byref(p)), "lodtensor_data")
+    return p.value or 0
+
+
+def tensor_dims(t):
+    buf = (ctypes.c_int64 * MAX_DIMS)()
+    n = ctypes.c_size_t()
+    status(lib.lodtensor_dims(t, buf, MAX_DIMS, ctypes.byref(n)), "lodtensor_dims")
+    return list(buf[:n.value])
+
+
+def tensor_lod(t):
+    """[(address, offsets)] per level."""
+    n = ctypes.c_size_t()
+    status(lib.lodtensor_lod_num_levels(t, ctypes.byref(n)), "lodtensor_lod_num_levels")
+    levels = []
+    for i in range(n.value):
+        p, length = P(ctypes.c_size_t)(), ctypes.c_size_t()
+        status(lib.lodtensor_lod_offsets(t, i, ctypes.byref(p), ctypes.byref(length)), "lodtensor_lod_offsets")
+        levels.append((ctypes.cast(p, ctypes.c_void_p).value or 0, list(p[:length.value])))
+    return levels
+
+
+def tensor_elements(t, fmt):
+    numel = ctypes.c_size_t()
+    status(lib.lodtensor_numel(t, ctypes.byref(numel)), "lodtensor_numel")
+    n = numel.value
+    if n == 0:
+        return []
+    size = struct.calcsize("=" + fmt)
+    raw = ctypes.string_at(tensor_data(t), n * size)
+    return list(struct.unpack(f"={n}{fmt}", raw))
+
+
+# ---- export: lodtensor_to_arrow into pyarrow ---------------------------------------------------
+
+# dims, LoD (offsets, outermost first): 0, 1 and 2 levels, empty sequences at every level, rows of
+# 1-d, [N, D] and [N, 2, 3] shape, and zero-size dims.
+EXPORT_CASES = [
+    ([5], []),
+    ([5], [[0, 2, 2, 5]]),
+    ([3], [[0, 0, 1], [0, 3]]),
+    ([6, 2], []),
+    ([6, 2], [[0, 4, 4, 6]]),
+    ([5, 2, 3], []),
+    ([5, 2, 3], [[0, 1, 1, 3], [0, 2, 2, 5]]),
+    ([4, 0], [[0, 1, 4]]),
+    ([0, 3], [[0, 0]]),
+    ([0], []),
+    ([2, 3, 0], [[0, 2]]),
+]
+
+releases = {}  # user_data key -> how many times the library released the buffer
+_keep = {}  # user_data key -> the buffer, alive until (and after) its release
+
+
+def _on_release(data, user_data):
+    releases[user_data] = releases.get(user_data, 0) + 1
+
+
+on_release = ReleaseFn(_on_release)
+_next_key = [1]
+
+
+def make_tensor(name, dims, lod, how):
+    """A tensor of dtype `name`, its elements and, for `how` == "buffer", the key its release
+    callback counts under. "create" copies into the library's memory; "buffer" lends ours
+    (lodtensor_from_buffer), whose release the library reports."""
+    _, (code, bits), fmt, _ = next(d for d in DTYPES if d[0] == name)
+    n = prod(dims)
+    flat = values(name, n)
+    raw = struct.pack(f"={n}{fmt}", *flat)
+    cdims = (ctypes.c_int64 * len(dims))(*dims)
+    sizes, num_levels, clod, lod_len = lod_args(lod)
+    out = ctypes.c_void_p()
+    if how == "create":
+        status(lib.lodtensor_create(DType(code, bits, 1), cdims, len(dims), raw if n else None, len(raw), LOD_OFFSETS,
+                                    sizes, num_levels, clod, lod_len, ctypes.byref(out)), "lodtensor_create")
+        return out, flat, None
+    # 8-byte words: aligned for every element size.
+    buf = (ctypes.c_uint64 * max(1, (len(raw) + 7) // 8))()
+    ctypes.memmove(buf, raw, len(raw))
+    key = _next_key[0]
+    _next_key[0] += 1
+    _keep[key] = buf
+    status(lib.lodtensor_from_buffer(Place(1, 0), DType(code, bits, 1), cdims, len(dims), ctypes.addressof(buf),
+                                     len(raw), LOD_OFFSETS, sizes, num_levels, clod, lod_len, on_release, key,
+                                     ctypes.byref(out)), "lodtensor_from_buffer")
+    return out, flat, key
+
+
+def scribble(nbytes):
+    """A uint8 tensor of `nbytes` bytes of 0x5A."""
+    cdims = (ctypes.c_int64 * 1)(nbytes)
+    out = ctypes.c_void_p()
+    status(lib.lodtensor_create(DType(1, 8, 1), cdims, 1, b"\x5a" * nbytes if nbytes else None, nbytes, LOD_OFFSETS,
+                                None, 0, None, 0, ctypes.byref(out)), "lodtensor_create")
+    return out
+
+
+def lend(t):
+    """`t` through lodtensor_to_arrow, imported by pyarrow."""
+    schema, array = ArrowSchema(), ArrowArray()
+    status(lib.lodtensor_to_arrow(t, ctypes.byref(schema), ctypes.byref(array)), "lodtensor_to_arrow")
+    return pa.Array._import_from_c(ctypes.addressof(array), ctypes.addressof(schema))
+
+
+def check_lent(what, arr, t, name, arrow, dims, lod, flat):
+    """The array pyarrow made of `t`: its type, values and memory."""
+    want_type = expected_type(arrow, dims, len(lod))
+    check(arr.type == want_type, f"{what}: type {arr.type}, want {want_type}")
+    check(arr.null_count == 0, f"{what}: {arr.null_count} nulls")
+    want = expected_pylist(flat, dims, lod)
+    got = arr.to_pylist()
+    check(got == want, f"{what}: values {got} != {want}")
+    # The LoD offsets and the elements are the tensor's memory (zero copy), bool elements aside.
+    node = arr
+    lod_addresses = [a for a, _ in tensor_lod(t)]
+    for i in range(len(lod)):
+        check(node.buffers()[1].address == lod_addresses[i], f"{what}: LoD level {i} is not the tensor's memory")
+        node = node.values
+    for _ in dims[1:]:
+        node = node.values
+    check(node.type == arrow, f"{what}: the innermost array is {node.type}")
+    if name != "bool" and prod(dims) > 0:
+        check(node.buffers()[1].address == tensor_data(t), f"{what}: the elements are not the tensor's memory")
+
+
+def test_lend_to_pyarrow():
+    for name, _, _, arrow in DTYPES:
+        for dims, lod in EXPORT_CASES:
+            for how in ("create", "buffer, handle first", "buffer, pyarrow first"):
+                what = f"export {name} {dims} lod={lod} ({how})"
+                t, flat, key = make_tensor(name, dims, lod, how.split(",")[0])
+                arr = lend(t)
+                check_lent(what, arr, t, name, arrow, dims, lod, flat)
+                want = expected_pylist(flat, dims, lod)
+                if how == "buffer, pyarrow first":
+                    del arr
+                    gc.collect()
+                    check(releases.get(key, 0) == 0, f"{what}: released while the handle lives")
+                    lib.lodtensor_destroy(t)
+                    check(releases.get(key, 0) == 1, f"{what}: released {releases.get(key, 0)} times")
+                    continue
+                nbytes = len(flat) * struct.calcsize("=" + DTYPE_BY_ARROW[str(arrow)][2])
+                lib.lodtensor_destroy(t)
+                # A block the library freed too early would be handed out again here, and overwritten.
+                filler = scribble(nbytes)
+                check(arr.to_pylist() == want, f"{what}: values changed once the handle was destroyed")
+                lib.lodtensor_destroy(filler)
+                if key is not None:
+                    check(releases.get(key, 0) == 0, f"{what}: released while pyarrow holds it")
+                    del arr
+                    gc.collect()
+                    check(releases.get(key, 0) == 1, f"{what}: released {releases.get(key, 0)} times")
+
+
+def test_export_refusals():
+    """Refused exports leave both structs unwritten."""
+    for what, dtype, dims, want in [("bfloat16", (4, 16), [2], UNSUPPORTED),
+                                    ("0-d", (2, 32), [], INVALID_ARGUMENT)]:
+        cdims = (ctypes.c_int64 * max(1, len(dims)))(*dims)
+        raw = bytes(prod(dims) * dtype[1] // 8)
+        t = ctypes.c_void_p()
+        status(lib.lodtensor_create(DType(dtype[0], dtype[1], 1), cdims, len(dims), raw, len(raw), LOD_OFFSETS,
+                                    None, 0, None, 0, ctypes.byref(t)), "lodtensor_create")
+        schema, array = ArrowSchema(), ArrowArray()
+        s = lib.lodtensor_to_arrow(t, ctypes.byref(schema), ctypes.byref(array))
+        check(s == want, f"export {what}: status {s}, want {want}")
+        check(bytes(schema) == bytes(ctypes.sizeof(schema)) and bytes(array) == bytes(ctypes.sizeof(array)),
+              f"export {what}: a refused export wrote the structs")
+        lib.lodtensor_destroy(t)
+
+
+# ---- import: pyarrow's arrays into lodtensor_from_arrow -------------------------------------------
+
+def take(arr):
+    """lodtensor_from_arrow over pyarrow's export of `arr`: (status, tensor, array struct). The schema
+    stays ours whatever the outcome, and is released here."""
+    schema, array = ArrowSchema(), ArrowArray()
+    arr._export_to_c(ctypes.addressof(array), ctypes.addressof(schema))
+    out = ctypes.c_void_p()
+    s = lib.lodtensor_from_arrow(ctypes.byref(schema), ctypes.byref(array), ctypes.byref(out))
+    check(schema.release is not None, "from_arrow released the caller's schema")
+    if schema.release:
+        ReleaseSchema(schema.release)(ctypes.byref(schema))
+    check(schema.release is None, "the schema's release did not mark it released")
+    return s, out, array
+
+
+def read_layout(arr):
+    """(dims, LoD, flat elements, arrow element type) of `arr` as pyarrow reads it: its type says how
+    many list levels and which fixed sizes; to_pylist gives the rest."""
+    t, list_levels, fixed = arr.type, 0, []
+    while pa.types.is_list(t) or pa.types.is_large_list(t):
+        list_levels += 1
+        t = t.value_type
+    while pa.types.is_fixed_size_list(t):
+        fixed.append(t.list_size)
+        t = t.value_type
+    items, lod = arr.to_pylist(), []
+    for _ in range(list_levels):
+        offsets = [0]
+        for x in items:
+            offsets.append(offsets[-1] + len(x))
+        lod.append(offsets)
+        items = [y for x in items for y in x]
+    dims = [len(items)] + fixed
+    for _ in fixed:
+        items = [y for x in items for y in x]
+    return dims, lod, items, t
+
+
+def element_address(arr):
+    """The address of the first element `arr` uses, through pyarrow's own slicing of each level."""
+    node = arr
+    while pa.types.is_list(node.type) or pa.types.is_large_list(node.type) or pa.types.is_fixed_size_list(node.type):
+        node = node.flatten()
+    return node.buffers()[1].address + node.offset * node.type.bit_width // 8
+
+
+def _values(arrow, n):
+    return values(DTYPE_BY_ARROW[str(arrow)][0], n)
+
+
+def import_cases():
+    """(description, a function making the array): made afresh per case, after the memory
+    baseline is taken."""
+    f32, i32 = pa.float32(), pa.int32()
+    cases = []
+    for _, _, _, arrow in DTYPES:
+        v = _values(arrow, 12)
+        cases += [
+            (f"{arrow} primitive", lambda a=arrow, v=v: pa.array(v, a)),
+            (f"{arrow} primitive slice", lambda a=arrow, v=v: pa.array(v, a).slice(3, 5)),
+            (f"list<{arrow}>", lambda a=arrow, v=v: pa.array([v[:2], [], v[2:7], v[7:]], pa.list_(a))),
+            (f"large_list<{arrow}> slice",
+             lambda a=arrow, v=v: pa.array([v[:3], v[3:4], [], v[4:9], v[9:]], pa.large_list(a)).slice(1, 3)),
+            (f"large_list<fixed_size_list<{arrow}, 3>>",
+             lambda a=arrow, v=v: pa.array([[v[0:3], v[3:6]], [], [v[6:9]]], pa.large_list(pa.list_(a, 3)))),
+            (f"fixed_size_list<fixed_size_list<{arrow}, 3>, 2> slice",
+             lambda a=arrow, v=v: pa.array([[v[0:3], v[3:6]], [v[6:9], v[9:12]], [v[1:4], v[5:8]]],
+                                           pa.list_(pa.list_(a, 3), 2)).slice(1, 2)),
+            (f"list<large_list<{arrow}>> slice",
+             lambda a=arrow, v=v: pa.array([[v[:1]], [v[1:3], [], v[3:6]], [], [[], v[6:]]],
+                                           pa.list_(pa.large_list(a))).slice(1, 3)),
+        ]
+    cases += [
+        ("list<float> over offsets from 3 and sliced values",
+         lambda: pa.ListArray.from_arrays(pa.array([3, 5, 5, 8], i32), pa.array(_values(f32, 12), f32).slice(1))),
+        ("large_list<fixed_size_list<int32, 2>> slice of one empty sequence",
+         lambda: pa.array([[[1, 2]], [], [[3, 4]]], pa.large_list(pa.list_(i32, 2))).slice(1, 1)),
+        ("fixed_size_list<float, 0>", lambda: pa.array([[], [], []], pa.list_(f32, 0))),
+        ("int32 slice that leaves the null out", lambda: pa.array([None, 1, 2, 3], i32).slice(1)),
+        ("list<int32> slice that leaves the null element out",
+         lambda: pa.array([[None], [1, 2], [3]], pa.list_(i32)).slice(1)),
+        ("empty int64", lambda: pa.array([], pa.int64())),
+    ]
+    return cases
+
+
+def test_take_from_pyarrow():
+    for what, make in import_cases():
+        gc.collect()
+        baseline = pa.total_allocated_bytes()
+        arr = make()
+        dims, lod, flat, arrow = read_layout(arr)
+        name, (code, bits), fmt = DTYPE_BY_ARROW[str(arrow)]
+        address = element_address(arr) if flat else None
+        s, t, array = take(arr)
+        check(s == OK, f"import {what}: status {s}: {lib.lodtensor_last_error_message().decode()}")
+        if s != OK:
+            if array.release:
+                ReleaseArray(array.release)(ctypes.byref(array))
+            continue
+        check(array.release is None, f"import {what}: the array struct was not moved (release not NULL)")
+        del arr
+        gc.collect()
+        held = pa.total_allocated_bytes()
+        if name == "bool":
+            check(held == baseline, f"import {what}: bool's copy kept {held - baseline} bytes of pyarrow's")
+        else:
+            check(held > baseline, f"import {what}: pyarrow's memory went while the tensor uses it")
+        check(tensor_dims(t) == dims, f"import {what}: dims {tensor_dims(t)}, want {dims}")
+        got_dtype = DType()
+        status(lib.lodtensor_dtype(t, ctypes.byref(got_dtype)), "lodtensor_dtype")
+        check((got_dtype.code, got_dtype.bits, got_dtype.lanes) == (code, bits, 1),
+              f"import {what}: dtype {(got_dtype.code, got_dtype.bits)}, want {(code, bits)}")
+        got_lod = [offsets for _, offsets in tensor_lod(t)]
+        check(got_lod == lod, f"import {what}: LoD {got_lod}, want {lod}")
+        got = tensor_elements(t, fmt)
+        check(got == flat, f"import {what}: elements {got}, want {flat}")
+        if name != "bool" and address is not None:
+            check(tensor_data(t) == address, f"import {what}: the elements are not pyarrow's memory")
+        lib.lodtensor_destroy(t)
+        gc.collect()
+        after = pa.total_allocated_bytes()
+        check(after == baseline, f"import {what}: {after - baseline} bytes of pyarrow's left after destroy")
+
+
+def test_refusals():
+    """Arrays with no tensor form: the documented status, and nothing taken."""
+    i32 = pa.int32()
+    cases = [
+        ("a null", lambda: pa.array([1, None]), INVALID_ARGUMENT),
+        ("a null element in a list", lambda: pa.array([[1, None]], pa.list_(i32)), INVALID_ARGUMENT),
+        ("a null list", lambda: pa.array([[1], None], pa.list_(i32)), INVALID_ARGUMENT),
+        ("strings", lambda: pa.array(["a", "bc"]), UNSUPPORTED),
+        ("a dictionary", lambda: pa.array([1, 2, 1], i32).dictionary_encode(), UNSUPPORTED),
+        ("a struct", lambda: pa.array([{"a": 1, "b": 2.0}]), UNSUPPORTED),
+        ("uint32", lambda: pa.array([1, 2], pa.uint32()), UNSUPPORTED),
+        ("list<uint16>", lambda: pa.array([[1, 2]], pa.list_(pa.uint16())), UNSUPPORTED),
+        ("a list inside a fixed-size list", lambda: pa.array([[[1]]], pa.list_(pa.list_(i32), 1)), UNSUPPORTED),
+        ("a list of no entries", lambda: pa.array([], pa.list_(i32)), INVALID_LOD),
+    ]
+    for what, make, want in cases:
+        gc.collect()
+        baseline = pa.total_allocated_bytes()
+        arr = make()
+        s, t, array = take(arr)
+        check(s == want, f"refuse {what}: status {s}, want {want}")
+        check(lib.lodtensor_last_error_message() != b"", f"refuse {what}: no error message")
+        check(not t.value, f"refuse {what}: *out was written")
+        check(array.release is not None, f"refuse {what}: the array was taken (release NULL)")
+        if s == OK:
+            lib.lodtensor_destroy(t)
+        elif array.release:
+            ReleaseArray(array.release)(ctypes.byref(array))
+        del arr
+        gc.collect()
+        after = pa.total_allocated_bytes()
+        check(after == baseline, f"refuse {what}: {after - baseline} bytes of pyarrow's left")
+
+
+def test_round_trip():
+    """A tensor lent to pyarrow and taken back from pyarrow's own export: the same memory and LoD,
+    released once, when the last of the two handles and pyarrow's array goes."""
+    dims, lod = [5, 2, 3], [[0, 1, 1, 3], [0, 2, 2, 5]]
+    t, flat, key = make_tensor("float32", dims, lod, "buffer")
+    address = tensor_data(t)
+    arr = lend(t)
+    s, t2, _ = take(arr)
+    check(s == OK, f"round trip: status {s}: {lib.lodtensor_last_error_message().decode()}")
+    if s != OK:
+        lib.lodtensor_destroy(t)
+        return
+    check(tensor_data(t2) == address, "round trip: not the same memory")
+    check([o for _, o in tensor_lod(t2)] == lod and tensor_dims(t2) == dims, "round trip: dims or LoD differ")
+    check(tensor_elements(t2, "f") == flat, "round trip: elements differ")
+    lib.lodtensor_destroy(t)
+    del arr
+    gc.collect()
+    check(releases.get(key, 0) == 0, "round trip: released while the second handle lives")
+    lib.lodtensor_destroy(t2)
+    check(releases.get(key, 0) == 1, f"round trip: released {releases.get(key, 0)} times")
+
+
+test_lend_to_pyarrow()
+test_export_refusals()
+test_take_from_pyarrow()
+test_refusals()
+test_round_trip()
+gc.collect()
+check(all(n == 1 for n in releases.values()) and len(releases) == _next_key[0] - 1,
+      f"lent buffers released other than once each: {releases}")
+summary = "all checks passed" if failures == 0 else f"{failures} failed"
+print(f"arrow_pyarrow (pyarrow {pa.__version__}): {passed} checks passed, {summary}")
+sys.exit(1 if failures else 0)

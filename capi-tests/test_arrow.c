@@ -1,0 +1,326 @@
+/* test_arrow: lodtensor_to_arrow and lodtensor_from_arrow, with the Arrow C data interface's
+ * structs as lodtensor.h defines them. An exported LoD tensor's chain (formats, lengths, offsets,
+ * elements in place) and its memory outliving the tensor; a producer's sliced list array taken
+ * zero copy, moved out of the caller's struct, released exactly once when the last handle goes
+ * and never on failure; every documented failure; and, where CUDA can be used, a device tensor
+ * refused. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lodtensor.h>
+
+#include "check.h"
+#include "fixtures.h"
+
+/* ---- a producer: list<int64> (32-bit offsets) of entries 1..3 of [[9], [0, 1, 2], [], [3, 4]],
+ * the values array starting one element in -------------------------------------------------- */
+
+static int released;
+
+typedef struct {
+    struct ArrowArray values;
+    struct ArrowArray *children[1];
+    const void *list_buffers[2];
+    const void *value_buffers[2];
+    int32_t offsets[5];
+    int64_t data[7];
+    uint8_t validity[1];
+} Producer;
+
+typedef struct {
+    struct ArrowSchema values;
+    struct ArrowSchema *children[1];
+} ProducerSchema;
+
+static void release_values(struct ArrowArray *a) { a->release = NULL; }
+
+static void release_list(struct ArrowArray *a) {
+    Producer *p = (Producer *)a->private_data;
+    if (p->values.release != NULL) {
+        p->values.release(&p->values);
+    }
+    ++released;
+    free(p);
+    a->release = NULL;
+}
+
+static void release_value_schema(struct ArrowSchema *s) { s->release = NULL; }
+
+static void release_list_schema(struct ArrowSchema *s) {
+    ProducerSchema *p = (ProducerSchema *)s->private_data;
+    if (p->values.release != NULL) {
+        p->values.release(&p->values);
+    }
+    free(p);
+    s->release = NULL;
+}
+
+static void produce(struct ArrowSchema *schema, struct ArrowArray *array) {
+    static const int32_t offsets[5] = {0, 1, 4, 4, 6};
+    static const int64_t data[7] = {-1, 9, 0, 1, 2, 3, 4};
+    Producer *p = (Producer *)calloc(1, sizeof *p);
+    ProducerSchema *ps = (ProducerSchema *)calloc(1, sizeof *ps);
+    if (p == NULL || ps == NULL) {
+        exit(1);
+    }
+    memcpy(p->offsets, offsets, sizeof offsets);
+    memcpy(p->data, data, sizeof data);
+    p->value_buffers[1] = p->data;
+    p->values.length = 6;
+    p->values.offset = 1;
+    p->values.n_buffers = 2;
+    p->values.buffers = p->value_buffers;
+    p->values.release = release_values;
+    p->list_buffers[1] = p->offsets;
+    p->children[0] = &p->values;
+    memset(array, 0, sizeof *array);
+    array->length = 3;
+    array->offset = 1;
+    array->n_buffers = 2;
+    array->n_children = 1;
+    array->buffers = p->list_buffers;
+    array->children = p->children;
+    array->release = release_list;
+    array->private_data = p;
+
+    ps->values.format = "l";
+    ps->values.release = release_value_schema;
+    ps->children[0] = &ps->values;
+    memset(schema, 0, sizeof *schema);
+    schema->format = "+l";
+    schema->n_children = 1;
+    schema->children = ps->children;
+    schema->release = release_list_schema;
+    schema->private_data = ps;
+}
+
+static Producer *producer_of(struct ArrowArray *array) { return (Producer *)array->private_data; }
+
+/* ---- tests ---------------------------------------------------------------------------------- */
+
+static void test_export(void) {
+    static const int64_t dims[2] = {5, 2};
+    static const float values[10] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    static const size_t l0[4] = {0, 2, 2, 5};
+    lodtensor_t *x = fx_make(fx_f32(), dims, 2, values, l0, 4, NULL, 0);
+    struct ArrowSchema schema;
+    struct ArrowArray array;
+    const void *data = fx_data(x);
+    size_t i;
+    if (!CHECK_OK(lodtensor_to_arrow(x, &schema, &array))) {
+        lodtensor_destroy(x);
+        return;
+    }
+    lodtensor_destroy(x); /* the export keeps the memory */
+    CHECK(strcmp(schema.format, "+L") == 0 && strcmp(schema.name, "") == 0);
+    CHECK(schema.flags == 0 && schema.n_children == 1 && schema.dictionary == NULL && schema.metadata == NULL);
+    CHECK(strcmp(schema.children[0]->format, "+w:2") == 0 && strcmp(schema.children[0]->name, "item") == 0);
+    CHECK(strcmp(schema.children[0]->children[0]->format, "f") == 0);
+    CHECK(schema.children[0]->children[0]->n_children == 0);
+    CHECK(array.length == 3 && array.null_count == 0 && array.offset == 0 && array.n_buffers == 2);
+    CHECK(array.buffers[0] == NULL);
+    for (i = 0; i < 4; ++i) {
+        CHECK(((const int64_t *)array.buffers[1])[i] == (int64_t)l0[i]);
+    }
+    {
+        struct ArrowArray *rows = array.children[0], *elements = rows->children[0];
+        CHECK(rows->length == 5 && rows->n_buffers == 1 && rows->n_children == 1 && rows->buffers[0] == NULL);
+        CHECK(elements->length == 10 && elements->n_buffers == 2 && elements->n_children == 0);
+        CHECK_EQ_PTR(elements->buffers[1], data);
+        CHECK(memcmp(elements->buffers[1], values, sizeof values) == 0);
+    }
+    schema.release(&schema);
+    CHECK(schema.release == NULL);
+    array.release(&array);
+    CHECK(array.release == NULL);
+}
+
+static void test_import(void) {
+    static const size_t want_lod[4] = {0, 3, 3, 5};
+    static const int64_t want[5] = {0, 1, 2, 3, 4};
+    struct ArrowSchema schema;
+    struct ArrowArray array;
+    lodtensor_t *t = NULL, *piece = NULL;
+    const int64_t *expected_data;
+    int64_t dims[LODTENSOR_MAX_DIMS];
+    size_t ndim = 0;
+    produce(&schema, &array);
+    expected_data = producer_of(&array)->data + 2;
+    released = 0;
+    if (!CHECK_OK(lodtensor_from_arrow(&schema, &array, &t))) {
+        array.release(&array);
+        schema.release(&schema);
+        return;
+    }
+    CHECK(array.release == NULL); /* moved */
+    CHECK(schema.release != NULL);
+    schema.release(&schema); /* the schema stays the caller's */
+    CHECK_OK(lodtensor_dims(t, dims, LODTENSOR_MAX_DIMS, &ndim));
+    CHECK(ndim == 1 && dims[0] == 5);
+    CHECK_OFFSETS(t, 0, want_lod, 4);
+    CHECK_EQ_PTR(fx_data(t), expected_data);
+    CHECK(memcmp(fx_data(t), want, sizeof want) == 0);
+    CHECK_OK(lodtensor_slice(t, 0, 2, 3, &piece));
+    lodtensor_destroy(t);
+    CHECK_EQ_INT(released, 0);
+    lodtensor_destroy(piece);
+    CHECK_EQ_INT(released, 1);
+}
+
+static void test_round_trip(void) {
+    static const int64_t dims[1] = {4};
+    static const uint8_t flags[4] = {1, 0, 0, 1};
+    static const size_t l0[3] = {0, 3, 4};
+    lodtensor_t *x = fx_make(fx_bool(), dims, 1, flags, l0, 3, NULL, 0), *y = NULL;
+    struct ArrowSchema schema;
+    struct ArrowArray array;
+    if (CHECK_OK(lodtensor_to_arrow(x, &schema, &array))) {
+        /* Arrow's bits, least significant first. */
+        CHECK(((const uint8_t *)array.children[0]->buffers[1])[0] == 0x9);
+        if (CHECK_OK(lodtensor_from_arrow(&schema, &array, &y))) {
+            CHECK(array.release == NULL);
+            fx_same(y, x);
+        } else {
+            array.release(&array);
+        }
+        schema.release(&schema);
+    }
+    lodtensor_destroy(y);
+    lodtensor_destroy(x);
+}
+
+/* Imports a produced array after `damage`, expecting `status` with `words` in the message, *out
+ * and the array left alone. */
+static void check_refused(void (*damage)(struct ArrowSchema *, struct ArrowArray *), int32_t status,
+                          const char *words) {
+    struct ArrowSchema schema;
+    struct ArrowArray array;
+    void (*release)(struct ArrowArray *);
+    lodtensor_t *out = fx_sentinel();
+    produce(&schema, &array);
+    release = array.release;
+    damage(&schema, &array);
+    released = 0;
+    CHECK_STATUS_MSG(lodtensor_from_arrow(&schema, &array, &out), status, words);
+    CHECK_EQ_PTR(out, fx_sentinel());
+    CHECK_EQ_INT(released, 0);
+    array.release = release;
+    array.release(&array);
+    schema.release(&schema);
+}
+
+static void released_array(struct ArrowSchema *s, struct ArrowArray *a) {
+    (void)s;
+    a->release = NULL;
+}
+static void string_values(struct ArrowSchema *s, struct ArrowArray *a) {
+    (void)a;
+    s->children[0]->format = "u";
+}
+static void no_format(struct ArrowSchema *s, struct ArrowArray *a) {
+    (void)a;
+    s->format = NULL;
+}
+static void empty_top(struct ArrowSchema *s, struct ArrowArray *a) {
+    (void)s;
+    a->length = 0;
+}
+static void a_null(struct ArrowSchema *s, struct ArrowArray *a) {
+    Producer *p = producer_of(a);
+    (void)s;
+    /* Bit 3: entry 2 of the values array, after its offset of 1; among the entries used. */
+    p->validity[0] = (uint8_t)(0xff & ~(1u << 3));
+    p->value_buffers[0] = p->validity;
+    p->values.null_count = 1;
+}
+static void list_of_huge_lists(struct ArrowSchema *s, struct ArrowArray *a) {
+    /* list<fixed_size_list<int64, 2^62>> of one entry of four lists: their items overflow */
+    static struct ArrowSchema fixed_schema;
+    static struct ArrowSchema *fixed_schema_children[1];
+    static struct ArrowArray fixed;
+    static struct ArrowArray *fixed_children[1];
+    static const void *no_buffers[1];
+    static const int32_t offsets[2] = {0, 4};
+    Producer *p = producer_of(a);
+    fixed_schema_children[0] = s->children[0];
+    memset(&fixed_schema, 0, sizeof fixed_schema);
+    fixed_schema.format = "+w:4611686018427387904";
+    fixed_schema.n_children = 1;
+    fixed_schema.children = fixed_schema_children;
+    fixed_schema.release = release_value_schema;
+    s->children[0] = &fixed_schema;
+    memset(&fixed, 0, sizeof fixed);
+    fixed.length = 4;
+    fixed.n_buffers = 1;
+    fixed.n_children = 1;
+    fixed.buffers = no_buffers;
+    fixed_children[0] = &p->values;
+    fixed.children = fixed_children;
+    fixed.release = release_values;
+    p->values.length = INT64_MAX;
+    p->values.offset = 0;
+    p->children[0] = &fixed;
+    p->list_buffers[1] = offsets;
+    a->length = 1;
+    a->offset = 0;
+}
+
+static void test_errors(void) {
+    static const int64_t dims[1] = {2};
+    static const uint16_t halves[2] = {0, 0};
+    lodtensor_t *x = fx_make(fx_f32(), dims, 1, (const float[]){1, 2}, NULL, 0, NULL, 0), *bf = NULL, *scalar = NULL;
+    struct ArrowSchema schema;
+    struct ArrowArray array;
+    lodtensor_t *out = fx_sentinel();
+    CHECK_STATUS_MSG(lodtensor_to_arrow(NULL, &schema, &array), LODTENSOR_NULL_ARGUMENT, "t");
+    CHECK_STATUS_MSG(lodtensor_to_arrow(x, NULL, &array), LODTENSOR_NULL_ARGUMENT, "out_schema");
+    CHECK_STATUS_MSG(lodtensor_to_arrow(x, &schema, NULL), LODTENSOR_NULL_ARGUMENT, "out_array");
+    bf = fx_make(fx_dtype(LODTENSOR_DTYPE_CODE_BFLOAT, 16), dims, 1, halves, NULL, 0, NULL, 0);
+    memset(&schema, 0, sizeof schema);
+    CHECK_STATUS_MSG(lodtensor_to_arrow(bf, &schema, &array), LODTENSOR_UNSUPPORTED, "bfloat16");
+    CHECK(schema.release == NULL); /* not written */
+    scalar = fx_make(fx_f32(), NULL, 0, (const float[]){1}, NULL, 0, NULL, 0);
+    CHECK_STATUS_MSG(lodtensor_to_arrow(scalar, &schema, &array), LODTENSOR_INVALID_ARGUMENT, "0-d");
+
+    produce(&schema, &array);
+    CHECK_STATUS_MSG(lodtensor_from_arrow(NULL, &array, &out), LODTENSOR_NULL_ARGUMENT, "schema");
+    CHECK_STATUS_MSG(lodtensor_from_arrow(&schema, NULL, &out), LODTENSOR_NULL_ARGUMENT, "array");
+    CHECK_STATUS_MSG(lodtensor_from_arrow(&schema, &array, NULL), LODTENSOR_NULL_ARGUMENT, "out");
+    CHECK_EQ_PTR(out, fx_sentinel());
+    array.release(&array);
+    schema.release(&schema);
+    check_refused(released_array, LODTENSOR_INVALID_ARGUMENT, "array: has been released");
+    check_refused(no_format, LODTENSOR_NULL_ARGUMENT, "schema: format is NULL");
+    check_refused(string_values, LODTENSOR_UNSUPPORTED, "\"u\"");
+    check_refused(empty_top, LODTENSOR_INVALID_LOD, "array: ");
+    check_refused(a_null, LODTENSOR_INVALID_ARGUMENT, "entry 2 is null");
+    check_refused(list_of_huge_lists, LODTENSOR_OUT_OF_MEMORY, "more than memory holds");
+    lodtensor_destroy(scalar);
+    lodtensor_destroy(bf);
+    lodtensor_destroy(x);
+}
+
+static void test_with_cuda(size_t count) {
+    static const int64_t dims[1] = {2};
+    lodtensor_t *x = fx_make(fx_f32(), dims, 1, (const float[]){1, 2}, NULL, 0, NULL, 0), *on_device = NULL;
+    struct ArrowSchema schema;
+    struct ArrowArray array;
+    (void)count;
+    if (CHECK_OK(lodtensor_to_place(x, fx_place(LODTENSOR_DEVICE_CUDA, 0), &on_device))) {
+        CHECK_STATUS_MSG(lodtensor_to_arrow(on_device, &schema, &array), LODTENSOR_UNSUPPORTED, "lodtensor_to_place");
+    }
+    lodtensor_destroy(on_device);
+    lodtensor_destroy(x);
+}
+
+static void test_without_cuda(void) {}
+
+int main(void) {
+    test_export();
+    test_import();
+    test_round_trip();
+    test_errors();
+    fx_with_or_without_cuda("test_arrow", test_with_cuda, test_without_cuda);
+    return CHECK_RETURN();
+}

@@ -1,0 +1,557 @@
+//! The Arrow C data interface: LoD tensors lent to and taken from Arrow (pyarrow, Arrow C++, Go,
+//! Java, Polars, DuckDB) as `ArrowSchema` + `ArrowArray`, without copying the elements.
+//!
+//! A LoD tensor is a chain of nested arrays, outermost first: one `large_list` (`+L`, 64-bit
+//! offsets) per LoD level, whose offsets are that level's; then one `fixed_size_list` (`+w:n`) per
+//! dim after the first, so a row of shape `[3, 4]` is `+w:3` of `+w:4`; then the elements as a
+//! primitive array. A tensor without LoD starts at the fixed-size lists (or the elements, for a
+//! 1-d tensor). So a 2-level LoD over `[N, D]` f32 rows is `large_list<large_list<
+//! fixed_size_list<float, D>>>`, and a 1-level LoD over a 1-d int64 tensor is `large_list<int64>`.
+//!
+//! Arrow packs booleans 8 to a byte, so bool tensors are the one dtype copied, both ways; bfloat16
+//! has no Arrow type. The structs below have the layout of Arrow's `abi.h`; the C header defines
+//! them under Arrow's own guard, `ARROW_C_DATA_INTERFACE`.
+
+use crate::dim::{Dim, MAX_DIMS};
+use crate::dtype::DType;
+use crate::error::{ensure, err, Result};
+use crate::lod::Lod;
+use crate::lod_tensor::{check_lod_for_dims, LoDTensor};
+use crate::place::Place;
+use crate::tensor::Tensor;
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::sync::Arc;
+
+#[repr(C)]
+pub struct ArrowSchema {
+    pub format: *const c_char,
+    pub name: *const c_char,
+    pub metadata: *const c_char,
+    pub flags: i64,
+    pub n_children: i64,
+    pub children: *mut *mut ArrowSchema,
+    pub dictionary: *mut ArrowSchema,
+    pub release: Option<unsafe extern "C" fn(*mut ArrowSchema)>,
+    pub private_data: *mut c_void,
+}
+
+#[repr(C)]
+pub struct ArrowArray {
+    pub length: i64,
+    pub null_count: i64,
+    pub offset: i64,
+    pub n_buffers: i64,
+    pub n_children: i64,
+    pub buffers: *mut *const c_void,
+    pub children: *mut *mut ArrowArray,
+    pub dictionary: *mut ArrowArray,
+    pub release: Option<unsafe extern "C" fn(*mut ArrowArray)>,
+    pub private_data: *mut c_void,
+}
+
+// LoD offsets are lent to Arrow as its int64 offsets, in place.
+const _: () = assert!(std::mem::size_of::<usize>() == std::mem::size_of::<i64>());
+
+/// A LoD tensor at most this many arrays deep is taken: enough for any LoD, and a bound on the
+/// walk down a chain of children that a broken producer might have made circular.
+const MAX_DEPTH: usize = 64;
+
+/// Entries at or past this (in any array) are past any buffer: no buffer of 8-byte entries this
+/// long fits in an address space, and pointer offsets beyond it would wrap.
+const PAST_ANY_BUFFER: usize = isize::MAX as usize / 8;
+
+/// One array of the chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layer {
+    /// A variable-size list: a LoD level. `wide` for 64-bit offsets (`+L`), else 32-bit (`+l`).
+    List {
+        wide: bool,
+    },
+    /// A fixed-size list of this many items: a dim after the first.
+    Fixed(usize),
+    Values(DType),
+}
+
+impl Layer {
+    /// The Arrow format string.
+    fn format(self) -> String {
+        match self {
+            Layer::List { wide } => if wide { "+L" } else { "+l" }.to_owned(),
+            Layer::Fixed(n) => format!("+w:{n}"),
+            Layer::Values(dtype) => primitive_format(dtype).expect("checked by the exporter").to_owned(),
+        }
+    }
+
+    fn parse(format: &str) -> Result<Layer> {
+        if let Some(n) = format.strip_prefix("+w:") {
+            let n = n
+                .parse::<usize>()
+                .map_err(|_| err!(InvalidArgument, "the fixed-size list format {format:?} does not end in a size"))?;
+            return Ok(Layer::Fixed(n));
+        }
+        match format {
+            "+L" => return Ok(Layer::List { wide: true }),
+            "+l" => return Ok(Layer::List { wide: false }),
+            _ => {}
+        }
+        if let Some(&dtype) = DType::ALL.iter().find(|&&d| primitive_format(d) == Some(format)) {
+            return Ok(Layer::Values(dtype));
+        }
+        Err(err!(
+            Unsupported,
+            "format {format:?} has no tensor form; a LoD tensor is lists (+l, +L), fixed-size lists (+w:n) and \
+             elements of b, C, c, s, i, l, e, f or g"
+        ))
+    }
+
+    /// `(buffers, children)` of an array of this layer.
+    fn shape(self) -> (i64, i64) {
+        match self {
+            Layer::List { .. } => (2, 1),
+            Layer::Fixed(_) => (1, 1),
+            Layer::Values(_) => (2, 0),
+        }
+    }
+}
+
+/// The Arrow format of a dtype's elements; bfloat16 has none.
+fn primitive_format(dtype: DType) -> Option<&'static str> {
+    Some(match dtype {
+        DType::Bool => "b",
+        DType::U8 => "C",
+        DType::I8 => "c",
+        DType::I16 => "s",
+        DType::I32 => "i",
+        DType::I64 => "l",
+        DType::F16 => "e",
+        DType::F32 => "f",
+        DType::F64 => "g",
+        DType::BF16 => return None,
+    })
+}
+
+// ---- export ----------------------------------------------------------------------------------
+
+/// What every array of an export keeps alive: the tensor and LoD it lends, and a bool tensor's
+/// packed bits.
+struct Lent {
+    _tensor: Tensor,
+    _lod: Lod,
+    _bits: Vec<u8>,
+}
+
+/// An exported array's own part: its buffer list and its child's struct, which it frees.
+struct ArrayPart {
+    buffers: [*const c_void; 2],
+    child: [*mut ArrowArray; 1],
+    _lent: Arc<Lent>,
+}
+
+/// An exported schema's own part: its strings and its child's struct, which it frees.
+struct SchemaPart {
+    _format: CString,
+    _name: CString,
+    child: [*mut ArrowSchema; 1],
+}
+
+/// `x` as an Arrow schema and array that share its memory (the elements and the LoD offsets; bool
+/// elements are packed into bits of their own). Each struct is released by its `release`
+/// callback, once, from any thread; the memory stays until the array is released, also after `x`
+/// has gone. The arrays are not nullable and have no nulls (validity buffers NULL).
+///
+/// Errors: `Unsupported` (a CUDA tensor: the C data interface is host memory; bfloat16);
+/// `InvalidArgument` (a 0-d tensor, which has no rows).
+pub fn to_arrow(x: &LoDTensor) -> Result<(ArrowSchema, ArrowArray)> {
+    let tensor = x.tensor();
+    ensure!(
+        tensor.place() == Place::Cpu,
+        Unsupported,
+        "t: on {}; Arrow's C data interface carries host memory: copy the tensor to the CPU first \
+         (lodtensor_to_place)",
+        tensor.place()
+    );
+    let dtype = tensor.dtype();
+    ensure!(primitive_format(dtype).is_some(), Unsupported, "t: {dtype} has no Arrow type");
+    let dims = tensor.dims().as_slice();
+    ensure!(!dims.is_empty(), InvalidArgument, "t: a 0-d tensor has no rows to make an Arrow array of");
+    let bits = if dtype == DType::Bool { pack_bits(tensor.bytes()?) } else { Vec::new() };
+    let values = if dtype == DType::Bool { bits.as_ptr() } else { tensor.as_ptr() };
+
+    // The chain, outermost first, with each array's length and data buffer.
+    let lod = x.lod();
+    let mut chain: Vec<(Layer, usize, *const c_void)> =
+        lod.levels().iter().map(|level| (Layer::List { wide: true }, level.len() - 1, level.as_ptr().cast())).collect();
+    let mut length = dims[0];
+    for &d in &dims[1..] {
+        chain.push((Layer::Fixed(d), length, std::ptr::null()));
+        length *= d;
+    }
+    chain.push((Layer::Values(dtype), length, values.cast()));
+
+    let lent = Arc::new(Lent { _tensor: tensor.clone(), _lod: lod.clone(), _bits: bits });
+    let mut array = None;
+    let mut schema = None;
+    for (i, &(layer, length, data)) in chain.iter().enumerate().rev() {
+        array = Some(export_array(layer, length, data, array.map(Box::new), &lent));
+        schema = Some(export_schema(layer, if i == 0 { "" } else { "item" }, schema.map(Box::new)));
+    }
+    Ok((schema.expect("the chain ends in the elements"), array.expect("the chain ends in the elements")))
+}
+
+/// Bytes of 0 and 1 as Arrow's bits, least significant first.
+fn pack_bits(bytes: &[u8]) -> Vec<u8> {
+    bytes.chunks(8).map(|c| c.iter().enumerate().fold(0u8, |b, (i, &v)| b | (u8::from(v != 0) << i))).collect()
+}
+
+fn export_array(
+    layer: Layer,
+    length: usize,
+    data: *const c_void,
+    child: Option<Box<ArrowArray>>,
+    lent: &Arc<Lent>,
+) -> ArrowArray {
+    let (n_buffers, n_children) = layer.shape();
+    let part = Box::into_raw(Box::new(ArrayPart {
+        buffers: [std::ptr::null(), data],
+        child: [child.map_or(std::ptr::null_mut(), Box::into_raw)],
+        _lent: lent.clone(),
+    }));
+    ArrowArray {
+        length: length as i64,
+        null_count: 0,
+        offset: 0,
+        n_buffers,
+        n_children,
+        // SAFETY: `part` is the live box just made; its fields stay where they are until freed.
+        buffers: unsafe { (*part).buffers.as_mut_ptr() },
+        children: unsafe { (*part).child.as_mut_ptr() },
+        dictionary: std::ptr::null_mut(),
+        release: Some(release_array),
+        private_data: part.cast(),
+    }
+}
+
+fn export_schema(layer: Layer, name: &str, child: Option<Box<ArrowSchema>>) -> ArrowSchema {
+    let (_, n_children) = layer.shape();
+    let format = CString::new(layer.format()).expect("formats have no NUL");
+    let name = CString::new(name).expect("names have no NUL");
+    let (format_ptr, name_ptr) = (format.as_ptr(), name.as_ptr());
+    let part = Box::into_raw(Box::new(SchemaPart {
+        _format: format,
+        _name: name,
+        child: [child.map_or(std::ptr::null_mut(), Box::into_raw)],
+    }));
+    ArrowSchema {
+        format: format_ptr,
+        name: name_ptr,
+        metadata: std::ptr::null(),
+        flags: 0,
+        n_children,
+        // SAFETY: as in `export_array`.
+        children: unsafe { (*part).child.as_mut_ptr() },
+        dictionary: std::ptr::null_mut(),
+        release: Some(release_schema),
+        private_data: part.cast(),
+    }
+}
+
+/// Releases an exported array: its child first (unless the consumer moved it out and so released
+/// it), then its own part. A child moved out keeps its own part, and with it the memory, until
+/// its own release. A panic (none is expected) is not let out into the consumer's frames.
+unsafe extern "C" fn release_array(array: *mut ArrowArray) {
+    let Some(a) = array.as_mut() else { return };
+    let part = a.private_data.cast::<ArrayPart>();
+    a.release = None;
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let part = Box::from_raw(part);
+        if let Some(child) = part.child[0].as_mut() {
+            if let Some(release) = child.release {
+                release(child);
+            }
+            drop(Box::from_raw(child));
+        }
+    }));
+}
+
+/// Releases an exported schema, as `release_array` does an array.
+unsafe extern "C" fn release_schema(schema: *mut ArrowSchema) {
+    let Some(s) = schema.as_mut() else { return };
+    let part = s.private_data.cast::<SchemaPart>();
+    s.release = None;
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let part = Box::from_raw(part);
+        if let Some(child) = part.child[0].as_mut() {
+            if let Some(release) = child.release {
+                release(child);
+            }
+            drop(Box::from_raw(child));
+        }
+    }));
+}
+
+// ---- import ----------------------------------------------------------------------------------
+
+/// Takes the Arrow array `array` of type `schema` as a LoD tensor, without copying its elements
+/// (bool elements are unpacked into a tensor of their own). The chain must have the form
+/// [`to_arrow`] makes, with `+l` (32-bit) lists allowed too: its lists become the LoD, each
+/// level re-based to 0 (Arrow lets offsets start anywhere), its fixed-size lists the dims after
+/// the first. Offsets, lengths and array offsets are honoured, so slices of Arrow arrays are
+/// taken as they are.
+///
+/// On success the tensor owns `array`: the caller's struct is marked released (moved, as the
+/// interface says), and the array's release callback runs exactly once, when the last tensor over
+/// the memory goes, on the thread that drops it (at once for bool). `schema` is only read: it stays
+/// the caller's. On failure nothing is taken and `array` is untouched.
+///
+/// Errors: `NullArgument` (`schema`, `array`; a NULL format, child or buffer that is needed);
+/// `InvalidArgument` (a released struct; a negative length, offset or null count; a child count,
+/// buffer count or length that does not fit its type; offsets that decrease or leave their
+/// child; a null in any array; misaligned elements); `Unsupported` (a format with no tensor form,
+/// a dictionary, a fixed-size list above a list, more than `MAX_DIMS` dims or `MAX_DEPTH` arrays);
+/// `InvalidLod` (the lists break a LoD rule: the top list needs at least one entry);
+/// `OutOfMemory` (sizes that overflow).
+///
+/// # Safety
+/// `schema` and `array` are NULL or valid Arrow C data interface structs of the same type, whose
+/// buffers hold what their type and lengths say until the array is released.
+pub unsafe fn from_arrow(schema: *const ArrowSchema, array: *mut ArrowArray) -> Result<LoDTensor> {
+    let schema = schema.as_ref().ok_or_else(|| err!(NullArgument, "schema: must not be NULL"))?;
+    let root = array.as_ref().ok_or_else(|| err!(NullArgument, "array: must not be NULL"))?;
+    ensure!(schema.release.is_some(), InvalidArgument, "schema: has been released (its release is NULL)");
+    ensure!(root.release.is_some(), InvalidArgument, "array: has been released (its release is NULL)");
+    let layers = read_schema(schema)?;
+
+    // Walk down the arrays with the window of each that the one above uses: entries
+    // [start, start + len) of it, counted from its own offset.
+    let (mut levels, mut dims) = (Vec::new(), Vec::new());
+    let (mut node, mut path) = (root, String::from("array"));
+    let (mut start, mut len) = (0usize, count(root.length, &path, "length")?);
+    for (depth, &layer) in layers.iter().enumerate() {
+        let at = start
+            .checked_add(count(node.offset, &path, "offset")?)
+            .filter(|at| at.checked_add(len).is_some_and(|end| end <= PAST_ANY_BUFFER))
+            .ok_or_else(|| {
+                err!(
+                    InvalidArgument,
+                    "{path}: entries {start}..+{len} after offset {} are past any buffer",
+                    node.offset
+                )
+            })?;
+        check_array(node, layer, &path, at, len)?;
+        if dims.is_empty() && !matches!(layer, Layer::List { .. }) {
+            dims.push(len); // the rows
+        }
+        (start, len) = match layer {
+            Layer::List { wide } => {
+                let (first, last, level) = read_offsets(node, wide, at, len, &path)?;
+                levels.push(level);
+                (first, last - first)
+            }
+            Layer::Fixed(n) => {
+                dims.push(n);
+                let too_big = || err!(OutOfMemory, "{path}: {len} lists of {n} items are more than memory holds");
+                (at.checked_mul(n).ok_or_else(too_big)?, len.checked_mul(n).ok_or_else(too_big)?)
+            }
+            Layer::Values(dtype) => return take_values(array, node, dtype, at, len, &path, dims, levels),
+        };
+        let child = &**node.children;
+        path = format!("{path}.children[0]");
+        let child_len = count(child.length, &path, "length")?;
+        ensure!(
+            start.checked_add(len).is_some_and(|end| end <= child_len),
+            InvalidArgument,
+            "{path}: length {child_len} is less than the {} entries that its parent's {} need",
+            start.saturating_add(len),
+            if matches!(layer, Layer::List { .. }) { "offsets" } else { "lists" }
+        );
+        debug_assert!(depth + 1 < layers.len());
+        node = child;
+    }
+    unreachable!("read_schema ends the chain in elements")
+}
+
+/// The end of [`from_arrow`]: entries `[at, at + numel)` of the elements array `node` as the
+/// tensor's, under `levels`, taking `array` (the root) only once nothing can fail.
+#[allow(clippy::too_many_arguments)]
+unsafe fn take_values(
+    array: *mut ArrowArray,
+    node: &ArrowArray,
+    dtype: DType,
+    at: usize,
+    numel: usize,
+    path: &str,
+    dims: Vec<usize>,
+    levels: Vec<Vec<usize>>,
+) -> Result<LoDTensor> {
+    ensure!(
+        dims.len() <= MAX_DIMS,
+        Unsupported,
+        "schema: {} dims; a tensor of the library has at most {MAX_DIMS}",
+        dims.len()
+    );
+    let dims = Dim::new(&dims)?;
+    let lod =
+        if levels.is_empty() { Lod::empty() } else { Lod::from_offsets(levels).map_err(|e| e.context("array: "))? };
+    check_lod_for_dims(&dims, &lod).map_err(|e| e.context("array: "))?;
+    let data = *node.buffers.add(1);
+    let release = (*array).release.expect("checked by from_arrow");
+    if dtype == DType::Bool {
+        let mut t = Tensor::zeros(dtype, dims)?;
+        let bits = data.cast::<u8>();
+        for (i, b) in t.bytes_mut()?.iter_mut().enumerate() {
+            *b = (*bits.add((at + i) / 8) >> ((at + i) % 8)) & 1;
+        }
+        let t = LoDTensor::new(t, lod)?;
+        release(array);
+        (*array).release = None;
+        return Ok(t);
+    }
+    let len = numel * dtype.size(); // at most PAST_ANY_BUFFER entries of at most 8 bytes
+                                    // No elements: no address to check or use (producers give any, often unaligned ones).
+    let data = if len == 0 { std::ptr::null_mut() } else { data.cast::<u8>().cast_mut().add(at * dtype.size()) };
+    let moved = Moved(Box::new(std::ptr::read(array)));
+    let release = Box::new(move || {
+        let mut moved = moved;
+        release(&mut *moved.0);
+    }) as crate::memory::Release;
+    let tensor = Tensor::borrowed(Place::Cpu, dtype, dims, data, len, Some(release))
+        .map_err(|e| e.context(&format!("{path}: ")))?;
+    // Moved: the caller's struct is released as far as the caller is concerned.
+    (*array).release = None;
+    Ok(LoDTensor::new(tensor, lod).expect("the LoD was checked against the dims"))
+}
+
+/// An array moved out of the caller's struct, carried to whichever thread drops the last tensor.
+/// Dropped without being released when the import fails, which leaves the caller's struct as it
+/// was.
+struct Moved(Box<ArrowArray>);
+// SAFETY: the interface lets a released array's owner release it from any thread.
+unsafe impl Send for Moved {}
+unsafe impl Sync for Moved {}
+
+/// The layers of `schema`'s chain, checked to make a LoD tensor: lists, then fixed-size lists,
+/// then elements, no dictionaries.
+unsafe fn read_schema(schema: &ArrowSchema) -> Result<Vec<Layer>> {
+    let mut layers = Vec::new();
+    let (mut node, mut path) = (schema, String::from("schema"));
+    loop {
+        ensure!(!node.format.is_null(), NullArgument, "{path}: format is NULL");
+        let format = CStr::from_ptr(node.format).to_string_lossy();
+        let layer = Layer::parse(&format).map_err(|e| e.context(&format!("{path}: ")))?;
+        ensure!(node.dictionary.is_null(), Unsupported, "{path}: is dictionary-encoded; a tensor holds its values");
+        if let (Layer::List { .. }, Some(Layer::Fixed(n))) = (layer, layers.last()) {
+            return Err(err!(
+                Unsupported,
+                "{path}: a list inside a fixed-size list (+w:{n}) has no tensor form; a LoD tensor's lists are \
+                 outermost"
+            ));
+        }
+        layers.push(layer);
+        ensure!(
+            layers.len() <= MAX_DEPTH,
+            Unsupported,
+            "{path}: the chain is deeper than the {MAX_DEPTH} arrays a tensor can be"
+        );
+        let want = layer.shape().1;
+        ensure!(
+            node.n_children == want,
+            InvalidArgument,
+            "{path}: format {format:?} has {want} child(ren), n_children is {}",
+            node.n_children
+        );
+        if want == 0 {
+            return Ok(layers);
+        }
+        ensure!(!node.children.is_null(), NullArgument, "{path}: children is NULL");
+        path = format!("{path}.children[0]");
+        node = (*node.children).as_ref().ok_or_else(|| err!(NullArgument, "{path}: is NULL"))?;
+    }
+}
+
+/// A non-negative int64 field as a count.
+fn count(value: i64, path: &str, field: &str) -> Result<usize> {
+    usize::try_from(value).map_err(|_| err!(InvalidArgument, "{path}: {field} {value} is negative"))
+}
+
+/// Checks `node`'s counts against `layer`, its buffers and children, and that entries
+/// `[at, at + len)` of its buffers (its offset included) have no nulls.
+unsafe fn check_array(node: &ArrowArray, layer: Layer, path: &str, at: usize, len: usize) -> Result<()> {
+    let (buffers, children) = layer.shape();
+    ensure!(
+        node.n_buffers == buffers && node.n_children == children,
+        InvalidArgument,
+        "{path}: has {} buffer(s) and {} child(ren); its type has {buffers} and {children}",
+        node.n_buffers,
+        node.n_children
+    );
+    ensure!(!node.buffers.is_null(), NullArgument, "{path}: buffers is NULL");
+    ensure!(node.dictionary.is_null(), Unsupported, "{path}: has a dictionary; a tensor holds its values");
+    if children > 0 {
+        ensure!(!node.children.is_null() && !(*node.children).is_null(), NullArgument, "{path}: its child is NULL");
+    }
+    ensure!(node.null_count >= -1, InvalidArgument, "{path}: null_count {} is negative", node.null_count);
+    let validity = (*node.buffers).cast::<u8>();
+    if node.null_count != 0 {
+        // -1 (not counted) and a validity buffer: read the bits of the entries used.
+        ensure!(
+            !validity.is_null() || node.null_count == -1,
+            InvalidArgument,
+            "{path}: null_count is {} without a validity buffer",
+            node.null_count
+        );
+        if !validity.is_null() {
+            if let Some(i) = (at..at + len).find(|&i| *validity.add(i / 8) >> (i % 8) & 1 == 0) {
+                return Err(err!(
+                    InvalidArgument,
+                    "{path}: entry {} is null; a tensor has no nulls",
+                    i - node.offset as usize
+                ));
+            }
+        }
+    }
+    let needs_data = !matches!(layer, Layer::Fixed(_)) && len > 0;
+    ensure!(!needs_data || !(*node.buffers.add(1)).is_null(), NullArgument, "{path}: buffers[1] is NULL");
+    Ok(())
+}
+
+/// Entries `[at, at + len]` of a list's offsets: `(first, last, level)`, the level re-based to 0.
+/// A list of no entries may have no offsets buffer.
+unsafe fn read_offsets(
+    node: &ArrowArray,
+    wide: bool,
+    at: usize,
+    len: usize,
+    path: &str,
+) -> Result<(usize, usize, Vec<usize>)> {
+    let data = *node.buffers.add(1);
+    if data.is_null() {
+        return Ok((0, 0, vec![0])); // no entries (check_array allows NULL only then)
+    }
+    let read = |i: usize| -> i64 {
+        if wide {
+            *data.cast::<i64>().add(at + i)
+        } else {
+            i64::from(*data.cast::<i32>().add(at + i))
+        }
+    };
+    let mut level = Vec::new();
+    level
+        .try_reserve_exact(len + 1)
+        .map_err(|_| err!(OutOfMemory, "{path}: {len} offsets are more than memory holds"))?;
+    let first = read(0);
+    ensure!(first >= 0, InvalidArgument, "{path}: offsets[{at}] = {first} is negative");
+    let mut last = first;
+    for i in 0..=len {
+        let o = read(i);
+        ensure!(
+            o >= last,
+            InvalidArgument,
+            "{path}: offsets[{}] = {o} is less than offsets[{}] = {last}; offsets must not decrease",
+            at + i,
+            at + i - 1
+        );
+        level.push((o - first) as usize);
+        last = o;
+    }
+    Ok((first as usize, last as usize, level))
+}

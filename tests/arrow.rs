@@ -1,0 +1,626 @@
+//! The Arrow C data interface: tensors lent as Arrow arrays (the chain's formats, lengths and
+//! buffers, read by a reader written here from the interface's rules; the memory outliving the
+//! tensor; children moved out) and Arrow arrays taken as tensors (zero copy, slices and offsets
+//! honoured, the release called once when the last handle goes and never on failure), with every
+//! documented error.
+
+mod common;
+
+use common::Rng;
+use lodtensor::interop::arrow::{from_arrow, to_arrow, ArrowArray, ArrowSchema};
+use lodtensor::{DType, Error, LoDTensor, Lod, Tensor};
+use std::ffi::{c_void, CStr, CString};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// An array's logical value, as Arrow defines it: a list of values or one element's bytes (a
+/// bool element as one byte, 0 or 1).
+#[derive(Clone, Debug, PartialEq)]
+enum Value {
+    List(Vec<Value>),
+    Element(Vec<u8>),
+}
+
+fn element_size(format: &str) -> usize {
+    match format {
+        "b" | "C" | "c" => 1,
+        "s" | "e" => 2,
+        "i" | "f" => 4,
+        "l" | "g" => 8,
+        other => panic!("no element format {other}"),
+    }
+}
+
+/// Entries `[0, length)` of `array` of type `schema`, read by the interface's rules: each array's
+/// offset shifts its buffers; a list's entries are its child's `[offsets[i], offsets[i + 1])`; a
+/// fixed-size list of n has its child's `[i * n, (i + 1) * n)`. Nulls are not expected.
+unsafe fn read(schema: &ArrowSchema, array: &ArrowArray) -> Vec<Value> {
+    read_range(schema, array, 0, array.length as usize)
+}
+
+unsafe fn read_range(schema: &ArrowSchema, array: &ArrowArray, start: usize, len: usize) -> Vec<Value> {
+    let format = CStr::from_ptr(schema.format).to_str().unwrap();
+    assert_eq!(array.null_count, 0, "{format}: nulls");
+    let at = array.offset as usize + start;
+    let buffer = |i: usize| *array.buffers.add(i);
+    let child = || (&**schema.children, &**array.children);
+    match format {
+        "+l" | "+L" => (at..at + len)
+            .map(|i| {
+                let (b, e) = if format == "+L" {
+                    let o = buffer(1).cast::<i64>();
+                    (*o.add(i) as usize, *o.add(i + 1) as usize)
+                } else {
+                    let o = buffer(1).cast::<i32>();
+                    (*o.add(i) as usize, *o.add(i + 1) as usize)
+                };
+                let (s, a) = child();
+                Value::List(read_range(s, a, b, e - b))
+            })
+            .collect(),
+        f if f.starts_with("+w:") => {
+            let n: usize = f[3..].parse().unwrap();
+            (at..at + len)
+                .map(|i| {
+                    let (s, a) = child();
+                    Value::List(read_range(s, a, i * n, n))
+                })
+                .collect()
+        }
+        "b" => {
+            let bits = buffer(1).cast::<u8>();
+            (at..at + len).map(|i| Value::Element(vec![(*bits.add(i / 8) >> (i % 8)) & 1])).collect()
+        }
+        f => {
+            let size = element_size(f);
+            let data = buffer(1).cast::<u8>();
+            (at..at + len)
+                .map(|i| Value::Element(std::slice::from_raw_parts(data.add(i * size), size).to_vec()))
+                .collect()
+        }
+    }
+}
+
+/// A LoD tensor's value as the module's mapping says: sequences of each level, outermost first,
+/// over rows, each row a list per dim after the first, over elements.
+fn tensor_value(x: &LoDTensor) -> Vec<Value> {
+    let t = x.tensor();
+    let dims = t.dims().as_slice().to_vec();
+    let size = t.dtype().size();
+    let bytes = t.bytes().unwrap();
+    let elements: Vec<Value> = bytes.chunks(size).map(|c| Value::Element(c.to_vec())).collect();
+    // Lists of each dim after the first, innermost first: as many as the dims before it make.
+    let mut values = elements;
+    for k in (1..dims.len()).rev() {
+        let (lists, n) = (dims[..k].iter().product::<usize>(), dims[k]);
+        values = (0..lists).map(|i| Value::List(values[i * n..(i + 1) * n].to_vec())).collect();
+    }
+    let levels = x.lod().levels();
+    for level in levels.iter().rev() {
+        values = level.windows(2).map(|w| Value::List(values[w[0]..w[1]].to_vec())).collect();
+    }
+    values
+}
+
+/// The formats of a chain, outermost first.
+unsafe fn formats(schema: &ArrowSchema) -> Vec<String> {
+    let mut out = vec![CStr::from_ptr(schema.format).to_str().unwrap().to_owned()];
+    if schema.n_children == 1 {
+        out.extend(formats(&**schema.children));
+    }
+    out
+}
+
+fn random_tensor(rng: &mut Rng, dtype: DType) -> LoDTensor {
+    let levels = rng.below(4);
+    let mut lod: Vec<Vec<usize>> = Vec::new();
+    let mut entries = 1 + rng.below(4);
+    for _ in 0..levels {
+        let mut level = vec![0];
+        for _ in 0..entries {
+            let len = if rng.below(4) == 0 { 0 } else { rng.below(4) };
+            level.push(level.last().unwrap() + len);
+        }
+        entries = *level.last().unwrap();
+        lod.push(level);
+    }
+    let rows = if levels == 0 { rng.below(5) } else { entries };
+    let mut dims = vec![rows];
+    for _ in 0..rng.below(3) {
+        dims.push(if rng.below(6) == 0 { 0 } else { 1 + rng.below(3) });
+    }
+    let numel: usize = dims.iter().product();
+    let bytes: Vec<u8> = (0..numel * dtype.size())
+        .map(|_| if dtype == DType::Bool { rng.below(2) as u8 } else { rng.below(256) as u8 })
+        .collect();
+    let tensor = Tensor::from_bytes(dtype, lodtensor::Dim::new(&dims).unwrap(), &bytes).unwrap();
+    LoDTensor::new(tensor, Lod::from_offsets(lod).unwrap()).unwrap()
+}
+
+/// The kind of an error, by name.
+fn kind(e: &Error) -> &'static str {
+    match e {
+        Error::NullArgument(_) => "NullArgument",
+        Error::InvalidArgument(_) => "InvalidArgument",
+        Error::InvalidLod(_) => "InvalidLod",
+        Error::Unsupported(_) => "Unsupported",
+        Error::OutOfMemory(_) => "OutOfMemory",
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+const DTYPES: [(DType, &str); 9] = [
+    (DType::Bool, "b"),
+    (DType::U8, "C"),
+    (DType::I8, "c"),
+    (DType::I16, "s"),
+    (DType::I32, "i"),
+    (DType::I64, "l"),
+    (DType::F16, "e"),
+    (DType::F32, "f"),
+    (DType::F64, "g"),
+];
+
+unsafe fn release(mut schema: ArrowSchema, mut array: ArrowArray) {
+    (schema.release.unwrap())(&mut schema);
+    assert!(schema.release.is_none(), "release marks the schema released");
+    (array.release.unwrap())(&mut array);
+    assert!(array.release.is_none(), "release marks the array released");
+}
+
+#[test]
+fn exported_random_tensors_read_back_as_their_sequences() {
+    let mut rng = Rng(7);
+    for round in 0..300 {
+        let (dtype, format) = DTYPES[round % DTYPES.len()];
+        let x = random_tensor(&mut rng, dtype);
+        let (schema, array) = to_arrow(&x).unwrap();
+        unsafe {
+            let mut expected: Vec<String> = x.lod().levels().iter().map(|_| "+L".to_owned()).collect();
+            expected.extend(x.dims().as_slice()[1..].iter().map(|d| format!("+w:{d}")));
+            expected.push(format.to_owned());
+            assert_eq!(formats(&schema), expected, "{x:?}");
+            assert_eq!(CStr::from_ptr(schema.name).to_str().unwrap(), "");
+            assert_eq!(read(&schema, &array), tensor_value(&x), "{x:?}");
+            if x.lod().num_levels() > 0 {
+                // The top level's offsets are the LoD's, in place.
+                let offsets =
+                    std::slice::from_raw_parts((*array.buffers.add(1)).cast::<i64>(), array.length as usize + 1);
+                let level: Vec<i64> = x.lod().levels()[0].iter().map(|&o| o as i64).collect();
+                assert_eq!(offsets, &level[..]);
+                assert!((*array.buffers).is_null(), "no validity buffer");
+            }
+            release(schema, array);
+        }
+    }
+}
+
+#[test]
+fn an_export_outlives_the_tensor_and_shares_its_memory() {
+    let x = LoDTensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[3, 2], vec![vec![0, 1, 3]]).unwrap();
+    let slice = x.slice(0, 1, 2).unwrap();
+    let (schema, array) = to_arrow(&slice).unwrap();
+    drop((x, slice.clone()));
+    unsafe {
+        let values = &**(**array.children).children;
+        let data = (*values.buffers.add(1)).cast::<f32>();
+        assert_eq!(data, slice.tensor().as_slice::<f32>().unwrap().as_ptr(), "zero copy");
+        drop(slice);
+        let expected = vec![Value::List(vec![
+            Value::List(vec![
+                Value::Element(3.0f32.to_ne_bytes().to_vec()),
+                Value::Element(4.0f32.to_ne_bytes().to_vec()),
+            ]),
+            Value::List(vec![
+                Value::Element(5.0f32.to_ne_bytes().to_vec()),
+                Value::Element(6.0f32.to_ne_bytes().to_vec()),
+            ]),
+        ])];
+        assert_eq!(read(&schema, &array), expected);
+        release(schema, array);
+    }
+}
+
+#[test]
+fn a_child_moved_out_stays_valid_after_its_parent_is_released() {
+    let x = LoDTensor::from_slice(&[7i32, 8, 9], &[3], vec![vec![0, 2, 3]]).unwrap();
+    let (schema, mut array) = to_arrow(&x).unwrap();
+    drop(x);
+    unsafe {
+        let slot = *array.children;
+        let mut child = std::ptr::read(slot);
+        (*slot).release = None; // moved
+        (array.release.unwrap())(&mut array);
+        let mut child_schema_owner = schema;
+        let data = std::slice::from_raw_parts((*child.buffers.add(1)).cast::<i32>(), 3);
+        assert_eq!(data, [7, 8, 9]);
+        (child.release.unwrap())(&mut child);
+        assert!(child.release.is_none());
+        (child_schema_owner.release.unwrap())(&mut child_schema_owner);
+    }
+}
+
+#[test]
+fn refusals_of_export() {
+    let bf = LoDTensor::dense(Tensor::zeros(DType::BF16, lodtensor::Dim::new(&[2]).unwrap()).unwrap());
+    assert_eq!(kind(&to_arrow(&bf).err().unwrap()), "Unsupported");
+    let scalar = LoDTensor::dense(Tensor::zeros(DType::F32, lodtensor::Dim::new(&[]).unwrap()).unwrap());
+    assert_eq!(kind(&to_arrow(&scalar).err().unwrap()), "InvalidArgument");
+}
+
+// ---- a producer, for import ------------------------------------------------------------------
+
+/// An Arrow array a producer made: its buffers and child live in the box that `private_data`
+/// points to; its release counts calls in `released` (the root's only) and frees the box.
+struct Made {
+    format: CString,
+    buffers: Vec<Vec<u8>>,
+    buffer_ptrs: Vec<*const c_void>,
+    child_array: Vec<*mut ArrowArray>,
+    child_schema: Vec<*mut ArrowSchema>,
+    released: Option<&'static AtomicUsize>,
+}
+
+/// One array of a chain to make: its format, its length and offset, its buffers (validity first;
+/// None for a NULL buffer), its child.
+struct Spec {
+    format: String,
+    length: i64,
+    offset: i64,
+    null_count: i64,
+    buffers: Vec<Option<Vec<u8>>>,
+    child: Option<Box<Spec>>,
+}
+
+fn values_spec(format: &str, bytes: Vec<u8>, length: i64, offset: i64) -> Spec {
+    Spec { format: format.into(), length, offset, null_count: 0, buffers: vec![None, Some(bytes)], child: None }
+}
+
+fn list_spec(offsets: &[i64], wide: bool, offset: i64, child: Spec) -> Spec {
+    let bytes = if wide {
+        offsets.iter().flat_map(|o| o.to_ne_bytes()).collect()
+    } else {
+        offsets.iter().flat_map(|&o| (o as i32).to_ne_bytes()).collect()
+    };
+    Spec {
+        format: if wide { "+L" } else { "+l" }.into(),
+        length: offsets.len() as i64 - 1 - offset,
+        offset,
+        null_count: 0,
+        buffers: vec![None, Some(bytes)],
+        child: Some(Box::new(child)),
+    }
+}
+
+fn fixed_spec(n: usize, length: i64, offset: i64, child: Spec) -> Spec {
+    Spec { format: format!("+w:{n}"), length, offset, null_count: 0, buffers: vec![None], child: Some(Box::new(child)) }
+}
+
+unsafe extern "C" fn release_made(array: *mut ArrowArray) {
+    let made = Box::from_raw((*array).private_data.cast::<Made>());
+    for &c in &made.child_array {
+        if let Some(r) = (*c).release {
+            r(c);
+        }
+        drop(Box::from_raw(c));
+    }
+    if let Some(count) = made.released {
+        count.fetch_add(1, Ordering::SeqCst);
+    }
+    (*array).release = None;
+}
+
+unsafe extern "C" fn release_made_schema(schema: *mut ArrowSchema) {
+    let made = Box::from_raw((*schema).private_data.cast::<Made>());
+    for &c in &made.child_schema {
+        if let Some(r) = (*c).release {
+            r(c);
+        }
+        drop(Box::from_raw(c));
+    }
+    (*schema).release = None;
+}
+
+/// The schema and array of `spec`; the array's release counts in `released`.
+fn make(spec: Spec, released: &'static AtomicUsize) -> (ArrowSchema, ArrowArray) {
+    make_node(spec, Some(released))
+}
+
+fn make_node(spec: Spec, released: Option<&'static AtomicUsize>) -> (ArrowSchema, ArrowArray) {
+    let child = spec.child.map(|c| make_node(*c, None));
+    let mut made = Box::new(Made {
+        format: CString::new(spec.format).unwrap(),
+        buffers: spec.buffers.iter().map(|b| b.clone().unwrap_or_default()).collect(),
+        buffer_ptrs: Vec::new(),
+        child_array: Vec::new(),
+        child_schema: Vec::new(),
+        released,
+    });
+    made.buffer_ptrs = spec
+        .buffers
+        .iter()
+        .zip(&made.buffers)
+        .map(|(b, v)| if b.is_some() { v.as_ptr().cast() } else { std::ptr::null() })
+        .collect();
+    let mut schema_part = Box::new(Made {
+        format: made.format.clone(),
+        buffers: Vec::new(),
+        buffer_ptrs: Vec::new(),
+        child_array: Vec::new(),
+        child_schema: Vec::new(),
+        released: None,
+    });
+    if let Some((s, a)) = child {
+        made.child_array.push(Box::into_raw(Box::new(a)));
+        schema_part.child_schema.push(Box::into_raw(Box::new(s)));
+    }
+    let n_children = made.child_array.len() as i64;
+    let schema = ArrowSchema {
+        format: schema_part.format.as_ptr(),
+        name: std::ptr::null(),
+        metadata: std::ptr::null(),
+        flags: 0,
+        n_children,
+        children: schema_part.child_schema.as_mut_ptr(),
+        dictionary: std::ptr::null_mut(),
+        release: Some(release_made_schema),
+        private_data: Box::into_raw(schema_part).cast(),
+    };
+    let array = ArrowArray {
+        length: spec.length,
+        null_count: spec.null_count,
+        offset: spec.offset,
+        n_buffers: made.buffer_ptrs.len() as i64,
+        n_children,
+        buffers: made.buffer_ptrs.as_mut_ptr(),
+        children: made.child_array.as_mut_ptr(),
+        dictionary: std::ptr::null_mut(),
+        release: Some(release_made),
+        private_data: Box::into_raw(made).cast(),
+    };
+    (schema, array)
+}
+
+fn bytes_of<T: Copy>(v: &[T]) -> Vec<u8> {
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)).to_vec() }
+}
+
+#[test]
+fn sliced_lists_are_taken_zero_copy_and_released_once_by_the_last_handle() {
+    static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    // large_list<int16> of entries 1..3 of [[0,1], [2,3,4], [], [5,6]]; the values array has an
+    // offset of 1 and one element before it.
+    let values = values_spec("s", bytes_of(&[-1i16, 0, 1, 2, 3, 4, 5, 6]), 7, 1);
+    let spec = list_spec(&[0, 2, 5, 5, 7], true, 1, values);
+    let (mut schema, mut array) = make(spec, &RELEASED);
+    unsafe {
+        let expected = read(&schema, &array);
+        let data_addr = (*(**array.children).buffers.add(1)).cast::<i16>();
+        let x = from_arrow(&schema, &mut array).unwrap();
+        assert!(array.release.is_none(), "moved out");
+        assert_eq!(x.lod().levels(), &[vec![0, 3, 3, 5]]);
+        assert_eq!(x.tensor().as_slice::<i16>().unwrap(), [2, 3, 4, 5, 6]);
+        assert_eq!(x.tensor().as_slice::<i16>().unwrap().as_ptr(), data_addr.add(3), "zero copy");
+        assert_eq!(tensor_value(&x), expected);
+        (schema.release.unwrap())(&mut schema); // the schema stays the caller's
+        let piece = x.slice(0, 2, 3).unwrap();
+        drop(x);
+        assert_eq!(RELEASED.load(Ordering::SeqCst), 0, "a slice still holds the memory");
+        assert_eq!(piece.tensor().as_slice::<i16>().unwrap(), [5, 6]);
+        drop(piece);
+        assert_eq!(RELEASED.load(Ordering::SeqCst), 1);
+    }
+}
+
+/// A random chain as a producer would make it (lists of both widths with offsets that start
+/// anywhere, array offsets, fixed-size lists, any element type) and the same as a tensor.
+fn random_spec(rng: &mut Rng, format: &str, levels: usize, fixed: &[usize], length: usize) -> Spec {
+    let offset = rng.below(3);
+    if levels > 0 {
+        let mut offsets = vec![rng.below(4) as i64];
+        for _ in 0..offset + length {
+            offsets.push(offsets.last().unwrap() + if rng.below(4) == 0 { 0 } else { rng.below(4) as i64 });
+        }
+        let child_len = *offsets.last().unwrap() as usize + rng.below(2);
+        let child = random_spec(rng, format, levels - 1, fixed, child_len);
+        let mut s = list_spec(&offsets, rng.below(2) == 0, offset as i64, child);
+        s.length = length as i64;
+        return s;
+    }
+    if let Some((&n, rest)) = fixed.split_first() {
+        let spare = rng.below(2) * n;
+        let child = random_spec(rng, format, 0, rest, (offset + length) * n + spare);
+        return fixed_spec(n, length as i64, offset as i64, child);
+    }
+    let count = offset + length;
+    let bytes: Vec<u8> = if format == "b" {
+        (0..count.div_ceil(8)).map(|_| rng.below(256) as u8).collect()
+    } else {
+        (0..count * element_size(format)).map(|_| rng.below(256) as u8).collect()
+    };
+    values_spec(format, bytes, length as i64, offset as i64)
+}
+
+#[test]
+fn random_arrow_arrays_are_taken_as_their_sequences() {
+    static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    let mut rng = Rng(11);
+    for round in 0..400 {
+        let (dtype, format) = DTYPES[round % DTYPES.len()];
+        let levels = rng.below(3);
+        let fixed: Vec<usize> = (0..rng.below(3)).map(|_| rng.below(4)).collect();
+        let length = if levels > 0 { 1 + rng.below(4) } else { rng.below(5) };
+        let (mut schema, mut array) = make(random_spec(&mut rng, format, levels, &fixed, length), &RELEASED);
+        unsafe {
+            let expected = read(&schema, &array);
+            let before = RELEASED.load(Ordering::SeqCst);
+            let x = from_arrow(&schema, &mut array).unwrap_or_else(|e| panic!("round {round}: {e}"));
+            assert_eq!(x.tensor().dtype(), dtype);
+            assert_eq!(&x.dims().as_slice()[1..], &fixed[..]);
+            assert_eq!(x.lod().num_levels(), levels);
+            assert_eq!(tensor_value(&x), expected);
+            assert!(array.release.is_none());
+            drop(x);
+            assert_eq!(RELEASED.load(Ordering::SeqCst), before + 1);
+            (schema.release.unwrap())(&mut schema);
+        }
+    }
+}
+
+#[test]
+fn round_trips_keep_the_tensor() {
+    let mut rng = Rng(3);
+    for round in 0..200 {
+        let (dtype, _) = DTYPES[round % DTYPES.len()];
+        let x = random_tensor(&mut rng, dtype);
+        let (mut schema, mut array) = to_arrow(&x).unwrap();
+        unsafe {
+            let y = from_arrow(&schema, &mut array).unwrap();
+            (schema.release.unwrap())(&mut schema);
+            assert_eq!(y.dims(), x.dims());
+            assert_eq!(y.lod(), x.lod());
+            assert_eq!(y.tensor().bytes().unwrap(), x.tensor().bytes().unwrap());
+            if dtype != DType::Bool {
+                assert!(y.tensor().numel() == 0 || y.tensor().as_ptr() == x.tensor().as_ptr(), "zero copy");
+            }
+        }
+    }
+}
+
+// ---- refusals --------------------------------------------------------------------------------
+
+/// Imports `spec` after `damage`, expecting a refusal with `code` whose message contains `words`,
+/// and that nothing was taken.
+fn refused(spec: Spec, damage: impl FnOnce(&mut ArrowSchema, &mut ArrowArray), code: &str, words: &str) {
+    static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    let (mut schema, mut array) = make(spec, &RELEASED);
+    let (schema_release, array_release) = (schema.release, array.release);
+    damage(&mut schema, &mut array);
+    unsafe {
+        let before = RELEASED.load(Ordering::SeqCst);
+        let e: Error = from_arrow(&schema, &mut array).expect_err("refused");
+        assert_eq!(kind(&e), code, "{e}");
+        assert!(e.to_string().contains(words), "{e:?} does not say {words:?}");
+        assert_eq!(RELEASED.load(Ordering::SeqCst), before, "nothing released");
+        schema.release = schema_release;
+        array.release = array_release;
+        assert!(array.release.is_some());
+        (schema.release.unwrap())(&mut schema);
+        (array.release.unwrap())(&mut array);
+    }
+}
+
+fn f32_values(n: usize) -> Spec {
+    values_spec("f", bytes_of(&vec![1.5f32; n]), n as i64, 0)
+}
+
+fn a_list() -> Spec {
+    list_spec(&[0, 1, 3], true, 0, f32_values(3))
+}
+
+#[test]
+fn every_documented_refusal() {
+    unsafe {
+        let (schema, mut array) = make(a_list(), Box::leak(Box::new(AtomicUsize::new(0))));
+        assert_eq!(from_arrow(std::ptr::null(), &mut array).err().map(|e| kind(&e)), Some("NullArgument"));
+        assert_eq!(from_arrow(&schema, std::ptr::null_mut()).err().map(|e| kind(&e)), Some("NullArgument"));
+        release(schema, array);
+    }
+    let none = |_: &mut ArrowSchema, _: &mut ArrowArray| {};
+    refused(a_list(), |s, _| s.release = None, "InvalidArgument", "schema: has been released");
+    refused(a_list(), |_, a| a.release = None, "InvalidArgument", "array: has been released");
+    refused(a_list(), |s, _| s.format = std::ptr::null(), "NullArgument", "format is NULL");
+    refused(a_list(), |s, _| s.n_children = 0, "InvalidArgument", "n_children is 0");
+    refused(a_list(), |s, _| s.children = std::ptr::null_mut(), "NullArgument", "children is NULL");
+    // A NULL child (the producer's release frees its children from its own list, not through
+    // `children`).
+    static mut NO_SCHEMA: *mut ArrowSchema = std::ptr::null_mut();
+    static mut NO_ARRAY: *mut ArrowArray = std::ptr::null_mut();
+    refused(a_list(), |s, _| s.children = &raw mut NO_SCHEMA, "NullArgument", "schema.children[0]: is NULL");
+    refused(a_list(), |_, a| a.children = &raw mut NO_ARRAY, "NullArgument", "array: its child is NULL");
+    refused(a_list(), |_, a| a.dictionary = a as *mut ArrowArray, "Unsupported", "array: has a dictionary");
+    refused(a_list(), |_, a| a.n_buffers = 3, "InvalidArgument", "has 3 buffer(s)");
+    refused(a_list(), |_, a| a.buffers = std::ptr::null_mut(), "NullArgument", "buffers is NULL");
+    refused(
+        a_list(),
+        |_, a| unsafe { *a.buffers.add(1) = std::ptr::null() },
+        "NullArgument",
+        "array: buffers[1] is NULL",
+    );
+    refused(a_list(), |_, a| a.length = -1, "InvalidArgument", "length -1 is negative");
+    refused(a_list(), |_, a| a.offset = -1, "InvalidArgument", "offset -1 is negative");
+    refused(a_list(), |_, a| a.offset = i64::MAX, "InvalidArgument", "past any buffer");
+    refused(a_list(), |_, a| a.null_count = -2, "InvalidArgument", "null_count -2");
+    refused(a_list(), |_, a| a.null_count = 1, "InvalidArgument", "without a validity buffer");
+    refused(a_list(), |_, a| unsafe { (**a.children).length = 2 }, "InvalidArgument", "length 2 is less than the 3");
+    refused(list_spec(&[0, 2, 1], true, 0, f32_values(2)), none, "InvalidArgument", "must not decrease");
+    refused(list_spec(&[-1, 1], true, 0, f32_values(2)), none, "InvalidArgument", "is negative");
+    // A null, in a validity bitmap with null_count -1 (not counted).
+    let mut with_null = f32_values(3);
+    with_null.buffers[0] = Some(vec![0b101]);
+    with_null.null_count = -1;
+    refused(list_spec(&[0, 3], true, 0, with_null), none, "InvalidArgument", "entry 1 is null");
+    // Formats.
+    refused(values_spec("u", vec![], 0, 0), none, "Unsupported", "format \"u\" has no tensor form");
+    refused(values_spec("I", vec![0; 4], 1, 0), none, "Unsupported", "format \"I\"");
+    refused(
+        fixed_spec(2, 1, 0, f32_values(2)),
+        |s, _| s.format = c"+w:x".as_ptr(),
+        "InvalidArgument",
+        "does not end in a size",
+    );
+    refused(
+        a_list(),
+        |s, a| {
+            s.dictionary = s as *mut ArrowSchema;
+            let _ = a;
+        },
+        "Unsupported",
+        "dictionary",
+    );
+    refused(
+        fixed_spec(1, 1, 0, list_spec(&[0, 1], true, 0, f32_values(1))),
+        none,
+        "Unsupported",
+        "inside a fixed-size list",
+    );
+    let mut deep = f32_values(1);
+    for _ in 0..9 {
+        deep = fixed_spec(1, 1, 0, deep);
+    }
+    refused(deep, none, "Unsupported", "at most 9");
+    let mut deeper = f32_values(1);
+    for _ in 0..70 {
+        deeper = list_spec(&[0, 1], true, 0, deeper);
+    }
+    refused(deeper, none, "Unsupported", "deeper than the 64");
+    // The LoD: the top list needs an entry.
+    refused(list_spec(&[0], true, 0, f32_values(0)), none, "InvalidLod", "array: ");
+    // Misaligned elements.
+    let mut misaligned = f32_values(2);
+    misaligned.buffers[1] = Some(vec![0; 9]);
+    refused(
+        misaligned,
+        |_, a| unsafe { *a.buffers.add(1) = (*a.buffers.add(1)).cast::<u8>().add(1).cast() },
+        "InvalidArgument",
+        "not aligned",
+    );
+    // A byte count that overflows.
+    let huge = |_: &mut ArrowSchema, a: &mut ArrowArray| unsafe { (**a.children).length = i64::MAX };
+    refused(fixed_spec(1 << 62, 4, 0, f32_values(0)), huge, "OutOfMemory", "more than memory holds");
+    refused(fixed_spec(1 << 62, 1, 0, f32_values(0)), huge, "InvalidArgument", "past any buffer");
+}
+
+#[test]
+fn bool_arrays_are_unpacked_and_released_at_once() {
+    static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    // Bits 1..10 of 0b1011_0110, 0b10: an offset of 1 within the byte.
+    let spec = values_spec("b", vec![0b1011_0110, 0b10], 9, 1);
+    let (mut schema, mut array) = make(spec, &RELEASED);
+    unsafe {
+        let x = from_arrow(&schema, &mut array).unwrap();
+        assert_eq!(RELEASED.load(Ordering::SeqCst), 1, "copied, so released before the call returns");
+        assert!(array.release.is_none());
+        assert_eq!(x.tensor().bytes().unwrap(), [1, 1, 0, 1, 1, 0, 1, 0, 1]);
+        (schema.release.unwrap())(&mut schema);
+    }
+}
