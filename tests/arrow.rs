@@ -624,3 +624,38 @@ fn bool_arrays_are_unpacked_and_released_at_once() {
         (schema.release.unwrap())(&mut schema);
     }
 }
+
+/// A [3, 2] f32 tensor with a LoD over a buffer of its own, whose release counts in `freed`.
+fn counted_tensor(freed: &'static AtomicUsize) -> LoDTensor {
+    let data: &'static mut [f32] = Box::leak(vec![1.0f32; 6].into_boxed_slice());
+    let release = Box::new(move || {
+        freed.fetch_add(1, Ordering::SeqCst);
+    });
+    let dims = lodtensor::Dim::new(&[3, 2]).unwrap();
+    let t = unsafe {
+        Tensor::borrowed(lodtensor::place::Place::Cpu, DType::F32, dims, data.as_mut_ptr().cast(), 24, Some(release))
+    };
+    LoDTensor::new(t.unwrap(), Lod::from_offsets(vec![vec![0, 1, 3]]).unwrap()).unwrap()
+}
+
+#[test]
+fn the_memory_goes_with_the_last_array_released() {
+    static FREED: AtomicUsize = AtomicUsize::new(0);
+    let (schema, array) = to_arrow(&counted_tensor(&FREED)).unwrap();
+    assert_eq!(FREED.load(Ordering::SeqCst), 0, "the export holds the memory");
+    unsafe { release(schema, array) };
+    assert_eq!(FREED.load(Ordering::SeqCst), 1, "released with the array, children and all");
+
+    // The elements' array moved out of its parent keeps the memory after the parent's release.
+    let (mut schema, mut array) = to_arrow(&counted_tensor(&FREED)).unwrap();
+    unsafe {
+        let slot = *(**array.children).children;
+        let mut elements = std::ptr::read(slot);
+        (*slot).release = None;
+        (array.release.unwrap())(&mut array);
+        (schema.release.unwrap())(&mut schema);
+        assert_eq!(FREED.load(Ordering::SeqCst), 1);
+        (elements.release.unwrap())(&mut elements);
+    }
+    assert_eq!(FREED.load(Ordering::SeqCst), 2);
+}

@@ -140,18 +140,72 @@ struct Lent {
     _bits: Vec<u8>,
 }
 
-/// An exported array's own part: its buffer list and its child's struct, which it frees.
+/// An exported array's own part: its buffer list and its child.
 struct ArrayPart {
     buffers: [*const c_void; 2],
-    child: [*mut ArrowArray; 1],
+    child: Child<ArrowArray>,
     _lent: Arc<Lent>,
 }
 
-/// An exported schema's own part: its strings and its child's struct, which it frees.
+/// An exported schema's own part: its strings and its child.
 struct SchemaPart {
     _format: CString,
     _name: CString,
-    child: [*mut ArrowSchema; 1],
+    child: Child<ArrowSchema>,
+}
+
+/// The two structs of the interface, as exported here: released by [`release_exported`], which
+/// frees their part.
+trait Exported: Sized {
+    type Part;
+    fn release_slot(&mut self) -> &mut Option<unsafe extern "C" fn(*mut Self)>;
+    fn private_data(&self) -> *mut c_void;
+}
+
+impl Exported for ArrowArray {
+    type Part = ArrayPart;
+    fn release_slot(&mut self) -> &mut Option<unsafe extern "C" fn(*mut Self)> {
+        &mut self.release
+    }
+    fn private_data(&self) -> *mut c_void {
+        self.private_data
+    }
+}
+
+impl Exported for ArrowSchema {
+    type Part = SchemaPart;
+    fn release_slot(&mut self) -> &mut Option<unsafe extern "C" fn(*mut Self)> {
+        &mut self.release
+    }
+    fn private_data(&self) -> *mut c_void {
+        self.private_data
+    }
+}
+
+/// A parent's child struct (the `children` list of one that the parent points to; NULL for
+/// none). Dropping it releases the child, unless the consumer moved it out (the interface's
+/// move leaves `release` NULL here), then frees the struct. A child moved out keeps its own part,
+/// and with it the memory, until its own release.
+struct Child<T: Exported>([*mut T; 1]);
+
+impl<T: Exported> Child<T> {
+    fn new(child: Option<T>) -> Child<T> {
+        Child([child.map_or(std::ptr::null_mut(), |c| Box::into_raw(Box::new(c)))])
+    }
+}
+
+impl<T: Exported> Drop for Child<T> {
+    fn drop(&mut self) {
+        // SAFETY: the struct is the box `new` made, not yet freed.
+        unsafe {
+            if let Some(child) = self.0[0].as_mut() {
+                if let Some(release) = *child.release_slot() {
+                    release(child);
+                }
+                drop(Box::from_raw(child));
+            }
+        }
+    }
 }
 
 /// `x` as an Arrow schema and array that share its memory (the elements and the LoD offsets; bool
@@ -192,8 +246,8 @@ pub fn to_arrow(x: &LoDTensor) -> Result<(ArrowSchema, ArrowArray)> {
     let mut array = None;
     let mut schema = None;
     for (i, &(layer, length, data)) in chain.iter().enumerate().rev() {
-        array = Some(export_array(layer, length, data, array.map(Box::new), &lent));
-        schema = Some(export_schema(layer, if i == 0 { "" } else { "item" }, schema.map(Box::new)));
+        array = Some(export_array(layer, length, data, array.take(), &lent));
+        schema = Some(export_schema(layer, if i == 0 { "" } else { "item" }, schema.take()));
     }
     Ok((schema.expect("the chain ends in the elements"), array.expect("the chain ends in the elements")))
 }
@@ -207,13 +261,13 @@ fn export_array(
     layer: Layer,
     length: usize,
     data: *const c_void,
-    child: Option<Box<ArrowArray>>,
+    child: Option<ArrowArray>,
     lent: &Arc<Lent>,
 ) -> ArrowArray {
     let (n_buffers, n_children) = layer.shape();
     let part = Box::into_raw(Box::new(ArrayPart {
         buffers: [std::ptr::null(), data],
-        child: [child.map_or(std::ptr::null_mut(), Box::into_raw)],
+        child: Child::new(child),
         _lent: lent.clone(),
     }));
     ArrowArray {
@@ -224,23 +278,19 @@ fn export_array(
         n_children,
         // SAFETY: `part` is the live box just made; its fields stay where they are until freed.
         buffers: unsafe { (*part).buffers.as_mut_ptr() },
-        children: unsafe { (*part).child.as_mut_ptr() },
+        children: unsafe { (*part).child.0.as_mut_ptr() },
         dictionary: std::ptr::null_mut(),
-        release: Some(release_array),
+        release: Some(release_exported::<ArrowArray>),
         private_data: part.cast(),
     }
 }
 
-fn export_schema(layer: Layer, name: &str, child: Option<Box<ArrowSchema>>) -> ArrowSchema {
+fn export_schema(layer: Layer, name: &str, child: Option<ArrowSchema>) -> ArrowSchema {
     let (_, n_children) = layer.shape();
     let format = CString::new(layer.format()).expect("formats have no NUL");
     let name = CString::new(name).expect("names have no NUL");
     let (format_ptr, name_ptr) = (format.as_ptr(), name.as_ptr());
-    let part = Box::into_raw(Box::new(SchemaPart {
-        _format: format,
-        _name: name,
-        child: [child.map_or(std::ptr::null_mut(), Box::into_raw)],
-    }));
+    let part = Box::into_raw(Box::new(SchemaPart { _format: format, _name: name, child: Child::new(child) }));
     ArrowSchema {
         format: format_ptr,
         name: name_ptr,
@@ -248,45 +298,20 @@ fn export_schema(layer: Layer, name: &str, child: Option<Box<ArrowSchema>>) -> A
         flags: 0,
         n_children,
         // SAFETY: as in `export_array`.
-        children: unsafe { (*part).child.as_mut_ptr() },
+        children: unsafe { (*part).child.0.as_mut_ptr() },
         dictionary: std::ptr::null_mut(),
-        release: Some(release_schema),
+        release: Some(release_exported::<ArrowSchema>),
         private_data: part.cast(),
     }
 }
 
-/// Releases an exported array: its child first (unless the consumer moved it out and so released
-/// it), then its own part. A child moved out keeps its own part, and with it the memory, until
-/// its own release. A panic (none is expected) is not let out into the consumer's frames.
-unsafe extern "C" fn release_array(array: *mut ArrowArray) {
-    let Some(a) = array.as_mut() else { return };
-    let part = a.private_data.cast::<ArrayPart>();
-    a.release = None;
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let part = Box::from_raw(part);
-        if let Some(child) = part.child[0].as_mut() {
-            if let Some(release) = child.release {
-                release(child);
-            }
-            drop(Box::from_raw(child));
-        }
-    }));
-}
-
-/// Releases an exported schema, as `release_array` does an array.
-unsafe extern "C" fn release_schema(schema: *mut ArrowSchema) {
-    let Some(s) = schema.as_mut() else { return };
-    let part = s.private_data.cast::<SchemaPart>();
-    s.release = None;
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let part = Box::from_raw(part);
-        if let Some(child) = part.child[0].as_mut() {
-            if let Some(release) = child.release {
-                release(child);
-            }
-            drop(Box::from_raw(child));
-        }
-    }));
+/// Releases an exported struct: marks it released and frees its part, which releases its child
+/// (see [`Child`]). A panic (none is expected) is not let out into the consumer's frames.
+unsafe extern "C" fn release_exported<T: Exported>(s: *mut T) {
+    let Some(s) = s.as_mut() else { return };
+    *s.release_slot() = None;
+    let part = s.private_data().cast::<T::Part>();
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(Box::from_raw(part))));
 }
 
 // ---- import ----------------------------------------------------------------------------------
