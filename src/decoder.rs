@@ -5,7 +5,8 @@
 //! them into sentences (`beam_search_decode`), ranked with an optional length penalty.
 
 use crate::backend::cuda::StepSources;
-use crate::dtype::{dispatch_dtype, Scalar};
+use crate::dim::Dim;
+use crate::dtype::{dispatch_dtype, DType, Scalar};
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;
 use crate::lod_tensor::LoDTensor;
@@ -185,6 +186,9 @@ impl Decoder {
                 .checked_mul(o.vocab_size)
                 .ok_or_else(|| err!(OutOfMemory, "log_probs: {rows} prefixes x {} tokens overflows", o.vocab_size))?;
             // Reused between steps; the caller writes every entry, so no clearing.
+            log_probs.try_reserve_exact(n.saturating_sub(log_probs.len())).map_err(|_| {
+                err!(OutOfMemory, "log_probs: {rows} prefixes x {} tokens cannot be allocated", o.vocab_size)
+            })?;
             log_probs.resize(n, 0.0);
             step(&info, &mut log_probs)?;
             if t < o.min_length {
@@ -401,10 +405,22 @@ impl Beams {
     /// One prefix per source: the start token, score 0.
     fn start(o: &DecoderOptions, num_sources: usize) -> Result<Beams> {
         ensure!(num_sources >= 1, InvalidArgument, "num_sources: is 0; decode at least one source");
-        let identity: Vec<usize> = (0..=num_sources).collect();
-        let lod = Lod::from_offsets(vec![identity.clone(), identity])?;
-        let ids = LoDTensor::new(Tensor::from_slice(&vec![o.start_id; num_sources], &[num_sources, 1])?, lod.clone())?;
-        let scores = LoDTensor::new(Tensor::from_slice(&vec![0f32; num_sources], &[num_sources, 1])?, lod)?;
+        // Every list sized by the caller's count is reserved first: too many is OutOfMemory, not
+        // an abort.
+        let identity = || -> Result<Vec<usize>> {
+            let mut offsets = Vec::new();
+            offsets
+                .try_reserve_exact(num_sources.saturating_add(1))
+                .map_err(|_| err!(OutOfMemory, "num_sources: {num_sources} sources cannot be listed"))?;
+            offsets.extend(0..=num_sources);
+            Ok(offsets)
+        };
+        let lod = Lod::from_offsets(vec![identity()?, identity()?])?;
+        let dims = Dim::new(&[num_sources, 1])?;
+        let mut ids = Tensor::zeros(DType::I64, dims)?;
+        ids.as_mut_slice::<i64>()?.fill(o.start_id);
+        let ids = LoDTensor::new(ids, lod.clone())?;
+        let scores = LoDTensor::new(Tensor::zeros(DType::F32, dims)?, lod)?;
         let (mut id_steps, mut score_steps) = (TensorArray::new(), TensorArray::new());
         id_steps.push(ids.clone());
         score_steps.push(scores.clone());

@@ -1101,6 +1101,18 @@ fn decoder_edit_callback_bans_a_token_and_errors_stop_it() {
     bad(DecoderOptions { num_hypotheses: 0, ..opts }, "num_hypotheses");
 }
 
+/// Counts too large for memory are OutOfMemory before anything is allocated for them, never a
+/// panic or an abort: the sources' first beams, and one source's log-probs over a vast vocabulary.
+#[test]
+fn decoder_sizes_beyond_memory_are_out_of_memory() {
+    let opts = DecoderOptions { beam_size: 2, vocab_size: 6, end_id: 1, max_length: 3, ..Default::default() };
+    let mut never = |_: &StepInfo, _: &mut [f32]| -> lodtensor::Result<()> { panic!("no step should run") };
+    let dec = Decoder::new(opts.clone()).unwrap();
+    assert!(matches!(dec.run(1 << 62, &mut never, None), Err(Error::OutOfMemory(m)) if m.contains("num_sources")));
+    let vast = Decoder::new(DecoderOptions { vocab_size: 1 << 62, ..opts }).unwrap();
+    assert!(matches!(vast.run(1, &mut never, None), Err(Error::OutOfMemory(m)) if m.contains("log_probs")));
+}
+
 /// The speed target of the fused step: the fused step on 64 sources x beam 5 x 32000 f32 at one thread
 /// against one plain read (a sum) of the same logits. Run with
 /// `cargo test --release --test beam_search -- --ignored --nocapture fused_step_speed`.
