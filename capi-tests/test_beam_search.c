@@ -154,6 +154,15 @@ static void test_step(void) {
         lodtensor_destroy(s0);
     }
     CHECK_STATUS_MSG(beam_search_step(p, ps, ps, cs, 0, 2, 0, true, &si, &ss, &pi), LODTENSOR_UNSUPPORTED, "ids");
+    {
+        /* 2^31 prefix rows (no elements): parent_idx is int32, so they cannot be numbered. */
+        const int64_t huge[2] = {(int64_t)1 << 31, 0};
+        const size_t h0[2] = {0, 1}, h1[2] = {0, (size_t)1 << 31};
+        lodtensor_t *many = fx_make(F32, huge, 2, NULL, h0, 2, h1, 2);
+        CHECK_STATUS_MSG(beam_search_step(p, ps, NULL, many, 0, 2, 0, true, &si, &ss, &pi), LODTENSOR_INVALID_ARGUMENT,
+                         "2147483648 prefix rows");
+        lodtensor_destroy(many);
+    }
     CHECK(si == fx_sentinel() && ss == fx_sentinel() && pi == fx_sentinel());
     lodtensor_destroy(p);
     lodtensor_destroy(ps);
@@ -288,6 +297,22 @@ static void test_fused_and_gather_state(void) {
     }
     CHECK_STATUS_MSG(beam_search_fused_step(p, bp, x, 2, 0, &si, &ss, &pi), LODTENSOR_UNSUPPORTED, "pre_scores");
     CHECK_STATUS_MSG(beam_search_fused_step(p, s, x64, 2, 0, &si, &ss, &pi), LODTENSOR_UNSUPPORTED, "log_probs");
+    {
+        /* pre_ids with a LoD of 2 prefix rows but 4 elements (pre_scores and log_probs fit 2
+         * rows); then 2^31 prefix rows (no elements), more than the int32 parent_idx numbers. */
+        const int64_t d22[2] = {2, 2}, d2[1] = {2}, d23[2] = {2, 3}, huge[2] = {(int64_t)1 << 31, 0};
+        const size_t two[2] = {0, 2}, h0[2] = {0, (size_t)1 << 31};
+        lodtensor_t *wide = fx_make(I64, d22, 2, pre, two, 2, NULL, 0), *s2 = fx_make(F32, d2, 1, ps, NULL, 0, NULL, 0);
+        lodtensor_t *x23 = fx_make(F32, d23, 2, lp, NULL, 0, NULL, 0), *many = fx_make(I64, huge, 2, NULL, h0, 2, NULL, 0);
+        CHECK_STATUS_MSG(beam_search_fused_step(wide, s2, x23, 2, 0, &si, &ss, &pi), LODTENSOR_INVALID_ARGUMENT,
+                         "pre_ids: has 4 element(s)");
+        CHECK_STATUS_MSG(beam_search_fused_step(many, s, x, 2, 0, &si, &ss, &pi), LODTENSOR_INVALID_ARGUMENT,
+                         "2147483648 prefix rows");
+        lodtensor_destroy(wide);
+        lodtensor_destroy(s2);
+        lodtensor_destroy(x23);
+        lodtensor_destroy(many);
+    }
     CHECK(si == fx_sentinel() && ss == fx_sentinel() && pi == fx_sentinel());
     lodtensor_destroy(p);
     lodtensor_destroy(s);
@@ -394,6 +419,53 @@ static void test_decode(void) {
     tensor_array_destroy(scores);
     tensor_array_destroy(empty);
     tensor_array_destroy(i8s);
+}
+
+/* Writes a new tensor of `dtype` (dims, data, a 2-level LoD) at `index` of `a`. */
+static void write_step(tensor_array_t *a, size_t index, lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim,
+                       const void *data, const size_t *l0, size_t n0, const size_t *l1, size_t n1) {
+    lodtensor_t *t = fx_make(dtype, dims, ndim, data, l0, n0, l1, n1);
+    CHECK_OK(tensor_array_write(a, index, t, false));
+    lodtensor_destroy(t);
+}
+
+/* Two steps of 2 sources that decode (1 prefix and 1 candidate per source at each step), then
+ * the same with one thing broken at step 1: scores with the ids' LoD but another element count,
+ * float64 scores after float32 ones, and a step 1 whose level 0 points past step 0's candidates. */
+static void test_decode_broken_steps(void) {
+    static const size_t l0[3] = {0, 1, 2}, l1[3] = {0, 1, 2};
+    /* Source 1 extends prefix rows 1 and 2 of step 0, which has only candidates 0 and 1. */
+    static const size_t past0[3] = {0, 1, 3}, past1[4] = {0, 1, 2, 3};
+    static const int64_t n2[1] = {2}, n22[2] = {2, 2}, n3[1] = {3};
+    static const int64_t ids0[2] = {4, 5}, ids1[3] = {6, 7, 8};
+    static const float sc0[2] = {-0.5f, -0.25f}, sc1[4] = {-1.0f, -0.75f, -2.0f, -3.0f};
+    static const double sc1_64[2] = {-1.0, -0.75};
+    tensor_array_t *ids = NULL, *scores = NULL;
+    lodtensor_t *si = fx_sentinel(), *ss = fx_sentinel();
+    if (!CHECK_OK(tensor_array_create(&ids)) || !CHECK_OK(tensor_array_create(&scores))) {
+        tensor_array_destroy(ids);
+        return;
+    }
+    write_step(ids, 0, I64, n2, 1, ids0, l0, 3, l1, 3);
+    write_step(scores, 0, F32, n2, 1, sc0, l0, 3, l1, 3);
+    write_step(ids, 1, I64, n2, 1, ids1, l0, 3, l1, 3);
+    write_step(scores, 1, F32, n2, 1, sc1, l0, 3, l1, 3);
+    if (CHECK_OK(beam_search_decode(ids, scores, 2, 1, &si, &ss))) {
+        lodtensor_destroy(si);
+        lodtensor_destroy(ss);
+    }
+    si = ss = fx_sentinel();
+    write_step(scores, 1, F32, n22, 2, sc1, l0, 3, l1, 3);
+    CHECK_STATUS_MSG(beam_search_decode(ids, scores, 2, 1, &si, &ss), LODTENSOR_INVALID_ARGUMENT, "element count");
+    write_step(scores, 1, F64, n2, 1, sc1_64, l0, 3, l1, 3);
+    CHECK_STATUS_MSG(beam_search_decode(ids, scores, 2, 1, &si, &ss), LODTENSOR_INVALID_ARGUMENT,
+                     "element 1 has dtype float64");
+    write_step(ids, 1, I64, n3, 1, ids1, past0, 3, past1, 4);
+    write_step(scores, 1, F32, n3, 1, sc1, past0, 3, past1, 4);
+    CHECK_STATUS_MSG(beam_search_decode(ids, scores, 2, 1, &si, &ss), LODTENSOR_INVALID_ARGUMENT, "do not chain");
+    CHECK(si == fx_sentinel() && ss == fx_sentinel());
+    tensor_array_destroy(ids);
+    tensor_array_destroy(scores);
 }
 
 static void test_gather_tree(void) {
@@ -528,6 +600,7 @@ int main(void) {
     test_step();
     test_fused_and_gather_state();
     test_decode();
+    test_decode_broken_steps();
     test_gather_tree();
     test_decoder();
     return CHECK_RETURN();

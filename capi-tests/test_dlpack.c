@@ -141,21 +141,29 @@ static void test_round_trip(void) {
     }
 }
 
-/* Imports a producer's tensor after `change`; it must fail with `status` naming `words`, leave
- * *out alone and not call the deleter. */
-static void check_refused(void (*change)(DLManagedTensorVersioned *), const size_t *lod, size_t n, int32_t status,
-                          const char *words) {
-    size_t sizes[1];
+/* Imports a producer's tensor after `change`, with the LoD given by `level_sizes`, `num_levels`,
+ * `lod` and `n`; it must fail with `status` naming `words`, leave *out alone and not call the
+ * deleter. */
+static void check_refused_lod(void (*change)(DLManagedTensorVersioned *), const size_t *level_sizes, size_t num_levels,
+                              const size_t *lod, size_t n, int32_t status, const char *words) {
     lodtensor_t *out = fx_sentinel();
     DLManagedTensorVersioned *m = produce();
     Producer *p = (Producer *)m->manager_ctx;
-    sizes[0] = n;
     change(m);
     deleted = 0;
-    CHECK_STATUS_MSG(lodtensor_from_dlpack(m, LODTENSOR_LOD_OFFSETS, sizes, n ? 1 : 0, lod, n, &out), status, words);
+    CHECK_STATUS_MSG(lodtensor_from_dlpack(m, LODTENSOR_LOD_OFFSETS, level_sizes, num_levels, lod, n, &out), status,
+                     words);
     CHECK_EQ_PTR(out, fx_sentinel());
     CHECK_EQ_INT(deleted, 0);
     p->managed.deleter(&p->managed);
+}
+
+/* check_refused_lod with a one-level LoD of `n` offsets (none when n is 0). */
+static void check_refused(void (*change)(DLManagedTensorVersioned *), const size_t *lod, size_t n, int32_t status,
+                          const char *words) {
+    size_t sizes[1];
+    sizes[0] = n;
+    check_refused_lod(change, sizes, n ? 1 : 0, lod, n, status, words);
 }
 
 static void no_change(DLManagedTensorVersioned *m) { (void)m; }
@@ -193,6 +201,8 @@ static void compact(DLManagedTensorVersioned *m) {
 
 static void test_errors(void) {
     static const size_t bad_lod[2] = {0, 2}, good_lod[2] = {0, 3};
+    /* Ends at the 3 rows, but offset[2] < offset[1]. */
+    static const size_t decreasing[4] = {0, 2, 1, 3};
     static const size_t sizes[1] = {2};
     lodtensor_t *out = fx_sentinel();
     DLManagedTensorVersioned *m = produce();
@@ -224,6 +234,8 @@ static void test_errors(void) {
     check_refused(misaligned, NULL, 0, LODTENSOR_INVALID_ARGUMENT, "aligned");
     check_refused(column_major, NULL, 0, LODTENSOR_UNSUPPORTED, "compact row-major");
     check_refused(no_change, bad_lod, 2, LODTENSOR_INVALID_LOD, "rows");
+    check_refused(no_change, decreasing, 4, LODTENSOR_INVALID_LOD, "non-decreasing");
+    check_refused_lod(no_change, NULL, 1, good_lod, 2, LODTENSOR_NULL_ARGUMENT, "level_sizes");
     check_refused(count_overflows, NULL, 0, LODTENSOR_OUT_OF_MEMORY, "overflows");
     check_refused(bytes_overflow, NULL, 0, LODTENSOR_OUT_OF_MEMORY, "more bytes");
     /* Compact strides given explicitly are taken. */

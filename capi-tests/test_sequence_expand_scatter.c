@@ -353,6 +353,7 @@ static void test_scatter_failures(void) {
         CHECK_STATUS_MSG(sequence_scatter_inplace(x0d, ids, upd), LODTENSOR_INVALID_ARGUMENT, "0-d");
         CHECK_STATUS_MSG(sequence_scatter_inplace(x, ids_wide, upd), LODTENSOR_INVALID_ARGUMENT, "ids");
         CHECK_STATUS_MSG(sequence_scatter_inplace(x, ids, upd_f64), LODTENSOR_INVALID_ARGUMENT, "updates");
+        CHECK_STATUS_MSG(sequence_scatter_inplace(x, ids, upd_short), LODTENSOR_INVALID_ARGUMENT, "one value per id");
         CHECK_STATUS_MSG(sequence_scatter_inplace(x, ids_nolod, upd), LODTENSOR_INVALID_LOD, "ids");
         CHECK_STATUS_MSG(sequence_scatter_inplace(x, ids, upd_nolod), LODTENSOR_INVALID_LOD, "updates");
         CHECK_STATUS_MSG(sequence_scatter_inplace(x, ids_big, upd), LODTENSOR_OUT_OF_RANGE, "ids[1] = 6");
@@ -377,6 +378,22 @@ static void test_scatter_failures(void) {
             lodtensor_destroy(col_share);
             CHECK_F32(x, ones, 18);
             CHECK_F32(x_share, ones, 18);
+        }
+        /* ids a share of x: an int64 x [3, 1] with a LoD of ids in range, so only the shared
+         * memory is wrong (a float x is refused as ids' dtype first). */
+        {
+            static const int64_t zeros3[3] = {0, 0, 0}, ones3[3] = {1, 1, 1};
+            lodtensor_t *xi = NULL, *xi_share = NULL, *upd_i = NULL;
+            if (CHECK_OK(fx_create_offsets(fx_i64(), d3, 2, zeros3, sizeof zeros3, s, 1, l, 3, &xi)) &&
+                CHECK_OK(fx_create_offsets(fx_i64(), d3, 2, ones3, sizeof ones3, s, 1, l, 3, &upd_i)) &&
+                CHECK_OK(lodtensor_share(xi, &xi_share))) {
+                CHECK_STATUS_MSG(sequence_scatter_inplace(xi, xi_share, upd_i), LODTENSOR_INVALID_ARGUMENT,
+                                 "ids: uses x's memory");
+                CHECK(memcmp(fx_data(xi), zeros3, sizeof zeros3) == 0);
+            }
+            lodtensor_destroy(xi);
+            lodtensor_destroy(xi_share);
+            lodtensor_destroy(upd_i);
         }
     }
     lodtensor_destroy(x);

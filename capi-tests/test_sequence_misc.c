@@ -388,7 +388,7 @@ static void test_conv(void) {
     static const int32_t ints[12] = {0};
     static const size_t lod[3] = {0, 3, 4}, lod8[2] = {0, 8}, sizes2[2] = {2, 3}, lod2[5] = {0, 2, 0, 3, 4};
     float identity[36];
-    lodtensor_t *t, *f, *p, *fd, *ti, *fi, *two, *flat, *p3, *out = NULL;
+    lodtensor_t *t, *f, *p, *fd, *ti, *fi, *two, *flat, *p3, *p64, *out = NULL;
     size_t i;
     for (i = 0; i < 36; ++i) {
         identity[i] = i / 6 == i % 6 ? 1.0f : 0.0f;
@@ -398,6 +398,7 @@ static void test_conv(void) {
     p = fx_make_lod1(fx_f32(), dp, 2, pad, sizeof pad, NULL, 0);
     p3 = fx_make_lod1(fx_f32(), d3, 2, identity, 6 * sizeof(float), NULL, 0);
     fd = fx_make_lod1(fx_f64(), df, 2, dbl, sizeof dbl, NULL, 0);
+    p64 = fx_make_lod1(fx_f64(), dp, 2, dbl, 4 * sizeof(double), NULL, 0);
     ti = fx_make_lod1(fx_i32(), dx, 2, ints, 8 * sizeof(int32_t), lod, 3);
     fi = fx_make_lod1(fx_i32(), df, 2, dbl, 36 * sizeof(int32_t), NULL, 0);
     two = make2(fx_f32(), dx, 2, x, sizeof x, sizes2, lod2, 5);
@@ -430,6 +431,12 @@ static void test_conv(void) {
     CHECK_STATUS_MSG(sequence_conv(t, f, NULL, 2, -1, 1, false, &out), LODTENSOR_INVALID_ARGUMENT, "filter");
     CHECK_STATUS_MSG(sequence_conv(t, fd, NULL, 3, -1, 1, false, &out), LODTENSOR_INVALID_ARGUMENT, "dtype");
     CHECK_STATUS_MSG(sequence_conv(t, f, p3, 3, -1, 1, true, &out), LODTENSOR_INVALID_ARGUMENT, "padding_data");
+    /* float64 padding of the right dims for float32 x and filter. */
+    CHECK_STATUS_MSG(sequence_conv(t, f, p64, 3, -1, 1, true, &out), LODTENSOR_INVALID_ARGUMENT,
+                     "padding_data: dtype float64");
+    /* context_length 2^62 (context_start -1 is fine): the message gives the length's value. */
+    CHECK_STATUS_MSG(sequence_conv(t, f, NULL, (int64_t)1 << 62, -1, 1, false, &out), LODTENSOR_INVALID_ARGUMENT,
+                     "4611686018427387904 must be less than 2^62");
     CHECK_STATUS_MSG(sequence_conv(ti, fi, NULL, 3, -1, 1, false, &out), LODTENSOR_UNSUPPORTED, "int32");
     CHECK_EQ_PTR(out, fx_sentinel());
     lodtensor_destroy(t);
@@ -437,6 +444,7 @@ static void test_conv(void) {
     lodtensor_destroy(p);
     lodtensor_destroy(p3);
     lodtensor_destroy(fd);
+    lodtensor_destroy(p64);
     lodtensor_destroy(ti);
     lodtensor_destroy(fi);
     lodtensor_destroy(two);

@@ -212,6 +212,22 @@ static void test_pool_failures(void) {
     CHECK_STATUS_MSG(sequence_pool(dense, LODTENSOR_POOL_MAX, 0.0, &out, &idx), LODTENSOR_INVALID_LOD, "no LoD");
     CHECK_STATUS_MSG(sequence_pool(three, LODTENSOR_POOL_MAX, 0.0, &out, &idx), LODTENSOR_INVALID_LOD, "3 LoD");
     CHECK_STATUS_MSG(sequence_pool(xint, LODTENSOR_POOL_MAX, 0.0, &out, &idx), LODTENSOR_UNSUPPORTED, "int32");
+    {
+        /* 2^31 rows (no elements): MAX and MIN report int32 row indices. SUM has no index. */
+        static const int64_t huge[2] = {(int64_t)1 << 31, 0};
+        static const size_t hs[1] = {2}, hl[2] = {0, (size_t)1 << 31};
+        lodtensor_t *many = NULL, *sum = NULL;
+        if (CHECK_OK(fx_create_offsets(fx_f32(), huge, 2, NULL, 0, hs, 1, hl, 2, &many))) {
+            CHECK_STATUS_MSG(sequence_pool(many, LODTENSOR_POOL_MAX, 0.0, &out, &idx), LODTENSOR_OUT_OF_RANGE,
+                             "2147483648 rows");
+            CHECK_STATUS_MSG(sequence_pool(many, LODTENSOR_POOL_MIN, 0.0, &out, NULL), LODTENSOR_OUT_OF_RANGE,
+                             "2147483648 rows");
+            if (CHECK_OK(sequence_pool(many, LODTENSOR_POOL_SUM, 0.0, &sum, NULL))) {
+                lodtensor_destroy(sum);
+            }
+        }
+        lodtensor_destroy(many);
+    }
     CHECK_STATUS_MSG(sequence_first_step(NULL, &out), LODTENSOR_NULL_ARGUMENT, "x");
     CHECK_STATUS_MSG(sequence_first_step(x, NULL), LODTENSOR_NULL_ARGUMENT, "out");
     CHECK_STATUS_MSG(sequence_first_step(dense, &out), LODTENSOR_INVALID_LOD, "x");
@@ -302,6 +318,16 @@ static void test_pad_failures(void) {
     CHECK_STATUS_MSG(sequence_pad(x, pad, 2, &out, &len), LODTENSOR_INVALID_ARGUMENT, "longest");
     CHECK_STATUS_MSG(sequence_pad(x2lev, pad, -1, &out, &len), LODTENSOR_INVALID_LOD, "x");
     CHECK_STATUS_MSG(sequence_pad(dense, pad, -1, &out, &len), LODTENSOR_INVALID_LOD, "x");
+    {
+        /* x of 9 dims: the padded output would have 10. */
+        static const int64_t d9[9] = {2, 1, 1, 1, 1, 1, 1, 1, 1};
+        static const size_t s9[1] = {2}, l9[2] = {0, 2};
+        lodtensor_t *x9 = NULL;
+        if (CHECK_OK(fx_create_offsets(fx_f32(), d9, 9, two, sizeof two, s9, 1, l9, 2, &x9))) {
+            CHECK_STATUS_MSG(sequence_pad(x9, pad, -1, &out, &len), LODTENSOR_INVALID_ARGUMENT, "at most 9");
+        }
+        lodtensor_destroy(x9);
+    }
     CHECK_EQ_PTR(out, fx_sentinel());
     CHECK_EQ_PTR(len, fx_sentinel());
 done:

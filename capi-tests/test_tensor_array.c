@@ -400,6 +400,12 @@ static void test_unpack_pack(void) {
         CHECK_OK(tensor_array_write(b, 2, odd, false));
         lodtensor_destroy(odd);
         CHECK_STATUS_MSG(tensor_array_pack(b, table, &keep), LODTENSOR_INVALID_ARGUMENT, "array[2]");
+        /* A 0-d element 0: there are no rows to pack. */
+        CHECK_OK(make_zeros(fx_f32(), NULL, 0, &odd));
+        CHECK_OK(tensor_array_write(b, 0, odd, false));
+        lodtensor_destroy(odd);
+        CHECK_STATUS_MSG(tensor_array_pack(b, table, &keep), LODTENSOR_INVALID_ARGUMENT,
+                         "array[0]: a 0-d tensor has no rows");
     }
     CHECK_EQ_PTR(keep, fx_sentinel());
     tensor_array_destroy(b);
@@ -420,7 +426,7 @@ static void test_shrink_and_reorder(void) {
     static const size_t reordered[8] = {6, 7, 0, 1, 2, 3, 4, 5}, rows_perm[4] = {3, 0, 2, 1};
     static const size_t top_want[5] = {0, 1, 2, 2, 4}, rows_want[5] = {0, 2, 4, 5, 8};
     lodtensor_t *tsrc = NULL, *x = NULL, *m1 = NULL, *m2 = NULL, *dense = NULL, *out = NULL, *keep = fx_sentinel();
-    lodtensor_t *psrc = NULL, *seqs = NULL;
+    lodtensor_t *psrc = NULL, *seqs = NULL, *scalar = NULL;
     rank_table_t *table = NULL, *perm = NULL;
     CHECK_OK(fx_make_f32(6, 1, LODTENSOR_LOD_LENGTHS, t_sizes, 1, t_lengths, 3, &tsrc));
     CHECK_OK(fx_make_f32(6, 2, LODTENSOR_LOD_LENGTHS, x_sizes, 1, x_lengths, 3, &x));
@@ -453,6 +459,8 @@ static void test_shrink_and_reorder(void) {
         CHECK_EQ_SIZE(fx_levels(m1), 0);
         lodtensor_destroy(m1);
     }
+    CHECK_OK(make_zeros(fx_f32(), NULL, 0, &scalar));
+    CHECK_STATUS_MSG(rank_table_shrink_rnn_memory(table, scalar, 0, &keep), LODTENSOR_INVALID_ARGUMENT, "0-d");
 
     /* reorder: table order 3, 0, 2, 1 over 4 two-level sequences and over 4 rows. */
     CHECK_OK(fx_make_f32(10, 1, LODTENSOR_LOD_LENGTHS, p_sizes, 1, p_lengths, 4, &psrc));
@@ -462,6 +470,7 @@ static void test_shrink_and_reorder(void) {
     CHECK_STATUS_MSG(rank_table_reorder(perm, NULL, &out), LODTENSOR_NULL_ARGUMENT, "x");
     CHECK_STATUS_MSG(rank_table_reorder(perm, seqs, NULL), LODTENSOR_NULL_ARGUMENT, "out");
     CHECK_STATUS_MSG(rank_table_reorder(perm, dense, &keep), LODTENSOR_INVALID_ARGUMENT, "permutation");
+    CHECK_STATUS_MSG(rank_table_reorder(perm, scalar, &keep), LODTENSOR_INVALID_ARGUMENT, "0-d");
     if (CHECK_OK(rank_table_reorder(perm, seqs, &out))) {
         CHECK_ROW_LIST(out, reordered, 8, 2);
         CHECK_OFFSETS(out, 0, top_want, 5);
@@ -475,6 +484,7 @@ static void test_shrink_and_reorder(void) {
         lodtensor_destroy(out);
     }
     CHECK_EQ_PTR(keep, fx_sentinel());
+    lodtensor_destroy(scalar);
     rank_table_destroy(perm);
     lodtensor_destroy(seqs);
     lodtensor_destroy(psrc);
@@ -486,7 +496,8 @@ static void test_shrink_and_reorder(void) {
 
 /* ---- the dynamic-RNN driver ---------------------------------------------------------------- */
 
-enum { MODE_OK, MODE_SEPARATE, MODE_FAIL, MODE_NULL_STATE, MODE_BORROWED, MODE_WRONG_ROWS, MODE_LOD_AT_1 };
+enum { MODE_OK, MODE_SEPARATE, MODE_FAIL, MODE_NULL_STATE, MODE_BORROWED, MODE_WRONG_ROWS, MODE_LOD_AT_1,
+       MODE_INT32_AT_1 };
 
 typedef struct {
     int mode;
@@ -528,8 +539,9 @@ static int32_t step_fn(size_t step, const lodtensor_t *in, const lodtensor_t *pr
     }
     /* MODE_LOD_AT_1: the step-1 output carries a LoD of one sequence per row. */
     levels = ctx->mode == MODE_LOD_AT_1 && step == 1 ? 1 : 0;
-    status = lodtensor_create(fx_f32(), dims, 2, y, n * sizeof(float), LODTENSOR_LOD_LENGTHS, &rows, levels, ones,
-                              levels ? rows : 0, out);
+    /* MODE_INT32_AT_1: the step-1 output (and state) is int32 (the same bytes), the others float32. */
+    status = lodtensor_create(ctx->mode == MODE_INT32_AT_1 && step == 1 ? fx_i32() : fx_f32(), dims, 2, y,
+                              n * sizeof(float), LODTENSOR_LOD_LENGTHS, &rows, levels, ones, levels ? rows : 0, out);
     free(y);
     if (status) {
         return status;
@@ -645,6 +657,11 @@ static void test_dynamic_rnn(void) {
     ctx.mode = MODE_LOD_AT_1;
     CHECK_STATUS_MSG(tensor_array_dynamic_rnn(x, 0, init, step_fn, &ctx, &keep), LODTENSOR_INVALID_LOD,
                      "step outputs");
+    ctx.mode = MODE_INT32_AT_1;
+    ctx.calls = 0;
+    CHECK_STATUS_MSG(tensor_array_dynamic_rnn(x, 0, init, step_fn, &ctx, &keep), LODTENSOR_INVALID_ARGUMENT,
+                     "step outputs: array[1]");
+    CHECK_EQ_SIZE(ctx.calls, 5);
     CHECK_EQ_PTR(keep, fx_sentinel());
     (void)modes;
     lodtensor_destroy(init);

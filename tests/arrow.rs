@@ -32,15 +32,18 @@ fn element_size(format: &str) -> usize {
 
 /// Entries `[0, length)` of `array` of type `schema`, read by the interface's rules: each array's
 /// offset shifts its buffers; a list's entries are its child's `[offsets[i], offsets[i + 1])`; a
-/// fixed-size list of n has its child's `[i * n, (i + 1) * n)`. Nulls are not expected.
+/// fixed-size list of n has its child's `[i * n, (i + 1) * n)`. Nulls fail the reading.
 unsafe fn read(schema: &ArrowSchema, array: &ArrowArray) -> Vec<Value> {
     read_range(schema, array, 0, array.length as usize)
 }
 
 unsafe fn read_range(schema: &ArrowSchema, array: &ArrowArray, start: usize, len: usize) -> Vec<Value> {
     let format = CStr::from_ptr(schema.format).to_str().unwrap();
-    assert_eq!(array.null_count, 0, "{format}: nulls");
     let at = array.offset as usize + start;
+    let validity = (*array.buffers).cast::<u8>();
+    if array.null_count != 0 && !validity.is_null() {
+        assert!((at..at + len).all(|i| *validity.add(i / 8) >> (i % 8) & 1 == 1), "{format}: nulls");
+    }
     let buffer = |i: usize| *array.buffers.add(i);
     let child = || (&**schema.children, &**array.children);
     match format {
@@ -262,6 +265,7 @@ struct Made {
 
 /// One array of a chain to make: its format, its length and offset, its buffers (validity first;
 /// None for a NULL buffer), its child.
+#[derive(Clone)]
 struct Spec {
     format: String,
     length: i64,
@@ -464,6 +468,85 @@ fn random_arrow_arrays_are_taken_as_their_sequences() {
             (schema.release.unwrap())(&mut schema);
         }
     }
+}
+
+/// Damages one array of `spec` within its buffers (what a careless producer might hand over):
+/// a shorter length, a larger offset, an offset entry anywhere, or a validity bitmap, mostly of
+/// set bits, with a null count of -1, 0 or 1.
+fn damage(rng: &mut Rng, spec: &mut Spec) {
+    let mut node = spec;
+    while node.child.is_some() && rng.below(2) == 0 {
+        node = node.child.as_mut().unwrap();
+    }
+    let length = node.length as usize;
+    match rng.below(4) {
+        0 => node.length = rng.below(length + 1) as i64,
+        1 => {
+            let d = rng.below(length + 1) as i64;
+            (node.offset, node.length) = (node.offset + d, node.length - d);
+        }
+        2 if node.format == "+L" || node.format == "+l" => {
+            let wide = node.format == "+L";
+            let width = if wide { 8 } else { 4 };
+            let bytes = node.buffers[1].as_mut().unwrap();
+            let i = rng.below(bytes.len() / width) * width;
+            let value = rng.below(12) as i64 - 2;
+            if wide {
+                bytes[i..i + 8].copy_from_slice(&value.to_ne_bytes());
+            } else {
+                bytes[i..i + 4].copy_from_slice(&(value as i32).to_ne_bytes());
+            }
+        }
+        _ => {
+            let bits = (node.offset as usize + length).div_ceil(8);
+            let all_set = rng.below(2) == 0;
+            node.buffers[0] =
+                Some((0..bits).map(|_| if all_set { 0xff } else { 0xff ^ (1 << rng.below(8)) }).collect());
+            node.null_count = rng.below(3) as i64 - 1;
+        }
+    }
+}
+
+#[test]
+fn damaged_arrays_are_refused_or_taken_as_they_read() {
+    static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    let mut rng = Rng(5);
+    let (mut taken, mut refused) = (0, 0);
+    for round in 0..3000 {
+        let (_, format) = DTYPES[round % DTYPES.len()];
+        let levels = rng.below(3);
+        let fixed: Vec<usize> = (0..rng.below(3)).map(|_| rng.below(4)).collect();
+        let length = if levels > 0 { 1 + rng.below(4) } else { rng.below(5) };
+        let mut spec = random_spec(&mut rng, format, levels, &fixed, length);
+        for _ in 0..1 + rng.below(3) {
+            damage(&mut rng, &mut spec);
+        }
+        let (mut schema, mut array) = make(spec.clone(), &RELEASED);
+        unsafe {
+            let before = RELEASED.load(Ordering::SeqCst);
+            match from_arrow(&schema, &mut array) {
+                Ok(x) => {
+                    // Accepted, so valid: the reference reads the same from a second copy (a
+                    // bool array was released by the import), and nulls would fail it.
+                    let (mut schema2, mut again) = make(spec, &RELEASED);
+                    assert_eq!(tensor_value(&x), read(&schema2, &again), "round {round}");
+                    (schema2.release.unwrap())(&mut schema2);
+                    (again.release.unwrap())(&mut again);
+                    drop(x);
+                    assert_eq!(RELEASED.load(Ordering::SeqCst), before + 2);
+                    taken += 1;
+                }
+                Err(_) => {
+                    assert!(array.release.is_some(), "round {round}: a refused array stays the caller's");
+                    assert_eq!(RELEASED.load(Ordering::SeqCst), before);
+                    (array.release.unwrap())(&mut array);
+                    refused += 1;
+                }
+            }
+            (schema.release.unwrap())(&mut schema);
+        }
+    }
+    assert!(taken > 300 && refused > 300, "{taken} taken, {refused} refused");
 }
 
 #[test]
