@@ -2,8 +2,8 @@
  * structs as lodtensor.h defines them. An exported LoD tensor's chain (formats, lengths, offsets,
  * elements in place) and its memory outliving the tensor; a producer's sliced list array taken
  * zero copy, moved out of the caller's struct, released exactly once when the last handle goes
- * and never on failure; every documented failure; and, where CUDA can be used, a device tensor
- * refused. */
+ * and never on failure; every documented failure; the device export (C device data interface) of
+ * a host tensor and, where CUDA can be used, of a device tensor, whose buffers are device memory. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,15 +301,78 @@ static void test_errors(void) {
     lodtensor_destroy(x);
 }
 
+/* The device export of a host tensor: the host export's chain, on ARROW_DEVICE_CPU. */
+static void test_device_export_on_the_host(void) {
+    static const int64_t dims[1] = {3};
+    static const int32_t values[3] = {7, 8, 9};
+    static const size_t l0[3] = {0, 1, 3};
+    lodtensor_t *x = fx_make(fx_i32(), dims, 1, values, l0, 3, NULL, 0), *bf = NULL;
+    struct ArrowSchema schema;
+    struct ArrowDeviceArray array;
+    memset(&array, 0xff, sizeof array);
+    if (CHECK_OK(lodtensor_to_arrow_device(x, &schema, &array))) {
+        CHECK(array.device_type == ARROW_DEVICE_CPU && array.device_id == 0 && array.sync_event == NULL);
+        CHECK(array.reserved[0] == 0 && array.reserved[1] == 0 && array.reserved[2] == 0);
+        CHECK(strcmp(schema.format, "+L") == 0 && strcmp(schema.children[0]->format, "i") == 0);
+        CHECK(array.array.length == 2 && ((const int64_t *)array.array.buffers[1])[2] == 3);
+        CHECK_EQ_PTR(array.array.children[0]->buffers[1], fx_data(x));
+        schema.release(&schema);
+        array.array.release(&array.array);
+        CHECK(array.array.release == NULL);
+    }
+    CHECK_STATUS_MSG(lodtensor_to_arrow_device(NULL, &schema, &array), LODTENSOR_NULL_ARGUMENT, "t");
+    CHECK_STATUS_MSG(lodtensor_to_arrow_device(x, NULL, &array), LODTENSOR_NULL_ARGUMENT, "out_schema");
+    CHECK_STATUS_MSG(lodtensor_to_arrow_device(x, &schema, NULL), LODTENSOR_NULL_ARGUMENT, "out_array");
+    bf = fx_make(fx_dtype(LODTENSOR_DTYPE_CODE_BFLOAT, 16), dims, 1, (const uint16_t[]){0, 0, 0}, NULL, 0, NULL, 0);
+    CHECK_STATUS_MSG(lodtensor_to_arrow_device(bf, &schema, &array), LODTENSOR_UNSUPPORTED, "bfloat16");
+    lodtensor_destroy(bf);
+    lodtensor_destroy(x);
+}
+
+/* The host copy of `n` int64 at device address `p` on cuda:0. */
+static int device_i64_equal(const void *p, const int64_t *want, size_t n) {
+    int64_t dims[1];
+    lodtensor_t *view = NULL, *host = NULL;
+    int ok;
+    dims[0] = (int64_t)n;
+    ok = CHECK_OK(lodtensor_from_buffer(fx_place(LODTENSOR_DEVICE_CUDA, 0), fx_i64(), dims, 1, (void *)(uintptr_t)p,
+                                        n * 8, LODTENSOR_LOD_OFFSETS, NULL, 0, NULL, 0, NULL, NULL, &view)) &&
+         CHECK_OK(lodtensor_to_place(view, fx_cpu(), &host)) && CHECK(memcmp(fx_data(host), want, n * 8) == 0);
+    lodtensor_destroy(host);
+    lodtensor_destroy(view);
+    return ok;
+}
+
 static void test_with_cuda(size_t count) {
-    static const int64_t dims[1] = {2};
-    lodtensor_t *x = fx_make(fx_f32(), dims, 1, (const float[]){1, 2}, NULL, 0, NULL, 0), *on_device = NULL;
+    static const int64_t dims[1] = {3};
+    static const size_t l0[3] = {0, 1, 3};
+    static const int64_t l0_i64[3] = {0, 1, 3}, values[3] = {7, 8, 9};
+    lodtensor_t *x = fx_make(fx_i64(), dims, 1, values, l0, 3, NULL, 0), *on_device = NULL, *flags = NULL;
+    lodtensor_t *flags_on_device = NULL;
     struct ArrowSchema schema;
     struct ArrowArray array;
+    struct ArrowDeviceArray device;
     (void)count;
     if (CHECK_OK(lodtensor_to_place(x, fx_place(LODTENSOR_DEVICE_CUDA, 0), &on_device))) {
-        CHECK_STATUS_MSG(lodtensor_to_arrow(on_device, &schema, &array), LODTENSOR_UNSUPPORTED, "lodtensor_to_place");
+        CHECK_STATUS_MSG(lodtensor_to_arrow(on_device, &schema, &array), LODTENSOR_UNSUPPORTED,
+                         "lodtensor_to_arrow_device");
+        if (CHECK_OK(lodtensor_to_arrow_device(on_device, &schema, &device))) {
+            CHECK(device.device_type == ARROW_DEVICE_CUDA && device.device_id == 0 && device.sync_event == NULL);
+            CHECK_EQ_PTR(device.array.children[0]->buffers[1], fx_data(on_device));
+            lodtensor_destroy(on_device); /* the export holds the memory */
+            on_device = NULL;
+            device_i64_equal(device.array.buffers[1], l0_i64, 3);
+            device_i64_equal(device.array.children[0]->buffers[1], values, 3);
+            schema.release(&schema);
+            device.array.release(&device.array);
+        }
     }
+    flags = fx_make(fx_bool(), dims, 1, (const uint8_t[]){1, 0, 1}, NULL, 0, NULL, 0);
+    if (CHECK_OK(lodtensor_to_place(flags, fx_place(LODTENSOR_DEVICE_CUDA, 0), &flags_on_device))) {
+        CHECK_STATUS_MSG(lodtensor_to_arrow_device(flags_on_device, &schema, &device), LODTENSOR_UNSUPPORTED, "uint8");
+    }
+    lodtensor_destroy(flags_on_device);
+    lodtensor_destroy(flags);
     lodtensor_destroy(on_device);
     lodtensor_destroy(x);
 }
@@ -321,6 +384,7 @@ int main(void) {
     test_import();
     test_round_trip();
     test_errors();
+    test_device_export_on_the_host();
     fx_with_or_without_cuda("test_arrow", test_with_cuda, test_without_cuda);
     return CHECK_RETURN();
 }

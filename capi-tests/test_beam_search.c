@@ -160,7 +160,7 @@ static void test_step(void) {
         const size_t h0[2] = {0, 1}, h1[2] = {0, (size_t)1 << 31};
         lodtensor_t *many = fx_make(F32, huge, 2, NULL, h0, 2, h1, 2);
         CHECK_STATUS_MSG(beam_search_step(p, ps, NULL, many, 0, 2, 0, true, &si, &ss, &pi), LODTENSOR_INVALID_ARGUMENT,
-                         "2147483648 prefix rows");
+                         "scores: 2147483648 prefix rows");
         lodtensor_destroy(many);
     }
     CHECK(si == fx_sentinel() && ss == fx_sentinel() && pi == fx_sentinel());
@@ -307,7 +307,7 @@ static void test_fused_and_gather_state(void) {
         CHECK_STATUS_MSG(beam_search_fused_step(wide, s2, x23, 2, 0, &si, &ss, &pi), LODTENSOR_INVALID_ARGUMENT,
                          "pre_ids: has 4 element(s)");
         CHECK_STATUS_MSG(beam_search_fused_step(many, s, x, 2, 0, &si, &ss, &pi), LODTENSOR_INVALID_ARGUMENT,
-                         "2147483648 prefix rows");
+                         "pre_ids: 2147483648 prefix rows");
         lodtensor_destroy(wide);
         lodtensor_destroy(s2);
         lodtensor_destroy(x23);

@@ -373,6 +373,16 @@ void test_arrow() {
     CHECK(arrow_releases == 0);
     share = lt::Tensor();
     CHECK(arrow_releases == 1);
+
+    // The device export of a host tensor: the same chain, on the CPU.
+    lt::Tensor z = lt::Tensor::create<float>(data, {5, 2}, lt::Lod::offsets(one, offsets));
+    ArrowDeviceArray device{};
+    lt::to_arrow_device(z, &schema, &device);
+    CHECK(device.device_type == ARROW_DEVICE_CPU && device.device_id == 0 && device.sync_event == nullptr);
+    CHECK(device.array.length == 2 && device.array.children[0]->children[0]->buffers[1] == z.data<float>().data());
+    schema.release(&schema);
+    device.array.release(&device.array);
+    EXPECT_ERROR(lt::to_arrow_device(z, nullptr, &device), LODTENSOR_NULL_ARGUMENT, "out_schema");
 }
 
 void test_errors() {

@@ -70,6 +70,37 @@ struct ArrowArray {
 
 #endif /* ARROW_C_DATA_INTERFACE */
 
+/* The Arrow C device data interface's array, under its guard, as the C data interface's. */
+#ifndef ARROW_C_DEVICE_DATA_INTERFACE
+#define ARROW_C_DEVICE_DATA_INTERFACE
+
+typedef int32_t ArrowDeviceType;
+
+#define ARROW_DEVICE_CPU 1
+#define ARROW_DEVICE_CUDA 2
+#define ARROW_DEVICE_CUDA_HOST 3
+#define ARROW_DEVICE_OPENCL 4
+#define ARROW_DEVICE_VULKAN 7
+#define ARROW_DEVICE_METAL 8
+#define ARROW_DEVICE_VPI 9
+#define ARROW_DEVICE_ROCM 10
+#define ARROW_DEVICE_ROCM_HOST 11
+#define ARROW_DEVICE_EXT_DEV 12
+#define ARROW_DEVICE_CUDA_MANAGED 13
+#define ARROW_DEVICE_ONEAPI 14
+#define ARROW_DEVICE_WEBGPU 15
+#define ARROW_DEVICE_HEXAGON 16
+
+struct ArrowDeviceArray {
+  struct ArrowArray array;
+  int64_t device_id;
+  ArrowDeviceType device_type;
+  void* sync_event;
+  int64_t reserved[3];
+};
+
+#endif /* ARROW_C_DEVICE_DATA_INTERFACE */
+
 
 // The version of `beam_search_decoder_options_t` this header describes.
 #define LODTENSOR_BEAM_SEARCH_DECODER_OPTIONS_VERSION 1
@@ -986,10 +1017,27 @@ lodtensor_status_t lodtensor_synchronize(struct lodtensor_place_t place);
 // allows); the memory stays until the array is released, also after `t` is destroyed.
 //
 // Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_schema`, `out_array`), LODTENSOR_UNSUPPORTED (a
-// CUDA tensor, whose memory the interface cannot carry: copy it with `lodtensor_to_place`
-// first; bfloat16, which has no Arrow type), LODTENSOR_INVALID_ARGUMENT (a 0-d tensor, which
+// CUDA tensor, whose memory the interface cannot carry: lend it with
+// `lodtensor_to_arrow_device`, or copy it with `lodtensor_to_place` first; bfloat16, which has
+// no Arrow type), LODTENSOR_INVALID_ARGUMENT (a 0-d tensor, which
 // has no rows). On failure neither struct is written.
 lodtensor_status_t lodtensor_to_arrow(const struct lodtensor_t *t, struct ArrowSchema *out_schema, struct ArrowArray *out_array);
+
+// Fills `*out_schema` and `*out_array` with `t` as an Arrow device array (the C device data
+// interface) that shares its memory, zero copy, in the form `lodtensor_to_arrow` makes. A host
+// tensor is lent as `lodtensor_to_arrow` lends it, with `device_type` ARROW_DEVICE_CPU and
+// `device_id` 0. A tensor on CUDA device n is lent with `device_type` ARROW_DEVICE_CUDA and
+// `device_id` n: its elements and its LoD offsets (the int64 copies the LoD keeps on the device,
+// uploaded at their first use there) are device memory, and the call waits for the work queued
+// on the device, so `sync_event` is NULL and the buffers can be read at once. `reserved` is
+// zeroed. The caller releases the schema and `out_array->array` once each, as for
+// `lodtensor_to_arrow`; the memory stays until the array is released.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_schema`, `out_array`), LODTENSOR_UNSUPPORTED
+// (bfloat16, which has no Arrow type; bool on a CUDA device: cast it to uint8 or copy it to the
+// CPU first), LODTENSOR_INVALID_ARGUMENT (a 0-d tensor), LODTENSOR_INTERNAL (a CUDA driver
+// failure, named in the message). On failure neither struct is written.
+lodtensor_status_t lodtensor_to_arrow_device(const struct lodtensor_t *t, struct ArrowSchema *out_schema, struct ArrowDeviceArray *out_array);
 
 // Lends `t`'s elements as a new DLPack managed tensor (`*out`) that shares its memory, zero
 // copy: DLPack version 1.0, `flags` 0 (writable: writes are seen through `t` and every handle

@@ -455,6 +455,13 @@ inline Tensor from_dlpack(DLManagedTensorVersioned *managed, const Lod &lod = Lo
 inline void to_arrow(TensorRef x, ArrowSchema *out_schema, ArrowArray *out_array) {
     check(lodtensor_to_arrow(x.get(), out_schema, out_array));
 }
+// x lent through Arrow's C device data interface (lodtensor_to_arrow_device), zero copy: as
+// to_arrow for a host tensor (ARROW_DEVICE_CPU); for a CUDA tensor (ARROW_DEVICE_CUDA, its device
+// id) the elements and LoD offsets are device memory, ready to read (sync_event NULL). The caller
+// releases the schema and `out_array->array` once each. When this throws, nothing was written.
+inline void to_arrow_device(TensorRef x, ArrowSchema *out_schema, ArrowDeviceArray *out_array) {
+    check(lodtensor_to_arrow_device(x.get(), out_schema, out_array));
+}
 // A tensor that takes the Arrow array `*array` of type `*schema` (lodtensor_from_arrow), zero
 // copy (bool elements are unpacked into a copy): the array is moved (`array->release` becomes
 // NULL) and released once, when the last handle over its memory goes. `*schema` is only read and

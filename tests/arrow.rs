@@ -742,3 +742,20 @@ fn the_memory_goes_with_the_last_array_released() {
     }
     assert_eq!(FREED.load(Ordering::SeqCst), 2);
 }
+
+#[test]
+fn the_device_export_of_a_host_tensor_is_the_host_export_on_the_cpu() {
+    use lodtensor::interop::arrow::{to_arrow_device, DEVICE_CPU};
+    let mut rng = Rng(13);
+    for round in 0..50 {
+        let (dtype, _) = DTYPES[round % DTYPES.len()];
+        let x = random_tensor(&mut rng, dtype);
+        let (schema, device) = to_arrow_device(&x).unwrap();
+        assert_eq!((device.device_type, device.device_id), (DEVICE_CPU, 0));
+        assert!(device.sync_event.is_null() && device.reserved == [0; 3]);
+        unsafe {
+            assert_eq!(read(&schema, &device.array), tensor_value(&x));
+            release(schema, device.array);
+        }
+    }
+}

@@ -319,6 +319,63 @@ fn gpu_serialize_equals_cpu() {
     }
 }
 
+/// The host copy of `len` bytes of device memory at `ptr` on cuda:0, read as `dtype` [n].
+fn device_bytes(ptr: *const std::ffi::c_void, dtype: DType, n: usize) -> Vec<u8> {
+    let t =
+        unsafe { Tensor::borrowed(GPU, dtype, Dim::new(&[n]).unwrap(), ptr.cast_mut().cast(), n * dtype.size(), None) };
+    let host = to_place(&LoDTensor::dense(t.unwrap()), Place::Cpu).unwrap();
+    host.tensor().bytes().unwrap().to_vec()
+}
+
+/// A device tensor lent through Arrow's C device data interface: device CUDA 0, no event (the
+/// work is done), the elements the tensor's own device memory, each LoD level's offsets on the
+/// device as int64, and the chain as the host export's.
+#[test]
+fn gpu_arrow_device_export_lends_device_memory() {
+    use lodtensor::interop::arrow::{to_arrow, to_arrow_device, DEVICE_CUDA};
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0xa770);
+    for case in 0..12 {
+        // No bool (refused below) nor bfloat16 (no Arrow type).
+        let dtype =
+            [DType::U8, DType::I8, DType::I16, DType::I32, DType::I64, DType::F16, DType::F32, DType::F64][case % 8];
+        let outer = random_lengths(&mut rng, SEQUENCE_COUNTS[case % 4].max(1), 3);
+        let inner = random_lengths(&mut rng, outer.iter().sum(), 4);
+        let rows: usize = inner.iter().sum();
+        let lod = Lod::from_lengths(&[outer, inner]).unwrap();
+        let x = random_tensor(&mut rng, dtype, &[rows, 1 + case % 3], lod, case % 2 == 0);
+        let on_device = gpu(&x);
+        let (mut schema, mut device) = to_arrow_device(&on_device).unwrap();
+        let (mut host_schema, mut host) = to_arrow(&x).unwrap();
+        assert_eq!((device.device_type, device.device_id), (DEVICE_CUDA, 0));
+        assert!(device.sync_event.is_null() && device.reserved == [0; 3]);
+        unsafe {
+            let (mut a, mut h) = (&device.array, &host);
+            for level in x.lod().levels() {
+                assert_eq!((a.length, a.n_buffers), (h.length, h.n_buffers));
+                let want: Vec<u8> = level.iter().flat_map(|&o| (o as i64).to_ne_bytes()).collect();
+                assert_eq!(device_bytes(*a.buffers.add(1), DType::I64, level.len()), want, "case {case}");
+                (a, h) = (&**a.children, &**h.children);
+            }
+            let elements = &**a.children; // one fixed-size list, then the elements
+            assert_eq!(*elements.buffers.add(1), on_device.tensor().as_ptr().cast(), "zero copy");
+            assert_eq!(device_bytes(*elements.buffers.add(1), dtype, x.tensor().numel()), x.tensor().bytes().unwrap());
+            drop(on_device); // the export holds the memory
+            assert_eq!(device_bytes(*elements.buffers.add(1), dtype, x.tensor().numel()), x.tensor().bytes().unwrap());
+            (schema.release.unwrap())(&mut schema);
+            (device.array.release.unwrap())(&mut device.array);
+            (host_schema.release.unwrap())(&mut host_schema);
+            (host.release.unwrap())(&mut host);
+        }
+    }
+    let flags = Tensor::from_bytes(DType::Bool, Dim::new(&[2]).unwrap(), &[1, 0]).unwrap();
+    let flags = gpu(&LoDTensor::dense(flags));
+    assert!(matches!(to_arrow_device(&flags), Err(Error::Unsupported(m)) if m.contains("uint8")));
+    assert!(matches!(to_arrow(&flags), Err(Error::Unsupported(m)) if m.contains("lodtensor_to_arrow_device")));
+}
+
 #[test]
 fn gpu_gather_rows_equals_cpu_with_the_index_on_the_device() {
     if !gpu_or_skip() {

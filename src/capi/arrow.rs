@@ -5,7 +5,7 @@ use super::args::{self, Out};
 use super::boundary;
 use super::tensor::{lodtensor_t, new_handle};
 use super::types::lodtensor_status_t;
-use crate::interop::arrow::{self, from_arrow, to_arrow};
+use crate::interop::arrow::{self, from_arrow, to_arrow, to_arrow_device};
 
 /// Arrow's schema struct, opaque here; the header defines it under Arrow's own guard
 /// (`ARROW_C_DATA_INTERFACE`, cbindgen.toml).
@@ -15,6 +15,12 @@ pub struct ArrowSchema {
 
 /// Arrow's array struct, as `ArrowSchema`.
 pub struct ArrowArray {
+    _opaque: [u8; 0],
+}
+
+/// The C device data interface's array struct, as `ArrowSchema` (under
+/// `ARROW_C_DEVICE_DATA_INTERFACE`).
+pub struct ArrowDeviceArray {
     _opaque: [u8; 0],
 }
 
@@ -31,8 +37,9 @@ pub struct ArrowArray {
 /// allows); the memory stays until the array is released, also after `t` is destroyed.
 ///
 /// Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_schema`, `out_array`), LODTENSOR_UNSUPPORTED (a
-/// CUDA tensor, whose memory the interface cannot carry: copy it with `lodtensor_to_place`
-/// first; bfloat16, which has no Arrow type), LODTENSOR_INVALID_ARGUMENT (a 0-d tensor, which
+/// CUDA tensor, whose memory the interface cannot carry: lend it with
+/// `lodtensor_to_arrow_device`, or copy it with `lodtensor_to_place` first; bfloat16, which has
+/// no Arrow type), LODTENSOR_INVALID_ARGUMENT (a 0-d tensor, which
 /// has no rows). On failure neither struct is written.
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_to_arrow(
@@ -45,6 +52,37 @@ pub unsafe extern "C" fn lodtensor_to_arrow(
         let out_schema = Out::new(out_schema.cast::<arrow::ArrowSchema>(), "out_schema")?;
         let out_array = Out::new(out_array.cast::<arrow::ArrowArray>(), "out_array")?;
         let (schema, array) = to_arrow(t)?;
+        out_schema.write(schema);
+        out_array.write(array);
+        Ok(())
+    })
+}
+
+/// Fills `*out_schema` and `*out_array` with `t` as an Arrow device array (the C device data
+/// interface) that shares its memory, zero copy, in the form `lodtensor_to_arrow` makes. A host
+/// tensor is lent as `lodtensor_to_arrow` lends it, with `device_type` ARROW_DEVICE_CPU and
+/// `device_id` 0. A tensor on CUDA device n is lent with `device_type` ARROW_DEVICE_CUDA and
+/// `device_id` n: its elements and its LoD offsets (the int64 copies the LoD keeps on the device,
+/// uploaded at their first use there) are device memory, and the call waits for the work queued
+/// on the device, so `sync_event` is NULL and the buffers can be read at once. `reserved` is
+/// zeroed. The caller releases the schema and `out_array->array` once each, as for
+/// `lodtensor_to_arrow`; the memory stays until the array is released.
+///
+/// Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_schema`, `out_array`), LODTENSOR_UNSUPPORTED
+/// (bfloat16, which has no Arrow type; bool on a CUDA device: cast it to uint8 or copy it to the
+/// CPU first), LODTENSOR_INVALID_ARGUMENT (a 0-d tensor), LODTENSOR_INTERNAL (a CUDA driver
+/// failure, named in the message). On failure neither struct is written.
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_to_arrow_device(
+    t: *const lodtensor_t,
+    out_schema: *mut ArrowSchema,
+    out_array: *mut ArrowDeviceArray,
+) -> lodtensor_status_t {
+    boundary(|| {
+        let t = &args::get(t, "t")?.inner;
+        let out_schema = Out::new(out_schema.cast::<arrow::ArrowSchema>(), "out_schema")?;
+        let out_array = Out::new(out_array.cast::<arrow::ArrowDeviceArray>(), "out_array")?;
+        let (schema, array) = to_arrow_device(t)?;
         out_schema.write(schema);
         out_array.write(array);
         Ok(())

@@ -17,6 +17,7 @@ use crate::dtype::DType;
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;
 use crate::lod_tensor::{check_lod_for_dims, LoDTensor};
+use crate::memory::Allocation;
 use crate::place::Place;
 use crate::tensor::Tensor;
 use std::ffi::{c_char, c_void, CStr, CString};
@@ -48,6 +49,20 @@ pub struct ArrowArray {
     pub release: Option<unsafe extern "C" fn(*mut ArrowArray)>,
     pub private_data: *mut c_void,
 }
+
+/// The C device data interface's array: an array and the device its buffers are on.
+#[repr(C)]
+pub struct ArrowDeviceArray {
+    pub array: ArrowArray,
+    pub device_id: i64,
+    pub device_type: i32,
+    pub sync_event: *mut c_void,
+    pub reserved: [i64; 3],
+}
+
+/// `ARROW_DEVICE_CPU` and `ARROW_DEVICE_CUDA`.
+pub const DEVICE_CPU: i32 = 1;
+pub const DEVICE_CUDA: i32 = 2;
 
 // LoD offsets are lent to Arrow as its int64 offsets, in place.
 const _: () = assert!(std::mem::size_of::<usize>() == std::mem::size_of::<i64>());
@@ -132,12 +147,13 @@ fn primitive_format(dtype: DType) -> Option<&'static str> {
 
 // ---- export ----------------------------------------------------------------------------------
 
-/// What every array of an export keeps alive: the tensor and LoD it lends, and a bool tensor's
-/// packed bits.
+/// What every array of an export keeps alive: the tensor and LoD it lends, a bool tensor's packed
+/// bits, and the LoD's device copies that a device export lends.
 struct Lent {
     _tensor: Tensor,
     _lod: Lod,
     _bits: Vec<u8>,
+    _levels: Vec<Arc<Allocation>>,
 }
 
 /// An exported array's own part: its buffer list and its child.
@@ -213,17 +229,51 @@ impl<T: Exported> Drop for Child<T> {
 /// callback, once, from any thread; the memory stays until the array is released, also after `x`
 /// has gone. The arrays are not nullable and have no nulls (validity buffers NULL).
 ///
-/// Errors: `Unsupported` (a CUDA tensor: the C data interface is host memory; bfloat16);
-/// `InvalidArgument` (a 0-d tensor, which has no rows).
+/// Errors: `Unsupported` (a CUDA tensor: the C data interface is host memory, see
+/// [`to_arrow_device`]; bfloat16); `InvalidArgument` (a 0-d tensor, which has no rows).
 pub fn to_arrow(x: &LoDTensor) -> Result<(ArrowSchema, ArrowArray)> {
-    let tensor = x.tensor();
+    let place = x.tensor().place();
     ensure!(
-        tensor.place() == Place::Cpu,
+        place == Place::Cpu,
         Unsupported,
-        "t: on {}; Arrow's C data interface carries host memory: copy the tensor to the CPU first \
-         (lodtensor_to_place)",
-        tensor.place()
+        "t: on {place}; Arrow's C data interface carries host memory: lend it with lodtensor_to_arrow_device, \
+         or copy it to the CPU first (lodtensor_to_place)"
     );
+    export(x, Vec::new())
+}
+
+/// `x` as an Arrow schema and device array (the C device data interface) that share its memory:
+/// on the CPU as [`to_arrow`] (device type CPU, id 0); on CUDA device n (type CUDA, id n) the
+/// elements and the LoD offsets are device memory (the offsets are the copies the LoD keeps on the
+/// device, uploaded at their first use there), and the work queued on the device has finished
+/// when this returns, so `sync_event` is NULL.
+///
+/// Errors: as [`to_arrow`], but for CUDA tensors: `Unsupported` for bool on a CUDA device (Arrow's
+/// bits would need a kernel of their own: cast to uint8, or copy to the CPU); `Internal` for a
+/// CUDA driver failure.
+pub fn to_arrow_device(x: &LoDTensor) -> Result<(ArrowSchema, ArrowDeviceArray)> {
+    let (device_type, device_id, device_levels) = match x.tensor().place() {
+        Place::Cpu => (DEVICE_CPU, 0, Vec::new()),
+        Place::Cuda(n) => {
+            ensure!(
+                x.tensor().dtype() != DType::Bool,
+                Unsupported,
+                "t: a bool tensor on cuda:{n}; Arrow packs bools into bits, which is done on the host: cast it \
+                 to uint8 or copy it to the CPU first"
+            );
+            let levels = crate::backend::cuda::lod_levels_on(n, x.lod())?;
+            crate::backend::cuda::synchronize(n)?;
+            (DEVICE_CUDA, i64::from(n), levels)
+        }
+    };
+    let (schema, array) = export(x, device_levels)?;
+    Ok((schema, ArrowDeviceArray { array, device_id, device_type, sync_event: std::ptr::null_mut(), reserved: [0; 3] }))
+}
+
+/// The export of `x`, whose LoD offsets are `device_levels` when given (one allocation a level),
+/// else the LoD's own.
+fn export(x: &LoDTensor, device_levels: Vec<Arc<Allocation>>) -> Result<(ArrowSchema, ArrowArray)> {
+    let tensor = x.tensor();
     let dtype = tensor.dtype();
     ensure!(primitive_format(dtype).is_some(), Unsupported, "t: {dtype} has no Arrow type");
     let dims = tensor.dims().as_slice();
@@ -233,8 +283,15 @@ pub fn to_arrow(x: &LoDTensor) -> Result<(ArrowSchema, ArrowArray)> {
 
     // The chain, outermost first, with each array's length and data buffer.
     let lod = x.lod();
-    let mut chain: Vec<(Layer, usize, *const c_void)> =
-        lod.levels().iter().map(|level| (Layer::List { wide: true }, level.len() - 1, level.as_ptr().cast())).collect();
+    let mut chain: Vec<(Layer, usize, *const c_void)> = lod
+        .levels()
+        .iter()
+        .enumerate()
+        .map(|(k, level)| {
+            let offsets = device_levels.get(k).map_or(level.as_ptr().cast(), |a| a.as_ptr().cast());
+            (Layer::List { wide: true }, level.len() - 1, offsets)
+        })
+        .collect();
     let mut length = dims[0];
     for &d in &dims[1..] {
         chain.push((Layer::Fixed(d), length, std::ptr::null()));
@@ -242,7 +299,7 @@ pub fn to_arrow(x: &LoDTensor) -> Result<(ArrowSchema, ArrowArray)> {
     }
     chain.push((Layer::Values(dtype), length, values.cast()));
 
-    let lent = Arc::new(Lent { _tensor: tensor.clone(), _lod: lod.clone(), _bits: bits });
+    let lent = Arc::new(Lent { _tensor: tensor.clone(), _lod: lod.clone(), _bits: bits, _levels: device_levels });
     let mut array = None;
     let mut schema = None;
     for (i, &(layer, length, data)) in chain.iter().enumerate().rev() {

@@ -74,11 +74,11 @@ fn device_outputs(step: DeviceStep) -> Result<BeamSearchStep> {
     })
 }
 
-fn check_rows_fit_i32(rows: usize) -> Result<()> {
+fn check_rows_fit_i32(rows: usize, arg: &str) -> Result<()> {
     ensure!(
         rows <= i32::MAX as usize,
         InvalidArgument,
-        "scores: {rows} prefix rows do not fit the int32 parent_idx output"
+        "{arg}: {rows} prefix rows do not fit the int32 parent_idx output"
     );
     Ok(())
 }
@@ -137,7 +137,7 @@ pub fn beam_search_step(
          give scores pre_ids' LoD (lodtensor_lod_reset)"
     );
     ensure!(level < levels, InvalidArgument, "level: {level} is out of range; scores has {levels} LoD levels");
-    check_rows_fit_i32(rows)?;
+    check_rows_fit_i32(rows, "scores")?;
     require_dtype("pre_ids", pre_ids.tensor(), DType::I64)?;
     require_numel("pre_ids", pre_ids.tensor(), rows, "scores")?;
     require_numel("pre_scores", pre_scores.tensor(), rows, "scores")?;
@@ -240,7 +240,7 @@ pub fn beam_search_fused_step(
         "pre_ids: has no LoD; its level 0 must say which prefix rows belong to which source"
     );
     let rows = pre_ids.lod().rows().expect("non-empty LoD");
-    check_rows_fit_i32(rows)?;
+    check_rows_fit_i32(rows, "pre_ids")?;
     require_dtype("pre_ids", pre_ids.tensor(), DType::I64)?;
     require_numel("pre_ids", pre_ids.tensor(), rows, "pre_ids' LoD")?;
     require_dtype("pre_scores", pre_scores.tensor(), DType::F32)?;

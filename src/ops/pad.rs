@@ -33,6 +33,13 @@ pub fn sequence_pad(x: &LoDTensor, pad_value: &LoDTensor, padded_length: i64) ->
         x.dims().ndim()
     );
     ensure!(
+        x.dims().ndim() < crate::dim::MAX_DIMS,
+        InvalidArgument,
+        "x: has {} dims; the padded output has one more, and a tensor has at most {}",
+        x.dims().ndim(),
+        crate::dim::MAX_DIMS
+    );
+    ensure!(
         x.lod().num_levels() == 1,
         InvalidLod,
         "x: has {} LoD levels; sequence_pad takes x with exactly 1 (our rule: with more levels Paddle's Out and Length disagree)",

@@ -87,6 +87,8 @@ mod seq_common;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 pub use pad::pad_sequences;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+pub use seq_common::lod_levels_on;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 mod pooling;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 pub use pooling::{pool_extreme, pool_select, pool_sum};

@@ -104,6 +104,12 @@ pub(crate) fn level_on(d: &Arc<Device>, level: LodLevel) -> Result<Arc<Allocatio
     level.copy_at(Place::Cuda(d.ordinal), |offsets| upload_offsets(d, offsets))
 }
 
+/// Every level of `lod` on CUDA device `ordinal` (see `level_on`), outermost first.
+pub fn lod_levels_on(ordinal: u32, lod: &crate::lod::Lod) -> Result<Vec<Arc<Allocation>>> {
+    let d = device(ordinal)?;
+    (0..lod.num_levels()).map(|k| level_on(&d, lod.lod_level(k)?)).collect()
+}
+
 /// The widest word (16, 8, 4, 2 or 1 bytes) dividing `row_bytes` and every address: the unit in
 /// which the row-movement kernels copy.
 pub(crate) fn word_for(row_bytes: usize, addrs: impl IntoIterator<Item = u64> + Clone) -> usize {

@@ -45,6 +45,11 @@ pub fn synchronize(device: u32) -> Result<()> {
     ensure_device(device)
 }
 
+/// Every level of a LoD on `device`.
+pub fn lod_levels_on(device: u32, _lod: &crate::lod::Lod) -> Result<Vec<std::sync::Arc<crate::memory::Allocation>>> {
+    Err(no_device(device))
+}
+
 /// Checks that kernels on `device` can use a caller's buffer.
 pub fn check_device_buffer(device: u32, _ptr: *const u8, _len: usize) -> Result<()> {
     Err(no_device(device))
