@@ -320,6 +320,26 @@ static void test_device_export_on_the_host(void) {
         array.array.release(&array.array);
         CHECK(array.array.release == NULL);
     }
+    /* ... and back: taken on the CPU, zero copy, the array moved. */
+    if (CHECK_OK(lodtensor_to_arrow_device(x, &schema, &array))) {
+        lodtensor_t *y = fx_sentinel();
+        array.device_type = 7; /* Vulkan: refused, left alone */
+        CHECK_STATUS_MSG(lodtensor_from_arrow_device(&schema, &array, &y), LODTENSOR_UNSUPPORTED, "device_type");
+        CHECK(array.array.release != NULL && y == fx_sentinel());
+        array.device_type = ARROW_DEVICE_CPU;
+        CHECK_STATUS_MSG(lodtensor_from_arrow_device(NULL, &array, &y), LODTENSOR_NULL_ARGUMENT, "schema");
+        CHECK_STATUS_MSG(lodtensor_from_arrow_device(&schema, NULL, &y), LODTENSOR_NULL_ARGUMENT, "array");
+        CHECK_STATUS_MSG(lodtensor_from_arrow_device(&schema, &array, NULL), LODTENSOR_NULL_ARGUMENT, "out");
+        if (CHECK_OK(lodtensor_from_arrow_device(&schema, &array, &y))) {
+            CHECK(array.array.release == NULL);
+            CHECK_EQ_PTR(fx_data(y), fx_data(x));
+            fx_same(y, x);
+            lodtensor_destroy(y);
+        } else {
+            array.array.release(&array.array);
+        }
+        schema.release(&schema);
+    }
     CHECK_STATUS_MSG(lodtensor_to_arrow_device(NULL, &schema, &array), LODTENSOR_NULL_ARGUMENT, "t");
     CHECK_STATUS_MSG(lodtensor_to_arrow_device(x, NULL, &array), LODTENSOR_NULL_ARGUMENT, "out_schema");
     CHECK_STATUS_MSG(lodtensor_to_arrow_device(x, &schema, NULL), LODTENSOR_NULL_ARGUMENT, "out_array");
@@ -363,8 +383,27 @@ static void test_with_cuda(size_t count) {
             on_device = NULL;
             device_i64_equal(device.array.buffers[1], l0_i64, 3);
             device_i64_equal(device.array.children[0]->buffers[1], values, 3);
+            {
+                /* Taken back as a device tensor over the same memory. */
+                lodtensor_t *back = NULL, *host = NULL;
+                const void *elements = device.array.children[0]->buffers[1];
+                if (CHECK_OK(lodtensor_from_arrow_device(&schema, &device, &back))) {
+                    lodtensor_place_t place;
+                    CHECK(device.array.release == NULL);
+                    CHECK_OK(lodtensor_place(back, &place));
+                    CHECK(place.device_type == LODTENSOR_DEVICE_CUDA && place.device_id == 0);
+                    CHECK_EQ_PTR(fx_data(back), elements);
+                    CHECK_OFFSETS(back, 0, l0, 3);
+                    if (CHECK_OK(lodtensor_to_place(back, fx_cpu(), &host))) {
+                        CHECK(memcmp(fx_data(host), values, sizeof values) == 0);
+                    }
+                    lodtensor_destroy(host);
+                    lodtensor_destroy(back);
+                } else {
+                    device.array.release(&device.array);
+                }
+            }
             schema.release(&schema);
-            device.array.release(&device.array);
         }
     }
     flags = fx_make(fx_bool(), dims, 1, (const uint8_t[]){1, 0, 1}, NULL, 0, NULL, 0);
@@ -377,7 +416,20 @@ static void test_with_cuda(size_t count) {
     lodtensor_destroy(x);
 }
 
-static void test_without_cuda(void) {}
+static void test_without_cuda(void) {
+    static const int64_t dims[1] = {2};
+    lodtensor_t *x = fx_make(fx_f32(), dims, 1, (const float[]){1, 2}, NULL, 0, NULL, 0), *out = fx_sentinel();
+    struct ArrowSchema schema;
+    struct ArrowDeviceArray device;
+    if (CHECK_OK(lodtensor_to_arrow_device(x, &schema, &device))) {
+        device.device_type = ARROW_DEVICE_CUDA;
+        CHECK_STATUS_MSG(lodtensor_from_arrow_device(&schema, &device, &out), LODTENSOR_UNSUPPORTED, "cuda:0");
+        CHECK(device.array.release != NULL && out == fx_sentinel());
+        device.array.release(&device.array);
+        schema.release(&schema);
+    }
+    lodtensor_destroy(x);
+}
 
 int main(void) {
     test_export();

@@ -380,8 +380,10 @@ void test_arrow() {
     lt::to_arrow_device(z, &schema, &device);
     CHECK(device.device_type == ARROW_DEVICE_CPU && device.device_id == 0 && device.sync_event == nullptr);
     CHECK(device.array.length == 2 && device.array.children[0]->children[0]->buffers[1] == z.data<float>().data());
+    lt::Tensor w = lt::from_arrow_device(&schema, &device);
+    CHECK(device.array.release == nullptr && w.data<float>().data() == z.data<float>().data());
+    CHECK(w.lod_levels() == 1 && same<std::size_t>(w.lod_offsets(0), {0, 2, 5}));
     schema.release(&schema);
-    device.array.release(&device.array);
     EXPECT_ERROR(lt::to_arrow_device(z, nullptr, &device), LODTENSOR_NULL_ARGUMENT, "out_schema");
 }
 

@@ -771,6 +771,24 @@ lodtensor_status_t lodtensor_fill_on(struct lodtensor_place_t place, struct lodt
 // memory for the LoD or bool elements).
 lodtensor_status_t lodtensor_from_arrow(const struct ArrowSchema *schema, struct ArrowArray *array, struct lodtensor_t **out);
 
+// Takes the Arrow device array `*array` (the C device data interface) of type `*schema` as a
+// new LoD tensor, zero copy, as `lodtensor_from_arrow` takes an array: on the CPU for
+// ARROW_DEVICE_CPU and ARROW_DEVICE_CUDA_HOST (page-locked host memory); on CUDA device n for
+// ARROW_DEVICE_CUDA with `device_id` n, where the elements stay in the producer's device memory
+// and the LoD offsets (and any validity bits) are read from the device. A non-NULL `sync_event`
+// (a `cudaEvent_t*`, of the device's primary context) is waited for before anything reads the
+// buffers: the device's stream waits for it (and, for CUDA host memory, the host too). On
+// success `array->array` is moved out (its `release` becomes NULL) and released once, when the
+// last handle over the memory goes (for a CUDA tensor, after the work queued on the device);
+// `*schema` stays the caller's. On failure nothing is taken and `*out` is not written.
+//
+// Returns what `lodtensor_from_arrow` returns, naming `array.array` for the array, and
+// LODTENSOR_UNSUPPORTED (another device type; a CUDA device in a build without CUDA; a
+// `sync_event` on ARROW_DEVICE_CPU; bool elements on a CUDA device), LODTENSOR_INVALID_ARGUMENT
+// (a `device_id` that is negative or beyond the device count; device buffers the device cannot
+// use), LODTENSOR_INTERNAL (a CUDA driver failure, such as an event it does not know).
+lodtensor_status_t lodtensor_from_arrow_device(const struct ArrowSchema *schema, struct ArrowDeviceArray *array, struct lodtensor_t **out);
+
 // Creates a tensor over the caller's buffer without copying it (zero copy).
 //
 // `place` says where `data` lives (CPU, or a CUDA device in builds with CUDA). `data`/`data_len`

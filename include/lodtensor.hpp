@@ -472,6 +472,16 @@ inline Tensor from_arrow(const ArrowSchema *schema, ArrowArray *array) {
     return Tensor(out);
 }
 
+// A tensor that takes the Arrow device array `*array` of type `*schema`
+// (lodtensor_from_arrow_device), zero copy: on the CPU (ARROW_DEVICE_CPU, ARROW_DEVICE_CUDA_HOST)
+// or on CUDA device `device_id` (ARROW_DEVICE_CUDA), after waiting for a non-NULL `sync_event`.
+// `array->array` is moved; `*schema` stays the caller's. When this throws, nothing was taken.
+inline Tensor from_arrow_device(const ArrowSchema *schema, ArrowDeviceArray *array) {
+    lodtensor_t *out = nullptr;
+    check(lodtensor_from_arrow_device(schema, array, &out));
+    return Tensor(out);
+}
+
 // Places: the host, or CUDA device `id`.
 inline lodtensor_place_t cpu_place() noexcept { return lodtensor_place_t{LODTENSOR_DEVICE_CPU, 0}; }
 inline lodtensor_place_t cuda_place(std::int32_t id) noexcept { return lodtensor_place_t{LODTENSOR_DEVICE_CUDA, id}; }

@@ -759,3 +759,65 @@ fn the_device_export_of_a_host_tensor_is_the_host_export_on_the_cpu() {
         }
     }
 }
+
+/// A device array on the CPU around `array`.
+fn on_cpu(array: ArrowArray) -> lodtensor::interop::arrow::ArrowDeviceArray {
+    use lodtensor::interop::arrow::{ArrowDeviceArray, DEVICE_CPU};
+    ArrowDeviceArray {
+        array,
+        device_id: 0,
+        device_type: DEVICE_CPU,
+        sync_event: std::ptr::null_mut(),
+        reserved: [0; 3],
+    }
+}
+
+#[test]
+fn device_arrays_on_the_host_are_taken_as_arrays() {
+    use lodtensor::interop::arrow::{from_arrow_device, to_arrow_device, DEVICE_CUDA, DEVICE_CUDA_HOST};
+    let mut rng = Rng(17);
+    for round in 0..50 {
+        let (dtype, _) = DTYPES[round % DTYPES.len()];
+        let x = random_tensor(&mut rng, dtype);
+        let (mut schema, mut device) = to_arrow_device(&x).unwrap();
+        if round % 2 == 1 {
+            device.device_type = DEVICE_CUDA_HOST; // page-locked host memory reads as the host's
+        }
+        let y = unsafe { from_arrow_device(&schema, &mut device) }.unwrap();
+        assert!(device.array.release.is_none(), "moved out");
+        unsafe { (schema.release.unwrap())(&mut schema) };
+        assert_eq!((y.dims(), y.lod()), (x.dims(), x.lod()));
+        assert_eq!(y.tensor().bytes().unwrap(), x.tensor().bytes().unwrap());
+    }
+
+    static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    let refused = |change: &dyn Fn(&mut lodtensor::interop::arrow::ArrowDeviceArray), code: &str, words: &str| {
+        let (mut schema, array) = make(a_list(), &RELEASED);
+        let mut device = on_cpu(array);
+        let release = device.array.release;
+        change(&mut device);
+        let before = RELEASED.load(Ordering::SeqCst);
+        let e = unsafe { from_arrow_device(&schema, &mut device) }.expect_err("refused");
+        assert_eq!(kind(&e), code, "{e}");
+        assert!(e.to_string().contains(words), "{e} does not say {words:?}");
+        assert_eq!(RELEASED.load(Ordering::SeqCst), before);
+        device.array.release = release;
+        unsafe {
+            (device.array.release.unwrap())(&mut device.array);
+            (schema.release.unwrap())(&mut schema);
+        }
+    };
+    let mut event = 0usize;
+    let event_ptr = (&raw mut event).cast::<c_void>();
+    refused(&|d| d.device_type = 7, "Unsupported", "array.device_type: 7");
+    refused(&move |d| d.sync_event = event_ptr, "Unsupported", "the CPU has no events");
+    refused(&|d| d.device_id = i64::MAX, "InvalidArgument", "array.device_id");
+    refused(&|d| d.array.release = None, "InvalidArgument", "array.array: has been released");
+    refused(&|d| d.array.length = -1, "InvalidArgument", "array.array: length -1");
+    if lodtensor::cuda_device_count().is_err() {
+        refused(&|d| d.device_type = DEVICE_CUDA, "Unsupported", "cuda:0");
+    }
+    let (schema, array) = to_arrow_device(&LoDTensor::from_slice(&[1i32], &[1], vec![]).unwrap()).unwrap();
+    assert_eq!(kind(&unsafe { from_arrow_device(&schema, std::ptr::null_mut()) }.unwrap_err()), "NullArgument");
+    unsafe { release(schema, array.array) };
+}

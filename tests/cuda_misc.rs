@@ -376,6 +376,87 @@ fn gpu_arrow_device_export_lends_device_memory() {
     assert!(matches!(to_arrow(&flags), Err(Error::Unsupported(m)) if m.contains("lodtensor_to_arrow_device")));
 }
 
+/// Device arrays on a CUDA device taken as device tensors: a device export comes back as the
+/// same device memory, the LoD read from the device, with and without an event to wait for;
+/// host buffers labelled as device memory, and bool elements there, are refused and left alone.
+#[test]
+fn gpu_arrow_device_import_takes_device_memory() {
+    use lodtensor::interop::arrow::{from_arrow_device, to_arrow, to_arrow_device, ArrowDeviceArray, DEVICE_CUDA};
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0xa771);
+    for case in 0..12 {
+        let dtype = [DType::U8, DType::I16, DType::I32, DType::I64, DType::F16, DType::F32, DType::F64][case % 7];
+        let lengths = random_lengths(&mut rng, SEQUENCE_COUNTS[case % 4].max(1), 5);
+        let rows: usize = lengths.iter().sum();
+        let x = random_tensor(&mut rng, dtype, &[rows, case % 3 + 1], Lod::from_lengths(&[lengths]).unwrap(), false);
+        let on_device = gpu(&x);
+        let (mut schema, mut device) = to_arrow_device(&on_device).unwrap();
+        // A `CUevent*` to wait for: the emulator accepts any handle but NULL (a real driver needs
+        // a live event, which this test cannot make).
+        let mut event: usize = 0x1000;
+        if cfg!(feature = "cuda-emulator") && case % 2 == 0 {
+            device.sync_event = (&raw mut event).cast();
+        }
+        let y = unsafe { from_arrow_device(&schema, &mut device) }.unwrap();
+        assert!(device.array.release.is_none(), "moved out");
+        unsafe { (schema.release.unwrap())(&mut schema) };
+        assert_eq!(y.tensor().place(), GPU);
+        assert_eq!(y.tensor().as_ptr(), on_device.tensor().as_ptr(), "zero copy");
+        assert_eq!(y.lod(), x.lod());
+        drop(on_device);
+        let back = to_place(&y, Place::Cpu).unwrap();
+        assert_eq!(back.tensor().bytes().unwrap(), x.tensor().bytes().unwrap(), "case {case}");
+    }
+
+    // An event the driver does not know (a NULL handle, which the emulator refuses as the driver
+    // does): the driver's failure, nothing taken.
+    if cfg!(feature = "cuda-emulator") {
+        let (mut schema, mut device) =
+            to_arrow_device(&gpu(&LoDTensor::from_slice(&[7i64], &[1], vec![]).unwrap())).unwrap();
+        let mut no_event: usize = 0;
+        device.sync_event = (&raw mut no_event).cast();
+        let e = unsafe { from_arrow_device(&schema, &mut device) }.unwrap_err();
+        assert!(matches!(&e, Error::Internal(m) if m.contains("array.sync_event")), "{e}");
+        unsafe {
+            (device.array.release.unwrap())(&mut device.array);
+            (schema.release.unwrap())(&mut schema);
+        }
+    }
+
+    // Host memory said to be on the device: the LoD offsets are not device memory.
+    let x = LoDTensor::from_slice(&[1i32, 2, 3], &[3], vec![vec![0, 1, 3]]).unwrap();
+    let (mut schema, host) = to_arrow(&x).unwrap();
+    let mut device = ArrowDeviceArray {
+        array: host,
+        device_id: 0,
+        device_type: DEVICE_CUDA,
+        sync_event: std::ptr::null_mut(),
+        reserved: [0; 3],
+    };
+    let e = unsafe { from_arrow_device(&schema, &mut device) }.unwrap_err();
+    assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("array.array:") && m.contains("cuda:0")), "{e}");
+    assert!(device.array.release.is_some(), "left with the caller");
+    unsafe {
+        (device.array.release.unwrap())(&mut device.array);
+        (schema.release.unwrap())(&mut schema);
+    }
+
+    // Bool elements on the device (uint8 bytes relabelled as Arrow's bits) are refused.
+    let bytes = gpu(&LoDTensor::from_slice(&[1u8, 0, 1], &[3], vec![]).unwrap());
+    let (mut schema, mut device) = to_arrow_device(&bytes).unwrap();
+    let format = schema.format;
+    schema.format = c"b".as_ptr();
+    let e = unsafe { from_arrow_device(&schema, &mut device) }.unwrap_err();
+    assert!(matches!(&e, Error::Unsupported(m) if m.contains("bool elements on cuda:0")), "{e}");
+    schema.format = format;
+    unsafe {
+        (device.array.release.unwrap())(&mut device.array);
+        (schema.release.unwrap())(&mut schema);
+    }
+}
+
 #[test]
 fn gpu_gather_rows_equals_cpu_with_the_index_on_the_device() {
     if !gpu_or_skip() {

@@ -5,7 +5,7 @@ use super::args::{self, Out};
 use super::boundary;
 use super::tensor::{lodtensor_t, new_handle};
 use super::types::lodtensor_status_t;
-use crate::interop::arrow::{self, from_arrow, to_arrow, to_arrow_device};
+use crate::interop::arrow::{self, from_arrow, from_arrow_device, to_arrow, to_arrow_device};
 
 /// Arrow's schema struct, opaque here; the header defines it under Arrow's own guard
 /// (`ARROW_C_DATA_INTERFACE`, cbindgen.toml).
@@ -122,6 +122,36 @@ pub unsafe extern "C" fn lodtensor_from_arrow(
     boundary(|| {
         let out = Out::new(out, "out")?;
         let t = from_arrow(schema.cast::<arrow::ArrowSchema>(), array.cast::<arrow::ArrowArray>())?;
+        new_handle(out, t);
+        Ok(())
+    })
+}
+
+/// Takes the Arrow device array `*array` (the C device data interface) of type `*schema` as a
+/// new LoD tensor, zero copy, as `lodtensor_from_arrow` takes an array: on the CPU for
+/// ARROW_DEVICE_CPU and ARROW_DEVICE_CUDA_HOST (page-locked host memory); on CUDA device n for
+/// ARROW_DEVICE_CUDA with `device_id` n, where the elements stay in the producer's device memory
+/// and the LoD offsets (and any validity bits) are read from the device. A non-NULL `sync_event`
+/// (a `cudaEvent_t*`, of the device's primary context) is waited for before anything reads the
+/// buffers: the device's stream waits for it (and, for CUDA host memory, the host too). On
+/// success `array->array` is moved out (its `release` becomes NULL) and released once, when the
+/// last handle over the memory goes (for a CUDA tensor, after the work queued on the device);
+/// `*schema` stays the caller's. On failure nothing is taken and `*out` is not written.
+///
+/// Returns what `lodtensor_from_arrow` returns, naming `array.array` for the array, and
+/// LODTENSOR_UNSUPPORTED (another device type; a CUDA device in a build without CUDA; a
+/// `sync_event` on ARROW_DEVICE_CPU; bool elements on a CUDA device), LODTENSOR_INVALID_ARGUMENT
+/// (a `device_id` that is negative or beyond the device count; device buffers the device cannot
+/// use), LODTENSOR_INTERNAL (a CUDA driver failure, such as an event it does not know).
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_from_arrow_device(
+    schema: *const ArrowSchema,
+    array: *mut ArrowDeviceArray,
+    out: *mut *mut lodtensor_t,
+) -> lodtensor_status_t {
+    boundary(|| {
+        let out = Out::new(out, "out")?;
+        let t = from_arrow_device(schema.cast::<arrow::ArrowSchema>(), array.cast::<arrow::ArrowDeviceArray>())?;
         new_handle(out, t);
         Ok(())
     })

@@ -20,6 +20,7 @@ use crate::lod_tensor::{check_lod_for_dims, LoDTensor};
 use crate::memory::Allocation;
 use crate::place::Place;
 use crate::tensor::Tensor;
+use std::borrow::Cow;
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::sync::Arc;
 
@@ -60,9 +61,11 @@ pub struct ArrowDeviceArray {
     pub reserved: [i64; 3],
 }
 
-/// `ARROW_DEVICE_CPU` and `ARROW_DEVICE_CUDA`.
+/// `ARROW_DEVICE_CPU`, `ARROW_DEVICE_CUDA` and `ARROW_DEVICE_CUDA_HOST` (the same numbers as
+/// DLPack's device types).
 pub const DEVICE_CPU: i32 = 1;
 pub const DEVICE_CUDA: i32 = 2;
+pub const DEVICE_CUDA_HOST: i32 = 3;
 
 // LoD offsets are lent to Arrow as its int64 offsets, in place.
 const _: () = assert!(std::mem::size_of::<usize>() == std::mem::size_of::<i64>());
@@ -397,16 +400,72 @@ unsafe extern "C" fn release_exported<T: Exported>(s: *mut T) {
 /// `schema` and `array` are NULL or valid Arrow C data interface structs of the same type, whose
 /// buffers hold what their type and lengths say until the array is released.
 pub unsafe fn from_arrow(schema: *const ArrowSchema, array: *mut ArrowArray) -> Result<LoDTensor> {
+    take(schema, array, Place::Cpu, "array")
+}
+
+/// Takes the Arrow device array `device` (the C device data interface) of type `schema` as a
+/// LoD tensor, as [`from_arrow`] takes an array: on the CPU for `ARROW_DEVICE_CPU` and
+/// `ARROW_DEVICE_CUDA_HOST` (page-locked host memory), on CUDA device n for `ARROW_DEVICE_CUDA`
+/// with id n, where the elements stay on the device (zero copy) and the LoD offsets and validity
+/// bits are read from it. A `sync_event` (a `CUevent*` for CUDA and CUDA host memory) is waited
+/// for first: by the device's stream, before anything of the library reads the buffers there, and
+/// for CUDA host memory by the host too. On
+/// success `device.array` is moved out, as [`from_arrow`] moves an array.
+///
+/// Errors: as [`from_arrow`], with `device` for `array`; `Unsupported` for another device type,
+/// a CUDA device in a build without it, an event on the CPU, or bool elements on a CUDA device;
+/// `InvalidArgument` for a device id beyond the count or buffers the device cannot use;
+/// `Internal` for a CUDA driver failure.
+///
+/// # Safety
+/// As [`from_arrow`]; a `sync_event` points to a live `CUevent` of the device's primary context.
+pub unsafe fn from_arrow_device(schema: *const ArrowSchema, device: *mut ArrowDeviceArray) -> Result<LoDTensor> {
+    let d = device.as_mut().ok_or_else(|| err!(NullArgument, "array: must not be NULL"))?;
+    ensure!(d.array.release.is_some(), InvalidArgument, "array.array: has been released (its release is NULL)");
+    let device_id = i32::try_from(d.device_id)
+        .map_err(|_| err!(InvalidArgument, "array.device_id: {} is not a device id", d.device_id))?;
+    let (place, events_on) = match d.device_type {
+        DEVICE_CPU => (Place::Cpu, None),
+        DEVICE_CUDA_HOST => (Place::Cpu, Some(device_id)),
+        DEVICE_CUDA => {
+            let place = Place::from_dlpack(DEVICE_CUDA, device_id).map_err(|e| e.context("array: "))?;
+            (place, Some(device_id))
+        }
+        other => {
+            return Err(err!(
+                Unsupported,
+                "array.device_type: {other} is not supported (ARROW_DEVICE_CPU 1, ARROW_DEVICE_CUDA 2 and \
+                 ARROW_DEVICE_CUDA_HOST 3 are)"
+            ))
+        }
+    };
+    if !d.sync_event.is_null() {
+        let ordinal =
+            events_on.ok_or_else(|| err!(Unsupported, "array.sync_event: the CPU has no events; it must be NULL"))?;
+        let ordinal =
+            u32::try_from(ordinal).map_err(|_| err!(InvalidArgument, "array.device_id: {ordinal} is negative"))?;
+        crate::backend::cuda::wait_event(ordinal, *d.sync_event.cast::<*mut c_void>())
+            .map_err(|e| e.context("array.sync_event: "))?;
+        if place == Place::Cpu {
+            // The host reads page-locked memory itself: it waits, not only the stream.
+            crate::backend::cuda::synchronize(ordinal)?;
+        }
+    }
+    take(schema, &mut d.array, place, "array.array")
+}
+
+/// [`from_arrow`] of `array`, whose buffers are on `place`, named `name` in errors.
+unsafe fn take(schema: *const ArrowSchema, array: *mut ArrowArray, place: Place, name: &str) -> Result<LoDTensor> {
     let schema = schema.as_ref().ok_or_else(|| err!(NullArgument, "schema: must not be NULL"))?;
-    let root = array.as_ref().ok_or_else(|| err!(NullArgument, "array: must not be NULL"))?;
+    let root = array.as_ref().ok_or_else(|| err!(NullArgument, "{name}: must not be NULL"))?;
     ensure!(schema.release.is_some(), InvalidArgument, "schema: has been released (its release is NULL)");
-    ensure!(root.release.is_some(), InvalidArgument, "array: has been released (its release is NULL)");
+    ensure!(root.release.is_some(), InvalidArgument, "{name}: has been released (its release is NULL)");
     let layers = read_schema(schema)?;
 
     // Walk down the arrays with the window of each that the one above uses: entries
     // [start, start + len) of it, counted from its own offset.
     let (mut levels, mut dims) = (Vec::new(), Vec::new());
-    let (mut node, mut path) = (root, String::from("array"));
+    let (mut node, mut path) = (root, String::from(name));
     let (mut start, mut len) = (0usize, count(root.length, &path, "length")?);
     for (depth, &layer) in layers.iter().enumerate() {
         let at = start
@@ -419,13 +478,13 @@ pub unsafe fn from_arrow(schema: *const ArrowSchema, array: *mut ArrowArray) -> 
                     node.offset
                 )
             })?;
-        check_array(node, layer, &path, at, len)?;
+        check_array(node, layer, place, &path, at, len)?;
         if dims.is_empty() && !matches!(layer, Layer::List { .. }) {
             dims.push(len); // the rows
         }
         (start, len) = match layer {
             Layer::List { wide } => {
-                let (first, last, level) = read_offsets(node, wide, at, len, &path)?;
+                let (first, last, level) = read_offsets(node, wide, place, at, len, &path)?;
                 levels.push(level);
                 (first, last - first)
             }
@@ -434,7 +493,7 @@ pub unsafe fn from_arrow(schema: *const ArrowSchema, array: *mut ArrowArray) -> 
                 let too_big = || err!(OutOfMemory, "{path}: {len} lists of {n} items are more than memory holds");
                 (at.checked_mul(n).ok_or_else(too_big)?, len.checked_mul(n).ok_or_else(too_big)?)
             }
-            Layer::Values(dtype) => return take_values(array, node, dtype, at, len, &path, dims, levels),
+            Layer::Values(dtype) => return take_values(array, node, place, dtype, at, len, &path, dims, levels),
         };
         let child = &**node.children;
         path = format!("{path}.children[0]");
@@ -458,6 +517,7 @@ pub unsafe fn from_arrow(schema: *const ArrowSchema, array: *mut ArrowArray) -> 
 unsafe fn take_values(
     array: *mut ArrowArray,
     node: &ArrowArray,
+    place: Place,
     dtype: DType,
     at: usize,
     numel: usize,
@@ -478,6 +538,11 @@ unsafe fn take_values(
     let data = *node.buffers.add(1);
     let release = (*array).release.expect("checked by from_arrow");
     if dtype == DType::Bool {
+        ensure!(
+            place == Place::Cpu,
+            Unsupported,
+            "{path}: bool elements on {place}; Arrow's bits are unpacked on the host: copy them there first"
+        );
         let mut t = Tensor::zeros(dtype, dims)?;
         let bits = data.cast::<u8>();
         for (i, b) in t.bytes_mut()?.iter_mut().enumerate() {
@@ -496,8 +561,8 @@ unsafe fn take_values(
         let mut moved = moved;
         release(&mut *moved.0);
     }) as crate::memory::Release;
-    let tensor = Tensor::borrowed(Place::Cpu, dtype, dims, data, len, Some(release))
-        .map_err(|e| e.context(&format!("{path}: ")))?;
+    let tensor =
+        Tensor::borrowed(place, dtype, dims, data, len, Some(release)).map_err(|e| e.context(&format!("{path}: ")))?;
     // Moved: the caller's struct is released as far as the caller is concerned.
     (*array).release = None;
     Ok(LoDTensor::new(tensor, lod).expect("the LoD was checked against the dims"))
@@ -557,7 +622,7 @@ fn count(value: i64, path: &str, field: &str) -> Result<usize> {
 
 /// Checks `node`'s counts against `layer`, its buffers and children, and that entries
 /// `[at, at + len)` of its buffers (its offset included) have no nulls.
-unsafe fn check_array(node: &ArrowArray, layer: Layer, path: &str, at: usize, len: usize) -> Result<()> {
+unsafe fn check_array(node: &ArrowArray, layer: Layer, place: Place, path: &str, at: usize, len: usize) -> Result<()> {
     let (buffers, children) = layer.shape();
     ensure!(
         node.n_buffers == buffers && node.n_children == children,
@@ -581,8 +646,10 @@ unsafe fn check_array(node: &ArrowArray, layer: Layer, path: &str, at: usize, le
             "{path}: null_count is {} without a validity buffer",
             node.null_count
         );
-        if !validity.is_null() {
-            if let Some(i) = (at..at + len).find(|&i| *validity.add(i / 8) >> (i % 8) & 1 == 0) {
+        if !validity.is_null() && len > 0 {
+            let first = at / 8;
+            let bits = read_bytes(place, validity.cast(), first, (at + len).div_ceil(8) - first, path)?;
+            if let Some(i) = (at..at + len).find(|&i| bits[i / 8 - first] >> (i % 8) & 1 == 0) {
                 return Err(err!(
                     InvalidArgument,
                     "{path}: entry {} is null; a tensor has no nulls",
@@ -596,11 +663,35 @@ unsafe fn check_array(node: &ArrowArray, layer: Layer, path: &str, at: usize, le
     Ok(())
 }
 
+/// `len` bytes at `ptr + offset` on `place` for the host to read: in place on the CPU, a copy
+/// of them on a CUDA device (checked to be its memory first).
+unsafe fn read_bytes<'a>(
+    place: Place,
+    ptr: *const c_void,
+    offset: usize,
+    len: usize,
+    path: &str,
+) -> Result<Cow<'a, [u8]>> {
+    let at = ptr.cast::<u8>().add(offset);
+    let Place::Cuda(n) = place else { return Ok(Cow::Borrowed(std::slice::from_raw_parts(at, len))) };
+    let mut host = Vec::new();
+    host.try_reserve_exact(len)
+        .map_err(|_| err!(OutOfMemory, "{path}: {len} bytes of it cannot be read to the host"))?;
+    host.resize(len, 0);
+    if len > 0 {
+        let t = Tensor::borrowed(Place::Cuda(n), DType::U8, Dim::new(&[len])?, at.cast_mut(), len, None)
+            .map_err(|e| e.context(&format!("{path}: ")))?;
+        crate::backend::cuda::copy_bytes_to_host(&t, &mut host)?;
+    }
+    Ok(Cow::Owned(host))
+}
+
 /// Entries `[at, at + len]` of a list's offsets: `(first, last, level)`, the level re-based to 0.
 /// A list of no entries may have no offsets buffer.
 unsafe fn read_offsets(
     node: &ArrowArray,
     wide: bool,
+    place: Place,
     at: usize,
     len: usize,
     path: &str,
@@ -609,11 +700,14 @@ unsafe fn read_offsets(
     if data.is_null() {
         return Ok((0, 0, vec![0])); // no entries (check_array allows NULL only then)
     }
+    let width = if wide { 8 } else { 4 };
+    let bytes = read_bytes(place, data, at * width, (len + 1) * width, path)?;
     let read = |i: usize| -> i64 {
+        let b = &bytes[i * width..(i + 1) * width];
         if wide {
-            *data.cast::<i64>().add(at + i)
+            i64::from_ne_bytes(b.try_into().expect("8 bytes"))
         } else {
-            i64::from(*data.cast::<i32>().add(at + i))
+            i64::from(i32::from_ne_bytes(b.try_into().expect("4 bytes")))
         }
     };
     let mut level = Vec::new();

@@ -308,6 +308,15 @@ pub fn synchronize(ordinal: u32) -> Result<()> {
     device(ordinal)?.synchronize()
 }
 
+/// Makes the work queued on `device` from now on wait for `event`, a `CUevent` of its context
+/// that another library recorded.
+///
+/// # Safety
+/// `event` is a live event of the device's primary context.
+pub unsafe fn wait_event(ordinal: u32, event: *mut std::ffi::c_void) -> Result<()> {
+    device(ordinal)?.ctx.wait_event(event)
+}
+
 /// The stream all work on CUDA device `ordinal` goes to (its driver handle, a `CUstream`); sets
 /// the device up if it has not been used yet.
 pub fn stream(ordinal: u32) -> Result<*mut std::ffi::c_void> {

@@ -220,6 +220,14 @@ impl Context {
         self.synchronize()
     }
 
+    /// Makes the work queued from now on wait for `event` (a `CUevent` another library recorded).
+    pub(crate) fn wait_event(&self, event: *mut c_void) -> Result<()> {
+        self.bind()?;
+        // SAFETY: the caller gives a live event of this context.
+        unsafe { result::stream::wait_event(self.stream, event.cast(), sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }
+            .map_err(|e| driver_error("wait for an event", e))
+    }
+
     /// Waits until the queued work has finished.
     pub(crate) fn synchronize(&self) -> Result<()> {
         self.bind()?;

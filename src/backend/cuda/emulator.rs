@@ -245,6 +245,15 @@ impl Context {
         Ok(())
     }
 
+    /// Launches run to completion before they return, so there is nothing to order after an
+    /// event; a NULL event (never a live one) is refused as the driver would.
+    pub(crate) fn wait_event(&self, event: *mut c_void) -> Result<()> {
+        if event.is_null() {
+            return Err(err!(Internal, "wait for an event: CUDA_ERROR_INVALID_HANDLE (emulated)"));
+        }
+        Ok(())
+    }
+
     /// Launches run to completion before they return: nothing is ever queued.
     pub(crate) fn synchronize(&self) -> Result<()> {
         Ok(())

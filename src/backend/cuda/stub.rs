@@ -45,6 +45,14 @@ pub fn synchronize(device: u32) -> Result<()> {
     ensure_device(device)
 }
 
+/// Makes the work queued on `device` wait for an event.
+///
+/// # Safety
+/// None needed here: no event can be used without CUDA.
+pub unsafe fn wait_event(device: u32, _event: *mut std::ffi::c_void) -> Result<()> {
+    Err(no_device(device))
+}
+
 /// Every level of a LoD on `device`.
 pub fn lod_levels_on(device: u32, _lod: &crate::lod::Lod) -> Result<Vec<std::sync::Arc<crate::memory::Allocation>>> {
     Err(no_device(device))
