@@ -391,8 +391,9 @@ unsafe extern "C" fn release_exported<T: Exported>(s: *mut T) {
 /// Errors: `NullArgument` (`schema`, `array`; a NULL format, child or buffer that is needed);
 /// `InvalidArgument` (a released struct; a negative length, offset or null count; a child count,
 /// buffer count or length that does not fit its type; offsets that decrease or leave their
-/// child; a null in any array; misaligned elements); `Unsupported` (a format with no tensor form,
-/// a dictionary, a fixed-size list above a list, more than `MAX_DIMS` dims or `MAX_DEPTH` arrays);
+/// child; a null among the entries taken; misaligned elements); `Unsupported` (a format with no
+/// tensor form, a dictionary, a list inside a fixed-size list, more than `MAX_DIMS` dims or
+/// `MAX_DEPTH` arrays);
 /// `InvalidLod` (the lists break a LoD rule: the top list needs at least one entry);
 /// `OutOfMemory` (sizes that overflow).
 ///
@@ -409,8 +410,8 @@ pub unsafe fn from_arrow(schema: *const ArrowSchema, array: *mut ArrowArray) -> 
 /// with id n, where the elements stay on the device (zero copy) and the LoD offsets and validity
 /// bits are read from it. A `sync_event` (a `CUevent*` for CUDA and CUDA host memory) is waited
 /// for first: by the device's stream, before anything of the library reads the buffers there, and
-/// for CUDA host memory by the host too. On
-/// success `device.array` is moved out, as [`from_arrow`] moves an array.
+/// for CUDA host memory by the host too. On success `device.array` is moved out, as
+/// [`from_arrow`] moves an array.
 ///
 /// Errors: as [`from_arrow`], with `device` for `array`; `Unsupported` for another device type,
 /// a CUDA device in a build without it, an event on the CPU, or bool elements on a CUDA device;
@@ -493,7 +494,19 @@ unsafe fn take(schema: *const ArrowSchema, array: *mut ArrowArray, place: Place,
                 let too_big = || err!(OutOfMemory, "{path}: {len} lists of {n} items are more than memory holds");
                 (at.checked_mul(n).ok_or_else(too_big)?, len.checked_mul(n).ok_or_else(too_big)?)
             }
-            Layer::Values(dtype) => return take_values(array, node, place, dtype, at, len, &path, dims, levels),
+            Layer::Values(dtype) => {
+                ensure!(
+                    dims.len() <= MAX_DIMS,
+                    Unsupported,
+                    "schema: {} dims; a tensor of the library has at most {MAX_DIMS}",
+                    dims.len()
+                );
+                let dims = Dim::new(&dims)?;
+                let in_array = |e: crate::error::Error| e.context(&format!("{name}: "));
+                let lod = if levels.is_empty() { Lod::empty() } else { Lod::from_offsets(levels).map_err(in_array)? };
+                check_lod_for_dims(&dims, &lod).map_err(in_array)?;
+                return take_values(array, node, place, dtype, at, len, &path, dims, lod);
+            }
         };
         let child = &**node.children;
         path = format!("{path}.children[0]");
@@ -512,7 +525,8 @@ unsafe fn take(schema: *const ArrowSchema, array: *mut ArrowArray, place: Place,
 }
 
 /// The end of [`from_arrow`]: entries `[at, at + numel)` of the elements array `node` as the
-/// tensor's, under `levels`, taking `array` (the root) only once nothing can fail.
+/// tensor's, of `dims` under `lod` (checked against each other), taking `array` (the root) only
+/// once nothing can fail.
 #[allow(clippy::too_many_arguments)]
 unsafe fn take_values(
     array: *mut ArrowArray,
@@ -522,21 +536,11 @@ unsafe fn take_values(
     at: usize,
     numel: usize,
     path: &str,
-    dims: Vec<usize>,
-    levels: Vec<Vec<usize>>,
+    dims: Dim,
+    lod: Lod,
 ) -> Result<LoDTensor> {
-    ensure!(
-        dims.len() <= MAX_DIMS,
-        Unsupported,
-        "schema: {} dims; a tensor of the library has at most {MAX_DIMS}",
-        dims.len()
-    );
-    let dims = Dim::new(&dims)?;
-    let lod =
-        if levels.is_empty() { Lod::empty() } else { Lod::from_offsets(levels).map_err(|e| e.context("array: "))? };
-    check_lod_for_dims(&dims, &lod).map_err(|e| e.context("array: "))?;
     let data = *node.buffers.add(1);
-    let release = (*array).release.expect("checked by from_arrow");
+    let release = (*array).release.expect("checked by take");
     if dtype == DType::Bool {
         ensure!(
             place == Place::Cpu,
@@ -553,8 +557,9 @@ unsafe fn take_values(
         (*array).release = None;
         return Ok(t);
     }
-    let len = numel * dtype.size(); // at most PAST_ANY_BUFFER entries of at most 8 bytes
-                                    // No elements: no address to check or use (producers give any, often unaligned ones).
+    // At most PAST_ANY_BUFFER entries of at most 8 bytes: no overflow.
+    let len = numel * dtype.size();
+    // No elements: no address to check or use (producers give any, often unaligned ones).
     let data = if len == 0 { std::ptr::null_mut() } else { data.cast::<u8>().cast_mut().add(at * dtype.size()) };
     let moved = Moved(Box::new(std::ptr::read(array)));
     let release = Box::new(move || {
