@@ -661,6 +661,34 @@ func FromArrow(schema, array unsafe.Pointer) (*Tensor, error) {
 	})
 }
 
+// ToArrowDevice lends t to Arrow through the C device data interface (lodtensor_to_arrow_device),
+// zero copy, in the form ToArrow makes: it fills the caller's struct ArrowSchema and struct
+// ArrowDeviceArray (Arrow Go's *cdata.CArrowSchema and *cdata.CArrowDeviceArray, say). A host
+// tensor goes out as from ToArrow, on ARROW_DEVICE_CPU with device_id 0; a tensor on CUDA device n
+// on ARROW_DEVICE_CUDA with device_id n, its elements and LoD offsets device memory that is ready
+// when the call returns (sync_event is nil). The caller releases the schema and the device array's
+// array once each, as for ToArrow; the memory stays until the array is released. On an error
+// neither struct is written.
+func (t *Tensor) ToArrowDevice(schema, array unsafe.Pointer) error {
+	defer runtime.KeepAlive(t)
+	return call(func() C.lodtensor_status_t {
+		return C.lodtensor_to_arrow_device(t.c(), (*C.struct_ArrowSchema)(schema), (*C.struct_ArrowDeviceArray)(array))
+	})
+}
+
+// FromArrowDevice takes the Arrow device array at array (a struct ArrowDeviceArray), of the type
+// at schema (lodtensor_from_arrow_device), as a tensor, zero copy, as FromArrow takes an array: on
+// the CPU for ARROW_DEVICE_CPU and ARROW_DEVICE_CUDA_HOST, on CUDA device n for ARROW_DEVICE_CUDA
+// with device_id n (the elements stay in the producer's device memory; a non-nil sync_event is
+// waited for first). The device array's array is moved (its release becomes NULL) and released
+// once, when the last handle over its memory is closed; the schema stays the caller's to release.
+// On an error nothing was taken: the array is untouched.
+func FromArrowDevice(schema, array unsafe.Pointer) (*Tensor, error) {
+	return handleOp(func(out **C.lodtensor_t) C.lodtensor_status_t {
+		return C.lodtensor_from_arrow_device((*C.struct_ArrowSchema)(schema), (*C.struct_ArrowDeviceArray)(array), out)
+	})
+}
+
 // Synchronize waits until the work queued on place has finished (the CPU returns at once).
 func Synchronize(place Place) error {
 	return call(func() C.lodtensor_status_t { return C.lodtensor_synchronize(place.c()) })

@@ -285,6 +285,52 @@ func TestArrow(t *testing.T) {
 	eq(t, "released at the last close", arrowc.Releases(), 1)
 }
 
+func TestArrowDevice(t *testing.T) {
+	eq(t, "sizeof(struct ArrowDeviceArray)", int(arrowc.DeviceArraySize), 128)
+	x := must[*lt.Tensor](t)(lt.NewTensor(iota(10), []int64{5, 2}, lt.Offsets([]int{0, 2, 5})))
+	defer x.Close()
+	schema, device := arrowc.NewDevice()
+	defer arrowc.Free(schema, device)
+	ok(t, x.ToArrowDevice(schema, device))
+
+	d := arrowc.ReadDevice(device)
+	eq(t, "a host tensor on ARROW_DEVICE_CPU", []any{d.DeviceType, d.DeviceID, d.SyncEvent, d.Reserved},
+		[]any{int32(1), int64(0), unsafe.Pointer(nil), [3]int64{}})
+	s := arrowc.ReadSchema(schema)
+	eq(t, "root", []any{s.Format, s.Name, s.NChildren}, []any{"+L", "", int64(1)})
+	rows := arrowc.ReadSchema(s.Child)
+	eq(t, "rows", []any{rows.Format, rows.Name, rows.NChildren}, []any{"+w:2", "item", int64(1)})
+	eq(t, "elements", arrowc.ReadSchema(rows.Child).Format, "f")
+	array := arrowc.DeviceArrayArray(device)
+	a := arrowc.ReadArray(array)
+	eq(t, "list", []int64{a.Length, a.NBuffers, a.NChildren}, []int64{2, 2, 1})
+	eq(t, "offsets", unsafe.Slice((*int64)(a.Buffers[1]), 3), []int64{0, 2, 5})
+	values := arrowc.ReadArray(arrowc.ReadArray(a.Child).Child)
+	eq(t, "values", []int64{values.Length, values.NBuffers}, []int64{10, 2})
+	eq(t, "the tensor's memory", uintptr(values.Buffers[1]), must[uintptr](t)(x.Address()))
+
+	arrowc.CountReleases(array)
+	y := must[*lt.Tensor](t)(lt.FromArrowDevice(schema, device))
+	eq(t, "the array moved", arrowc.ReadArray(array).Released, true)
+	arrowc.ReleaseSchema(schema)
+	eq(t, "the same memory", must[uintptr](t)(y.Address()), must[uintptr](t)(x.Address()))
+	eq(t, "placed on the CPU", must[lt.Place](t)(y.Place()), lt.CPU)
+	eq(t, "dims", must[[]int64](t)(y.Dims()), []int64{5, 2})
+	eq(t, "LoD", must[[]int](t)(y.LoDOffsets(0)), []int{0, 2, 5})
+	eq(t, "its elements", floats(t, y), iota(10))
+	ok(t, y.Close())
+	eq(t, "released at the last close", arrowc.Releases(), 1)
+
+	ok(t, x.ToArrowDevice(schema, device))
+	arrowc.SetDevice(device, 7, 0) // ARROW_DEVICE_VULKAN
+	_, err := lt.FromArrowDevice(schema, device)
+	wantError(t, err, lt.Unsupported, "device_type")
+	eq(t, "a refused array stays the caller's", arrowc.ReadArray(array).Released, false)
+	arrowc.ReleaseArray(array)
+	eq(t, "released by the caller", arrowc.ReadArray(array).Released, true)
+	arrowc.ReleaseSchema(schema)
+}
+
 func TestPlaces(t *testing.T) {
 	x := must[*lt.Tensor](t)(lt.NewTensor(iota(6), []int64{6, 1}, lt.Lengths([]int{4, 2})))
 	defer x.Close()

@@ -1,4 +1,4 @@
-// Package arrowc is the consumer side of the Arrow C data interface for the binding's tests
+// Package arrowc is the consumer side of the Arrow C (device) data interface for the binding's tests
 // (cgo is not allowed in _test.go files): structs in C memory, read and released as a consumer
 // does, with its own copy of Arrow's abi.h rather than lodtensor.h's, so the tests also check
 // that the library's layout is Arrow's.
@@ -33,7 +33,17 @@ struct ArrowArray {
   void* private_data;
 };
 
+// The C device data interface's array, as Arrow's abi.h defines it.
+struct ArrowDeviceArray {
+  struct ArrowArray array;
+  int64_t device_id;
+  int32_t device_type;
+  void* sync_event;
+  int64_t reserved[3];
+};
+
 static void release_schema(struct ArrowSchema* s) { s->release(s); }
+static void release_array(struct ArrowArray* a) { a->release(a); }
 
 // The producer's release callback of one array, wrapped to count its calls.
 static void (*arrowc_release)(struct ArrowArray*);
@@ -120,6 +130,46 @@ func ReadArray(p unsafe.Pointer) Array {
 
 // ReleaseSchema calls the release callback of the struct ArrowSchema at p.
 func ReleaseSchema(p unsafe.Pointer) { C.release_schema((*C.struct_ArrowSchema)(p)) }
+
+// ReleaseArray calls the release callback of the struct ArrowArray at p.
+func ReleaseArray(p unsafe.Pointer) { C.release_array((*C.struct_ArrowArray)(p)) }
+
+// NewDevice allocates a zeroed struct ArrowSchema and struct ArrowDeviceArray in C memory, for
+// Free.
+func NewDevice() (schema, array unsafe.Pointer) {
+	return C.calloc(1, C.sizeof_struct_ArrowSchema), C.calloc(1, C.sizeof_struct_ArrowDeviceArray)
+}
+
+// DeviceArraySize is sizeof(struct ArrowDeviceArray): 128 bytes on 64-bit platforms.
+const DeviceArraySize = C.sizeof_struct_ArrowDeviceArray
+
+// Device is what a struct ArrowDeviceArray says besides its array.
+type Device struct {
+	DeviceID   int64
+	DeviceType int32
+	SyncEvent  unsafe.Pointer
+	Reserved   [3]int64
+}
+
+// ReadDevice reads the device fields of the struct ArrowDeviceArray at p.
+func ReadDevice(p unsafe.Pointer) Device {
+	d := (*C.struct_ArrowDeviceArray)(p)
+	return Device{DeviceID: int64(d.device_id), DeviceType: int32(d.device_type), SyncEvent: d.sync_event,
+		Reserved: [3]int64{int64(d.reserved[0]), int64(d.reserved[1]), int64(d.reserved[2])}}
+}
+
+// SetDevice writes the device type and id of the struct ArrowDeviceArray at p.
+func SetDevice(p unsafe.Pointer, deviceType int32, deviceID int64) {
+	d := (*C.struct_ArrowDeviceArray)(p)
+	d.device_type = C.int32_t(deviceType)
+	d.device_id = C.int64_t(deviceID)
+}
+
+// DeviceArrayArray is the struct ArrowArray embedded in the struct ArrowDeviceArray at p, for
+// ReadArray, CountReleases and ReleaseArray.
+func DeviceArrayArray(p unsafe.Pointer) unsafe.Pointer {
+	return unsafe.Pointer(&(*C.struct_ArrowDeviceArray)(p).array)
+}
 
 // CountReleases wraps the release callback of the struct ArrowArray at p so that Releases counts
 // its calls from now on (one array at a time).

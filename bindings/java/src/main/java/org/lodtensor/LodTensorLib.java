@@ -157,6 +157,10 @@ interface LodTensorLib extends Library {
 
     int lodtensor_from_arrow(Pointer schema, Pointer array, PointerByReference out);
 
+    int lodtensor_to_arrow_device(Pointer t, Pointer outSchema, Pointer outArray);
+
+    int lodtensor_from_arrow_device(Pointer schema, Pointer array, PointerByReference out);
+
     int lodtensor_serialize(Pointer t, byte[] buf, long bufLen, LongByReference outLen);
 
     int lodtensor_deserialize(Pointer buf, long bufLen, LongByReference outConsumed, PointerByReference out);

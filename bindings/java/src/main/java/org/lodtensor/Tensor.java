@@ -481,6 +481,37 @@ public final class Tensor implements AutoCloseable {
         return out(LIB.lodtensor_from_arrow(nativePointer(schemaAddress), nativePointer(arrayAddress), out), out);
     }
 
+    /**
+     * Lends this tensor to Arrow through the C device data interface
+     * (lodtensor_to_arrow_device), zero copy, in the form {@link #toArrow} makes: fills the
+     * caller's struct ArrowSchema and struct ArrowDeviceArray at these addresses. A host tensor
+     * goes out as from {@code toArrow}, on ARROW_DEVICE_CPU with device_id 0; a tensor on CUDA
+     * device n on ARROW_DEVICE_CUDA with device_id n, its elements and LoD offsets device memory
+     * that is ready when the call returns (sync_event NULL). The caller releases the schema and
+     * the device array's array once each, as for {@code toArrow}; the memory stays until the array
+     * is released. When this throws, neither struct was written.
+     */
+    public void toArrowDevice(long schemaAddress, long arrayAddress) {
+        NativeHandle.check(
+                LIB.lodtensor_to_arrow_device(ptr(), nativePointer(schemaAddress), nativePointer(arrayAddress)));
+    }
+
+    /**
+     * A tensor that takes the Arrow device array (a struct ArrowDeviceArray) at
+     * {@code arrayAddress}, of the type at {@code schemaAddress} (lodtensor_from_arrow_device),
+     * zero copy, as {@link #fromArrow} takes an array: on the CPU for ARROW_DEVICE_CPU and
+     * ARROW_DEVICE_CUDA_HOST, on CUDA device n for ARROW_DEVICE_CUDA with device_id n (the
+     * elements stay in the producer's device memory; a non-NULL sync_event is waited for first).
+     * The device array's array is moved (its release becomes NULL) and released once, when the
+     * last handle over its memory is closed; the schema stays the caller's to release. When this
+     * throws, nothing was taken: the array is untouched.
+     */
+    public static Tensor fromArrowDevice(long schemaAddress, long arrayAddress) {
+        PointerByReference out = new PointerByReference();
+        return out(LIB.lodtensor_from_arrow_device(nativePointer(schemaAddress), nativePointer(arrayAddress), out),
+                out);
+    }
+
     private static Pointer nativePointer(long address) {
         return address == 0 ? null : new Pointer(address);
     }

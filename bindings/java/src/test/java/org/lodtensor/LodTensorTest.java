@@ -140,6 +140,71 @@ class LodTensorTest {
     }
 
     /**
+     * Arrow's C device data interface: a host tensor goes out on ARROW_DEVICE_CPU (device 0, no
+     * sync event) in arrowRoundTrip's form over the tensor's memory and comes back as the same
+     * memory and LoD, the embedded array moved and released once, at the last close; another
+     * device type is refused, the array left to the caller to release. ArrowDeviceArray: the
+     * ArrowArray 0-80, device_id 80, device_type 88, sync_event 96, reserved 104-128.
+     */
+    @Test
+    void arrowDeviceRoundTrip() {
+        Memory schema = new Memory(72);
+        Memory array = new Memory(128);
+        schema.clear();
+        array.clear();
+        long schemaAddress = Pointer.nativeValue(schema), arrayAddress = Pointer.nativeValue(array);
+        Tensor x = Tensor.ofFloats(iota(10), l(5, 2), Lod.offsets(l(0, 2, 5)));
+        long address = x.address();
+        x.toArrowDevice(schemaAddress, arrayAddress);
+
+        assertEquals(1, array.getInt(88)); // ARROW_DEVICE_CPU
+        assertEquals(0, array.getLong(80));
+        assertNull(array.getPointer(96));
+        assertArrayEquals(l(0, 0, 0), array.getLongArray(104, 3));
+        assertEquals("+L", schema.getPointer(0).getString(0));
+        assertEquals("", schema.getPointer(8).getString(0));
+        Pointer rows = schema.getPointer(40).getPointer(0);
+        assertEquals("+w:2", rows.getPointer(0).getString(0));
+        assertEquals("item", rows.getPointer(8).getString(0));
+        assertEquals("f", rows.getPointer(40).getPointer(0).getPointer(0).getString(0));
+        assertArrayEquals(l(2, 0, 0, 2, 1), array.getLongArray(0, 5));
+        assertArrayEquals(l(0, 2, 5), array.getPointer(40).getPointer(8).getLongArray(0, 3));
+        Pointer fixed = array.getPointer(48).getPointer(0);
+        assertArrayEquals(l(5, 0, 0, 1, 1), fixed.getLongArray(0, 5));
+        Pointer values = fixed.getPointer(48).getPointer(0);
+        assertArrayEquals(l(10, 0, 0, 2, 0), values.getLongArray(0, 5));
+        assertEquals(address, Pointer.nativeValue(values.getPointer(40).getPointer(8)));
+
+        AtomicInteger releases = new AtomicInteger();
+        Function release = Function.getFunction(array.getPointer(64));
+        ArrowRelease counting = a -> {
+            releases.incrementAndGet();
+            release.invokeVoid(new Object[] {a});
+        };
+        array.setPointer(64, CallbackReference.getFunctionPointer(counting));
+        Tensor y = Tensor.fromArrowDevice(schemaAddress, arrayAddress);
+        assertNull(array.getPointer(64)); // moved
+        Function.getFunction(schema.getPointer(56)).invokeVoid(new Object[] {schema});
+        assertEquals(address, y.address());
+        assertArrayEquals(new int[] {1, 0}, y.place());
+        assertArrayEquals(l(5, 2), y.dims());
+        assertArrayEquals(l(0, 2, 5), y.lodOffsets(0));
+        assertArrayEquals(iota(10), y.toFloatArray());
+        y.close();
+        assertEquals(1, releases.get());
+        Reference.reachabilityFence(counting);
+
+        x.toArrowDevice(schemaAddress, arrayAddress);
+        array.setInt(88, 7); // ARROW_DEVICE_VULKAN
+        expectError(Status.UNSUPPORTED, "device_type", () -> Tensor.fromArrowDevice(schemaAddress, arrayAddress));
+        assertNotNull(array.getPointer(64)); // a refused array stays the caller's
+        Function.getFunction(array.getPointer(64)).invokeVoid(new Object[] {array});
+        assertNull(array.getPointer(64));
+        Function.getFunction(schema.getPointer(56)).invokeVoid(new Object[] {schema});
+        x.close();
+    }
+
+    /**
      * Paddle's format: the spec's worked example (float32 [5,1], LoD [[0,2,5]]) and a second
      * record after it, as a save_combine file holds them, read back in turn from a heap buffer
      * and from a direct one.
