@@ -8,8 +8,12 @@ nesting the header documents, the same values, the same memory, kept alive after
 and released exactly once when both are gone); pyarrow's lists, large lists, fixed-size lists,
 primitive arrays and slices of them taken by lodtensor_from_arrow (dims, LoD and elements as
 pyarrow reads them, the same memory, pyarrow's memory released when the last handle goes and not
-before); and arrays with no tensor form refused with nothing taken. Exits 77 (skipped) when
-pyarrow is missing, unless LODTENSOR_REQUIRE_PYARROW=1.
+before); and arrays with no tensor form refused with nothing taken. The same through the C device
+data interface on the CPU (lodtensor_to_arrow_device into Array._import_from_c_device, for a few of
+the export cases; _export_to_c_device into lodtensor_from_arrow_device, for every import case):
+the device fields lodtensor_to_arrow_device writes (ARROW_DEVICE_CPU, device 0, no sync event,
+reserved zeroed), and a device type the library does not take refused with nothing taken. Exits
+77 (skipped) when pyarrow is missing, unless LODTENSOR_REQUIRE_PYARROW=1.
 """
 
 import ctypes
@@ -73,6 +77,18 @@ ArrowArray._fields_ = [
     ("private_data", ctypes.c_void_p),
 ]
 
+
+# The C device data interface's array (128 bytes on 64-bit).
+class ArrowDeviceArray(ctypes.Structure):
+    _fields_ = [
+        ("array", ArrowArray),
+        ("device_id", ctypes.c_int64),
+        ("device_type", ctypes.c_int32),
+        ("sync_event", ctypes.c_void_p),
+        ("reserved", ctypes.c_int64 * 3),
+    ]
+
+
 ReleaseSchema = ctypes.CFUNCTYPE(None, ctypes.POINTER(ArrowSchema))
 ReleaseArray = ctypes.CFUNCTYPE(None, ctypes.POINTER(ArrowArray))
 
@@ -100,6 +116,8 @@ lib.lodtensor_from_buffer.argtypes = [
 ]
 lib.lodtensor_to_arrow.argtypes = [ctypes.c_void_p, P(ArrowSchema), P(ArrowArray)]
 lib.lodtensor_from_arrow.argtypes = [P(ArrowSchema), P(ArrowArray), P(ctypes.c_void_p)]
+lib.lodtensor_to_arrow_device.argtypes = [ctypes.c_void_p, P(ArrowSchema), P(ArrowDeviceArray)]
+lib.lodtensor_from_arrow_device.argtypes = [P(ArrowSchema), P(ArrowDeviceArray), P(ctypes.c_void_p)]
 lib.lodtensor_data.argtypes = [ctypes.c_void_p, P(ctypes.c_void_p)]
 lib.lodtensor_dims.argtypes = [ctypes.c_void_p, P(ctypes.c_int64), ctypes.c_size_t, P(ctypes.c_size_t)]
 lib.lodtensor_dtype.argtypes = [ctypes.c_void_p, P(DType)]
@@ -113,6 +131,8 @@ lib.lodtensor_last_error_message.restype = ctypes.c_char_p
 OK, INVALID_ARGUMENT, INVALID_LOD, UNSUPPORTED = 0, 2, 3, 6
 LOD_OFFSETS = 0
 MAX_DIMS = 9
+# The header's ArrowDeviceType values used here.
+ARROW_DEVICE_CPU, ARROW_DEVICE_VULKAN = 1, 7
 
 # name, DLPack (code, bits), struct's format, pyarrow's type.
 DTYPES = [
@@ -234,6 +254,8 @@ EXPORT_CASES = [
     ([0], []),
     ([2, 3, 0], [[0, 2]]),
 ]
+# Those lent through the C device data interface: 0, 1 and 2 levels, and a zero-size dim.
+DEVICE_EXPORT_CASES = [EXPORT_CASES[i] for i in (0, 4, 6, 7)]
 
 releases = {}  # user_data key -> how many times the library released the buffer
 _keep = {}  # user_data key -> the buffer, alive until (and after) its release
@@ -283,11 +305,25 @@ def scribble(nbytes):
     return out
 
 
-def lend(t):
-    """`t` through lodtensor_to_arrow, imported by pyarrow."""
-    schema, array = ArrowSchema(), ArrowArray()
-    status(lib.lodtensor_to_arrow(t, ctypes.byref(schema), ctypes.byref(array)), "lodtensor_to_arrow")
-    return pa.Array._import_from_c(ctypes.addressof(array), ctypes.addressof(schema))
+def lend(t, device=False, what="lend"):
+    """`t` through lodtensor_to_arrow, imported by pyarrow; with `device`, through
+    lodtensor_to_arrow_device and Array._import_from_c_device, the device fields checked first
+    (written over garbage: the CPU, device 0, no sync event, reserved zeroed)."""
+    schema = ArrowSchema()
+    if not device:
+        array = ArrowArray()
+        status(lib.lodtensor_to_arrow(t, ctypes.byref(schema), ctypes.byref(array)), "lodtensor_to_arrow")
+        return pa.Array._import_from_c(ctypes.addressof(array), ctypes.addressof(schema))
+    darray = ArrowDeviceArray(device_id=-5, device_type=99, sync_event=0x5A5A5A5A, reserved=(-1, -1, -1))
+    status(lib.lodtensor_to_arrow_device(t, ctypes.byref(schema), ctypes.byref(darray)), "lodtensor_to_arrow_device")
+    check(darray.device_type == ARROW_DEVICE_CPU, f"{what}: device_type {darray.device_type}, want {ARROW_DEVICE_CPU}")
+    check(darray.device_id == -1, f"{what}: device_id {darray.device_id}, want -1")
+    check(darray.sync_event is None, f"{what}: sync_event {darray.sync_event}, want NULL (None)")
+    check(list(darray.reserved) == [0, 0, 0], f"{what}: reserved {list(darray.reserved)}, want zeros")
+    check(darray.array.release is not None and schema.release is not None, f"{what}: a struct is marked released")
+    arr = pa.Array._import_from_c_device(ctypes.addressof(darray), ctypes.addressof(schema))
+    check(arr.is_cpu, f"{what}: pyarrow imported it on {arr.device_type}, not the CPU")
+    return arr
 
 
 def check_lent(what, arr, t, name, arrow, dims, lod, flat):
@@ -311,13 +347,14 @@ def check_lent(what, arr, t, name, arrow, dims, lod, flat):
         check(node.buffers()[1].address == tensor_data(t), f"{what}: the elements are not the tensor's memory")
 
 
-def test_lend_to_pyarrow():
+def test_lend_to_pyarrow(device=False):
+    """With `device`, the same through the C device data interface, for DEVICE_EXPORT_CASES."""
     for name, _, _, arrow in DTYPES:
-        for dims, lod in EXPORT_CASES:
+        for dims, lod in DEVICE_EXPORT_CASES if device else EXPORT_CASES:
             for how in ("create", "buffer, handle first", "buffer, pyarrow first"):
-                what = f"export {name} {dims} lod={lod} ({how})"
+                what = f"{'device export' if device else 'export'} {name} {dims} lod={lod} ({how})"
                 t, flat, key = make_tensor(name, dims, lod, how.split(",")[0])
-                arr = lend(t)
+                arr = lend(t, device, what)
                 check_lent(what, arr, t, name, arrow, dims, lod, flat)
                 want = expected_pylist(flat, dims, lod)
                 if how == "buffer, pyarrow first":
@@ -359,13 +396,24 @@ def test_export_refusals():
 
 # ---- import: pyarrow's arrays into lodtensor_from_arrow -------------------------------------------
 
-def take(arr):
+def take(arr, device=False, device_type=None):
     """lodtensor_from_arrow over pyarrow's export of `arr`: (status, tensor, array struct). The schema
-    stays ours whatever the outcome, and is released here."""
-    schema, array = ArrowSchema(), ArrowArray()
-    arr._export_to_c(ctypes.addressof(array), ctypes.addressof(schema))
-    out = ctypes.c_void_p()
-    s = lib.lodtensor_from_arrow(ctypes.byref(schema), ctypes.byref(array), ctypes.byref(out))
+    stays ours whatever the outcome, and is released here. With `device`, lodtensor_from_arrow_device
+    over pyarrow's device export (ARROW_DEVICE_CPU, its device_type replaced by `device_type` when
+    given), the array struct returned being the one embedded in it."""
+    schema, out = ArrowSchema(), ctypes.c_void_p()
+    if device:
+        darray = ArrowDeviceArray()
+        arr._export_to_c_device(ctypes.addressof(darray), ctypes.addressof(schema))
+        check(darray.device_type == ARROW_DEVICE_CPU, f"pyarrow exported to device type {darray.device_type}")
+        if device_type is not None:
+            darray.device_type = device_type
+        s = lib.lodtensor_from_arrow_device(ctypes.byref(schema), ctypes.byref(darray), ctypes.byref(out))
+        array = darray.array  # a view of the embedded struct, keeping `darray` alive
+    else:
+        array = ArrowArray()
+        arr._export_to_c(ctypes.addressof(array), ctypes.addressof(schema))
+        s = lib.lodtensor_from_arrow(ctypes.byref(schema), ctypes.byref(array), ctypes.byref(out))
     check(schema.release is not None, "from_arrow released the caller's schema")
     if schema.release:
         ReleaseSchema(schema.release)(ctypes.byref(schema))
@@ -444,15 +492,17 @@ def import_cases():
     return cases
 
 
-def test_take_from_pyarrow():
+def test_take_from_pyarrow(device=False):
+    """With `device`, the same through the C device data interface."""
     for what, make in import_cases():
+        what = f"device {what}" if device else what
         gc.collect()
         baseline = pa.total_allocated_bytes()
         arr = make()
         dims, lod, flat, arrow = read_layout(arr)
         name, (code, bits), fmt = DTYPE_BY_ARROW[str(arrow)]
         address = element_address(arr) if flat else None
-        s, t, array = take(arr)
+        s, t, array = take(arr, device)
         check(s == OK, f"import {what}: status {s}: {lib.lodtensor_last_error_message().decode()}")
         if s != OK:
             if array.release:
@@ -517,6 +567,28 @@ def test_refusals():
         check(after == baseline, f"refuse {what}: {after - baseline} bytes of pyarrow's left")
 
 
+def test_device_refusal():
+    """A device array on a device type the library does not take (Vulkan): LODTENSOR_UNSUPPORTED,
+    and nothing taken."""
+    what = "refuse a Vulkan device array"
+    gc.collect()
+    baseline = pa.total_allocated_bytes()
+    arr = pa.array([[[1, 2]], [], [[3, 4]]], pa.large_list(pa.list_(pa.int32(), 2)))
+    s, t, array = take(arr, device=True, device_type=ARROW_DEVICE_VULKAN)
+    check(s == UNSUPPORTED, f"{what}: status {s}, want {UNSUPPORTED}")
+    check(lib.lodtensor_last_error_message() != b"", f"{what}: no error message")
+    check(not t.value, f"{what}: *out was written")
+    check(array.release is not None, f"{what}: the array was taken (release NULL)")
+    if s == OK:
+        lib.lodtensor_destroy(t)
+    elif array.release:
+        ReleaseArray(array.release)(ctypes.byref(array))
+    del arr
+    gc.collect()
+    after = pa.total_allocated_bytes()
+    check(after == baseline, f"{what}: {after - baseline} bytes of pyarrow's left")
+
+
 def test_round_trip():
     """A tensor lent to pyarrow and taken back from pyarrow's own export: the same memory and LoD,
     released once, when the last of the two handles and pyarrow's array goes."""
@@ -540,11 +612,15 @@ def test_round_trip():
     check(releases.get(key, 0) == 1, f"round trip: released {releases.get(key, 0)} times")
 
 
+check(ctypes.sizeof(ArrowDeviceArray) == 128, f"ArrowDeviceArray is {ctypes.sizeof(ArrowDeviceArray)} bytes, want 128")
 test_lend_to_pyarrow()
 test_export_refusals()
 test_take_from_pyarrow()
 test_refusals()
 test_round_trip()
+test_lend_to_pyarrow(device=True)
+test_take_from_pyarrow(device=True)
+test_device_refusal()
 gc.collect()
 check(all(n == 1 for n in releases.values()) and len(releases) == _next_key[0] - 1,
       f"lent buffers released other than once each: {releases}")

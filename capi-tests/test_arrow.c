@@ -311,7 +311,7 @@ static void test_device_export_on_the_host(void) {
     struct ArrowDeviceArray array;
     memset(&array, 0xff, sizeof array);
     if (CHECK_OK(lodtensor_to_arrow_device(x, &schema, &array))) {
-        CHECK(array.device_type == ARROW_DEVICE_CPU && array.device_id == 0 && array.sync_event == NULL);
+        CHECK(array.device_type == ARROW_DEVICE_CPU && array.device_id == -1 && array.sync_event == NULL);
         CHECK(array.reserved[0] == 0 && array.reserved[1] == 0 && array.reserved[2] == 0);
         CHECK(strcmp(schema.format, "+L") == 0 && strcmp(schema.children[0]->format, "i") == 0);
         CHECK(array.array.length == 2 && ((const int64_t *)array.array.buffers[1])[2] == 3);
@@ -423,6 +423,7 @@ static void test_without_cuda(void) {
     struct ArrowDeviceArray device;
     if (CHECK_OK(lodtensor_to_arrow_device(x, &schema, &device))) {
         device.device_type = ARROW_DEVICE_CUDA;
+        device.device_id = 0;
         CHECK_STATUS_MSG(lodtensor_from_arrow_device(&schema, &device, &out), LODTENSOR_UNSUPPORTED, "cuda:0");
         CHECK(device.array.release != NULL && out == fx_sentinel());
         device.array.release(&device.array);

@@ -378,7 +378,7 @@ void test_arrow() {
     lt::Tensor z = lt::Tensor::create<float>(data, {5, 2}, lt::Lod::offsets(one, offsets));
     ArrowDeviceArray device{};
     lt::to_arrow_device(z, &schema, &device);
-    CHECK(device.device_type == ARROW_DEVICE_CPU && device.device_id == 0 && device.sync_event == nullptr);
+    CHECK(device.device_type == ARROW_DEVICE_CPU && device.device_id == -1 && device.sync_event == nullptr);
     CHECK(device.array.length == 2 && device.array.children[0]->children[0]->buffers[1] == z.data<float>().data());
     lt::Tensor w = lt::from_arrow_device(&schema, &device);
     CHECK(device.array.release == nullptr && w.data<float>().data() == z.data<float>().data());

@@ -785,8 +785,9 @@ lodtensor_status_t lodtensor_from_arrow(const struct ArrowSchema *schema, struct
 // Returns what `lodtensor_from_arrow` returns, naming `array.array` for the array, and
 // LODTENSOR_UNSUPPORTED (another device type; a CUDA device in a build without CUDA; a
 // `sync_event` on ARROW_DEVICE_CPU; bool elements on a CUDA device), LODTENSOR_INVALID_ARGUMENT
-// (a `device_id` that is negative or beyond the device count; device buffers the device cannot
-// use), LODTENSOR_INTERNAL (a CUDA driver failure, such as an event it does not know).
+// (on ARROW_DEVICE_CUDA, or with a `sync_event` on ARROW_DEVICE_CUDA_HOST, a `device_id` that is
+// negative or beyond the device count; device buffers the device cannot use; on the CPU the id
+// is not read), LODTENSOR_INTERNAL (a CUDA driver failure, such as an event it does not know).
 lodtensor_status_t lodtensor_from_arrow_device(const struct ArrowSchema *schema, struct ArrowDeviceArray *array, struct lodtensor_t **out);
 
 // Creates a tensor over the caller's buffer without copying it (zero copy).
@@ -1044,7 +1045,7 @@ lodtensor_status_t lodtensor_to_arrow(const struct lodtensor_t *t, struct ArrowS
 // Fills `*out_schema` and `*out_array` with `t` as an Arrow device array (the C device data
 // interface) that shares its memory, zero copy, in the form `lodtensor_to_arrow` makes. A host
 // tensor is lent as `lodtensor_to_arrow` lends it, with `device_type` ARROW_DEVICE_CPU and
-// `device_id` 0. A tensor on CUDA device n is lent with `device_type` ARROW_DEVICE_CUDA and
+// `device_id` -1 (no device, as Arrow's own CPU exports say). A tensor on CUDA device n is lent with `device_type` ARROW_DEVICE_CUDA and
 // `device_id` n: its elements and its LoD offsets (the int64 copies the LoD keeps on the device,
 // uploaded at their first use there) are device memory, and the call waits for the work queued
 // on the device, so `sync_event` is NULL and the buffers can be read at once. `reserved` is

@@ -751,7 +751,7 @@ fn the_device_export_of_a_host_tensor_is_the_host_export_on_the_cpu() {
         let (dtype, _) = DTYPES[round % DTYPES.len()];
         let x = random_tensor(&mut rng, dtype);
         let (schema, device) = to_arrow_device(&x).unwrap();
-        assert_eq!((device.device_type, device.device_id), (DEVICE_CPU, 0));
+        assert_eq!((device.device_type, device.device_id), (DEVICE_CPU, -1));
         assert!(device.sync_event.is_null() && device.reserved == [0; 3]);
         unsafe {
             assert_eq!(read(&schema, &device.array), tensor_value(&x));
@@ -811,7 +811,12 @@ fn device_arrays_on_the_host_are_taken_as_arrays() {
     let event_ptr = (&raw mut event).cast::<c_void>();
     refused(&|d| d.device_type = 7, "Unsupported", "array.device_type: 7");
     refused(&move |d| d.sync_event = event_ptr, "Unsupported", "the CPU has no events");
-    refused(&|d| d.device_id = i64::MAX, "InvalidArgument", "array.device_id");
+    refused(&|d| (d.device_type, d.device_id) = (DEVICE_CUDA, i64::MAX), "InvalidArgument", "array.device_id");
+    refused(
+        &move |d| (d.device_type, d.device_id, d.sync_event) = (DEVICE_CUDA_HOST, -1, event_ptr),
+        "InvalidArgument",
+        "names no device",
+    );
     refused(&|d| d.array.release = None, "InvalidArgument", "array.array: has been released");
     refused(&|d| d.array.length = -1, "InvalidArgument", "array.array: length -1");
     if lodtensor::cuda_device_count().is_err() {

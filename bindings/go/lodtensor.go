@@ -664,7 +664,7 @@ func FromArrow(schema, array unsafe.Pointer) (*Tensor, error) {
 // ToArrowDevice lends t to Arrow through the C device data interface (lodtensor_to_arrow_device),
 // zero copy, in the form ToArrow makes: it fills the caller's struct ArrowSchema and struct
 // ArrowDeviceArray (Arrow Go's *cdata.CArrowSchema and *cdata.CArrowDeviceArray, say). A host
-// tensor goes out as from ToArrow, on ARROW_DEVICE_CPU with device_id 0; a tensor on CUDA device n
+// tensor goes out as from ToArrow, on ARROW_DEVICE_CPU with device_id -1; a tensor on CUDA device n
 // on ARROW_DEVICE_CUDA with device_id n, its elements and LoD offsets device memory that is ready
 // when the call returns (sync_event is nil). The caller releases the schema and the device array's
 // array once each, as for ToArrow; the memory stays until the array is released. On an error

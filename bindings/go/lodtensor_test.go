@@ -295,7 +295,7 @@ func TestArrowDevice(t *testing.T) {
 
 	d := arrowc.ReadDevice(device)
 	eq(t, "a host tensor on ARROW_DEVICE_CPU", []any{d.DeviceType, d.DeviceID, d.SyncEvent, d.Reserved},
-		[]any{int32(1), int64(0), unsafe.Pointer(nil), [3]int64{}})
+		[]any{int32(1), int64(-1), unsafe.Pointer(nil), [3]int64{}})
 	s := arrowc.ReadSchema(schema)
 	eq(t, "root", []any{s.Format, s.Name, s.NChildren}, []any{"+L", "", int64(1)})
 	rows := arrowc.ReadSchema(s.Child)

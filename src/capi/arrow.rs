@@ -61,7 +61,7 @@ pub unsafe extern "C" fn lodtensor_to_arrow(
 /// Fills `*out_schema` and `*out_array` with `t` as an Arrow device array (the C device data
 /// interface) that shares its memory, zero copy, in the form `lodtensor_to_arrow` makes. A host
 /// tensor is lent as `lodtensor_to_arrow` lends it, with `device_type` ARROW_DEVICE_CPU and
-/// `device_id` 0. A tensor on CUDA device n is lent with `device_type` ARROW_DEVICE_CUDA and
+/// `device_id` -1 (no device, as Arrow's own CPU exports say). A tensor on CUDA device n is lent with `device_type` ARROW_DEVICE_CUDA and
 /// `device_id` n: its elements and its LoD offsets (the int64 copies the LoD keeps on the device,
 /// uploaded at their first use there) are device memory, and the call waits for the work queued
 /// on the device, so `sync_event` is NULL and the buffers can be read at once. `reserved` is
@@ -141,8 +141,9 @@ pub unsafe extern "C" fn lodtensor_from_arrow(
 /// Returns what `lodtensor_from_arrow` returns, naming `array.array` for the array, and
 /// LODTENSOR_UNSUPPORTED (another device type; a CUDA device in a build without CUDA; a
 /// `sync_event` on ARROW_DEVICE_CPU; bool elements on a CUDA device), LODTENSOR_INVALID_ARGUMENT
-/// (a `device_id` that is negative or beyond the device count; device buffers the device cannot
-/// use), LODTENSOR_INTERNAL (a CUDA driver failure, such as an event it does not know).
+/// (on ARROW_DEVICE_CUDA, or with a `sync_event` on ARROW_DEVICE_CUDA_HOST, a `device_id` that is
+/// negative or beyond the device count; device buffers the device cannot use; on the CPU the id
+/// is not read), LODTENSOR_INTERNAL (a CUDA driver failure, such as an event it does not know).
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_from_arrow_device(
     schema: *const ArrowSchema,

@@ -246,7 +246,7 @@ pub fn to_arrow(x: &LoDTensor) -> Result<(ArrowSchema, ArrowArray)> {
 }
 
 /// `x` as an Arrow schema and device array (the C device data interface) that share its memory:
-/// on the CPU as [`to_arrow`] (device type CPU, id 0); on CUDA device n (type CUDA, id n) the
+/// on the CPU as [`to_arrow`] (device type CPU, id -1); on CUDA device n (type CUDA, id n) the
 /// elements and the LoD offsets are device memory (the offsets are the copies the LoD keeps on the
 /// device, uploaded at their first use there), and the work queued on the device has finished
 /// when this returns, so `sync_event` is NULL.
@@ -256,7 +256,8 @@ pub fn to_arrow(x: &LoDTensor) -> Result<(ArrowSchema, ArrowArray)> {
 /// CUDA driver failure.
 pub fn to_arrow_device(x: &LoDTensor) -> Result<(ArrowSchema, ArrowDeviceArray)> {
     let (device_type, device_id, device_levels) = match x.tensor().place() {
-        Place::Cpu => (DEVICE_CPU, 0, Vec::new()),
+        // -1: no device id, as Arrow's own CPU exports say.
+        Place::Cpu => (DEVICE_CPU, -1, Vec::new()),
         Place::Cuda(n) => {
             ensure!(
                 x.tensor().dtype() != DType::Bool,
@@ -415,7 +416,8 @@ pub unsafe fn from_arrow(schema: *const ArrowSchema, array: *mut ArrowArray) -> 
 ///
 /// Errors: as [`from_arrow`], with `device` for `array`; `Unsupported` for another device type,
 /// a CUDA device in a build without it, an event on the CPU, or bool elements on a CUDA device;
-/// `InvalidArgument` for a device id beyond the count or buffers the device cannot use;
+/// `InvalidArgument` for a CUDA device id that is negative or beyond the count (the id is not read
+/// on the CPU, nor for CUDA host memory without an event) or buffers the device cannot use;
 /// `Internal` for a CUDA driver failure.
 ///
 /// # Safety
@@ -423,14 +425,17 @@ pub unsafe fn from_arrow(schema: *const ArrowSchema, array: *mut ArrowArray) -> 
 pub unsafe fn from_arrow_device(schema: *const ArrowSchema, device: *mut ArrowDeviceArray) -> Result<LoDTensor> {
     let d = device.as_mut().ok_or_else(|| err!(NullArgument, "array: must not be NULL"))?;
     ensure!(d.array.release.is_some(), InvalidArgument, "array.array: has been released (its release is NULL)");
-    let device_id = i32::try_from(d.device_id)
-        .map_err(|_| err!(InvalidArgument, "array.device_id: {} is not a device id", d.device_id))?;
+    // The id names a CUDA device, which the CPU has none of (Arrow's CPU exports say -1).
+    let device_id = || {
+        i32::try_from(d.device_id)
+            .map_err(|_| err!(InvalidArgument, "array.device_id: {} is not a device id", d.device_id))
+    };
     let (place, events_on) = match d.device_type {
         DEVICE_CPU => (Place::Cpu, None),
-        DEVICE_CUDA_HOST => (Place::Cpu, Some(device_id)),
+        DEVICE_CUDA_HOST => (Place::Cpu, Some(d.device_id)),
         DEVICE_CUDA => {
-            let place = Place::from_dlpack(DEVICE_CUDA, device_id).map_err(|e| e.context("array: "))?;
-            (place, Some(device_id))
+            let place = Place::from_dlpack(DEVICE_CUDA, device_id()?).map_err(|e| e.context("array: "))?;
+            (place, Some(d.device_id))
         }
         other => {
             return Err(err!(
@@ -443,8 +448,8 @@ pub unsafe fn from_arrow_device(schema: *const ArrowSchema, device: *mut ArrowDe
     if !d.sync_event.is_null() {
         let ordinal =
             events_on.ok_or_else(|| err!(Unsupported, "array.sync_event: the CPU has no events; it must be NULL"))?;
-        let ordinal =
-            u32::try_from(ordinal).map_err(|_| err!(InvalidArgument, "array.device_id: {ordinal} is negative"))?;
+        let ordinal = u32::try_from(ordinal)
+            .map_err(|_| err!(InvalidArgument, "array.device_id: {ordinal} names no device to wait on"))?;
         crate::backend::cuda::wait_event(ordinal, *d.sync_event.cast::<*mut c_void>())
             .map_err(|e| e.context("array.sync_event: "))?;
         if place == Place::Cpu {

@@ -485,7 +485,7 @@ public final class Tensor implements AutoCloseable {
      * Lends this tensor to Arrow through the C device data interface
      * (lodtensor_to_arrow_device), zero copy, in the form {@link #toArrow} makes: fills the
      * caller's struct ArrowSchema and struct ArrowDeviceArray at these addresses. A host tensor
-     * goes out as from {@code toArrow}, on ARROW_DEVICE_CPU with device_id 0; a tensor on CUDA
+     * goes out as from {@code toArrow}, on ARROW_DEVICE_CPU with device_id -1; a tensor on CUDA
      * device n on ARROW_DEVICE_CUDA with device_id n, its elements and LoD offsets device memory
      * that is ready when the call returns (sync_event NULL). The caller releases the schema and
      * the device array's array once each, as for {@code toArrow}; the memory stays until the array

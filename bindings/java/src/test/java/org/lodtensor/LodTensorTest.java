@@ -158,7 +158,7 @@ class LodTensorTest {
         x.toArrowDevice(schemaAddress, arrayAddress);
 
         assertEquals(1, array.getInt(88)); // ARROW_DEVICE_CPU
-        assertEquals(0, array.getLong(80));
+        assertEquals(-1, array.getLong(80));
         assertNull(array.getPointer(96));
         assertArrayEquals(l(0, 0, 0), array.getLongArray(104, 3));
         assertEquals("+L", schema.getPointer(0).getString(0));
