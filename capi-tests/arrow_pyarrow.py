@@ -11,7 +11,7 @@ pyarrow reads them, the same memory, pyarrow's memory released when the last han
 before); and arrays with no tensor form refused with nothing taken. The same through the C device
 data interface on the CPU (lodtensor_to_arrow_device into Array._import_from_c_device, for a few of
 the export cases; _export_to_c_device into lodtensor_from_arrow_device, for every import case):
-the device fields lodtensor_to_arrow_device writes (ARROW_DEVICE_CPU, device 0, no sync event,
+the device fields lodtensor_to_arrow_device writes (ARROW_DEVICE_CPU, device -1, no sync event,
 reserved zeroed), and a device type the library does not take refused with nothing taken. Exits
 77 (skipped) when pyarrow is missing, unless LODTENSOR_REQUIRE_PYARROW=1.
 """
