@@ -549,33 +549,17 @@ def test_refusals():
         ("a list of no entries", lambda: pa.array([], pa.list_(i32)), INVALID_LOD),
     ]
     for what, make, want in cases:
-        gc.collect()
-        baseline = pa.total_allocated_bytes()
-        arr = make()
-        s, t, array = take(arr)
-        check(s == want, f"refuse {what}: status {s}, want {want}")
-        check(lib.lodtensor_last_error_message() != b"", f"refuse {what}: no error message")
-        check(not t.value, f"refuse {what}: *out was written")
-        check(array.release is not None, f"refuse {what}: the array was taken (release NULL)")
-        if s == OK:
-            lib.lodtensor_destroy(t)
-        elif array.release:
-            ReleaseArray(array.release)(ctypes.byref(array))
-        del arr
-        gc.collect()
-        after = pa.total_allocated_bytes()
-        check(after == baseline, f"refuse {what}: {after - baseline} bytes of pyarrow's left")
+        check_refused(f"refuse {what}", make, want)
 
 
-def test_device_refusal():
-    """A device array on a device type the library does not take (Vulkan): LODTENSOR_UNSUPPORTED,
-    and nothing taken."""
-    what = "refuse a Vulkan device array"
+def check_refused(what, make, want, **take_args):
+    """Taking the array `make()` gives status `want` with a message, leaves *out alone and the
+    array with pyarrow (released here, after which pyarrow's memory is back to its baseline)."""
     gc.collect()
     baseline = pa.total_allocated_bytes()
-    arr = pa.array([[[1, 2]], [], [[3, 4]]], pa.large_list(pa.list_(pa.int32(), 2)))
-    s, t, array = take(arr, device=True, device_type=ARROW_DEVICE_VULKAN)
-    check(s == UNSUPPORTED, f"{what}: status {s}, want {UNSUPPORTED}")
+    arr = make()
+    s, t, array = take(arr, **take_args)
+    check(s == want, f"{what}: status {s}, want {want}")
     check(lib.lodtensor_last_error_message() != b"", f"{what}: no error message")
     check(not t.value, f"{what}: *out was written")
     check(array.release is not None, f"{what}: the array was taken (release NULL)")
@@ -587,6 +571,18 @@ def test_device_refusal():
     gc.collect()
     after = pa.total_allocated_bytes()
     check(after == baseline, f"{what}: {after - baseline} bytes of pyarrow's left")
+
+
+def test_device_refusal():
+    """A device array on a device type the library does not take (Vulkan): LODTENSOR_UNSUPPORTED,
+    and nothing taken."""
+    check_refused(
+        "refuse a Vulkan device array",
+        lambda: pa.array([[[1, 2]], [], [[3, 4]]], pa.large_list(pa.list_(pa.int32(), 2))),
+        UNSUPPORTED,
+        device=True,
+        device_type=ARROW_DEVICE_VULKAN,
+    )
 
 
 def test_round_trip():
