@@ -764,11 +764,11 @@ lodtensor_status_t lodtensor_fill_on(struct lodtensor_place_t place, struct lodt
 // negative length, offset or null count, or an offset past any buffer; a child count, buffer
 // count or length that does not fit the type; offsets that decrease or run past their child; a
 // null among the entries taken; a fixed-size list format without a size; elements not aligned
-// to their size), LODTENSOR_UNSUPPORTED (a format with no tensor form, such as a struct, string or unsigned
-// 16-64 bit type; a dictionary; a list inside a fixed-size list; more than `LODTENSOR_MAX_DIMS`
-// dims; a chain over 64 arrays deep), LODTENSOR_INVALID_LOD (the lists break a LoD rule: the
-// outermost needs at least one entry), LODTENSOR_OUT_OF_MEMORY (sizes that overflow, or no
-// memory for the LoD or bool elements).
+// to their size), LODTENSOR_UNSUPPORTED (a format with no tensor form, such as a struct,
+// string or unsigned 16-64 bit type; a dictionary; a list inside a fixed-size list; more than
+// `LODTENSOR_MAX_DIMS` dims; a chain over 64 arrays deep), LODTENSOR_INVALID_LOD (the lists
+// break a LoD rule: the outermost needs at least one entry), LODTENSOR_OUT_OF_MEMORY (sizes that
+// overflow, or no memory for the LoD or bool elements).
 lodtensor_status_t lodtensor_from_arrow(const struct ArrowSchema *schema, struct ArrowArray *array, struct lodtensor_t **out);
 
 // Takes the Arrow device array `*array` (the C device data interface) of type `*schema` as a
@@ -1038,19 +1038,20 @@ lodtensor_status_t lodtensor_synchronize(struct lodtensor_place_t place);
 // Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_schema`, `out_array`), LODTENSOR_UNSUPPORTED (a
 // CUDA tensor, whose memory the interface cannot carry: lend it with
 // `lodtensor_to_arrow_device`, or copy it with `lodtensor_to_place` first; bfloat16, which has
-// no Arrow type), LODTENSOR_INVALID_ARGUMENT (a 0-d tensor, which
-// has no rows). On failure neither struct is written.
+// no Arrow type), LODTENSOR_INVALID_ARGUMENT (a 0-d tensor, which has no rows). On failure
+// neither struct is written.
 lodtensor_status_t lodtensor_to_arrow(const struct lodtensor_t *t, struct ArrowSchema *out_schema, struct ArrowArray *out_array);
 
 // Fills `*out_schema` and `*out_array` with `t` as an Arrow device array (the C device data
 // interface) that shares its memory, zero copy, in the form `lodtensor_to_arrow` makes. A host
 // tensor is lent as `lodtensor_to_arrow` lends it, with `device_type` ARROW_DEVICE_CPU and
-// `device_id` -1 (no device, as Arrow's own CPU exports say). A tensor on CUDA device n is lent with `device_type` ARROW_DEVICE_CUDA and
-// `device_id` n: its elements and its LoD offsets (the int64 copies the LoD keeps on the device,
-// uploaded at their first use there) are device memory, and the call waits for the work queued
-// on the device, so `sync_event` is NULL and the buffers can be read at once. `reserved` is
-// zeroed. The caller releases the schema and `out_array->array` once each, as for
-// `lodtensor_to_arrow`; the memory stays until the array is released.
+// `device_id` -1 (no device, as Arrow's own CPU exports say). A tensor on CUDA device n is lent
+// with `device_type` ARROW_DEVICE_CUDA and `device_id` n: its elements and its LoD offsets (the
+// int64 copies the LoD keeps on the device, uploaded at their first use there) are device
+// memory, and the call waits for the work queued on the device, so `sync_event` is NULL and the
+// buffers can be read at once. `reserved` is zeroed. The caller releases the schema and
+// `out_array->array` once each, as for `lodtensor_to_arrow`; the memory stays until the array is
+// released.
 //
 // Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_schema`, `out_array`), LODTENSOR_UNSUPPORTED
 // (bfloat16, which has no Arrow type; bool on a CUDA device: cast it to uint8 or copy it to the

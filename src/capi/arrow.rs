@@ -6,6 +6,7 @@ use super::boundary;
 use super::tensor::{lodtensor_t, new_handle};
 use super::types::lodtensor_status_t;
 use crate::interop::arrow::{self, from_arrow, from_arrow_device, to_arrow, to_arrow_device};
+use crate::lod_tensor::LoDTensor;
 
 /// Arrow's schema struct, opaque here; the header defines it under Arrow's own guard
 /// (`ARROW_C_DATA_INTERFACE`, cbindgen.toml).
@@ -39,34 +40,27 @@ pub struct ArrowDeviceArray {
 /// Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_schema`, `out_array`), LODTENSOR_UNSUPPORTED (a
 /// CUDA tensor, whose memory the interface cannot carry: lend it with
 /// `lodtensor_to_arrow_device`, or copy it with `lodtensor_to_place` first; bfloat16, which has
-/// no Arrow type), LODTENSOR_INVALID_ARGUMENT (a 0-d tensor, which
-/// has no rows). On failure neither struct is written.
+/// no Arrow type), LODTENSOR_INVALID_ARGUMENT (a 0-d tensor, which has no rows). On failure
+/// neither struct is written.
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_to_arrow(
     t: *const lodtensor_t,
     out_schema: *mut ArrowSchema,
     out_array: *mut ArrowArray,
 ) -> lodtensor_status_t {
-    boundary(|| {
-        let t = &args::get(t, "t")?.inner;
-        let out_schema = Out::new(out_schema.cast::<arrow::ArrowSchema>(), "out_schema")?;
-        let out_array = Out::new(out_array.cast::<arrow::ArrowArray>(), "out_array")?;
-        let (schema, array) = to_arrow(t)?;
-        out_schema.write(schema);
-        out_array.write(array);
-        Ok(())
-    })
+    lend(t, out_schema, out_array.cast::<arrow::ArrowArray>(), to_arrow)
 }
 
 /// Fills `*out_schema` and `*out_array` with `t` as an Arrow device array (the C device data
 /// interface) that shares its memory, zero copy, in the form `lodtensor_to_arrow` makes. A host
 /// tensor is lent as `lodtensor_to_arrow` lends it, with `device_type` ARROW_DEVICE_CPU and
-/// `device_id` -1 (no device, as Arrow's own CPU exports say). A tensor on CUDA device n is lent with `device_type` ARROW_DEVICE_CUDA and
-/// `device_id` n: its elements and its LoD offsets (the int64 copies the LoD keeps on the device,
-/// uploaded at their first use there) are device memory, and the call waits for the work queued
-/// on the device, so `sync_event` is NULL and the buffers can be read at once. `reserved` is
-/// zeroed. The caller releases the schema and `out_array->array` once each, as for
-/// `lodtensor_to_arrow`; the memory stays until the array is released.
+/// `device_id` -1 (no device, as Arrow's own CPU exports say). A tensor on CUDA device n is lent
+/// with `device_type` ARROW_DEVICE_CUDA and `device_id` n: its elements and its LoD offsets (the
+/// int64 copies the LoD keeps on the device, uploaded at their first use there) are device
+/// memory, and the call waits for the work queued on the device, so `sync_event` is NULL and the
+/// buffers can be read at once. `reserved` is zeroed. The caller releases the schema and
+/// `out_array->array` once each, as for `lodtensor_to_arrow`; the memory stays until the array is
+/// released.
 ///
 /// Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_schema`, `out_array`), LODTENSOR_UNSUPPORTED
 /// (bfloat16, which has no Arrow type; bool on a CUDA device: cast it to uint8 or copy it to the
@@ -78,11 +72,21 @@ pub unsafe extern "C" fn lodtensor_to_arrow_device(
     out_schema: *mut ArrowSchema,
     out_array: *mut ArrowDeviceArray,
 ) -> lodtensor_status_t {
+    lend(t, out_schema, out_array.cast::<arrow::ArrowDeviceArray>(), to_arrow_device)
+}
+
+/// `export` of `t` written into the caller's structs, only when it succeeds.
+unsafe fn lend<A>(
+    t: *const lodtensor_t,
+    out_schema: *mut ArrowSchema,
+    out_array: *mut A,
+    export: fn(&LoDTensor) -> crate::Result<(arrow::ArrowSchema, A)>,
+) -> lodtensor_status_t {
     boundary(|| {
         let t = &args::get(t, "t")?.inner;
         let out_schema = Out::new(out_schema.cast::<arrow::ArrowSchema>(), "out_schema")?;
-        let out_array = Out::new(out_array.cast::<arrow::ArrowDeviceArray>(), "out_array")?;
-        let (schema, array) = to_arrow_device(t)?;
+        let out_array = Out::new(out_array, "out_array")?;
+        let (schema, array) = export(t)?;
         out_schema.write(schema);
         out_array.write(array);
         Ok(())
@@ -108,11 +112,11 @@ pub unsafe extern "C" fn lodtensor_to_arrow_device(
 /// negative length, offset or null count, or an offset past any buffer; a child count, buffer
 /// count or length that does not fit the type; offsets that decrease or run past their child; a
 /// null among the entries taken; a fixed-size list format without a size; elements not aligned
-/// to their size), LODTENSOR_UNSUPPORTED (a format with no tensor form, such as a struct, string or unsigned
-/// 16-64 bit type; a dictionary; a list inside a fixed-size list; more than `LODTENSOR_MAX_DIMS`
-/// dims; a chain over 64 arrays deep), LODTENSOR_INVALID_LOD (the lists break a LoD rule: the
-/// outermost needs at least one entry), LODTENSOR_OUT_OF_MEMORY (sizes that overflow, or no
-/// memory for the LoD or bool elements).
+/// to their size), LODTENSOR_UNSUPPORTED (a format with no tensor form, such as a struct,
+/// string or unsigned 16-64 bit type; a dictionary; a list inside a fixed-size list; more than
+/// `LODTENSOR_MAX_DIMS` dims; a chain over 64 arrays deep), LODTENSOR_INVALID_LOD (the lists
+/// break a LoD rule: the outermost needs at least one entry), LODTENSOR_OUT_OF_MEMORY (sizes that
+/// overflow, or no memory for the LoD or bool elements).
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_from_arrow(
     schema: *const ArrowSchema,
