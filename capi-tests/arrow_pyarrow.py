@@ -308,7 +308,7 @@ def scribble(nbytes):
 def lend(t, device=False, what="lend"):
     """`t` through lodtensor_to_arrow, imported by pyarrow; with `device`, through
     lodtensor_to_arrow_device and Array._import_from_c_device, the device fields checked first
-    (written over garbage: the CPU, device 0, no sync event, reserved zeroed)."""
+    (written over garbage: the CPU, device -1, no sync event, reserved zeroed)."""
     schema = ArrowSchema()
     if not device:
         array = ArrowArray()

@@ -140,7 +140,7 @@ class LodTensorTest {
     }
 
     /**
-     * Arrow's C device data interface: a host tensor goes out on ARROW_DEVICE_CPU (device 0, no
+     * Arrow's C device data interface: a host tensor goes out on ARROW_DEVICE_CPU (device -1, no
      * sync event) in arrowRoundTrip's form over the tensor's memory and comes back as the same
      * memory and LoD, the embedded array moved and released once, at the last close; another
      * device type is refused, the array left to the caller to release. ArrowDeviceArray: the
