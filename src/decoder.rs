@@ -10,6 +10,7 @@ use crate::dtype::{dispatch_dtype, DType, Scalar};
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;
 use crate::lod_tensor::LoDTensor;
+use crate::memory::lists;
 use crate::ops::beam_search::{fused_step_on_slices, BeamSearchStep};
 use crate::ops::beam_search_decode::beam_search_decode;
 use crate::ops::transfer::to_place;
@@ -346,8 +347,12 @@ impl Decoder {
         let (ids, scores) = beam_search_decode(&beams.id_steps, &beams.score_steps, o.beam_size, o.end_id)?;
         let (all_ids, all_scores) = (ids.tensor().as_slice::<i64>()?, scores.tensor().as_slice::<f32>()?);
         let offsets = &ids.lod().levels()[1];
-        let (mut out_ids, mut out_scores, mut per_source, mut lengths) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        // Each list is reserved at its most, so none grows while it is filled.
+        let sentences = sources.saturating_mul(o.num_hypotheses);
+        let mut out_ids = lists::with_capacity(all_ids.len(), "hypotheses: ids")?;
+        let mut out_scores = lists::with_capacity(sentences, "hypotheses: scores")?;
+        let mut lengths = lists::with_capacity(sentences, "hypotheses: lengths")?;
+        let mut per_source = lists::with_capacity(sources, "hypotheses: sentences per source")?;
         let mut ranked: Vec<(f32, usize, usize)> = Vec::with_capacity(o.beam_size);
         for s in 0..sources {
             ranked.clear();
@@ -407,14 +412,7 @@ impl Beams {
         ensure!(num_sources >= 1, InvalidArgument, "num_sources: is 0; decode at least one source");
         // Every list sized by the caller's count is reserved first: too many is OutOfMemory, not
         // an abort.
-        let identity = || -> Result<Vec<usize>> {
-            let mut offsets = Vec::new();
-            offsets
-                .try_reserve_exact(num_sources.saturating_add(1))
-                .map_err(|_| err!(OutOfMemory, "num_sources: {num_sources} sources cannot be listed"))?;
-            offsets.extend(0..=num_sources);
-            Ok(offsets)
-        };
+        let identity = || lists::collect(0..num_sources.saturating_add(1), "num_sources: source offsets");
         let lod = Lod::from_offsets(vec![identity()?, identity()?])?;
         let dims = Dim::new(&[num_sources, 1])?;
         let mut ids = Tensor::zeros(DType::I64, dims)?;
@@ -424,7 +422,8 @@ impl Beams {
         let (mut id_steps, mut score_steps) = (TensorArray::new(), TensorArray::new());
         id_steps.push(ids.clone());
         score_steps.push(scores.clone());
-        Ok(Beams { ids, scores, parents: (0..num_sources as i64).collect(), id_steps, score_steps })
+        let parents = lists::collect((0..num_sources).map(|s| s as i64), "num_sources: parents")?;
+        Ok(Beams { ids, scores, parents, id_steps, score_steps })
     }
 
     /// The source offsets of step `t`'s prefixes; none once every branch has ended (after step 0),
@@ -452,7 +451,7 @@ impl Beams {
         if out.selected_ids.dims().as_slice()[0] == 0 {
             return Ok(false);
         }
-        self.parents = out.parent_idx.as_slice::<i32>()?.iter().map(|&p| p as i64).collect();
+        self.parents = lists::collect(out.parent_idx.as_slice::<i32>()?.iter().map(|&p| p as i64), "parents")?;
         self.id_steps.push(out.selected_ids.clone());
         self.score_steps.push(out.selected_scores.clone());
         self.ids = out.selected_ids;

@@ -4,7 +4,7 @@
 //! level below, so empty sequences are representable at every level.
 
 use crate::error::{ensure, err, Result};
-use crate::memory::Allocation;
+use crate::memory::{lists, Allocation};
 use crate::place::Place;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -222,13 +222,14 @@ fn check_level_shape(k: usize, level: &[usize], min_len: usize) -> Result<()> {
 }
 
 /// Lengths to offsets, level by level (`[2,1]` -> `[0,2,3]`; `[]` -> `[0]`). Fails only if a
-/// running sum overflows. The result is not validated.
+/// running sum overflows (`InvalidLod`) or there is no memory for the offsets (`OutOfMemory`).
+/// The result is not validated.
 pub fn lengths_to_offsets(lengths: &[Vec<usize>]) -> Result<Vec<Vec<usize>>> {
     lengths
         .iter()
         .enumerate()
         .map(|(k, level)| {
-            let mut offsets = Vec::with_capacity(level.len() + 1);
+            let mut offsets = lists::with_capacity(level.len() + 1, "LoD offsets")?;
             offsets.push(0usize);
             let mut sum = 0usize;
             for (i, &n) in level.iter().enumerate() {

@@ -3,6 +3,7 @@
 use crate::dim::Dim;
 use crate::error::{ensure, err, Result};
 use crate::lod::{check_lod, lengths_to_offsets, Lod};
+use crate::memory::lists;
 use crate::place::Place;
 use crate::tensor::Tensor;
 use std::ops::Range;
@@ -113,24 +114,19 @@ impl LoDTensor {
             Err(_) => self.tensor.rows().map_err(|_| err!(InvalidArgument, "t: a 0-d tensor has no rows to split"))?,
         };
         if batch == 0 {
-            let mut shares = Vec::new();
-            shares
-                .try_reserve_exact(n)
-                .map_err(|_| err!(OutOfMemory, "num_pieces: {n} pieces of an empty batch cannot be allocated"))?;
-            shares.resize(n, self.clone());
-            return Ok(shares);
+            return lists::filled(n, self.clone(), "num_pieces: shares of an empty batch");
         }
         let step = batch.div_ceil(n);
-        (0..batch.div_ceil(step))
-            .map(|i| {
-                let (begin, end) = (i * step, ((i + 1) * step).min(batch));
-                if self.lod.is_empty() {
-                    return Ok(LoDTensor::dense(self.tensor.slice_rows(begin..end)?));
-                }
-                let (lengths, rows) = self.lod.sub_lod_and_abs_offset(begin, end, 0)?;
-                LoDTensor::new(self.tensor.slice_rows(rows)?, Lod::from_offsets(lengths_to_offsets(&lengths)?)?)
-            })
-            .collect()
+        let count = batch.div_ceil(step);
+        let pieces = (0..count).map(|i| {
+            let (begin, end) = (i * step, ((i + 1) * step).min(batch));
+            if self.lod.is_empty() {
+                return Ok(LoDTensor::dense(self.tensor.slice_rows(begin..end)?));
+            }
+            let (lengths, rows) = self.lod.sub_lod_and_abs_offset(begin, end, 0)?;
+            LoDTensor::new(self.tensor.slice_rows(rows)?, Lod::from_offsets(lengths_to_offsets(&lengths)?)?)
+        });
+        lists::try_collect(count, pieces, "split: pieces")
     }
 
     /// Concatenates along rows, appending each LoD level shifted by the level's running end.

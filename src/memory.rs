@@ -7,6 +7,7 @@
 
 pub(crate) mod block_cache;
 mod host_block;
+pub(crate) mod lists;
 pub(crate) mod pages;
 pub mod size_class;
 

@@ -4,6 +4,7 @@
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;
 use crate::lod_tensor::LoDTensor;
+use crate::memory::lists;
 use crate::tensor::Tensor;
 
 /// A growable list of LoDTensors (Paddle's `LoDTensorArray`). Elements are independent tensors;
@@ -124,10 +125,11 @@ impl RankTable {
             lod.num_levels()
         );
         let offsets = &lod.levels()[level];
-        let mut items: Vec<RankItem> =
-            offsets.windows(2).enumerate().map(|(index, w)| RankItem { index, length: w[1] - w[0] }).collect();
-        // Stable: equal lengths keep index order.
-        items.sort_by_key(|i| std::cmp::Reverse(i.length));
+        let items = offsets.windows(2).enumerate().map(|(index, w)| RankItem { index, length: w[1] - w[0] });
+        let mut items = lists::collect(items, "rank table: items")?;
+        // Longest first, equal lengths in index order: the order of a stable sort, without the
+        // buffer a stable sort takes from the allocator unchecked.
+        items.sort_unstable_by_key(|i| (std::cmp::Reverse(i.length), i.index));
         Ok(RankTable { items, level, coarse_lod: lod.levels()[..level].to_vec() })
     }
 

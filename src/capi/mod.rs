@@ -25,6 +25,7 @@ mod tensor_array;
 mod tensor_ops;
 mod types;
 
+pub use arrow::*;
 pub use dlpack::*;
 pub use expand::*;
 pub use info::*;

@@ -190,7 +190,7 @@ pub fn beam_search_step(
                 emit(Candidate { row: r, id, score });
             }
         })?;
-        let sel = regroup(&h, beam_size, &tops, pre, end_id);
+        let sel = regroup(&h, beam_size, &tops, pre, end_id)?;
         outputs(h.clone(), sel)
     })
 }
@@ -289,7 +289,7 @@ pub(crate) fn fused_step_on_slices<T: Scalar>(
     end_id: i64,
 ) -> Result<BeamSearchStep> {
     let tops = select_fused(&h, beam_size, log_probs, vocab, pre_ids, pre_scores, end_id, |v: T| v.to_f64() as f32)?;
-    let sel = regroup(&h, beam_size, &tops, pre_ids, end_id);
+    let sel = regroup(&h, beam_size, &tops, pre_ids, end_id)?;
     outputs(h, sel)
 }
 

@@ -9,6 +9,7 @@ use crate::dtype::{dispatch_dtype, DType, Scalar};
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;
 use crate::lod_tensor::LoDTensor;
+use crate::memory::lists;
 use crate::place::Place;
 use crate::tensor::Tensor;
 use crate::tensor_array::TensorArray;
@@ -170,8 +171,9 @@ fn decode<T: Scalar>(
     beam: usize,
     end_id: i64,
 ) -> Result<(LoDTensor, LoDTensor)> {
-    let mut sentences: Vec<Vec<Sentence<T>>> = (0..sources).map(|_| Vec::new()).collect();
-    let mut prefixes: Vec<Vec<usize>> = vec![Vec::new(); sources];
+    let mut sentences: Vec<Vec<Sentence<T>>> =
+        lists::collect((0..sources).map(|_| Vec::new()), "beam_search_decode: sentences")?;
+    let mut prefixes: Vec<Vec<usize>> = lists::filled(sources, Vec::new(), "beam_search_decode: prefixes")?;
     for t in (0..ids.len()).rev() {
         let lod = ids[t].lod().levels();
         let (p0, p1) = (&lod[0], &lod[1]);
@@ -212,8 +214,9 @@ fn decode<T: Scalar>(
             }
         }
     }
-    let mut out_ids = Vec::new();
-    let mut out_scores = Vec::new();
+    let tokens = sentences.iter().flatten().map(|s| s.ids.len()).sum();
+    let mut out_ids = lists::with_capacity(tokens, "beam_search_decode: sentence ids")?;
+    let mut out_scores = lists::with_capacity(tokens, "beam_search_decode: sentence scores")?;
     // Every source gets `beam` sentences, the empty ones included; a beam_size far beyond the
     // candidates is refused here, before the lists are grown, not by an abort in the allocator.
     let too_many =
@@ -240,7 +243,7 @@ fn decode<T: Scalar>(
             out_scores.extend_from_slice(&s.scores);
         }
     }
-    let lod = Lod::from_lengths(&[vec![beam; sources], lengths])?;
+    let lod = Lod::from_lengths(&[lists::filled(sources, beam, "beam_search_decode: output LoD")?, lengths])?;
     let n = out_ids.len();
     Ok((
         LoDTensor::new(Tensor::from_slice(&out_ids, &[n])?, lod.clone())?,

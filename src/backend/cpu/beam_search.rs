@@ -7,6 +7,7 @@ use super::pool::for_each_segment_with_work;
 use super::topk::{select_row, select_row_reaching};
 use crate::dtype::Scalar;
 use crate::error::{err, Result};
+use crate::memory::lists;
 
 /// One candidate: the prefix row it extends, its token and its accumulated score.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -63,11 +64,8 @@ fn per_source<S: Scalar>(
     let total = sources
         .checked_mul(beam)
         .ok_or_else(|| err!(OutOfMemory, "beam_size: {sources} sources x beam {beam} overflows"))?;
-    let mut tops = Vec::new();
-    tops.try_reserve_exact(total)
-        .map_err(|_| err!(OutOfMemory, "beam_size: {total} candidate slots cannot be allocated"))?;
-    tops.resize(total, empty);
-    let bounds: Vec<usize> = (0..=sources).map(|s| s * beam).collect();
+    let mut tops = lists::filled(total, empty, "beam_size: candidate slots")?;
+    let bounds = lists::collect((0..sources + 1).map(|s| s * beam), "beam search: source bounds")?;
     for_each_segment_with_work(&mut tops, &bounds, work_bytes, |s, list| {
         let used = fill(s, list);
         list[used..].iter_mut().for_each(|c| *c = empty);
@@ -206,30 +204,30 @@ pub fn regroup<S: Scalar>(
     tops: &[Candidate<S>],
     pre_ids: &[i64],
     end_id: i64,
-) -> Selected<S> {
+) -> Result<Selected<S>> {
     let rows = *source_rows.last().expect("at least one offset");
-    let mut counts = vec![0usize; rows];
+    let mut counts = lists::filled(rows, 0usize, "beam search: selected items per row")?;
     let live = |s: usize| {
         let items = tops[s * beam..(s + 1) * beam].iter().filter(|c| c.row != EMPTY_ROW);
         let mut items2 = items.clone();
         !items2.all(|c| c.id == end_id && pre_ids[c.row] == end_id) && items.count() > 0
     };
-    let keep: Vec<bool> = (0..source_rows.len() - 1).map(live).collect();
+    let keep = lists::collect((0..source_rows.len() - 1).map(live), "beam search: sources kept")?;
     for (s, _) in keep.iter().enumerate().filter(|(_, &k)| k) {
         for c in tops[s * beam..(s + 1) * beam].iter().filter(|c| c.row != EMPTY_ROW) {
             counts[c.row] += 1;
         }
     }
-    let mut row_offsets = Vec::with_capacity(rows + 1);
+    let mut row_offsets = lists::with_capacity(rows + 1, "beam search: row offsets")?;
     row_offsets.push(0);
     for n in &counts {
         row_offsets.push(row_offsets.last().expect("non-empty") + n);
     }
     let total = row_offsets[rows];
-    let mut ids = vec![0i64; total];
-    let mut scores = vec![S::ZERO; total];
-    let mut parents = vec![0i32; total];
-    let mut next = row_offsets[..rows].to_vec();
+    let mut ids = lists::filled(total, 0i64, "beam search: selected ids")?;
+    let mut scores = lists::filled(total, S::ZERO, "beam search: selected scores")?;
+    let mut parents = lists::filled(total, 0i32, "beam search: parents")?;
+    let mut next = lists::copy_of(&row_offsets[..rows], "beam search: row offsets")?;
     for (s, _) in keep.iter().enumerate().filter(|(_, &k)| k) {
         // List order is score order; placing each item at its row's next slot keeps that order
         // within the row.
@@ -241,7 +239,7 @@ pub fn regroup<S: Scalar>(
             parents[at] = c.row as i32;
         }
     }
-    Selected { ids, scores, parents, row_offsets }
+    Ok(Selected { ids, scores, parents, row_offsets })
 }
 
 #[cfg(test)]

@@ -1,0 +1,964 @@
+//! Running out of host memory. Every export whose documented statuses include
+//! LODTENSOR_OUT_OF_MEMORY for a failed allocation is called with inputs whose results (or
+//! working lists) need large blocks, once to count the large allocations the call makes, then
+//! once for each of them with this test's allocator refusing that one. Each refused call must
+//! return LODTENSOR_OUT_OF_MEMORY with a message, write no output, leave its inputs as they
+//! were, and give back every large block it took; the same call then succeeds again.
+//!
+//! An allocation failure the library does not turn into a status aborts the process (Rust's
+//! allocation error handler): the last "allocation failure:" line on stderr names the export.
+//!
+//! With `LODTENSOR_GUARD_PAGES=1` the library maps every host block itself, past any allocator,
+//! so the test says so and stops; the runs without the variable cover it.
+
+mod common;
+
+use lodtensor::capi::*;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::ffi::{c_void, CStr};
+use std::io::Write;
+use std::ptr::{null, null_mut};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::Mutex;
+
+use lodtensor_status_t::{LODTENSOR_OK as OK, LODTENSOR_OUT_OF_MEMORY as OUT_OF_MEMORY};
+
+/// Allocations of at least this many bytes are large: the ones counted and refused. Smaller ones
+/// (messages, handles, short lists) always succeed; the inputs below keep the library's own
+/// lists of a call (LoD offsets, sequence bounds) under it unless a case is about them.
+const LARGE: usize = 64 << 10;
+
+/// The system allocator, which refuses one chosen large allocation while a call is armed.
+struct Refusing;
+
+/// Whether large allocations are counted (during the export under test only).
+static ARMED: AtomicBool = AtomicBool::new(false);
+/// Large allocations asked for while armed, refused or not.
+static SEEN: AtomicUsize = AtomicUsize::new(0);
+/// The index (in `SEEN` order) of the large allocation to refuse; `usize::MAX` refuses none.
+static REFUSE_AT: AtomicUsize = AtomicUsize::new(usize::MAX);
+/// Bytes of large allocations live now, armed or not.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+fn refuse(size: usize) -> bool {
+    size >= LARGE && ARMED.load(SeqCst) && SEEN.fetch_add(1, SeqCst) == REFUSE_AT.load(SeqCst)
+}
+
+fn note_alloc(p: *mut u8, size: usize) -> *mut u8 {
+    if !p.is_null() && size >= LARGE {
+        LIVE.fetch_add(size, SeqCst);
+    }
+    p
+}
+
+fn note_free(size: usize) {
+    if size >= LARGE {
+        LIVE.fetch_sub(size, SeqCst);
+    }
+}
+
+// SAFETY: every request goes to `System` unchanged, or fails with a null pointer as the
+// interface allows; the counters never touch the memory.
+unsafe impl GlobalAlloc for Refusing {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if refuse(layout.size()) {
+            return null_mut();
+        }
+        note_alloc(System.alloc(layout), layout.size())
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if refuse(layout.size()) {
+            return null_mut();
+        }
+        note_alloc(System.alloc_zeroed(layout), layout.size())
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        note_free(layout.size());
+        System.dealloc(ptr, layout)
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if new_size > layout.size() && refuse(new_size) {
+            return null_mut(); // the old block stays as it was
+        }
+        let p = System.realloc(ptr, layout, new_size);
+        if !p.is_null() {
+            note_free(layout.size());
+            note_alloc(p, new_size);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Refusing = Refusing;
+
+/// The cases share the allocator's counters: one runs at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Runs the export `f` with large allocations counted (and one of them refused, if chosen).
+/// Each case calls it around the export alone, so that its own setup and checks are not counted.
+fn armed<R>(f: impl FnOnce() -> R) -> R {
+    ARMED.store(true, SeqCst);
+    let r = f();
+    ARMED.store(false, SeqCst);
+    r
+}
+
+fn last_error() -> String {
+    // SAFETY: never NULL; valid until the next failure on this thread.
+    unsafe { CStr::from_ptr(lodtensor_last_error_message()) }.to_string_lossy().into_owned()
+}
+
+/// Runs `case` (which calls its export inside [`armed`] and returns its status) once to count
+/// its large allocations, then once refusing each of them, checking what the module comment
+/// says; the case itself checks that a failed call wrote no output and changed no input.
+fn refuse_each(name: &str, mut case: impl FnMut() -> lodtensor_status_t) {
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if common::caches_off_for_guard_pages() {
+        return;
+    }
+    // Freed blocks go back to the allocator at once (the cache would hand them out uncounted and
+    // keep them live).
+    assert_eq!(lodtensor_set_host_cache_limit(0), OK);
+    let _ = writeln!(std::io::stderr(), "allocation failure: {name}");
+    let count = |case: &mut dyn FnMut() -> lodtensor_status_t| {
+        SEEN.store(0, SeqCst);
+        REFUSE_AT.store(usize::MAX, SeqCst);
+        let status = case();
+        assert_eq!(status, OK, "{name}: {}", last_error());
+        SEEN.load(SeqCst)
+    };
+    let large = count(&mut case);
+    assert!(large > 0, "{name} asked for no block of {LARGE} bytes or more: its inputs are too small to test it");
+    for k in 0..large {
+        let live = LIVE.load(SeqCst);
+        SEEN.store(0, SeqCst);
+        REFUSE_AT.store(k, SeqCst);
+        let status = case();
+        REFUSE_AT.store(usize::MAX, SeqCst);
+        let message = last_error();
+        assert_eq!(status, OUT_OF_MEMORY, "{name}, large allocation {k} of {large} refused: {message}");
+        assert!(!message.is_empty(), "{name}, large allocation {k} of {large} refused: no message");
+        let leaked = LIVE.load(SeqCst).wrapping_sub(live) as isize;
+        assert_eq!(leaked, 0, "{name}, large allocation {k} of {large} refused: {leaked} bytes of large blocks kept");
+    }
+    assert_eq!(count(&mut case), large, "{name}: another count of large allocations after the refusals");
+    assert_eq!(lodtensor_set_host_cache_limit(DEFAULT_CACHE), OK);
+}
+
+const DEFAULT_CACHE: usize = lodtensor::memory::DEFAULT_HOST_CACHE_LIMIT;
+
+// ---------------------------------------------------------------------------------------------
+// Inputs, made through the C API.
+
+const F32: lodtensor_dtype_t = lodtensor_dtype_t { code: LODTENSOR_DTYPE_CODE_FLOAT, bits: 32, lanes: 1 };
+const F64: lodtensor_dtype_t = lodtensor_dtype_t { code: LODTENSOR_DTYPE_CODE_FLOAT, bits: 64, lanes: 1 };
+const I32: lodtensor_dtype_t = lodtensor_dtype_t { code: LODTENSOR_DTYPE_CODE_INT, bits: 32, lanes: 1 };
+const I64: lodtensor_dtype_t = lodtensor_dtype_t { code: LODTENSOR_DTYPE_CODE_INT, bits: 64, lanes: 1 };
+const BOOL: lodtensor_dtype_t = lodtensor_dtype_t { code: LODTENSOR_DTYPE_CODE_BOOL, bits: 8, lanes: 1 };
+const CPU: lodtensor_place_t = lodtensor_place_t { device_type: LODTENSOR_DEVICE_CPU, device_id: 0 };
+
+/// An owned handle, destroyed on drop.
+struct T(*mut lodtensor_t);
+
+impl Drop for T {
+    fn drop(&mut self) {
+        // SAFETY: a handle this test made and owns.
+        unsafe { lodtensor_destroy(self.0) }
+    }
+}
+
+impl T {
+    fn ptr(&self) -> *const lodtensor_t {
+        self.0
+    }
+}
+
+/// A host tensor of `dtype` and `dims` holding `data` (of the dtype's size), with a LoD of the
+/// given lengths, top level first (none when empty).
+fn tensor<E: Copy>(dtype: lodtensor_dtype_t, dims: &[i64], data: &[E], lengths: &[&[usize]]) -> T {
+    let sizes: Vec<usize> = lengths.iter().map(|l| l.len()).collect();
+    let lod: Vec<usize> = lengths.concat();
+    let mut out = null_mut();
+    // SAFETY: every buffer is valid for the length passed with it.
+    let s = unsafe {
+        lodtensor_create(
+            dtype,
+            dims.as_ptr(),
+            dims.len(),
+            data.as_ptr().cast(),
+            std::mem::size_of_val(data),
+            LODTENSOR_LOD_LENGTHS,
+            sizes.as_ptr(),
+            sizes.len(),
+            lod.as_ptr(),
+            lod.len(),
+            &mut out,
+        )
+    };
+    assert_eq!(s, OK, "input {dims:?}: {}", last_error());
+    T(out)
+}
+
+/// `n` values `0, 1, 2, ...` scaled by `scale`, as f32.
+fn ramp(n: usize, scale: f32) -> Vec<f32> {
+    (0..n).map(|i| (i % 1000) as f32 * scale).collect()
+}
+
+/// The batch most cases take: 64 rows of 1024 float32 (256 KiB) in sequences of 16, 0, 32 and
+/// 16 rows (an empty one among them).
+const LENGTHS: [usize; 4] = [16, 0, 32, 16];
+const ROWS: usize = 64;
+const WIDTH: usize = 1024;
+
+fn batch() -> T {
+    tensor(F32, &[ROWS as i64, WIDTH as i64], &ramp(ROWS * WIDTH, 0.001), &[&LENGTHS])
+}
+
+/// The elements of a host tensor, as bytes.
+fn bytes(t: *const lodtensor_t) -> Vec<u8> {
+    let (mut data, mut len) = (null(), 0);
+    // SAFETY: a live host handle; its data is `len` bytes.
+    unsafe {
+        assert_eq!(lodtensor_data(t, &mut data), OK);
+        assert_eq!(lodtensor_nbytes(t, &mut len), OK);
+        if len == 0 {
+            return vec![];
+        }
+        std::slice::from_raw_parts(data.cast::<u8>(), len).to_vec()
+    }
+}
+
+/// What a case returns for a call with one tensor output: on success it is destroyed, on failure
+/// it must not have been written.
+fn one(status: lodtensor_status_t, out: *mut lodtensor_t) -> lodtensor_status_t {
+    outputs(status, &[out])
+}
+
+/// As [`one`], for several outputs (NULL ones: outputs not asked for, or not made).
+fn outputs(status: lodtensor_status_t, outs: &[*mut lodtensor_t]) -> lodtensor_status_t {
+    for &o in outs {
+        if status != OK {
+            assert!(o.is_null(), "an output was written by a call that failed: {}", last_error());
+        }
+        // SAFETY: a handle the call made (or NULL).
+        unsafe { lodtensor_destroy(o) };
+    }
+    status
+}
+
+fn table_out(status: lodtensor_status_t, out: *mut rank_table_t) -> lodtensor_status_t {
+    if status != OK {
+        assert!(out.is_null(), "a table was written by a call that failed");
+    }
+    // SAFETY: a table the call made (or NULL).
+    unsafe { rank_table_destroy(out) };
+    status
+}
+
+fn array_out(status: lodtensor_status_t, out: *mut tensor_array_t) -> lodtensor_status_t {
+    if status != OK {
+        assert!(out.is_null(), "an array was written by a call that failed");
+    }
+    // SAFETY: an array the call made (or NULL).
+    unsafe { tensor_array_destroy(out) };
+    status
+}
+
+/// A table ranking level 0 of `x`.
+fn rank_table(x: &T) -> *mut rank_table_t {
+    let mut table = null_mut();
+    // SAFETY: live handles.
+    assert_eq!(unsafe { rank_table_create(x.ptr(), 0, &mut table) }, OK, "{}", last_error());
+    table
+}
+
+fn array_size(a: *const tensor_array_t) -> usize {
+    let mut n = 0;
+    // SAFETY: a live array.
+    assert_eq!(unsafe { tensor_array_size(a, &mut n) }, OK);
+    n
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tensors and rows.
+
+#[test]
+fn tensors_are_made_or_nothing() {
+    let data = ramp(ROWS * WIDTH, 0.5);
+    let dims = [ROWS as i64, WIDTH as i64];
+    refuse_each("lodtensor_create", || unsafe {
+        let (sizes, lod) = ([LENGTHS.len()], LENGTHS);
+        let mut out = null_mut();
+        let s = armed(|| {
+            lodtensor_create(
+                F32,
+                dims.as_ptr(),
+                2,
+                data.as_ptr().cast(),
+                data.len() * 4,
+                LODTENSOR_LOD_LENGTHS,
+                sizes.as_ptr(),
+                1,
+                lod.as_ptr(),
+                lod.len(),
+                &mut out,
+            )
+        });
+        one(s, out)
+    });
+    refuse_each("lodtensor_fill", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| lodtensor_fill(F32, dims.as_ptr(), 2, 1.5, &mut out)), out)
+    });
+    refuse_each("lodtensor_fill_on", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| lodtensor_fill_on(CPU, I32, dims.as_ptr(), 2, -3.0, &mut out)), out)
+    });
+    let x = batch();
+    refuse_each("lodtensor_copy", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| lodtensor_copy(x.ptr(), &mut out)), out)
+    });
+    refuse_each("lodtensor_to_place", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| lodtensor_to_place(x.ptr(), CPU, &mut out)), out)
+    });
+    refuse_each("lodtensor_cast", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| lodtensor_cast(x.ptr(), F64, &mut out)), out)
+    });
+    refuse_each("lodtensor_log_softmax", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| lodtensor_log_softmax(x.ptr(), &mut out)), out)
+    });
+    refuse_each("lodtensor_topk", || unsafe {
+        let (mut values, mut indices) = (null_mut(), null_mut());
+        outputs(armed(|| lodtensor_topk(x.ptr(), 512, true, &mut values, &mut indices)), &[values, indices])
+    });
+    refuse_each("lodtensor_merge", || unsafe {
+        let xs = [x.ptr(), x.ptr()];
+        let mut out = null_mut();
+        one(armed(|| lodtensor_merge(xs.as_ptr(), 2, &mut out)), out)
+    });
+    let index = tensor(I64, &[128], &(0..128i64).map(|i| (i * 7) % ROWS as i64).collect::<Vec<_>>(), &[]);
+    refuse_each("lodtensor_gather_rows", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| lodtensor_gather_rows(x.ptr(), index.ptr(), &mut out)), out)
+    });
+    let updates = tensor(F32, &[128, WIDTH as i64], &ramp(128 * WIDTH, 2.0), &[]);
+    for (mode, name) in [(LODTENSOR_SCATTER_OVERWRITE, "overwrite"), (LODTENSOR_SCATTER_ADD, "add")] {
+        refuse_each(&format!("lodtensor_scatter_rows ({name})"), || unsafe {
+            let mut out = null_mut();
+            one(armed(|| lodtensor_scatter_rows(x.ptr(), index.ptr(), updates.ptr(), mode, &mut out)), out)
+        });
+    }
+    // Many pieces: the list of them is the large allocation.
+    let rows = tensor(I32, &[16384], &vec![7i32; 16384], &[]);
+    let mut pieces = vec![null_mut(); 16384];
+    refuse_each("lodtensor_split", || unsafe {
+        let mut count = usize::MAX;
+        let s = armed(|| lodtensor_split(rows.ptr(), pieces.len(), pieces.as_mut_ptr(), pieces.len(), &mut count));
+        if s == OK {
+            assert_eq!(count, pieces.len());
+            pieces.iter().for_each(|&p| lodtensor_destroy(p));
+        } else {
+            assert_eq!(count, usize::MAX, "a failed split wrote its count");
+        }
+        pieces.iter_mut().for_each(|p| *p = null_mut());
+        s
+    });
+}
+
+#[test]
+fn records_and_arrays_are_read_or_nothing() {
+    let x = batch();
+    let mut len = 0;
+    // SAFETY: live handle; a NULL buffer asks for the length.
+    assert_eq!(unsafe { lodtensor_serialize(x.ptr(), null_mut(), 0, &mut len) }, OK);
+    let mut record = vec![0u8; len];
+    // SAFETY: `record` holds `len` bytes.
+    assert_eq!(unsafe { lodtensor_serialize(x.ptr(), record.as_mut_ptr().cast(), len, &mut len) }, OK);
+    refuse_each("lodtensor_deserialize", || unsafe {
+        let (mut consumed, mut out) = (usize::MAX, null_mut());
+        let s = armed(|| lodtensor_deserialize(record.as_ptr().cast(), record.len(), &mut consumed, &mut out));
+        if s != OK {
+            assert_eq!(consumed, usize::MAX, "a failed read wrote its length");
+        }
+        one(s, out)
+    });
+
+    // Bool elements are unpacked from Arrow's bits into a tensor of their own: 1 MiB of them.
+    let n = 1 << 20;
+    let flags = tensor(BOOL, &[n as i64], &(0..n).map(|i| (i % 3 == 0) as u8).collect::<Vec<_>>(), &[]);
+    refuse_each("lodtensor_from_arrow", || unsafe {
+        use lodtensor::interop::arrow::{ArrowArray, ArrowSchema};
+        let mut schema = std::mem::MaybeUninit::<ArrowSchema>::uninit();
+        let mut array = std::mem::MaybeUninit::<ArrowArray>::uninit();
+        let (schema_ptr, array_ptr) = (schema.as_mut_ptr(), array.as_mut_ptr());
+        assert_eq!(lodtensor_to_arrow(flags.ptr(), schema_ptr.cast(), array_ptr.cast()), OK, "{}", last_error());
+        let mut out = null_mut();
+        let s = armed(|| lodtensor_from_arrow(schema_ptr.cast(), array_ptr.cast(), &mut out));
+        if s == OK {
+            assert!((*array_ptr).release.is_none(), "a taken array was not moved out");
+            assert_eq!(bytes(out), bytes(flags.ptr()));
+        } else {
+            let release = (*array_ptr).release.expect("a failed import took the array");
+            release(array_ptr);
+        }
+        ((*schema_ptr).release.expect("the schema is the caller's"))(schema_ptr);
+        one(s, out)
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sequence operators.
+
+#[test]
+fn sequence_ops_make_results_or_nothing() {
+    let x = batch();
+    let short = tensor(F32, &[LENGTHS.len() as i64, WIDTH as i64], &ramp(LENGTHS.len() * WIDTH, 1.0), &[]);
+    let y = tensor(F32, &[ROWS as i64, 1], &vec![0f32; ROWS], &[&LENGTHS]);
+    refuse_each("sequence_expand", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| sequence_expand(short.ptr(), y.ptr(), 0, &mut out)), out)
+    });
+    refuse_each("sequence_expand_as", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| sequence_expand_as(short.ptr(), y.ptr(), &mut out)), out)
+    });
+    refuse_each("sequence_concat", || unsafe {
+        let xs = [x.ptr(), x.ptr(), x.ptr()];
+        let mut out = null_mut();
+        one(armed(|| sequence_concat(xs.as_ptr(), 3, &mut out)), out)
+    });
+    refuse_each("sequence_reverse", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| sequence_reverse(x.ptr(), &mut out)), out)
+    });
+    refuse_each("sequence_reshape", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| sequence_reshape(x.ptr(), 2048, &mut out)), out)
+    });
+    let offset = tensor(I64, &[4], &[1i64, 0, 2, 0], &[]);
+    let length = tensor(I64, &[4], &[15i64, 0, 30, 16], &[]);
+    refuse_each("sequence_slice", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| sequence_slice(x.ptr(), offset.ptr(), length.ptr(), &mut out)), out)
+    });
+    let pad_value = tensor(F32, &[1], &[-1f32], &[]);
+    refuse_each("sequence_pad", || unsafe {
+        let (mut out, mut lengths) = (null_mut(), null_mut());
+        outputs(armed(|| sequence_pad(x.ptr(), pad_value.ptr(), -1, &mut out, &mut lengths)), &[out, lengths])
+    });
+    let padded = tensor(F32, &[4, 32, WIDTH as i64], &ramp(4 * 32 * WIDTH, 1.0), &[]);
+    let kept = tensor(I64, &[4], &[32i64, 0, 17, 32], &[]);
+    refuse_each("sequence_unpad", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| sequence_unpad(padded.ptr(), kept.ptr(), &mut out)), out)
+    });
+    // Pooling makes a row per sequence: wide rows make it large.
+    let wide = tensor(F32, &[ROWS as i64, 16384], &ramp(ROWS * 16384, 0.25), &[&LENGTHS]);
+    for (pool, name) in [(LODTENSOR_POOL_SUM, "sum"), (LODTENSOR_POOL_MAX, "max")] {
+        refuse_each(&format!("sequence_pool ({name})"), || unsafe {
+            let (mut out, mut index) = (null_mut(), null_mut());
+            outputs(armed(|| sequence_pool(wide.ptr(), pool, 0.0, &mut out, &mut index)), &[out, index])
+        });
+    }
+    refuse_each("sequence_first_step", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| sequence_first_step(wide.ptr(), &mut out)), out)
+    });
+    refuse_each("sequence_last_step", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| sequence_last_step(wide.ptr(), &mut out)), out)
+    });
+    // sequence_conv: [64, 256] rows through a [3 * 256, 1024] filter, with trainable padding.
+    let narrow = tensor(F32, &[ROWS as i64, 256], &ramp(ROWS * 256, 0.01), &[&LENGTHS]);
+    let filter = tensor(F32, &[3 * 256, WIDTH as i64], &ramp(3 * 256 * WIDTH, 0.001), &[]);
+    let padding = tensor(F32, &[2, 256], &ramp(2 * 256, 0.1), &[]);
+    refuse_each("sequence_conv", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| sequence_conv(narrow.ptr(), filter.ptr(), padding.ptr(), 3, -1, 1, true, &mut out)), out)
+    });
+    // One element per row: 32768 rows of token ids, and of scores.
+    let n = 32768;
+    let lengths = [8192, 0, 16384, 8192];
+    let tokens = tensor(I64, &[n as i64, 1], &(0..n as i64).map(|i| i % 5).collect::<Vec<_>>(), &[&lengths]);
+    refuse_each("sequence_enumerate", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| sequence_enumerate(tokens.ptr(), 4, -1, &mut out)), out)
+    });
+    refuse_each("sequence_erase", || unsafe {
+        let erased = [2i64, 4];
+        let mut out = null_mut();
+        one(armed(|| sequence_erase(tokens.ptr(), erased.as_ptr(), 2, &mut out)), out)
+    });
+    let scores = tensor(F32, &[n as i64, 1], &ramp(n, 0.01), &[&lengths]);
+    refuse_each("sequence_softmax", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| sequence_softmax(scores.ptr(), &mut out)), out)
+    });
+    let maxima = tensor(I64, &[ROWS as i64], &(0..ROWS as i64).map(|i| i * 50).collect::<Vec<_>>(), &[]);
+    refuse_each("sequence_mask", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| sequence_mask(maxima.ptr(), 4096, F32, &mut out)), out)
+    });
+    // Scatter into four rows of 16384 values (256 KiB).
+    let target = tensor(F32, &[4, 16384], &ramp(4 * 16384, 1.0), &[]);
+    let ids = tensor(I64, &[6, 1], &[3i64, 9, 16383, 0, 5, 5], &[&[2, 0, 3, 1]]);
+    let adds = tensor(F32, &[6, 1], &[1f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[&[2, 0, 3, 1]]);
+    refuse_each("sequence_scatter", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| sequence_scatter(target.ptr(), ids.ptr(), adds.ptr(), &mut out)), out)
+    });
+}
+
+/// The working lists of an op are per sequence as well as per row: the ops again, on 16384
+/// sequences of 0 to 2 rows of 16 float32 (1 MiB), whose LoD offsets (128 KiB) are large too.
+#[test]
+fn sequence_ops_on_many_short_sequences() {
+    let lengths: Vec<usize> = (0..16384).map(|i| [1, 0, 2, 1][i % 4]).collect();
+    let (seqs, rows, width) = (lengths.len(), lengths.iter().sum::<usize>(), 16);
+    let x = tensor(F32, &[rows as i64, width as i64], &ramp(rows * width, 0.01), &[&lengths]);
+    let short = tensor(F32, &[seqs as i64, width as i64], &ramp(seqs * width, 1.0), &[]);
+    refuse_each("sequence_expand (many sequences)", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| sequence_expand(short.ptr(), x.ptr(), 0, &mut out)), out)
+    });
+    refuse_each("sequence_expand_as (many sequences)", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| sequence_expand_as(short.ptr(), x.ptr(), &mut out)), out)
+    });
+    refuse_each("sequence_concat (many sequences)", || unsafe {
+        let xs = [x.ptr(), x.ptr()];
+        let mut out = null_mut();
+        one(armed(|| sequence_concat(xs.as_ptr(), 2, &mut out)), out)
+    });
+    refuse_each("sequence_reverse (many sequences)", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| sequence_reverse(x.ptr(), &mut out)), out)
+    });
+    refuse_each("sequence_reshape (many sequences)", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| sequence_reshape(x.ptr(), 8, &mut out)), out)
+    });
+    let offset: Vec<i64> = lengths.iter().map(|&n| n.min(1) as i64).collect();
+    let length: Vec<i64> = lengths.iter().map(|&n| n.saturating_sub(1) as i64).collect();
+    let (offset, length) = (tensor(I64, &[seqs as i64], &offset, &[]), tensor(I64, &[seqs as i64], &length, &[]));
+    refuse_each("sequence_slice (many sequences)", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| sequence_slice(x.ptr(), offset.ptr(), length.ptr(), &mut out)), out)
+    });
+    let pad_value = tensor(F32, &[1], &[-1f32], &[]);
+    refuse_each("sequence_pad (many sequences)", || unsafe {
+        let (mut out, mut kept) = (null_mut(), null_mut());
+        outputs(armed(|| sequence_pad(x.ptr(), pad_value.ptr(), -1, &mut out, &mut kept)), &[out, kept])
+    });
+    let padded = tensor(F32, &[seqs as i64, 2, width as i64], &ramp(seqs * 2 * width, 1.0), &[]);
+    let kept = tensor(I64, &[seqs as i64], &lengths.iter().map(|&n| n as i64).collect::<Vec<_>>(), &[]);
+    refuse_each("sequence_unpad (many sequences)", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| sequence_unpad(padded.ptr(), kept.ptr(), &mut out)), out)
+    });
+    for (pool, name) in [(LODTENSOR_POOL_AVERAGE, "average"), (LODTENSOR_POOL_MIN, "min")] {
+        refuse_each(&format!("sequence_pool ({name}, many sequences)"), || unsafe {
+            let (mut out, mut index) = (null_mut(), null_mut());
+            outputs(armed(|| sequence_pool(x.ptr(), pool, 0.0, &mut out, &mut index)), &[out, index])
+        });
+    }
+    let filter = tensor(F32, &[3 * width as i64, width as i64], &ramp(3 * width * width, 0.001), &[]);
+    refuse_each("sequence_conv (many sequences)", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| sequence_conv(x.ptr(), filter.ptr(), null(), 3, -1, 1, false, &mut out)), out)
+    });
+    let tokens = tensor(I64, &[rows as i64], &(0..rows as i64).map(|i| i % 5).collect::<Vec<_>>(), &[&lengths]);
+    refuse_each("sequence_enumerate (many sequences)", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| sequence_enumerate(tokens.ptr(), 4, -1, &mut out)), out)
+    });
+    refuse_each("sequence_erase (many sequences)", || unsafe {
+        let erased = [2i64];
+        let mut out = null_mut();
+        one(armed(|| sequence_erase(tokens.ptr(), erased.as_ptr(), 1, &mut out)), out)
+    });
+    let scores = tensor(F32, &[rows as i64], &ramp(rows, 0.01), &[&lengths]);
+    refuse_each("sequence_softmax (many sequences)", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| sequence_softmax(scores.ptr(), &mut out)), out)
+    });
+    refuse_each("lodtensor_merge (many sequences)", || unsafe {
+        let xs = [x.ptr(), x.ptr()];
+        let mut out = null_mut();
+        one(armed(|| lodtensor_merge(xs.as_ptr(), 2, &mut out)), out)
+    });
+    let mut pieces = vec![null_mut(); 8192];
+    refuse_each("lodtensor_split (many sequences)", || unsafe {
+        let mut count = usize::MAX;
+        let s = armed(|| lodtensor_split(x.ptr(), pieces.len(), pieces.as_mut_ptr(), pieces.len(), &mut count));
+        if s == OK {
+            pieces[..count].iter().for_each(|&p| lodtensor_destroy(p));
+        } else {
+            assert_eq!(count, usize::MAX, "a failed split wrote its count");
+        }
+        pieces.iter_mut().for_each(|p| *p = null_mut());
+        s
+    });
+    let table = rank_table(&x);
+    refuse_each("rank_table_reorder (many sequences)", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| rank_table_reorder(table, x.ptr(), &mut out)), out)
+    });
+    refuse_each("tensor_array_unpack (many sequences)", || unsafe {
+        let mut a = null_mut();
+        array_out(armed(|| tensor_array_unpack(x.ptr(), table, &mut a)), a)
+    });
+    let mut steps = null_mut();
+    // SAFETY: live handles.
+    assert_eq!(unsafe { tensor_array_unpack(x.ptr(), table, &mut steps) }, OK);
+    refuse_each("tensor_array_pack (many sequences)", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| tensor_array_pack(steps, table, &mut out)), out)
+    });
+    // SAFETY: what this test made, destroyed once.
+    unsafe {
+        tensor_array_destroy(steps);
+        rank_table_destroy(table);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// TensorArray and the rank table.
+
+#[test]
+fn tensor_arrays_change_whole_or_not_at_all() {
+    let x = batch();
+    // 16384 sequences: the table's items are the large allocation.
+    let many = tensor(I32, &[16384], &vec![1i32; 16384], &[&vec![1; 16384]]);
+    refuse_each("rank_table_create", || unsafe {
+        let mut table = null_mut();
+        table_out(armed(|| rank_table_create(many.ptr(), 0, &mut table)), table)
+    });
+    let table = rank_table(&x);
+    refuse_each("rank_table_reorder", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| rank_table_reorder(table, x.ptr(), &mut out)), out)
+    });
+    refuse_each("tensor_array_unpack", || unsafe {
+        let mut a = null_mut();
+        array_out(armed(|| tensor_array_unpack(x.ptr(), table, &mut a)), a)
+    });
+    let mut steps = null_mut();
+    // SAFETY: live handles.
+    assert_eq!(unsafe { tensor_array_unpack(x.ptr(), table, &mut steps) }, OK);
+    refuse_each("tensor_array_pack", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| tensor_array_pack(steps, table, &mut out)), out)
+    });
+
+    // Four equal elements of 64 x 1024 float32.
+    let stacked = tensor(F32, &[4, ROWS as i64, WIDTH as i64], &ramp(4 * ROWS * WIDTH, 1.0), &[]);
+    refuse_each("tensor_array_unstack", || unsafe {
+        let mut a = null_mut();
+        array_out(armed(|| tensor_array_unstack(stacked.ptr(), 0, &mut a)), a)
+    });
+    let mut a = null_mut();
+    // SAFETY: live handles.
+    assert_eq!(unsafe { tensor_array_unstack(stacked.ptr(), 0, &mut a) }, OK);
+    for use_stack in [false, true] {
+        refuse_each(&format!("tensor_array_to_tensor (stack {use_stack})"), || unsafe {
+            let mut sizes = [usize::MAX; 4];
+            let mut out = null_mut();
+            let s = armed(|| tensor_array_to_tensor(a, 0, use_stack, &mut out, sizes.as_mut_ptr(), 4));
+            if s != OK {
+                assert_eq!(sizes, [usize::MAX; 4], "a failed call wrote the sizes");
+            }
+            one(s, out)
+        });
+    }
+    refuse_each("tensor_array_read (copy)", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| tensor_array_read(a, 2, true, &mut out)), out)
+    });
+    let before = bytes(x.ptr());
+    refuse_each("tensor_array_write (copy)", || unsafe {
+        let s = armed(|| tensor_array_write(a, 1, x.ptr(), true));
+        let mut element = null_mut();
+        assert_eq!(tensor_array_read(a, 1, false, &mut element), OK);
+        let element = T(element);
+        assert_eq!(array_size(a), 4, "the array's size changed");
+        let expected = if s == OK {
+            before.clone()
+        } else {
+            bytes(stacked.ptr())[ROWS * WIDTH * 4..][..ROWS * WIDTH * 4].to_vec()
+        };
+        assert!(bytes(element.ptr()) == expected, "element 1 after a write that returned {s:?}");
+        // Put element 1 back for the next call.
+        let mut again = null_mut();
+        assert_eq!(tensor_array_unstack(stacked.ptr(), 0, &mut again), OK);
+        let mut original = null_mut();
+        assert_eq!(tensor_array_read(again, 1, false, &mut original), OK);
+        assert_eq!(tensor_array_write(a, 1, original, false), OK);
+        lodtensor_destroy(original);
+        tensor_array_destroy(again);
+        s
+    });
+    // Growing the array by 16384 slots: its list of elements is the large allocation.
+    refuse_each("tensor_array_write (growing)", || unsafe {
+        let s = armed(|| tensor_array_write(a, 16384, x.ptr(), false));
+        if s == OK {
+            assert_eq!(array_size(a), 16385);
+            // Shrink back: rebuild the array of four.
+            tensor_array_destroy(a);
+            a = null_mut();
+            assert_eq!(tensor_array_unstack(stacked.ptr(), 0, &mut a), OK);
+        } else {
+            assert_eq!(array_size(a), 4, "a failed write changed the array's size");
+        }
+        s
+    });
+
+    // A dynamic RNN whose step passes its input on as output and keeps the state.
+    unsafe extern "C" fn step(
+        _step: usize,
+        input: *const lodtensor_t,
+        state: *const lodtensor_t,
+        output: *mut *mut lodtensor_t,
+        new_state: *mut *mut lodtensor_t,
+        _user: *mut c_void,
+    ) -> i32 {
+        if lodtensor_share(input, output) != OK {
+            return 1;
+        }
+        lodtensor_share(state, new_state) as i32
+    }
+    let init = tensor(F32, &[4, 8], &ramp(32, 1.0), &[]);
+    refuse_each("tensor_array_dynamic_rnn", || unsafe {
+        let mut out = null_mut();
+        let s = armed(|| tensor_array_dynamic_rnn(x.ptr(), 0, init.ptr(), Some(step), null_mut(), &mut out));
+        if s == OK {
+            assert_eq!(bytes(out), bytes(x.ptr()), "the identity RNN changed its input");
+        }
+        one(s, out)
+    });
+    // SAFETY: what this test made, destroyed once.
+    unsafe {
+        tensor_array_destroy(a);
+        tensor_array_destroy(steps);
+        rank_table_destroy(table);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Beam search.
+
+#[test]
+fn beam_search_steps_select_or_nothing() {
+    // 4096 sources of one prefix each, 8 candidates a prefix, beam 4: the selection is 16384
+    // items, and so are the candidate lists.
+    let sources = 4096;
+    let (k, beam) = (8, 4);
+    let one_each = vec![1usize; sources];
+    let pre_ids = tensor(I64, &[sources as i64], &vec![3i64; sources], &[&one_each, &one_each]);
+    let pre_scores = tensor(F32, &[sources as i64], &vec![-0.5f32; sources], &[]);
+    let scores = tensor(
+        F32,
+        &[sources as i64, k as i64],
+        &(0..sources * k).map(|i| ((i * 37) % 101) as f32 / 101.0 + 0.01).collect::<Vec<_>>(),
+        &[&one_each, &one_each],
+    );
+    refuse_each("beam_search_step", || unsafe {
+        let (mut ids, mut sc, mut parents) = (null_mut(), null_mut(), null_mut());
+        let s = armed(|| {
+            beam_search_step(
+                pre_ids.ptr(),
+                pre_scores.ptr(),
+                null(),
+                scores.ptr(),
+                0,
+                beam,
+                1,
+                false,
+                &mut ids,
+                &mut sc,
+                &mut parents,
+            )
+        });
+        outputs(s, &[ids, sc, parents])
+    });
+    let log_probs = tensor(
+        F32,
+        &[sources as i64, 16],
+        &(0..sources * 16).map(|i| -(((i * 13) % 17) as f32) / 4.0).collect::<Vec<_>>(),
+        &[],
+    );
+    refuse_each("beam_search_fused_step", || unsafe {
+        let (mut ids, mut sc, mut parents) = (null_mut(), null_mut(), null_mut());
+        let s = armed(|| {
+            beam_search_fused_step(
+                pre_ids.ptr(),
+                pre_scores.ptr(),
+                log_probs.ptr(),
+                beam,
+                1,
+                &mut ids,
+                &mut sc,
+                &mut parents,
+            )
+        });
+        outputs(s, &[ids, sc, parents])
+    });
+
+    // State reordering: 128 rows of 1024 float32 (512 KiB).
+    let state = tensor(F32, &[128, WIDTH as i64], &ramp(128 * WIDTH, 1.0), &[]);
+    let parent = tensor(I32, &[128], &(0..128i32).map(|i| 127 - i).collect::<Vec<_>>(), &[]);
+    refuse_each("beam_search_gather_state", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| beam_search_gather_state(state.ptr(), parent.ptr(), &mut out)), out)
+    });
+    refuse_each("beam_search_gather_states", || unsafe {
+        let states = [state.ptr(), state.ptr()];
+        let mut out = [null_mut(); 2];
+        let s = armed(|| beam_search_gather_states(states.as_ptr(), 2, parent.ptr(), out.as_mut_ptr()));
+        outputs(s, &out)
+    });
+    // gather_tree over [16, 64, 64] int64 (512 KiB); every parent is beam 0.
+    let n = 16 * 64 * 64;
+    let ids = tensor(I64, &[16, 64, 64], &(0..n as i64).collect::<Vec<_>>(), &[]);
+    let parents = tensor(I64, &[16, 64, 64], &vec![0i64; n], &[]);
+    refuse_each("beam_search_gather_tree", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| beam_search_gather_tree(ids.ptr(), parents.ptr(), &mut out)), out)
+    });
+}
+
+#[test]
+fn beam_search_decode_backtracks_or_nothing() {
+    // Three steps of 2048 sources: one prefix each at step 0, which selects two items at step 1,
+    // each of which selects one at step 2: 4096 sentences of three tokens (96 KiB of ids), from
+    // LoD levels of at most 32 KiB.
+    let sources = 2048;
+    let (ones, twos) = (vec![1usize; sources], vec![2usize; sources]);
+    let ones_per_item = vec![1usize; 2 * sources];
+    let steps: [[&[usize]; 2]; 3] = [[&ones, &ones], [&ones, &twos], [&twos, &ones_per_item]];
+    let array = |step: &dyn Fn(usize, usize, &[&[usize]]) -> T| {
+        let mut a = null_mut();
+        // SAFETY: a valid out pointer.
+        assert_eq!(unsafe { tensor_array_create(&mut a) }, OK);
+        for (t, lod) in steps.iter().enumerate() {
+            let x = step(t, lod[1].iter().sum(), lod);
+            // SAFETY: live handles.
+            assert_eq!(unsafe { tensor_array_write(a, t, x.ptr(), false) }, OK);
+        }
+        a
+    };
+    let ids = array(&|t, n, lod| tensor(I64, &[n as i64, 1], &vec![5 + t as i64; n], lod));
+    let scores = array(&|t, n, lod| {
+        tensor(F32, &[n as i64, 1], &(0..n).map(|i| -(t as f32) - (i % 7) as f32 / 8.0).collect::<Vec<_>>(), lod)
+    });
+    refuse_each("beam_search_decode", || unsafe {
+        let (mut out_ids, mut out_scores) = (null_mut(), null_mut());
+        let s = armed(|| beam_search_decode(ids, scores, 2, 1, &mut out_ids, &mut out_scores));
+        outputs(s, &[out_ids, out_scores])
+    });
+    // SAFETY: arrays this test made.
+    unsafe {
+        tensor_array_destroy(ids);
+        tensor_array_destroy(scores);
+    }
+}
+
+/// The log-prob of `token` after a prefix ending in `last`: every prefix prefers other tokens
+/// than end_id (1) until max_length cuts it.
+fn log_prob(last: i64, token: usize) -> f32 {
+    -(((token as i64 * 7 + last * 3) % 29) as f32) / 8.0 - if token == 1 { 10.0 } else { 0.0 }
+}
+
+#[test]
+fn decoders_decode_or_nothing() {
+    const VOCAB: usize = 16384;
+    let mut options = std::mem::MaybeUninit::uninit();
+    // SAFETY: `options` is written by init before it is read.
+    let options = unsafe {
+        assert_eq!(beam_search_decoder_options_init(options.as_mut_ptr()), OK);
+        options.assume_init()
+    };
+    let options =
+        beam_search_decoder_options_t { vocab_size: VOCAB, beam_size: 4, max_length: 3, num_hypotheses: 2, ..options };
+    let mut decoder = null_mut();
+    // SAFETY: valid options and out pointer.
+    assert_eq!(unsafe { beam_search_decoder_create(&options, &mut decoder) }, OK);
+
+    unsafe extern "C" fn fill(info: *const beam_search_step_info_t, log_probs: *mut f32, _user: *mut c_void) -> i32 {
+        let info = &*info;
+        let ids = std::slice::from_raw_parts(info.ids, info.num_prefixes);
+        let rows = std::slice::from_raw_parts_mut(log_probs, info.num_prefixes * info.vocab_size);
+        for (row, &last) in rows.chunks_mut(info.vocab_size).zip(ids) {
+            row.iter_mut().enumerate().for_each(|(token, v)| *v = log_prob(last, token));
+        }
+        0
+    }
+    // Sixteen sources: the log-probs of up to 64 prefixes are 4 MiB.
+    refuse_each("beam_search_decoder_run", || unsafe {
+        let (mut ids, mut scores) = (null_mut(), null_mut());
+        let s = armed(|| beam_search_decoder_run(decoder, 16, Some(fill), None, null_mut(), &mut ids, &mut scores));
+        outputs(s, &[ids, scores])
+    });
+
+    // The tensor variant, on 2048 sources over a vocabulary of 64 (the decoder's lists of
+    // prefixes are the large allocations). The step lends a buffer this test owns, so that the
+    // callback itself makes no large allocation and a refusal is the decoder's, not a failed
+    // callback.
+    let small = beam_search_decoder_options_t { vocab_size: 64, ..options };
+    let mut small_decoder = null_mut();
+    // SAFETY: valid options and out pointer.
+    assert_eq!(unsafe { beam_search_decoder_create(&small, &mut small_decoder) }, OK);
+    struct Lent(Vec<f32>);
+    unsafe extern "C" fn lend(
+        info: *const beam_search_step_info_t,
+        out: *mut *mut lodtensor_t,
+        user: *mut c_void,
+    ) -> i32 {
+        let lent = &mut *user.cast::<Lent>();
+        let info = &*info;
+        let rows = info.num_prefixes;
+        let buf = &mut lent.0[..rows * info.vocab_size];
+        let ids = std::slice::from_raw_parts(info.ids, rows);
+        for (row, &last) in buf.chunks_mut(info.vocab_size).zip(ids) {
+            row.iter_mut().enumerate().for_each(|(token, v)| *v = log_prob(last, token));
+        }
+        let dims = [rows as i64, info.vocab_size as i64];
+        lodtensor_from_buffer(
+            CPU,
+            F32,
+            dims.as_ptr(),
+            2,
+            buf.as_mut_ptr().cast(),
+            buf.len() * 4,
+            LODTENSOR_LOD_OFFSETS,
+            null(),
+            0,
+            null(),
+            0,
+            None,
+            null_mut(),
+            out,
+        ) as i32
+    }
+    let sources = 2048;
+    let mut lent = Lent(vec![0f32; sources * small.beam_size * small.vocab_size]);
+    refuse_each("beam_search_decoder_run_tensors", || unsafe {
+        let (mut ids, mut scores) = (null_mut(), null_mut());
+        let user = (&mut lent as *mut Lent).cast();
+        let s =
+            armed(|| beam_search_decoder_run_tensors(small_decoder, sources, Some(lend), user, &mut ids, &mut scores));
+        outputs(s, &[ids, scores])
+    });
+    // SAFETY: the decoders this test made.
+    unsafe { beam_search_decoder_destroy(small_decoder) };
+    // SAFETY: the decoder this test made.
+    unsafe { beam_search_decoder_destroy(decoder) };
+}
