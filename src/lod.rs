@@ -407,7 +407,7 @@ impl Lod {
     /// Level `level` in absolute form: sequence `i` of that level covers rows `[a[i], a[i+1])`
     /// (the level of [`Lod::abs_offsets`], without the others).
     pub fn abs_level(&self, level: usize) -> Result<Vec<usize>> {
-        let mut abs = self.level(level)?.to_vec();
+        let mut abs = lists::copy_of(self.level(level)?, "absolute LoD offsets")?;
         for lower in &self.levels()[level + 1..] {
             abs.iter_mut().for_each(|o| *o = lower[*o]);
         }

@@ -3,7 +3,7 @@
 use crate::dim::Dim;
 use crate::dtype::{DType, Element};
 use crate::error::{ensure, err, Result};
-use crate::memory::Allocation;
+use crate::memory::{lists, Allocation};
 use crate::place::Place;
 use std::ops::Range;
 use std::sync::Arc;
@@ -211,8 +211,8 @@ impl Tensor {
     pub fn index_values(&self, name: &str) -> Result<Vec<i64>> {
         self.check_index_dtype(name)?;
         match self.dtype {
-            DType::I32 => Ok(self.as_slice::<i32>()?.iter().map(|&v| v as i64).collect()),
-            _ => Ok(self.as_slice::<i64>()?.to_vec()),
+            DType::I32 => lists::collect(self.as_slice::<i32>()?.iter().map(|&v| v as i64), name),
+            _ => lists::copy_of(self.as_slice::<i64>()?, name),
         }
     }
 

@@ -130,7 +130,7 @@ impl RankTable {
         // Longest first, equal lengths in index order: the order of a stable sort, without the
         // buffer a stable sort takes from the allocator unchecked.
         items.sort_unstable_by_key(|i| (std::cmp::Reverse(i.length), i.index));
-        Ok(RankTable { items, level, coarse_lod: lod.levels()[..level].to_vec() })
+        Ok(RankTable { items, level, coarse_lod: lists::copy_of_levels(&lod.levels()[..level], "rank table: levels")? })
     }
 
     /// The rank table of `x`'s LoD at `level`.

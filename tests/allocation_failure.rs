@@ -95,8 +95,13 @@ unsafe impl GlobalAlloc for Refusing {
 #[global_allocator]
 static ALLOCATOR: Refusing = Refusing;
 
-/// The cases share the allocator's counters: one runs at a time.
+/// The tests share the allocator's counters, and a call armed by one would count (and refuse) the
+/// allocations of another's setup: each test holds this lock throughout.
 static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// Runs the export `f` with large allocations counted (and one of them refused, if chosen).
 /// Each case calls it around the export alone, so that its own setup and checks are not counted.
@@ -116,7 +121,6 @@ fn last_error() -> String {
 /// its large allocations, then once refusing each of them, checking what the module comment
 /// says; the case itself checks that a failed call wrote no output and changed no input.
 fn refuse_each(name: &str, mut case: impl FnMut() -> lodtensor_status_t) {
-    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if common::caches_off_for_guard_pages() {
         return;
     }
@@ -268,6 +272,22 @@ fn array_out(status: lodtensor_status_t, out: *mut tensor_array_t) -> lodtensor_
     status
 }
 
+/// lodtensor_split of `t` into `n` pieces.
+fn split_case(name: &str, t: &T, n: usize) {
+    let mut pieces = vec![null_mut(); n];
+    refuse_each(name, || unsafe {
+        let mut count = usize::MAX;
+        let s = armed(|| lodtensor_split(t.ptr(), n, pieces.as_mut_ptr(), n, &mut count));
+        if s == OK {
+            pieces[..count].iter().for_each(|&p| lodtensor_destroy(p));
+        } else {
+            assert_eq!(count, usize::MAX, "a failed split wrote its count");
+        }
+        pieces.iter_mut().for_each(|p| *p = null_mut());
+        s
+    });
+}
+
 /// A table ranking level 0 of `x`.
 fn rank_table(x: &T) -> *mut rank_table_t {
     let mut table = null_mut();
@@ -288,6 +308,7 @@ fn array_size(a: *const tensor_array_t) -> usize {
 
 #[test]
 fn tensors_are_made_or_nothing() {
+    let _serial = serial();
     let data = ramp(ROWS * WIDTH, 0.5);
     let dims = [ROWS as i64, WIDTH as i64];
     refuse_each("lodtensor_create", || unsafe {
@@ -358,23 +379,12 @@ fn tensors_are_made_or_nothing() {
     }
     // Many pieces: the list of them is the large allocation.
     let rows = tensor(I32, &[16384], &vec![7i32; 16384], &[]);
-    let mut pieces = vec![null_mut(); 16384];
-    refuse_each("lodtensor_split", || unsafe {
-        let mut count = usize::MAX;
-        let s = armed(|| lodtensor_split(rows.ptr(), pieces.len(), pieces.as_mut_ptr(), pieces.len(), &mut count));
-        if s == OK {
-            assert_eq!(count, pieces.len());
-            pieces.iter().for_each(|&p| lodtensor_destroy(p));
-        } else {
-            assert_eq!(count, usize::MAX, "a failed split wrote its count");
-        }
-        pieces.iter_mut().for_each(|p| *p = null_mut());
-        s
-    });
+    split_case("lodtensor_split", &rows, 16384);
 }
 
 #[test]
 fn records_and_arrays_are_read_or_nothing() {
+    let _serial = serial();
     let x = batch();
     let mut len = 0;
     // SAFETY: live handle; a NULL buffer asks for the length.
@@ -419,6 +429,7 @@ fn records_and_arrays_are_read_or_nothing() {
 
 #[test]
 fn sequence_ops_make_results_or_nothing() {
+    let _serial = serial();
     let x = batch();
     let short = tensor(F32, &[LENGTHS.len() as i64, WIDTH as i64], &ramp(LENGTHS.len() * WIDTH, 1.0), &[]);
     let y = tensor(F32, &[ROWS as i64, 1], &vec![0f32; ROWS], &[&LENGTHS]);
@@ -521,6 +532,7 @@ fn sequence_ops_make_results_or_nothing() {
 /// sequences of 0 to 2 rows of 16 float32 (1 MiB), whose LoD offsets (128 KiB) are large too.
 #[test]
 fn sequence_ops_on_many_short_sequences() {
+    let _serial = serial();
     let lengths: Vec<usize> = (0..16384).map(|i| [1, 0, 2, 1][i % 4]).collect();
     let (seqs, rows, width) = (lengths.len(), lengths.iter().sum::<usize>(), 16);
     let x = tensor(F32, &[rows as i64, width as i64], &ramp(rows * width, 0.01), &[&lengths]);
@@ -595,46 +607,42 @@ fn sequence_ops_on_many_short_sequences() {
         let mut out = null_mut();
         one(armed(|| lodtensor_merge(xs.as_ptr(), 2, &mut out)), out)
     });
-    let mut pieces = vec![null_mut(); 8192];
-    refuse_each("lodtensor_split (many sequences)", || unsafe {
-        let mut count = usize::MAX;
-        let s = armed(|| lodtensor_split(x.ptr(), pieces.len(), pieces.as_mut_ptr(), pieces.len(), &mut count));
-        if s == OK {
-            pieces[..count].iter().for_each(|&p| lodtensor_destroy(p));
-        } else {
-            assert_eq!(count, usize::MAX, "a failed split wrote its count");
-        }
-        pieces.iter_mut().for_each(|p| *p = null_mut());
-        s
-    });
-    let table = rank_table(&x);
-    refuse_each("rank_table_reorder (many sequences)", || unsafe {
+    split_case("lodtensor_split (many sequences)", &x, 8192);
+    ranked_cases(&x, " (many sequences)");
+}
+
+// ---------------------------------------------------------------------------------------------
+// TensorArray and the rank table.
+
+/// rank_table_reorder, tensor_array_unpack and tensor_array_pack on `x` ranked at level 0; `suffix`
+/// tells the cases apart.
+fn ranked_cases(x: &T, suffix: &str) {
+    let table = rank_table(x);
+    refuse_each(&format!("rank_table_reorder{suffix}"), || unsafe {
         let mut out = null_mut();
         one(armed(|| rank_table_reorder(table, x.ptr(), &mut out)), out)
     });
-    refuse_each("tensor_array_unpack (many sequences)", || unsafe {
+    refuse_each(&format!("tensor_array_unpack{suffix}"), || unsafe {
         let mut a = null_mut();
         array_out(armed(|| tensor_array_unpack(x.ptr(), table, &mut a)), a)
     });
     let mut steps = null_mut();
     // SAFETY: live handles.
     assert_eq!(unsafe { tensor_array_unpack(x.ptr(), table, &mut steps) }, OK);
-    refuse_each("tensor_array_pack (many sequences)", || unsafe {
+    refuse_each(&format!("tensor_array_pack{suffix}"), || unsafe {
         let mut out = null_mut();
         one(armed(|| tensor_array_pack(steps, table, &mut out)), out)
     });
-    // SAFETY: what this test made, destroyed once.
+    // SAFETY: what this function made, destroyed once.
     unsafe {
         tensor_array_destroy(steps);
         rank_table_destroy(table);
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// TensorArray and the rank table.
-
 #[test]
 fn tensor_arrays_change_whole_or_not_at_all() {
+    let _serial = serial();
     let x = batch();
     // 16384 sequences: the table's items are the large allocation.
     let many = tensor(I32, &[16384], &vec![1i32; 16384], &[&vec![1; 16384]]);
@@ -642,22 +650,7 @@ fn tensor_arrays_change_whole_or_not_at_all() {
         let mut table = null_mut();
         table_out(armed(|| rank_table_create(many.ptr(), 0, &mut table)), table)
     });
-    let table = rank_table(&x);
-    refuse_each("rank_table_reorder", || unsafe {
-        let mut out = null_mut();
-        one(armed(|| rank_table_reorder(table, x.ptr(), &mut out)), out)
-    });
-    refuse_each("tensor_array_unpack", || unsafe {
-        let mut a = null_mut();
-        array_out(armed(|| tensor_array_unpack(x.ptr(), table, &mut a)), a)
-    });
-    let mut steps = null_mut();
-    // SAFETY: live handles.
-    assert_eq!(unsafe { tensor_array_unpack(x.ptr(), table, &mut steps) }, OK);
-    refuse_each("tensor_array_pack", || unsafe {
-        let mut out = null_mut();
-        one(armed(|| tensor_array_pack(steps, table, &mut out)), out)
-    });
+    ranked_cases(&x, "");
 
     // Four equal elements of 64 x 1024 float32.
     let stacked = tensor(F32, &[4, ROWS as i64, WIDTH as i64], &ramp(4 * ROWS * WIDTH, 1.0), &[]);
@@ -745,11 +738,7 @@ fn tensor_arrays_change_whole_or_not_at_all() {
         one(s, out)
     });
     // SAFETY: what this test made, destroyed once.
-    unsafe {
-        tensor_array_destroy(a);
-        tensor_array_destroy(steps);
-        rank_table_destroy(table);
-    }
+    unsafe { tensor_array_destroy(a) };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -757,6 +746,7 @@ fn tensor_arrays_change_whole_or_not_at_all() {
 
 #[test]
 fn beam_search_steps_select_or_nothing() {
+    let _serial = serial();
     // 4096 sources of one prefix each, 8 candidates a prefix, beam 4: the selection is 16384
     // items, and so are the candidate lists.
     let sources = 4096;
@@ -835,8 +825,22 @@ fn beam_search_steps_select_or_nothing() {
     });
 }
 
+/// A TensorArray of one `step(t, items, lod)` per LoD of `steps` (prefixes, then items per prefix).
+fn array_of(steps: &[[&[usize]; 2]], step: impl Fn(usize, usize, &[&[usize]]) -> T) -> *mut tensor_array_t {
+    let mut a = null_mut();
+    // SAFETY: a valid out pointer.
+    assert_eq!(unsafe { tensor_array_create(&mut a) }, OK);
+    for (t, lod) in steps.iter().enumerate() {
+        let x = step(t, lod[1].iter().sum(), lod);
+        // SAFETY: live handles.
+        assert_eq!(unsafe { tensor_array_write(a, t, x.ptr(), false) }, OK);
+    }
+    a
+}
+
 #[test]
 fn beam_search_decode_backtracks_or_nothing() {
+    let _serial = serial();
     // Three steps of 2048 sources: one prefix each at step 0, which selects two items at step 1,
     // each of which selects one at step 2: 4096 sentences of three tokens (96 KiB of ids), from
     // LoD levels of at most 32 KiB.
@@ -844,19 +848,8 @@ fn beam_search_decode_backtracks_or_nothing() {
     let (ones, twos) = (vec![1usize; sources], vec![2usize; sources]);
     let ones_per_item = vec![1usize; 2 * sources];
     let steps: [[&[usize]; 2]; 3] = [[&ones, &ones], [&ones, &twos], [&twos, &ones_per_item]];
-    let array = |step: &dyn Fn(usize, usize, &[&[usize]]) -> T| {
-        let mut a = null_mut();
-        // SAFETY: a valid out pointer.
-        assert_eq!(unsafe { tensor_array_create(&mut a) }, OK);
-        for (t, lod) in steps.iter().enumerate() {
-            let x = step(t, lod[1].iter().sum(), lod);
-            // SAFETY: live handles.
-            assert_eq!(unsafe { tensor_array_write(a, t, x.ptr(), false) }, OK);
-        }
-        a
-    };
-    let ids = array(&|t, n, lod| tensor(I64, &[n as i64, 1], &vec![5 + t as i64; n], lod));
-    let scores = array(&|t, n, lod| {
+    let ids = array_of(&steps, |t, n, lod| tensor(I64, &[n as i64, 1], &vec![5 + t as i64; n], lod));
+    let scores = array_of(&steps, |t, n, lod| {
         tensor(F32, &[n as i64, 1], &(0..n).map(|i| -(t as f32) - (i % 7) as f32 / 8.0).collect::<Vec<_>>(), lod)
     });
     refuse_each("beam_search_decode", || unsafe {
@@ -879,6 +872,7 @@ fn log_prob(last: i64, token: usize) -> f32 {
 
 #[test]
 fn decoders_decode_or_nothing() {
+    let _serial = serial();
     const VOCAB: usize = 16384;
     let mut options = std::mem::MaybeUninit::uninit();
     // SAFETY: `options` is written by init before it is read.

@@ -44,3 +44,8 @@ pub(crate) fn copy_of<T: Clone>(items: &[T], what: &str) -> Result<Vec<T>> {
     v.extend_from_slice(items);
     Ok(v)
 }
+
+/// A copy of LoD levels (or any lists of lists), each level reserved as the lists above.
+pub(crate) fn copy_of_levels<T: Clone>(levels: &[Vec<T>], what: &str) -> Result<Vec<Vec<T>>> {
+    try_collect(levels.len(), levels.iter().map(|l| copy_of(l, what)), what)
+}

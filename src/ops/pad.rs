@@ -10,9 +10,9 @@ use crate::dim::Dim;
 use crate::dtype::DType;
 use crate::error::{ensure, err, Result};
 use crate::lod_tensor::LoDTensor;
+use crate::memory::lists;
 use crate::place::Place;
 use crate::tensor::Tensor;
-use std::ops::Range;
 
 /// Paddle's `sequence_pad`. Returns `(out, length)`: `out` is `[sequences, padded_length,
 /// x.dims[1..]...]` (no LoD), slot `i` holding sequence `i` of `x` followed by copies of
@@ -97,7 +97,7 @@ pub fn sequence_pad(x: &LoDTensor, pad_value: &LoDTensor, padded_length: i64) ->
             let pad_bytes = pt.bytes()?;
             let pad_row: Vec<u8> = if pt.numel() == 1 { pad_bytes.repeat(width) } else { pad_bytes.to_vec() };
             pad_sequences(xt.bytes()?, xt.row_bytes(), offsets, padded, &pad_row, out.bytes_mut()?)?;
-            let length: Vec<i64> = lengths().map(|len| len as i64).collect();
+            let length = lists::collect(lengths().map(|len| len as i64), "sequence_pad: lengths")?;
             (out, Tensor::from_slice(&length, &[sequences])?)
         }
         // The lengths are made on the device, from the offsets' device copy the slots' launch reads.
@@ -142,8 +142,8 @@ pub fn sequence_unpad(x: &LoDTensor, length: &LoDTensor) -> Result<LoDTensor> {
         }
     };
     let values: Vec<i64> = match lt.dtype() {
-        DType::I64 => lt.as_slice::<i64>()?.to_vec(),
-        _ => lt.as_slice::<i32>()?.iter().map(|&v| v as i64).collect(),
+        DType::I64 => lists::copy_of(lt.as_slice::<i64>()?, "sequence_unpad: lengths")?,
+        _ => lists::collect(lt.as_slice::<i32>()?.iter().map(|&v| v as i64), "sequence_unpad: lengths")?,
     };
     let padded = d[1];
     for (i, &v) in values.iter().enumerate() {
@@ -168,8 +168,8 @@ pub fn sequence_unpad(x: &LoDTensor, length: &LoDTensor) -> Result<LoDTensor> {
             cuda::unpad_rows(x.tensor(), step_bytes, padded, lod.lod_level(0)?, Dim::new(&dims)?)?
         }
         _ => {
-            let ranges: Vec<Range<usize>> =
-                values.iter().enumerate().map(|(i, &v)| i * padded..i * padded + v as usize).collect();
+            let ranges = values.iter().enumerate().map(|(i, &v)| i * padded..i * padded + v as usize);
+            let ranges = lists::collect(ranges, "sequence_unpad: row ranges")?;
             gather_into_new(x.tensor(), step_bytes, &ranges, Dim::new(&dims)?)?
         }
     };

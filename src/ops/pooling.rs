@@ -7,6 +7,7 @@ use crate::dtype::{dispatch_dtype, DType, Scalar};
 use crate::error::{ensure, Result};
 use crate::lod::Lod;
 use crate::lod_tensor::LoDTensor;
+use crate::memory::lists;
 use crate::place::Place;
 use crate::tensor::Tensor;
 
@@ -114,7 +115,11 @@ pub fn sequence_pool(x: &LoDTensor, pool: PoolType, pad_value: f64) -> Result<Po
             }
         }
     };
-    let lod = if levels == 2 { Lod::from_offsets(vec![x.lod().level(0)?.to_vec()])? } else { Lod::empty() };
+    let lod = if levels == 2 {
+        Lod::from_offsets(vec![lists::copy_of(x.lod().level(0)?, "sequence_pool: output LoD")?])?
+    } else {
+        Lod::empty()
+    };
     Ok(Pooled { out: LoDTensor::new(out, lod)?, max_index })
 }
 

@@ -32,6 +32,7 @@ use crate::dtype::{dispatch_dtype, DType, Scalar};
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;
 use crate::lod_tensor::LoDTensor;
+use crate::memory::lists;
 use crate::place::Place;
 use crate::tensor::Tensor;
 use std::ops::Range;
@@ -115,10 +116,12 @@ pub fn sequence_concat(xs: &[&LoDTensor]) -> Result<LoDTensor> {
         );
     }
     // Rows of zero width take no memory, so their counts can add up past usize.
-    let out_offsets = (0..=sequences)
-        .map(|i| abs.iter().try_fold(0usize, |acc, a| acc.checked_add(a[i])))
-        .collect::<Option<Vec<usize>>>()
-        .ok_or_else(|| err!(OutOfMemory, "xs: the total row count overflows"))?;
+    let sums = (0..sequences + 1).map(|i| {
+        abs.iter()
+            .try_fold(0usize, |acc, a| acc.checked_add(a[i]))
+            .ok_or_else(|| err!(OutOfMemory, "xs: the total row count overflows"))
+    });
+    let out_offsets = lists::try_collect(sequences + 1, sums, "sequence_concat: output LoD")?;
     let dims = first.dims().with_rows(out_offsets[sequences])?;
     let out_lod = Lod::from_offsets(vec![out_offsets])?;
     let out = match place {
@@ -160,8 +163,8 @@ pub fn sequence_slice(x: &LoDTensor, offset: &LoDTensor, length: &LoDTensor) -> 
     let [offset_host, length_host] = all_on_host([offset.tensor(), length.tensor()])?;
     let offsets = int_column(&offset_host, "offset", Some(n))?;
     let lengths = int_column(&length_host, "length", Some(n))?;
-    let mut ranges = Vec::with_capacity(n);
-    let mut out_lod = Vec::with_capacity(n + 1);
+    let mut ranges = lists::with_capacity(n, "sequence_slice: row ranges")?;
+    let mut out_lod = lists::with_capacity(n + 1, "sequence_slice: output LoD")?;
     out_lod.push(0usize);
     for i in 0..n {
         let (o, l) = (offsets[i], lengths[i]);
@@ -317,7 +320,7 @@ pub fn sequence_erase(x: &LoDTensor, tokens: &[i64]) -> Result<LoDTensor> {
         let host = on_host(t)?;
         let xs = host.as_slice::<T>()?;
         let counts = kernels::erase_counts(xs, offsets, &tokens)?;
-        let mut last = Vec::with_capacity(counts.len() + 1);
+        let mut last = lists::with_capacity(counts.len() + 1, "sequence_erase: output LoD")?;
         last.push(0usize);
         for (i, c) in counts.iter().enumerate() {
             last.push(last[i] + c);
@@ -331,8 +334,9 @@ pub fn sequence_erase(x: &LoDTensor, tokens: &[i64]) -> Result<LoDTensor> {
             }
             Place::Cuda(_) => gather_into_new(t, t.row_bytes(), &surviving_runs(xs, &tokens), dims)?,
         };
-        let mut levels = x.lod().levels().to_vec();
-        *levels.last_mut().expect("x has a LoD") = last;
+        let upper = &x.lod().levels()[..x.lod().num_levels() - 1];
+        let mut levels = lists::copy_of_levels(upper, "sequence_erase: output LoD")?;
+        levels.push(last);
         LoDTensor::new(out, Lod::from_offsets(levels)?)
     })
 }
@@ -363,7 +367,7 @@ pub fn sequence_reshape(x: &LoDTensor, new_dim: i64) -> Result<LoDTensor> {
     ensure!(new_dim >= 1, InvalidArgument, "new_dim: must be at least 1, got {new_dim}");
     let new_dim = usize::try_from(new_dim).map_err(|_| err!(InvalidArgument, "new_dim: {new_dim} is too large"))?;
     let m = x.dims().as_slice()[1];
-    let mut out_lod = Vec::with_capacity(lod.len());
+    let mut out_lod = lists::with_capacity(lod.len(), "sequence_reshape: output LoD")?;
     out_lod.push(0usize);
     for i in 0..lod.len() - 1 {
         let len = lod[i + 1] - lod[i];
@@ -381,7 +385,7 @@ pub fn sequence_reshape(x: &LoDTensor, new_dim: i64) -> Result<LoDTensor> {
         Place::Cpu => {
             let mut out = Tensor::zeros(t.dtype(), dims)?;
             let bounds = chunk_bounds(t.numel(), CHUNK);
-            let ranges: Vec<_> = bounds.windows(2).map(|w| w[0]..w[1]).collect();
+            let ranges = lists::collect(bounds.windows(2).map(|w| w[0]..w[1]), "sequence_reshape: chunks")?;
             gather_row_ranges(t.bytes()?, t.dtype().size(), &ranges, out.bytes_mut()?)?;
             out
         }

@@ -14,6 +14,7 @@ use crate::dim::Dim;
 use crate::error::{ensure, err, Result};
 use crate::lod::{lengths_to_offsets, Lod};
 use crate::lod_tensor::LoDTensor;
+use crate::memory::lists;
 use crate::place::Place;
 use crate::tensor::Tensor;
 use crate::tensor_array::{RankTable, TensorArray};
@@ -101,14 +102,17 @@ pub fn lod_tensor_to_array(x: &LoDTensor, table: &RankTable) -> Result<TensorArr
     let steps = table.max_sequence_len();
     // Rows on a device: its kernel finds each row from `firsts` and `step_rows`, no ranges needed.
     let device_rows = below.is_empty() && matches!(x.tensor().place(), Place::Cuda(_));
-    let mut ranges = Vec::with_capacity(if device_rows { 0 } else { x.lod().rows().unwrap_or(0).min(1 << 20) });
+    // One range per unit of every step: as many as the table's lengths add up to (at most x's
+    // rows or entries of level r + 1).
+    let units = if device_rows { 0 } else { table.items().iter().map(|item| item.length).sum() };
+    let mut ranges = lists::with_capacity(units, "unpack: row ranges")?;
     // Element t is rows step_rows[t]..step_rows[t + 1] of the gathered tensor.
-    let mut step_rows = Vec::with_capacity(steps + 1);
+    let mut step_rows = lists::with_capacity(steps + 1, "unpack: step rows")?;
     step_rows.push(0usize);
-    let mut step_lods = Vec::with_capacity(steps);
+    let mut step_lods = lists::with_capacity(steps, "unpack: step LoDs")?;
     let mut total = 0;
     // The first unit of each sequence, in rank order.
-    let firsts: Vec<usize> = table.items().iter().map(|item| top[item.index]).collect();
+    let firsts = lists::collect(table.items().iter().map(|item| top[item.index]), "unpack: first units")?;
     for t in 0..steps {
         let alive = &firsts[..table.alive_at(t)];
         if below.is_empty() {
@@ -208,18 +212,18 @@ pub fn array_to_lod_tensor(array: &TensorArray, table: &RankTable) -> Result<LoD
         );
     }
     // Position of each sequence in the table, by original index.
-    let mut position = vec![0usize; table.len()];
+    let mut position = lists::filled(table.len(), 0usize, "pack: positions")?;
     for (pos, item) in table.items().iter().enumerate() {
         position[item.index] = pos;
     }
-    let mut rank_level = Vec::with_capacity(table.len() + 1);
+    let mut rank_level = lists::with_capacity(table.len() + 1, "pack: LoD level")?;
     rank_level.push(0usize);
     let mut levels = vec![vec![0usize]; deeper];
     // One block per (sequence, step): as many as the table's lengths add up to.
     // Rows on a device: its kernel finds each row from `rank_level` and `position`, no blocks needed.
     let device_rows = deeper == 0 && matches!(place, Place::Cuda(_));
-    let mut blocks =
-        Vec::with_capacity(if device_rows { 0 } else { table.items().iter().map(|item| item.length).sum() });
+    let blocks = if device_rows { 0 } else { table.items().iter().map(|item| item.length).sum() };
+    let mut blocks = lists::with_capacity(blocks, "pack: blocks")?;
     // The rows of all blocks, counted as they are made.
     let mut total = 0usize;
     for &pos in &position {
@@ -296,7 +300,7 @@ pub fn reorder_lod_tensor_by_rank(x: &LoDTensor, table: &RankTable) -> Result<Lo
         table.len(),
         if x.lod().is_empty() { "row(s)" } else { "top-level sequence(s)" }
     );
-    let mut seen = vec![false; have];
+    let mut seen = lists::filled(have, false, "rank_table: units seen")?;
     for (pos, item) in table.items().iter().enumerate() {
         ensure!(
             item.index < have,
@@ -315,9 +319,18 @@ pub fn reorder_lod_tensor_by_rank(x: &LoDTensor, table: &RankTable) -> Result<Lo
     // Without a LoD each unit is a row: one-row ranges, which a device gathers by a row index
     // (uploaded, the ranges checked above, so no count is read back and nothing waits).
     let levels_in = x.lod().levels();
-    let mut levels = vec![vec![0usize]; levels_in.len()];
-    let ranges: Vec<Range<usize>> =
-        table.items().iter().map(|item| append_unit(levels_in, item.index, &mut levels)).collect();
+    // The same units in another order: each output level is as long as the input's.
+    let mut levels = lists::try_collect(
+        levels_in.len(),
+        levels_in.iter().map(|l| {
+            let mut level = lists::with_capacity(l.len(), "rank_table_reorder: output LoD")?;
+            level.push(0usize);
+            Ok(level)
+        }),
+        "rank_table_reorder: output LoD",
+    )?;
+    let ranges = table.items().iter().map(|item| append_unit(levels_in, item.index, &mut levels));
+    let ranges = lists::collect(ranges, "rank_table_reorder: row ranges")?;
     let out = gather_into_new(x.tensor(), x.tensor().row_bytes(), &ranges, *x.dims())?;
     LoDTensor::new(out, lod_of(levels)?)
 }

@@ -3,6 +3,7 @@
 //! environment variable, else by the number of available cores.
 
 use crate::error::{ensure, err, Result};
+use crate::memory::lists;
 use rayon::{ThreadPool, ThreadPoolBuilder};
 use std::sync::{Arc, RwLock};
 
@@ -65,6 +66,12 @@ pub fn for_each_segment<T: Send>(
     task: impl Fn(usize, &mut [T]) + Sync + Send,
 ) -> Result<()> {
     for_each_segment_with_work(out, bounds, std::mem::size_of_val(out), task)
+}
+
+/// Segment bounds in elements for sequences given by row offsets: `offsets[i] * unit`, for
+/// outputs of `unit` elements a row.
+pub fn scaled_bounds(offsets: &[usize], unit: usize) -> Result<Vec<usize>> {
+    lists::collect(offsets.iter().map(|&o| o * unit), "segment bounds")
 }
 
 /// [`for_each_segment`] for kernels that read far more than they write (top-k, beam search,

@@ -6,6 +6,7 @@ use super::pool::for_each_segment;
 use super::prefetch_lines;
 use crate::dtype::Element;
 use crate::error::{ensure, err, Result};
+use crate::memory::lists;
 use std::ops::Range;
 
 /// Writes into `out` the rows `ranges[0]`, then `ranges[1]`, ... of `src`, whose rows are
@@ -37,7 +38,7 @@ fn gather_checked<'a>(
     out: &mut [u8],
     block: impl Fn(usize) -> Result<(&'a [u8], Range<usize>)>,
 ) -> Result<()> {
-    let mut pieces: Vec<&'a [u8]> = Vec::with_capacity(n);
+    let mut pieces: Vec<&'a [u8]> = lists::with_capacity(n, "row gather: blocks")?;
     // Task t copies pieces first[t]..first[t + 1] into out[task_bounds[t]..task_bounds[t + 1]].
     let (mut first, mut task_bounds) = (vec![0usize], vec![0usize]);
     let (mut filled, mut runs) = (0usize, 0usize);

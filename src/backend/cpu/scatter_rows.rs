@@ -15,7 +15,8 @@ use super::pool::for_each_segment_with_work;
 use super::prefetch_lines;
 use super::rows::gather_blocks;
 use crate::dtype::Scalar;
-use crate::error::{err, Result};
+use crate::error::Result;
+use crate::memory::lists;
 use std::ops::Range;
 
 /// The update positions grouped by destination row: `order[starts[r]..starts[r + 1]]` are the
@@ -23,12 +24,6 @@ use std::ops::Range;
 pub struct ByRow {
     starts: Vec<usize>,
     order: Vec<usize>,
-}
-
-fn vec_with_capacity<T>(n: usize, what: &str) -> Result<Vec<T>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(n).map_err(|_| err!(OutOfMemory, "scatter_rows: {what}: {n} entries"))?;
-    Ok(v)
 }
 
 impl ByRow {
@@ -45,7 +40,7 @@ impl ByRow {
 /// Counting sort of the positions of `index` by value (stable). Every value must be in
 /// `[0, rows)` (the caller checked).
 pub fn sort_by_row(index: &[i64], rows: usize) -> Result<ByRow> {
-    let mut starts = vec_with_capacity(rows + 1, "row starts")?;
+    let mut starts = lists::with_capacity(rows + 1, "scatter_rows: row starts")?;
     starts.resize(rows + 1, 0usize);
     for &r in index {
         starts[r as usize + 1] += 1;
@@ -55,7 +50,7 @@ pub fn sort_by_row(index: &[i64], rows: usize) -> Result<ByRow> {
     }
     // `next[r]`: where the next position of row r goes; `starts` itself is kept for the tasks.
     let mut next = starts.clone();
-    let mut order = vec_with_capacity(index.len(), "sorted positions")?;
+    let mut order = lists::with_capacity(index.len(), "scatter_rows: sorted positions")?;
     order.resize(index.len(), 0usize);
     for (i, &r) in index.iter().enumerate() {
         let slot = &mut next[r as usize];
@@ -150,7 +145,7 @@ pub fn scatter_overwrite_rows(x: &[u8], updates: &[u8], row_bytes: usize, index:
 /// Every index is in `[0, rows)` (the caller checked).
 pub fn overwrite_blocks(index: &[i64], rows: usize) -> Result<Vec<(usize, Range<usize>)>> {
     const NONE: usize = usize::MAX;
-    let mut last = vec_with_capacity(rows, "last update per row")?;
+    let mut last = lists::with_capacity(rows, "scatter_rows: last update per row")?;
     last.resize(rows, NONE);
     for (i, &r) in index.iter().enumerate() {
         last[r as usize] = i;

@@ -3,15 +3,16 @@
 //! segments (one task per sequence or per chunk), so results never depend on the thread count.
 
 use super::convert::{chunk_bounds, CastElem, Value, CHUNK};
-use super::pool::for_each_segment;
+use super::pool::{for_each_segment, scaled_bounds};
 use crate::dtype::Scalar;
 use crate::error::{ensure, Result};
+use crate::memory::lists;
 
 /// Rows of `row_bytes` bytes; sequence `i` is rows `[offsets[i], offsets[i+1])` of `src`. Writes
 /// each sequence's rows in reverse order into the same place of `out`.
 pub fn reverse_rows(src: &[u8], row_bytes: usize, offsets: &[usize], out: &mut [u8]) -> Result<()> {
     ensure!(src.len() == out.len(), Internal, "reverse: {} bytes into {}", src.len(), out.len());
-    let bounds: Vec<usize> = offsets.iter().map(|&o| o * row_bytes).collect();
+    let bounds = scaled_bounds(offsets, row_bytes)?;
     for_each_segment(out, &bounds, |i, seg| {
         let end = offsets[i + 1];
         for (k, row) in seg.chunks_exact_mut(row_bytes.max(1)).enumerate() {
@@ -44,7 +45,7 @@ pub fn mask<X: Scalar, D: CastElem>(x: &[X], maxlen: usize, out: &mut [D]) -> Re
 /// `out[r * win + k] = x[r + k]` while `r + k` is inside r's sequence, else `pad`.
 pub fn enumerate<T: Copy + Send + Sync>(x: &[T], offsets: &[usize], win: usize, pad: T, out: &mut [T]) -> Result<()> {
     ensure!(x.len().checked_mul(win) == Some(out.len()), Internal, "enumerate: output size mismatch");
-    let bounds: Vec<usize> = offsets.iter().map(|&o| o * win).collect();
+    let bounds = scaled_bounds(offsets, win)?;
     for_each_segment(out, &bounds, |i, seg| {
         let xs = &x[offsets[i]..offsets[i + 1]];
         for (r, row) in seg.chunks_exact_mut(win).enumerate() {
@@ -62,8 +63,8 @@ pub fn erase_counts<T: Copy + Into<i64> + Send + Sync>(
     offsets: &[usize],
     tokens: &[i64],
 ) -> Result<Vec<usize>> {
-    let mut counts = vec![0usize; offsets.len() - 1];
-    let bounds: Vec<usize> = (0..=counts.len()).collect();
+    let mut counts = lists::filled(offsets.len() - 1, 0usize, "erase: survivors per sequence")?;
+    let bounds = lists::collect(0..counts.len() + 1, "erase: sequence bounds")?;
     for_each_segment(&mut counts, &bounds, |i, c| {
         c[0] = x[offsets[i]..offsets[i + 1]].iter().filter(|&&v| tokens.binary_search(&v.into()).is_err()).count();
     })?;
@@ -96,7 +97,7 @@ pub fn concat_sequences(
     out_offsets: &[usize],
     out: &mut [u8],
 ) -> Result<()> {
-    let bounds: Vec<usize> = out_offsets.iter().map(|&o| o * row_bytes).collect();
+    let bounds = scaled_bounds(out_offsets, row_bytes)?;
     for_each_segment(out, &bounds, |i, seg| {
         let mut at = 0;
         for (src, offs) in srcs.iter().zip(offsets) {
@@ -135,7 +136,7 @@ where
     let (n, m) = (s.width, s.out_width);
     // Rows of no columns contribute nothing, however long the context.
     let context_length = if n == 0 { 0 } else { s.context_length };
-    let bounds: Vec<usize> = offsets.iter().map(|&o| o * m).collect();
+    let bounds = scaled_bounds(offsets, m)?;
     for_each_segment(out, &bounds, |i, seg| {
         let (start, len) = (offsets[i], offsets[i + 1] - offsets[i]);
         for (r, row) in seg.chunks_exact_mut(m.max(1)).enumerate() {

@@ -4,6 +4,7 @@
 
 use super::pool::for_each_segment;
 use crate::error::{ensure, Result};
+use crate::memory::lists;
 
 /// Concatenation along an axis, seen as `outer` rows: output row `o` is the concatenation over
 /// sources `i` of bytes `[o * inner[i], (o + 1) * inner[i])` of `srcs[i]`. Stacking is the case
@@ -15,7 +16,7 @@ pub fn concat_outer(srcs: &[&[u8]], inner: &[usize], outer: usize, out: &mut [u8
     }
     let n = srcs.len();
     // One segment per (row, source) pair: parallel whether `outer` is 1 (axis 0) or large.
-    let mut bounds = Vec::with_capacity(outer * n + 1);
+    let mut bounds = lists::with_capacity(outer * n + 1, "concat: block bounds")?;
     bounds.push(0usize);
     for _ in 0..outer {
         for &b in inner {
