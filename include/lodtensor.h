@@ -703,7 +703,8 @@ lodtensor_status_t lodtensor_data_mut(struct lodtensor_t *t, void **out);
 // protobuf message or has no data_type; a negative dim), LODTENSOR_UNSUPPORTED (a data_type with
 // no dtype in the library, such as SIZE_T or COMPLEX64; more than `LODTENSOR_MAX_DIMS` dims),
 // LODTENSOR_INVALID_LOD (a LoD rule broken, or the LoD does not end at the row count),
-// LODTENSOR_OUT_OF_MEMORY (dims whose element count overflows size_t; no memory for the copy).
+// LODTENSOR_OUT_OF_MEMORY (dims whose element count overflows size_t; no memory for the LoD or
+// the copy).
 lodtensor_status_t lodtensor_deserialize(const void *buf, size_t buf_len, size_t *out_consumed, struct lodtensor_t **out);
 
 // Destroys a handle. NULL is accepted and ignored. The memory is freed (or released to its
@@ -832,7 +833,7 @@ lodtensor_status_t lodtensor_from_buffer(struct lodtensor_place_t place, struct 
 // dim, misaligned data, a CUDA device id beyond the count or memory the device cannot use, bad
 // `lod_kind` or level sizes), LODTENSOR_INVALID_LOD (a LoD rule broken, or the LoD does not end
 // at the row count), LODTENSOR_OUT_OF_MEMORY (a shape whose element or byte count overflows
-// size_t), LODTENSOR_INTERNAL (a CUDA driver failure).
+// size_t; no memory for the LoD), LODTENSOR_INTERNAL (a CUDA driver failure).
 lodtensor_status_t lodtensor_from_dlpack(struct DLManagedTensorVersioned *managed, int32_t lod_kind, const size_t *level_sizes, size_t num_levels, const size_t *lod, size_t lod_len, struct lodtensor_t **out);
 
 // Rows `x[index[0]], x[index[1]], ...` as a new tensor of dims `[K, x.dims[1..]]` without LoD.
@@ -982,7 +983,8 @@ lodtensor_status_t lodtensor_set_host_cache_limit(size_t bytes);
 // Replaces the LoD (encoded as in `lodtensor_create`; `num_levels` 0 removes it). The new LoD is
 // validated against the rows first; on failure the old one stays.
 // Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (bad `lod_kind`, sizes not adding
-// up), LODTENSOR_INVALID_LOD (a rule broken, or not ending at the row count).
+// up), LODTENSOR_INVALID_LOD (a rule broken, or not ending at the row count),
+// LODTENSOR_OUT_OF_MEMORY (no memory for the new LoD).
 lodtensor_status_t lodtensor_set_lod(struct lodtensor_t *t, int32_t lod_kind, const size_t *level_sizes, size_t num_levels, const size_t *lod, size_t lod_len);
 
 // Sets the number of threads of the library's own thread pool (the host program's pools are never

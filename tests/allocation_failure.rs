@@ -424,6 +424,171 @@ fn records_and_arrays_are_read_or_nothing() {
     });
 }
 
+/// The offsets of LoD level `level` of `t`.
+fn offsets(t: *const lodtensor_t, level: usize) -> Vec<usize> {
+    let (mut p, mut n) = (null(), 0);
+    // SAFETY: a live handle; the offsets are borrowed for the copy.
+    unsafe {
+        assert_eq!(lodtensor_lod_offsets(t, level, &mut p, &mut n), OK);
+        std::slice::from_raw_parts(p, n).to_vec()
+    }
+}
+
+/// A LoD given by the caller, read from a record or taken with an Arrow or DLPack array is
+/// copied into the tensor's own lists: 16384 sequences (128 KiB of offsets) over 16384 rows of
+/// 4 float32.
+#[test]
+fn lods_given_by_the_caller_are_taken_or_nothing() {
+    let _serial = serial();
+    let rows = 16384;
+    let dims = [rows as i64, 4];
+    let data = ramp(rows * 4, 0.5);
+    let lengths: Vec<usize> = (0..rows).map(|i| [2, 0, 1, 1][i % 4]).collect();
+    let lod_offsets: Vec<usize> = std::iter::once(0)
+        .chain(lengths.iter().scan(0, |a, &n| {
+            *a += n;
+            Some(*a)
+        }))
+        .collect();
+    for (kind, values, name) in [
+        (LODTENSOR_LOD_LENGTHS, &lengths, "lodtensor_create (LoD lengths)"),
+        (LODTENSOR_LOD_OFFSETS, &lod_offsets, "lodtensor_create (LoD offsets)"),
+    ] {
+        refuse_each(name, || unsafe {
+            let mut out = null_mut();
+            let s = armed(|| {
+                lodtensor_create(
+                    F32,
+                    dims.as_ptr(),
+                    2,
+                    data.as_ptr().cast(),
+                    data.len() * 4,
+                    kind,
+                    &values.len(),
+                    1,
+                    values.as_ptr(),
+                    values.len(),
+                    &mut out,
+                )
+            });
+            if s == OK {
+                assert_eq!(offsets(out, 0), lod_offsets);
+            }
+            one(s, out)
+        });
+    }
+    let x = tensor(F32, &dims, &data, &[&lengths]);
+    let other: Vec<usize> = (0..rows).map(|i| [1, 3, 0, 0][i % 4]).collect();
+    refuse_each("lodtensor_set_lod", || unsafe {
+        let s = armed(|| lodtensor_set_lod(x.0, LODTENSOR_LOD_LENGTHS, &other.len(), 1, other.as_ptr(), other.len()));
+        let now = offsets(x.ptr(), 0);
+        if s == OK {
+            assert_ne!(now, lod_offsets);
+            assert_eq!(
+                lodtensor_set_lod(
+                    x.0,
+                    LODTENSOR_LOD_OFFSETS,
+                    &lod_offsets.len(),
+                    1,
+                    lod_offsets.as_ptr(),
+                    lod_offsets.len()
+                ),
+                OK
+            );
+        } else {
+            assert_eq!(now, lod_offsets, "a failed lodtensor_set_lod changed the LoD");
+        }
+        s
+    });
+
+    static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    unsafe extern "C" fn release(_data: *mut c_void, _user: *mut c_void) {
+        RELEASED.fetch_add(1, SeqCst);
+    }
+    let mut buffer = data.clone();
+    refuse_each("lodtensor_from_buffer", || unsafe {
+        let before = RELEASED.load(SeqCst);
+        let mut out = null_mut();
+        let s = armed(|| {
+            lodtensor_from_buffer(
+                CPU,
+                F32,
+                dims.as_ptr(),
+                2,
+                buffer.as_mut_ptr().cast(),
+                buffer.len() * 4,
+                LODTENSOR_LOD_LENGTHS,
+                &lengths.len(),
+                1,
+                lengths.as_ptr(),
+                lengths.len(),
+                Some(release),
+                null_mut(),
+                &mut out,
+            )
+        });
+        let s = one(s, out);
+        // Released once when the handle went, or never for a failed call.
+        assert_eq!(RELEASED.load(SeqCst) - before, usize::from(s == OK), "release calls");
+        s
+    });
+
+    refuse_each("lodtensor_from_dlpack", || unsafe {
+        let mut managed = null_mut();
+        assert_eq!(lodtensor_to_dlpack(x.ptr(), &mut managed), OK);
+        let mut out = null_mut();
+        let s = armed(|| {
+            lodtensor_from_dlpack(
+                managed,
+                LODTENSOR_LOD_LENGTHS,
+                &lengths.len(),
+                1,
+                lengths.as_ptr(),
+                lengths.len(),
+                &mut out,
+            )
+        });
+        if s != OK {
+            // Not taken: still the caller's to delete.
+            let m = managed.cast::<lodtensor::interop::dlpack::DLManagedTensorVersioned>();
+            ((*m).deleter.expect("a deleter"))(m);
+        }
+        one(s, out)
+    });
+
+    let mut len = 0;
+    // SAFETY: live handle; a NULL buffer asks for the length.
+    assert_eq!(unsafe { lodtensor_serialize(x.ptr(), null_mut(), 0, &mut len) }, OK);
+    let mut record = vec![0u8; len];
+    // SAFETY: `record` holds `len` bytes.
+    assert_eq!(unsafe { lodtensor_serialize(x.ptr(), record.as_mut_ptr().cast(), len, &mut len) }, OK);
+    refuse_each("lodtensor_deserialize (many sequences)", || unsafe {
+        let (mut consumed, mut out) = (usize::MAX, null_mut());
+        let s = armed(|| lodtensor_deserialize(record.as_ptr().cast(), record.len(), &mut consumed, &mut out));
+        if s == OK {
+            assert_eq!(offsets(out, 0), lod_offsets);
+        }
+        one(s, out)
+    });
+
+    refuse_each("lodtensor_from_arrow (many sequences)", || unsafe {
+        use lodtensor::interop::arrow::{ArrowArray, ArrowSchema};
+        let mut schema = std::mem::MaybeUninit::<ArrowSchema>::uninit();
+        let mut array = std::mem::MaybeUninit::<ArrowArray>::uninit();
+        let (schema_ptr, array_ptr) = (schema.as_mut_ptr(), array.as_mut_ptr());
+        assert_eq!(lodtensor_to_arrow(x.ptr(), schema_ptr.cast(), array_ptr.cast()), OK, "{}", last_error());
+        let mut out = null_mut();
+        let s = armed(|| lodtensor_from_arrow(schema_ptr.cast(), array_ptr.cast(), &mut out));
+        if s == OK {
+            assert_eq!(offsets(out, 0), lod_offsets);
+        } else {
+            ((*array_ptr).release.expect("a failed import took the array"))(array_ptr);
+        }
+        ((*schema_ptr).release.expect("the schema is the caller's"))(schema_ptr);
+        one(s, out)
+    });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Sequence operators.
 

@@ -5,6 +5,7 @@ use super::types::{LODTENSOR_LOD_LENGTHS, LODTENSOR_LOD_OFFSETS};
 use crate::dim::{Dim, MAX_DIMS};
 use crate::error::{ensure, err, Error, Result};
 use crate::lod::Lod;
+use crate::memory::lists;
 
 /// `&*p`, or `NullArgument` naming `name`.
 pub(crate) unsafe fn get<'a, T>(p: *const T, name: &str) -> Result<&'a T> {
@@ -126,7 +127,7 @@ pub(crate) unsafe fn lod(
     let mut rest = values;
     for &n in sizes {
         let (level, tail) = rest.split_at(n);
-        levels.push(level.to_vec());
+        levels.push(lists::copy_of(level, "lod")?);
         rest = tail;
     }
     if kind == LODTENSOR_LOD_LENGTHS {

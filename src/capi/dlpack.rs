@@ -54,7 +54,7 @@ pub unsafe extern "C" fn lodtensor_to_dlpack(
 /// dim, misaligned data, a CUDA device id beyond the count or memory the device cannot use, bad
 /// `lod_kind` or level sizes), LODTENSOR_INVALID_LOD (a LoD rule broken, or the LoD does not end
 /// at the row count), LODTENSOR_OUT_OF_MEMORY (a shape whose element or byte count overflows
-/// size_t), LODTENSOR_INTERNAL (a CUDA driver failure).
+/// size_t; no memory for the LoD), LODTENSOR_INTERNAL (a CUDA driver failure).
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_from_dlpack(
     managed: *mut DLManagedTensorVersioned,

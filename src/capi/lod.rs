@@ -57,7 +57,8 @@ pub unsafe extern "C" fn lodtensor_lod_lengths(
 /// Replaces the LoD (encoded as in `lodtensor_create`; `num_levels` 0 removes it). The new LoD is
 /// validated against the rows first; on failure the old one stays.
 /// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (bad `lod_kind`, sizes not adding
-/// up), LODTENSOR_INVALID_LOD (a rule broken, or not ending at the row count).
+/// up), LODTENSOR_INVALID_LOD (a rule broken, or not ending at the row count),
+/// LODTENSOR_OUT_OF_MEMORY (no memory for the new LoD).
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_set_lod(
     t: *mut lodtensor_t,

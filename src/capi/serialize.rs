@@ -53,7 +53,8 @@ pub unsafe extern "C" fn lodtensor_serialize(
 /// protobuf message or has no data_type; a negative dim), LODTENSOR_UNSUPPORTED (a data_type with
 /// no dtype in the library, such as SIZE_T or COMPLEX64; more than `LODTENSOR_MAX_DIMS` dims),
 /// LODTENSOR_INVALID_LOD (a LoD rule broken, or the LoD does not end at the row count),
-/// LODTENSOR_OUT_OF_MEMORY (dims whose element count overflows size_t; no memory for the copy).
+/// LODTENSOR_OUT_OF_MEMORY (dims whose element count overflows size_t; no memory for the LoD or
+/// the copy).
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_deserialize(
     buf: *const c_void,

@@ -13,6 +13,7 @@ use crate::dtype::DType;
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;
 use crate::lod_tensor::LoDTensor;
+use crate::memory::lists;
 use crate::tensor::Tensor;
 
 /// The `VarType.Type` number of each dtype (framework.proto).
@@ -148,7 +149,8 @@ pub fn deserialize(bytes: &[u8]) -> Result<(LoDTensor, usize)> {
         );
         let what = format!("LoD level {k}");
         let level = r.take(usize::try_from(size).unwrap_or(usize::MAX), &what)?;
-        levels.push(level.chunks_exact(8).map(|o| u64::from_le_bytes(o.try_into().unwrap()) as usize).collect());
+        let offsets = level.chunks_exact(8).map(|o| u64::from_le_bytes(o.try_into().unwrap()) as usize);
+        levels.push(lists::collect(offsets, &what)?);
     }
     let tensor_version = r.u32("tensor version")?;
     ensure!(
