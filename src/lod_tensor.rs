@@ -170,15 +170,15 @@ impl LoDTensor {
         let dims = proto.tensor.dims().with_rows(rows)?;
         // One gather of every part's rows, in order (a 0-row part, wherever it is, adds nothing).
         let rows_of = |t: &Tensor| t.rows().unwrap_or(0);
-        let with_rows: Vec<&Tensor> = parts.iter().map(|p| &p.tensor).filter(|t| rows_of(t) > 0).collect();
-        let blocks: Vec<(usize, Range<usize>)> =
-            with_rows.iter().enumerate().map(|(i, t)| (i, 0..rows_of(t))).collect();
+        let mut with_rows: Vec<&Tensor> = lists::with_capacity(parts.len(), "tensors: parts with rows")?;
+        with_rows.extend(parts.iter().map(|p| &p.tensor).filter(|t| rows_of(t) > 0));
+        let blocks = lists::collect(with_rows.iter().enumerate().map(|(i, t)| (i, 0..rows_of(t))), "tensors: blocks")?;
         let tensor = if let Place::Cuda(_) = place {
             // With no rows at all the prototype alone names the device.
             let srcs = if with_rows.is_empty() { vec![&proto.tensor] } else { with_rows };
             crate::backend::cuda::gather_sources(&srcs, proto.tensor.row_bytes(), &blocks, dtype, dims)?
         } else {
-            let srcs = with_rows.iter().map(|t| t.bytes()).collect::<Result<Vec<&[u8]>>>()?;
+            let srcs = lists::try_collect(with_rows.len(), with_rows.iter().map(|t| t.bytes()), "tensors: parts")?;
             let mut tensor = Tensor::uninit(dtype, dims)?;
             crate::backend::cpu::rows::gather_blocks(&srcs, proto.tensor.row_bytes(), &blocks, tensor.bytes_mut()?)?;
             tensor

@@ -36,11 +36,11 @@ pub(crate) unsafe fn tensors_of<'a>(
     handles: &[*const lodtensor_t],
     name: &str,
 ) -> crate::error::Result<Vec<&'a LoDTensor>> {
-    handles
+    let tensors = handles
         .iter()
         .enumerate()
-        .map(|(i, &h)| h.as_ref().map(|h| &h.inner).ok_or_else(|| super::args::null(&format!("{name}[{i}]"))))
-        .collect()
+        .map(|(i, &h)| h.as_ref().map(|h| &h.inner).ok_or_else(|| super::args::null(&format!("{name}[{i}]"))));
+    crate::memory::lists::try_collect(handles.len(), tensors, name)
 }
 
 /// The body of a read-only accessor: `*out = f(t)`.

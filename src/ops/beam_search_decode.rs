@@ -298,7 +298,7 @@ pub fn beam_search_gather_tree(ids: &LoDTensor, parents: &LoDTensor) -> Result<L
         let dst = out.as_mut_slice::<T>()?;
         // A bad parent sends the fast path to the chain-by-chain loop below, which names the
         // first bad parent in chain order.
-        let done = steps > 0 && gather_tree_by_step(src, par, batch, beam, steps, dst);
+        let done = steps > 0 && gather_tree_by_step(src, par, batch, beam, steps, dst)?;
         let at = |t: usize, b: usize, k: usize| (t * batch + b) * beam + k;
         for b in 0..if done { 0 } else { batch } {
             for k in 0..beam {

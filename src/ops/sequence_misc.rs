@@ -77,18 +77,15 @@ pub fn sequence_softmax(x: &LoDTensor) -> Result<LoDTensor> {
 pub fn sequence_concat(xs: &[&LoDTensor]) -> Result<LoDTensor> {
     const OP: &str = "sequence_concat";
     ensure!(xs.len() >= 2, InvalidArgument, "xs: {OP} needs at least 2 inputs, got {}", xs.len());
-    let names: Vec<String> = (0..xs.len()).map(|i| format!("xs[{i}]")).collect();
-    let tensors: Vec<(&str, &Tensor)> = names.iter().map(String::as_str).zip(xs.iter().map(|x| x.tensor())).collect();
+    let names = lists::collect((0..xs.len()).map(|i| format!("xs[{i}]")), "xs: names")?;
+    let tensors = lists::collect(names.iter().map(String::as_str).zip(xs.iter().map(|x| x.tensor())), "xs")?;
     let place = common_place(&tensors)?;
     let first = xs[0].tensor();
-    let abs: Vec<Vec<usize>> = xs
-        .iter()
-        .enumerate()
-        .map(|(j, x)| {
-            last_level(x, &names[j], OP)?;
-            x.lod().abs_level(0)
-        })
-        .collect::<Result<_>>()?;
+    let abs = xs.iter().enumerate().map(|(j, x)| {
+        last_level(x, &names[j], OP)?;
+        x.lod().abs_level(0)
+    });
+    let abs = lists::try_collect(xs.len(), abs, "xs: LoD levels")?;
     let sequences = abs[0].len() - 1;
     for (j, x) in xs.iter().enumerate().skip(1) {
         let t = x.tensor();
@@ -127,8 +124,8 @@ pub fn sequence_concat(xs: &[&LoDTensor]) -> Result<LoDTensor> {
     let out = match place {
         Place::Cpu => {
             let mut out = Tensor::zeros(first.dtype(), dims)?;
-            let srcs = xs.iter().map(|x| x.tensor().bytes()).collect::<Result<Vec<&[u8]>>>()?;
-            let offsets: Vec<&[usize]> = abs.iter().map(Vec::as_slice).collect();
+            let srcs = lists::try_collect(xs.len(), xs.iter().map(|x| x.tensor().bytes()), "xs")?;
+            let offsets = lists::collect(abs.iter().map(Vec::as_slice), "xs: LoD levels")?;
             kernels::concat_sequences(&srcs, &offsets, first.row_bytes(), out_lod.level(0)?, out.bytes_mut()?)?;
             out
         }

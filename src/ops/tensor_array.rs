@@ -362,8 +362,8 @@ pub fn tensor_array_to_tensor(array: &TensorArray, axis: i64, use_stack: bool) -
         ensure!(ndim >= 1, InvalidArgument, "array[0]: is 0-d; 0-d tensors cannot be concatenated (stack them)");
         normalize_axis(axis, ndim, &format!("concatenating {ndim}-d tensors"))?
     };
-    let mut inputs = Vec::with_capacity(elements.len());
-    let mut sizes = Vec::with_capacity(elements.len());
+    let mut inputs = lists::with_capacity(elements.len(), "array: elements")?;
+    let mut sizes = lists::with_capacity(elements.len(), "array: sizes")?;
     for (i, e) in elements.iter().enumerate() {
         let d = e.dims().as_slice();
         let matches = d.len() == ndim && (0..ndim).all(|k| (!use_stack && k == axis) || d[k] == dims0[k]);
@@ -395,8 +395,8 @@ pub fn tensor_array_to_tensor(array: &TensorArray, axis: i64, use_stack: bool) -
     }
     let esize = first.tensor().dtype().size();
     let outer: usize = dims0[..axis].iter().product();
-    let inner: Vec<usize> =
-        elements.iter().map(|e| e.dims().as_slice()[axis..].iter().product::<usize>() * esize).collect();
+    let inner = elements.iter().map(|e| e.dims().as_slice()[axis..].iter().product::<usize>() * esize);
+    let inner = lists::collect(inner, "array: element sizes")?;
     let (dtype, dims) = (first.tensor().dtype(), Dim::new(&out_dims)?);
     if let Place::Cuda(_) = place {
         // One launch over a table of the elements' device addresses.
@@ -404,7 +404,7 @@ pub fn tensor_array_to_tensor(array: &TensorArray, axis: i64, use_stack: bool) -
         let out = crate::backend::cuda::concat_outer(&srcs, &inner, outer, dtype, dims)?;
         return Ok((LoDTensor::dense(out), sizes));
     }
-    let srcs = elements.iter().map(|e| e.tensor().bytes()).collect::<Result<Vec<&[u8]>>>()?;
+    let srcs = lists::try_collect(elements.len(), elements.iter().map(|e| e.tensor().bytes()), "array: elements")?;
     let mut out = Tensor::uninit(dtype, dims)?;
     concat_outer(&srcs, &inner, outer, out.bytes_mut()?)?;
     Ok((LoDTensor::dense(out), sizes))
@@ -431,8 +431,8 @@ pub fn unstack(x: &LoDTensor, axis: i64) -> Result<TensorArray> {
         return Ok(TensorArray::from_vec(parts.into_iter().map(LoDTensor::dense).collect()));
     }
     let src = x.tensor().bytes()?;
-    let mut ranges = Vec::with_capacity(outer);
-    let mut items = Vec::with_capacity(n);
+    let mut ranges = lists::with_capacity(outer, "unstack: row ranges")?;
+    let mut items = lists::with_capacity(n, "unstack: elements")?;
     for i in 0..n {
         ranges.clear();
         ranges.extend((0..outer).map(|o| o * n + i..o * n + i + 1));

@@ -12,6 +12,7 @@ use crate::dim::Dim;
 use crate::dtype::{dispatch_dtype, DType};
 use crate::error::{err, Result};
 use crate::lod_tensor::LoDTensor;
+use crate::memory::lists;
 use crate::place::Place;
 use crate::tensor::Tensor;
 use std::ops::Range;
@@ -97,15 +98,13 @@ pub(crate) fn gather_rows_of_all(
         return Ok(vec![]);
     }
     let it = index.tensor();
-    let named: Vec<(&str, &Tensor)> =
-        xs.iter().map(|(name, x)| (name.as_str(), x.tensor())).chain([(index_name, it)]).collect();
+    let mut named: Vec<(&str, &Tensor)> = lists::with_capacity(xs.len() + 1, "inputs")?;
+    named.extend(xs.iter().map(|(name, x)| (name.as_str(), x.tensor())).chain([(index_name, it)]));
     let place = common_place(&named)?;
-    let rows = xs
-        .iter()
-        .map(|(name, x)| {
-            x.tensor().rows().map_err(|_| err!(InvalidArgument, "{name}: a 0-d tensor has no rows to gather"))
-        })
-        .collect::<Result<Vec<usize>>>()?;
+    let rows = xs.iter().map(|(name, x)| {
+        x.tensor().rows().map_err(|_| err!(InvalidArgument, "{name}: a 0-d tensor has no rows to gather"))
+    });
+    let rows = lists::try_collect(xs.len(), rows, "inputs: rows")?;
     if matches!(place, Place::Cuda(_)) && is_column(it) && matches!(it.dtype(), DType::I32 | DType::I64) {
         // The index stays on the device; a bad value is reported below, from a host copy.
         place.ensure_usable()?;
@@ -125,7 +124,7 @@ pub(crate) fn gather_rows_of_all(
         }
     }
     // Runs of consecutive indices become one range: one copy per run instead of per row.
-    let mut ranges: Vec<Range<usize>> = Vec::new();
+    let mut ranges: Vec<Range<usize>> = lists::with_capacity(index.len(), "row ranges")?;
     for i in index.iter().map(|&i| i as usize) {
         match ranges.last_mut() {
             Some(r) if r.end == i => r.end += 1,
@@ -133,12 +132,11 @@ pub(crate) fn gather_rows_of_all(
         }
     }
     place.ensure_usable()?;
-    xs.iter()
-        .map(|(_, x)| {
-            let t = x.tensor();
-            Ok(LoDTensor::dense(gather_into_new(t, t.row_bytes(), &ranges, t.dims().with_rows(index.len())?)?))
-        })
-        .collect()
+    let outs = xs.iter().map(|(_, x)| {
+        let t = x.tensor();
+        Ok(LoDTensor::dense(gather_into_new(t, t.row_bytes(), &ranges, t.dims().with_rows(index.len())?)?))
+    });
+    lists::try_collect(xs.len(), outs, "results")
 }
 
 /// `out = x - m - ln Σ exp(x - m)` over the last axis (`m` the maximum along it) for float16,
@@ -152,7 +150,7 @@ pub fn log_softmax(x: &LoDTensor) -> Result<LoDTensor> {
     let rows = t.numel().checked_div(width).unwrap_or(0);
     let out = match place {
         Place::Cpu => {
-            let bounds: Vec<usize> = (0..=rows).map(|r| r * width).collect();
+            let bounds = lists::collect((0..rows + 1).map(|r| r * width), "log_softmax: row bounds")?;
             let mut out = Tensor::uninit(t.dtype(), *t.dims())?;
             dispatch_dtype!(t.dtype(), "x", [F16, BF16, F32, F64], |T| {
                 let (xs, out) = (t.as_slice::<T>()?, out.as_mut_slice::<T>()?);

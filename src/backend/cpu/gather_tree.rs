@@ -11,6 +11,8 @@
 //! tenth round).
 
 use super::has_avx512;
+use crate::error::Result;
+use crate::memory::lists;
 
 /// The dtypes of gather_tree's ids and parents (int32 and int64).
 pub trait TreeIndex: Copy + Into<i64> {
@@ -109,7 +111,8 @@ tree_index!(
 /// gather_tree over `[steps, batch, beam]` slices (`steps > 0`, every slice that long): `dst[T-1]
 /// = src[T-1]` and, following the parents back, `dst[t, b, k] = src[t, b, p]`, `p = par[t, b,
 /// p]`. `false` (with `dst` partly written) when a followed parent is outside `[0, beam)`; the
-/// parents of step 0 are never followed, so they are not checked.
+/// parents of step 0 are never followed, so they are not checked. `OutOfMemory` when there is no
+/// memory for the chains' slots (one per chain).
 pub fn gather_tree_by_step<T: TreeIndex>(
     src: &[T],
     par: &[T],
@@ -117,11 +120,11 @@ pub fn gather_tree_by_step<T: TreeIndex>(
     beam: usize,
     steps: usize,
     dst: &mut [T],
-) -> bool {
+) -> Result<bool> {
     let n = batch * beam;
     assert!(steps > 0 && src.len() == steps * n && par.len() == src.len() && dst.len() == src.len());
     if n == 0 {
-        return true; // no chains (and a beam of 0 has no slots to chunk by)
+        return Ok(true); // no chains (and a beam of 0 has no slots to chunk by)
     }
     #[cfg(target_arch = "x86_64")]
     if (1..=T::LANES).contains(&beam) && has_avx512() {
@@ -131,12 +134,19 @@ pub fn gather_tree_by_step<T: TreeIndex>(
     by_step_scalar(src, par, batch, beam, steps, dst)
 }
 
-fn by_step_scalar<T: TreeIndex>(src: &[T], par: &[T], batch: usize, beam: usize, steps: usize, dst: &mut [T]) -> bool {
+fn by_step_scalar<T: TreeIndex>(
+    src: &[T],
+    par: &[T],
+    batch: usize,
+    beam: usize,
+    steps: usize,
+    dst: &mut [T],
+) -> Result<bool> {
     let n = batch * beam;
     let last = (steps - 1) * n;
     dst[last..].copy_from_slice(&src[last..]);
     // parent[j]: the beam slot chain j (batch j / beam) follows at the step being written.
-    let mut parent: Vec<i64> = par[last..].iter().map(|&v| v.into()).collect();
+    let mut parent = lists::collect(par[last..].iter().map(|&v| v.into()), "gather_tree: chains")?;
     for t in (0..steps - 1).rev() {
         let (src, par, dst) = (&src[t * n..(t + 1) * n], &par[t * n..(t + 1) * n], &mut dst[t * n..(t + 1) * n]);
         // One batch entry (`beam` chains) at a time, the last first: its slot `q` indexes its own
@@ -147,7 +157,7 @@ fn by_step_scalar<T: TreeIndex>(src: &[T], par: &[T], batch: usize, beam: usize,
                 // Unsigned: a negative parent reads as a huge one, so one comparison checks both
                 // ends.
                 if *p as u64 >= beam as u64 {
-                    return false;
+                    return Ok(false);
                 }
                 let q = *p as usize;
                 *d = src[q];
@@ -155,7 +165,7 @@ fn by_step_scalar<T: TreeIndex>(src: &[T], par: &[T], batch: usize, beam: usize,
             }
         }
     }
-    true
+    Ok(true)
 }
 
 /// `by_step_scalar` with one register per batch entry: its chains' slots are the permute index.
@@ -172,7 +182,7 @@ unsafe fn by_step_avx512<T: TreeIndex>(
     beam: usize,
     steps: usize,
     dst: &mut [T],
-) -> bool {
+) -> Result<bool> {
     let n = batch * beam;
     let last = (steps - 1) * n;
     dst[last..].copy_from_slice(&src[last..]);
@@ -180,16 +190,15 @@ unsafe fn by_step_avx512<T: TreeIndex>(
     // A slot outside [0, beam) still permutes in range (the index is taken mod LANES), so the
     // check can wait until the slot is about to be used: the top of the next step.
     let mut bad = 0;
-    let mut slots: Vec<__m512i> = (0..batch)
-        .map(|b| {
-            let p = T::load(mask, par.as_ptr().add(last + b * beam));
-            bad |= T::outside(mask, p, beam);
-            p
-        })
-        .collect();
+    let slots = (0..batch).map(|b| {
+        let p = T::load(mask, par.as_ptr().add(last + b * beam));
+        bad |= T::outside(mask, p, beam);
+        p
+    });
+    let mut slots: Vec<__m512i> = lists::collect(slots, "gather_tree: chains")?;
     for t in (0..steps - 1).rev() {
         if bad != 0 {
-            return false;
+            return Ok(false);
         }
         for (b, p) in slots.iter_mut().enumerate().rev() {
             let at = t * n + b * beam;
@@ -200,7 +209,7 @@ unsafe fn by_step_avx512<T: TreeIndex>(
             bad |= T::outside(mask, *p, beam);
         }
     }
-    true
+    Ok(true)
 }
 
 #[cfg(test)]
@@ -251,13 +260,13 @@ mod tests {
                     let (s, p) = (cast(&src), cast(&par));
                     let mut paths: Vec<(&str, Vec<T>, bool)> = vec![];
                     let mut dst = vec![s[0]; len];
-                    let ok = by_step_scalar(&s, &p, batch, beam, steps, &mut dst);
+                    let ok = by_step_scalar(&s, &p, batch, beam, steps, &mut dst).unwrap();
                     paths.push(("scalar", dst, ok));
                     #[cfg(target_arch = "x86_64")]
                     if beam <= T::LANES && has_avx512() {
                         let mut dst = vec![s[0]; len];
                         // SAFETY: AVX-512F is available; beam fits; the lengths match.
-                        let ok = unsafe { by_step_avx512(&s, &p, batch, beam, steps, &mut dst) };
+                        let ok = unsafe { by_step_avx512(&s, &p, batch, beam, steps, &mut dst) }.unwrap();
                         paths.push(("avx512", dst, ok));
                     }
                     for (path, dst, ok) in paths {
