@@ -885,7 +885,8 @@ lodtensor_status_t lodtensor_lod_offsets(const struct lodtensor_t *t, size_t lev
 // with `append` true it is added below `x`'s LoD, and the result must pass every LoD rule. `y`
 // must be on `x`'s place; on a CUDA device its elements are copied to the host to be checked.
 // Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (0-d `x`, `y` on another place),
-// LODTENSOR_UNSUPPORTED (`y` not int32/int64), LODTENSOR_INVALID_LOD (any rule above).
+// LODTENSOR_UNSUPPORTED (`y` not int32/int64), LODTENSOR_INVALID_LOD (any rule above),
+// LODTENSOR_OUT_OF_MEMORY (no memory for the new LoD).
 lodtensor_status_t lodtensor_lod_reset(const struct lodtensor_t *x, const struct lodtensor_t *y, const int64_t *target_lod, size_t target_len, bool append, struct lodtensor_t **out);
 
 // Log-softmax over the last axis: `out = x - m - log(sum(exp(x - m)))`, `m` the maximum along
@@ -1005,7 +1006,8 @@ lodtensor_status_t lodtensor_share(const struct lodtensor_t *t, struct lodtensor
 // Sequences `[begin, end)` of LoD level `level` as a new handle sharing `t`'s memory (no copy).
 // Its LoD has levels `level..` of `t`'s LoD, re-based to start at 0; its rows are the rows of
 // those sequences. Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_OUT_OF_RANGE (`level` >= number of
-// levels, `begin` >= `end`, or `end` > number of sequences at `level`).
+// levels, `begin` >= `end`, or `end` > number of sequences at `level`), LODTENSOR_OUT_OF_MEMORY
+// (no memory for the new LoD).
 lodtensor_status_t lodtensor_slice(const struct lodtensor_t *t, size_t level, size_t begin, size_t end, struct lodtensor_t **out);
 
 // Splits the batch into at most `num_pieces` pieces of whole top-level sequences (whole rows
@@ -1043,8 +1045,9 @@ lodtensor_status_t lodtensor_synchronize(struct lodtensor_place_t place);
 // Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_schema`, `out_array`), LODTENSOR_UNSUPPORTED (a
 // CUDA tensor, whose memory the interface cannot carry: lend it with
 // `lodtensor_to_arrow_device`, or copy it with `lodtensor_to_place` first; bfloat16, which has
-// no Arrow type), LODTENSOR_INVALID_ARGUMENT (a 0-d tensor, which has no rows). On failure
-// neither struct is written.
+// no Arrow type), LODTENSOR_INVALID_ARGUMENT (a 0-d tensor, which has no rows),
+// LODTENSOR_OUT_OF_MEMORY (no memory for the bits of bool elements). On failure neither struct is
+// written.
 lodtensor_status_t lodtensor_to_arrow(const struct lodtensor_t *t, struct ArrowSchema *out_schema, struct ArrowArray *out_array);
 
 // Fills `*out_schema` and `*out_array` with `t` as an Arrow device array (the C device data
@@ -1060,8 +1063,9 @@ lodtensor_status_t lodtensor_to_arrow(const struct lodtensor_t *t, struct ArrowS
 //
 // Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_schema`, `out_array`), LODTENSOR_UNSUPPORTED
 // (bfloat16, which has no Arrow type; bool on a CUDA device: cast it to uint8 or copy it to the
-// CPU first), LODTENSOR_INVALID_ARGUMENT (a 0-d tensor), LODTENSOR_INTERNAL (a CUDA driver
-// failure, named in the message). On failure neither struct is written.
+// CPU first), LODTENSOR_INVALID_ARGUMENT (a 0-d tensor), LODTENSOR_OUT_OF_MEMORY (no memory for
+// the bits of a host tensor's bool elements), LODTENSOR_INTERNAL (a CUDA driver failure, named in
+// the message). On failure neither struct is written.
 lodtensor_status_t lodtensor_to_arrow_device(const struct lodtensor_t *t, struct ArrowSchema *out_schema, struct ArrowDeviceArray *out_array);
 
 // Lends `t`'s elements as a new DLPack managed tensor (`*out`) that shares its memory, zero
@@ -1141,7 +1145,7 @@ lodtensor_status_t rank_table_reorder(const struct rank_table_t *table, const st
 // sequences (nested levels kept) if `x` has a LoD, else rows. n = 0 gives a 0-row tensor without
 // LoD. The new handle shares `x`'s memory; the caller destroys it.
 // Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (`x` has fewer than n units, or is
-// 0-d).
+// 0-d), LODTENSOR_OUT_OF_MEMORY (no memory for the new LoD).
 lodtensor_status_t rank_table_shrink_rnn_memory(const struct rank_table_t *table, const struct lodtensor_t *x, size_t step, struct lodtensor_t **out);
 
 // The number of items (sequences at the ranked level). Returns LODTENSOR_NULL_ARGUMENT.

@@ -453,7 +453,7 @@ impl Lod {
         let mut levels = Vec::with_capacity(self.levels().len() - level);
         for offsets in &self.levels()[level..] {
             let part = &offsets[first..=last];
-            levels.push(part.iter().map(|&o| o - part[0]).collect());
+            levels.push(lists::collect(part.iter().map(|&o| o - part[0]), "LoD slice")?);
             (first, last) = (part[0], part[part.len() - 1]);
         }
         Ok(Lod::valid(levels))
@@ -484,7 +484,7 @@ impl Lod {
                 "end: {end} is out of range; level {level} has {} sequences",
                 offsets.len() - 1
             );
-            lengths.push(offsets[start..=end].windows(2).map(|w| w[1] - w[0]).collect());
+            lengths.push(lists::collect(offsets[start..=end].windows(2).map(|w| w[1] - w[0]), "LoD lengths")?);
             (start, end) = (offsets[start], offsets[end]);
         }
         Ok((lengths, start..end))

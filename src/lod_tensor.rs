@@ -233,23 +233,17 @@ impl LoDTensor {
                 y.tensor.check_index_dtype("y")?;
                 ("y", crate::ops::host_inputs::on_host(&y.tensor)?.index_values("y")?)
             }
-            None => ("target_lod", target_lod.to_vec()),
+            None => ("target_lod", lists::copy_of(target_lod, "target_lod")?),
         };
         // The target is a one-level LoD of x: the same rules, reported under the argument's name.
-        let level = target
-            .iter()
-            .enumerate()
-            .map(|(i, &o)| {
-                usize::try_from(o).map_err(|_| {
-                    err!(
-                        InvalidLod,
-                        "{name}: offset[{i}] = {o} is negative; offsets start at 0 and must be non-decreasing"
-                    )
-                })
+        let level = target.iter().enumerate().map(|(i, &o)| {
+            usize::try_from(o).map_err(|_| {
+                err!(InvalidLod, "{name}: offset[{i}] = {o} is negative; offsets start at 0 and must be non-decreasing")
             })
-            .collect::<Result<Vec<usize>>>()?;
+        });
+        let level = lists::try_collect(target.len(), level, name)?;
         check_lod(std::slice::from_ref(&level), Some(rows)).map_err(|e| err!(InvalidLod, "{name}: {e}"))?;
-        let mut levels = if append { self.lod.levels().to_vec() } else { Vec::new() };
+        let mut levels = if append { lists::copy_of_levels(self.lod.levels(), "x: LoD")? } else { Vec::new() };
         levels.push(level);
         LoDTensor::new(self.tensor.clone(), Lod::from_offsets(levels)?)
     }

@@ -776,6 +776,85 @@ fn sequence_ops_on_many_short_sequences() {
     ranked_cases(&x, " (many sequences)");
 }
 
+/// Views that share a tensor's memory under a LoD of their own, and the other LoD-making calls,
+/// on 16384 sequences: the new LoD is the large allocation, so these calls can run out of memory
+/// too.
+#[test]
+fn lods_of_views_are_made_or_nothing() {
+    let _serial = serial();
+    let lengths: Vec<usize> = (0..16384).map(|i| [1, 0, 2, 1][i % 4]).collect();
+    let rows = lengths.iter().sum::<usize>();
+    let x = tensor(F32, &[rows as i64, 4], &ramp(rows * 4, 0.25), &[&lengths]);
+    refuse_each("lodtensor_slice", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| lodtensor_slice(x.ptr(), 0, 1, lengths.len(), &mut out)), out)
+    });
+    let target: Vec<i64> = (0..=rows as i64).collect();
+    refuse_each("lodtensor_lod_reset", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| lodtensor_lod_reset(x.ptr(), null(), target.as_ptr(), target.len(), false, &mut out)), out)
+    });
+    refuse_each("lodtensor_lod_reset (append)", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| lodtensor_lod_reset(x.ptr(), null(), target.as_ptr(), target.len(), true, &mut out)), out)
+    });
+    let by = tensor(I64, &[target.len() as i64], &target, &[]);
+    refuse_each("lodtensor_lod_reset (y)", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| lodtensor_lod_reset(x.ptr(), by.ptr(), null(), 0, false, &mut out)), out)
+    });
+    // Two levels: the first rank-ordered units of a 2-level tensor keep their nested level.
+    let outer: Vec<usize> = vec![2; lengths.len() / 2];
+    let nested = tensor(F32, &[rows as i64, 4], &ramp(rows * 4, 0.25), &[&outer, &lengths]);
+    let table = rank_table(&nested);
+    refuse_each("rank_table_shrink_rnn_memory", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| rank_table_shrink_rnn_memory(table, nested.ptr(), 0, &mut out)), out)
+    });
+    // SAFETY: the table this test made.
+    unsafe { rank_table_destroy(table) };
+    refuse_each("sequence_expand (x with a LoD, many sequences)", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| sequence_expand(x.ptr(), x.ptr(), 0, &mut out)), out)
+    });
+    // Bool elements are packed into Arrow's bits: 2^20 of them in 128 KiB.
+    let n = 1 << 20;
+    let flags = tensor(BOOL, &[n as i64], &(0..n).map(|i| (i % 5 == 0) as u8).collect::<Vec<_>>(), &[]);
+    refuse_each("lodtensor_to_arrow (bool)", || unsafe {
+        use lodtensor::interop::arrow::{ArrowArray, ArrowSchema};
+        let mut schema = std::mem::MaybeUninit::<ArrowSchema>::uninit();
+        let mut array = std::mem::MaybeUninit::<ArrowArray>::uninit();
+        let (schema_ptr, array_ptr) = (schema.as_mut_ptr(), array.as_mut_ptr());
+        let s = armed(|| lodtensor_to_arrow(flags.ptr(), schema_ptr.cast(), array_ptr.cast()));
+        if s == OK {
+            ((*array_ptr).release.expect("an exported array"))(array_ptr);
+            ((*schema_ptr).release.expect("an exported schema"))(schema_ptr);
+        }
+        s
+    });
+    // A dynamic RNN over the 16384 sequences, whose step keeps its input and state.
+    let init = tensor(F32, &[lengths.len() as i64, 2], &ramp(lengths.len() * 2, 1.0), &[]);
+    refuse_each("tensor_array_dynamic_rnn (many sequences)", || unsafe {
+        let mut out = null_mut();
+        one(armed(|| tensor_array_dynamic_rnn(x.ptr(), 0, init.ptr(), Some(pass_on), null_mut(), &mut out)), out)
+    });
+}
+
+/// A dynamic RNN step that passes its input on as its output and keeps the state.
+unsafe extern "C" fn pass_on(
+    _step: usize,
+    input: *const lodtensor_t,
+    state: *const lodtensor_t,
+    output: *mut *mut lodtensor_t,
+    new_state: *mut *mut lodtensor_t,
+    _user: *mut c_void,
+) -> i32 {
+    if lodtensor_share(input, output) != OK {
+        return 1;
+    }
+    lodtensor_share(state, new_state) as i32
+}
+
 // ---------------------------------------------------------------------------------------------
 // TensorArray and the rank table.
 
@@ -880,23 +959,10 @@ fn tensor_arrays_change_whole_or_not_at_all() {
     });
 
     // A dynamic RNN whose step passes its input on as output and keeps the state.
-    unsafe extern "C" fn step(
-        _step: usize,
-        input: *const lodtensor_t,
-        state: *const lodtensor_t,
-        output: *mut *mut lodtensor_t,
-        new_state: *mut *mut lodtensor_t,
-        _user: *mut c_void,
-    ) -> i32 {
-        if lodtensor_share(input, output) != OK {
-            return 1;
-        }
-        lodtensor_share(state, new_state) as i32
-    }
     let init = tensor(F32, &[4, 8], &ramp(32, 1.0), &[]);
     refuse_each("tensor_array_dynamic_rnn", || unsafe {
         let mut out = null_mut();
-        let s = armed(|| tensor_array_dynamic_rnn(x.ptr(), 0, init.ptr(), Some(step), null_mut(), &mut out));
+        let s = armed(|| tensor_array_dynamic_rnn(x.ptr(), 0, init.ptr(), Some(pass_on), null_mut(), &mut out));
         if s == OK {
             assert_eq!(bytes(out), bytes(x.ptr()), "the identity RNN changed its input");
         }
@@ -1176,6 +1242,13 @@ fn decoders_decode_or_nothing() {
         let user = (&mut lent as *mut Lent).cast();
         let s =
             armed(|| beam_search_decoder_run_tensors(small_decoder, sources, Some(lend), user, &mut ids, &mut scores));
+        outputs(s, &[ids, scores])
+    });
+    refuse_each("beam_search_decoder_run (many sources)", || unsafe {
+        let (mut ids, mut scores) = (null_mut(), null_mut());
+        let s = armed(|| {
+            beam_search_decoder_run(small_decoder, sources, Some(fill), None, null_mut(), &mut ids, &mut scores)
+        });
         outputs(s, &[ids, scores])
     });
     // SAFETY: the decoders this test made.

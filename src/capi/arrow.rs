@@ -40,8 +40,9 @@ pub struct ArrowDeviceArray {
 /// Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_schema`, `out_array`), LODTENSOR_UNSUPPORTED (a
 /// CUDA tensor, whose memory the interface cannot carry: lend it with
 /// `lodtensor_to_arrow_device`, or copy it with `lodtensor_to_place` first; bfloat16, which has
-/// no Arrow type), LODTENSOR_INVALID_ARGUMENT (a 0-d tensor, which has no rows). On failure
-/// neither struct is written.
+/// no Arrow type), LODTENSOR_INVALID_ARGUMENT (a 0-d tensor, which has no rows),
+/// LODTENSOR_OUT_OF_MEMORY (no memory for the bits of bool elements). On failure neither struct is
+/// written.
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_to_arrow(
     t: *const lodtensor_t,
@@ -64,8 +65,9 @@ pub unsafe extern "C" fn lodtensor_to_arrow(
 ///
 /// Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_schema`, `out_array`), LODTENSOR_UNSUPPORTED
 /// (bfloat16, which has no Arrow type; bool on a CUDA device: cast it to uint8 or copy it to the
-/// CPU first), LODTENSOR_INVALID_ARGUMENT (a 0-d tensor), LODTENSOR_INTERNAL (a CUDA driver
-/// failure, named in the message). On failure neither struct is written.
+/// CPU first), LODTENSOR_INVALID_ARGUMENT (a 0-d tensor), LODTENSOR_OUT_OF_MEMORY (no memory for
+/// the bits of a host tensor's bool elements), LODTENSOR_INTERNAL (a CUDA driver failure, named in
+/// the message). On failure neither struct is written.
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_to_arrow_device(
     t: *const lodtensor_t,

@@ -107,7 +107,8 @@ pub unsafe extern "C" fn lodtensor_sequence_rows(
 /// Sequences `[begin, end)` of LoD level `level` as a new handle sharing `t`'s memory (no copy).
 /// Its LoD has levels `level..` of `t`'s LoD, re-based to start at 0; its rows are the rows of
 /// those sequences. Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_OUT_OF_RANGE (`level` >= number of
-/// levels, `begin` >= `end`, or `end` > number of sequences at `level`).
+/// levels, `begin` >= `end`, or `end` > number of sequences at `level`), LODTENSOR_OUT_OF_MEMORY
+/// (no memory for the new LoD).
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_slice(
     t: *const lodtensor_t,
@@ -191,7 +192,8 @@ pub unsafe extern "C" fn lodtensor_merge(
 /// with `append` true it is added below `x`'s LoD, and the result must pass every LoD rule. `y`
 /// must be on `x`'s place; on a CUDA device its elements are copied to the host to be checked.
 /// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (0-d `x`, `y` on another place),
-/// LODTENSOR_UNSUPPORTED (`y` not int32/int64), LODTENSOR_INVALID_LOD (any rule above).
+/// LODTENSOR_UNSUPPORTED (`y` not int32/int64), LODTENSOR_INVALID_LOD (any rule above),
+/// LODTENSOR_OUT_OF_MEMORY (no memory for the new LoD).
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_lod_reset(
     x: *const lodtensor_t,

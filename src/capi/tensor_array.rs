@@ -321,7 +321,7 @@ pub unsafe extern "C" fn tensor_array_pack(
 /// sequences (nested levels kept) if `x` has a LoD, else rows. n = 0 gives a 0-row tensor without
 /// LoD. The new handle shares `x`'s memory; the caller destroys it.
 /// Returns LODTENSOR_NULL_ARGUMENT, LODTENSOR_INVALID_ARGUMENT (`x` has fewer than n units, or is
-/// 0-d).
+/// 0-d), LODTENSOR_OUT_OF_MEMORY (no memory for the new LoD).
 #[no_mangle]
 pub unsafe extern "C" fn rank_table_shrink_rnn_memory(
     table: *const rank_table_t,

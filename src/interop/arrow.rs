@@ -17,7 +17,7 @@ use crate::dtype::DType;
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;
 use crate::lod_tensor::{check_lod_for_dims, LoDTensor};
-use crate::memory::Allocation;
+use crate::memory::{lists, Allocation};
 use crate::place::Place;
 use crate::tensor::Tensor;
 use std::borrow::Cow;
@@ -233,7 +233,8 @@ impl<T: Exported> Drop for Child<T> {
 /// has gone. The arrays are not nullable and have no nulls (validity buffers NULL).
 ///
 /// Errors: `Unsupported` (a CUDA tensor: the C data interface is host memory, see
-/// [`to_arrow_device`]; bfloat16); `InvalidArgument` (a 0-d tensor, which has no rows).
+/// [`to_arrow_device`]; bfloat16); `InvalidArgument` (a 0-d tensor, which has no rows);
+/// `OutOfMemory` (no memory for the bits of bool elements).
 pub fn to_arrow(x: &LoDTensor) -> Result<(ArrowSchema, ArrowArray)> {
     let place = x.tensor().place();
     ensure!(
@@ -282,7 +283,7 @@ fn export(x: &LoDTensor, device_levels: Vec<Arc<Allocation>>) -> Result<(ArrowSc
     ensure!(primitive_format(dtype).is_some(), Unsupported, "t: {dtype} has no Arrow type");
     let dims = tensor.dims().as_slice();
     ensure!(!dims.is_empty(), InvalidArgument, "t: a 0-d tensor has no rows to make an Arrow array of");
-    let bits = if dtype == DType::Bool { pack_bits(tensor.bytes()?) } else { Vec::new() };
+    let bits = if dtype == DType::Bool { pack_bits(tensor.bytes()?)? } else { Vec::new() };
     let values = if dtype == DType::Bool { bits.as_ptr() } else { tensor.as_ptr() };
 
     // The chain, outermost first, with each array's length and data buffer.
@@ -314,8 +315,9 @@ fn export(x: &LoDTensor, device_levels: Vec<Arc<Allocation>>) -> Result<(ArrowSc
 }
 
 /// Bytes of 0 and 1 as Arrow's bits, least significant first.
-fn pack_bits(bytes: &[u8]) -> Vec<u8> {
-    bytes.chunks(8).map(|c| c.iter().enumerate().fold(0u8, |b, (i, &v)| b | (u8::from(v != 0) << i))).collect()
+fn pack_bits(bytes: &[u8]) -> Result<Vec<u8>> {
+    let bits = bytes.chunks(8).map(|c| c.iter().enumerate().fold(0u8, |b, (i, &v)| b | (u8::from(v != 0) << i)));
+    lists::collect(bits, "t: bool elements as bits")
 }
 
 fn export_array(
