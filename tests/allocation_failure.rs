@@ -1,9 +1,10 @@
 //! Running out of host memory. Every export whose documented statuses include
-//! LODTENSOR_OUT_OF_MEMORY for a failed allocation is called with inputs whose results (or
-//! working lists) need large blocks, once to count the large allocations the call makes, then
-//! once for each of them with this test's allocator refusing that one. Each refused call must
-//! return LODTENSOR_OUT_OF_MEMORY with a message, write no output, leave its inputs as they
-//! were, and give back every large block it took; the same call then succeeds again.
+//! LODTENSOR_OUT_OF_MEMORY (but lodtensor_cuda_stream, whose allocations are a device's setup) is
+//! called with inputs whose results or working lists need large blocks: once to count the large
+//! allocations the call makes, then once for each of them with this test's allocator refusing
+//! that one. Each refused call must return LODTENSOR_OUT_OF_MEMORY with a message, write no
+//! output (an export that changes an input leaves it as it was), and give back every large block
+//! it took; the same call then succeeds again, with as many large allocations.
 //!
 //! An allocation failure the library does not turn into a status aborts the process (Rust's
 //! allocation error handler): the last "allocation failure:" line on stderr names the export.
@@ -828,6 +829,19 @@ fn lods_of_views_are_made_or_nothing() {
         let s = armed(|| lodtensor_to_arrow(flags.ptr(), schema_ptr.cast(), array_ptr.cast()));
         if s == OK {
             ((*array_ptr).release.expect("an exported array"))(array_ptr);
+            ((*schema_ptr).release.expect("an exported schema"))(schema_ptr);
+        }
+        s
+    });
+    refuse_each("lodtensor_to_arrow_device (bool on the host)", || unsafe {
+        use lodtensor::interop::arrow::{ArrowDeviceArray, ArrowSchema};
+        let mut schema = std::mem::MaybeUninit::<ArrowSchema>::uninit();
+        let mut array = std::mem::MaybeUninit::<ArrowDeviceArray>::uninit();
+        let (schema_ptr, array_ptr) = (schema.as_mut_ptr(), array.as_mut_ptr());
+        let s = armed(|| lodtensor_to_arrow_device(flags.ptr(), schema_ptr.cast(), array_ptr.cast()));
+        if s == OK {
+            let inner = &raw mut (*array_ptr).array;
+            ((*inner).release.expect("an exported array"))(inner);
             ((*schema_ptr).release.expect("an exported schema"))(schema_ptr);
         }
         s
