@@ -208,7 +208,7 @@ fn tensor<E: Copy>(dtype: lodtensor_dtype_t, dims: &[i64], data: &[E], lengths: 
     T(out)
 }
 
-/// `n` values `0, 1, 2, ...` scaled by `scale`, as f32.
+/// `n` values `0, 1, 2, ...` (from 0 again after 999) scaled by `scale`, as f32.
 fn ramp(n: usize, scale: f32) -> Vec<f32> {
     (0..n).map(|i| (i % 1000) as f32 * scale).collect()
 }
