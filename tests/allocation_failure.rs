@@ -405,24 +405,38 @@ fn records_and_arrays_are_read_or_nothing() {
     // Bool elements are unpacked from Arrow's bits into a tensor of their own: 1 MiB of them.
     let n = 1 << 20;
     let flags = tensor(BOOL, &[n as i64], &(0..n).map(|i| (i % 3 == 0) as u8).collect::<Vec<_>>(), &[]);
-    refuse_each("lodtensor_from_arrow", || unsafe {
-        use lodtensor::interop::arrow::{ArrowArray, ArrowSchema};
+    from_arrow_case("lodtensor_from_arrow", &flags);
+}
+
+/// lodtensor_from_arrow of `t` exported with lodtensor_to_arrow: taken (moved out) whole, with
+/// `t`'s elements and LoD, or not at all (still the caller's to release).
+fn from_arrow_case(name: &str, t: &T) {
+    use lodtensor::interop::arrow::{ArrowArray, ArrowSchema};
+    refuse_each(name, || unsafe {
         let mut schema = std::mem::MaybeUninit::<ArrowSchema>::uninit();
         let mut array = std::mem::MaybeUninit::<ArrowArray>::uninit();
         let (schema_ptr, array_ptr) = (schema.as_mut_ptr(), array.as_mut_ptr());
-        assert_eq!(lodtensor_to_arrow(flags.ptr(), schema_ptr.cast(), array_ptr.cast()), OK, "{}", last_error());
+        assert_eq!(lodtensor_to_arrow(t.ptr(), schema_ptr.cast(), array_ptr.cast()), OK, "{}", last_error());
         let mut out = null_mut();
         let s = armed(|| lodtensor_from_arrow(schema_ptr.cast(), array_ptr.cast(), &mut out));
         if s == OK {
             assert!((*array_ptr).release.is_none(), "a taken array was not moved out");
-            assert_eq!(bytes(out), bytes(flags.ptr()));
+            assert_eq!(bytes(out), bytes(t.ptr()));
+            assert_eq!(lod_of(out), lod_of(t.ptr()));
         } else {
-            let release = (*array_ptr).release.expect("a failed import took the array");
-            release(array_ptr);
+            ((*array_ptr).release.expect("a failed import took the array"))(array_ptr);
         }
         ((*schema_ptr).release.expect("the schema is the caller's"))(schema_ptr);
         one(s, out)
     });
+}
+
+/// Every LoD level of `t`, as offsets.
+fn lod_of(t: *const lodtensor_t) -> Vec<Vec<usize>> {
+    let mut n = 0;
+    // SAFETY: a live handle.
+    assert_eq!(unsafe { lodtensor_lod_num_levels(t, &mut n) }, OK);
+    (0..n).map(|k| offsets(t, k)).collect()
 }
 
 /// The offsets of LoD level `level` of `t`.
@@ -572,22 +586,7 @@ fn lods_given_by_the_caller_are_taken_or_nothing() {
         one(s, out)
     });
 
-    refuse_each("lodtensor_from_arrow (many sequences)", || unsafe {
-        use lodtensor::interop::arrow::{ArrowArray, ArrowSchema};
-        let mut schema = std::mem::MaybeUninit::<ArrowSchema>::uninit();
-        let mut array = std::mem::MaybeUninit::<ArrowArray>::uninit();
-        let (schema_ptr, array_ptr) = (schema.as_mut_ptr(), array.as_mut_ptr());
-        assert_eq!(lodtensor_to_arrow(x.ptr(), schema_ptr.cast(), array_ptr.cast()), OK, "{}", last_error());
-        let mut out = null_mut();
-        let s = armed(|| lodtensor_from_arrow(schema_ptr.cast(), array_ptr.cast(), &mut out));
-        if s == OK {
-            assert_eq!(offsets(out, 0), lod_offsets);
-        } else {
-            ((*array_ptr).release.expect("a failed import took the array"))(array_ptr);
-        }
-        ((*schema_ptr).release.expect("the schema is the caller's"))(schema_ptr);
-        one(s, out)
-    });
+    from_arrow_case("lodtensor_from_arrow (many sequences)", &x);
 }
 
 // ---------------------------------------------------------------------------------------------
