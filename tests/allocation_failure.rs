@@ -128,7 +128,6 @@ fn refuse_each(name: &str, mut case: impl FnMut() -> lodtensor_status_t) {
     // Freed blocks go back to the allocator at once (the cache would hand them out uncounted and
     // keep them live).
     assert_eq!(lodtensor_set_host_cache_limit(0), OK);
-    let _ = writeln!(std::io::stderr(), "allocation failure: {name}");
     let count = |case: &mut dyn FnMut() -> lodtensor_status_t| {
         SEEN.store(0, SeqCst);
         REFUSE_AT.store(usize::MAX, SeqCst);
@@ -138,6 +137,7 @@ fn refuse_each(name: &str, mut case: impl FnMut() -> lodtensor_status_t) {
     };
     let large = count(&mut case);
     assert!(large > 0, "{name} asked for no block of {LARGE} bytes or more: its inputs are too small to test it");
+    let _ = writeln!(std::io::stderr(), "allocation failure: {name}: refusing each of {large} large allocations");
     for k in 0..large {
         let live = LIVE.load(SeqCst);
         SEEN.store(0, SeqCst);
