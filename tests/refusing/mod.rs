@@ -1,0 +1,311 @@
+//! The harness of the allocation-failure tests (`allocation_failure`, and
+//! `cuda_allocation_failure` on the emulated device): this crate's allocator, which refuses one
+//! chosen large allocation while an export runs, [`refuse_each`], which runs a case once for
+//! each large allocation it makes, and inputs made through the C API. A test crate that
+//! includes this module gets its allocator; `mod common;` must come first.
+#![allow(dead_code)]
+
+use lodtensor::capi::*;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::ffi::CStr;
+use std::io::Write;
+use std::ptr::{null, null_mut};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::Mutex;
+
+pub use lodtensor_status_t::{LODTENSOR_OK as OK, LODTENSOR_OUT_OF_MEMORY as OUT_OF_MEMORY};
+
+/// Allocations of at least this many bytes are large: the ones counted and refused. Smaller ones
+/// (messages, handles, short lists) always succeed; the inputs below keep the library's own
+/// lists of a call (LoD offsets, sequence bounds) under it unless a case is about them.
+pub const LARGE: usize = 64 << 10;
+
+/// The system allocator, which refuses one chosen large allocation while a call is armed.
+struct Refusing;
+
+/// Whether large allocations are counted (during the export under test only).
+static ARMED: AtomicBool = AtomicBool::new(false);
+/// Large allocations asked for while armed, refused or not.
+static SEEN: AtomicUsize = AtomicUsize::new(0);
+/// The index (in `SEEN` order) of the large allocation to refuse; `usize::MAX` refuses none.
+static REFUSE_AT: AtomicUsize = AtomicUsize::new(usize::MAX);
+/// Bytes of large allocations live now, armed or not.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+fn refuse(size: usize) -> bool {
+    size >= LARGE && ARMED.load(SeqCst) && SEEN.fetch_add(1, SeqCst) == REFUSE_AT.load(SeqCst)
+}
+
+fn note_alloc(p: *mut u8, size: usize) -> *mut u8 {
+    if !p.is_null() && size >= LARGE {
+        LIVE.fetch_add(size, SeqCst);
+    }
+    p
+}
+
+fn note_free(size: usize) {
+    if size >= LARGE {
+        LIVE.fetch_sub(size, SeqCst);
+    }
+}
+
+// SAFETY: every request goes to `System` unchanged, or fails with a null pointer as the
+// interface allows; the counters never touch the memory.
+unsafe impl GlobalAlloc for Refusing {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if refuse(layout.size()) {
+            return null_mut();
+        }
+        note_alloc(System.alloc(layout), layout.size())
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if refuse(layout.size()) {
+            return null_mut();
+        }
+        note_alloc(System.alloc_zeroed(layout), layout.size())
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        note_free(layout.size());
+        System.dealloc(ptr, layout)
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if new_size > layout.size() && refuse(new_size) {
+            return null_mut(); // the old block stays as it was
+        }
+        let p = System.realloc(ptr, layout, new_size);
+        if !p.is_null() {
+            note_free(layout.size());
+            note_alloc(p, new_size);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Refusing = Refusing;
+
+/// The tests share the allocator's counters, and a call armed by one would count (and refuse) the
+/// allocations of another's setup: each test holds this lock throughout.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Runs the export `f` with large allocations counted (and one of them refused, if chosen).
+/// Each case calls it around the export alone, so that its own setup and checks are not counted.
+pub fn armed<R>(f: impl FnOnce() -> R) -> R {
+    ARMED.store(true, SeqCst);
+    let r = f();
+    ARMED.store(false, SeqCst);
+    r
+}
+
+pub fn last_error() -> String {
+    // SAFETY: never NULL; valid until the next failure on this thread.
+    unsafe { CStr::from_ptr(lodtensor_last_error_message()) }.to_string_lossy().into_owned()
+}
+
+/// Runs `case` (which calls its export inside [`armed`] and returns its status) once to warm up
+/// (kernels loaded, a device's kept blocks made, input LoDs uploaded), once to count its large
+/// allocations, then once refusing each of them, checking what the module comment of the test
+/// says; the case itself checks that a failed call wrote no output and changed no input. With a
+/// CUDA device 0, its memory in use must also be as before each refused call.
+pub fn refuse_each(name: &str, mut case: impl FnMut() -> lodtensor_status_t) {
+    if crate::common::caches_off_for_guard_pages() {
+        return;
+    }
+    // Freed blocks go back to the allocator at once (the caches would hand them out uncounted
+    // and keep them live). Without a device the second call is UNSUPPORTED, which is fine.
+    assert_eq!(lodtensor_set_host_cache_limit(0), OK);
+    let _ = lodtensor_cuda_set_cache_limit(0, 0);
+    let count = |case: &mut dyn FnMut() -> lodtensor_status_t| {
+        SEEN.store(0, SeqCst);
+        REFUSE_AT.store(usize::MAX, SeqCst);
+        let status = case();
+        assert_eq!(status, OK, "{name}: {}", last_error());
+        SEEN.load(SeqCst)
+    };
+    count(&mut case);
+    let large = count(&mut case);
+    assert!(large > 0, "{name} asked for no block of {LARGE} bytes or more: its inputs are too small to test it");
+    let _ = writeln!(std::io::stderr(), "allocation failure: {name}: refusing each of {large} large allocations");
+    for k in 0..large {
+        let (live, on_device) = (LIVE.load(SeqCst), device_in_use());
+        SEEN.store(0, SeqCst);
+        REFUSE_AT.store(k, SeqCst);
+        let status = case();
+        REFUSE_AT.store(usize::MAX, SeqCst);
+        let message = last_error();
+        assert_eq!(status, OUT_OF_MEMORY, "{name}, large allocation {k} of {large} refused: {message}");
+        assert!(!message.is_empty(), "{name}, large allocation {k} of {large} refused: no message");
+        let leaked = LIVE.load(SeqCst).wrapping_sub(live) as isize;
+        assert_eq!(leaked, 0, "{name}, large allocation {k} of {large} refused: {leaked} bytes of large blocks kept");
+        assert_eq!(device_in_use(), on_device, "{name}, large allocation {k} of {large} refused: device memory kept");
+    }
+    assert_eq!(count(&mut case), large, "{name}: another count of large allocations after the refusals");
+    assert_eq!(lodtensor_set_host_cache_limit(DEFAULT_CACHE), OK);
+    let _ = lodtensor_cuda_set_cache_limit(0, usize::MAX);
+}
+
+/// The bytes in use on CUDA device 0, where there is one.
+fn device_in_use() -> Option<usize> {
+    let (mut in_use, mut kept) = (0, 0);
+    // SAFETY: valid out pointers.
+    (unsafe { lodtensor_cuda_memory_info(0, &mut in_use, &mut kept) } == OK).then_some(in_use)
+}
+
+pub const DEFAULT_CACHE: usize = lodtensor::memory::DEFAULT_HOST_CACHE_LIMIT;
+
+// ---------------------------------------------------------------------------------------------
+// Inputs, made through the C API.
+
+pub const F32: lodtensor_dtype_t = lodtensor_dtype_t { code: LODTENSOR_DTYPE_CODE_FLOAT, bits: 32, lanes: 1 };
+pub const F64: lodtensor_dtype_t = lodtensor_dtype_t { code: LODTENSOR_DTYPE_CODE_FLOAT, bits: 64, lanes: 1 };
+pub const I32: lodtensor_dtype_t = lodtensor_dtype_t { code: LODTENSOR_DTYPE_CODE_INT, bits: 32, lanes: 1 };
+pub const I64: lodtensor_dtype_t = lodtensor_dtype_t { code: LODTENSOR_DTYPE_CODE_INT, bits: 64, lanes: 1 };
+pub const BOOL: lodtensor_dtype_t = lodtensor_dtype_t { code: LODTENSOR_DTYPE_CODE_BOOL, bits: 8, lanes: 1 };
+pub const CPU: lodtensor_place_t = lodtensor_place_t { device_type: LODTENSOR_DEVICE_CPU, device_id: 0 };
+
+/// An owned handle, destroyed on drop.
+pub struct T(pub *mut lodtensor_t);
+
+impl Drop for T {
+    fn drop(&mut self) {
+        // SAFETY: a handle this test made and owns.
+        unsafe { lodtensor_destroy(self.0) }
+    }
+}
+
+impl T {
+    pub fn ptr(&self) -> *const lodtensor_t {
+        self.0
+    }
+}
+
+/// A host tensor of `dtype` and `dims` holding `data` (of the dtype's size), with a LoD of the
+/// given lengths, top level first (none when empty).
+pub fn tensor<E: Copy>(dtype: lodtensor_dtype_t, dims: &[i64], data: &[E], lengths: &[&[usize]]) -> T {
+    let sizes: Vec<usize> = lengths.iter().map(|l| l.len()).collect();
+    let lod: Vec<usize> = lengths.concat();
+    let mut out = null_mut();
+    // SAFETY: every buffer is valid for the length passed with it.
+    let s = unsafe {
+        lodtensor_create(
+            dtype,
+            dims.as_ptr(),
+            dims.len(),
+            data.as_ptr().cast(),
+            std::mem::size_of_val(data),
+            LODTENSOR_LOD_LENGTHS,
+            sizes.as_ptr(),
+            sizes.len(),
+            lod.as_ptr(),
+            lod.len(),
+            &mut out,
+        )
+    };
+    assert_eq!(s, OK, "input {dims:?}: {}", last_error());
+    T(out)
+}
+
+/// `n` values `0, 1, 2, ...` (from 0 again after 999) scaled by `scale`, as f32.
+pub fn ramp(n: usize, scale: f32) -> Vec<f32> {
+    (0..n).map(|i| (i % 1000) as f32 * scale).collect()
+}
+
+/// The batch most cases take: 64 rows of 1024 float32 (256 KiB) in sequences of 16, 0, 32 and
+/// 16 rows (an empty one among them).
+pub const LENGTHS: [usize; 4] = [16, 0, 32, 16];
+pub const ROWS: usize = 64;
+pub const WIDTH: usize = 1024;
+
+pub fn batch() -> T {
+    tensor(F32, &[ROWS as i64, WIDTH as i64], &ramp(ROWS * WIDTH, 0.001), &[&LENGTHS])
+}
+
+/// The elements of a host tensor, as bytes.
+pub fn bytes(t: *const lodtensor_t) -> Vec<u8> {
+    let (mut data, mut len) = (null(), 0);
+    // SAFETY: a live host handle; its data is `len` bytes.
+    unsafe {
+        assert_eq!(lodtensor_data(t, &mut data), OK);
+        assert_eq!(lodtensor_nbytes(t, &mut len), OK);
+        if len == 0 {
+            return vec![];
+        }
+        std::slice::from_raw_parts(data.cast::<u8>(), len).to_vec()
+    }
+}
+
+/// What a case returns for a call with one tensor output: on success it is destroyed, on failure
+/// it must not have been written.
+pub fn one(status: lodtensor_status_t, out: *mut lodtensor_t) -> lodtensor_status_t {
+    outputs(status, &[out])
+}
+
+/// As [`one`], for several outputs (NULL ones: outputs not asked for, or not made).
+pub fn outputs(status: lodtensor_status_t, outs: &[*mut lodtensor_t]) -> lodtensor_status_t {
+    for &o in outs {
+        if status != OK {
+            assert!(o.is_null(), "an output was written by a call that failed: {}", last_error());
+        }
+        // SAFETY: a handle the call made (or NULL).
+        unsafe { lodtensor_destroy(o) };
+    }
+    status
+}
+
+pub fn table_out(status: lodtensor_status_t, out: *mut rank_table_t) -> lodtensor_status_t {
+    if status != OK {
+        assert!(out.is_null(), "a table was written by a call that failed");
+    }
+    // SAFETY: a table the call made (or NULL).
+    unsafe { rank_table_destroy(out) };
+    status
+}
+
+pub fn array_out(status: lodtensor_status_t, out: *mut tensor_array_t) -> lodtensor_status_t {
+    if status != OK {
+        assert!(out.is_null(), "an array was written by a call that failed");
+    }
+    // SAFETY: an array the call made (or NULL).
+    unsafe { tensor_array_destroy(out) };
+    status
+}
+
+/// A table ranking level 0 of `x`.
+pub fn rank_table(x: &T) -> *mut rank_table_t {
+    let mut table = null_mut();
+    // SAFETY: live handles.
+    assert_eq!(unsafe { rank_table_create(x.ptr(), 0, &mut table) }, OK, "{}", last_error());
+    table
+}
+
+pub fn array_size(a: *const tensor_array_t) -> usize {
+    let mut n = 0;
+    // SAFETY: a live array.
+    assert_eq!(unsafe { tensor_array_size(a, &mut n) }, OK);
+    n
+}
+
+/// The offsets of LoD level `level` of `t`.
+pub fn offsets(t: *const lodtensor_t, level: usize) -> Vec<usize> {
+    let (mut p, mut n) = (null(), 0);
+    // SAFETY: a live handle; the offsets are borrowed for the copy.
+    unsafe {
+        assert_eq!(lodtensor_lod_offsets(t, level, &mut p, &mut n), OK);
+        std::slice::from_raw_parts(p, n).to_vec()
+    }
+}
+
+/// Every LoD level of `t`, as offsets.
+pub fn lod_of(t: *const lodtensor_t) -> Vec<Vec<usize>> {
+    let mut n = 0;
+    // SAFETY: a live handle.
+    assert_eq!(unsafe { lodtensor_lod_num_levels(t, &mut n) }, OK);
+    (0..n).map(|k| offsets(t, k)).collect()
+}
