@@ -2,9 +2,9 @@
 //! LODTENSOR_OUT_OF_MEMORY (but lodtensor_cuda_stream, whose allocations are a device's setup) is
 //! called with inputs whose results or working lists need large blocks: once to count the large
 //! allocations the call makes, then once for each of them with this test's allocator refusing
-//! that one. Each refused call must return LODTENSOR_OUT_OF_MEMORY with a message, write no
-//! output (an export that changes an input leaves it as it was), and give back every large block
-//! it took; the same call then succeeds again, with as many large allocations.
+//! that one and every later one. Each refused call must return LODTENSOR_OUT_OF_MEMORY with a
+//! message, write no output (an export that changes an input leaves it as it was), and give back
+//! every large block it took; the same call then succeeds again, with as many large allocations.
 //!
 //! An allocation failure the library does not turn into a status aborts the process (Rust's
 //! allocation error handler): the last "allocation failure:" line on stderr names the export.

@@ -1,7 +1,7 @@
 //! The harness of the allocation-failure tests (`allocation_failure`, and
-//! `cuda_allocation_failure` on the emulated device): this crate's allocator, which refuses one
-//! chosen large allocation while an export runs, [`refuse_each`], which runs a case once for
-//! each large allocation it makes, and inputs made through the C API. A test crate that
+//! `cuda_allocation_failure` on the emulated device): this crate's allocator, which refuses the
+//! large allocations of an export from a chosen one on, [`refuse_each`], which runs a case once
+//! for each large allocation it makes, and inputs made through the C API. A test crate that
 //! includes this module gets its allocator; `mod common;` must come first.
 #![allow(dead_code)]
 
@@ -20,20 +20,22 @@ pub use lodtensor_status_t::{LODTENSOR_OK as OK, LODTENSOR_OUT_OF_MEMORY as OUT_
 /// lists of a call (LoD offsets, sequence bounds) under it unless a case is about them.
 pub const LARGE: usize = 64 << 10;
 
-/// The system allocator, which refuses one chosen large allocation while a call is armed.
+/// The system allocator, which refuses large allocations from a chosen one on while a call is
+/// armed: memory runs out there and stays out, so a caller's retry (a device allocator gives its
+/// kept blocks back and tries again) is refused too.
 struct Refusing;
 
 /// Whether large allocations are counted (during the export under test only).
 static ARMED: AtomicBool = AtomicBool::new(false);
 /// Large allocations asked for while armed, refused or not.
 static SEEN: AtomicUsize = AtomicUsize::new(0);
-/// The index (in `SEEN` order) of the large allocation to refuse; `usize::MAX` refuses none.
+/// The index (in `SEEN` order) of the first large allocation refused; `usize::MAX` refuses none.
 static REFUSE_AT: AtomicUsize = AtomicUsize::new(usize::MAX);
 /// Bytes of large allocations live now, armed or not.
 static LIVE: AtomicUsize = AtomicUsize::new(0);
 
 fn refuse(size: usize) -> bool {
-    size >= LARGE && ARMED.load(SeqCst) && SEEN.fetch_add(1, SeqCst) == REFUSE_AT.load(SeqCst)
+    size >= LARGE && ARMED.load(SeqCst) && SEEN.fetch_add(1, SeqCst) >= REFUSE_AT.load(SeqCst)
 }
 
 fn note_alloc(p: *mut u8, size: usize) -> *mut u8 {
