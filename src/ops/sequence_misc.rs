@@ -329,7 +329,7 @@ pub fn sequence_erase(x: &LoDTensor, tokens: &[i64]) -> Result<LoDTensor> {
                 kernels::erase(xs, offsets, &tokens, &last, out.as_mut_slice::<T>()?)?;
                 out
             }
-            Place::Cuda(_) => gather_into_new(t, t.row_bytes(), &surviving_runs(xs, &tokens), dims)?,
+            Place::Cuda(_) => gather_into_new(t, t.row_bytes(), &surviving_runs(xs, &tokens)?, dims)?,
         };
         let upper = &x.lod().levels()[..x.lod().num_levels() - 1];
         let mut levels = lists::copy_of_levels(upper, "sequence_erase: output LoD")?;
@@ -339,18 +339,18 @@ pub fn sequence_erase(x: &LoDTensor, tokens: &[i64]) -> Result<LoDTensor> {
 }
 
 /// The runs of consecutive rows of `x` that survive erasing `tokens` (sorted), in row order.
-fn surviving_runs<T: Copy + Into<i64>>(x: &[T], tokens: &[i64]) -> Vec<Range<usize>> {
-    let mut runs: Vec<Range<usize>> = Vec::new();
-    for (r, &v) in x.iter().enumerate() {
-        if tokens.binary_search(&v.into()).is_ok() {
-            continue;
-        }
+fn surviving_runs<T: Copy + Into<i64>>(x: &[T], tokens: &[i64]) -> Result<Vec<Range<usize>>> {
+    let survives = |r: usize| tokens.binary_search(&x[r].into()).is_err();
+    // A run starts at each survivor whose row before it was erased (or is the first).
+    let starts = (0..x.len()).filter(|&r| survives(r) && (r == 0 || !survives(r - 1))).count();
+    let mut runs: Vec<Range<usize>> = lists::with_capacity(starts, "sequence_erase: surviving runs")?;
+    for r in (0..x.len()).filter(|&r| survives(r)) {
         match runs.last_mut() {
             Some(run) if run.end == r => run.end += 1,
             _ => runs.push(r..r + 1),
         }
     }
-    runs
+    Ok(runs)
 }
 
 /// The same elements as `[N * M / new_dim, new_dim]` (row-major reinterpretation, copied). `x` is

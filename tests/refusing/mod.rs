@@ -115,7 +115,7 @@ pub fn last_error() -> String {
 /// (kernels loaded, a device's kept blocks made, input LoDs uploaded), once to count its large
 /// allocations, then once refusing each of them, checking what the module comment of the test
 /// says; the case itself checks that a failed call wrote no output and changed no input. With a
-/// CUDA device 0, its memory in use must also be as before each refused call.
+/// CUDA device 0, its memory in use must be no more than before each refused call.
 pub fn refuse_each(name: &str, mut case: impl FnMut() -> lodtensor_status_t) {
     if crate::common::caches_off_for_guard_pages() {
         return;
@@ -146,7 +146,13 @@ pub fn refuse_each(name: &str, mut case: impl FnMut() -> lodtensor_status_t) {
         assert!(!message.is_empty(), "{name}, large allocation {k} of {large} refused: no message");
         let leaked = LIVE.load(SeqCst).wrapping_sub(live) as isize;
         assert_eq!(leaked, 0, "{name}, large allocation {k} of {large} refused: {leaked} bytes of large blocks kept");
-        assert_eq!(device_in_use(), on_device, "{name}, large allocation {k} of {large} refused: device memory kept");
+        // No more than before: a block the device keeps zeroed between calls may go with a failed
+        // call (its contents unknown), to be made again by the next.
+        let now = device_in_use();
+        assert!(
+            now <= on_device,
+            "{name}, large allocation {k} of {large} refused: device memory {now:?}, was {on_device:?}"
+        );
     }
     assert_eq!(count(&mut case), large, "{name}: another count of large allocations after the refusals");
     assert_eq!(lodtensor_set_host_cache_limit(DEFAULT_CACHE), OK);

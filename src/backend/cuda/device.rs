@@ -456,7 +456,7 @@ pub fn copy_all_to_host(srcs: &[&Tensor]) -> Result<Vec<Tensor>> {
             d.dtod(joined.as_ptr() as DevicePtr + at as DevicePtr, t.as_ptr() as DevicePtr, t.nbytes())?;
         }
     }
-    let mut host = vec![0u8; total];
+    let mut host = crate::memory::lists::filled(total, 0u8, "copies to the host")?;
     if total > 0 {
         d.dtoh(&mut host, joined.as_ptr() as DevicePtr)?;
     }

@@ -83,7 +83,7 @@ pub(crate) fn offset_words(offsets: &[usize]) -> &[u64] {
 /// The tables `parts` uploaded back to back in one allocation with one copy (each copy from
 /// pageable memory is a wait of its own): the allocation, and each part's device address.
 pub(crate) fn upload_joined(d: &Arc<Device>, parts: &[&[u64]]) -> Result<(Arc<Allocation>, Vec<u64>)> {
-    let mut joined = Vec::with_capacity(parts.iter().map(|p| p.len()).sum());
+    let mut joined = crate::memory::lists::with_capacity(parts.iter().map(|p| p.len()).sum(), "device tables")?;
     parts.iter().for_each(|p| joined.extend_from_slice(p));
     let table = upload(d, &joined)?;
     let mut at = table.as_ptr() as u64;

@@ -1,0 +1,266 @@
+//! Running out of memory on a CUDA device: `allocation_failure`'s check (tests/refusing) of the
+//! exports that run on a device, with their inputs on the emulated device, whose memory is this
+//! crate's allocator's. So both the device blocks of a call (its results, its scratch) and the
+//! host lists it makes for them (LoD offsets, row tables, the copies it brings back to check)
+//! are refused in turn: each refused call must return LODTENSOR_OUT_OF_MEMORY, write no output,
+//! and give back every block it took, host and device (the device's memory in use is as before).
+//! The device's block cache is off meanwhile, so every device block is asked of the allocator.
+//!
+//! Only with the emulator (`--features cuda-emulator`): a real device's memory comes from its
+//! driver, past this crate's allocator (`cuda_oom` runs a real device out of memory).
+#![cfg(feature = "cuda-emulator")]
+
+mod common;
+mod cuda_common;
+mod refusing;
+
+use cuda_common::gpu_or_skip;
+use lodtensor::capi::*;
+use refusing::*;
+use std::ptr::{null, null_mut};
+
+const DEVICE: lodtensor_place_t = lodtensor_place_t { device_type: LODTENSOR_DEVICE_CUDA, device_id: 0 };
+
+/// A copy of `t` on the device.
+fn on_device(t: &T) -> T {
+    let mut out = null_mut();
+    // SAFETY: a live handle and a valid out pointer.
+    assert_eq!(unsafe { lodtensor_to_place(t.ptr(), DEVICE, &mut out) }, OK, "{}", last_error());
+    T(out)
+}
+
+/// A device tensor as `tensor` makes a host one.
+fn device_tensor<E: Copy>(dtype: lodtensor_dtype_t, dims: &[i64], data: &[E], lengths: &[&[usize]]) -> T {
+    on_device(&tensor(dtype, dims, data, lengths))
+}
+
+/// `refuse_each` of an export with one tensor output.
+fn one_output(name: &str, call: impl Fn(*mut *mut lodtensor_t) -> lodtensor_status_t) {
+    refuse_each(name, || {
+        let mut out = null_mut();
+        one(armed(|| call(&mut out)), out)
+    });
+}
+
+#[test]
+fn device_tensors_are_made_or_nothing() {
+    let _serial = serial();
+    if !gpu_or_skip() {
+        return;
+    }
+    let host = batch();
+    // SAFETY (every call below): live handles and valid out pointers.
+    one_output("lodtensor_to_place (to the device)", |out| unsafe { lodtensor_to_place(host.ptr(), DEVICE, out) });
+    let x = on_device(&host);
+    one_output("lodtensor_to_place (to the host)", |out| unsafe { lodtensor_to_place(x.ptr(), CPU, out) });
+    one_output("lodtensor_copy (device)", |out| unsafe { lodtensor_copy(x.ptr(), out) });
+    let dims = [ROWS as i64, WIDTH as i64];
+    one_output("lodtensor_fill_on (device)", |out| unsafe {
+        lodtensor_fill_on(DEVICE, F32, dims.as_ptr(), 2, 0.5, out)
+    });
+    one_output("lodtensor_cast (device)", |out| unsafe { lodtensor_cast(x.ptr(), F64, out) });
+    one_output("lodtensor_log_softmax (device)", |out| unsafe { lodtensor_log_softmax(x.ptr(), out) });
+    refuse_each("lodtensor_topk (device)", || unsafe {
+        let (mut values, mut indices) = (null_mut(), null_mut());
+        outputs(armed(|| lodtensor_topk(x.ptr(), 512, true, &mut values, &mut indices)), &[values, indices])
+    });
+    let xs = [x.ptr(), x.ptr()];
+    one_output("lodtensor_merge (device)", |out| unsafe { lodtensor_merge(xs.as_ptr(), 2, out) });
+    let index = device_tensor(I64, &[128], &(0..128i64).map(|i| (i * 7) % ROWS as i64).collect::<Vec<_>>(), &[]);
+    one_output("lodtensor_gather_rows (device)", |out| unsafe { lodtensor_gather_rows(x.ptr(), index.ptr(), out) });
+    let updates = device_tensor(F32, &[128, WIDTH as i64], &ramp(128 * WIDTH, 2.0), &[]);
+    for (mode, name) in [(LODTENSOR_SCATTER_OVERWRITE, "overwrite"), (LODTENSOR_SCATTER_ADD, "add")] {
+        one_output(&format!("lodtensor_scatter_rows ({name}, device)"), |out| unsafe {
+            lodtensor_scatter_rows(x.ptr(), index.ptr(), updates.ptr(), mode, out)
+        });
+    }
+}
+
+/// The sequence operators on `x` (on the device, `width` float32 a row, in sequences of
+/// `lengths`); `suffix` tells the two batches apart.
+fn sequence_ops(lengths: &[usize], width: usize, suffix: &str) {
+    let (seqs, rows) = (lengths.len(), lengths.iter().sum::<usize>());
+    let x = device_tensor(F32, &[rows as i64, width as i64], &ramp(rows * width, 0.01), &[lengths]);
+    let short = device_tensor(F32, &[seqs as i64, width as i64], &ramp(seqs * width, 1.0), &[]);
+    // SAFETY (every call below): live handles and valid out pointers.
+    one_output(&format!("sequence_expand{suffix}"), |out| unsafe { sequence_expand(short.ptr(), x.ptr(), 0, out) });
+    one_output(&format!("sequence_expand_as{suffix}"), |out| unsafe { sequence_expand_as(short.ptr(), x.ptr(), out) });
+    let xs = [x.ptr(), x.ptr()];
+    one_output(&format!("sequence_concat{suffix}"), |out| unsafe { sequence_concat(xs.as_ptr(), 2, out) });
+    one_output(&format!("sequence_reverse{suffix}"), |out| unsafe { sequence_reverse(x.ptr(), out) });
+    one_output(&format!("sequence_reshape{suffix}"), |out| unsafe { sequence_reshape(x.ptr(), width as i64 / 2, out) });
+    let offset: Vec<i64> = lengths.iter().map(|&n| n.min(1) as i64).collect();
+    let length: Vec<i64> = lengths.iter().map(|&n| n.saturating_sub(1) as i64).collect();
+    let offset = device_tensor(I64, &[seqs as i64], &offset, &[]);
+    let length = device_tensor(I64, &[seqs as i64], &length, &[]);
+    one_output(&format!("sequence_slice{suffix}"), |out| unsafe {
+        sequence_slice(x.ptr(), offset.ptr(), length.ptr(), out)
+    });
+    let pad_value = device_tensor(F32, &[1], &[-1f32], &[]);
+    refuse_each(&format!("sequence_pad{suffix}"), || unsafe {
+        let (mut out, mut kept) = (null_mut(), null_mut());
+        outputs(armed(|| sequence_pad(x.ptr(), pad_value.ptr(), -1, &mut out, &mut kept)), &[out, kept])
+    });
+    let longest = *lengths.iter().max().expect("sequences");
+    let padded =
+        device_tensor(F32, &[seqs as i64, longest as i64, width as i64], &ramp(seqs * longest * width, 1.0), &[]);
+    let kept = device_tensor(I64, &[seqs as i64], &lengths.iter().map(|&n| n as i64).collect::<Vec<_>>(), &[]);
+    one_output(&format!("sequence_unpad{suffix}"), |out| unsafe { sequence_unpad(padded.ptr(), kept.ptr(), out) });
+    // Pooling makes a row per sequence: rows wide enough for 256 KiB of them.
+    let pool_width = width.max((64 << 10) / seqs);
+    let wide = device_tensor(F32, &[rows as i64, pool_width as i64], &ramp(rows * pool_width, 0.25), &[lengths]);
+    for (pool, name) in [(LODTENSOR_POOL_SUM, "sum"), (LODTENSOR_POOL_MAX, "max")] {
+        refuse_each(&format!("sequence_pool ({name}){suffix}"), || unsafe {
+            let (mut out, mut index) = (null_mut(), null_mut());
+            outputs(armed(|| sequence_pool(wide.ptr(), pool, 0.0, &mut out, &mut index)), &[out, index])
+        });
+    }
+    let filter = device_tensor(F32, &[3 * width as i64, width as i64], &ramp(3 * width * width, 0.001), &[]);
+    one_output(&format!("sequence_conv{suffix}"), |out| unsafe {
+        sequence_conv(x.ptr(), filter.ptr(), null(), 3, -1, 1, false, out)
+    });
+    // One element per row: the sequences scaled to 16384 rows at least.
+    let scale = 16384usize.div_ceil(rows);
+    let token_lengths: Vec<usize> = lengths.iter().map(|&n| n * scale).collect();
+    let (lengths, rows) = (&token_lengths[..], rows * scale);
+    let tokens: Vec<i64> = (0..rows as i64).map(|i| i % 5).collect();
+    let tokens = device_tensor(I64, &[rows as i64, 1], &tokens, &[lengths]);
+    one_output(&format!("sequence_enumerate{suffix}"), |out| unsafe { sequence_enumerate(tokens.ptr(), 4, -1, out) });
+    let erased = [2i64];
+    one_output(&format!("sequence_erase{suffix}"), |out| unsafe {
+        sequence_erase(tokens.ptr(), erased.as_ptr(), 1, out)
+    });
+    let scores = device_tensor(F32, &[rows as i64, 1], &ramp(rows, 0.01), &[lengths]);
+    one_output(&format!("sequence_softmax{suffix}"), |out| unsafe { sequence_softmax(scores.ptr(), out) });
+    one_output(&format!("sequence_mask{suffix}"), |out| unsafe { sequence_mask(tokens.ptr(), 4096, F32, out) });
+}
+
+#[test]
+fn device_sequence_ops_make_results_or_nothing() {
+    let _serial = serial();
+    if !gpu_or_skip() {
+        return;
+    }
+    sequence_ops(&LENGTHS, 1024, " (device)");
+    let many: Vec<usize> = (0..16384).map(|i| [1, 0, 2, 1][i % 4]).collect();
+    sequence_ops(&many, 16, " (device, many sequences)");
+    // Scatter into four device rows of 16384 values.
+    let target = device_tensor(F32, &[4, 16384], &ramp(4 * 16384, 1.0), &[]);
+    let ids = device_tensor(I64, &[6, 1], &[3i64, 9, 16383, 0, 5, 5], &[&[2, 0, 3, 1]]);
+    let adds = device_tensor(F32, &[6, 1], &[1f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[&[2, 0, 3, 1]]);
+    // SAFETY: live handles and a valid out pointer.
+    one_output("sequence_scatter (device)", |out| unsafe {
+        sequence_scatter(target.ptr(), ids.ptr(), adds.ptr(), out)
+    });
+}
+
+#[test]
+fn device_tensor_arrays_change_whole_or_not_at_all() {
+    let _serial = serial();
+    if !gpu_or_skip() {
+        return;
+    }
+    let x = on_device(&batch());
+    let table = rank_table(&x);
+    // SAFETY (every call below): live handles and valid out pointers.
+    one_output("rank_table_reorder (device)", |out| unsafe { rank_table_reorder(table, x.ptr(), out) });
+    refuse_each("tensor_array_unpack (device)", || unsafe {
+        let mut a = null_mut();
+        array_out(armed(|| tensor_array_unpack(x.ptr(), table, &mut a)), a)
+    });
+    let mut steps = null_mut();
+    assert_eq!(unsafe { tensor_array_unpack(x.ptr(), table, &mut steps) }, OK);
+    one_output("tensor_array_pack (device)", |out| unsafe { tensor_array_pack(steps, table, out) });
+    let stacked = device_tensor(F32, &[4, ROWS as i64, WIDTH as i64], &ramp(4 * ROWS * WIDTH, 1.0), &[]);
+    refuse_each("tensor_array_unstack (device)", || unsafe {
+        let mut a = null_mut();
+        array_out(armed(|| tensor_array_unstack(stacked.ptr(), 0, &mut a)), a)
+    });
+    let mut a = null_mut();
+    assert_eq!(unsafe { tensor_array_unstack(stacked.ptr(), 0, &mut a) }, OK);
+    for use_stack in [false, true] {
+        one_output(&format!("tensor_array_to_tensor (stack {use_stack}, device)"), |out| unsafe {
+            tensor_array_to_tensor(a, 0, use_stack, out, null_mut(), 0)
+        });
+    }
+    one_output("tensor_array_read (copy, device)", |out| unsafe { tensor_array_read(a, 2, true, out) });
+    refuse_each("tensor_array_write (copy, device)", || unsafe {
+        let s = armed(|| tensor_array_write(a, 1, x.ptr(), true));
+        assert_eq!(array_size(a), 4, "the array's size changed");
+        s
+    });
+    unsafe {
+        tensor_array_destroy(a);
+        tensor_array_destroy(steps);
+        rank_table_destroy(table);
+    }
+}
+
+#[test]
+fn device_beam_search_selects_or_nothing() {
+    let _serial = serial();
+    if !gpu_or_skip() {
+        return;
+    }
+    // 4096 sources of one prefix each, beam 4, over 16 tokens: 16384 selected items.
+    let sources = 4096;
+    let one_each = vec![1usize; sources];
+    let pre_ids = device_tensor(I64, &[sources as i64], &vec![3i64; sources], &[&one_each, &one_each]);
+    let pre_scores = device_tensor(F32, &[sources as i64], &vec![-0.5f32; sources], &[]);
+    let log_probs = (0..sources * 16).map(|i| -(((i * 13) % 17) as f32) / 4.0).collect::<Vec<_>>();
+    let log_probs = device_tensor(F32, &[sources as i64, 16], &log_probs, &[]);
+    // SAFETY (every call below): live handles and valid out pointers.
+    refuse_each("beam_search_fused_step (device)", || unsafe {
+        let (mut ids, mut sc, mut parents) = (null_mut(), null_mut(), null_mut());
+        let s = armed(|| {
+            beam_search_fused_step(
+                pre_ids.ptr(),
+                pre_scores.ptr(),
+                log_probs.ptr(),
+                4,
+                1,
+                &mut ids,
+                &mut sc,
+                &mut parents,
+            )
+        });
+        outputs(s, &[ids, sc, parents])
+    });
+    let scores = (0..sources * 8).map(|i| ((i * 37) % 101) as f32 / 101.0 + 0.01).collect::<Vec<_>>();
+    let scores = device_tensor(F32, &[sources as i64, 8], &scores, &[&one_each, &one_each]);
+    refuse_each("beam_search_step (device)", || unsafe {
+        let (mut ids, mut sc, mut parents) = (null_mut(), null_mut(), null_mut());
+        let s = armed(|| {
+            beam_search_step(
+                pre_ids.ptr(),
+                pre_scores.ptr(),
+                null(),
+                scores.ptr(),
+                0,
+                4,
+                1,
+                false,
+                &mut ids,
+                &mut sc,
+                &mut parents,
+            )
+        });
+        outputs(s, &[ids, sc, parents])
+    });
+    let state = device_tensor(F32, &[128, WIDTH as i64], &ramp(128 * WIDTH, 1.0), &[]);
+    let parent = device_tensor(I32, &[128], &(0..128i32).map(|i| 127 - i).collect::<Vec<_>>(), &[]);
+    one_output("beam_search_gather_state (device)", |out| unsafe {
+        beam_search_gather_state(state.ptr(), parent.ptr(), out)
+    });
+    refuse_each("beam_search_gather_states (device)", || unsafe {
+        let states = [state.ptr(), state.ptr()];
+        let mut out = [null_mut(); 2];
+        outputs(armed(|| beam_search_gather_states(states.as_ptr(), 2, parent.ptr(), out.as_mut_ptr())), &out)
+    });
+    let n = 16 * 64 * 64;
+    let ids = device_tensor(I64, &[16, 64, 64], &(0..n as i64).collect::<Vec<_>>(), &[]);
+    let parents = device_tensor(I64, &[16, 64, 64], &vec![0i64; n], &[]);
+    one_output("beam_search_gather_tree (device)", |out| unsafe {
+        beam_search_gather_tree(ids.ptr(), parents.ptr(), out)
+    });
+}
