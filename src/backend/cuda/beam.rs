@@ -11,6 +11,7 @@ use crate::dim::Dim;
 use crate::dtype::DType;
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;
+use crate::memory::lists;
 use crate::place::Place;
 use crate::tensor::Tensor;
 use std::sync::Arc;
@@ -121,14 +122,14 @@ fn select_step(
     launch(d, "beam.cu", kernel, [1, 1, 1], [SELECT_THREADS, 1, 1], args)?;
     // The one wait for the device: everything the host needs comes down in this copy.
     let down = host_block.as_ref().unwrap_or(&row_offsets);
-    let mut words = crate::memory::lists::filled(down.len().div_ceil(8), 0i64, "beam step: the selection")?;
+    let mut words = lists::filled(down.len().div_ceil(8), 0i64, "beam step: the selection")?;
     // SAFETY (both views): i64 words seen as their bytes, `down.len()` of them.
     d.dtoh(
         unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), down.len()) },
         down.as_ptr() as DevicePtr,
     )?;
     let bytes = unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), down.len()) };
-    let offsets = crate::memory::lists::collect(words[..=rows].iter().map(|&v| v as usize), "beam step: row offsets")?;
+    let offsets = lists::collect(words[..=rows].iter().map(|&v| v as usize), "beam step: row offsets")?;
     let n = offsets[rows];
     ensure!(n <= cap, Internal, "beam step: {n} items selected, room for {cap}");
     let host = match host_copies {

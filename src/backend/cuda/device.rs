@@ -11,6 +11,7 @@ use super::KERNEL_SOURCES;
 use crate::dim::Dim;
 use crate::error::{ensure, err, Error, Result};
 use crate::memory::block_cache::BlockCache;
+use crate::memory::lists;
 use crate::memory::size_class::size_class;
 use crate::memory::Allocation;
 use crate::place::Place;
@@ -456,7 +457,7 @@ pub fn copy_all_to_host(srcs: &[&Tensor]) -> Result<Vec<Tensor>> {
             d.dtod(joined.as_ptr() as DevicePtr + at as DevicePtr, t.as_ptr() as DevicePtr, t.nbytes())?;
         }
     }
-    let mut host = crate::memory::lists::filled(total, 0u8, "copies to the host")?;
+    let mut host = lists::filled(total, 0u8, "copies to the host")?;
     if total > 0 {
         d.dtoh(&mut host, joined.as_ptr() as DevicePtr)?;
     }

@@ -10,6 +10,7 @@ use crate::dim::Dim;
 use crate::dtype::DType;
 use crate::error::{ensure, err, Result};
 use crate::lod::LodLevel;
+use crate::memory::lists;
 use crate::place::Place;
 use crate::tensor::Tensor;
 use std::ops::Range;
@@ -35,7 +36,7 @@ pub fn gather_row_ranges(src: &Tensor, row_bytes: usize, ranges: &[Range<usize>]
             ranges.len(),
             out.nbytes()
         );
-        let starts = crate::memory::lists::collect(ranges.iter().map(|r| r.start as i64), "gather_row_ranges: rows")?;
+        let starts = lists::collect(ranges.iter().map(|r| r.start as i64), "gather_row_ranges: rows")?;
         let table = upload(&d, &starts)?;
         let bad = BadCount::unread(&d)?;
         let index = (table.as_ptr() as u64, "i64", ranges.len());
@@ -276,7 +277,7 @@ pub(crate) fn gather_ranges_from(
     // more than the ranges).
     let n = ranges.len();
     let num_ranges = count_u32(n, what)?;
-    let mut table = crate::memory::lists::filled(2 * n + 1, 0u64, what)?;
+    let mut table = lists::filled(2 * n + 1, 0u64, what)?;
     let (addrs, offsets) = table.split_at_mut(n);
     let mut rows = 0u64;
     for ((slot, end), (addr, len)) in addrs.iter_mut().zip(&mut offsets[1..]).zip(ranges) {

@@ -6,6 +6,7 @@ use super::launch::upload;
 use crate::dtype::DType;
 use crate::error::{err, Result};
 use crate::lod::LodLevel;
+use crate::memory::lists;
 use crate::memory::Allocation;
 use crate::place::Place;
 use crate::tensor::Tensor;
@@ -83,7 +84,7 @@ pub(crate) fn offset_words(offsets: &[usize]) -> &[u64] {
 /// The tables `parts` uploaded back to back in one allocation with one copy (each copy from
 /// pageable memory is a wait of its own): the allocation, and each part's device address.
 pub(crate) fn upload_joined(d: &Arc<Device>, parts: &[&[u64]]) -> Result<(Arc<Allocation>, Vec<u64>)> {
-    let mut joined = crate::memory::lists::with_capacity(parts.iter().map(|p| p.len()).sum(), "device tables")?;
+    let mut joined = lists::with_capacity(parts.iter().map(|p| p.len()).sum(), "device tables")?;
     parts.iter().for_each(|p| joined.extend_from_slice(p));
     let table = upload(d, &joined)?;
     let mut at = table.as_ptr() as u64;
