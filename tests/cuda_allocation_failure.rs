@@ -31,7 +31,7 @@ fn on_device(t: &T) -> T {
 
 /// A device tensor as `tensor` makes a host one.
 fn device_tensor<E: Copy>(dtype: lodtensor_dtype_t, dims: &[i64], data: &[E], lengths: &[&[usize]]) -> T {
-    on_device(&tensor(dtype, dims, data, lengths))
+    tensor_on(DEVICE, dtype, dims, data, lengths)
 }
 
 /// `refuse_each` of an export with one tensor output.
@@ -199,68 +199,7 @@ fn device_tensor_arrays_change_whole_or_not_at_all() {
 #[test]
 fn device_beam_search_selects_or_nothing() {
     let _serial = serial();
-    if !gpu_or_skip() {
-        return;
+    if gpu_or_skip() {
+        beam_cases(DEVICE, " (device)");
     }
-    // 4096 sources of one prefix each, beam 4, over 16 tokens: 16384 selected items.
-    let sources = 4096;
-    let one_each = vec![1usize; sources];
-    let pre_ids = device_tensor(I64, &[sources as i64], &vec![3i64; sources], &[&one_each, &one_each]);
-    let pre_scores = device_tensor(F32, &[sources as i64], &vec![-0.5f32; sources], &[]);
-    let log_probs = (0..sources * 16).map(|i| -(((i * 13) % 17) as f32) / 4.0).collect::<Vec<_>>();
-    let log_probs = device_tensor(F32, &[sources as i64, 16], &log_probs, &[]);
-    // SAFETY (every call below): live handles and valid out pointers.
-    refuse_each("beam_search_fused_step (device)", || unsafe {
-        let (mut ids, mut sc, mut parents) = (null_mut(), null_mut(), null_mut());
-        let s = armed(|| {
-            beam_search_fused_step(
-                pre_ids.ptr(),
-                pre_scores.ptr(),
-                log_probs.ptr(),
-                4,
-                1,
-                &mut ids,
-                &mut sc,
-                &mut parents,
-            )
-        });
-        outputs(s, &[ids, sc, parents])
-    });
-    let scores = (0..sources * 8).map(|i| ((i * 37) % 101) as f32 / 101.0 + 0.01).collect::<Vec<_>>();
-    let scores = device_tensor(F32, &[sources as i64, 8], &scores, &[&one_each, &one_each]);
-    refuse_each("beam_search_step (device)", || unsafe {
-        let (mut ids, mut sc, mut parents) = (null_mut(), null_mut(), null_mut());
-        let s = armed(|| {
-            beam_search_step(
-                pre_ids.ptr(),
-                pre_scores.ptr(),
-                null(),
-                scores.ptr(),
-                0,
-                4,
-                1,
-                false,
-                &mut ids,
-                &mut sc,
-                &mut parents,
-            )
-        });
-        outputs(s, &[ids, sc, parents])
-    });
-    let state = device_tensor(F32, &[128, WIDTH as i64], &ramp(128 * WIDTH, 1.0), &[]);
-    let parent = device_tensor(I32, &[128], &(0..128i32).map(|i| 127 - i).collect::<Vec<_>>(), &[]);
-    one_output("beam_search_gather_state (device)", |out| unsafe {
-        beam_search_gather_state(state.ptr(), parent.ptr(), out)
-    });
-    refuse_each("beam_search_gather_states (device)", || unsafe {
-        let states = [state.ptr(), state.ptr()];
-        let mut out = [null_mut(); 2];
-        outputs(armed(|| beam_search_gather_states(states.as_ptr(), 2, parent.ptr(), out.as_mut_ptr())), &out)
-    });
-    let n = 16 * 64 * 64;
-    let ids = device_tensor(I64, &[16, 64, 64], &(0..n as i64).collect::<Vec<_>>(), &[]);
-    let parents = device_tensor(I64, &[16, 64, 64], &vec![0i64; n], &[]);
-    one_output("beam_search_gather_tree (device)", |out| unsafe {
-        beam_search_gather_tree(ids.ptr(), parents.ptr(), out)
-    });
 }

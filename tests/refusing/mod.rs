@@ -220,6 +220,24 @@ pub fn tensor<E: Copy>(dtype: lodtensor_dtype_t, dims: &[i64], data: &[E], lengt
     T(out)
 }
 
+/// [`tensor`] on `place`: made on the host and copied there.
+pub fn tensor_on<E: Copy>(
+    place: lodtensor_place_t,
+    dtype: lodtensor_dtype_t,
+    dims: &[i64],
+    data: &[E],
+    lengths: &[&[usize]],
+) -> T {
+    let t = tensor(dtype, dims, data, lengths);
+    if place == CPU {
+        return t;
+    }
+    let mut out = null_mut();
+    // SAFETY: a live handle and a valid out pointer.
+    assert_eq!(unsafe { lodtensor_to_place(t.ptr(), place, &mut out) }, OK, "{}", last_error());
+    T(out)
+}
+
 /// `n` values `0, 1, 2, ...` (from 0 again after 999) scaled by `scale`, as f32.
 pub fn ramp(n: usize, scale: f32) -> Vec<f32> {
     (0..n).map(|i| (i % 1000) as f32 * scale).collect()
@@ -316,4 +334,54 @@ pub fn lod_of(t: *const lodtensor_t) -> Vec<Vec<usize>> {
     // SAFETY: a live handle.
     assert_eq!(unsafe { lodtensor_lod_num_levels(t, &mut n) }, OK);
     (0..n).map(|k| offsets(t, k)).collect()
+}
+
+/// The beam-search steps and state reordering with inputs on `place` (`suffix` names it): 4096
+/// sources of one prefix each, beam 4, so the selection is 16384 items and so are the candidate
+/// lists; states of 128 rows of 1024 float32; gather_tree over [16, 64, 64].
+pub fn beam_cases(place: lodtensor_place_t, suffix: &str) {
+    let sources = 4096;
+    let one_each = vec![1usize; sources];
+    let pre_ids = tensor_on(place, I64, &[sources as i64], &vec![3i64; sources], &[&one_each, &one_each]);
+    let pre_scores = tensor_on(place, F32, &[sources as i64], &vec![-0.5f32; sources], &[]);
+    let scores = (0..sources * 8).map(|i| ((i * 37) % 101) as f32 / 101.0 + 0.01).collect::<Vec<_>>();
+    let scores = tensor_on(place, F32, &[sources as i64, 8], &scores, &[&one_each, &one_each]);
+    // SAFETY (every call below): live handles and valid out pointers.
+    refuse_each(&format!("beam_search_step{suffix}"), || unsafe {
+        let (mut ids, mut sc, mut parents) = (null_mut(), null_mut(), null_mut());
+        let s = armed(|| {
+            let (pre_ids, pre_scores) = (pre_ids.ptr(), pre_scores.ptr());
+            beam_search_step(pre_ids, pre_scores, null(), scores.ptr(), 0, 4, 1, false, &mut ids, &mut sc, &mut parents)
+        });
+        outputs(s, &[ids, sc, parents])
+    });
+    let log_probs = (0..sources * 16).map(|i| -(((i * 13) % 17) as f32) / 4.0).collect::<Vec<_>>();
+    let log_probs = tensor_on(place, F32, &[sources as i64, 16], &log_probs, &[]);
+    refuse_each(&format!("beam_search_fused_step{suffix}"), || unsafe {
+        let (mut ids, mut sc, mut parents) = (null_mut(), null_mut(), null_mut());
+        let s = armed(|| {
+            let (pre_ids, pre_scores) = (pre_ids.ptr(), pre_scores.ptr());
+            beam_search_fused_step(pre_ids, pre_scores, log_probs.ptr(), 4, 1, &mut ids, &mut sc, &mut parents)
+        });
+        outputs(s, &[ids, sc, parents])
+    });
+    let state = tensor_on(place, F32, &[128, WIDTH as i64], &ramp(128 * WIDTH, 1.0), &[]);
+    let parent = tensor_on(place, I32, &[128], &(0..128i32).map(|i| 127 - i).collect::<Vec<_>>(), &[]);
+    refuse_each(&format!("beam_search_gather_state{suffix}"), || unsafe {
+        let mut out = null_mut();
+        one(armed(|| beam_search_gather_state(state.ptr(), parent.ptr(), &mut out)), out)
+    });
+    refuse_each(&format!("beam_search_gather_states{suffix}"), || unsafe {
+        let states = [state.ptr(), state.ptr()];
+        let mut out = [null_mut(); 2];
+        outputs(armed(|| beam_search_gather_states(states.as_ptr(), 2, parent.ptr(), out.as_mut_ptr())), &out)
+    });
+    // Every parent is beam 0.
+    let n = 16 * 64 * 64;
+    let ids = tensor_on(place, I64, &[16, 64, 64], &(0..n as i64).collect::<Vec<_>>(), &[]);
+    let parents = tensor_on(place, I64, &[16, 64, 64], &vec![0i64; n], &[]);
+    refuse_each(&format!("beam_search_gather_tree{suffix}"), || unsafe {
+        let mut out = null_mut();
+        one(armed(|| beam_search_gather_tree(ids.ptr(), parents.ptr(), &mut out)), out)
+    });
 }
