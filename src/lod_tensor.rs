@@ -183,17 +183,10 @@ impl LoDTensor {
             crate::backend::cpu::rows::gather_blocks(&srcs, proto.tensor.row_bytes(), &blocks, tensor.bytes_mut()?)?;
             tensor
         };
-        // Each level reserved at its merged length first.
-        let mut levels = lists::try_collect(
-            first.lod.num_levels(),
-            (0..first.lod.num_levels()).map(|k| {
-                let len = parts.iter().map(|p| p.lod.levels()[k].len() - 1).sum::<usize>() + 1;
-                let mut level = lists::with_capacity(len, "merge: output LoD")?;
-                level.push(0usize);
-                Ok(level)
-            }),
-            "merge: output LoD",
-        )?;
+        // Each level as long as the parts' together.
+        let lengths =
+            (0..first.lod.num_levels()).map(|k| parts.iter().map(|p| p.lod.levels()[k].len() - 1).sum::<usize>() + 1);
+        let mut levels = lists::offset_levels(lengths, "merge: output LoD")?;
         for p in parts {
             for (out, level) in levels.iter_mut().zip(p.lod.levels()) {
                 let base = *out.last().expect("starts with 0");

@@ -45,6 +45,18 @@ pub(crate) fn copy_of<T: Clone>(items: &[T], what: &str) -> Result<Vec<T>> {
     Ok(v)
 }
 
+/// Offset levels to be filled: one a length of `lengths`, each holding its first offset 0 and room
+/// for that many offsets in all.
+pub(crate) fn offset_levels(lengths: impl ExactSizeIterator<Item = usize>, what: &str) -> Result<Vec<Vec<usize>>> {
+    let n = lengths.len();
+    let levels = lengths.map(|len| {
+        let mut level = with_capacity(len.max(1), what)?;
+        level.push(0);
+        Ok(level)
+    });
+    try_collect(n, levels, what)
+}
+
 /// A copy of LoD levels (or any lists of lists), each level reserved as the lists above.
 pub(crate) fn copy_of_levels<T: Clone>(levels: &[Vec<T>], what: &str) -> Result<Vec<Vec<T>>> {
     try_collect(levels.len(), levels.iter().map(|l| copy_of(l, what)), what)

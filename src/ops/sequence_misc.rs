@@ -21,7 +21,7 @@
 
 use super::common_place;
 use super::host_inputs::{all_on_host, on_host};
-use super::support::{ensure_column, gather_into_new, int_column, last_level, one_level};
+use super::support::{ensure_column, gather_into_new, int_column, last_level, one_level, row_runs};
 use crate::backend::cpu::convert::{chunk_bounds, dispatch_any_dtype, elements_mut, CHUNK};
 use crate::backend::cpu::rows::gather_row_ranges;
 use crate::backend::cpu::sequence as kernels;
@@ -35,7 +35,6 @@ use crate::lod_tensor::LoDTensor;
 use crate::memory::lists;
 use crate::place::Place;
 use crate::tensor::Tensor;
-use std::ops::Range;
 
 /// Softmax within each sequence of the last LoD level: `out[r] = exp(x[r] - m) / Σ exp(x[s] - m)`
 /// over the rows `s` of r's sequence, `m` their maximum. `x` holds one element per row (`[N]` or
@@ -329,7 +328,12 @@ pub fn sequence_erase(x: &LoDTensor, tokens: &[i64]) -> Result<LoDTensor> {
                 kernels::erase(xs, offsets, &tokens, &last, out.as_mut_slice::<T>()?)?;
                 out
             }
-            Place::Cuda(_) => gather_into_new(t, t.row_bytes(), &surviving_runs(xs, &tokens)?, dims)?,
+            Place::Cuda(_) => gather_into_new(
+                t,
+                t.row_bytes(),
+                &row_runs(survivors(xs, &tokens), "sequence_erase: surviving runs")?,
+                dims,
+            )?,
         };
         let upper = &x.lod().levels()[..x.lod().num_levels() - 1];
         let mut levels = lists::copy_of_levels(upper, "sequence_erase: output LoD")?;
@@ -338,19 +342,9 @@ pub fn sequence_erase(x: &LoDTensor, tokens: &[i64]) -> Result<LoDTensor> {
     })
 }
 
-/// The runs of consecutive rows of `x` that survive erasing `tokens` (sorted), in row order.
-fn surviving_runs<T: Copy + Into<i64>>(x: &[T], tokens: &[i64]) -> Result<Vec<Range<usize>>> {
-    let survives = |r: usize| tokens.binary_search(&x[r].into()).is_err();
-    // A run starts at each survivor whose row before it was erased (or is the first).
-    let starts = (0..x.len()).filter(|&r| survives(r) && (r == 0 || !survives(r - 1))).count();
-    let mut runs: Vec<Range<usize>> = lists::with_capacity(starts, "sequence_erase: surviving runs")?;
-    for r in (0..x.len()).filter(|&r| survives(r)) {
-        match runs.last_mut() {
-            Some(run) if run.end == r => run.end += 1,
-            _ => runs.push(r..r + 1),
-        }
-    }
-    Ok(runs)
+/// The rows of `x` that survive erasing `tokens` (sorted), in row order.
+fn survivors<'a, T: Copy + Into<i64>>(x: &'a [T], tokens: &'a [i64]) -> impl Iterator<Item = usize> + Clone + 'a {
+    (0..x.len()).filter(|&r| tokens.binary_search(&x[r].into()).is_err())
 }
 
 /// The same elements as `[N * M / new_dim, new_dim]` (row-major reinterpretation, copied). `x` is

@@ -6,6 +6,7 @@ use crate::dim::Dim;
 use crate::error::{ensure, err, Result};
 use crate::lod::LodLevel;
 use crate::lod_tensor::LoDTensor;
+use crate::memory::lists;
 use crate::place::Place;
 use crate::tensor::Tensor;
 use std::ops::Range;
@@ -31,6 +32,22 @@ pub(crate) fn one_level_from_lengths(
         return Ok(crate::lod::Lod::empty());
     }
     crate::lod::Lod::from_offsets(vec![offsets])
+}
+
+/// The rows `rows` yields, in order, as runs of consecutive rows (one range a run, so one copy
+/// a run instead of one a row). Two passes over `rows`: the runs are counted, then listed in a
+/// list reserved for them (`what` names it).
+pub(crate) fn row_runs(rows: impl Iterator<Item = usize> + Clone, what: &str) -> Result<Vec<Range<usize>>> {
+    let mut next = None;
+    let count = rows.clone().filter(|&r| next.replace(r + 1) != Some(r)).count();
+    let mut runs: Vec<Range<usize>> = lists::with_capacity(count, what)?;
+    for r in rows {
+        match runs.last_mut() {
+            Some(run) if run.end == r => run.end += 1,
+            _ => runs.push(r..r + 1),
+        }
+    }
+    Ok(runs)
 }
 
 /// A new tensor of `dims` on `src`'s place (same dtype as `src`) whose rows are `ranges[0]`, `ranges[1]`, ...

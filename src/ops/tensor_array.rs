@@ -320,15 +320,7 @@ pub fn reorder_lod_tensor_by_rank(x: &LoDTensor, table: &RankTable) -> Result<Lo
     // (uploaded, the ranges checked above, so no count is read back and nothing waits).
     let levels_in = x.lod().levels();
     // The same units in another order: each output level is as long as the input's.
-    let mut levels = lists::try_collect(
-        levels_in.len(),
-        levels_in.iter().map(|l| {
-            let mut level = lists::with_capacity(l.len(), "rank_table_reorder: output LoD")?;
-            level.push(0usize);
-            Ok(level)
-        }),
-        "rank_table_reorder: output LoD",
-    )?;
+    let mut levels = lists::offset_levels(levels_in.iter().map(Vec::len), "rank_table_reorder: output LoD")?;
     let ranges = table.items().iter().map(|item| append_unit(levels_in, item.index, &mut levels));
     let ranges = lists::collect(ranges, "rank_table_reorder: row ranges")?;
     let out = gather_into_new(x.tensor(), x.tensor().row_bytes(), &ranges, *x.dims())?;

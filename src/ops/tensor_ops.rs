@@ -4,7 +4,7 @@
 
 use super::common_place;
 use super::host_inputs::on_host;
-use super::support::{gather_into_new, int_column, is_column};
+use super::support::{gather_into_new, int_column, is_column, row_runs};
 use crate::backend::cpu::convert::{self, dispatch_any_dtype, elements, elements_mut, CastElem, Value};
 use crate::backend::cpu::softmax::softmax_segments;
 use crate::backend::cuda;
@@ -15,7 +15,6 @@ use crate::lod_tensor::LoDTensor;
 use crate::memory::lists;
 use crate::place::Place;
 use crate::tensor::Tensor;
-use std::ops::Range;
 
 /// `value` as a `T`, or an error if that would change it: integers and bool take only the values
 /// they hold exactly (no fraction, inside the range; bool only 0 and 1); floats round to nearest
@@ -123,14 +122,7 @@ pub(crate) fn gather_rows_of_all(
             ));
         }
     }
-    // Runs of consecutive indices become one range: one copy per run instead of per row.
-    let mut ranges: Vec<Range<usize>> = lists::with_capacity(index.len(), "row ranges")?;
-    for i in index.iter().map(|&i| i as usize) {
-        match ranges.last_mut() {
-            Some(r) if r.end == i => r.end += 1,
-            _ => ranges.push(i..i + 1),
-        }
-    }
+    let ranges = row_runs(index.iter().map(|&i| i as usize), "index: runs of rows")?;
     place.ensure_usable()?;
     let outs = xs.iter().map(|(_, x)| {
         let t = x.tensor();
