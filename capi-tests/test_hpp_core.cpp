@@ -277,7 +277,7 @@ void test_places() {
 }
 
 // Paddle's format: the spec's worked example (float32 [5,1], LoD [[0,2,5]]) as a save_combine
-// file of two records, read back record by record.
+// file of two records, read back record by record; a partial load.
 void test_serialize() {
     const float values[] = {1.5f, -2.0f, 3.0f, 0.25f, 8.0f};
     const std::size_t one[] = {3}, offsets[] = {0, 2, 5};
@@ -299,6 +299,14 @@ void test_serialize() {
     CHECK(same<std::size_t>(b.tensor.lod_offsets(0), {0, 3}));
     EXPECT_ERROR(lt::deserialize(lt::Span<const std::uint8_t>(file.data(), 77)), LODTENSOR_INVALID_ARGUMENT,
                  "the bytes end inside");
+    // A partial load: elements 2..5 of a record without LoD as [2, 2].
+    const std::int64_t ids[] = {7, -1, 9, 4, 4, 0};
+    const std::vector<std::uint8_t> plain = lt::serialize(lt::Tensor::create<std::int64_t>(ids, {6}));
+    lt::Deserialized c = lt::deserialize_slice(plain, 2, {2, 2});
+    CHECK_EQ_SIZE(c.consumed, plain.size());
+    CHECK(c.tensor.dims() == (std::initializer_list<std::int64_t>{2, 2}));
+    CHECK(same<std::int64_t>(c.tensor.data<std::int64_t>(), {9, 4, 4, 0}));
+    EXPECT_ERROR(lt::deserialize_slice(file, 0, {1}), LODTENSOR_INVALID_ARGUMENT, "without LoD");
 }
 
 // DLPack: a round trip lends and takes back the same memory; a managed tensor that cannot be

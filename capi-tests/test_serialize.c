@@ -1,8 +1,8 @@
 /* test_serialize: lodtensor_serialize and lodtensor_deserialize, Paddle's tensor file format
  * (spec §1.10): the spec's worked example byte for byte (float32 [5,1], LoD [[0,2,5]]), its
  * reading back from an unaligned address, a save_combine file of two records read in a loop,
- * every documented failure with its outputs left alone, and, where CUDA can be used, a device
- * tensor's record equal to its host copy's. */
+ * every documented failure with its outputs left alone, partial loads (lodtensor_deserialize_slice)
+ * with theirs, and, where CUDA can be used, a device tensor's record equal to its host copy's. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,6 +204,114 @@ static void test_bad_descs(void) {
     check_bad_desc(overflow, sizeof overflow, LODTENSOR_OUT_OF_MEMORY, "overflows");
 }
 
+/* The record of int32 [4, 3] holding 0..11, without LoD, followed by the example's record, as a
+ * save_combine file holds them; `*first` is the first record's length. */
+static uint8_t *counting_file(size_t *first, size_t *len) {
+    static const int64_t dims[2] = {4, 3};
+    int32_t values[12];
+    size_t i;
+    uint8_t *file;
+    lodtensor_t *x;
+    for (i = 0; i < 12; ++i) values[i] = (int32_t)i;
+    x = fx_make(fx_i32(), dims, 2, values, NULL, 0, NULL, 0);
+    CHECK_OK(lodtensor_serialize(x, NULL, 0, first));
+    *len = *first + EXAMPLE_LEN;
+    file = (uint8_t *)malloc(*len);
+    if (!CHECK(file != NULL)) exit(1);
+    CHECK_OK(lodtensor_serialize(x, file, *first, first));
+    example_record(file + *first);
+    lodtensor_destroy(x);
+    return file;
+}
+
+static void test_partial_load(void) {
+    static const int64_t slice_dims[2] = {2, 2}, scalar_dims[1] = {0};
+    size_t first = 0, len = 0, consumed = SENTINEL_SIZE, rest = SENTINEL_SIZE, ndim = 0;
+    uint8_t *file = counting_file(&first, &len);
+    lodtensor_t *got = NULL, *next = NULL, *want = make_example();
+    /* Elements 5..8 as [2, 2], read from an unaligned copy; the next record starts where it says. */
+    uint8_t *moved = (uint8_t *)malloc(len + 1);
+    if (!CHECK(moved != NULL)) exit(1);
+    memcpy(moved + 1, file, len);
+    if (CHECK_OK(lodtensor_deserialize_slice(moved + 1, len, 5, slice_dims, 2, &consumed, &got))) {
+        const int32_t *v = (const int32_t *)fx_data(got);
+        int64_t dims[2] = {0, 0};
+        CHECK_EQ_SIZE(consumed, first);
+        CHECK_EQ_SIZE(fx_levels(got), 0);
+        CHECK_OK(lodtensor_dims(got, dims, 2, &ndim));
+        CHECK_EQ_SIZE(ndim, 2);
+        CHECK(dims[0] == 2 && dims[1] == 2);
+        CHECK(v[0] == 5 && v[1] == 6 && v[2] == 7 && v[3] == 8);
+        if (CHECK_OK(lodtensor_deserialize(moved + 1 + consumed, len - consumed, &rest, &next))) {
+            CHECK_EQ_SIZE(rest, EXAMPLE_LEN);
+            fx_same(next, want);
+        }
+    }
+    lodtensor_destroy(got);
+    /* The last element as a 0-d tensor, and an empty slice at the end. */
+    got = NULL;
+    if (CHECK_OK(lodtensor_deserialize_slice(file, first, 11, NULL, 0, &consumed, &got))) {
+        CHECK_OK(lodtensor_ndim(got, &ndim));
+        CHECK_EQ_SIZE(ndim, 0);
+        CHECK(*(const int32_t *)fx_data(got) == 11);
+    }
+    lodtensor_destroy(got);
+    got = NULL;
+    if (CHECK_OK(lodtensor_deserialize_slice(file, first, 12, scalar_dims, 1, &consumed, &got))) {
+        size_t numel = SENTINEL_SIZE;
+        CHECK_OK(lodtensor_numel(got, &numel));
+        CHECK_EQ_SIZE(numel, 0);
+    }
+    lodtensor_destroy(got);
+    lodtensor_destroy(next);
+    lodtensor_destroy(want);
+    free(moved);
+    free(file);
+}
+
+/* A partial load that must fail with `status` and a message containing `words`, leaving both
+ * outputs alone. */
+static void check_bad_slice(const uint8_t *bytes, size_t len, int64_t seek, const int64_t *dims, size_t ndim,
+                            int32_t status, const char *words) {
+    size_t consumed = SENTINEL_SIZE;
+    lodtensor_t *out = fx_sentinel();
+    CHECK_STATUS_MSG(lodtensor_deserialize_slice(bytes, len, seek, dims, ndim, &consumed, &out), status, words);
+    CHECK_EQ_SIZE(consumed, SENTINEL_SIZE);
+    CHECK_EQ_PTR(out, fx_sentinel());
+}
+
+static void test_partial_load_errors(void) {
+    static const int64_t one[1] = {1}, twelve[1] = {12}, negative[2] = {2, -1};
+    static const int64_t ten[10] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    static const int64_t overflow[2] = {(int64_t)1 << 40, (int64_t)1 << 40};
+    static const uint8_t size_t_head[22] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0x08, 19};
+    size_t first = 0, len = 0, consumed = SENTINEL_SIZE;
+    uint8_t *file = counting_file(&first, &len), bad[EXAMPLE_LEN];
+    lodtensor_t *out = fx_sentinel();
+    CHECK_STATUS_MSG(lodtensor_deserialize_slice(file, len, 0, one, 1, &consumed, NULL), LODTENSOR_NULL_ARGUMENT,
+                     "out");
+    CHECK_STATUS_MSG(lodtensor_deserialize_slice(file, len, 0, one, 1, NULL, &out), LODTENSOR_NULL_ARGUMENT,
+                     "out_consumed");
+    CHECK_EQ_PTR(out, fx_sentinel());
+    check_bad_slice(NULL, 5, 0, one, 1, LODTENSOR_NULL_ARGUMENT, "buf");
+    check_bad_slice(file, len, 0, NULL, 1, LODTENSOR_NULL_ARGUMENT, "dims");
+    check_bad_slice(file, len, -1, one, 1, LODTENSOR_INVALID_ARGUMENT, "seek: -1 is negative");
+    check_bad_slice(file, len, 0, ten, 10, LODTENSOR_INVALID_ARGUMENT, "ndim");
+    check_bad_slice(file, len, 0, negative, 2, LODTENSOR_INVALID_ARGUMENT, "negative");
+    check_bad_slice(file, len, 0, overflow, 2, LODTENSOR_OUT_OF_MEMORY, "overflows");
+    check_bad_slice(file, len, 1, twelve, 1, LODTENSOR_INVALID_ARGUMENT, "ends past the record's 12");
+    check_bad_slice(file, len, 13, NULL, 0, LODTENSOR_INVALID_ARGUMENT, "ends past the record's 12");
+    /* The record as a whole read checks it: cut short, a bad version, an element type without a
+     * dtype; and one with LoD. */
+    check_bad_slice(file, first - 1, 0, one, 1, LODTENSOR_INVALID_ARGUMENT, "the bytes end inside the record");
+    example_record(bad);
+    bad[0] = 1;
+    check_bad_slice(bad, sizeof bad, 0, one, 1, LODTENSOR_INVALID_ARGUMENT, "LoDTensor version 1");
+    check_bad_slice(size_t_head, sizeof size_t_head, 0, one, 1, LODTENSOR_UNSUPPORTED, "SIZE_T");
+    check_bad_slice(file + first, EXAMPLE_LEN, 0, one, 1, LODTENSOR_INVALID_ARGUMENT, "without LoD");
+    free(file);
+}
+
 static void test_with_cuda(size_t count) {
     uint8_t want[EXAMPLE_LEN], got[EXAMPLE_LEN];
     size_t len = 0;
@@ -231,6 +339,8 @@ int main(void) {
     test_serialize_errors();
     test_deserialize_errors();
     test_bad_descs();
+    test_partial_load();
+    test_partial_load_errors();
     fx_with_or_without_cuda("test_serialize", test_with_cuda, test_without_cuda);
     return CHECK_RETURN();
 }

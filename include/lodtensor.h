@@ -710,6 +710,23 @@ lodtensor_status_t lodtensor_data_mut(struct lodtensor_t *t, void **out);
 // the copy).
 lodtensor_status_t lodtensor_deserialize(const void *buf, size_t buf_len, size_t *out_consumed, struct lodtensor_t **out);
 
+// Paddle's partial load (the `load` op's `seek` and `shape` attributes): from the record of
+// Paddle's tensor file format at the start of `buf`, read as `lodtensor_deserialize` reads it,
+// `*out` is a new host tensor of dims `dims[0..ndim]` holding a copy of the elements that start
+// at element `seek` of the record's row-major elements (`dims`' element count of them), for the
+// caller to destroy with `lodtensor_destroy`; `*out_consumed` is the whole record's length, where
+// the next record of a `save_combine` file starts. The whole record must be in `buf`; only the
+// slice is copied. The record must have no LoD: a slice of elements has none (Paddle's partial
+// load reads the LoD level count but not the levels, and so misreads such a record). On failure
+// `*out` and `*out_consumed` are untouched.
+//
+// Returns the statuses of `lodtensor_deserialize` but LODTENSOR_INVALID_LOD, plus
+// LODTENSOR_NULL_ARGUMENT (`dims` with a non-zero `ndim`) and LODTENSOR_INVALID_ARGUMENT
+// (`seek` negative; `ndim` above `LODTENSOR_MAX_DIMS`; a negative dim; a record with LoD
+// levels; a slice that ends past the record's elements); LODTENSOR_OUT_OF_MEMORY also for
+// `dims` whose element count overflows.
+lodtensor_status_t lodtensor_deserialize_slice(const void *buf, size_t buf_len, int64_t seek, const int64_t *dims, size_t ndim, size_t *out_consumed, struct lodtensor_t **out);
+
 // Destroys a handle. NULL is accepted and ignored. The memory is freed (or released to its
 // owner) when the last handle using it is destroyed.
 void lodtensor_destroy(struct lodtensor_t *t);

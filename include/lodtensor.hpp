@@ -429,6 +429,16 @@ inline Deserialized deserialize(Span<const std::uint8_t> bytes) {
     check(lodtensor_deserialize(bytes.data(), bytes.size(), &consumed, &out));
     return Deserialized{Tensor(out), consumed};
 }
+// Paddle's partial load (lodtensor_deserialize_slice): from the record at the start of `bytes`,
+// which has no LoD, a host tensor of `dims` holding a copy of the elements from element `seek` on,
+// and the whole record's length.
+inline Deserialized deserialize_slice(Span<const std::uint8_t> bytes, std::int64_t seek,
+                                      Span<const std::int64_t> dims) {
+    lodtensor_t *out = nullptr;
+    std::size_t consumed = 0;
+    check(lodtensor_deserialize_slice(bytes.data(), bytes.size(), seek, dims.data(), dims.size(), &consumed, &out));
+    return Deserialized{Tensor(out), consumed};
+}
 
 // x's elements lent as a DLPack managed tensor (lodtensor_to_dlpack), zero copy: the consumer
 // calls its deleter once when done (include your dlpack.h to read it). DLPack has no LoD.

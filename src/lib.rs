@@ -30,7 +30,7 @@ pub mod tensor;
 pub use dim::{Dim, MAX_DIMS};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
-pub use interop::paddle_format::{deserialize, serialize, serialized_size};
+pub use interop::paddle_format::{deserialize, deserialize_slice, serialize, serialized_size};
 pub use lod::{append_lod, check_abs_lod, check_lod, lengths_to_offsets, offsets_to_lengths, Lod};
 pub use lod_tensor::LoDTensor;
 pub use memory::Allocation;

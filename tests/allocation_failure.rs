@@ -134,6 +134,25 @@ fn records_and_arrays_are_read_or_nothing() {
         }
         one(s, out)
     });
+    // A partial load of half the rows of a record without LoD: the slice's copy is the block.
+    let dense = tensor(F32, &[ROWS as i64, WIDTH as i64], &ramp(ROWS * WIDTH, 0.001), &[]);
+    // SAFETY: live handle; a NULL buffer asks for the length.
+    assert_eq!(unsafe { lodtensor_serialize(dense.ptr(), null_mut(), 0, &mut len) }, OK);
+    let mut record = vec![0u8; len];
+    // SAFETY: `record` holds `len` bytes.
+    assert_eq!(unsafe { lodtensor_serialize(dense.ptr(), record.as_mut_ptr().cast(), len, &mut len) }, OK);
+    let half = [ROWS as i64 / 2, WIDTH as i64];
+    refuse_each("lodtensor_deserialize_slice", || unsafe {
+        let (mut consumed, mut out) = (usize::MAX, null_mut());
+        let s = armed(|| {
+            let (buf, seek) = (record.as_ptr().cast(), WIDTH as i64);
+            lodtensor_deserialize_slice(buf, record.len(), seek, half.as_ptr(), 2, &mut consumed, &mut out)
+        });
+        if s != OK {
+            assert_eq!(consumed, usize::MAX, "a failed read wrote its length");
+        }
+        one(s, out)
+    });
 
     // Bool elements are unpacked from Arrow's bits into a tensor of their own: 1 MiB of them.
     let n = 1 << 20;

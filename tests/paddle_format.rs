@@ -5,7 +5,9 @@
 mod common;
 
 use common::{nested_lengths, Rng};
-use lodtensor::{deserialize, serialize, serialized_size, DType, Dim, Error, LoDTensor, Lod, Tensor};
+use lodtensor::{
+    deserialize, deserialize_slice, serialize, serialized_size, DType, Dim, Error, LoDTensor, Lod, Tensor,
+};
 use proptest::prelude::*;
 
 /// The spec's worked example: float32 [5, 1] with LoD [[0, 2, 5]], elements 1.5, -2, 3, 0.25, 8.
@@ -255,7 +257,7 @@ proptest! {
     }
 
     /// Bytes of a valid record changed at random places, or cut short, read as a tensor or as an
-    /// error, never a panic; a tensor read is always a valid one.
+    /// error, never a panic (whole or a slice of it); a tensor read is always a valid one.
     #[test]
     fn damaged_records_never_panic(seed in any::<u64>()) {
         let mut rng = Rng(seed | 1);
@@ -269,6 +271,40 @@ proptest! {
             prop_assert!(n <= bytes.len());
             prop_assert!(LoDTensor::new(y.tensor().clone(), Lod::from_offsets(y.lod().levels().to_vec()).unwrap()).is_ok());
         }
+        // A partial load of the same bytes, at any place: a slice that fits, or an error.
+        let (seek, count) = (rng.below(8), rng.below(8));
+        if let Ok((y, n)) = deserialize_slice(&bytes, seek, Dim::new(&[count]).unwrap()) {
+            prop_assert!(n <= bytes.len());
+            prop_assert_eq!(y.tensor().numel(), count);
+        }
+    }
+
+    /// Partial loads of records of the reference writer without LoD (every dtype, 0-3 dims): the
+    /// slice of any dims that fits is the record's element bytes from `seek` on, and the length
+    /// read is the whole record's.
+    #[test]
+    fn slices_are_the_record_elements_from_seek_on(seed in any::<u64>()) {
+        let mut rng = Rng(seed | 1);
+        let dtype = DType::ALL[rng.below(DType::ALL.len())];
+        let dims: Vec<usize> = (0..rng.below(4)).map(|_| rng.below(5)).collect();
+        let numel: usize = dims.iter().product();
+        let data: Vec<u8> = (0..numel * dtype.size()).map(|_| rng.next() as u8).collect();
+        let bytes = reference_record(spec_number(dtype), &dims, &[], &data);
+        let seek = rng.below(numel + 1);
+        let count = rng.below(numel - seek + 1);
+        // The slice's dims: `count` as one dim, or split into two, or none when it is 1.
+        let slice_dims = match rng.below(3) {
+            0 if count == 1 => vec![],
+            1 if count > 0 && count.is_multiple_of(2) => vec![2, count / 2],
+            2 if count == 0 => vec![3, 0],
+            _ => vec![count],
+        };
+        let (y, n) = deserialize_slice(&bytes, seek, Dim::new(&slice_dims).unwrap()).unwrap();
+        prop_assert_eq!(n, bytes.len());
+        prop_assert_eq!(y.tensor().dtype(), dtype);
+        prop_assert_eq!(y.dims().as_slice(), &slice_dims[..]);
+        prop_assert_eq!(y.lod().num_levels(), 0);
+        prop_assert_eq!(y.tensor().bytes().unwrap(), &data[seek * dtype.size()..(seek + count) * dtype.size()]);
     }
 }
 
@@ -387,4 +423,74 @@ fn bad_lods_are_refused() {
     // Offsets that go down, and a LoD that ends before the last row.
     assert_error(error_of(&Parts::new(3, &[0, 3, 2]).bytes()), Error::InvalidLod, &["LoD level 0"]);
     assert_error(error_of(&Parts::new(3, &[0, 1, 2]).bytes()), Error::InvalidLod, &["3 rows"]);
+}
+
+/// Float32 [rows] elements 0, 1, .., rows - 1, as a record without LoD.
+fn counting_record(rows: usize) -> Vec<u8> {
+    let data: Vec<u8> = (0..rows).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    reference_record(5, &[rows], &[], &data)
+}
+
+fn slice_error(bytes: &[u8], seek: usize, dims: &[usize]) -> Error {
+    match deserialize_slice(bytes, seek, Dim::new(dims).unwrap()) {
+        Ok((x, _)) => panic!("read a {:?} slice from element {seek} of a record it does not fit", x.dims().as_slice()),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn a_slice_of_a_save_combine_record_leaves_the_next_record_where_it_is() {
+    let (x, second) = example();
+    let mut file = counting_record(10);
+    let first = file.len();
+    file.extend(&second);
+    let (a, n) = deserialize_slice(&file, 4, Dim::new(&[3, 2]).unwrap()).unwrap();
+    assert_eq!(n, first);
+    assert_eq!(a.dims().as_slice(), &[3, 2]);
+    assert_eq!(a.tensor().as_slice::<f32>().unwrap(), &[4.0, 5.0, 6.0, 7.0, 8.0, 9.0]);
+    let (b, m) = deserialize(&file[n..]).unwrap();
+    assert_eq!(m, second.len());
+    assert!(same(&b, &x));
+}
+
+#[test]
+fn slices_that_end_past_the_elements_are_refused() {
+    let bytes = counting_record(10);
+    // Empty slices at either end, and one element as a 0-d tensor, are read.
+    assert_eq!(deserialize_slice(&bytes, 10, Dim::new(&[0]).unwrap()).unwrap().0.tensor().numel(), 0);
+    assert_eq!(deserialize_slice(&bytes, 0, Dim::new(&[0, 4]).unwrap()).unwrap().0.tensor().numel(), 0);
+    assert_eq!(
+        deserialize_slice(&bytes, 9, Dim::new(&[]).unwrap()).unwrap().0.tensor().as_slice::<f32>().unwrap(),
+        &[9.0]
+    );
+    for (seek, dims) in
+        [(0, vec![11]), (1, vec![10]), (10, vec![1]), (11, vec![0]), (usize::MAX, vec![1]), (3, vec![4, 2])]
+    {
+        let e = slice_error(&bytes, seek, &dims);
+        let text = e.to_string();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{text}");
+        assert!(text.starts_with("seek, dims: ") && text.contains("ends past the record's 10"), "{text}");
+    }
+}
+
+#[test]
+fn a_slice_of_a_record_with_lod_is_refused() {
+    let (_, bytes) = example();
+    assert_error(slice_error(&bytes, 0, &[1]), Error::InvalidArgument, &["1 LoD level(s)", "without LoD"]);
+    // A record with a LoD that breaks the rules is refused the same way: its levels are not read
+    // as a LoD.
+    assert_error(slice_error(&Parts::new(3, &[0, 3, 2]).bytes(), 0, &[1]), Error::InvalidArgument, &["LoD level"]);
+}
+
+#[test]
+fn a_slice_reads_the_whole_record_as_deserialize_does() {
+    // Every cut, and a record with a bad version, fails as a whole read does.
+    let bytes = counting_record(4);
+    for len in 0..bytes.len() {
+        let (e, whole) = (slice_error(&bytes[..len], 0, &[1]), error_of(&bytes[..len]));
+        assert_eq!(e.to_string(), whole.to_string());
+    }
+    let mut bad = bytes.clone();
+    bad[0] = 1;
+    assert_error(slice_error(&bad, 0, &[1]), Error::InvalidArgument, &["LoDTensor version 1"]);
 }

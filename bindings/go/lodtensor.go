@@ -616,6 +616,22 @@ func Deserialize(b []byte) (*Tensor, int, error) {
 	return x, int(consumed), err
 }
 
+// DeserializeSlice is Paddle's partial load (lodtensor_deserialize_slice): from the record at the
+// start of b, which has no LoD, a host tensor of dims holding a copy of the elements from element
+// seek on, and the whole record's length, where the next record of a save_combine file starts.
+func DeserializeSlice(b []byte, seek int64, dims []int64) (*Tensor, int, error) {
+	var p unsafe.Pointer
+	if len(b) > 0 {
+		p = unsafe.Pointer(&b[0])
+	}
+	var consumed C.size_t
+	x, err := handleOp(func(out **C.lodtensor_t) C.lodtensor_status_t {
+		return C.lodtensor_deserialize_slice(p, C.size_t(len(b)), C.int64_t(seek),
+			(*C.int64_t)(unsafe.Pointer(ptrOf(dims))), C.size_t(len(dims)), &consumed, out)
+	})
+	return x, int(consumed), err
+}
+
 // ToDLPack lends t's elements as a DLPack managed tensor (lodtensor_to_dlpack), zero copy: a
 // *DLManagedTensorVersioned of dlpack.h, for a consumer that calls its deleter once when done.
 // DLPack has no LoD.

@@ -190,7 +190,7 @@ func TestErrorsAndClose(t *testing.T) {
 }
 
 // Paddle's format: the spec's worked example (float32 [5,1], LoD [[0,2,5]]) and a second record
-// after it, as a save_combine file holds them, read back in turn.
+// after it, as a save_combine file holds them, read back in turn; a partial load of the second.
 func TestSerialize(t *testing.T) {
 	x := must[*lt.Tensor](t)(lt.NewTensor([]float32{1.5, -2, 3, 0.25, 8}, []int64{5, 1}, lt.Offsets([]int{0, 2, 5})))
 	defer x.Close()
@@ -211,6 +211,14 @@ func TestSerialize(t *testing.T) {
 	defer b.Close()
 	eq(t, "second record's length", n+m, len(file))
 	eq(t, "second", must[[]int64](t)(lt.Data[int64](b)), []int64{7, -1, 9})
+	c, k, err := lt.DeserializeSlice(file[n:], 1, []int64{2})
+	ok(t, err)
+	defer c.Close()
+	eq(t, "sliced record's length", k, m)
+	eq(t, "slice's dims", must[[]int64](t)(c.Dims()), []int64{2})
+	eq(t, "slice", must[[]int64](t)(lt.Data[int64](c)), []int64{-1, 9})
+	_, _, err = lt.DeserializeSlice(file, 0, []int64{1})
+	wantError(t, err, lt.InvalidArgument, "without LoD")
 	_, _, err = lt.Deserialize(file[:77])
 	wantError(t, err, lt.InvalidArgument, "the bytes end inside")
 	_, _, err = lt.Deserialize(nil)

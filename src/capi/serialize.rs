@@ -4,7 +4,8 @@ use super::args::{self, get, Out};
 use super::boundary;
 use super::tensor::{lodtensor_t, new_handle};
 use super::types::lodtensor_status_t;
-use crate::interop::paddle_format::{deserialize, serialized_size, write_record};
+use crate::error::err;
+use crate::interop::paddle_format::{deserialize, deserialize_slice, serialized_size, write_record};
 use std::ffi::c_void;
 
 /// Writes `t` as a record of Paddle's tensor file format into `buf` and the record's length into
@@ -66,6 +67,43 @@ pub unsafe extern "C" fn lodtensor_deserialize(
         let (out_consumed, out) = (Out::new(out_consumed, "out_consumed")?, Out::new(out, "out")?);
         let bytes = args::slice(buf.cast::<u8>(), buf_len, "buf")?;
         let (x, consumed) = deserialize(bytes)?;
+        new_handle(out, x);
+        out_consumed.write(consumed);
+        Ok(())
+    })
+}
+
+/// Paddle's partial load (the `load` op's `seek` and `shape` attributes): from the record of
+/// Paddle's tensor file format at the start of `buf`, read as `lodtensor_deserialize` reads it,
+/// `*out` is a new host tensor of dims `dims[0..ndim]` holding a copy of the elements that start
+/// at element `seek` of the record's row-major elements (`dims`' element count of them), for the
+/// caller to destroy with `lodtensor_destroy`; `*out_consumed` is the whole record's length, where
+/// the next record of a `save_combine` file starts. The whole record must be in `buf`; only the
+/// slice is copied. The record must have no LoD: a slice of elements has none (Paddle's partial
+/// load reads the LoD level count but not the levels, and so misreads such a record). On failure
+/// `*out` and `*out_consumed` are untouched.
+///
+/// Returns the statuses of `lodtensor_deserialize` but LODTENSOR_INVALID_LOD, plus
+/// LODTENSOR_NULL_ARGUMENT (`dims` with a non-zero `ndim`) and LODTENSOR_INVALID_ARGUMENT
+/// (`seek` negative; `ndim` above `LODTENSOR_MAX_DIMS`; a negative dim; a record with LoD
+/// levels; a slice that ends past the record's elements); LODTENSOR_OUT_OF_MEMORY also for
+/// `dims` whose element count overflows.
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_deserialize_slice(
+    buf: *const c_void,
+    buf_len: usize,
+    seek: i64,
+    dims: *const i64,
+    ndim: usize,
+    out_consumed: *mut usize,
+    out: *mut *mut lodtensor_t,
+) -> lodtensor_status_t {
+    boundary(|| {
+        let (out_consumed, out) = (Out::new(out_consumed, "out_consumed")?, Out::new(out, "out")?);
+        let seek = usize::try_from(seek).map_err(|_| err!(InvalidArgument, "seek: {seek} is negative"))?;
+        let dims = args::dims(dims, ndim)?;
+        let bytes = args::slice(buf.cast::<u8>(), buf_len, "buf")?;
+        let (x, consumed) = deserialize_slice(bytes, seek, dims)?;
         new_handle(out, x);
         out_consumed.write(consumed);
         Ok(())

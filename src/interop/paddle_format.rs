@@ -124,48 +124,102 @@ pub fn serialize(x: &LoDTensor) -> Result<Vec<u8>> {
 /// more than `MAX_DIMS` dims; `InvalidLod` for the LoD; `OutOfMemory` for dims whose element
 /// count overflows and when the copy cannot be allocated.
 pub fn deserialize(bytes: &[u8]) -> Result<(LoDTensor, usize)> {
-    let mut r = Reader { bytes, at: 0 };
-    let version = r.u32("version")?;
-    ensure!(version == VERSION, InvalidArgument, "buf: LoDTensor version {version} is not supported (only 0 is)");
-    let num_levels = r.u64("LoD level count")?;
-    // Each level takes at least its size field: a count the bytes cannot hold is refused before
-    // anything is allocated for it.
+    let record = Record::read(bytes)?;
+    let lod = Lod::from_offsets(record.levels).map_err(|e| e.context("buf: "))?;
+    let x = Tensor::from_bytes(record.dtype, record.dims, record.data)?;
+    let x = LoDTensor::new(x, lod).map_err(|e| e.context("buf: "))?;
+    Ok((x, record.len))
+}
+
+/// Paddle's partial load (the `load` op's `seek` and `shape`): from the record at the start of
+/// `bytes`, which must have no LoD, a host tensor of dims `dims` holding a copy of the
+/// `dims.numel()` elements that start at element `seek` of the record's row-major elements; and
+/// the record's length, as `deserialize` gives it. The whole record is read and checked as
+/// `deserialize` reads it; only the slice is copied.
+///
+/// Paddle's partial load reads the LoD level count but not the levels, so on a record with LoD it
+/// reads the levels as the tensor's header. A slice of elements has no LoD of its own, so a
+/// record with LoD is refused here.
+///
+/// Errors: those of `deserialize` (but for `InvalidLod`, as no LoD is read), and
+/// `InvalidArgument` for a record with LoD levels, and for a slice that ends past the record's
+/// elements (named `seek` and `dims`).
+pub fn deserialize_slice(bytes: &[u8], seek: usize, dims: Dim) -> Result<(LoDTensor, usize)> {
+    let record = Record::read(bytes)?;
     ensure!(
-        num_levels <= (r.left() / 8) as u64,
+        record.levels.is_empty(),
         InvalidArgument,
-        "buf: the bytes end inside the record's LoD: {num_levels} levels take at least {} bytes from byte {}, {} \
-         are left",
-        num_levels.saturating_mul(8),
-        r.at,
-        r.left()
+        "buf: the record has {} LoD level(s); a slice is read from a record without LoD (read it whole and \
+         slice it)",
+        record.levels.len()
     );
-    let mut levels = Vec::with_capacity(num_levels as usize);
-    for k in 0..num_levels {
-        let size = r.u64(&format!("LoD level {k}'s byte size"))?;
+    let (numel, count) = (record.dims.numel(), dims.numel());
+    ensure!(
+        seek <= numel && count <= numel - seek,
+        InvalidArgument,
+        "seek, dims: the slice of {count} element(s) from element {seek} ends past the record's {numel} \
+         (dims {:?})",
+        record.dims.as_slice()
+    );
+    let size = record.dtype.size();
+    let data = &record.data[seek * size..(seek + count) * size];
+    let x = Tensor::from_bytes(record.dtype, dims, data)?;
+    Ok((LoDTensor::new(x, Lod::empty())?, record.len))
+}
+
+/// A record's parts, read and checked but for the LoD's rules: the LoD levels as written, the
+/// dtype and dims, the elements' bytes, and the record's length.
+struct Record<'a> {
+    levels: Vec<Vec<usize>>,
+    dtype: DType,
+    dims: Dim,
+    data: &'a [u8],
+    len: usize,
+}
+
+impl<'a> Record<'a> {
+    fn read(bytes: &'a [u8]) -> Result<Record<'a>> {
+        let mut r = Reader { bytes, at: 0 };
+        let version = r.u32("version")?;
+        ensure!(version == VERSION, InvalidArgument, "buf: LoDTensor version {version} is not supported (only 0 is)");
+        let num_levels = r.u64("LoD level count")?;
+        // Each level takes at least its size field: a count the bytes cannot hold is refused
+        // before anything is allocated for it.
         ensure!(
-            size % 8 == 0,
+            num_levels <= (r.left() / 8) as u64,
             InvalidArgument,
-            "buf: LoD level {k} has a byte size of {size}, which is not a whole number of 8-byte offsets"
+            "buf: the bytes end inside the record's LoD: {num_levels} levels take at least {} bytes from byte {}, \
+             {} are left",
+            num_levels.saturating_mul(8),
+            r.at,
+            r.left()
         );
-        let what = format!("LoD level {k}");
-        let level = r.take(usize::try_from(size).unwrap_or(usize::MAX), &what)?;
-        let offsets = level.chunks_exact(8).map(|o| u64::from_le_bytes(o.try_into().unwrap()) as usize);
-        levels.push(lists::collect(offsets, &what)?);
+        let mut levels = Vec::with_capacity(num_levels as usize);
+        for k in 0..num_levels {
+            let size = r.u64(&format!("LoD level {k}'s byte size"))?;
+            ensure!(
+                size % 8 == 0,
+                InvalidArgument,
+                "buf: LoD level {k} has a byte size of {size}, which is not a whole number of 8-byte offsets"
+            );
+            let what = format!("LoD level {k}");
+            let level = r.take(usize::try_from(size).unwrap_or(usize::MAX), &what)?;
+            let offsets = level.chunks_exact(8).map(|o| u64::from_le_bytes(o.try_into().unwrap()) as usize);
+            levels.push(lists::collect(offsets, &what)?);
+        }
+        let tensor_version = r.u32("tensor version")?;
+        ensure!(
+            tensor_version == VERSION,
+            InvalidArgument,
+            "buf: tensor version {tensor_version} is not supported (only 0 is)"
+        );
+        let desc_size = r.i32("tensor desc size")?;
+        ensure!(desc_size >= 0, InvalidArgument, "buf: the tensor desc size {desc_size} is negative");
+        let (dtype, dims) = parse_desc(r.take(desc_size as usize, "tensor desc")?)?;
+        let nbytes = dims.numel().saturating_mul(dtype.size());
+        let data = r.take(nbytes, &format!("elements ({dtype}, dims {:?})", dims.as_slice()))?;
+        Ok(Record { levels, dtype, dims, data, len: r.at })
     }
-    let tensor_version = r.u32("tensor version")?;
-    ensure!(
-        tensor_version == VERSION,
-        InvalidArgument,
-        "buf: tensor version {tensor_version} is not supported (only 0 is)"
-    );
-    let desc_size = r.i32("tensor desc size")?;
-    ensure!(desc_size >= 0, InvalidArgument, "buf: the tensor desc size {desc_size} is negative");
-    let (dtype, dims) = parse_desc(r.take(desc_size as usize, "tensor desc")?)?;
-    let nbytes = dims.numel().saturating_mul(dtype.size());
-    let data = r.take(nbytes, &format!("elements ({dtype}, dims {:?})", dims.as_slice()))?;
-    let lod = Lod::from_offsets(levels).map_err(|e| e.context("buf: "))?;
-    let x = LoDTensor::new(Tensor::from_bytes(dtype, dims, data)?, lod).map_err(|e| e.context("buf: "))?;
-    Ok((x, r.at))
 }
 
 /// A cursor over a record's bytes whose every read names what it reads when the bytes end first.

@@ -165,6 +165,9 @@ interface LodTensorLib extends Library {
 
     int lodtensor_deserialize(Pointer buf, long bufLen, LongByReference outConsumed, PointerByReference out);
 
+    int lodtensor_deserialize_slice(Pointer buf, long bufLen, long seek, long[] dims, long ndim,
+                                    LongByReference outConsumed, PointerByReference out);
+
     int lodtensor_cuda_device_count(LongByReference out);
 
     int lodtensor_cuda_memory_info(int device, LongByReference outInUse, LongByReference outKept);

@@ -542,6 +542,27 @@ public final class Tensor implements AutoCloseable {
      * bytes are copied to native memory first.
      */
     public static Tensor deserialize(ByteBuffer buf) {
+        return readRecord(buf, (p, n, consumed, out) -> LIB.lodtensor_deserialize(p, n, consumed, out));
+    }
+
+    /**
+     * Paddle's partial load (lodtensor_deserialize_slice): from the record at the buffer's
+     * position, which has no LoD, a host tensor of {@code dims} holding a copy of the elements
+     * that start at element {@code seek}. The position moves past the whole record, to where the
+     * next record of a save_combine file starts; on failure it stays. The buffer is read as
+     * {@link #deserialize} reads it.
+     */
+    public static Tensor deserializeSlice(ByteBuffer buf, long seek, long... dims) {
+        return readRecord(buf, (p, n, consumed, out) ->
+                LIB.lodtensor_deserialize_slice(p, n, seek, dims, dims.length, consumed, out));
+    }
+
+    /** A call that reads the record at {@code p} ({@code n} bytes). */
+    private interface RecordReader {
+        int read(Pointer p, long n, LongByReference consumed, PointerByReference out);
+    }
+
+    private static Tensor readRecord(ByteBuffer buf, RecordReader reader) {
         int n = buf.remaining();
         Pointer p = null;
         if (n > 0 && buf.isDirect()) {
@@ -553,7 +574,7 @@ public final class Tensor implements AutoCloseable {
         }
         LongByReference consumed = new LongByReference();
         PointerByReference out = new PointerByReference();
-        Tensor t = out(LIB.lodtensor_deserialize(p, n, consumed, out), out);
+        Tensor t = out(reader.read(p, n, consumed, out), out);
         Reference.reachabilityFence(p);
         Reference.reachabilityFence(buf);
         buf.position(buf.position() + (int) consumed.getValue());

@@ -207,7 +207,7 @@ class LodTensorTest {
     /**
      * Paddle's format: the spec's worked example (float32 [5,1], LoD [[0,2,5]]) and a second
      * record after it, as a save_combine file holds them, read back in turn from a heap buffer
-     * and from a direct one.
+     * and from a direct one; a partial load of the second.
      */
     @Test
     void serializeAndDeserialize() {
@@ -233,6 +233,16 @@ class LodTensorTest {
                 file.position(1);
                 expectError(Status.INVALID_ARGUMENT, "version", () -> Tensor.deserialize(file));
                 assertEquals(1, file.position());
+                // A partial load of the second record (no LoD): elements 1 and 2.
+                file.position(first.length);
+                try (Tensor c = Tensor.deserializeSlice(file, 1, 2)) {
+                    assertEquals(0, file.remaining());
+                    assertArrayEquals(l(2), c.dims());
+                    assertArrayEquals(l(-1, 9), c.toLongArray());
+                }
+                file.position(0);
+                expectError(Status.INVALID_ARGUMENT, "without LoD", () -> Tensor.deserializeSlice(file, 0, 1));
+                assertEquals(0, file.position());
             }
         }
     }
