@@ -2,11 +2,12 @@
 
     python3 dlpack_numpy.py path/to/liblodtensor.so
 
-Through ctypes and DLPack's Python protocol (capsules named "dltensor_versioned"): tensors of
-every dtype NumPy has lent to numpy.from_dlpack (same values, the same memory, the library's
-deleter called exactly once when NumPy lets go), NumPy arrays of every dtype taken by
-lodtensor_from_dlpack (the same memory, NumPy's deleter called once when the last handle goes),
-and NumPy's read-only and strided exports refused. Exits 77 (skipped) when NumPy is missing,
+Through ctypes and DLPack's Python protocol, in both forms of managed tensor (capsules named
+"dltensor_versioned", and "dltensor" for DLPack before 1.0: lodtensor_to_dlpack_legacy and
+lodtensor_from_dlpack_legacy): tensors of every dtype NumPy has lent to numpy.from_dlpack (same
+values, the same memory, the library's deleter called exactly once when NumPy lets go), NumPy
+arrays of every dtype taken by the library (the same memory, NumPy's deleter called once when the
+last handle goes), and NumPy's read-only and strided exports refused. Exits 77 (skipped) when NumPy is missing,
 unless LODTENSOR_REQUIRE_NUMPY=1.
 """
 
@@ -68,6 +69,19 @@ DLManagedTensorVersioned._fields_ = [
     ("dl_tensor", DLTensor),
 ]
 
+
+class DLManagedTensor(ctypes.Structure):
+    """DLPack's managed tensor before 1.0: no version, no flags."""
+
+
+LegacyDeleter = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensor))
+DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", LegacyDeleter)]
+
+# Each form: its struct, its deleter's type, its capsule's name, and the library's two calls.
+VERSIONED = (DLManagedTensorVersioned, Deleter, b"dltensor_versioned", "lodtensor_to_dlpack", "lodtensor_from_dlpack")
+LEGACY = (DLManagedTensor, LegacyDeleter, b"dltensor", "lodtensor_to_dlpack_legacy", "lodtensor_from_dlpack_legacy")
+FORMS = [VERSIONED, LEGACY]
+
 lib = ctypes.CDLL(sys.argv[1])
 # lodtensor_dtype_t is DLPack's {code, bits, lanes}.
 lib.lodtensor_create.argtypes = [
@@ -75,11 +89,12 @@ lib.lodtensor_create.argtypes = [
     ctypes.c_int32, ctypes.POINTER(ctypes.c_size_t), ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t),
     ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p),
 ]
-lib.lodtensor_to_dlpack.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.POINTER(DLManagedTensorVersioned))]
-lib.lodtensor_from_dlpack.argtypes = [
-    ctypes.c_void_p, ctypes.c_int32, ctypes.POINTER(ctypes.c_size_t), ctypes.c_size_t,
-    ctypes.POINTER(ctypes.c_size_t), ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p),
-]
+for struct, _, _, to_name, from_name in FORMS:
+    getattr(lib, to_name).argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.POINTER(struct))]
+    getattr(lib, from_name).argtypes = [
+        ctypes.c_void_p, ctypes.c_int32, ctypes.POINTER(ctypes.c_size_t), ctypes.c_size_t,
+        ctypes.POINTER(ctypes.c_size_t), ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p),
+    ]
 lib.lodtensor_data.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
 lib.lodtensor_destroy.argtypes = [ctypes.c_void_p]
 lib.lodtensor_last_error_message.restype = ctypes.c_char_p
@@ -131,75 +146,86 @@ def data_address(t):
 
 
 class Lent:
-    """A library tensor offered to numpy.from_dlpack through DLPack's Python protocol. The managed
-    tensor's deleter is wrapped to count its calls (then call the library's)."""
+    """A library tensor offered to numpy.from_dlpack through DLPack's Python protocol, as a managed
+    tensor of `form`. The managed tensor's deleter is wrapped to count its calls (then call the
+    library's)."""
 
-    def __init__(self, t):
-        self.managed = ctypes.POINTER(DLManagedTensorVersioned)()
-        status(lib.lodtensor_to_dlpack(t, ctypes.byref(self.managed)), "lodtensor_to_dlpack")
+    def __init__(self, t, form):
+        struct, deleter_type, self.name, to_name, _ = form
+        self.managed = ctypes.POINTER(struct)()
+        status(getattr(lib, to_name)(t, ctypes.byref(self.managed)), to_name)
         # The library's deleter by its address (the field itself is about to change).
-        self.library_deleter = Deleter(ctypes.cast(self.managed.contents.deleter, ctypes.c_void_p).value)
+        self.library_deleter = deleter_type(ctypes.cast(self.managed.contents.deleter, ctypes.c_void_p).value)
         self.deletions = 0
 
         def deleter(m):
             self.deletions += 1
             self.library_deleter(m)
 
-        self.deleter = Deleter(deleter)
+        self.deleter = deleter_type(deleter)
         self.managed.contents.deleter = self.deleter
 
         def destroy(capsule):
             # An unconsumed capsule still owns the managed tensor.
-            if pythonapi.PyCapsule_IsValid(capsule, b"dltensor_versioned"):
+            if pythonapi.PyCapsule_IsValid(capsule, self.name):
                 self.deleter(self.managed)
 
         self.destroy = CapsuleDestructor(destroy)
 
     def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
-        check(max_version is None or max_version[0] >= 1, f"NumPy asks for DLPack {max_version}")
-        return pythonapi.PyCapsule_New(ctypes.cast(self.managed, ctypes.c_void_p), b"dltensor_versioned",
-                                       self.destroy)
+        # A producer of DLPack before 1.0 answers any request with that form.
+        check(self.name == b"dltensor" or max_version is None or max_version[0] >= 1,
+              f"NumPy asks for DLPack {max_version}")
+        return pythonapi.PyCapsule_New(ctypes.cast(self.managed, ctypes.c_void_p), self.name, self.destroy)
 
     def __dlpack_device__(self):
         return (1, 0)
 
 
-def test_lend_to_numpy():
+def test_lend_to_numpy(form):
     for dtype, _, _ in DTYPES:
         want = values(dtype, 12).reshape(6, 2)
         t = create(want, [0, 4, 6])
-        lent = Lent(t)
+        lent = Lent(t, form)
         a = np.from_dlpack(lent)
         lib.lodtensor_destroy(t)
         check(a.dtype == want.dtype and a.shape == (6, 2), f"{dtype.__name__}: {a.dtype} {a.shape}")
         check(np.array_equal(a, want), f"{dtype.__name__}: values {a} != {want}")
         check(a.ctypes.data == lent.managed.contents.dl_tensor.data, f"{dtype.__name__}: not the same memory")
-        check(a.flags.writeable, f"{dtype.__name__}: NumPy took a writable tensor as read-only")
+        # The form before 1.0 cannot say whether a tensor may be written; NumPy takes it as read-only.
+        check(a.flags.writeable or form is LEGACY, f"{dtype.__name__}: NumPy took a writable tensor as read-only")
         check(lent.deletions == 0, f"{dtype.__name__}: deleted while NumPy holds it")
         del a
         gc.collect()
         check(lent.deletions == 1, f"{dtype.__name__}: the deleter ran {lent.deletions} times")
 
 
-def take(capsule, offsets):
-    """lodtensor_from_dlpack over NumPy's capsule: (status, tensor). On success the capsule is
-    marked used (the library owns the managed tensor); on failure it is left to NumPy."""
-    managed = pythonapi.PyCapsule_GetPointer(capsule, b"dltensor_versioned")
+def take(capsule, offsets, form=VERSIONED):
+    """The library's import of `form` over NumPy's capsule: (status, tensor). On success the
+    capsule is marked used (the library owns the managed tensor); on failure it is left to NumPy."""
+    _, _, name, _, from_name = form
+    managed = pythonapi.PyCapsule_GetPointer(capsule, name)
     sizes = (ctypes.c_size_t * 1)(len(offsets))
     lod = (ctypes.c_size_t * len(offsets))(*offsets)
     out = ctypes.c_void_p()
-    s = lib.lodtensor_from_dlpack(managed, 0, sizes, 1 if offsets else 0, lod, len(offsets), ctypes.byref(out))
+    s = getattr(lib, from_name)(managed, 0, sizes, 1 if offsets else 0, lod, len(offsets), ctypes.byref(out))
     if s == 0:
-        pythonapi.PyCapsule_SetName(capsule, b"used_dltensor_versioned")
+        pythonapi.PyCapsule_SetName(capsule, b"used_" + name)
     return s, out
 
 
-def test_take_from_numpy():
+def export(array, form):
+    """NumPy's capsule of `form`: asked for DLPack 1.0, or for no version (NumPy then gives the
+    form before 1.0)."""
+    return array.__dlpack__(max_version=(1, 0)) if form is VERSIONED else array.__dlpack__()
+
+
+def test_take_from_numpy(form):
     for dtype, _, _ in DTYPES:
         a = values(dtype, 12).reshape(3, 4)
         refs = sys.getrefcount(a)
-        capsule = a.__dlpack__(max_version=(1, 0))
-        s, t = take(capsule, [0, 1, 3])
+        capsule = export(a, form)
+        s, t = take(capsule, [0, 1, 3], form)
         del capsule
         check(s == 0, f"{dtype.__name__}: import failed: {lib.lodtensor_last_error_message().decode()}")
         if s != 0:
@@ -219,16 +245,19 @@ def test_refused_exports():
     s, _ = take(a.__dlpack__(max_version=(1, 0)), [])
     check(s == UNSUPPORTED and b"read-only" in lib.lodtensor_last_error_message(), f"read-only: status {s}")
     b = values(np.float32, 12).reshape(3, 4)
-    for view in (b.T, b[:, ::2]):
-        refs = sys.getrefcount(b)
-        s, _ = take(view.__dlpack__(max_version=(1, 0)), [])
-        check(s == UNSUPPORTED and b"compact row-major" in lib.lodtensor_last_error_message(), f"strided: {s}")
-        gc.collect()
-        check(sys.getrefcount(b) == refs, "a refused capsule was not left to NumPy")
+    for form in FORMS:
+        for view in (b.T, b[:, ::2]):
+            refs = sys.getrefcount(b)
+            s, _ = take(export(view, form), [], form)
+            check(s == UNSUPPORTED and b"compact row-major" in lib.lodtensor_last_error_message(),
+                  f"strided ({form[2]}): {s}")
+            gc.collect()
+            check(sys.getrefcount(b) == refs, f"a refused capsule ({form[2]}) was not left to NumPy")
 
 
-test_lend_to_numpy()
-test_take_from_numpy()
+for form in FORMS:
+    test_lend_to_numpy(form)
+    test_take_from_numpy(form)
 test_refused_exports()
 print(f"dlpack_numpy (NumPy {np.__version__}): {'all checks passed' if failures == 0 else f'{failures} failed'}")
 sys.exit(1 if failures else 0)

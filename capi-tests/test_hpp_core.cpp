@@ -322,6 +322,13 @@ void test_dlpack() {
     x = lt::Tensor();
     CHECK(same<std::int64_t>(y.data<std::int64_t>(), {4, 5, 6, 7}));
     CHECK(same<std::size_t>(y.lod_offsets(0), {0, 1, 2}));
+    // The same in the form before DLPack 1.0.
+    DLManagedTensor *legacy = lt::to_dlpack_legacy(y);
+    EXPECT_ERROR(lt::from_dlpack_legacy(legacy, lt::Lod::offsets(three, too_long)), LODTENSOR_INVALID_LOD, "rows");
+    lt::Tensor z = lt::from_dlpack_legacy(legacy, lt::Lod::offsets(three, offsets));
+    CHECK(z.data<std::int64_t>().data() == y.data<std::int64_t>().data());
+    y = lt::Tensor();
+    CHECK(same<std::int64_t>(z.data<std::int64_t>(), {4, 5, 6, 7}));
 }
 
 // The exporter's release callback, wrapped to count its calls.

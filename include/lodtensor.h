@@ -30,9 +30,10 @@
 #define LODTENSOR_VERSION_PATCH 0
 #define LODTENSOR_VERSION_STRING "0.1.0"
 
-/* DLPack's managed tensor of major version 1 (dlpack.h): declared only; include your dlpack.h to
- * read or fill its fields. */
+/* DLPack's managed tensors (dlpack.h), of major version 1 and of DLPack before 1.0: declared
+ * only; include your dlpack.h to read or fill their fields. */
 struct DLManagedTensorVersioned;
+struct DLManagedTensor;
 
 /* The Arrow C data interface's structs, as Arrow's abi.h defines them, under its guard (so they
  * may be defined by Arrow's headers too, before or after this one). */
@@ -856,6 +857,16 @@ lodtensor_status_t lodtensor_from_buffer(struct lodtensor_place_t place, struct 
 // size_t; no memory for the LoD), LODTENSOR_INTERNAL (a CUDA driver failure).
 lodtensor_status_t lodtensor_from_dlpack(struct DLManagedTensorVersioned *managed, int32_t lod_kind, const size_t *level_sizes, size_t num_levels, const size_t *lod, size_t lod_len, struct lodtensor_t **out);
 
+// `lodtensor_from_dlpack` for a managed tensor of DLPack before version 1.0 (`DLManagedTensor`,
+// as frameworks' older `to_dlpack` calls and a `__dlpack__()` asked for no version give it):
+// taken the same way, with the same ownership of `managed` and its deleter, on success and on
+// failure. It has no version to check and no flags: its elements are taken as writable, as
+// DLPack then lent them.
+//
+// Returns the statuses of `lodtensor_from_dlpack` but those of the version and the read-only
+// flag.
+lodtensor_status_t lodtensor_from_dlpack_legacy(struct DLManagedTensor *managed, int32_t lod_kind, const size_t *level_sizes, size_t num_levels, const size_t *lod, size_t lod_len, struct lodtensor_t **out);
+
 // Rows `x[index[0]], x[index[1]], ...` as a new tensor of dims `[K, x.dims[1..]]` without LoD.
 // `index` is an int32 or int64 tensor of dims `[K]` or `[K, 1]`; `x` is any dtype, rank >= 1.
 // Runs on the inputs' place (the CPU or one CUDA device, where the device reads and checks
@@ -1096,6 +1107,13 @@ lodtensor_status_t lodtensor_to_arrow_device(const struct lodtensor_t *t, struct
 //
 // Returns LODTENSOR_NULL_ARGUMENT (`t`, `out`).
 lodtensor_status_t lodtensor_to_dlpack(const struct lodtensor_t *t, struct DLManagedTensorVersioned **out);
+
+// `lodtensor_to_dlpack` for a consumer of DLPack before version 1.0: the same managed tensor as
+// a `DLManagedTensor` (no version, no flags; `dl_tensor`, `manager_ctx` and `deleter` as there).
+// Such a consumer cannot be told that a tensor is read-only, and none of the library's is.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`t`, `out`).
+lodtensor_status_t lodtensor_to_dlpack_legacy(const struct lodtensor_t *t, struct DLManagedTensor **out);
 
 // A new handle holding a copy of `t` (elements and LoD) on `place`. It is always a copy with its
 // own memory, also when `t` is already on `place` (`lodtensor_share` shares instead). A copy to

@@ -456,6 +456,19 @@ inline Tensor from_dlpack(DLManagedTensorVersioned *managed, const Lod &lod = Lo
                                 lod.values.size(), &out));
     return Tensor(out);
 }
+// to_dlpack and from_dlpack in the form of DLPack before 1.0, DLManagedTensor
+// (lodtensor_to_dlpack_legacy, lodtensor_from_dlpack_legacy), for frameworks that have only it.
+inline DLManagedTensor *to_dlpack_legacy(TensorRef x) {
+    DLManagedTensor *out = nullptr;
+    check(lodtensor_to_dlpack_legacy(x.get(), &out));
+    return out;
+}
+inline Tensor from_dlpack_legacy(DLManagedTensor *managed, const Lod &lod = Lod::none()) {
+    lodtensor_t *out = nullptr;
+    check(lodtensor_from_dlpack_legacy(managed, lod.kind, lod.level_sizes.data(), lod.level_sizes.size(),
+                                       lod.values.data(), lod.values.size(), &out));
+    return Tensor(out);
+}
 
 // x lent to Arrow through the C data interface (lodtensor_to_arrow), zero copy (bool elements
 // are packed into a copy): fills the caller's structs with one large_list per LoD level, one

@@ -1,9 +1,11 @@
 //! DLPack: a tensor lent as a `DLManagedTensorVersioned` (its fields, its memory outliving the
 //! tensor, the deleter) and managed tensors taken as tensors (zero copy, the deleter called once
-//! when the last handle goes, never on failure), with every documented error.
+//! when the last handle goes, never on failure), with every documented error; and a round trip
+//! in the form before DLPack 1.0 (the C test, test_dlpack.c, checks that form as the other).
 
 use lodtensor::interop::dlpack::{
-    from_dlpack, to_dlpack, DLDataType, DLDevice, DLManagedTensorVersioned, DLPackVersion, DLTensor, FLAG_READ_ONLY,
+    from_dlpack, to_dlpack, DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor,
+    FLAG_READ_ONLY,
 };
 use lodtensor::{DType, Error, LoDTensor, Lod, Tensor};
 use std::ffi::c_void;
@@ -80,7 +82,7 @@ fn an_exported_tensor_describes_the_tensor_and_outlives_it() {
     // A row slice: the data address is the slice's first element, byte_offset 0.
     let rows = LoDTensor::dense(x.tensor().slice_rows(1..3).unwrap());
     let address = rows.tensor().as_ptr();
-    let m = to_dlpack(&rows);
+    let m = to_dlpack::<DLManagedTensorVersioned>(&rows);
     drop((x, rows));
     unsafe {
         let t = &(*m).dl_tensor;
@@ -101,7 +103,7 @@ fn an_exported_tensor_describes_the_tensor_and_outlives_it() {
 
 #[test]
 fn an_exported_0_d_tensor_has_no_shape_values() {
-    let m = to_dlpack(&LoDTensor::dense(Tensor::from_slice(&[7.5f64], &[]).unwrap()));
+    let m = to_dlpack::<DLManagedTensorVersioned>(&LoDTensor::dense(Tensor::from_slice(&[7.5f64], &[]).unwrap()));
     unsafe {
         assert_eq!((*m).dl_tensor.ndim, 0);
         assert_eq!(*(*m).dl_tensor.data.cast::<f64>(), 7.5);
@@ -130,11 +132,30 @@ fn an_imported_tensor_shares_the_memory_and_calls_the_deleter_once_when_the_last
 #[test]
 fn a_round_trip_through_dlpack_is_the_same_memory() {
     let x = LoDTensor::dense(Tensor::from_slice(&[1u8, 2, 3], &[3]).unwrap());
-    let y = unsafe { from_dlpack(to_dlpack(&x), Lod::empty()) }.unwrap();
+    let y = unsafe { from_dlpack(to_dlpack::<DLManagedTensorVersioned>(&x), Lod::empty()) }.unwrap();
     assert_eq!(y.tensor().as_ptr(), x.tensor().as_ptr());
     assert_eq!(y.tensor().dtype(), DType::U8);
     drop(x);
     assert_eq!(y.tensor().as_slice::<u8>().unwrap(), &[1, 2, 3]);
+}
+
+#[test]
+fn the_form_before_dlpack_1_0_describes_the_tensor_and_round_trips() {
+    let x = LoDTensor::dense(Tensor::from_slice(&[1i32, 2, 3, 4, 5, 6], &[2, 3]).unwrap());
+    let m = to_dlpack::<DLManagedTensor>(&x);
+    unsafe {
+        let t = &(*m).dl_tensor;
+        assert_eq!(t.dtype, DLDataType { code: 0, bits: 32, lanes: 1 });
+        assert_eq!(std::slice::from_raw_parts(t.shape, 2), &[2, 3]);
+        assert_eq!(std::slice::from_raw_parts(t.strides, 2), &[3, 1]);
+        assert_eq!(t.data.cast::<u8>().cast_const(), x.tensor().as_ptr());
+        assert!((*m).deleter.is_some());
+    }
+    let y = unsafe { from_dlpack(m, Lod::from_offsets(vec![vec![0, 2]]).unwrap()) }.unwrap();
+    assert_eq!(y.tensor().as_ptr(), x.tensor().as_ptr());
+    drop(x);
+    assert_eq!(y.tensor().as_slice::<i32>().unwrap(), &[1, 2, 3, 4, 5, 6]);
+    assert_eq!(y.lod().levels(), &[vec![0, 2]]);
 }
 
 #[test]
@@ -173,7 +194,7 @@ fn every_documented_error() {
     use Error::*;
     let none = Lod::empty;
     assert!(
-        matches!(unsafe { from_dlpack(std::ptr::null_mut(), Lod::empty()) }, Err(NullArgument(m)) if m.contains("managed"))
+        matches!(unsafe { from_dlpack::<DLManagedTensorVersioned>(std::ptr::null_mut(), Lod::empty()) }, Err(NullArgument(m)) if m.contains("managed"))
     );
     refused(|m| unsafe { (*m).version.major = 2 }, none(), Unsupported, "version 2.1");
     refused(|m| unsafe { (*m).flags = FLAG_READ_ONLY }, none(), Unsupported, "read-only");

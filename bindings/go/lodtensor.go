@@ -653,6 +653,25 @@ func FromDLPack(managed unsafe.Pointer, lod LoD) (*Tensor, error) {
 	})
 }
 
+// ToDLPackLegacy is ToDLPack in the form of DLPack before 1.0 (lodtensor_to_dlpack_legacy): a
+// *DLManagedTensor of dlpack.h, for a consumer that has only that form.
+func (t *Tensor) ToDLPackLegacy() (unsafe.Pointer, error) {
+	defer runtime.KeepAlive(t)
+	var m *C.struct_DLManagedTensor
+	err := call(func() C.lodtensor_status_t { return C.lodtensor_to_dlpack_legacy(t.c(), &m) })
+	return unsafe.Pointer(m), err
+}
+
+// FromDLPackLegacy is FromDLPack for a *DLManagedTensor of DLPack before 1.0
+// (lodtensor_from_dlpack_legacy), with the same ownership.
+func FromDLPackLegacy(managed unsafe.Pointer, lod LoD) (*Tensor, error) {
+	sizes, values := lod.flat()
+	return handleOp(func(out **C.lodtensor_t) C.lodtensor_status_t {
+		return C.lodtensor_from_dlpack_legacy((*C.struct_DLManagedTensor)(managed), C.int32_t(lod.Kind),
+			ptrOf(sizes), C.size_t(len(sizes)), ptrOf(values), C.size_t(len(values)), out)
+	})
+}
+
 // ToArrow lends t to Arrow through the C data interface (lodtensor_to_arrow), zero copy (bool
 // elements are packed into a copy): it fills the caller's struct ArrowSchema and struct ArrowArray
 // (Arrow Go's *cdata.CArrowSchema and *cdata.CArrowArray, say) with one large_list per LoD level,

@@ -226,7 +226,7 @@ func TestSerialize(t *testing.T) {
 }
 
 // DLPack: a round trip lends and takes back the same memory, with a LoD given on the way back;
-// a LoD that does not fit leaves the managed tensor with the caller.
+// a LoD that does not fit leaves the managed tensor with the caller. In both forms.
 func TestDLPack(t *testing.T) {
 	x := must[*lt.Tensor](t)(lt.NewTensor([]int32{4, 5, 6, 7}, []int64{2, 2}, lt.LoD{}))
 	m := must[unsafe.Pointer](t)(x.ToDLPack())
@@ -240,6 +240,19 @@ func TestDLPack(t *testing.T) {
 	eq(t, "after x is closed", must[[]int32](t)(lt.Data[int32](y)), []int32{4, 5, 6, 7})
 	eq(t, "LoD", must[[]int](t)(y.LoDOffsets(0)), []int{0, 1, 2})
 	_, err = lt.FromDLPack(nil, lt.LoD{})
+	wantError(t, err, lt.NullArgument, "managed")
+	// The same in the form before DLPack 1.0.
+	z := must[*lt.Tensor](t)(lt.NewTensor([]int32{8, 9}, []int64{2}, lt.LoD{}))
+	legacy := must[unsafe.Pointer](t)(z.ToDLPackLegacy())
+	zAddress := &must[[]int32](t)(lt.Data[int32](z))[0]
+	ok(t, z.Close())
+	_, err = lt.FromDLPackLegacy(legacy, lt.Offsets([]int{0, 3}))
+	wantError(t, err, lt.InvalidLoD, "rows")
+	w := must[*lt.Tensor](t)(lt.FromDLPackLegacy(legacy, lt.Offsets([]int{0, 2})))
+	defer w.Close()
+	eq(t, "legacy: same address", &must[[]int32](t)(lt.Data[int32](w))[0], zAddress)
+	eq(t, "legacy: values", must[[]int32](t)(lt.Data[int32](w)), []int32{8, 9})
+	_, err = lt.FromDLPackLegacy(nil, lt.LoD{})
 	wantError(t, err, lt.NullArgument, "managed")
 }
 

@@ -11,6 +11,11 @@ pub struct DLManagedTensorVersioned {
     _opaque: [u8; 0],
 }
 
+/// DLPack's managed tensor before version 1.0, opaque here as the versioned one is.
+pub struct DLManagedTensor {
+    _opaque: [u8; 0],
+}
+
 /// Lends `t`'s elements as a new DLPack managed tensor (`*out`) that shares its memory, zero
 /// copy: DLPack version 1.0, `flags` 0 (writable: writes are seen through `t` and every handle
 /// sharing its memory), `shape` and compact row-major `strides` (in elements) set,
@@ -28,7 +33,7 @@ pub unsafe extern "C" fn lodtensor_to_dlpack(
 ) -> lodtensor_status_t {
     boundary(|| {
         let t = &args::get(t, "t")?.inner;
-        Out::new(out, "out")?.write(to_dlpack(t).cast());
+        Out::new(out, "out")?.write(to_dlpack::<dlpack::DLManagedTensorVersioned>(t).cast());
         Ok(())
     })
 }
@@ -69,6 +74,49 @@ pub unsafe extern "C" fn lodtensor_from_dlpack(
         let out = Out::new(out, "out")?;
         let lod = args::lod(lod_kind, level_sizes, num_levels, lod, lod_len)?;
         new_handle(out, from_dlpack(managed.cast::<dlpack::DLManagedTensorVersioned>(), lod)?);
+        Ok(())
+    })
+}
+
+/// `lodtensor_to_dlpack` for a consumer of DLPack before version 1.0: the same managed tensor as
+/// a `DLManagedTensor` (no version, no flags; `dl_tensor`, `manager_ctx` and `deleter` as there).
+/// Such a consumer cannot be told that a tensor is read-only, and none of the library's is.
+///
+/// Returns LODTENSOR_NULL_ARGUMENT (`t`, `out`).
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_to_dlpack_legacy(
+    t: *const lodtensor_t,
+    out: *mut *mut DLManagedTensor,
+) -> lodtensor_status_t {
+    boundary(|| {
+        let t = &args::get(t, "t")?.inner;
+        Out::new(out, "out")?.write(to_dlpack::<dlpack::DLManagedTensor>(t).cast());
+        Ok(())
+    })
+}
+
+/// `lodtensor_from_dlpack` for a managed tensor of DLPack before version 1.0 (`DLManagedTensor`,
+/// as frameworks' older `to_dlpack` calls and a `__dlpack__()` asked for no version give it):
+/// taken the same way, with the same ownership of `managed` and its deleter, on success and on
+/// failure. It has no version to check and no flags: its elements are taken as writable, as
+/// DLPack then lent them.
+///
+/// Returns the statuses of `lodtensor_from_dlpack` but those of the version and the read-only
+/// flag.
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_from_dlpack_legacy(
+    managed: *mut DLManagedTensor,
+    lod_kind: i32,
+    level_sizes: *const usize,
+    num_levels: usize,
+    lod: *const usize,
+    lod_len: usize,
+    out: *mut *mut lodtensor_t,
+) -> lodtensor_status_t {
+    boundary(|| {
+        let out = Out::new(out, "out")?;
+        let lod = args::lod(lod_kind, level_sizes, num_levels, lod, lod_len)?;
+        new_handle(out, from_dlpack(managed.cast::<dlpack::DLManagedTensor>(), lod)?);
         Ok(())
     })
 }

@@ -153,6 +153,11 @@ interface LodTensorLib extends Library {
     int lodtensor_from_dlpack(Pointer managed, int lodKind, long[] levelSizes, long numLevels, long[] lod,
                               long lodLen, PointerByReference out);
 
+    int lodtensor_to_dlpack_legacy(Pointer t, PointerByReference out);
+
+    int lodtensor_from_dlpack_legacy(Pointer managed, int lodKind, long[] levelSizes, long numLevels, long[] lod,
+                                     long lodLen, PointerByReference out);
+
     int lodtensor_to_arrow(Pointer t, Pointer outSchema, Pointer outArray);
 
     int lodtensor_from_arrow(Pointer schema, Pointer array, PointerByReference out);

@@ -457,6 +457,27 @@ public final class Tensor implements AutoCloseable {
     }
 
     /**
+     * {@link #toDlpack} in the form of DLPack before 1.0 (lodtensor_to_dlpack_legacy): the address
+     * of a DLManagedTensor of dlpack.h, for a consumer that has only that form.
+     */
+    public long toDlpackLegacy() {
+        PointerByReference out = new PointerByReference();
+        NativeHandle.check(LIB.lodtensor_to_dlpack_legacy(ptr(), out));
+        return Pointer.nativeValue(out.getValue());
+    }
+
+    /**
+     * {@link #fromDlpack} for a DLManagedTensor of DLPack before 1.0 at {@code address}
+     * (lodtensor_from_dlpack_legacy), with the same ownership.
+     */
+    public static Tensor fromDlpackLegacy(long address, Lod lod) {
+        PointerByReference out = new PointerByReference();
+        int s = LIB.lodtensor_from_dlpack_legacy(address == 0 ? null : new Pointer(address), lod.kind,
+                lod.levelSizes, lod.levelSizes.length, lod.values, lod.values.length, out);
+        return out(s, out);
+    }
+
+    /**
      * Lends this tensor to Arrow through the C data interface (lodtensor_to_arrow), zero copy (bool
      * elements are packed into a copy): fills the caller's struct ArrowSchema and struct
      * ArrowArray at these addresses (Arrow Java's {@code ArrowSchema.memoryAddress()} and

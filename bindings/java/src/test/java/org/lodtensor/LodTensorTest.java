@@ -46,7 +46,7 @@ class LodTensorTest {
 
     /**
      * DLPack: a round trip lends and takes back the same memory, with a LoD given on the way
-     * back; a LoD that does not fit leaves the managed tensor with the caller.
+     * back; a LoD that does not fit leaves the managed tensor with the caller. In both forms.
      */
     @Test
     void dlpackRoundTrip() {
@@ -62,6 +62,17 @@ class LodTensorTest {
             assertArrayEquals(l(0, 1, 2), y.lodOffsets(0));
         }
         expectError(Status.NULL_ARGUMENT, "managed", () -> Tensor.fromDlpack(0, Lod.offsets()));
+        // The same in the form before DLPack 1.0.
+        Tensor z = Tensor.ofLongs(l(8, 9), 2);
+        long legacy = z.toDlpackLegacy();
+        long zAddress = z.address();
+        z.close();
+        expectError(Status.INVALID_LOD, "rows", () -> Tensor.fromDlpackLegacy(legacy, Lod.offsets(l(0, 3))));
+        try (Tensor w = Tensor.fromDlpackLegacy(legacy, Lod.offsets(l(0, 2)))) {
+            assertEquals(zAddress, w.address());
+            assertArrayEquals(l(8, 9), w.toLongArray());
+        }
+        expectError(Status.NULL_ARGUMENT, "managed", () -> Tensor.fromDlpackLegacy(0, Lod.offsets()));
     }
 
     /** An ArrowArray's release callback. */
