@@ -304,6 +304,20 @@ fn lods_given_by_the_caller_are_taken_or_nothing() {
         }
         one(s, out)
     });
+    refuse_each("lodtensor_from_dlpack_legacy", || unsafe {
+        let mut managed = null_mut();
+        assert_eq!(lodtensor_to_dlpack_legacy(x.ptr(), &mut managed), OK);
+        let mut out = null_mut();
+        let s = armed(|| {
+            let (sizes, lod) = (&lengths.len(), lengths.as_ptr());
+            lodtensor_from_dlpack_legacy(managed, LODTENSOR_LOD_LENGTHS, sizes, 1, lod, lengths.len(), &mut out)
+        });
+        if s != OK {
+            let m = managed.cast::<lodtensor::interop::dlpack::DLManagedTensor>();
+            ((*m).deleter.expect("a deleter"))(m);
+        }
+        one(s, out)
+    });
 
     let mut len = 0;
     // SAFETY: live handle; a NULL buffer asks for the length.
