@@ -942,3 +942,32 @@ fn decoders_decode_or_nothing() {
     // SAFETY: the decoder this test made.
     unsafe { beam_search_decoder_destroy(decoder) };
 }
+
+/// The exports that copy a LoD level's lengths, or a rank table's items, into the caller's
+/// buffers write them as they make them: on 16384 sequences they ask for no large block, and so
+/// document no LODTENSOR_OUT_OF_MEMORY.
+#[test]
+fn lengths_and_items_are_written_without_a_list() {
+    let _serial = serial();
+    let lengths: Vec<usize> = (0..16384).map(|i| [1, 0, 2, 1][i % 4]).collect();
+    let rows: usize = lengths.iter().sum();
+    let x = tensor(I32, &[rows as i64], &vec![3i32; rows], &[&lengths]);
+    let table = rank_table(&x);
+    let (mut got, mut lens, mut n) = (vec![0usize; lengths.len()], vec![0usize; lengths.len()], 0);
+    let made = large_allocations("lodtensor_lod_lengths", || unsafe {
+        armed(|| lodtensor_lod_lengths(x.ptr(), 0, got.as_mut_ptr(), got.len(), &mut n))
+    });
+    assert_eq!(made, 0, "lodtensor_lod_lengths asked for {made} large block(s)");
+    assert_eq!((n, &got), (lengths.len(), &lengths));
+    let made = large_allocations("rank_table_items", || unsafe {
+        armed(|| rank_table_items(table, got.as_mut_ptr(), lens.as_mut_ptr(), got.len(), &mut n))
+    });
+    assert_eq!(made, 0, "rank_table_items asked for {made} large block(s)");
+    assert_eq!(n, lengths.len());
+    // The items are by length, longest first, ties by index.
+    let mut want: Vec<(usize, usize)> = lengths.iter().copied().enumerate().collect();
+    want.sort_by_key(|&(i, len)| (std::cmp::Reverse(len), i));
+    assert!(got.iter().zip(&lens).map(|(&i, &l)| (i, l)).eq(want));
+    // SAFETY: a table this test made.
+    unsafe { rank_table_destroy(table) };
+}

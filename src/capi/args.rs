@@ -78,24 +78,23 @@ impl<T> Out<T> {
 }
 
 /// The copy-out convention for variable-length results: with `buf` NULL only the length is
-/// reported; otherwise `buf_len` must hold all `values`, which are copied and their count reported.
-pub(crate) unsafe fn copy_out<T: Copy>(
-    values: &[T],
+/// reported; otherwise `buf_len` must hold all `values`, which are written there and their count
+/// reported. The values are made as they are written, so no list of them is allocated.
+pub(crate) unsafe fn copy_out<T>(
+    values: impl ExactSizeIterator<Item = T>,
     buf: *mut T,
     buf_len: usize,
     out_len: Out<usize>,
     name: &str,
 ) -> Result<()> {
+    let n = values.len();
     if !buf.is_null() {
-        ensure!(
-            buf_len >= values.len(),
-            BufferTooSmall,
-            "{name}: holds {buf_len} value(s), {} are needed",
-            values.len()
-        );
-        std::ptr::copy_nonoverlapping(values.as_ptr(), buf, values.len());
+        ensure!(buf_len >= n, BufferTooSmall, "{name}: holds {buf_len} value(s), {n} are needed");
+        for (i, v) in values.enumerate() {
+            buf.add(i).write(v);
+        }
     }
-    out_len.write(values.len());
+    out_len.write(n);
     Ok(())
 }
 

@@ -50,7 +50,8 @@ pub unsafe extern "C" fn lodtensor_lod_lengths(
     boundary(|| {
         let t = get(t, "t")?;
         let out_len = Out::new(out_len, "out_len")?;
-        copy_out(&t.inner.lod().level_lengths(level)?, buf, buf_len, out_len, "buf")
+        let offsets = t.inner.lod().level(level)?;
+        copy_out(offsets.windows(2).map(|w| w[1] - w[0]), buf, buf_len, out_len, "buf")
     })
 }
 

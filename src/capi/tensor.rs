@@ -231,8 +231,7 @@ pub unsafe extern "C" fn lodtensor_dims(
     boundary(|| {
         let t = get(t, "t")?;
         let out_ndim = Out::new(out_ndim, "out_ndim")?;
-        let dims: Vec<i64> = t.inner.dims().as_slice().iter().map(|&d| d as i64).collect();
-        copy_out(&dims, buf, buf_len, out_ndim, "buf")
+        copy_out(t.inner.dims().as_slice().iter().map(|&d| d as i64), buf, buf_len, out_ndim, "buf")
     })
 }
 

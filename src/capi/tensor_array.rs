@@ -260,11 +260,9 @@ pub unsafe extern "C" fn rank_table_items(
                 items.len()
             );
         }
-        let idx: Vec<usize> = items.iter().map(|i| i.index).collect();
-        let len: Vec<usize> = items.iter().map(|i| i.length).collect();
         let mut n = 0;
-        copy_out(&idx, indices, buf_len, Out::new(&mut n, "n")?, "indices")?;
-        copy_out(&len, lengths, buf_len, Out::new(&mut n, "n")?, "lengths")?;
+        copy_out(items.iter().map(|i| i.index), indices, buf_len, Out::new(&mut n, "n")?, "indices")?;
+        copy_out(items.iter().map(|i| i.length), lengths, buf_len, Out::new(&mut n, "n")?, "lengths")?;
         out_len.write(n);
         Ok(())
     })

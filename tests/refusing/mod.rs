@@ -159,6 +159,15 @@ pub fn refuse_each(name: &str, mut case: impl FnMut() -> lodtensor_status_t) {
     let _ = lodtensor_cuda_set_cache_limit(0, usize::MAX);
 }
 
+/// The large allocations that `case` (an export called inside [`armed`]) makes, none refused; it
+/// must succeed.
+pub fn large_allocations(name: &str, case: impl FnOnce() -> lodtensor_status_t) -> usize {
+    SEEN.store(0, SeqCst);
+    REFUSE_AT.store(usize::MAX, SeqCst);
+    assert_eq!(case(), OK, "{name}: {}", last_error());
+    SEEN.load(SeqCst)
+}
+
 /// The bytes in use on CUDA device 0, where there is one.
 fn device_in_use() -> Option<usize> {
     let (mut in_use, mut kept) = (0, 0);
