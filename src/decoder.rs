@@ -353,7 +353,7 @@ impl Decoder {
         let mut out_scores = lists::with_capacity(sentences, "hypotheses: scores")?;
         let mut lengths = lists::with_capacity(sentences, "hypotheses: lengths")?;
         let mut per_source = lists::with_capacity(sources, "hypotheses: sentences per source")?;
-        let mut ranked: Vec<(f32, usize, usize)> = Vec::with_capacity(o.beam_size);
+        let mut ranked: Vec<(f32, usize, usize)> = lists::with_capacity(o.beam_size, "hypotheses: ranked")?;
         for s in 0..sources {
             ranked.clear();
             for k in 0..o.beam_size {

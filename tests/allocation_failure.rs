@@ -656,6 +656,10 @@ fn tensor_arrays_change_whole_or_not_at_all() {
         table_out(armed(|| rank_table_create(many.ptr(), 0, &mut table)), table)
     });
     ranked_cases(&x, "");
+    // Two levels: unpacking steps and packing them back make LoD levels of one entry per
+    // sequence (12000, 94 KiB), which grow as the units are appended.
+    let nested = tensor(I32, &[12000], &vec![5i32; 12000], &[&vec![1; 12000], &vec![1; 12000]]);
+    ranked_cases(&nested, " (nested, many sequences)");
 
     // Four equal elements of 64 x 1024 float32.
     let stacked = tensor(F32, &[4, ROWS as i64, WIDTH as i64], &ramp(4 * ROWS * WIDTH, 1.0), &[]);
@@ -737,62 +741,7 @@ fn tensor_arrays_change_whole_or_not_at_all() {
 #[test]
 fn many_small_inputs_are_listed_or_nothing() {
     let _serial = serial();
-    // 16384 rows of 4 float32, unstacked into as many elements, and stacked or concatenated back.
-    let rows = 16384;
-    let x = tensor(F32, &[rows as i64, 4], &ramp(rows * 4, 1.0), &[]);
-    refuse_each("tensor_array_unstack (many elements)", || unsafe {
-        let mut a = null_mut();
-        array_out(armed(|| tensor_array_unstack(x.ptr(), 0, &mut a)), a)
-    });
-    let mut a = null_mut();
-    // SAFETY: live handles.
-    assert_eq!(unsafe { tensor_array_unstack(x.ptr(), 0, &mut a) }, OK);
-    for use_stack in [false, true] {
-        refuse_each(&format!("tensor_array_to_tensor (stack {use_stack}, many elements)"), || unsafe {
-            let mut out = null_mut();
-            one(armed(|| tensor_array_to_tensor(a, 0, use_stack, &mut out, null_mut(), 0)), out)
-        });
-    }
-    let mut elements = vec![null_mut(); rows];
-    for (i, e) in elements.iter_mut().enumerate() {
-        // SAFETY: live array, index in range.
-        assert_eq!(unsafe { tensor_array_read(a, i, false, e) }, OK);
-    }
-    let parts: Vec<*const lodtensor_t> = elements.iter().map(|&e| e as *const lodtensor_t).collect();
-    let rowed: Vec<T> = (0..8192).map(|_| tensor(F32, &[1, 4], &[1f32, 2.0, 3.0, 4.0], &[&[1]])).collect();
-    let rowed: Vec<*const lodtensor_t> = rowed.iter().map(T::ptr).collect();
-    refuse_each("lodtensor_merge (many inputs)", || unsafe {
-        let mut out = null_mut();
-        one(armed(|| lodtensor_merge(rowed.as_ptr(), rowed.len(), &mut out)), out)
-    });
-    refuse_each("sequence_concat (many inputs)", || unsafe {
-        let mut out = null_mut();
-        one(armed(|| sequence_concat(rowed.as_ptr(), rowed.len(), &mut out)), out)
-    });
-    let parent = tensor(I32, &[1], &[0i32], &[]);
-    refuse_each("beam_search_gather_states (many states)", || unsafe {
-        let mut out = vec![null_mut(); parts.len()];
-        let s = armed(|| beam_search_gather_states(parts.as_ptr(), parts.len(), parent.ptr(), out.as_mut_ptr()));
-        outputs(s, &out)
-    });
-    // SAFETY: handles read from the array, then the array.
-    unsafe {
-        elements.iter().for_each(|&e| lodtensor_destroy(e));
-        tensor_array_destroy(a);
-    }
-    // gather_tree over [2, 512, 64]: a parent list of 32768 entries.
-    let n = 2 * 512 * 64;
-    let ids = tensor(I64, &[2, 512, 64], &(0..n as i64).collect::<Vec<_>>(), &[]);
-    let parents = tensor(I64, &[2, 512, 64], &(0..n as i64).map(|i| (i * 7) % 64).collect::<Vec<_>>(), &[]);
-    refuse_each("beam_search_gather_tree (many beams)", || unsafe {
-        let mut out = null_mut();
-        one(armed(|| beam_search_gather_tree(ids.ptr(), parents.ptr(), &mut out)), out)
-    });
-    let wide = tensor(F32, &[rows as i64, 8], &ramp(rows * 8, 0.3), &[]);
-    refuse_each("lodtensor_topk (many rows)", || unsafe {
-        let (mut values, mut indices) = (null_mut(), null_mut());
-        outputs(armed(|| lodtensor_topk(wide.ptr(), 2, false, &mut values, &mut indices)), &[values, indices])
-    });
+    many_inputs_cases(CPU, "");
 }
 
 // ---------------------------------------------------------------------------------------------

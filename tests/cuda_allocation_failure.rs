@@ -203,3 +203,11 @@ fn device_beam_search_selects_or_nothing() {
         beam_cases(DEVICE, " (device)");
     }
 }
+
+#[test]
+fn device_lists_of_many_inputs_are_made_or_nothing() {
+    let _serial = serial();
+    if gpu_or_skip() {
+        many_inputs_cases(DEVICE, ", device");
+    }
+}

@@ -122,7 +122,7 @@ pub(crate) unsafe fn lod(
         "lod_len: {values_len} value(s) given, but level_sizes add up to {}",
         total.map_or("more than usize::MAX".to_string(), |t| t.to_string())
     );
-    let mut levels = Vec::with_capacity(sizes.len());
+    let mut levels = lists::with_capacity(sizes.len(), "lod")?;
     let mut rest = values;
     for &n in sizes {
         let (level, tail) = rest.split_at(n);

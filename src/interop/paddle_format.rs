@@ -194,7 +194,7 @@ impl<'a> Record<'a> {
             r.at,
             r.left()
         );
-        let mut levels = Vec::with_capacity(num_levels as usize);
+        let mut levels = lists::with_capacity(num_levels as usize, "buf: LoD levels")?;
         for k in 0..num_levels {
             let size = r.u64(&format!("LoD level {k}'s byte size"))?;
             ensure!(

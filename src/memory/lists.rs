@@ -15,6 +15,12 @@ pub(crate) fn with_capacity<T>(n: usize, what: &str) -> Result<Vec<T>> {
     Ok(v)
 }
 
+/// Room in `list` for `more` entries past its length, as `Vec`'s growth makes it (amortised), for
+/// a list that grows by runs whose lengths are not known up front.
+pub(crate) fn reserve<T>(list: &mut Vec<T>, more: usize, what: &str) -> Result<()> {
+    list.try_reserve(more).map_err(|_| refused::<T>(list.len().saturating_add(more), what))
+}
+
 /// `n` copies of `value`.
 pub(crate) fn filled<T: Clone>(n: usize, value: T, what: &str) -> Result<Vec<T>> {
     let mut v = with_capacity(n, what)?;

@@ -144,10 +144,9 @@ pub fn beam_search_decode(
 /// gather).
 fn joined(steps: &[LoDTensor]) -> Result<Tensor> {
     let dtype = steps[0].tensor().dtype();
-    let blocks: Vec<(usize, std::ops::Range<usize>)> =
-        steps.iter().enumerate().map(|(t, s)| (t, 0..s.tensor().numel())).collect();
+    let blocks = lists::collect(steps.iter().enumerate().map(|(t, s)| (t, 0..s.tensor().numel())), "steps: blocks")?;
     let total: usize = blocks.iter().map(|(_, r)| r.len()).sum();
-    let srcs: Vec<&Tensor> = steps.iter().map(|s| s.tensor()).collect();
+    let srcs = lists::collect(steps.iter().map(|s| s.tensor()), "steps: sources")?;
     crate::backend::cuda::gather_sources(&srcs, dtype.size(), &blocks, dtype, crate::dim::Dim::new(&[total])?)
 }
 
@@ -155,7 +154,7 @@ fn joined(steps: &[LoDTensor]) -> Result<Tensor> {
 fn split(steps: &[LoDTensor], all: &Tensor) -> Result<TensorArray> {
     let bytes = all.bytes()?;
     let mut at = 0;
-    let mut out = Vec::with_capacity(steps.len());
+    let mut out = lists::with_capacity(steps.len(), "steps: host copies")?;
     for s in steps {
         let n = s.tensor().nbytes();
         out.push(LoDTensor::new(Tensor::from_bytes(all.dtype(), *s.dims(), &bytes[at..at + n])?, s.lod().clone())?);

@@ -129,16 +129,19 @@ pub fn sequence_concat(xs: &[&LoDTensor]) -> Result<LoDTensor> {
             out
         }
         Place::Cuda(_) => {
-            let srcs: Vec<&Tensor> = xs.iter().map(|x| x.tensor()).collect();
+            let srcs = lists::collect(xs.iter().map(|x| x.tensor()), "xs")?;
             // Each input's level-0 sequences in rows: its LoD itself when it has one level (the
             // kernel then reads the level's device copy, which the LoD keeps), else a LoD of the
             // absolute offsets made for this call.
-            let flat = xs
-                .iter()
-                .zip(abs)
-                .map(|(x, a)| if x.lod().num_levels() == 1 { Ok(x.lod().clone()) } else { Lod::from_offsets(vec![a]) })
-                .collect::<Result<Vec<Lod>>>()?;
-            let levels = flat.iter().map(|l| l.lod_level(0)).collect::<Result<Vec<_>>>()?;
+            let flat = xs.iter().zip(abs).map(|(x, a)| {
+                if x.lod().num_levels() == 1 {
+                    Ok(x.lod().clone())
+                } else {
+                    Lod::from_offsets(vec![a])
+                }
+            });
+            let flat = lists::try_collect(xs.len(), flat, "xs: LoDs")?;
+            let levels = lists::try_collect(flat.len(), flat.iter().map(|l| l.lod_level(0)), "xs: LoD levels")?;
             cuda::concat_rows(&srcs, &levels, first.row_bytes(), out_lod.lod_level(0)?, dims)?
         }
     };

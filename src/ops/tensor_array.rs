@@ -33,10 +33,12 @@ pub(crate) fn units(t: &LoDTensor, name: &str) -> Result<usize> {
 /// Appends to `out` (one offset level per level of `levels`) the lengths of unit `unit` — a
 /// sequence of `levels[0]`, or a row when `levels` is empty — and all its nested sequences, and
 /// returns the unit's rows: Paddle's `AppendLoD(out, GetSubLoDAndAbsoluteOffset(unit, unit+1))`
-/// without building the intermediate length lists. `unit` must exist.
-fn append_unit(levels: &[Vec<usize>], unit: usize, out: &mut [Vec<usize>]) -> Range<usize> {
+/// without building the intermediate length lists. `unit` must exist. Each output level grows
+/// by the unit's run of it, reserved first (`what` names the levels when it cannot be).
+fn append_unit(levels: &[Vec<usize>], unit: usize, out: &mut [Vec<usize>], what: &str) -> Result<Range<usize>> {
     let (mut start, mut end) = (unit, unit + 1);
     for (offsets, out) in levels.iter().zip(out.iter_mut()) {
+        lists::reserve(out, end - start, what)?;
         let mut last = *out.last().expect("every output level starts with 0");
         for w in offsets[start..=end].windows(2) {
             last += w[1] - w[0];
@@ -44,7 +46,7 @@ fn append_unit(levels: &[Vec<usize>], unit: usize, out: &mut [Vec<usize>]) -> Ra
         }
         (start, end) = (offsets[start], offsets[end]);
     }
-    start..end
+    Ok(start..end)
 }
 
 fn lod_of(levels: Vec<Vec<usize>>) -> Result<Lod> {
@@ -125,7 +127,7 @@ pub fn lod_tensor_to_array(x: &LoDTensor, table: &RankTable) -> Result<TensorArr
         } else {
             let mut levels = vec![vec![0usize]; below.len()];
             for &first in alive {
-                let rows = append_unit(below, first + t, &mut levels);
+                let rows = append_unit(below, first + t, &mut levels, "unpack: step LoD")?;
                 total += rows.len(); // rows of x, so no overflow
                 ranges.push(rows);
             }
@@ -139,7 +141,7 @@ pub fn lod_tensor_to_array(x: &LoDTensor, table: &RankTable) -> Result<TensorArr
     } else {
         gather_into_new(x.tensor(), row_bytes, &ranges, dims)?
     };
-    let mut items = Vec::with_capacity(steps);
+    let mut items = lists::with_capacity(steps, "unpack: elements")?;
     for (t, levels) in step_lods.into_iter().enumerate() {
         items.push(LoDTensor::new(all.slice_rows(step_rows[t]..step_rows[t + 1])?, lod_of(levels)?)?);
     }
@@ -165,7 +167,7 @@ pub fn array_to_lod_tensor(array: &TensorArray, table: &RankTable) -> Result<LoD
     first.tensor().rows().map_err(|_| err!(InvalidArgument, "array[0]: a 0-d tensor has no rows"))?;
     let row_shape = &first.dims().as_slice()[1..];
     let deeper = first.lod().num_levels();
-    let mut tensors = Vec::with_capacity(elements.len());
+    let mut tensors = lists::with_capacity(elements.len(), "pack: elements")?;
     for (i, e) in elements.iter().enumerate() {
         let t = e.tensor();
         ensure!(
@@ -237,7 +239,7 @@ pub fn array_to_lod_tensor(array: &TensorArray, table: &RankTable) -> Result<LoD
             total += length;
         } else {
             for (x, e) in elements.iter().enumerate().take(length) {
-                let rows = append_unit(e.lod().levels(), pos, &mut levels);
+                let rows = append_unit(e.lod().levels(), pos, &mut levels, "pack: output LoD")?;
                 total += rows.len();
                 blocks.push((x, rows));
             }
@@ -246,14 +248,14 @@ pub fn array_to_lod_tensor(array: &TensorArray, table: &RankTable) -> Result<LoD
     let (dtype, dims, row_bytes) = (first.tensor().dtype(), first.dims().with_rows(total)?, first.tensor().row_bytes());
     let out = if let Place::Cuda(_) = place {
         // One launch over a table of the elements' device addresses.
-        let srcs: Vec<&Tensor> = elements.iter().map(|e| e.tensor()).collect();
+        let srcs = lists::collect(elements.iter().map(|e| e.tensor()), "pack: sources")?;
         if device_rows {
             crate::backend::cuda::pack_rows(&srcs, row_bytes, &rank_level, &position, dtype, dims)?
         } else {
             crate::backend::cuda::gather_sources(&srcs, row_bytes, &blocks, dtype, dims)?
         }
     } else {
-        let srcs = elements.iter().map(|e| e.tensor().bytes()).collect::<Result<Vec<&[u8]>>>()?;
+        let srcs = lists::try_collect(elements.len(), elements.iter().map(|e| e.tensor().bytes()), "pack: sources")?;
         let mut out = Tensor::uninit(dtype, dims)?;
         gather_blocks(&srcs, row_bytes, &blocks, out.bytes_mut()?)?;
         out
@@ -321,8 +323,9 @@ pub fn reorder_lod_tensor_by_rank(x: &LoDTensor, table: &RankTable) -> Result<Lo
     let levels_in = x.lod().levels();
     // The same units in another order: each output level is as long as the input's.
     let mut levels = lists::offset_levels(levels_in.iter().map(Vec::len), "rank_table_reorder: output LoD")?;
-    let ranges = table.items().iter().map(|item| append_unit(levels_in, item.index, &mut levels));
-    let ranges = lists::collect(ranges, "rank_table_reorder: row ranges")?;
+    let what = "rank_table_reorder: output LoD";
+    let ranges = table.items().iter().map(|item| append_unit(levels_in, item.index, &mut levels, what));
+    let ranges = lists::try_collect(table.len(), ranges, "rank_table_reorder: row ranges")?;
     let out = gather_into_new(x.tensor(), x.tensor().row_bytes(), &ranges, *x.dims())?;
     LoDTensor::new(out, lod_of(levels)?)
 }
@@ -392,7 +395,7 @@ pub fn tensor_array_to_tensor(array: &TensorArray, axis: i64, use_stack: bool) -
     let (dtype, dims) = (first.tensor().dtype(), Dim::new(&out_dims)?);
     if let Place::Cuda(_) = place {
         // One launch over a table of the elements' device addresses.
-        let srcs: Vec<&Tensor> = elements.iter().map(|e| e.tensor()).collect();
+        let srcs = lists::collect(elements.iter().map(|e| e.tensor()), "pack: sources")?;
         let out = crate::backend::cuda::concat_outer(&srcs, &inner, outer, dtype, dims)?;
         return Ok((LoDTensor::dense(out), sizes));
     }
@@ -420,7 +423,10 @@ pub fn unstack(x: &LoDTensor, axis: i64) -> Result<TensorArray> {
     if let Place::Cuda(_) = place {
         // All parts in one launch over a table of their device addresses.
         let parts = crate::backend::cuda::split_outer(x.tensor(), inner_bytes, n, outer, part_dims)?;
-        return Ok(TensorArray::from_vec(parts.into_iter().map(LoDTensor::dense).collect()));
+        return Ok(TensorArray::from_vec(lists::collect(
+            parts.into_iter().map(LoDTensor::dense),
+            "unstack: elements",
+        )?));
     }
     let src = x.tensor().bytes()?;
     let mut ranges = lists::with_capacity(outer, "unstack: row ranges")?;

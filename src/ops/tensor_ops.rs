@@ -108,9 +108,10 @@ pub(crate) fn gather_rows_of_all(
         // The index stays on the device; a bad value is reported below, from a host copy.
         place.ensure_usable()?;
         let k = it.dims().as_slice()[0];
-        let srcs = xs.iter().map(|(_, x)| Ok((x.tensor(), x.dims().with_rows(k)?))).collect::<Result<Vec<_>>>()?;
+        let srcs = xs.iter().map(|(_, x)| Ok((x.tensor(), x.dims().with_rows(k)?)));
+        let srcs = lists::try_collect(xs.len(), srcs, "inputs: sources")?;
         if let Some(outs) = cuda::gather_rows_by_index(&srcs, it)? {
-            return Ok(outs.into_iter().map(LoDTensor::dense).collect());
+            return lists::collect(outs.into_iter().map(LoDTensor::dense), "results");
         }
     }
     let index = int_column(&on_host(it)?, index_name, None)?;

@@ -434,15 +434,16 @@ pub fn copy_bytes_to_host(src: &Tensor, dst: &mut [u8]) -> Result<()> {
 /// is copied into one device block (queued, no wait), which comes to the host in one copy. Host
 /// tensors are copied as they are; tensors on different devices come one by one.
 pub fn copy_all_to_host(srcs: &[&Tensor]) -> Result<Vec<Tensor>> {
-    let places: Vec<Place> = srcs.iter().map(|t| t.place()).collect();
-    let Some(&Place::Cuda(ordinal)) = places.first() else {
-        return srcs.iter().map(|t| copy_to_host(t)).collect();
+    const WHAT: &str = "copies to the host";
+    let one_by_one = || lists::try_collect(srcs.len(), srcs.iter().map(|t| copy_to_host(t)), WHAT);
+    let Some(Place::Cuda(ordinal)) = srcs.first().map(|t| t.place()) else {
+        return one_by_one();
     };
-    if srcs.len() < 2 || places.iter().any(|&p| p != Place::Cuda(ordinal)) {
-        return srcs.iter().map(|t| copy_to_host(t)).collect();
+    if srcs.len() < 2 || srcs.iter().any(|t| t.place() != Place::Cuda(ordinal)) {
+        return one_by_one();
     }
     // Each piece at a multiple of 16 bytes, so the copies stay aligned.
-    let mut starts = Vec::with_capacity(srcs.len());
+    let mut starts = lists::with_capacity(srcs.len(), WHAT)?;
     let mut total = 0usize;
     for t in srcs {
         starts.push(total);
@@ -457,14 +458,13 @@ pub fn copy_all_to_host(srcs: &[&Tensor]) -> Result<Vec<Tensor>> {
             d.dtod(joined.as_ptr() as DevicePtr + at as DevicePtr, t.as_ptr() as DevicePtr, t.nbytes())?;
         }
     }
-    let mut host = lists::filled(total, 0u8, "copies to the host")?;
+    let mut host = lists::filled(total, 0u8, WHAT)?;
     if total > 0 {
         d.dtoh(&mut host, joined.as_ptr() as DevicePtr)?;
     }
-    srcs.iter()
-        .zip(&starts)
-        .map(|(t, &at)| Tensor::from_bytes(t.dtype(), *t.dims(), &host[at..at + t.nbytes()]))
-        .collect()
+    let copies =
+        srcs.iter().zip(&starts).map(|(t, &at)| Tensor::from_bytes(t.dtype(), *t.dims(), &host[at..at + t.nbytes()]));
+    lists::try_collect(srcs.len(), copies, WHAT)
 }
 
 /// A new device tensor of `dims` and `dtype` on `d`, uninitialised (the caller's kernel writes it).

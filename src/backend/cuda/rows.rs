@@ -134,8 +134,9 @@ pub fn concat_rows(
     let bases = srcs.iter().map(|s| s.as_ptr() as u64);
     let word = word_for(row_bytes, bases.clone().chain([dst]));
     let row_words = (row_bytes / word) as u64;
-    let copies = levels.iter().map(|&l| level_on(&d, l)).collect::<Result<Vec<_>>>()?;
-    let sources: Vec<u64> = bases.chain(copies.iter().map(|c| c.as_ptr() as u64)).collect();
+    let copies = lists::try_collect(levels.len(), levels.iter().map(|&l| level_on(&d, l)), "xs: levels")?;
+    let mut sources = lists::with_capacity(srcs.len() + copies.len(), "xs: sources")?;
+    sources.extend(bases.chain(copies.iter().map(|c| c.as_ptr() as u64)));
     let (sources, out_offsets) = (upload(&d, &sources)?, level_on(&d, out)?);
     let args = Args::new()
         .arg(dst)
@@ -199,7 +200,7 @@ pub fn pack_rows(
     }
     let seqs = count_u32(seq_rows.len() - 1, "rank_table: sequences")?;
     let dst = out.as_mut_ptr() as u64;
-    let bases: Vec<u64> = steps.iter().map(|t| t.as_ptr() as u64).collect();
+    let bases = lists::collect(steps.iter().map(|t| t.as_ptr() as u64), "array: step addresses")?;
     let word = word_for(row_bytes, bases.iter().copied().chain([dst]));
     let row_words = (row_bytes / word) as u64;
     let (_table, at) = upload_joined(&d, &[&bases, offset_words(seq_rows), offset_words(position)])?;
@@ -219,7 +220,8 @@ pub fn gather_rows_by_index(srcs: &[(&Tensor, Dim)], index: &Tensor) -> Result<O
         return Ok(Some(vec![]));
     };
     let d = device_of(first, "gather_rows")?;
-    let mut outs = srcs.iter().map(|(src, dims)| new_tensor(&d, src.dtype(), *dims)).collect::<Result<Vec<_>>>()?;
+    let outs = srcs.iter().map(|(src, dims)| new_tensor(&d, src.dtype(), *dims));
+    let mut outs = lists::try_collect(srcs.len(), outs, "gather_rows: outputs")?;
     if index.numel() == 0 {
         return Ok(Some(outs));
     }

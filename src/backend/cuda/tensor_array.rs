@@ -9,6 +9,7 @@ use super::seq_common::{device_of, upload_joined, word_for};
 use crate::dim::Dim;
 use crate::dtype::DType;
 use crate::error::{err, Result};
+use crate::memory::lists;
 use crate::tensor::Tensor;
 use std::ops::Range;
 use std::sync::Arc;
@@ -26,7 +27,7 @@ pub fn gather_sources(
     let first = srcs.first().ok_or_else(|| err!(Internal, "gather_sources: no source tensors"))?;
     let d = device_of(first, "gather_sources")?;
     let mut out = new_tensor(&d, dtype, dims)?;
-    let bases: Vec<u64> = srcs.iter().map(|t| t.as_ptr() as u64).collect();
+    let bases = lists::collect(srcs.iter().map(|t| t.as_ptr() as u64), "array: source addresses")?;
     let table = blocks.iter().map(|(s, r)| (bases[*s] + (r.start * row_bytes) as u64, r.len()));
     gather_ranges_from(&d, &mut out, row_bytes, &bases, table, "array")?;
     Ok(out)
@@ -51,8 +52,8 @@ fn pieces(
     // Every piece's size and address, and the whole's, are multiples of the word.
     let sizes = piece_bytes.iter().map(|&b| b as u64);
     let word = word_for(0, sizes.chain(pieces.iter().copied()).chain([whole]));
-    let words: Vec<u64> = piece_bytes.iter().map(|&b| (b / word) as u64).collect();
-    let mut cols = Vec::with_capacity(words.len());
+    let words = lists::collect(piece_bytes.iter().map(|&b| (b / word) as u64), "array: piece sizes")?;
+    let mut cols = lists::with_capacity(words.len(), "array: piece columns")?;
     let mut at = 0u64;
     for &w in &words {
         cols.push(at);
@@ -80,7 +81,7 @@ fn pieces(
 pub fn concat_outer(srcs: &[&Tensor], inner: &[usize], outer: usize, dtype: DType, dims: Dim) -> Result<Tensor> {
     let d = device_of(srcs[0], "tensor_array_to_tensor")?;
     let mut out = new_tensor(&d, dtype, dims)?;
-    let addresses: Vec<u64> = srcs.iter().map(|t| t.as_ptr() as u64).collect();
+    let addresses = lists::collect(srcs.iter().map(|t| t.as_ptr() as u64), "array: element addresses")?;
     pieces(&d, &addresses, inner, out.as_mut_ptr() as u64, outer, true)?;
     Ok(out)
 }
@@ -89,8 +90,9 @@ pub fn concat_outer(srcs: &[&Tensor], inner: &[usize], outer: usize, dtype: DTyp
 /// `[(o * n + i) * inner, (o * n + i + 1) * inner)` of `x` for every row `o < outer`.
 pub fn split_outer(x: &Tensor, inner: usize, n: usize, outer: usize, part_dims: Dim) -> Result<Vec<Tensor>> {
     let d = device_of(x, "unstack")?;
-    let mut parts = (0..n).map(|_| new_tensor(&d, x.dtype(), part_dims)).collect::<Result<Vec<_>>>()?;
-    let addresses: Vec<u64> = parts.iter_mut().map(|t| t.as_mut_ptr() as u64).collect();
-    pieces(&d, &addresses, &vec![inner; n], x.as_ptr() as u64, outer, false)?;
+    let mut parts = lists::try_collect(n, (0..n).map(|_| new_tensor(&d, x.dtype(), part_dims)), "unstack: parts")?;
+    let addresses = lists::collect(parts.iter_mut().map(|t| t.as_mut_ptr() as u64), "unstack: part addresses")?;
+    let sizes = lists::filled(n, inner, "unstack: part sizes")?;
+    pieces(&d, &addresses, &sizes, x.as_ptr() as u64, outer, false)?;
     Ok(parts)
 }
