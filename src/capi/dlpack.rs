@@ -4,7 +4,7 @@ use super::args::{self, Out};
 use super::boundary;
 use super::tensor::{lodtensor_t, new_handle};
 use super::types::lodtensor_status_t;
-use crate::interop::dlpack::{self, from_dlpack, to_dlpack};
+use crate::interop::dlpack::{self, from_dlpack, to_dlpack, ManagedTensor};
 
 /// DLPack's managed tensor, opaque here; the header declares it as a bare struct (cbindgen.toml).
 pub struct DLManagedTensorVersioned {
@@ -31,11 +31,7 @@ pub unsafe extern "C" fn lodtensor_to_dlpack(
     t: *const lodtensor_t,
     out: *mut *mut DLManagedTensorVersioned,
 ) -> lodtensor_status_t {
-    boundary(|| {
-        let t = &args::get(t, "t")?.inner;
-        Out::new(out, "out")?.write(to_dlpack::<dlpack::DLManagedTensorVersioned>(t).cast());
-        Ok(())
-    })
+    export::<dlpack::DLManagedTensorVersioned, _>(t, out)
 }
 
 /// Takes a DLPack managed tensor of major version 1 (`managed`, as another framework's
@@ -70,12 +66,7 @@ pub unsafe extern "C" fn lodtensor_from_dlpack(
     lod_len: usize,
     out: *mut *mut lodtensor_t,
 ) -> lodtensor_status_t {
-    boundary(|| {
-        let out = Out::new(out, "out")?;
-        let lod = args::lod(lod_kind, level_sizes, num_levels, lod, lod_len)?;
-        new_handle(out, from_dlpack(managed.cast::<dlpack::DLManagedTensorVersioned>(), lod)?);
-        Ok(())
-    })
+    import(managed.cast::<dlpack::DLManagedTensorVersioned>(), lod_kind, level_sizes, num_levels, lod, lod_len, out)
 }
 
 /// `lodtensor_to_dlpack` for a consumer of DLPack before version 1.0: the same managed tensor as
@@ -88,11 +79,7 @@ pub unsafe extern "C" fn lodtensor_to_dlpack_legacy(
     t: *const lodtensor_t,
     out: *mut *mut DLManagedTensor,
 ) -> lodtensor_status_t {
-    boundary(|| {
-        let t = &args::get(t, "t")?.inner;
-        Out::new(out, "out")?.write(to_dlpack::<dlpack::DLManagedTensor>(t).cast());
-        Ok(())
-    })
+    export::<dlpack::DLManagedTensor, _>(t, out)
 }
 
 /// `lodtensor_from_dlpack` for a managed tensor of DLPack before version 1.0 (`DLManagedTensor`,
@@ -113,10 +100,33 @@ pub unsafe extern "C" fn lodtensor_from_dlpack_legacy(
     lod_len: usize,
     out: *mut *mut lodtensor_t,
 ) -> lodtensor_status_t {
+    import(managed.cast::<dlpack::DLManagedTensor>(), lod_kind, level_sizes, num_levels, lod, lod_len, out)
+}
+
+/// Both exports: `t` lent as a managed tensor of the form `M`, into `*out` (the header's opaque
+/// struct `O` of that form).
+unsafe fn export<M: ManagedTensor, O>(t: *const lodtensor_t, out: *mut *mut O) -> lodtensor_status_t {
+    boundary(|| {
+        let t = &args::get(t, "t")?.inner;
+        Out::new(out, "out")?.write(to_dlpack::<M>(t).cast());
+        Ok(())
+    })
+}
+
+/// Both imports: `managed`, of the form `M`, taken with the LoD given as in `lodtensor_create`.
+unsafe fn import<M: ManagedTensor>(
+    managed: *mut M,
+    lod_kind: i32,
+    level_sizes: *const usize,
+    num_levels: usize,
+    lod: *const usize,
+    lod_len: usize,
+    out: *mut *mut lodtensor_t,
+) -> lodtensor_status_t {
     boundary(|| {
         let out = Out::new(out, "out")?;
         let lod = args::lod(lod_kind, level_sizes, num_levels, lod, lod_len)?;
-        new_handle(out, from_dlpack(managed.cast::<dlpack::DLManagedTensor>(), lod)?);
+        new_handle(out, from_dlpack(managed, lod)?);
         Ok(())
     })
 }

@@ -88,6 +88,27 @@ pub trait ManagedTensor: Sized + 'static {
     fn check(&self) -> Result<()>;
 }
 
+/// The accessors of the fields both forms have, by the same names.
+macro_rules! managed_fields {
+    () => {
+        fn dl_tensor(&self) -> &DLTensor {
+            &self.dl_tensor
+        }
+        fn dl_tensor_mut(&mut self) -> &mut DLTensor {
+            &mut self.dl_tensor
+        }
+        fn manager_ctx(&self) -> *mut c_void {
+            self.manager_ctx
+        }
+        fn set_manager_ctx(&mut self, ctx: *mut c_void) {
+            self.manager_ctx = ctx;
+        }
+        fn deleter(&self) -> Option<unsafe extern "C" fn(*mut Self)> {
+            self.deleter
+        }
+    };
+}
+
 impl ManagedTensor for DLManagedTensorVersioned {
     fn exported(dl_tensor: DLTensor, deleter: Deleter) -> Self {
         DLManagedTensorVersioned {
@@ -98,21 +119,7 @@ impl ManagedTensor for DLManagedTensorVersioned {
             dl_tensor,
         }
     }
-    fn dl_tensor(&self) -> &DLTensor {
-        &self.dl_tensor
-    }
-    fn dl_tensor_mut(&mut self) -> &mut DLTensor {
-        &mut self.dl_tensor
-    }
-    fn manager_ctx(&self) -> *mut c_void {
-        self.manager_ctx
-    }
-    fn set_manager_ctx(&mut self, ctx: *mut c_void) {
-        self.manager_ctx = ctx;
-    }
-    fn deleter(&self) -> Option<Deleter> {
-        self.deleter
-    }
+    managed_fields!();
     fn check(&self) -> Result<()> {
         let DLPackVersion { major, minor } = self.version;
         ensure!(
@@ -135,21 +142,7 @@ impl ManagedTensor for DLManagedTensor {
     fn exported(dl_tensor: DLTensor, deleter: LegacyDeleter) -> Self {
         DLManagedTensor { dl_tensor, manager_ctx: std::ptr::null_mut(), deleter: Some(deleter) }
     }
-    fn dl_tensor(&self) -> &DLTensor {
-        &self.dl_tensor
-    }
-    fn dl_tensor_mut(&mut self) -> &mut DLTensor {
-        &mut self.dl_tensor
-    }
-    fn manager_ctx(&self) -> *mut c_void {
-        self.manager_ctx
-    }
-    fn set_manager_ctx(&mut self, ctx: *mut c_void) {
-        self.manager_ctx = ctx;
-    }
-    fn deleter(&self) -> Option<LegacyDeleter> {
-        self.deleter
-    }
+    managed_fields!();
     fn check(&self) -> Result<()> {
         Ok(())
     }
