@@ -118,12 +118,13 @@ impl Device {
     /// Gives `blocks`, taken out of the cache, back to the driver once the queued work that may
     /// still use them is done. If that wait fails (a fault of queued work), they are not freed:
     /// losing them is safe, freeing memory a running kernel may touch is not.
-    fn free_blocks(&self, blocks: Vec<DevicePtr>) -> Result<()> {
-        if blocks.is_empty() {
+    fn free_blocks(&self, blocks: impl IntoIterator<Item = DevicePtr>) -> Result<()> {
+        let mut blocks = blocks.into_iter().peekable();
+        if blocks.peek().is_none() {
             return Ok(());
         }
         self.synchronize()?;
-        blocks.into_iter().try_for_each(|ptr| self.ctx.free(ptr))
+        blocks.try_for_each(|ptr| self.ctx.free(ptr))
     }
 
     /// Launches kernel `function` of file `file` (compiled and loaded at its first use here) with
