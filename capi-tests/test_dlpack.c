@@ -251,6 +251,11 @@ static void read_only(Producer *p) { p->managed.flags = FLAG_READ_ONLY; }
 static void opencl(Producer *p) { p->t->device.device_type = 4; }
 static void cpu_1(Producer *p) { p->t->device.device_id = 1; }
 static void on_cuda(Producer *p) { p->t->device.device_type = 2; }
+static void on_cuda_managed(Producer *p) { p->t->device.device_type = 13; }
+static void on_cuda_managed_beyond(Producer *p) {
+    p->t->device.device_type = 13;
+    p->t->device.device_id = 1000;
+}
 static void on_cuda_beyond(Producer *p) {
     p->t->device.device_type = 2;
     p->t->device.device_id = 1000;
@@ -352,6 +357,29 @@ static void test_errors(void) {
     }
 }
 
+/* A device tensor's memory lent as kDLCUDAManaged (13): taken as that device's, zero copy. */
+static void test_managed_on_cuda(enum form form) {
+    static const int64_t dims[1] = {3};
+    static const int32_t values[3] = {5, 6, 7};
+    lodtensor_t *x = fx_make(fx_i32(), dims, 1, values, NULL, 0, NULL, 0), *on_device = NULL, *back = NULL;
+    Exported e;
+    if (CHECK_OK(lodtensor_to_place(x, fx_place(LODTENSOR_DEVICE_CUDA, 0), &on_device)) &&
+        export_as(form, on_device, &e)) {
+        exported_tensor(e)->device.device_type = 13;
+        if (CHECK_OK(take_exported(e, &back))) {
+            lodtensor_place_t place;
+            CHECK_EQ_PTR(fx_data(back), fx_data(on_device));
+            CHECK_OK(lodtensor_place(back, &place));
+            CHECK(place.device_type == LODTENSOR_DEVICE_CUDA && place.device_id == 0);
+        } else {
+            delete_exported(e);
+        }
+    }
+    lodtensor_destroy(back);
+    lodtensor_destroy(on_device);
+    lodtensor_destroy(x);
+}
+
 static void test_with_cuda(size_t count) {
     static const int64_t dims[2] = {2, 2};
     static const float values[4] = {1.0f, 2.0f, 3.0f, 4.0f};
@@ -386,9 +414,17 @@ static void test_with_cuda(size_t count) {
         lodtensor_destroy(x);
     }
     check_refused(on_cuda_beyond, NULL, 0, LODTENSOR_INVALID_ARGUMENT, "cuda:1000");
+    check_refused(on_cuda_managed_beyond, NULL, 0, LODTENSOR_INVALID_ARGUMENT, "cuda:1000");
+    /* Host memory marked as CUDA managed memory is refused as memory the device cannot use. */
+    check_refused(on_cuda_managed, NULL, 0, LODTENSOR_INVALID_ARGUMENT, "data");
+    test_managed_on_cuda(VERSIONED);
+    test_managed_on_cuda(LEGACY);
 }
 
-static void test_without_cuda(void) { check_refused(on_cuda, NULL, 0, LODTENSOR_UNSUPPORTED, "cuda:0"); }
+static void test_without_cuda(void) {
+    check_refused(on_cuda, NULL, 0, LODTENSOR_UNSUPPORTED, "cuda:0");
+    check_refused(on_cuda_managed, NULL, 0, LODTENSOR_UNSUPPORTED, "cuda:0");
+}
 
 int main(void) {
     int form;

@@ -842,7 +842,8 @@ lodtensor_status_t lodtensor_from_buffer(struct lodtensor_place_t place, struct 
 // it. The elements must be writable (no `DLPACK_FLAG_BITMASK_READ_ONLY`) and compact row-major
 // (`strides` NULL, or compact, with any stride on dims of size 1), `data + byte_offset` aligned
 // to the element size, on the CPU (`kDLCPU`, or `kDLCUDAHost` page-locked memory) or a CUDA
-// device (`kDLCUDA`, read in the order of the device's stream, as `lodtensor_from_buffer`'s).
+// device (`kDLCUDA`, or `kDLCUDAManaged` managed memory, taken as that device's; read in the
+// order of the device's stream, as `lodtensor_from_buffer`'s).
 // On failure nothing is taken: the deleter is not called, `managed` stays the caller's, and
 // `*out` is untouched.
 //

@@ -154,6 +154,8 @@ pub const VERSION: DLPackVersion = DLPackVersion { major: 1, minor: 0 };
 pub const FLAG_READ_ONLY: u64 = 1 << 0;
 /// `kDLCUDAHost`: page-locked host memory, which the host reads as any other.
 const DEVICE_CUDA_HOST: i32 = 3;
+/// `kDLCUDAManaged`: CUDA managed memory, taken as the device's (its device_id names it).
+const DEVICE_CUDA_MANAGED: i32 = 13;
 
 /// What an exported tensor keeps: the DLPack struct handed out, the tensor whose memory it lends,
 /// and the shape and strides it points to. One box, freed by `delete_export`.
@@ -220,16 +222,17 @@ unsafe extern "C" fn delete_export<M: ManagedTensor>(managed: *mut M) {
 }
 
 /// The place of a DLPack device: the CPU (and CUDA host memory, which the host reads directly)
-/// or a CUDA device.
+/// or a CUDA device (and CUDA managed memory, which the device's kernels read as its own).
 fn place_of(device: DLDevice) -> Result<Place> {
+    let on = |device_type| Place::from_dlpack(device_type, device.device_id).map_err(|e| e.context("managed: "));
     match device.device_type {
         DEVICE_CUDA_HOST => Ok(Place::Cpu),
-        dlpack_device::CPU | dlpack_device::CUDA => {
-            Place::from_dlpack(device.device_type, device.device_id).map_err(|e| e.context("managed: "))
-        }
+        DEVICE_CUDA_MANAGED => on(dlpack_device::CUDA),
+        dlpack_device::CPU | dlpack_device::CUDA => on(device.device_type),
         other => Err(err!(
             Unsupported,
-            "managed: device type {other} is not supported (kDLCPU 1, kDLCUDA 2 and kDLCUDAHost 3 are)"
+            "managed: device type {other} is not supported (kDLCPU 1, kDLCUDA 2, kDLCUDAHost 3 and kDLCUDAManaged \
+             13 are)"
         )),
     }
 }
@@ -243,7 +246,7 @@ fn place_of(device: DLDevice) -> Result<Place> {
 ///
 /// Errors: `NullArgument` (`managed`; its data with elements, its shape with dims);
 /// `Unsupported` (versioned: another major version, the read-only flag; a device other than CPU,
-/// CUDA host or CUDA, or CUDA in a build without it; a dtype without lanes 1 or not of the
+/// CUDA host, CUDA or CUDA managed, or CUDA in a build without it; a dtype without lanes 1 or not of the
 /// library; more than `MAX_DIMS` dims; strides that are not compact row-major);
 /// `InvalidArgument` (a negative ndim or dim; data + byte_offset not aligned to the element size;
 /// a CUDA device id beyond the count; on a CUDA device, memory the device cannot use);
