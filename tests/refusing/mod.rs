@@ -124,15 +124,8 @@ pub fn refuse_each(name: &str, mut case: impl FnMut() -> lodtensor_status_t) {
     // and keep them live). Without a device the second call is UNSUPPORTED, which is fine.
     assert_eq!(lodtensor_set_host_cache_limit(0), OK);
     let _ = lodtensor_cuda_set_cache_limit(0, 0);
-    let count = |case: &mut dyn FnMut() -> lodtensor_status_t| {
-        SEEN.store(0, SeqCst);
-        REFUSE_AT.store(usize::MAX, SeqCst);
-        let status = case();
-        assert_eq!(status, OK, "{name}: {}", last_error());
-        SEEN.load(SeqCst)
-    };
-    count(&mut case);
-    let large = count(&mut case);
+    large_allocations(name, &mut case);
+    let large = large_allocations(name, &mut case);
     assert!(large > 0, "{name} asked for no block of {LARGE} bytes or more: its inputs are too small to test it");
     let _ = writeln!(std::io::stderr(), "allocation failure: {name}: refusing each of {large} large allocations");
     for k in 0..large {
@@ -159,7 +152,11 @@ pub fn refuse_each(name: &str, mut case: impl FnMut() -> lodtensor_status_t) {
             "{name}, large allocation {k} of {large} refused: {leaked} bytes of large blocks kept"
         );
     }
-    assert_eq!(count(&mut case), large, "{name}: another count of large allocations after the refusals");
+    assert_eq!(
+        large_allocations(name, &mut case),
+        large,
+        "{name}: another count of large allocations after the refusals"
+    );
     assert_eq!(lodtensor_set_host_cache_limit(DEFAULT_CACHE), OK);
     let _ = lodtensor_cuda_set_cache_limit(0, usize::MAX);
 }
