@@ -812,6 +812,35 @@ lodtensor_status_t lodtensor_from_arrow(const struct ArrowSchema *schema, struct
 // is not read), LODTENSOR_INTERNAL (a CUDA driver failure, such as an event it does not know).
 lodtensor_status_t lodtensor_from_arrow_device(const struct ArrowSchema *schema, struct ArrowDeviceArray *array, struct lodtensor_t **out);
 
+// Takes the Arrow device record batch `*array` (the C device data interface) as
+// `lodtensor_from_arrow_record_batch` takes a record batch, on the place and after the
+// `sync_event` that `lodtensor_from_arrow_device` takes an array on and waits for: every
+// column's elements stay where the producer's are (on CUDA device n for ARROW_DEVICE_CUDA with
+// `device_id` n). On success `array->array` is moved out; on failure nothing is taken.
+//
+// Returns what `lodtensor_from_arrow_record_batch` and `lodtensor_from_arrow_device` return.
+lodtensor_status_t lodtensor_from_arrow_device_record_batch(const struct ArrowSchema *schema, struct ArrowDeviceArray *array, struct lodtensor_t **out_columns, size_t out_columns_len, size_t *out_count);
+
+// Takes the Arrow record batch `*array` (a struct array, `+s`, of type `*schema`) as one new
+// LoD tensor a column, zero copy, each column as `lodtensor_from_arrow` takes an array: the
+// struct's rows (from its offset, `length` of them) are the entries of every column, its
+// sequences at LoD level 0 or, without a list, its rows. This is what
+// `pyarrow.RecordBatch._export_to_c` and Arrow C++'s `ExportRecordBatch` give.
+// `out_columns` must hold a handle a column (`schema->n_children`); the columns are written
+// there in the struct's order, and their count into `*out_count`. The columns share the array:
+// on success `array->release` is set to NULL (moved out) and the array is released once, when
+// the last handle over any column's memory is destroyed (at once when every column is bool,
+// which is copied). `*schema` stays the caller's. On failure nothing is taken: `*array` is
+// untouched and no output is written.
+//
+// Returns what `lodtensor_from_arrow` returns for a column (naming `schema.children[i]` and
+// `array.children[i]`), LODTENSOR_NULL_ARGUMENT (`out_columns`, `out_count`; NULL children of
+// the struct), LODTENSOR_INVALID_ARGUMENT (a schema that is not a struct; a struct of no
+// columns; a struct whose buffer or child count is not its type's; a null row; a column shorter
+// than the struct's offset and length), LODTENSOR_BUFFER_TOO_SMALL (`out_columns_len` less than
+// the columns, which are counted from the schema before the array is read).
+lodtensor_status_t lodtensor_from_arrow_record_batch(const struct ArrowSchema *schema, struct ArrowArray *array, struct lodtensor_t **out_columns, size_t out_columns_len, size_t *out_count);
+
 // Creates a tensor over the caller's buffer without copying it (zero copy).
 //
 // `place` says where `data` lives (CPU, or a CUDA device in builds with CUDA). `data`/`data_len`
@@ -1096,6 +1125,35 @@ lodtensor_status_t lodtensor_to_arrow(const struct lodtensor_t *t, struct ArrowS
 // the bits of a host tensor's bool elements), LODTENSOR_INTERNAL (a CUDA driver failure, named in
 // the message). On failure neither struct is written.
 lodtensor_status_t lodtensor_to_arrow_device(const struct lodtensor_t *t, struct ArrowSchema *out_schema, struct ArrowDeviceArray *out_array);
+
+// `lodtensor_to_arrow_record_batch` through the C device data interface, as
+// `lodtensor_to_arrow_device` lends one tensor: every column on one place. On the CPU the
+// batch is the host batch, with `device_type` ARROW_DEVICE_CPU and `device_id` -1; on CUDA device
+// n, ARROW_DEVICE_CUDA and n, every column's elements and LoD offsets device memory, and the call
+// waits for the work queued on the device (`sync_event` NULL). pyarrow takes it with
+// `pyarrow.RecordBatch._import_from_c_device`, cuDF with its device interface.
+//
+// Returns what `lodtensor_to_arrow_record_batch` returns, but for CUDA columns:
+// LODTENSOR_INVALID_ARGUMENT also for a column on another place than `columns[0]` (naming both),
+// LODTENSOR_UNSUPPORTED for bool on a CUDA device, LODTENSOR_INTERNAL for a CUDA driver failure.
+// On failure neither struct is written.
+lodtensor_status_t lodtensor_to_arrow_device_record_batch(const struct lodtensor_t *const *columns, const char *const *names, size_t num_columns, struct ArrowSchema *out_schema, struct ArrowDeviceArray *out_array);
+
+// Fills `*out_schema` and `*out_array` with `num_columns` tensors as one Arrow record batch that
+// shares their memory, zero copy: a struct array (`+s`, named "", no nulls) whose child i is
+// `columns[i]` in the form `lodtensor_to_arrow` makes, named `names[i]` (UTF-8). Each column has
+// one entry per row of the batch: its sequences at LoD level 0, or its rows when it has no LoD;
+// so a decoder's `out_ids` and `out_scores` make a batch of one row per source. pyarrow takes it
+// with `pyarrow.RecordBatch._import_from_c`. The caller releases each struct once, as for
+// `lodtensor_to_arrow`; a column moved out of the struct keeps its memory until its own release.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`columns`, `names`, a column or a name, `out_schema`,
+// `out_array`), LODTENSOR_INVALID_ARGUMENT (`num_columns` 0; a 0-d column; a column whose entries
+// are not as many as `columns[0]`'s; a name that is not UTF-8), LODTENSOR_UNSUPPORTED (a CUDA
+// column: lend the batch with `lodtensor_to_arrow_device_record_batch`; bfloat16),
+// LODTENSOR_OUT_OF_MEMORY (no memory for the list of columns or a column's bool bits). Errors
+// name the column (`columns[i]`). On failure neither struct is written.
+lodtensor_status_t lodtensor_to_arrow_record_batch(const struct lodtensor_t *const *columns, const char *const *names, size_t num_columns, struct ArrowSchema *out_schema, struct ArrowArray *out_array);
 
 // Lends `t`'s elements as a new DLPack managed tensor (`*out`) that shares its memory, zero
 // copy: DLPack version 1.0, `flags` 0 (writable: writes are seen through `t` and every handle

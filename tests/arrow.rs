@@ -115,8 +115,15 @@ unsafe fn formats(schema: &ArrowSchema) -> Vec<String> {
 
 fn random_tensor(rng: &mut Rng, dtype: DType) -> LoDTensor {
     let levels = rng.below(4);
+    let entries = if levels == 0 { rng.below(5) } else { 1 + rng.below(4) };
+    random_column(rng, dtype, levels, entries)
+}
+
+/// A random tensor of `levels` LoD levels and `entries` entries: sequences at level 0, or rows
+/// without a LoD.
+fn random_column(rng: &mut Rng, dtype: DType, levels: usize, entries: usize) -> LoDTensor {
     let mut lod: Vec<Vec<usize>> = Vec::new();
-    let mut entries = 1 + rng.below(4);
+    let mut entries = entries;
     for _ in 0..levels {
         let mut level = vec![0];
         for _ in 0..entries {
@@ -126,7 +133,7 @@ fn random_tensor(rng: &mut Rng, dtype: DType) -> LoDTensor {
         entries = *level.last().unwrap();
         lod.push(level);
     }
-    let rows = if levels == 0 { rng.below(5) } else { entries };
+    let rows = entries;
     let mut dims = vec![rows];
     for _ in 0..rng.below(3) {
         dims.push(if rng.below(6) == 0 { 0 } else { 1 + rng.below(3) });
@@ -619,7 +626,7 @@ fn every_documented_refusal() {
     static mut NO_SCHEMA: *mut ArrowSchema = std::ptr::null_mut();
     static mut NO_ARRAY: *mut ArrowArray = std::ptr::null_mut();
     refused(a_list(), |s, _| s.children = &raw mut NO_SCHEMA, "NullArgument", "schema.children[0]: is NULL");
-    refused(a_list(), |_, a| a.children = &raw mut NO_ARRAY, "NullArgument", "array: its child is NULL");
+    refused(a_list(), |_, a| a.children = &raw mut NO_ARRAY, "NullArgument", "array: child 0 is NULL");
     refused(a_list(), |_, a| a.dictionary = a as *mut ArrowArray, "Unsupported", "array: has a dictionary");
     refused(a_list(), |_, a| a.n_buffers = 3, "InvalidArgument", "has 3 buffer(s)");
     refused(a_list(), |_, a| a.buffers = std::ptr::null_mut(), "NullArgument", "buffers is NULL");
@@ -825,4 +832,362 @@ fn device_arrays_on_the_host_are_taken_as_arrays() {
     let (schema, array) = to_arrow_device(&LoDTensor::from_slice(&[1i32], &[1], vec![]).unwrap()).unwrap();
     assert_eq!(kind(&unsafe { from_arrow_device(&schema, std::ptr::null_mut()) }.unwrap_err()), "NullArgument");
     unsafe { release(schema, array.array) };
+}
+
+// ---- record batches --------------------------------------------------------------------------
+
+use lodtensor::interop::arrow::{from_arrow_record_batch, to_arrow_record_batch};
+
+/// A producer's record batch: a struct of `length` rows from `offset` (validity bits `validity`
+/// with `null_count`, or none) over the arrays of `columns`; the root's release counts in
+/// `released`.
+fn make_batch(
+    columns: Vec<Spec>,
+    length: i64,
+    offset: i64,
+    validity: Option<(Vec<u8>, i64)>,
+    released: &'static AtomicUsize,
+) -> (ArrowSchema, ArrowArray) {
+    let (bits, null_count) = validity.map_or((None, 0), |(b, n)| (Some(b), n));
+    let spec = Spec { format: "+s".into(), length, offset, null_count, buffers: vec![bits], child: None };
+    let (mut schema, mut array) = make_node(spec, Some(released));
+    unsafe {
+        let (schema_part, made) = (&mut *schema.private_data.cast::<Made>(), &mut *array.private_data.cast::<Made>());
+        for column in columns {
+            let (s, a) = make_node(column, None);
+            schema_part.child_schema.push(Box::into_raw(Box::new(s)));
+            made.child_array.push(Box::into_raw(Box::new(a)));
+        }
+        (schema.n_children, array.n_children) = (made.child_array.len() as i64, made.child_array.len() as i64);
+        (schema.children, array.children) = (schema_part.child_schema.as_mut_ptr(), made.child_array.as_mut_ptr());
+    }
+    (schema, array)
+}
+
+/// Column `i` of a record batch: its schema and array.
+unsafe fn column<'a>(schema: &'a ArrowSchema, array: &'a ArrowArray, i: usize) -> (&'a ArrowSchema, &'a ArrowArray) {
+    (&**schema.children.add(i), &**array.children.add(i))
+}
+
+/// Up to three random columns of `entries` entries each, of random dtypes and LoD levels.
+fn random_columns(rng: &mut Rng, entries: usize) -> Vec<LoDTensor> {
+    (0..1 + rng.below(3))
+        .map(|_| {
+            let (dtype, _) = DTYPES[rng.below(DTYPES.len())];
+            let levels = if entries == 0 { 0 } else { rng.below(3) };
+            random_column(rng, dtype, levels, entries)
+        })
+        .collect()
+}
+
+#[test]
+fn record_batches_lend_each_column_as_its_own_export() {
+    let mut rng = Rng(19);
+    for round in 0..200 {
+        let entries = rng.below(5) + usize::from(round % 2 == 0);
+        let columns = random_columns(&mut rng, entries);
+        let names: Vec<String> = (0..columns.len()).map(|i| format!("col{i}")).collect();
+        let named: Vec<(&LoDTensor, &str)> = columns.iter().zip(&names).map(|(c, n)| (c, n.as_str())).collect();
+        let (schema, array) = to_arrow_record_batch(&named).unwrap();
+        unsafe {
+            assert_eq!(CStr::from_ptr(schema.format).to_str().unwrap(), "+s");
+            assert_eq!(CStr::from_ptr(schema.name).to_str().unwrap(), "");
+            assert_eq!((schema.n_children, array.n_children), (columns.len() as i64, columns.len() as i64));
+            assert_eq!((array.length, array.offset, array.null_count, array.n_buffers), (entries as i64, 0, 0, 1));
+            assert!((*array.buffers).is_null(), "no validity buffer");
+            for (i, x) in columns.iter().enumerate() {
+                let (s, a) = column(&schema, &array, i);
+                assert_eq!(CStr::from_ptr(s.name).to_str().unwrap(), names[i]);
+                let (alone, alone_array) = to_arrow(x).unwrap();
+                assert_eq!(formats(s), formats(&alone), "round {round}, column {i}");
+                assert_eq!(a.length, entries as i64);
+                assert_eq!(read(s, a), tensor_value(x), "round {round}, column {i}");
+                release(alone, alone_array);
+            }
+            release(schema, array);
+        }
+    }
+}
+
+#[test]
+fn record_batches_round_trip_zero_copy() {
+    let mut rng = Rng(23);
+    for _ in 0..200 {
+        let entries = 1 + rng.below(4);
+        let columns = random_columns(&mut rng, entries);
+        let named: Vec<(&LoDTensor, &str)> = columns.iter().map(|c| (c, "x")).collect();
+        let (mut schema, mut array) = to_arrow_record_batch(&named).unwrap();
+        unsafe {
+            let back = from_arrow_record_batch(&schema, &mut array).unwrap();
+            assert!(array.release.is_none(), "moved out");
+            (schema.release.unwrap())(&mut schema);
+            assert_eq!(back.len(), columns.len());
+            for (x, y) in columns.iter().zip(&back) {
+                assert_eq!((y.dims(), y.lod()), (x.dims(), x.lod()));
+                assert_eq!(y.tensor().bytes().unwrap(), x.tensor().bytes().unwrap());
+                if x.tensor().dtype() != DType::Bool && x.tensor().numel() > 0 {
+                    assert_eq!(y.tensor().as_ptr(), x.tensor().as_ptr(), "zero copy");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_sliced_record_batch_is_taken_as_its_rows_and_released_by_the_last_column() {
+    static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    let mut rng = Rng(29);
+    for round in 0..300 {
+        // Rows [offset, offset + length) of the struct; each column an array with its own offset
+        // and room after the rows.
+        let (offset, length) = (rng.below(3), rng.below(4) + usize::from(round % 3 != 0));
+        let columns: Vec<Spec> = (0..1 + rng.below(3))
+            .map(|_| {
+                let (_, format) = DTYPES[rng.below(DTYPES.len())];
+                let levels = if length == 0 { 0 } else { rng.below(3) };
+                let fixed: Vec<usize> = (0..rng.below(2)).map(|_| 1 + rng.below(3)).collect();
+                let spare = rng.below(2);
+                random_spec(&mut rng, format, levels, &fixed, offset + length + spare)
+            })
+            .collect();
+        let n = columns.len();
+        let (mut schema, mut array) = make_batch(columns, length as i64, offset as i64, None, &RELEASED);
+        unsafe {
+            let expected: Vec<Vec<Value>> = (0..n)
+                .map(|i| {
+                    let (s, a) = column(&schema, &array, i);
+                    read_range(s, a, offset, length)
+                })
+                .collect();
+            let before = RELEASED.load(Ordering::SeqCst);
+            let mut taken =
+                from_arrow_record_batch(&schema, &mut array).unwrap_or_else(|e| panic!("round {round}: {e}"));
+            assert!(array.release.is_none());
+            (schema.release.unwrap())(&mut schema);
+            assert_eq!(taken.len(), n);
+            for (i, x) in taken.iter().enumerate() {
+                assert_eq!(tensor_value(x), expected[i], "round {round}, column {i}");
+            }
+            // Released once, with the last column that holds memory (at once if none does).
+            let holding = taken.iter().filter(|x| x.tensor().dtype() != DType::Bool).count();
+            while taken.len() > 1 {
+                drop(taken.remove(0));
+            }
+            let left = usize::from(holding > 0 && taken[0].tensor().dtype() != DType::Bool);
+            assert_eq!(RELEASED.load(Ordering::SeqCst), before + 1 - left, "round {round}");
+            drop(taken);
+            assert_eq!(RELEASED.load(Ordering::SeqCst), before + 1, "round {round}");
+        }
+    }
+}
+
+/// Imports the record batch of `columns` (a struct of 2 rows) after `damage`, expecting a
+/// refusal with `code` whose message contains `words`, and that nothing was taken or released.
+fn batch_refused(columns: Vec<Spec>, damage: impl FnOnce(&mut ArrowSchema, &mut ArrowArray), code: &str, words: &str) {
+    static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    let (mut schema, mut array) = make_batch(columns, 2, 0, None, &RELEASED);
+    let (saved_schema, saved_array) = unsafe { (std::ptr::read(&schema), std::ptr::read(&array)) };
+    damage(&mut schema, &mut array);
+    let releasable = array.release.is_some();
+    unsafe {
+        let before = RELEASED.load(Ordering::SeqCst);
+        let e = from_arrow_record_batch(&schema, &mut array).expect_err("refused");
+        assert_eq!(kind(&e), code, "{e}");
+        assert!(e.to_string().contains(words), "{e} does not say {words:?}");
+        assert_eq!(RELEASED.load(Ordering::SeqCst), before, "nothing released");
+        assert_eq!(array.release.is_some(), releasable, "the array stays the caller's");
+        let (mut schema, mut array) = (saved_schema, saved_array);
+        (schema.release.unwrap())(&mut schema);
+        (array.release.unwrap())(&mut array);
+    }
+}
+
+/// Two f32 rows, then a list of two int32 entries, then two int64 rows: a batch of 2 rows.
+fn two_row_columns() -> Vec<Spec> {
+    vec![
+        f32_values(2),
+        list_spec(&[0, 1, 3], true, 0, values_spec("i", bytes_of(&[1i32, 2, 3]), 3, 0)),
+        values_spec("l", bytes_of(&[7i64, 8]), 2, 0),
+    ]
+}
+
+#[test]
+fn every_documented_refusal_of_a_record_batch() {
+    unsafe {
+        let (schema, mut array) = make_batch(two_row_columns(), 2, 0, None, Box::leak(Box::new(AtomicUsize::new(0))));
+        let code = |r: lodtensor::Result<Vec<LoDTensor>>| r.err().map(|e| kind(&e));
+        assert_eq!(code(from_arrow_record_batch(std::ptr::null(), &mut array)), Some("NullArgument"));
+        assert_eq!(code(from_arrow_record_batch(&schema, std::ptr::null_mut())), Some("NullArgument"));
+        release(schema, array);
+    }
+    let none = |_: &mut ArrowSchema, _: &mut ArrowArray| {};
+    static mut NO_SCHEMA: [*mut ArrowSchema; 3] = [std::ptr::null_mut(); 3];
+    static mut NO_ARRAY: [*mut ArrowArray; 3] = [std::ptr::null_mut(); 3];
+    batch_refused(two_row_columns(), |s, _| s.release = None, "InvalidArgument", "schema: has been released");
+    batch_refused(two_row_columns(), |_, a| a.release = None, "InvalidArgument", "array: has been released");
+    batch_refused(two_row_columns(), |s, _| s.format = c"+L".as_ptr(), "InvalidArgument", "is not a struct (+s)");
+    batch_refused(two_row_columns(), |s, _| s.format = std::ptr::null(), "NullArgument", "schema: format is NULL");
+    batch_refused(two_row_columns(), |s, _| s.n_children = 0, "InvalidArgument", "a struct of no columns");
+    batch_refused(two_row_columns(), |s, _| s.n_children = -1, "InvalidArgument", "n_children -1");
+    batch_refused(
+        two_row_columns(),
+        |s, _| s.children = std::ptr::null_mut(),
+        "NullArgument",
+        "schema: children is NULL",
+    );
+    batch_refused(
+        two_row_columns(),
+        |s, _| s.children = (&raw mut NO_SCHEMA).cast(),
+        "NullArgument",
+        "schema.children[0]: is NULL",
+    );
+    batch_refused(
+        two_row_columns(),
+        |s, _| s.dictionary = s as *mut ArrowSchema,
+        "Unsupported",
+        "schema: is dictionary-encoded",
+    );
+    batch_refused(
+        two_row_columns(),
+        |_, a| a.n_children = 2,
+        "InvalidArgument",
+        "array: has 1 buffer(s) and 2 child(ren)",
+    );
+    batch_refused(two_row_columns(), |_, a| a.n_buffers = 0, "InvalidArgument", "its type has 1 and 3");
+    batch_refused(
+        two_row_columns(),
+        |_, a| a.children = std::ptr::null_mut(),
+        "NullArgument",
+        "array: children is NULL",
+    );
+    batch_refused(
+        two_row_columns(),
+        |_, a| a.children = (&raw mut NO_ARRAY).cast(),
+        "NullArgument",
+        "array: child 0 is NULL",
+    );
+    batch_refused(two_row_columns(), |_, a| a.length = -1, "InvalidArgument", "array: length -1 is negative");
+    batch_refused(two_row_columns(), |_, a| a.offset = i64::MAX, "InvalidArgument", "past any buffer");
+    batch_refused(
+        two_row_columns(),
+        |_, a| a.length = 3,
+        "InvalidArgument",
+        "array.children[0]: length 2 is less than the 3 rows",
+    );
+    batch_refused(
+        two_row_columns(),
+        |_, a| a.offset = 1,
+        "InvalidArgument",
+        "array.children[0]: length 2 is less than the 3",
+    );
+    // A null row: the struct's validity has bit 1 clear.
+    static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    let (schema, mut array) = make_batch(two_row_columns(), 2, 0, Some((vec![0b01], 1)), &RELEASED);
+    unsafe {
+        let e = from_arrow_record_batch(&schema, &mut array).expect_err("a null row");
+        assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("array: entry 1 is null")), "{e}");
+        assert!(array.release.is_some());
+        release(schema, array);
+    }
+    // A column's own refusals name it, and the columns before it, already read, are not taken.
+    let mut bad = two_row_columns();
+    bad[2] = values_spec("u", vec![], 2, 0);
+    batch_refused(bad, none, "Unsupported", "schema.children[2]: format \"u\"");
+    let mut bad = two_row_columns();
+    bad[2].null_count = 1;
+    batch_refused(bad, none, "InvalidArgument", "array.children[2]: null_count is 1 without a validity buffer");
+    let mut bad = two_row_columns();
+    bad[2].buffers[1] = Some(vec![0; 17]);
+    batch_refused(
+        bad,
+        |_, a| unsafe {
+            let values = &mut **a.children.add(2);
+            *values.buffers.add(1) = (*values.buffers.add(1)).cast::<u8>().add(1).cast();
+        },
+        "InvalidArgument",
+        "array.children[2]: data: address",
+    );
+    let mut bad = two_row_columns();
+    bad[1] = list_spec(&[0, 2, 1], true, 0, f32_values(2));
+    batch_refused(bad, none, "InvalidArgument", "array.children[1]: offsets[2] = 1");
+}
+
+#[test]
+fn a_record_batch_of_bool_columns_is_released_at_once() {
+    static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    let columns = vec![values_spec("b", vec![0b110], 3, 0), values_spec("b", vec![0b011], 3, 0)];
+    let (mut schema, mut array) = make_batch(columns, 2, 1, None, &RELEASED);
+    unsafe {
+        let taken = from_arrow_record_batch(&schema, &mut array).unwrap();
+        assert_eq!(RELEASED.load(Ordering::SeqCst), 1, "copies, so released before the call returns");
+        assert_eq!(taken[0].tensor().bytes().unwrap(), [1, 1]);
+        assert_eq!(taken[1].tensor().bytes().unwrap(), [1, 0]);
+        (schema.release.unwrap())(&mut schema);
+    }
+}
+
+#[test]
+fn every_documented_refusal_of_a_record_batch_export() {
+    let code = |columns: &[(&LoDTensor, &str)]| match to_arrow_record_batch(columns) {
+        Ok(_) => panic!("refused"),
+        Err(e) => (kind(&e), e.to_string()),
+    };
+    let three = LoDTensor::from_slice(&[1.0f32, 2.0, 3.0], &[3], vec![]).unwrap();
+    let two_sequences = LoDTensor::from_slice(&[1i64, 2, 3], &[3], vec![vec![0, 1, 3]]).unwrap();
+    let (k, m) = code(&[]);
+    assert!(k == "InvalidArgument" && m.contains("num_columns: 0"), "{m}");
+    let (k, m) = code(&[(&three, "a"), (&two_sequences, "b")]);
+    assert!(k == "InvalidArgument" && m.contains("columns[1]: 2 entries, columns[0] 3"), "{m}");
+    let scalar = LoDTensor::dense(Tensor::zeros(DType::F32, lodtensor::Dim::new(&[]).unwrap()).unwrap());
+    let (k, m) = code(&[(&three, "a"), (&scalar, "b")]);
+    assert!(k == "InvalidArgument" && m.contains("columns[1]: a 0-d tensor"), "{m}");
+    let (k, m) = code(&[(&three, "a\0b")]);
+    assert!(k == "InvalidArgument" && m.contains("names[0]: holds a NUL"), "{m}");
+
+    // A column refused after the one before it was exported: that export is given back.
+    static FREED: AtomicUsize = AtomicUsize::new(0);
+    let counted = counted_tensor(&FREED);
+    let bf = LoDTensor::new(
+        Tensor::zeros(DType::BF16, lodtensor::Dim::new(&[3]).unwrap()).unwrap(),
+        Lod::from_offsets(vec![vec![0, 1, 3]]).unwrap(),
+    )
+    .unwrap();
+    let (k, m) = code(&[(&counted, "a"), (&bf, "b")]);
+    assert!(k == "Unsupported" && m.contains("columns[1]: bfloat16"), "{m}");
+    drop(counted);
+    assert_eq!(FREED.load(Ordering::SeqCst), 1, "the first column's export was released");
+}
+
+#[test]
+fn record_batches_through_the_device_interface_on_the_host() {
+    use lodtensor::interop::arrow::{from_arrow_device_record_batch, to_arrow_device_record_batch, DEVICE_CPU};
+    let mut rng = Rng(31);
+    for _ in 0..50 {
+        let entries = 1 + rng.below(4);
+        let columns = random_columns(&mut rng, entries);
+        let named: Vec<(&LoDTensor, &str)> = columns.iter().map(|c| (c, "x")).collect();
+        let (mut schema, mut device) = to_arrow_device_record_batch(&named).unwrap();
+        assert_eq!((device.device_type, device.device_id), (DEVICE_CPU, -1));
+        assert!(device.sync_event.is_null() && device.reserved == [0; 3]);
+        unsafe {
+            for (i, x) in columns.iter().enumerate() {
+                let (s, a) = column(&schema, &device.array, i);
+                assert_eq!(read(s, a), tensor_value(x));
+            }
+            let back = from_arrow_device_record_batch(&schema, &mut device).unwrap();
+            assert!(device.array.release.is_none(), "moved out");
+            (schema.release.unwrap())(&mut schema);
+            for (x, y) in columns.iter().zip(&back) {
+                assert_eq!((y.dims(), y.lod()), (x.dims(), x.lod()));
+                assert_eq!(y.tensor().bytes().unwrap(), x.tensor().bytes().unwrap());
+            }
+        }
+    }
+    let x = LoDTensor::from_slice(&[1i32], &[1], vec![]).unwrap();
+    let (schema, mut device) = to_arrow_device_record_batch(&[(&x, "x")]).unwrap();
+    device.device_type = 7;
+    let e = unsafe { from_arrow_device_record_batch(&schema, &mut device) }.unwrap_err();
+    assert!(matches!(&e, Error::Unsupported(m) if m.contains("array.device_type: 7")), "{e}");
+    assert!(device.array.release.is_some(), "refused, left alone");
+    unsafe { release(schema, device.array) };
 }

@@ -3,10 +3,13 @@
 
 use super::args::{self, Out};
 use super::boundary;
-use super::tensor::{lodtensor_t, new_handle};
+use super::tensor::{into_handle, lodtensor_t, new_handle, tensors_of};
 use super::types::lodtensor_status_t;
+use crate::error::{ensure, err, Result};
 use crate::interop::arrow::{self, from_arrow, from_arrow_device, to_arrow, to_arrow_device};
 use crate::lod_tensor::LoDTensor;
+use crate::memory::lists;
+use std::ffi::{c_char, CStr};
 
 /// Arrow's schema struct, opaque here; the header defines it under Arrow's own guard
 /// (`ARROW_C_DATA_INTERFACE`, cbindgen.toml).
@@ -160,6 +163,166 @@ pub unsafe extern "C" fn lodtensor_from_arrow_device(
         let out = Out::new(out, "out")?;
         let t = from_arrow_device(schema.cast::<arrow::ArrowSchema>(), array.cast::<arrow::ArrowDeviceArray>())?;
         new_handle(out, t);
+        Ok(())
+    })
+}
+
+/// Fills `*out_schema` and `*out_array` with `num_columns` tensors as one Arrow record batch that
+/// shares their memory, zero copy: a struct array (`+s`, named "", no nulls) whose child i is
+/// `columns[i]` in the form `lodtensor_to_arrow` makes, named `names[i]` (UTF-8). Each column has
+/// one entry per row of the batch: its sequences at LoD level 0, or its rows when it has no LoD;
+/// so a decoder's `out_ids` and `out_scores` make a batch of one row per source. pyarrow takes it
+/// with `pyarrow.RecordBatch._import_from_c`. The caller releases each struct once, as for
+/// `lodtensor_to_arrow`; a column moved out of the struct keeps its memory until its own release.
+///
+/// Returns LODTENSOR_NULL_ARGUMENT (`columns`, `names`, a column or a name, `out_schema`,
+/// `out_array`), LODTENSOR_INVALID_ARGUMENT (`num_columns` 0; a 0-d column; a column whose entries
+/// are not as many as `columns[0]`'s; a name that is not UTF-8), LODTENSOR_UNSUPPORTED (a CUDA
+/// column: lend the batch with `lodtensor_to_arrow_device_record_batch`; bfloat16),
+/// LODTENSOR_OUT_OF_MEMORY (no memory for the list of columns or a column's bool bits). Errors
+/// name the column (`columns[i]`). On failure neither struct is written.
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_to_arrow_record_batch(
+    columns: *const *const lodtensor_t,
+    names: *const *const c_char,
+    num_columns: usize,
+    out_schema: *mut ArrowSchema,
+    out_array: *mut ArrowArray,
+) -> lodtensor_status_t {
+    lend_batch(columns, names, num_columns, out_schema, out_array.cast(), arrow::to_arrow_record_batch)
+}
+
+/// `lodtensor_to_arrow_record_batch` through the C device data interface, as
+/// `lodtensor_to_arrow_device` lends one tensor: every column on one place. On the CPU the
+/// batch is the host batch, with `device_type` ARROW_DEVICE_CPU and `device_id` -1; on CUDA device
+/// n, ARROW_DEVICE_CUDA and n, every column's elements and LoD offsets device memory, and the call
+/// waits for the work queued on the device (`sync_event` NULL). pyarrow takes it with
+/// `pyarrow.RecordBatch._import_from_c_device`, cuDF with its device interface.
+///
+/// Returns what `lodtensor_to_arrow_record_batch` returns, but for CUDA columns:
+/// LODTENSOR_INVALID_ARGUMENT also for a column on another place than `columns[0]` (naming both),
+/// LODTENSOR_UNSUPPORTED for bool on a CUDA device, LODTENSOR_INTERNAL for a CUDA driver failure.
+/// On failure neither struct is written.
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_to_arrow_device_record_batch(
+    columns: *const *const lodtensor_t,
+    names: *const *const c_char,
+    num_columns: usize,
+    out_schema: *mut ArrowSchema,
+    out_array: *mut ArrowDeviceArray,
+) -> lodtensor_status_t {
+    lend_batch(columns, names, num_columns, out_schema, out_array.cast(), arrow::to_arrow_device_record_batch)
+}
+
+/// `export` of the caller's columns and names, written into the caller's structs only when it
+/// succeeds.
+unsafe fn lend_batch<A>(
+    columns: *const *const lodtensor_t,
+    names: *const *const c_char,
+    num_columns: usize,
+    out_schema: *mut ArrowSchema,
+    out_array: *mut A,
+    export: fn(&[arrow::Column]) -> Result<(arrow::ArrowSchema, A)>,
+) -> lodtensor_status_t {
+    boundary(|| {
+        ensure!(!columns.is_null(), NullArgument, "columns: must not be NULL");
+        ensure!(!names.is_null(), NullArgument, "names: must not be NULL");
+        let tensors = tensors_of(args::slice(columns, num_columns, "columns")?, "columns")?;
+        let names = args::slice(names, num_columns, "names")?;
+        let out_schema = Out::new(out_schema.cast::<arrow::ArrowSchema>(), "out_schema")?;
+        let out_array = Out::new(out_array, "out_array")?;
+        let mut named = lists::with_capacity(num_columns, "columns")?;
+        for (i, (&x, &name)) in tensors.iter().zip(names).enumerate() {
+            ensure!(!name.is_null(), NullArgument, "names[{i}]: must not be NULL");
+            let name = CStr::from_ptr(name)
+                .to_str()
+                .map_err(|_| err!(InvalidArgument, "names[{i}]: is not UTF-8; Arrow's field names are"))?;
+            named.push((x, name));
+        }
+        let (schema, array) = export(&named)?;
+        out_schema.write(schema);
+        out_array.write(array);
+        Ok(())
+    })
+}
+
+/// Takes the Arrow record batch `*array` (a struct array, `+s`, of type `*schema`) as one new
+/// LoD tensor a column, zero copy, each column as `lodtensor_from_arrow` takes an array: the
+/// struct's rows (from its offset, `length` of them) are the entries of every column, its
+/// sequences at LoD level 0 or, without a list, its rows. This is what
+/// `pyarrow.RecordBatch._export_to_c` and Arrow C++'s `ExportRecordBatch` give.
+/// `out_columns` must hold a handle a column (`schema->n_children`); the columns are written
+/// there in the struct's order, and their count into `*out_count`. The columns share the array:
+/// on success `array->release` is set to NULL (moved out) and the array is released once, when
+/// the last handle over any column's memory is destroyed (at once when every column is bool,
+/// which is copied). `*schema` stays the caller's. On failure nothing is taken: `*array` is
+/// untouched and no output is written.
+///
+/// Returns what `lodtensor_from_arrow` returns for a column (naming `schema.children[i]` and
+/// `array.children[i]`), LODTENSOR_NULL_ARGUMENT (`out_columns`, `out_count`; NULL children of
+/// the struct), LODTENSOR_INVALID_ARGUMENT (a schema that is not a struct; a struct of no
+/// columns; a struct whose buffer or child count is not its type's; a null row; a column shorter
+/// than the struct's offset and length), LODTENSOR_BUFFER_TOO_SMALL (`out_columns_len` less than
+/// the columns, which are counted from the schema before the array is read).
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_from_arrow_record_batch(
+    schema: *const ArrowSchema,
+    array: *mut ArrowArray,
+    out_columns: *mut *mut lodtensor_t,
+    out_columns_len: usize,
+    out_count: *mut usize,
+) -> lodtensor_status_t {
+    take_batch(schema, array.cast(), out_columns, out_columns_len, out_count, |s, a| unsafe {
+        arrow::from_arrow_record_batch(s, a)
+    })
+}
+
+/// Takes the Arrow device record batch `*array` (the C device data interface) as
+/// `lodtensor_from_arrow_record_batch` takes a record batch, on the place and after the
+/// `sync_event` that `lodtensor_from_arrow_device` takes an array on and waits for: every
+/// column's elements stay where the producer's are (on CUDA device n for ARROW_DEVICE_CUDA with
+/// `device_id` n). On success `array->array` is moved out; on failure nothing is taken.
+///
+/// Returns what `lodtensor_from_arrow_record_batch` and `lodtensor_from_arrow_device` return.
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_from_arrow_device_record_batch(
+    schema: *const ArrowSchema,
+    array: *mut ArrowDeviceArray,
+    out_columns: *mut *mut lodtensor_t,
+    out_columns_len: usize,
+    out_count: *mut usize,
+) -> lodtensor_status_t {
+    take_batch(schema, array.cast(), out_columns, out_columns_len, out_count, |s, a| unsafe {
+        arrow::from_arrow_device_record_batch(s, a)
+    })
+}
+
+/// `import` of the caller's record batch, its columns written into `out_columns` only when it
+/// succeeds, after the schema's column count was checked against the room there.
+unsafe fn take_batch<A>(
+    schema: *const ArrowSchema,
+    array: *mut A,
+    out_columns: *mut *mut lodtensor_t,
+    out_columns_len: usize,
+    out_count: *mut usize,
+    import: impl FnOnce(*const arrow::ArrowSchema, *mut A) -> Result<Vec<LoDTensor>>,
+) -> lodtensor_status_t {
+    boundary(|| {
+        let schema = schema.cast::<arrow::ArrowSchema>();
+        ensure!(!out_columns.is_null(), NullArgument, "out_columns: must not be NULL");
+        let out_count = Out::new(out_count, "out_count")?;
+        let n = arrow::record_batch_columns(schema)?;
+        ensure!(
+            out_columns_len >= n,
+            BufferTooSmall,
+            "out_columns: holds {out_columns_len} handle(s), the record batch has {n} columns"
+        );
+        let slots = args::out_array(out_columns, n, "out_columns")?;
+        let columns = import(schema, array)?;
+        for (slot, column) in slots.iter_mut().zip(columns) {
+            *slot = into_handle(column);
+        }
+        out_count.write(n);
         Ok(())
     })
 }

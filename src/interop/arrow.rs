@@ -22,6 +22,7 @@ use crate::place::Place;
 use crate::tensor::Tensor;
 use std::borrow::Cow;
 use std::ffi::{c_char, c_void, CStr, CString};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 #[repr(C)]
@@ -159,18 +160,19 @@ struct Lent {
     _levels: Vec<Arc<Allocation>>,
 }
 
-/// An exported array's own part: its buffer list and its child.
+/// An exported array's own part: its buffer list and its children (a record batch's struct lends
+/// nothing of its own).
 struct ArrayPart {
     buffers: [*const c_void; 2],
-    child: Child<ArrowArray>,
-    _lent: Arc<Lent>,
+    children: Children<ArrowArray>,
+    _lent: Option<Arc<Lent>>,
 }
 
-/// An exported schema's own part: its strings and its child.
+/// An exported schema's own part: its strings and its children.
 struct SchemaPart {
     _format: CString,
     _name: CString,
-    child: Child<ArrowSchema>,
+    children: Children<ArrowSchema>,
 }
 
 /// The two structs of the interface, as exported here: released by [`release_exported`], which
@@ -201,24 +203,53 @@ impl Exported for ArrowSchema {
     }
 }
 
-/// A parent's child struct (the `children` list of one that the parent points to; NULL for
-/// none). Dropping it releases the child, unless the consumer moved it out (the interface's
-/// move leaves `release` NULL here), then frees the struct. A child moved out keeps its own part,
-/// and with it the memory, until its own release.
-struct Child<T: Exported>([*mut T; 1]);
+/// A parent's child structs (the `children` list the parent points to). Dropping it releases each
+/// child, unless the consumer moved it out (the interface's move leaves `release` NULL here), then
+/// frees the structs. A child moved out keeps its own part, and with it the memory, until its own
+/// release.
+struct Children<T: Exported>(Vec<*mut T>);
 
-impl<T: Exported> Child<T> {
-    fn new(child: Option<T>) -> Child<T> {
-        Child([child.map_or(std::ptr::null_mut(), |c| Box::into_raw(Box::new(c)))])
+impl<T: Exported> Children<T> {
+    /// Room for `n` children, asked for before any is made, so that none is lost when it fails.
+    fn with_capacity(n: usize, what: &str) -> Result<Children<T>> {
+        Ok(Children(lists::with_capacity(n, what)?))
+    }
+
+    /// The one child of a chain's array (none for the elements).
+    fn one(child: Option<T>) -> Children<T> {
+        let mut children = Children(Vec::with_capacity(1));
+        if let Some(child) = child {
+            children.push(child);
+        }
+        children
+    }
+
+    /// Adds a child within the room asked for.
+    fn push(&mut self, child: T) {
+        debug_assert!(self.0.len() < self.0.capacity(), "room is asked for first");
+        self.0.push(Box::into_raw(Box::new(child)));
+    }
+
+    fn len(&self) -> i64 {
+        self.0.len() as i64
+    }
+
+    /// The list a parent's `children` points to: NULL for none.
+    fn list(&mut self) -> *mut *mut T {
+        if self.0.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            self.0.as_mut_ptr()
+        }
     }
 }
 
-impl<T: Exported> Drop for Child<T> {
+impl<T: Exported> Drop for Children<T> {
     fn drop(&mut self) {
-        // SAFETY: the struct is the box `new` made, not yet freed.
-        unsafe {
-            if let Some(child) = self.0[0].as_mut() {
-                if let Some(release) = *child.release_slot() {
+        for &child in &self.0 {
+            // SAFETY: each struct is a box `push` made, not yet freed.
+            unsafe {
+                if let Some(release) = *(*child).release_slot() {
                     release(child);
                 }
                 drop(Box::from_raw(child));
@@ -226,6 +257,9 @@ impl<T: Exported> Drop for Child<T> {
         }
     }
 }
+
+/// A record batch's column: a tensor and its field name.
+pub type Column<'a> = (&'a LoDTensor, &'a str);
 
 /// `x` as an Arrow schema and array that share its memory (the elements and the LoD offsets; bool
 /// elements are packed into bits of their own). Each struct is released by its `release`
@@ -236,14 +270,35 @@ impl<T: Exported> Drop for Child<T> {
 /// [`to_arrow_device`]; bfloat16); `InvalidArgument` (a 0-d tensor, which has no rows);
 /// `OutOfMemory` (no memory for the bits of bool elements).
 pub fn to_arrow(x: &LoDTensor) -> Result<(ArrowSchema, ArrowArray)> {
+    ensure_on_host(x, "t")?;
+    export(x, Vec::new(), "", "t")
+}
+
+/// `columns` (each a tensor and its field name) as an Arrow record batch that shares their
+/// memory: a struct array (`+s`, named "") whose children are the columns as [`to_arrow`] makes
+/// them, each named by its name. Every column has one entry per row of the batch: its sequences
+/// at LoD level 0, or its rows when it has no LoD. Released as [`to_arrow`]'s structs; a column
+/// moved out of the struct keeps its memory until its own release.
+///
+/// Errors: as [`to_arrow`] for each column, named `columns[i]`; `InvalidArgument` for no
+/// columns, or a column whose entries are not as many as the first column's.
+pub fn to_arrow_record_batch(columns: &[Column]) -> Result<(ArrowSchema, ArrowArray)> {
+    for (i, (x, _)) in columns.iter().enumerate() {
+        ensure_on_host(x, &format!("columns[{i}]"))?;
+    }
+    export_batch(columns, Vec::new())
+}
+
+/// Refuses a tensor that is not on the host, which the C data interface cannot carry.
+fn ensure_on_host(x: &LoDTensor, arg: &str) -> Result<()> {
     let place = x.tensor().place();
     ensure!(
         place == Place::Cpu,
         Unsupported,
-        "t: on {place}; Arrow's C data interface carries host memory: lend it with lodtensor_to_arrow_device, \
-         or copy it to the CPU first (lodtensor_to_place)"
+        "{arg}: on {place}; Arrow's C data interface carries host memory: lend it through the C device data \
+         interface (lodtensor_to_arrow_device), or copy it to the CPU first (lodtensor_to_place)"
     );
-    export(x, Vec::new())
+    Ok(())
 }
 
 /// `x` as an Arrow schema and device array (the C device data interface) that share its memory:
@@ -256,34 +311,120 @@ pub fn to_arrow(x: &LoDTensor) -> Result<(ArrowSchema, ArrowArray)> {
 /// bits would need a kernel of their own: cast to uint8, or copy to the CPU); `Internal` for a
 /// CUDA driver failure.
 pub fn to_arrow_device(x: &LoDTensor) -> Result<(ArrowSchema, ArrowDeviceArray)> {
-    let (device_type, device_id, device_levels) = match x.tensor().place() {
+    let place = x.tensor().place();
+    let levels = device_levels(x, "t")?;
+    synchronize(place)?;
+    let (schema, array) = export(x, levels, "", "t")?;
+    Ok((schema, on_device(array, place)))
+}
+
+/// [`to_arrow_record_batch`] through the C device data interface, as [`to_arrow_device`] lends one
+/// tensor: every column on one place, the CPU or a CUDA device.
+///
+/// Errors: as [`to_arrow_record_batch`] and [`to_arrow_device`], and `InvalidArgument` for a column on
+/// another place than the first column's, naming both.
+pub fn to_arrow_device_record_batch(columns: &[Column]) -> Result<(ArrowSchema, ArrowDeviceArray)> {
+    let place = columns.first().map_or(Place::Cpu, |(x, _)| x.tensor().place());
+    let mut levels = lists::with_capacity(columns.len(), "columns")?;
+    for (i, (x, _)) in columns.iter().enumerate() {
+        let at = x.tensor().place();
+        ensure!(
+            at == place,
+            InvalidArgument,
+            "columns[{i}]: on {at}, columns[0] on {place}; a device array's columns are on one place"
+        );
+        levels.push(device_levels(x, &format!("columns[{i}]"))?);
+    }
+    synchronize(place)?;
+    let (schema, array) = export_batch(columns, levels)?;
+    Ok((schema, on_device(array, place)))
+}
+
+/// The LoD offsets that a device export of `x` lends: none of its own on the CPU (the LoD's
+/// levels are lent), the copies the LoD keeps on the device on a CUDA device.
+fn device_levels(x: &LoDTensor, arg: &str) -> Result<Vec<Arc<Allocation>>> {
+    let Place::Cuda(n) = x.tensor().place() else { return Ok(Vec::new()) };
+    ensure!(
+        x.tensor().dtype() != DType::Bool,
+        Unsupported,
+        "{arg}: a bool tensor on cuda:{n}; Arrow packs bools into bits, which is done on the host: cast it to \
+         uint8 or copy it to the CPU first"
+    );
+    crate::backend::cuda::lod_levels_on(n, x.lod())
+}
+
+/// Waits for the work queued on `place` (nothing on the CPU), so that what a device export lends
+/// can be read at once.
+fn synchronize(place: Place) -> Result<()> {
+    match place {
+        Place::Cpu => Ok(()),
+        Place::Cuda(n) => crate::backend::cuda::synchronize(n),
+    }
+}
+
+/// `array` as a device array on `place`, ready to read (no event).
+fn on_device(array: ArrowArray, place: Place) -> ArrowDeviceArray {
+    let (device_type, device_id) = match place {
         // -1: no device id, as Arrow's own CPU exports say.
-        Place::Cpu => (DEVICE_CPU, -1, Vec::new()),
-        Place::Cuda(n) => {
-            ensure!(
-                x.tensor().dtype() != DType::Bool,
-                Unsupported,
-                "t: a bool tensor on cuda:{n}; Arrow packs bools into bits, which is done on the host: cast it \
-                 to uint8 or copy it to the CPU first"
-            );
-            let levels = crate::backend::cuda::lod_levels_on(n, x.lod())?;
-            crate::backend::cuda::synchronize(n)?;
-            (DEVICE_CUDA, i64::from(n), levels)
-        }
+        Place::Cpu => (DEVICE_CPU, -1),
+        Place::Cuda(n) => (DEVICE_CUDA, i64::from(n)),
     };
-    let (schema, array) = export(x, device_levels)?;
-    Ok((schema, ArrowDeviceArray { array, device_id, device_type, sync_event: std::ptr::null_mut(), reserved: [0; 3] }))
+    ArrowDeviceArray { array, device_id, device_type, sync_event: std::ptr::null_mut(), reserved: [0; 3] }
+}
+
+/// The record batch of `columns`, column i's LoD offsets being `levels[i]` (see [`export`]; the
+/// LoD's own for a column past the end of `levels`).
+fn export_batch(columns: &[Column], mut levels: Vec<Vec<Arc<Allocation>>>) -> Result<(ArrowSchema, ArrowArray)> {
+    let Some((first, _)) = columns.first() else {
+        return Err(err!(InvalidArgument, "num_columns: 0; a record batch has at least one column"));
+    };
+    let entries = top_entries(first, "columns[0]")?;
+    for (i, &(x, name)) in columns.iter().enumerate() {
+        let n = top_entries(x, &format!("columns[{i}]"))?;
+        ensure!(
+            n == entries,
+            InvalidArgument,
+            "columns[{i}]: {n} entries, columns[0] {entries}; every column of a record batch has one entry per row \
+             (its sequences at LoD level 0, or its rows)"
+        );
+        ensure!(!name.contains('\0'), InvalidArgument, "names[{i}]: holds a NUL; a field name is a C string");
+    }
+    let mut schemas = Children::with_capacity(columns.len(), "columns")?;
+    let mut arrays = Children::with_capacity(columns.len(), "columns")?;
+    for (i, &(x, name)) in columns.iter().enumerate() {
+        let lent = levels.get_mut(i).map(std::mem::take).unwrap_or_default();
+        let (schema, array) = export(x, lent, name, &format!("columns[{i}]"))?;
+        schemas.push(schema);
+        arrays.push(array);
+    }
+    Ok((export_schema("+s", "", schemas), export_array(entries, 1, std::ptr::null(), arrays, None)))
+}
+
+/// The entries `x` makes as a record batch's column: its sequences at LoD level 0, or its rows.
+fn top_entries(x: &LoDTensor, arg: &str) -> Result<usize> {
+    match x.lod().levels().first() {
+        Some(level) => Ok(level.len() - 1),
+        None => x
+            .tensor()
+            .rows()
+            .map_err(|_| err!(InvalidArgument, "{arg}: a 0-d tensor has no rows to make an Arrow array of")),
+    }
 }
 
 /// The export of `x`, whose LoD offsets are `device_levels` when given (one allocation a level),
-/// else the LoD's own.
-fn export(x: &LoDTensor, device_levels: Vec<Arc<Allocation>>) -> Result<(ArrowSchema, ArrowArray)> {
+/// else the LoD's own; its root is named `name`, and errors name it `arg`.
+fn export(
+    x: &LoDTensor,
+    device_levels: Vec<Arc<Allocation>>,
+    name: &str,
+    arg: &str,
+) -> Result<(ArrowSchema, ArrowArray)> {
     let tensor = x.tensor();
     let dtype = tensor.dtype();
-    ensure!(primitive_format(dtype).is_some(), Unsupported, "t: {dtype} has no Arrow type");
+    ensure!(primitive_format(dtype).is_some(), Unsupported, "{arg}: {dtype} has no Arrow type");
     let dims = tensor.dims().as_slice();
-    ensure!(!dims.is_empty(), InvalidArgument, "t: a 0-d tensor has no rows to make an Arrow array of");
-    let bits = if dtype == DType::Bool { pack_bits(tensor.bytes()?)? } else { Vec::new() };
+    ensure!(!dims.is_empty(), InvalidArgument, "{arg}: a 0-d tensor has no rows to make an Arrow array of");
+    let bits = if dtype == DType::Bool { pack_bits(tensor.bytes()?, arg)? } else { Vec::new() };
     let values = if dtype == DType::Bool { bits.as_ptr() } else { tensor.as_ptr() };
 
     // The chain, outermost first, with each array's length and data buffer.
@@ -308,31 +449,31 @@ fn export(x: &LoDTensor, device_levels: Vec<Arc<Allocation>>) -> Result<(ArrowSc
     let mut array = None;
     let mut schema = None;
     for (i, &(layer, length, data)) in chain.iter().enumerate().rev() {
-        array = Some(export_array(layer, length, data, array.take(), &lent));
-        schema = Some(export_schema(layer, if i == 0 { "" } else { "item" }, schema.take()));
+        let n_buffers = layer.shape().0;
+        array = Some(export_array(length, n_buffers, data, Children::one(array.take()), Some(&lent)));
+        let format = layer.format();
+        schema = Some(export_schema(&format, if i == 0 { name } else { "item" }, Children::one(schema.take())));
     }
     Ok((schema.expect("the chain ends in the elements"), array.expect("the chain ends in the elements")))
 }
 
 /// Bytes of 0 and 1 as Arrow's bits, least significant first.
-fn pack_bits(bytes: &[u8]) -> Result<Vec<u8>> {
+fn pack_bits(bytes: &[u8], arg: &str) -> Result<Vec<u8>> {
     let bits = bytes.chunks(8).map(|c| c.iter().enumerate().fold(0u8, |b, (i, &v)| b | (u8::from(v != 0) << i)));
-    lists::collect(bits, "t: bool elements as bits")
+    lists::collect(bits, &format!("{arg}: bool elements as bits"))
 }
 
+/// An exported array of `length` entries with `n_buffers` buffers (a validity buffer, always
+/// NULL, then `data`) and `children`, keeping `lent` alive.
 fn export_array(
-    layer: Layer,
     length: usize,
+    n_buffers: i64,
     data: *const c_void,
-    child: Option<ArrowArray>,
-    lent: &Arc<Lent>,
+    children: Children<ArrowArray>,
+    lent: Option<&Arc<Lent>>,
 ) -> ArrowArray {
-    let (n_buffers, n_children) = layer.shape();
-    let part = Box::into_raw(Box::new(ArrayPart {
-        buffers: [std::ptr::null(), data],
-        child: Child::new(child),
-        _lent: lent.clone(),
-    }));
+    let n_children = children.len();
+    let part = Box::into_raw(Box::new(ArrayPart { buffers: [std::ptr::null(), data], children, _lent: lent.cloned() }));
     ArrowArray {
         length: length as i64,
         null_count: 0,
@@ -341,19 +482,20 @@ fn export_array(
         n_children,
         // SAFETY: `part` is the live box just made; its fields stay where they are until freed.
         buffers: unsafe { (*part).buffers.as_mut_ptr() },
-        children: unsafe { (*part).child.0.as_mut_ptr() },
+        children: unsafe { (*part).children.list() },
         dictionary: std::ptr::null_mut(),
         release: Some(release_exported::<ArrowArray>),
         private_data: part.cast(),
     }
 }
 
-fn export_schema(layer: Layer, name: &str, child: Option<ArrowSchema>) -> ArrowSchema {
-    let (_, n_children) = layer.shape();
-    let format = CString::new(layer.format()).expect("formats have no NUL");
-    let name = CString::new(name).expect("names have no NUL");
+/// An exported schema of `format`, named `name` (no NUL), with `children`.
+fn export_schema(format: &str, name: &str, children: Children<ArrowSchema>) -> ArrowSchema {
+    let n_children = children.len();
+    let format = CString::new(format).expect("formats have no NUL");
+    let name = CString::new(name).expect("names are checked to have no NUL");
     let (format_ptr, name_ptr) = (format.as_ptr(), name.as_ptr());
-    let part = Box::into_raw(Box::new(SchemaPart { _format: format, _name: name, child: Child::new(child) }));
+    let part = Box::into_raw(Box::new(SchemaPart { _format: format, _name: name, children }));
     ArrowSchema {
         format: format_ptr,
         name: name_ptr,
@@ -361,7 +503,7 @@ fn export_schema(layer: Layer, name: &str, child: Option<ArrowSchema>) -> ArrowS
         flags: 0,
         n_children,
         // SAFETY: as in `export_array`.
-        children: unsafe { (*part).child.0.as_mut_ptr() },
+        children: unsafe { (*part).children.list() },
         dictionary: std::ptr::null_mut(),
         release: Some(release_exported::<ArrowSchema>),
         private_data: part.cast(),
@@ -425,6 +567,41 @@ pub unsafe fn from_arrow(schema: *const ArrowSchema, array: *mut ArrowArray) -> 
 /// # Safety
 /// As [`from_arrow`]; a `sync_event` points to a live `CUevent` of the device's primary context.
 pub unsafe fn from_arrow_device(schema: *const ArrowSchema, device: *mut ArrowDeviceArray) -> Result<LoDTensor> {
+    let place = device_place(device)?;
+    take(schema, &mut (*device).array, place, "array.array")
+}
+
+/// Takes the Arrow record batch `array` (a struct array, `+s`, whose children are the columns)
+/// of type `schema` as one LoD tensor a column, each as [`from_arrow`] takes an array: rows
+/// `[offset, offset + length)` of the struct are the entries of each column (its sequences at LoD
+/// level 0, or its rows). The columns share `array`, which is moved out on success and released
+/// once, when the last tensor over its memory goes. On failure nothing is taken.
+///
+/// Errors: as [`from_arrow`] for each column, named `schema.children[i]` and `array.children[i]`;
+/// `InvalidArgument` for a schema that is not a struct, a struct of no columns, a null row, or a
+/// column shorter than the struct's rows.
+///
+/// # Safety
+/// As [`from_arrow`].
+pub unsafe fn from_arrow_record_batch(schema: *const ArrowSchema, array: *mut ArrowArray) -> Result<Vec<LoDTensor>> {
+    take_batch(schema, array, Place::Cpu, "array")
+}
+
+/// [`from_arrow_record_batch`] of a device array, on the place and after the event that
+/// [`from_arrow_device`] takes an array on and waits for.
+///
+/// # Safety
+/// As [`from_arrow_device`].
+pub unsafe fn from_arrow_device_record_batch(
+    schema: *const ArrowSchema,
+    device: *mut ArrowDeviceArray,
+) -> Result<Vec<LoDTensor>> {
+    let place = device_place(device)?;
+    take_batch(schema, &mut (*device).array, place, "array.array")
+}
+
+/// The place of a device array's buffers, once its `sync_event` (if any) has been waited for.
+unsafe fn device_place(device: *mut ArrowDeviceArray) -> Result<Place> {
     let d = device.as_mut().ok_or_else(|| err!(NullArgument, "array: must not be NULL"))?;
     ensure!(d.array.release.is_some(), InvalidArgument, "array.array: has been released (its release is NULL)");
     // The id names a CUDA device, which the CPU has none of (Arrow's CPU exports say -1).
@@ -459,46 +636,145 @@ pub unsafe fn from_arrow_device(schema: *const ArrowSchema, device: *mut ArrowDe
             crate::backend::cuda::synchronize(ordinal)?;
         }
     }
-    take(schema, &mut d.array, place, "array.array")
+    Ok(place)
 }
 
 /// [`from_arrow`] of `array`, whose buffers are on `place`, named `name` in errors.
 unsafe fn take(schema: *const ArrowSchema, array: *mut ArrowArray, place: Place, name: &str) -> Result<LoDTensor> {
+    let (schema, root) = roots(schema, array, name)?;
+    let layers = read_schema(schema, "schema")?;
+    let owner = Owner::new(array);
+    let len = count(root.length, name, "length")?;
+    let t = read_column(&layers, root, 0, len, place, name, &owner)?;
+    owner.take(array);
+    Ok(t)
+}
+
+/// [`from_arrow_record_batch`] of `array`, as [`take`] takes one column.
+unsafe fn take_batch(
+    schema: *const ArrowSchema,
+    array: *mut ArrowArray,
+    place: Place,
+    name: &str,
+) -> Result<Vec<LoDTensor>> {
+    let (schema, root) = roots(schema, array, name)?;
+    let layers = read_batch_schema(schema)?;
+    let n = layers.len();
+    // The struct's rows, [at, at + len) of each column.
+    let len = count(root.length, name, "length")?;
+    let at = window(root, 0, len, name)?;
+    check_array(root, (1, n as i64), false, place, name, at, len)?;
+    let owner = Owner::new(array);
+    let mut columns = lists::with_capacity(n, "columns")?;
+    for (i, layers) in layers.iter().enumerate() {
+        let path = format!("{name}.children[{i}]");
+        let child = &**root.children.add(i);
+        let child_len = count(child.length, &path, "length")?;
+        ensure!(
+            at + len <= child_len,
+            InvalidArgument,
+            "{path}: length {child_len} is less than the {} rows that its struct's offset and length need",
+            at + len
+        );
+        columns.push(read_column(layers, child, at, len, place, &path, &owner)?);
+    }
+    owner.take(array);
+    Ok(columns)
+}
+
+/// The number of columns of the record batch type `schema` (a struct of columns that
+/// [`from_arrow_record_batch`] takes), read as that call reads it: what a caller sizes its list
+/// of tensors by before the array is taken.
+///
+/// Errors: as [`from_arrow_record_batch`] for the schema.
+///
+/// # Safety
+/// `schema` is NULL or a valid Arrow C data interface schema.
+pub unsafe fn record_batch_columns(schema: *const ArrowSchema) -> Result<usize> {
+    let schema = schema.as_ref().ok_or_else(|| err!(NullArgument, "schema: must not be NULL"))?;
+    ensure!(schema.release.is_some(), InvalidArgument, "schema: has been released (its release is NULL)");
+    Ok(read_batch_schema(schema)?.len())
+}
+
+/// The chains of a record batch type's columns: `schema` is a struct with at least one child.
+unsafe fn read_batch_schema(schema: &ArrowSchema) -> Result<Vec<Vec<Layer>>> {
+    ensure!(!schema.format.is_null(), NullArgument, "schema: format is NULL");
+    let format = CStr::from_ptr(schema.format).to_string_lossy();
+    ensure!(
+        format == "+s",
+        InvalidArgument,
+        "schema: format {format:?} is not a struct (+s); a record batch is a struct of columns (lodtensor_from_arrow \
+         takes one column)"
+    );
+    ensure!(schema.dictionary.is_null(), Unsupported, "schema: is dictionary-encoded; a tensor holds its values");
+    let n = count(schema.n_children, "schema", "n_children")?;
+    ensure!(n > 0, InvalidArgument, "schema: a struct of no columns; a record batch has at least one");
+    ensure!(!schema.children.is_null(), NullArgument, "schema: children is NULL");
+    let mut layers = lists::with_capacity(n, "schema.children")?;
+    for i in 0..n {
+        let path = format!("schema.children[{i}]");
+        let child = (*schema.children.add(i)).as_ref().ok_or_else(|| err!(NullArgument, "{path}: is NULL"))?;
+        layers.push(read_schema(child, &path)?);
+    }
+    Ok(layers)
+}
+
+/// `schema` and `array` as the structs they point to, refused when NULL or released.
+unsafe fn roots<'a>(
+    schema: *const ArrowSchema,
+    array: *mut ArrowArray,
+    name: &str,
+) -> Result<(&'a ArrowSchema, &'a ArrowArray)> {
     let schema = schema.as_ref().ok_or_else(|| err!(NullArgument, "schema: must not be NULL"))?;
     let root = array.as_ref().ok_or_else(|| err!(NullArgument, "{name}: must not be NULL"))?;
     ensure!(schema.release.is_some(), InvalidArgument, "schema: has been released (its release is NULL)");
     ensure!(root.release.is_some(), InvalidArgument, "{name}: has been released (its release is NULL)");
-    let layers = read_schema(schema)?;
+    Ok((schema, root))
+}
 
+/// Where entries `[start, start + len)` of `node` (counted from its parent's window) are in its
+/// buffers: `start` plus its own offset, checked to be within any buffer.
+fn window(node: &ArrowArray, start: usize, len: usize, path: &str) -> Result<usize> {
+    start
+        .checked_add(count(node.offset, path, "offset")?)
+        .filter(|at| at.checked_add(len).is_some_and(|end| end <= PAST_ANY_BUFFER))
+        .ok_or_else(|| {
+            err!(InvalidArgument, "{path}: entries {start}..+{len} after offset {} are past any buffer", node.offset)
+        })
+}
+
+/// Entries `[start, start + len)` of `node` (whose length holds them), the chain `layers`, as a
+/// LoD tensor whose memory `owner` releases (bool elements are copied). Errors name `path`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn read_column(
+    layers: &[Layer],
+    node: &ArrowArray,
+    start: usize,
+    len: usize,
+    place: Place,
+    path: &str,
+    owner: &Arc<Owner>,
+) -> Result<LoDTensor> {
     // Walk down the arrays with the window of each that the one above uses: entries
     // [start, start + len) of it, counted from its own offset.
     let (mut levels, mut dims) = (Vec::new(), Vec::new());
-    let (mut node, mut path) = (root, String::from(name));
-    let (mut start, mut len) = (0usize, count(root.length, &path, "length")?);
+    let (mut node, mut at_path) = (node, String::from(path));
+    let (mut start, mut len) = (start, len);
     for (depth, &layer) in layers.iter().enumerate() {
-        let at = start
-            .checked_add(count(node.offset, &path, "offset")?)
-            .filter(|at| at.checked_add(len).is_some_and(|end| end <= PAST_ANY_BUFFER))
-            .ok_or_else(|| {
-                err!(
-                    InvalidArgument,
-                    "{path}: entries {start}..+{len} after offset {} are past any buffer",
-                    node.offset
-                )
-            })?;
-        check_array(node, layer, place, &path, at, len)?;
+        let at = window(node, start, len, &at_path)?;
+        check_array(node, layer.shape(), !matches!(layer, Layer::Fixed(_)), place, &at_path, at, len)?;
         if dims.is_empty() && !matches!(layer, Layer::List { .. }) {
             dims.push(len); // the rows
         }
         (start, len) = match layer {
             Layer::List { wide } => {
-                let (first, last, level) = read_offsets(node, wide, place, at, len, &path)?;
+                let (first, last, level) = read_offsets(node, wide, place, at, len, &at_path)?;
                 levels.push(level);
                 (first, last - first)
             }
             Layer::Fixed(n) => {
                 dims.push(n);
-                let too_big = || err!(OutOfMemory, "{path}: {len} lists of {n} items are more than memory holds");
+                let too_big = || err!(OutOfMemory, "{at_path}: {len} lists of {n} items are more than memory holds");
                 (at.checked_mul(n).ok_or_else(too_big)?, len.checked_mul(n).ok_or_else(too_big)?)
             }
             Layer::Values(dtype) => {
@@ -509,19 +785,19 @@ unsafe fn take(schema: *const ArrowSchema, array: *mut ArrowArray, place: Place,
                     dims.len()
                 );
                 let dims = Dim::new(&dims)?;
-                let in_array = |e: crate::error::Error| e.context(&format!("{name}: "));
+                let in_array = |e: crate::error::Error| e.context(&format!("{path}: "));
                 let lod = if levels.is_empty() { Lod::empty() } else { Lod::from_offsets(levels).map_err(in_array)? };
                 check_lod_for_dims(&dims, &lod).map_err(in_array)?;
-                return take_values(array, node, place, dtype, at, len, &path, dims, lod);
+                return read_values(node, place, dtype, at, len, &at_path, dims, lod, owner);
             }
         };
         let child = &**node.children;
-        path = format!("{path}.children[0]");
-        let child_len = count(child.length, &path, "length")?;
+        at_path = format!("{at_path}.children[0]");
+        let child_len = count(child.length, &at_path, "length")?;
         ensure!(
             start.checked_add(len).is_some_and(|end| end <= child_len),
             InvalidArgument,
-            "{path}: length {child_len} is less than the {} entries that its parent's {} need",
+            "{at_path}: length {child_len} is less than the {} entries that its parent's {} need",
             start.saturating_add(len),
             if matches!(layer, Layer::List { .. }) { "offsets" } else { "lists" }
         );
@@ -531,12 +807,10 @@ unsafe fn take(schema: *const ArrowSchema, array: *mut ArrowArray, place: Place,
     unreachable!("read_schema ends the chain in elements")
 }
 
-/// The end of [`from_arrow`]: entries `[at, at + numel)` of the elements array `node` as the
-/// tensor's, of `dims` under `lod` (checked against each other), taking `array` (the root) only
-/// once nothing can fail.
+/// The end of [`read_column`]: entries `[at, at + numel)` of the elements array `node` as the
+/// tensor's, of `dims` under `lod` (checked against each other), its memory released by `owner`.
 #[allow(clippy::too_many_arguments)]
-unsafe fn take_values(
-    array: *mut ArrowArray,
+unsafe fn read_values(
     node: &ArrowArray,
     place: Place,
     dtype: DType,
@@ -545,9 +819,9 @@ unsafe fn take_values(
     path: &str,
     dims: Dim,
     lod: Lod,
+    owner: &Arc<Owner>,
 ) -> Result<LoDTensor> {
     let data = *node.buffers.add(1);
-    let release = (*array).release.expect("checked by take");
     if dtype == DType::Bool {
         ensure!(
             place == Place::Cpu,
@@ -559,40 +833,63 @@ unsafe fn take_values(
         for (i, b) in t.bytes_mut()?.iter_mut().enumerate() {
             *b = (*bits.add((at + i) / 8) >> ((at + i) % 8)) & 1;
         }
-        let t = LoDTensor::new(t, lod)?;
-        release(array);
-        (*array).release = None;
-        return Ok(t);
+        return LoDTensor::new(t, lod);
     }
     // At most PAST_ANY_BUFFER entries of at most 8 bytes: no overflow.
     let len = numel * dtype.size();
     // No elements: no address to check or use (producers give any, often unaligned ones).
     let data = if len == 0 { std::ptr::null_mut() } else { data.cast::<u8>().cast_mut().add(at * dtype.size()) };
-    let moved = Moved(Box::new(std::ptr::read(array)));
-    let release = Box::new(move || {
-        let mut moved = moved;
-        release(&mut *moved.0);
-    }) as crate::memory::Release;
+    let owner = owner.clone();
+    let release = Box::new(move || drop(owner)) as crate::memory::Release;
     let tensor =
         Tensor::borrowed(place, dtype, dims, data, len, Some(release)).map_err(|e| e.context(&format!("{path}: ")))?;
-    // Moved: the caller's struct is released as far as the caller is concerned.
-    (*array).release = None;
     Ok(LoDTensor::new(tensor, lod).expect("the LoD was checked against the dims"))
 }
 
-/// An array moved out of the caller's struct, carried to whichever thread drops the last tensor.
-/// Dropped without being released when the import fails, which leaves the caller's struct as it
-/// was.
-struct Moved(Box<ArrowArray>);
-// SAFETY: the interface lets a released array's owner release it from any thread.
-unsafe impl Send for Moved {}
-unsafe impl Sync for Moved {}
+/// The caller's array, copied out at the start of an import and moved out (the caller's
+/// `release` set to NULL) only when the import has succeeded. Every tensor over its memory holds
+/// it; once moved, it is released when the last of them goes, on the thread that drops it (at
+/// once when none does: bool columns are copies). An import that fails drops it without
+/// releasing, which leaves the caller's struct as it was.
+struct Owner {
+    array: Box<ArrowArray>,
+    taken: AtomicBool,
+}
+
+// SAFETY: the interface lets a moved array's owner release it from any thread.
+unsafe impl Send for Owner {}
+unsafe impl Sync for Owner {}
+
+impl Owner {
+    /// # Safety
+    /// `array` is a live, unreleased array.
+    unsafe fn new(array: *const ArrowArray) -> Arc<Owner> {
+        Arc::new(Owner { array: Box::new(std::ptr::read(array)), taken: AtomicBool::new(false) })
+    }
+
+    /// Moves the array out of the caller's struct, `array`.
+    unsafe fn take(self: Arc<Owner>, array: *mut ArrowArray) {
+        self.taken.store(true, Ordering::Relaxed);
+        (*array).release = None;
+    }
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        if *self.taken.get_mut() {
+            if let Some(release) = self.array.release {
+                // SAFETY: the array was moved here and is released once, here.
+                unsafe { release(&mut *self.array) };
+            }
+        }
+    }
+}
 
 /// The layers of `schema`'s chain, checked to make a LoD tensor: lists, then fixed-size lists,
 /// then elements, no dictionaries.
-unsafe fn read_schema(schema: &ArrowSchema) -> Result<Vec<Layer>> {
+unsafe fn read_schema(schema: &ArrowSchema, path: &str) -> Result<Vec<Layer>> {
     let mut layers = Vec::new();
-    let (mut node, mut path) = (schema, String::from("schema"));
+    let (mut node, mut path) = (schema, String::from(path));
     loop {
         ensure!(!node.format.is_null(), NullArgument, "{path}: format is NULL");
         let format = CStr::from_ptr(node.format).to_string_lossy();
@@ -632,10 +929,18 @@ fn count(value: i64, path: &str, field: &str) -> Result<usize> {
     usize::try_from(value).map_err(|_| err!(InvalidArgument, "{path}: {field} {value} is negative"))
 }
 
-/// Checks `node`'s counts against `layer`, its buffers and children, and that entries
-/// `[at, at + len)` of its buffers (its offset included) have no nulls.
-unsafe fn check_array(node: &ArrowArray, layer: Layer, place: Place, path: &str, at: usize, len: usize) -> Result<()> {
-    let (buffers, children) = layer.shape();
+/// Checks `node`'s counts against `(buffers, children)` of its type, its buffers (`data`: it has a
+/// data buffer, needed for any entry) and children, and that entries `[at, at + len)` of its
+/// buffers (its offset included) have no nulls.
+unsafe fn check_array(
+    node: &ArrowArray,
+    (buffers, children): (i64, i64),
+    data: bool,
+    place: Place,
+    path: &str,
+    at: usize,
+    len: usize,
+) -> Result<()> {
     ensure!(
         node.n_buffers == buffers && node.n_children == children,
         InvalidArgument,
@@ -646,7 +951,10 @@ unsafe fn check_array(node: &ArrowArray, layer: Layer, place: Place, path: &str,
     ensure!(!node.buffers.is_null(), NullArgument, "{path}: buffers is NULL");
     ensure!(node.dictionary.is_null(), Unsupported, "{path}: has a dictionary; a tensor holds its values");
     if children > 0 {
-        ensure!(!node.children.is_null() && !(*node.children).is_null(), NullArgument, "{path}: its child is NULL");
+        ensure!(!node.children.is_null(), NullArgument, "{path}: children is NULL");
+        if let Some(i) = (0..children as usize).find(|&i| (*node.children.add(i)).is_null()) {
+            return Err(err!(NullArgument, "{path}: child {i} is NULL"));
+        }
     }
     ensure!(node.null_count >= -1, InvalidArgument, "{path}: null_count {} is negative", node.null_count);
     let validity = (*node.buffers).cast::<u8>();
@@ -670,8 +978,7 @@ unsafe fn check_array(node: &ArrowArray, layer: Layer, place: Place, path: &str,
             }
         }
     }
-    let needs_data = !matches!(layer, Layer::Fixed(_)) && len > 0;
-    ensure!(!needs_data || !(*node.buffers.add(1)).is_null(), NullArgument, "{path}: buffers[1] is NULL");
+    ensure!(!data || len == 0 || !(*node.buffers.add(1)).is_null(), NullArgument, "{path}: buffers[1] is NULL");
     Ok(())
 }
 
