@@ -12,8 +12,12 @@ before); and arrays with no tensor form refused with nothing taken. The same thr
 data interface on the CPU (lodtensor_to_arrow_device into Array._import_from_c_device, for a few of
 the export cases; _export_to_c_device into lodtensor_from_arrow_device, for every import case):
 the device fields lodtensor_to_arrow_device writes (ARROW_DEVICE_CPU, device -1, no sync event,
-reserved zeroed), and a device type the library does not take refused with nothing taken. Exits
-77 (skipped) when pyarrow is missing, unless LODTENSOR_REQUIRE_PYARROW=1.
+reserved zeroed), and a device type the library does not take refused with nothing taken. Record
+batches both ways, plainly and through the device interface (lodtensor_to_arrow_record_batch into
+RecordBatch._import_from_c, _export_to_c into lodtensor_from_arrow_record_batch): names, each
+column as a lone export or import makes it, the memory shared and released once, slices of a batch,
+and refusals (a string column, a null, a null row, an array that is not a struct, too little room)
+with nothing taken. Exits 77 (skipped) when pyarrow is missing, unless LODTENSOR_REQUIRE_PYARROW=1.
 """
 
 import ctypes
@@ -118,6 +122,14 @@ lib.lodtensor_to_arrow.argtypes = [ctypes.c_void_p, P(ArrowSchema), P(ArrowArray
 lib.lodtensor_from_arrow.argtypes = [P(ArrowSchema), P(ArrowArray), P(ctypes.c_void_p)]
 lib.lodtensor_to_arrow_device.argtypes = [ctypes.c_void_p, P(ArrowSchema), P(ArrowDeviceArray)]
 lib.lodtensor_from_arrow_device.argtypes = [P(ArrowSchema), P(ArrowDeviceArray), P(ctypes.c_void_p)]
+lib.lodtensor_to_arrow_record_batch.argtypes = [
+    P(ctypes.c_void_p), P(ctypes.c_char_p), ctypes.c_size_t, P(ArrowSchema), P(ArrowArray)]
+lib.lodtensor_to_arrow_device_record_batch.argtypes = [
+    P(ctypes.c_void_p), P(ctypes.c_char_p), ctypes.c_size_t, P(ArrowSchema), P(ArrowDeviceArray)]
+lib.lodtensor_from_arrow_record_batch.argtypes = [
+    P(ArrowSchema), P(ArrowArray), P(ctypes.c_void_p), ctypes.c_size_t, P(ctypes.c_size_t)]
+lib.lodtensor_from_arrow_device_record_batch.argtypes = [
+    P(ArrowSchema), P(ArrowDeviceArray), P(ctypes.c_void_p), ctypes.c_size_t, P(ctypes.c_size_t)]
 lib.lodtensor_data.argtypes = [ctypes.c_void_p, P(ctypes.c_void_p)]
 lib.lodtensor_dims.argtypes = [ctypes.c_void_p, P(ctypes.c_int64), ctypes.c_size_t, P(ctypes.c_size_t)]
 lib.lodtensor_dtype.argtypes = [ctypes.c_void_p, P(DType)]
@@ -129,6 +141,7 @@ lib.lodtensor_last_error_message.restype = ctypes.c_char_p
 
 # include/lodtensor.h's lodtensor_status_t.
 OK, INVALID_ARGUMENT, INVALID_LOD, UNSUPPORTED = 0, 2, 3, 6
+BUFFER_TOO_SMALL = 5
 LOD_OFFSETS = 0
 MAX_DIMS = 9
 # The header's ArrowDeviceType values used here.
@@ -608,6 +621,184 @@ def test_round_trip():
     check(releases.get(key, 0) == 1, f"round trip: released {releases.get(key, 0)} times")
 
 
+# ---- record batches: lodtensor_to_arrow_record_batch into pyarrow, and back ------------------------
+
+# A column per dtype kind a decoder or a model hands over: token ids with two LoD levels (source ->
+# sentences -> tokens), scores with one, and rows without a LoD; each of 3 entries.
+BATCH_COLUMNS = [
+    ("ids", "int64", [7], [[0, 2, 2, 3], [0, 3, 3, 7]]),
+    ("scores", "float32", [3], [[0, 1, 1, 3]]),
+    ("lengths", "int32", [3], []),
+    ("embeddings", "float16", [3, 2], []),
+    ("done", "bool", [3], []),
+]
+
+
+def lend_batch(handles, names, device, what):
+    """`handles` through lodtensor_to_arrow_record_batch (or its device form, whose fields are
+    checked as `lend` checks them), imported by pyarrow as a RecordBatch."""
+    chandles = (ctypes.c_void_p * len(handles))(*[h.value for h in handles])
+    cnames = (ctypes.c_char_p * len(names))(*[n.encode() for n in names])
+    schema = ArrowSchema()
+    if not device:
+        array = ArrowArray()
+        status(lib.lodtensor_to_arrow_record_batch(chandles, cnames, len(handles), ctypes.byref(schema),
+                                                   ctypes.byref(array)), "lodtensor_to_arrow_record_batch")
+        return pa.RecordBatch._import_from_c(ctypes.addressof(array), ctypes.addressof(schema))
+    darray = ArrowDeviceArray(device_id=-5, device_type=99, sync_event=0x5A5A5A5A, reserved=(-1, -1, -1))
+    status(lib.lodtensor_to_arrow_device_record_batch(chandles, cnames, len(handles), ctypes.byref(schema),
+                                                      ctypes.byref(darray)), "lodtensor_to_arrow_device_record_batch")
+    check((darray.device_type, darray.device_id, darray.sync_event, list(darray.reserved)) ==
+          (ARROW_DEVICE_CPU, -1, None, [0, 0, 0]), f"{what}: device fields {darray.device_type} {darray.device_id}")
+    return pa.RecordBatch._import_from_c_device(ctypes.addressof(darray), ctypes.addressof(schema))
+
+
+def test_record_batch_to_pyarrow(device=False):
+    """The columns as one RecordBatch: its field names, each column's type and values as a lone
+    export's, the tensors' memory, kept after the handles go and released once with the batch."""
+    what = "device record batch export" if device else "record batch export"
+    made = [(name, dtype, dims, lod) + make_tensor(dtype, dims, lod, "buffer") for name, dtype, dims, lod in
+            BATCH_COLUMNS]
+    handles = [t for _, _, _, _, t, _, _ in made]
+    batch = lend_batch(handles, [m[0] for m in made], device, what)
+    check(batch.num_rows == 3 and batch.schema.names == [m[0] for m in made],
+          f"{what}: {batch.num_rows} rows, names {batch.schema.names}")
+    for i, (name, dtype, dims, lod, t, flat, key) in enumerate(made):
+        arrow = next(d[3] for d in DTYPES if d[0] == dtype)
+        check_lent(f"{what} column {name}", batch.column(i), t, dtype, arrow, dims, lod, flat)
+    wants = [expected_pylist(flat, dims, lod) for _, _, dims, lod, _, flat, _ in made]
+    for t in handles:
+        lib.lodtensor_destroy(t)
+    filler = scribble(64)
+    check([batch.column(i).to_pylist() for i in range(len(made))] == wants,
+          f"{what}: values changed once the handles were destroyed")
+    lib.lodtensor_destroy(filler)
+    keys = [m[6] for m in made]
+    check(all(releases.get(k, 0) == 0 for k in keys), f"{what}: released while pyarrow holds the batch")
+    del batch
+    gc.collect()
+    check(all(releases.get(k, 0) == 1 for k in keys), f"{what}: released {[releases.get(k, 0) for k in keys]}")
+
+
+def batch_cases():
+    """(description, a function making a RecordBatch): list, large-list, fixed-size-list and
+    primitive columns, and slices of the batch."""
+    f32, i64 = pa.float32(), pa.int64()
+
+    def batch():
+        return pa.record_batch({
+            "tokens": pa.array([[1, 2], [3], [], [4, 5, 6]], pa.list_(i64)),
+            "nested": pa.array([[[1.0]], [], [[2.0, 3.0], []], [[4.0]]], pa.large_list(pa.list_(f32))),
+            "score": pa.array([0.5, 1.5, 2.5, 3.5], f32),
+            "embedding": pa.array([[1, 2], [3, 4], [5, 6], [7, 8]], pa.list_(pa.int16(), 2)),
+            "flag": pa.array([True, False, True, True]),
+        })
+    return [
+        ("a batch", batch),
+        ("a slice of a batch", lambda: batch().slice(1, 2)),
+        ("a slice of one empty row", lambda: batch().slice(2, 1)),
+    ]
+
+
+def take_batch(batch, device=False, device_type=None, room=None):
+    """lodtensor_from_arrow_record_batch (or its device form) over pyarrow's export of `batch`:
+    (status, handles, count, the array struct); the schema is released here."""
+    schema = ArrowSchema()
+    n = batch.num_columns if isinstance(batch, pa.RecordBatch) else 1
+    room = n if room is None else room
+    out = (ctypes.c_void_p * max(1, room))()
+    count = ctypes.c_size_t(99)
+    if device:
+        darray = ArrowDeviceArray()
+        batch._export_to_c_device(ctypes.addressof(darray), ctypes.addressof(schema))
+        if device_type is not None:
+            darray.device_type = device_type
+        s = lib.lodtensor_from_arrow_device_record_batch(ctypes.byref(schema), ctypes.byref(darray), out, room,
+                                                         ctypes.byref(count))
+        array = darray.array
+    else:
+        array = ArrowArray()
+        batch._export_to_c(ctypes.addressof(array), ctypes.addressof(schema))
+        s = lib.lodtensor_from_arrow_record_batch(ctypes.byref(schema), ctypes.byref(array), out, room,
+                                                  ctypes.byref(count))
+    check(schema.release is not None, "from_arrow_record_batch released the caller's schema")
+    if schema.release:
+        ReleaseSchema(schema.release)(ctypes.byref(schema))
+    return s, [ctypes.c_void_p(out[i]) for i in range(room)], count.value, array
+
+
+def test_record_batch_from_pyarrow(device=False):
+    """pyarrow's RecordBatch taken as one tensor a column: each as lodtensor_from_arrow takes the
+    column alone (dims, LoD, elements, pyarrow's memory), pyarrow's memory kept until the last
+    column goes."""
+    for what, make in batch_cases():
+        what = f"{'device ' if device else ''}record batch import, {what}"
+        gc.collect()
+        baseline = pa.total_allocated_bytes()
+        batch = make()
+        layouts = [read_layout(batch.column(i)) for i in range(batch.num_columns)]
+        addresses = [element_address(batch.column(i)) if layouts[i][2] else None for i in range(batch.num_columns)]
+        s, handles, count, array = take_batch(batch, device)
+        check(s == OK, f"{what}: status {s}: {lib.lodtensor_last_error_message().decode()}")
+        if s != OK:
+            if array.release:
+                ReleaseArray(array.release)(ctypes.byref(array))
+            continue
+        check(array.release is None and count == batch.num_columns, f"{what}: not moved, or {count} columns")
+        del batch
+        gc.collect()
+        for i, (t, (dims, lod, flat, arrow)) in enumerate(zip(handles, layouts)):
+            name, _, fmt = DTYPE_BY_ARROW[str(arrow)]
+            check(tensor_dims(t) == dims, f"{what} column {i}: dims {tensor_dims(t)}, want {dims}")
+            got_lod = [offsets for _, offsets in tensor_lod(t)]
+            check(got_lod == lod, f"{what} column {i}: LoD {got_lod}, want {lod}")
+            check(tensor_elements(t, fmt) == flat, f"{what} column {i}: elements differ")
+            if name != "bool" and addresses[i] is not None:
+                check(tensor_data(t) == addresses[i], f"{what} column {i}: not pyarrow's memory")
+        # The first column (list<int64>) is pyarrow's memory; the bool column is a copy.
+        for t in handles[1:]:
+            lib.lodtensor_destroy(t)
+        gc.collect()
+        check(pa.total_allocated_bytes() > baseline, f"{what}: pyarrow's memory went while a column uses it")
+        lib.lodtensor_destroy(handles[0])
+        gc.collect()
+        after = pa.total_allocated_bytes()
+        check(after == baseline, f"{what}: {after - baseline} bytes of pyarrow's left after the last column")
+
+
+def test_record_batch_refusals():
+    """Record batches with no tensor form, a struct with a null row, an array that is not a struct,
+    too little room: the documented status, nothing written, nothing taken."""
+    i32 = pa.int32()
+    cases = [
+        ("a string column", lambda: pa.record_batch({"a": pa.array([1, 2], i32), "s": pa.array(["x", "y"])}),
+         UNSUPPORTED, {}),
+        ("a null in a column", lambda: pa.record_batch({"a": pa.array([1, None], i32)}), INVALID_ARGUMENT, {}),
+        ("a null row", lambda: pa.StructArray.from_arrays([pa.array([1, 2], i32)], names=["a"],
+                                                          mask=pa.array([False, True])), INVALID_ARGUMENT, {}),
+        ("not a struct", lambda: pa.array([1, 2], i32), INVALID_ARGUMENT, {}),
+        ("room for one column of two",
+         lambda: pa.record_batch({"a": pa.array([1], i32), "b": pa.array([2], i32)}), BUFFER_TOO_SMALL, {"room": 1}),
+        ("a Vulkan device batch", lambda: pa.record_batch({"a": pa.array([1], i32)}), UNSUPPORTED,
+         {"device": True, "device_type": ARROW_DEVICE_VULKAN}),
+    ]
+    for what, make, want, args in cases:
+        what = f"refuse record batch with {what}"
+        gc.collect()
+        baseline = pa.total_allocated_bytes()
+        batch = make()
+        s, handles, count, array = take_batch(batch, **args)
+        check(s == want, f"{what}: status {s}, want {want}: {lib.lodtensor_last_error_message().decode()}")
+        check(not any(h.value for h in handles) and count == 99, f"{what}: an output was written")
+        check(array.release is not None, f"{what}: the array was taken")
+        if array.release:
+            ReleaseArray(array.release)(ctypes.byref(array))
+        del batch
+        gc.collect()
+        after = pa.total_allocated_bytes()
+        check(after == baseline, f"{what}: {after - baseline} bytes of pyarrow's left")
+
+
 check(ctypes.sizeof(ArrowDeviceArray) == 128, f"ArrowDeviceArray is {ctypes.sizeof(ArrowDeviceArray)} bytes, want 128")
 test_lend_to_pyarrow()
 test_export_refusals()
@@ -617,6 +808,11 @@ test_round_trip()
 test_lend_to_pyarrow(device=True)
 test_take_from_pyarrow(device=True)
 test_device_refusal()
+test_record_batch_to_pyarrow()
+test_record_batch_to_pyarrow(device=True)
+test_record_batch_from_pyarrow()
+test_record_batch_from_pyarrow(device=True)
+test_record_batch_refusals()
 gc.collect()
 check(all(n == 1 for n in releases.values()) and len(releases) == _next_key[0] - 1,
       f"lent buffers released other than once each: {releases}")

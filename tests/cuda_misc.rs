@@ -457,6 +457,60 @@ fn gpu_arrow_device_import_takes_device_memory() {
     }
 }
 
+/// Record batches of device tensors: lent with each column's elements in place on the device and
+/// its chain the column's own device export; taken back as device tensors over the same memory,
+/// equal to the host columns; columns on two places, and a device column through the host call,
+/// refused.
+#[test]
+fn gpu_arrow_device_record_batches_lend_and_take_device_memory() {
+    use lodtensor::interop::arrow::{
+        from_arrow_device_record_batch, to_arrow_device, to_arrow_device_record_batch, to_arrow_record_batch,
+        DEVICE_CUDA,
+    };
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0xa772);
+    for case in 0..8 {
+        let entries = SEQUENCE_COUNTS[case % 4].max(1);
+        let lengths = random_lengths(&mut rng, entries, 4);
+        let rows: usize = lengths.iter().sum();
+        let lod = Lod::from_lengths(&[lengths]).unwrap();
+        let tokens = random_tensor(&mut rng, DType::I64, &[rows], lod, false);
+        let scores = random_tensor(&mut rng, DType::F32, &[entries, 1 + case % 3], Lod::empty(), false);
+        let columns = [gpu(&tokens), gpu(&scores)];
+        let named = [(&columns[0], "tokens"), (&columns[1], "scores")];
+        let (mut schema, mut device) = to_arrow_device_record_batch(&named).unwrap();
+        assert_eq!((device.device_type, device.device_id), (DEVICE_CUDA, 0));
+        assert!(device.sync_event.is_null());
+        unsafe {
+            for (i, x) in columns.iter().enumerate() {
+                let (alone_schema, alone) = to_arrow_device(x).unwrap();
+                let column = &**device.array.children.add(i);
+                assert_eq!((column.length, column.n_children), (alone.array.length, alone.array.n_children));
+                let (mut s, mut a) = (alone_schema, alone.array);
+                (s.release.unwrap())(&mut s);
+                (a.release.unwrap())(&mut a);
+            }
+            let back = from_arrow_device_record_batch(&schema, &mut device).unwrap();
+            assert!(device.array.release.is_none(), "moved out");
+            (schema.release.unwrap())(&mut schema);
+            for ((y, x), host) in back.iter().zip(&columns).zip([&tokens, &scores]) {
+                assert_eq!(y.tensor().place(), GPU);
+                assert_eq!(y.tensor().as_ptr(), x.tensor().as_ptr(), "zero copy");
+                assert_eq!(y.lod(), host.lod());
+                let y = to_place(y, Place::Cpu).unwrap();
+                assert_eq!(y.tensor().bytes().unwrap(), host.tensor().bytes().unwrap(), "case {case}");
+            }
+        }
+        let mixed = [(&columns[0], "tokens"), (&scores, "scores")];
+        let e = to_arrow_device_record_batch(&mixed).err().expect("refused");
+        assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("columns[1]: on cpu, columns[0] on cuda:0")), "{e}");
+        let e = to_arrow_record_batch(&named).err().expect("refused");
+        assert!(matches!(&e, Error::Unsupported(m) if m.contains("columns[0]: on cuda:0")), "{e}");
+    }
+}
+
 #[test]
 fn gpu_gather_rows_equals_cpu_with_the_index_on_the_device() {
     if !gpu_or_skip() {
