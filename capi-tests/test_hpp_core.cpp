@@ -402,6 +402,47 @@ void test_arrow() {
     EXPECT_ERROR(lt::to_arrow_device(z, nullptr, &device), LODTENSOR_NULL_ARGUMENT, "out_schema");
 }
 
+// Arrow record batches: a LoD column and a plain one lent as one struct, named, over the
+// tensors' memory, and taken back as two tensors that share the array, released once at the last
+// of them; a column of another length is refused.
+void test_arrow_record_batch() {
+    const std::size_t one[] = {3}, offsets[] = {0, 2, 5};
+    lt::Tensor ids = lt::Tensor::create<std::int64_t>({1, 2, 3, 4, 5}, {5}, lt::Lod::offsets(one, offsets));
+    lt::Tensor scores = lt::Tensor::create<float>({0.5f, 1.5f}, {2});
+    ArrowSchema schema{};
+    ArrowArray array{};
+    lt::to_arrow_record_batch({{ids, "ids"}, {scores, "scores"}}, &schema, &array);
+    CHECK(std::string(schema.format) == "+s" && schema.n_children == 2 && array.length == 2);
+    CHECK(std::string(schema.children[0]->name) == "ids" && std::string(schema.children[1]->name) == "scores");
+    CHECK(array.children[0]->children[0]->buffers[1] == ids.data<std::int64_t>().data());
+    CHECK(array.children[1]->buffers[1] == scores.data<float>().data());
+
+    arrow_releases = 0;
+    arrow_release = array.release;
+    array.release = counting_arrow_release;
+    std::vector<lt::Tensor> back = lt::from_arrow_record_batch(&schema, &array);
+    CHECK(array.release == nullptr && back.size() == 2);
+    schema.release(&schema);
+    CHECK(back[0].data<std::int64_t>().data() == ids.data<std::int64_t>().data());
+    CHECK(back[0].lod_levels() == 1 && same<std::size_t>(back[0].lod_offsets(0), {0, 2, 5}));
+    CHECK(same<float>(back[1].data<float>(), {0.5f, 1.5f}));
+    back[0] = lt::Tensor();
+    CHECK(arrow_releases == 0);
+    back.clear();
+    CHECK(arrow_releases == 1);
+
+    lt::Tensor three = lt::Tensor::create<float>({1, 2, 3}, {3});
+    EXPECT_ERROR(lt::to_arrow_record_batch({{ids, "ids"}, {three, "x"}}, &schema, &array),
+                 LODTENSOR_INVALID_ARGUMENT, "columns[1]: 3 entries, columns[0] 2");
+    ArrowDeviceArray device{};
+    lt::to_arrow_device_record_batch({{scores, "scores"}}, &schema, &device);
+    CHECK(device.device_type == ARROW_DEVICE_CPU && device.array.n_children == 1);
+    std::vector<lt::Tensor> taken = lt::from_arrow_device_record_batch(&schema, &device);
+    CHECK(taken.size() == 1 && taken[0].data<float>().data() == scores.data<float>().data());
+    schema.release(&schema);
+    EXPECT_ERROR(lt::from_arrow_record_batch(nullptr, &array), LODTENSOR_NULL_ARGUMENT, "schema");
+}
+
 void test_errors() {
     const std::vector<float> data = iota(10);
     const std::size_t sizes[] = {1};
@@ -451,6 +492,7 @@ int main() {
         test_serialize();
         test_dlpack();
         test_arrow();
+        test_arrow_record_batch();
         test_errors();
     } catch (const lt::Error &e) {
         fprintf(stderr, "unexpected lodtensor::Error %d: %s\n", static_cast<int>(e.status()), e.what());

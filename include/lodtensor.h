@@ -834,11 +834,12 @@ lodtensor_status_t lodtensor_from_arrow_device_record_batch(const struct ArrowSc
 // untouched and no output is written.
 //
 // Returns what `lodtensor_from_arrow` returns for a column (naming `schema.children[i]` and
-// `array.children[i]`), LODTENSOR_NULL_ARGUMENT (`out_columns`, `out_count`; NULL children of
-// the struct), LODTENSOR_INVALID_ARGUMENT (a schema that is not a struct; a struct of no
-// columns; a struct whose buffer or child count is not its type's; a null row; a column shorter
-// than the struct's offset and length), LODTENSOR_BUFFER_TOO_SMALL (`out_columns_len` less than
-// the columns, which are counted from the schema before the array is read).
+// `array.children[i]`), LODTENSOR_NULL_ARGUMENT (`out_count`; `out_columns` when
+// `out_columns_len` is not 0; NULL children of the struct), LODTENSOR_INVALID_ARGUMENT (a schema
+// that is not a struct; a struct of no columns; a struct whose buffer or child count is not its
+// type's; a null row; a column shorter than the struct's offset and length),
+// LODTENSOR_BUFFER_TOO_SMALL (`out_columns_len` less than the columns, which are counted from the
+// schema before the array is read).
 lodtensor_status_t lodtensor_from_arrow_record_batch(const struct ArrowSchema *schema, struct ArrowArray *array, struct lodtensor_t **out_columns, size_t out_columns_len, size_t *out_count);
 
 // Creates a tensor over the caller's buffer without copying it (zero copy).

@@ -505,6 +505,68 @@ inline Tensor from_arrow_device(const ArrowSchema *schema, ArrowDeviceArray *arr
     return Tensor(out);
 }
 
+// A column of an Arrow record batch: a tensor and its field name (UTF-8).
+struct ArrowColumn {
+    TensorRef tensor;
+    const char *name;
+};
+
+namespace detail {
+template <typename A>
+void to_record_batch(lodtensor_status_t (*lend)(const lodtensor_t *const *, const char *const *, std::size_t,
+                                                ArrowSchema *, A *),
+                     Span<const ArrowColumn> columns, ArrowSchema *out_schema, A *out_array) {
+    std::vector<const lodtensor_t *> tensors;
+    std::vector<const char *> names;
+    tensors.reserve(columns.size());
+    names.reserve(columns.size());
+    for (const ArrowColumn &c : columns) {
+        tensors.push_back(c.tensor.get());
+        names.push_back(c.name);
+    }
+    check(lend(tensors.data(), names.data(), columns.size(), out_schema, out_array));
+}
+template <typename A>
+std::vector<Tensor> from_record_batch(lodtensor_status_t (*take)(const ArrowSchema *, A *, lodtensor_t **,
+                                                                 std::size_t, std::size_t *),
+                                      const ArrowSchema *schema, A *array) {
+    // Room for the columns the schema says; the call checks the schema itself.
+    const std::size_t room = schema != nullptr && schema->n_children > 0 ? std::size_t(schema->n_children) : 0;
+    std::vector<lodtensor_t *> raw(room, nullptr);
+    std::size_t count = 0;
+    check(take(schema, array, raw.data(), raw.size(), &count));
+    std::vector<Tensor> columns;
+    columns.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) columns.emplace_back(raw[i]);
+    return columns;
+}
+}  // namespace detail
+
+// The columns lent to Arrow as one record batch (lodtensor_to_arrow_record_batch), zero copy: a
+// struct array whose children are the columns as to_arrow lends them, each with one entry per row
+// (its sequences at LoD level 0, or its rows). The caller releases each struct once. When this
+// throws, neither struct was written.
+inline void to_arrow_record_batch(Span<const ArrowColumn> columns, ArrowSchema *out_schema,
+                                  ArrowArray *out_array) {
+    detail::to_record_batch(::lodtensor_to_arrow_record_batch, columns, out_schema, out_array);
+}
+// The same through the C device data interface (lodtensor_to_arrow_device_record_batch): every
+// column on one place.
+inline void to_arrow_device_record_batch(Span<const ArrowColumn> columns, ArrowSchema *out_schema,
+                                         ArrowDeviceArray *out_array) {
+    detail::to_record_batch(::lodtensor_to_arrow_device_record_batch, columns, out_schema, out_array);
+}
+// One tensor a column of the Arrow record batch `*array` (lodtensor_from_arrow_record_batch), zero
+// copy: the columns share the array, which is moved and released once, when the last handle over
+// its memory goes. `*schema` stays the caller's. When this throws, nothing was taken.
+inline std::vector<Tensor> from_arrow_record_batch(const ArrowSchema *schema, ArrowArray *array) {
+    return detail::from_record_batch(::lodtensor_from_arrow_record_batch, schema, array);
+}
+// The same for a device record batch (lodtensor_from_arrow_device_record_batch).
+inline std::vector<Tensor> from_arrow_device_record_batch(const ArrowSchema *schema, ArrowDeviceArray *array) {
+    return detail::from_record_batch(::lodtensor_from_arrow_device_record_batch, schema, array);
+}
+
 // Places: the host, or CUDA device `id`.
 inline lodtensor_place_t cpu_place() noexcept { return lodtensor_place_t{LODTENSOR_DEVICE_CPU, 0}; }
 inline lodtensor_place_t cuda_place(std::int32_t id) noexcept { return lodtensor_place_t{LODTENSOR_DEVICE_CUDA, id}; }

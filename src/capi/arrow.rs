@@ -259,11 +259,12 @@ unsafe fn lend_batch<A>(
 /// untouched and no output is written.
 ///
 /// Returns what `lodtensor_from_arrow` returns for a column (naming `schema.children[i]` and
-/// `array.children[i]`), LODTENSOR_NULL_ARGUMENT (`out_columns`, `out_count`; NULL children of
-/// the struct), LODTENSOR_INVALID_ARGUMENT (a schema that is not a struct; a struct of no
-/// columns; a struct whose buffer or child count is not its type's; a null row; a column shorter
-/// than the struct's offset and length), LODTENSOR_BUFFER_TOO_SMALL (`out_columns_len` less than
-/// the columns, which are counted from the schema before the array is read).
+/// `array.children[i]`), LODTENSOR_NULL_ARGUMENT (`out_count`; `out_columns` when
+/// `out_columns_len` is not 0; NULL children of the struct), LODTENSOR_INVALID_ARGUMENT (a schema
+/// that is not a struct; a struct of no columns; a struct whose buffer or child count is not its
+/// type's; a null row; a column shorter than the struct's offset and length),
+/// LODTENSOR_BUFFER_TOO_SMALL (`out_columns_len` less than the columns, which are counted from the
+/// schema before the array is read).
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_from_arrow_record_batch(
     schema: *const ArrowSchema,
@@ -309,7 +310,11 @@ unsafe fn take_batch<A>(
 ) -> lodtensor_status_t {
     boundary(|| {
         let schema = schema.cast::<arrow::ArrowSchema>();
-        ensure!(!out_columns.is_null(), NullArgument, "out_columns: must not be NULL");
+        ensure!(
+            !out_columns.is_null() || out_columns_len == 0,
+            NullArgument,
+            "out_columns: must not be NULL when out_columns_len is {out_columns_len}"
+        );
         let out_count = Out::new(out_count, "out_count")?;
         let n = arrow::record_batch_columns(schema)?;
         ensure!(
