@@ -352,6 +352,58 @@ func TestArrowDevice(t *testing.T) {
 	arrowc.ReleaseSchema(schema)
 }
 
+// Arrow record batches: a LoD column and a plain one lent as one struct, named, over the tensors'
+// memory, and taken back as two tensors sharing the array, released once at the last close; a
+// column of another length is refused, and the device form goes out on the CPU.
+func TestArrowRecordBatch(t *testing.T) {
+	ids := must[*lt.Tensor](t)(lt.NewTensor([]int64{1, 2, 3, 4, 5}, []int64{5}, lt.Offsets([]int{0, 2, 5})))
+	defer ids.Close()
+	scores := must[*lt.Tensor](t)(lt.NewTensor([]float32{0.5, 1.5}, []int64{2}, lt.LoD{}))
+	defer scores.Close()
+	schema, array := arrowc.New()
+	defer arrowc.Free(schema, array)
+	ok(t, lt.ToArrowRecordBatch([]lt.ArrowColumn{{ids, "ids"}, {scores, "scores"}}, schema, array))
+
+	s := arrowc.ReadSchema(schema)
+	eq(t, "root", []any{s.Format, s.Name, s.NChildren}, []any{"+s", "", int64(2)})
+	eq(t, "names", []string{arrowc.ReadSchema(arrowc.SchemaChild(schema, 0)).Name,
+		arrowc.ReadSchema(arrowc.SchemaChild(schema, 1)).Name}, []string{"ids", "scores"})
+	a := arrowc.ReadArray(array)
+	eq(t, "struct", []int64{a.Length, a.NBuffers, a.NChildren}, []int64{2, 1, 2})
+	scoreValues := arrowc.ReadArray(arrowc.ArrayChild(array, 1))
+	eq(t, "the scores' memory", uintptr(scoreValues.Buffers[1]), must[uintptr](t)(scores.Address()))
+
+	arrowc.CountReleases(array)
+	back := must[[]*lt.Tensor](t)(lt.FromArrowRecordBatch(schema, array))
+	eq(t, "the array moved", arrowc.ReadArray(array).Released, true)
+	arrowc.ReleaseSchema(schema)
+	eq(t, "columns", len(back), 2)
+	eq(t, "the ids' memory", must[uintptr](t)(back[0].Address()), must[uintptr](t)(ids.Address()))
+	eq(t, "the ids' LoD", must[[]int](t)(back[0].LoDOffsets(0)), []int{0, 2, 5})
+	eq(t, "the scores", floats(t, back[1]), []float32{0.5, 1.5})
+	ok(t, back[0].Close())
+	eq(t, "not released while a column is open", arrowc.Releases(), 0)
+	ok(t, back[1].Close())
+	eq(t, "released at the last close", arrowc.Releases(), 1)
+
+	three := must[*lt.Tensor](t)(lt.NewTensor([]float32{1, 2, 3}, []int64{3}, lt.LoD{}))
+	defer three.Close()
+	err := lt.ToArrowRecordBatch([]lt.ArrowColumn{{ids, "ids"}, {three, "x"}}, schema, array)
+	wantError(t, err, lt.InvalidArgument, "columns[1]: 3 entries, columns[0] 2")
+	_, err = lt.FromArrowRecordBatch(nil, array)
+	wantError(t, err, lt.NullArgument, "schema")
+
+	dschema, device := arrowc.NewDevice()
+	defer arrowc.Free(dschema, device)
+	ok(t, lt.ToArrowDeviceRecordBatch([]lt.ArrowColumn{{scores, "scores"}}, dschema, device))
+	d := arrowc.ReadDevice(device)
+	eq(t, "on ARROW_DEVICE_CPU", []any{d.DeviceType, d.DeviceID}, []any{int32(1), int64(-1)})
+	taken := must[[]*lt.Tensor](t)(lt.FromArrowDeviceRecordBatch(dschema, device))
+	arrowc.ReleaseSchema(dschema)
+	eq(t, "the scores again", floats(t, taken[0]), []float32{0.5, 1.5})
+	ok(t, taken[0].Close())
+}
+
 func TestPlaces(t *testing.T) {
 	x := must[*lt.Tensor](t)(lt.NewTensor(iota(6), []int64{6, 1}, lt.Lengths([]int{4, 2})))
 	defer x.Close()

@@ -128,6 +128,18 @@ func ReadArray(p unsafe.Pointer) Array {
 	return r
 }
 
+// SchemaChild is child i of the struct ArrowSchema at p.
+func SchemaChild(p unsafe.Pointer, i int) unsafe.Pointer {
+	s := (*C.struct_ArrowSchema)(p)
+	return unsafe.Pointer(unsafe.Slice(s.children, int(s.n_children))[i])
+}
+
+// ArrayChild is child i of the struct ArrowArray at p.
+func ArrayChild(p unsafe.Pointer, i int) unsafe.Pointer {
+	a := (*C.struct_ArrowArray)(p)
+	return unsafe.Pointer(unsafe.Slice(a.children, int(a.n_children))[i])
+}
+
 // ReleaseSchema calls the release callback of the struct ArrowSchema at p.
 func ReleaseSchema(p unsafe.Pointer) { C.release_schema((*C.struct_ArrowSchema)(p)) }
 
