@@ -166,6 +166,18 @@ interface LodTensorLib extends Library {
 
     int lodtensor_from_arrow_device(Pointer schema, Pointer array, PointerByReference out);
 
+    int lodtensor_to_arrow_record_batch(Pointer[] columns, Pointer names, long numColumns, Pointer outSchema,
+                                        Pointer outArray);
+
+    int lodtensor_to_arrow_device_record_batch(Pointer[] columns, Pointer names, long numColumns, Pointer outSchema,
+                                               Pointer outArray);
+
+    int lodtensor_from_arrow_record_batch(Pointer schema, Pointer array, Pointer[] outColumns, long outColumnsLen,
+                                          LongByReference outCount);
+
+    int lodtensor_from_arrow_device_record_batch(Pointer schema, Pointer array, Pointer[] outColumns,
+                                                 long outColumnsLen, LongByReference outCount);
+
     int lodtensor_serialize(Pointer t, byte[] buf, long bufLen, LongByReference outLen);
 
     int lodtensor_deserialize(Pointer buf, long bufLen, LongByReference outConsumed, PointerByReference out);

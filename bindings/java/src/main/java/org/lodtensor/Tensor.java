@@ -3,6 +3,7 @@ package org.lodtensor;
 import com.sun.jna.Memory;
 import com.sun.jna.Native;
 import com.sun.jna.Pointer;
+import com.sun.jna.StringArray;
 import com.sun.jna.ptr.LongByReference;
 import com.sun.jna.ptr.PointerByReference;
 import java.lang.ref.Cleaner;
@@ -531,6 +532,89 @@ public final class Tensor implements AutoCloseable {
         PointerByReference out = new PointerByReference();
         return out(LIB.lodtensor_from_arrow_device(nativePointer(schemaAddress), nativePointer(arrayAddress), out),
                 out);
+    }
+
+    /**
+     * Lends the columns to Arrow as one record batch (lodtensor_to_arrow_record_batch), zero copy:
+     * fills the caller's struct ArrowSchema and struct ArrowArray at these addresses with a struct
+     * array whose child i is {@code columns[i]} as {@link #toArrow} lends it, named
+     * {@code names[i]} (sent as UTF-8), each column with one entry per row (its sequences at LoD
+     * level 0, or its rows). The caller releases each struct once; the memory stays until the array
+     * is released. When this throws, neither struct was written.
+     */
+    public static void toArrowRecordBatch(Tensor[] columns, String[] names, long schemaAddress, long arrayAddress) {
+        lendBatch(columns, names, (c, n, k) -> LIB.lodtensor_to_arrow_record_batch(c, n, k,
+                nativePointer(schemaAddress), nativePointer(arrayAddress)));
+    }
+
+    /**
+     * {@link #toArrowRecordBatch} through the C device data interface
+     * (lodtensor_to_arrow_device_record_batch), into a struct ArrowDeviceArray: every column on one
+     * place, as {@link #toArrowDevice} lends one tensor.
+     */
+    public static void toArrowDeviceRecordBatch(Tensor[] columns, String[] names, long schemaAddress,
+                                                long arrayAddress) {
+        lendBatch(columns, names, (c, n, k) -> LIB.lodtensor_to_arrow_device_record_batch(c, n, k,
+                nativePointer(schemaAddress), nativePointer(arrayAddress)));
+    }
+
+    /** A record batch export over the columns' handles, their names as UTF-8 and their count. */
+    private interface BatchLend {
+        int call(Pointer[] columns, Pointer names, long count);
+    }
+
+    private static void lendBatch(Tensor[] columns, String[] names, BatchLend lend) {
+        if (columns.length != names.length) {
+            throw new IllegalArgumentException(
+                    columns.length + " columns but " + names.length + " names; a record batch names each column");
+        }
+        Pointer[] raw = new Pointer[columns.length];
+        for (int i = 0; i < columns.length; i++) {
+            raw[i] = columns[i] == null ? null : columns[i].ptr();
+        }
+        StringArray utf8 = new StringArray(names, "UTF-8");
+        NativeHandle.check(lend.call(raw, utf8, raw.length));
+        Reference.reachabilityFence(columns);
+    }
+
+    /**
+     * One tensor a column of the Arrow record batch (a struct array) at {@code arrayAddress}, of
+     * the type at {@code schemaAddress} (lodtensor_from_arrow_record_batch), zero copy, each as
+     * {@link #fromArrow} takes an array. The columns share the array, which is moved (its release
+     * becomes NULL) and released once, when the last handle over its memory is closed; the schema
+     * stays the caller's. When this throws, nothing was taken.
+     */
+    public static Tensor[] fromArrowRecordBatch(long schemaAddress, long arrayAddress) {
+        return takeBatch(schemaAddress, (out, count) -> LIB.lodtensor_from_arrow_record_batch(
+                nativePointer(schemaAddress), nativePointer(arrayAddress), out, out.length, count));
+    }
+
+    /**
+     * {@link #fromArrowRecordBatch} for a struct ArrowDeviceArray
+     * (lodtensor_from_arrow_device_record_batch), on the place {@link #fromArrowDevice} takes an
+     * array on.
+     */
+    public static Tensor[] fromArrowDeviceRecordBatch(long schemaAddress, long arrayAddress) {
+        return takeBatch(schemaAddress, (out, count) -> LIB.lodtensor_from_arrow_device_record_batch(
+                nativePointer(schemaAddress), nativePointer(arrayAddress), out, out.length, count));
+    }
+
+    /** A record batch import into room for the columns, reporting their count. */
+    private interface BatchTake {
+        int call(Pointer[] out, LongByReference count);
+    }
+
+    private static Tensor[] takeBatch(long schemaAddress, BatchTake take) {
+        // Room for the columns the schema says (n_children, at byte 32); the call checks the schema.
+        long children = schemaAddress == 0 ? 0 : new Pointer(schemaAddress).getLong(32);
+        Pointer[] raw = new Pointer[(int) Math.max(0, Math.min(children, Integer.MAX_VALUE - 8))];
+        LongByReference count = new LongByReference();
+        NativeHandle.check(take.call(raw, count));
+        Tensor[] columns = new Tensor[(int) count.getValue()];
+        for (int i = 0; i < columns.length; i++) {
+            columns[i] = adopt(raw[i]);
+        }
+        return columns;
     }
 
     private static Pointer nativePointer(long address) {

@@ -151,6 +151,73 @@ class LodTensorTest {
     }
 
     /**
+     * Arrow record batches: a LoD column and a plain one lent as one struct ("+s"), named, over
+     * the tensors' memory, and taken back as two tensors sharing the array, released once at the
+     * last close; a column of another length, and names that do not match the columns, are
+     * refused; the device form goes out on ARROW_DEVICE_CPU.
+     */
+    @Test
+    void arrowRecordBatchRoundTrip() {
+        Memory schema = new Memory(72);
+        Memory array = new Memory(80);
+        schema.clear();
+        array.clear();
+        long schemaAddress = Pointer.nativeValue(schema), arrayAddress = Pointer.nativeValue(array);
+        try (Tensor ids = Tensor.ofLongs(l(1, 2, 3, 4, 5), l(5), Lod.offsets(l(0, 2, 5)));
+             Tensor scores = Tensor.ofFloats(new float[] {0.5f, 1.5f}, l(2), Lod.offsets());
+             Tensor three = Tensor.ofFloats(iota(3), l(3), Lod.offsets())) {
+            Tensor.toArrowRecordBatch(new Tensor[] {ids, scores}, new String[] {"ids", "scores"}, schemaAddress,
+                    arrayAddress);
+            assertEquals("+s", schema.getPointer(0).getString(0));
+            assertEquals(2, schema.getLong(32));
+            assertEquals("ids", schema.getPointer(40).getPointer(0).getPointer(8).getString(0));
+            assertEquals("scores", schema.getPointer(40).getPointer(8).getPointer(8).getString(0));
+            assertArrayEquals(l(2, 0, 0, 1, 2), array.getLongArray(0, 5));
+            Pointer scoreColumn = array.getPointer(48).getPointer(8);
+            assertEquals(scores.address(), Pointer.nativeValue(scoreColumn.getPointer(40).getPointer(8)));
+
+            AtomicInteger releases = new AtomicInteger();
+            Function release = Function.getFunction(array.getPointer(64));
+            ArrowRelease counting = a -> {
+                releases.incrementAndGet();
+                release.invokeVoid(new Object[] {a});
+            };
+            array.setPointer(64, CallbackReference.getFunctionPointer(counting));
+            Tensor[] back = Tensor.fromArrowRecordBatch(schemaAddress, arrayAddress);
+            assertNull(array.getPointer(64)); // moved
+            Function.getFunction(schema.getPointer(56)).invokeVoid(new Object[] {schema});
+            assertEquals(2, back.length);
+            assertEquals(ids.address(), back[0].address());
+            assertArrayEquals(l(0, 2, 5), back[0].lodOffsets(0));
+            assertArrayEquals(new float[] {0.5f, 1.5f}, back[1].toFloatArray());
+            back[0].close();
+            assertEquals(0, releases.get()); // the other column still uses the array
+            back[1].close();
+            assertEquals(1, releases.get());
+            Reference.reachabilityFence(counting);
+
+            expectError(Status.INVALID_ARGUMENT, "columns[1]: 3 entries, columns[0] 2",
+                    () -> Tensor.toArrowRecordBatch(new Tensor[] {ids, three}, new String[] {"a", "b"},
+                            schemaAddress, arrayAddress));
+            assertThrows(IllegalArgumentException.class,
+                    () -> Tensor.toArrowRecordBatch(new Tensor[] {ids}, new String[] {}, schemaAddress,
+                            arrayAddress));
+            expectError(Status.NULL_ARGUMENT, "schema", () -> Tensor.fromArrowRecordBatch(0, arrayAddress));
+
+            Memory device = new Memory(128);
+            device.clear();
+            long deviceAddress = Pointer.nativeValue(device);
+            Tensor.toArrowDeviceRecordBatch(new Tensor[] {scores}, new String[] {"scores"}, schemaAddress,
+                    deviceAddress);
+            assertEquals(1, device.getInt(88)); // ARROW_DEVICE_CPU
+            Tensor[] taken = Tensor.fromArrowDeviceRecordBatch(schemaAddress, deviceAddress);
+            Function.getFunction(schema.getPointer(56)).invokeVoid(new Object[] {schema});
+            assertEquals(scores.address(), taken[0].address());
+            taken[0].close();
+        }
+    }
+
+    /**
      * Arrow's C device data interface: a host tensor goes out on ARROW_DEVICE_CPU (device -1, no
      * sync event) in arrowRoundTrip's form over the tensor's memory and comes back as the same
      * memory and LoD, the embedded array moved and released once, at the last close; another
