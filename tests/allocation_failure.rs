@@ -158,6 +158,12 @@ fn records_and_arrays_are_read_or_nothing() {
     let n = 1 << 20;
     let flags = tensor(BOOL, &[n as i64], &(0..n).map(|i| (i % 3 == 0) as u8).collect::<Vec<_>>(), &[]);
     from_arrow_case("lodtensor_from_arrow", &flags);
+
+    // A record batch of 8192 one-row columns (through the host forms; the device forms are
+    // among the many-inputs cases).
+    let columns: Vec<T> = (0..8192).map(|i| tensor(F32, &[1, 2], &[i as f32, 1.0], &[&[1]])).collect();
+    let columns: Vec<*const lodtensor_t> = columns.iter().map(T::ptr).collect();
+    record_batch_cases(&columns, false, "");
 }
 
 /// lodtensor_from_arrow of `t` exported with lodtensor_to_arrow: taken (moved out) whole, with

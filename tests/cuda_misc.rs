@@ -505,7 +505,10 @@ fn gpu_arrow_device_record_batches_lend_and_take_device_memory() {
         }
         let mixed = [(&columns[0], "tokens"), (&scores, "scores")];
         let e = to_arrow_device_record_batch(&mixed).err().expect("refused");
-        assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("columns[1]: on cpu, columns[0] on cuda:0")), "{e}");
+        assert!(
+            matches!(&e, Error::InvalidArgument(m) if m.contains("columns[1]: on cpu, columns[0] on cuda:0")),
+            "{e}"
+        );
         let e = to_arrow_record_batch(&named).err().expect("refused");
         assert!(matches!(&e, Error::Unsupported(m) if m.contains("columns[0]: on cuda:0")), "{e}");
     }

@@ -278,6 +278,86 @@ pub fn bytes(t: *const lodtensor_t) -> Vec<u8> {
     }
 }
 
+/// Arrow record batches of `columns` (handles on one place): lent as one (the device forms with
+/// `device`, which also take host tensors, else the host forms), then taken back, each whole or
+/// not at all; a refused export writes neither struct, a refused import takes nothing.
+pub fn record_batch_cases(columns: &[*const lodtensor_t], device: bool, suffix: &str) {
+    use lodtensor::interop::arrow::{ArrowArray, ArrowDeviceArray, ArrowSchema};
+    use std::mem::MaybeUninit;
+    let names = vec![c"x".as_ptr(); columns.len()];
+    let form = if device { "_device" } else { "" };
+    // SAFETY (both closures): live handles, names and structs the calls fill.
+    let lend = |schema: *mut ArrowSchema, array: *mut ArrowDeviceArray| unsafe {
+        if device {
+            lodtensor_to_arrow_device_record_batch(
+                columns.as_ptr(),
+                names.as_ptr(),
+                columns.len(),
+                schema.cast(),
+                array.cast(),
+            )
+        } else {
+            let array = &raw mut (*array).array;
+            lodtensor_to_arrow_record_batch(
+                columns.as_ptr(),
+                names.as_ptr(),
+                columns.len(),
+                schema.cast(),
+                array.cast(),
+            )
+        }
+    };
+    let release = |schema: *mut ArrowSchema, array: *mut ArrowArray| unsafe {
+        ((*schema).release.expect("the schema is the caller's"))(schema);
+        if let Some(r) = (*array).release {
+            r(array);
+        }
+    };
+    refuse_each(&format!("lodtensor_to_arrow{form}_record_batch (many columns{suffix})"), || unsafe {
+        let mut schema = MaybeUninit::<ArrowSchema>::zeroed();
+        let mut array = MaybeUninit::<ArrowDeviceArray>::zeroed();
+        let s = armed(|| lend(schema.as_mut_ptr(), array.as_mut_ptr()));
+        if s == OK {
+            release(schema.as_mut_ptr(), &raw mut (*array.as_mut_ptr()).array);
+        } else {
+            assert!((*schema.as_ptr()).release.is_none(), "a refused export wrote the schema");
+            assert!((*array.as_ptr()).array.release.is_none(), "a refused export wrote the array");
+        }
+        s
+    });
+    refuse_each(&format!("lodtensor_from_arrow{form}_record_batch (many columns{suffix})"), || unsafe {
+        let mut schema = MaybeUninit::<ArrowSchema>::zeroed();
+        let mut array = MaybeUninit::<ArrowDeviceArray>::zeroed();
+        let (schema, array) = (schema.as_mut_ptr(), array.as_mut_ptr());
+        assert_eq!(lend(schema, array), OK, "{}", last_error());
+        let mut out = vec![null_mut(); columns.len()];
+        let mut count = usize::MAX;
+        let s = armed(|| {
+            if device {
+                lodtensor_from_arrow_device_record_batch(
+                    schema.cast(),
+                    array.cast(),
+                    out.as_mut_ptr(),
+                    out.len(),
+                    &mut count,
+                )
+            } else {
+                let plain = &raw mut (*array).array;
+                lodtensor_from_arrow_record_batch(schema.cast(), plain.cast(), out.as_mut_ptr(), out.len(), &mut count)
+            }
+        });
+        if s == OK {
+            assert!((*array).array.release.is_none(), "a taken batch was not moved out");
+            assert_eq!(count, columns.len());
+        } else {
+            assert_eq!(count, usize::MAX, "a refused import wrote its count");
+            assert!((*array).array.release.is_some(), "a refused import took the batch");
+        }
+        release(schema, &raw mut (*array).array);
+        outputs(s, &out)
+    });
+}
+
 /// What a case returns for a call with one tensor output: on success it is destroyed, on failure
 /// it must not have been written.
 pub fn one(status: lodtensor_status_t, out: *mut lodtensor_t) -> lodtensor_status_t {
@@ -442,6 +522,7 @@ pub fn many_inputs_cases(place: lodtensor_place_t, suffix: &str) {
         let mut out = null_mut();
         one(armed(|| sequence_concat(rowed.as_ptr(), rowed.len(), &mut out)), out)
     });
+    record_batch_cases(&rowed, true, suffix);
     let parent = tensor_on(place, I32, &[1], &[0i32], &[]);
     refuse_each(&format!("beam_search_gather_states (many states{suffix})"), || unsafe {
         let mut out = vec![null_mut(); parts.len()];
