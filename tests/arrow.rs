@@ -653,6 +653,12 @@ fn every_documented_refusal() {
     refused(values_spec("u", vec![], 0, 0), none, "Unsupported", "format \"u\" has no tensor form");
     refused(values_spec("I", vec![0; 4], 1, 0), none, "Unsupported", "format \"I\"");
     refused(
+        Spec { format: "+s".into(), length: 1, offset: 0, null_count: 0, buffers: vec![None], child: None },
+        none,
+        "Unsupported",
+        "lodtensor_from_arrow_record_batch",
+    );
+    refused(
         fixed_spec(2, 1, 0, f32_values(2)),
         |s, _| s.format = c"+w:x".as_ptr(),
         "InvalidArgument",

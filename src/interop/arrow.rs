@@ -116,6 +116,12 @@ impl Layer {
         if let Some(&dtype) = DType::ALL.iter().find(|&&d| primitive_format(d) == Some(format)) {
             return Ok(Layer::Values(dtype));
         }
+        ensure!(
+            format != "+s",
+            Unsupported,
+            "format \"+s\" is a struct, which has no tensor form; a record batch (a struct of columns) is taken with \
+             lodtensor_from_arrow_record_batch, a tensor a column"
+        );
         Err(err!(
             Unsupported,
             "format {format:?} has no tensor form; a LoD tensor is lists (+l, +L), fixed-size lists (+w:n) and \
