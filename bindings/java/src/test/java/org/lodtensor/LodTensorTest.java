@@ -81,6 +81,27 @@ class LodTensorTest {
     }
 
     /**
+     * The release callback of the ArrowArray in {@code array} (at byte 64), replaced by this one,
+     * which counts its calls and then calls it. The library calls it through its native address,
+     * so the caller keeps it reachable until the array is released.
+     */
+    static final class CountedRelease implements ArrowRelease {
+        final AtomicInteger calls = new AtomicInteger();
+        private final Function release;
+
+        CountedRelease(Pointer array) {
+            release = Function.getFunction(array.getPointer(64));
+            array.setPointer(64, CallbackReference.getFunctionPointer(this));
+        }
+
+        @Override
+        public void invoke(Pointer array) {
+            calls.incrementAndGet();
+            release.invokeVoid(new Object[] {array});
+        }
+    }
+
+    /**
      * Arrow: float [5, 2] rows under one LoD level go out as large_list<fixed_size_list<float, 2>>
      * over the tensor's memory and come back as the same memory and LoD, the array moved and
      * released once, at the last close; an array that does not match its schema is refused and
@@ -124,13 +145,7 @@ class LodTensorTest {
                 () -> Tensor.fromArrow(Pointer.nativeValue(elements), arrayAddress));
         assertNotNull(array.getPointer(64)); // a refused array stays the caller's
 
-        AtomicInteger releases = new AtomicInteger();
-        Function release = Function.getFunction(array.getPointer(64));
-        ArrowRelease counting = a -> {
-            releases.incrementAndGet();
-            release.invokeVoid(new Object[] {a});
-        };
-        array.setPointer(64, CallbackReference.getFunctionPointer(counting));
+        CountedRelease counting = new CountedRelease(array);
         Tensor y = Tensor.fromArrow(schemaAddress, arrayAddress);
         assertNull(array.getPointer(64)); // moved
         expectError(Status.INVALID_ARGUMENT, "released", () -> Tensor.fromArrow(schemaAddress, arrayAddress));
@@ -143,10 +158,9 @@ class LodTensorTest {
         Tensor share = y.share();
         y.close();
         assertArrayEquals(iota(10), share.toFloatArray());
-        assertEquals(0, releases.get()); // a handle still uses the memory
+        assertEquals(0, counting.calls.get()); // a handle still uses the memory
         share.close();
-        assertEquals(1, releases.get());
-        // The library calls `counting` through its native address until then.
+        assertEquals(1, counting.calls.get());
         Reference.reachabilityFence(counting);
     }
 
@@ -176,13 +190,7 @@ class LodTensorTest {
             Pointer scoreColumn = array.getPointer(48).getPointer(8);
             assertEquals(scores.address(), Pointer.nativeValue(scoreColumn.getPointer(40).getPointer(8)));
 
-            AtomicInteger releases = new AtomicInteger();
-            Function release = Function.getFunction(array.getPointer(64));
-            ArrowRelease counting = a -> {
-                releases.incrementAndGet();
-                release.invokeVoid(new Object[] {a});
-            };
-            array.setPointer(64, CallbackReference.getFunctionPointer(counting));
+            CountedRelease counting = new CountedRelease(array);
             Tensor[] back = Tensor.fromArrowRecordBatch(schemaAddress, arrayAddress);
             assertNull(array.getPointer(64)); // moved
             Function.getFunction(schema.getPointer(56)).invokeVoid(new Object[] {schema});
@@ -191,9 +199,9 @@ class LodTensorTest {
             assertArrayEquals(l(0, 2, 5), back[0].lodOffsets(0));
             assertArrayEquals(new float[] {0.5f, 1.5f}, back[1].toFloatArray());
             back[0].close();
-            assertEquals(0, releases.get()); // the other column still uses the array
+            assertEquals(0, counting.calls.get()); // the other column still uses the array
             back[1].close();
-            assertEquals(1, releases.get());
+            assertEquals(1, counting.calls.get());
             Reference.reachabilityFence(counting);
 
             expectError(Status.INVALID_ARGUMENT, "columns[1]: 3 entries, columns[0] 2",
@@ -253,13 +261,7 @@ class LodTensorTest {
         assertArrayEquals(l(10, 0, 0, 2, 0), values.getLongArray(0, 5));
         assertEquals(address, Pointer.nativeValue(values.getPointer(40).getPointer(8)));
 
-        AtomicInteger releases = new AtomicInteger();
-        Function release = Function.getFunction(array.getPointer(64));
-        ArrowRelease counting = a -> {
-            releases.incrementAndGet();
-            release.invokeVoid(new Object[] {a});
-        };
-        array.setPointer(64, CallbackReference.getFunctionPointer(counting));
+        CountedRelease counting = new CountedRelease(array);
         Tensor y = Tensor.fromArrowDevice(schemaAddress, arrayAddress);
         assertNull(array.getPointer(64)); // moved
         Function.getFunction(schema.getPointer(56)).invokeVoid(new Object[] {schema});
@@ -269,7 +271,7 @@ class LodTensorTest {
         assertArrayEquals(l(0, 2, 5), y.lodOffsets(0));
         assertArrayEquals(iota(10), y.toFloatArray());
         y.close();
-        assertEquals(1, releases.get());
+        assertEquals(1, counting.calls.get());
         Reference.reachabilityFence(counting);
 
         x.toArrowDevice(schemaAddress, arrayAddress);
