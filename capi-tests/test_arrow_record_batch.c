@@ -86,8 +86,11 @@ static void produce(struct ArrowSchema *schema, struct ArrowArray *array) {
     ps->ints = (struct ArrowSchema){.format = "i", .name = "n", .release = release_child_schema};
     ps->values = (struct ArrowSchema){.format = "l", .name = "item", .release = release_child_schema};
     ps->list_children[0] = &ps->values;
-    ps->list = (struct ArrowSchema){
-        .format = "+l", .name = "tokens", .n_children = 1, .children = ps->list_children, .release = release_child_schema};
+    ps->list = (struct ArrowSchema){.format = "+l",
+                                    .name = "tokens",
+                                    .n_children = 1,
+                                    .children = ps->list_children,
+                                    .release = release_child_schema};
     ps->children[0] = &ps->ints;
     ps->children[1] = &ps->list;
     *schema = (struct ArrowSchema){.format = "+s",

@@ -276,7 +276,7 @@ pub type Column<'a> = (&'a LoDTensor, &'a str);
 /// [`to_arrow_device`]; bfloat16); `InvalidArgument` (a 0-d tensor, which has no rows);
 /// `OutOfMemory` (no memory for the bits of bool elements).
 pub fn to_arrow(x: &LoDTensor) -> Result<(ArrowSchema, ArrowArray)> {
-    ensure_on_host(x, "t")?;
+    ensure_on_host(x, "t", "lodtensor_to_arrow_device")?;
     export(x, Vec::new(), "", "t")
 }
 
@@ -290,19 +290,20 @@ pub fn to_arrow(x: &LoDTensor) -> Result<(ArrowSchema, ArrowArray)> {
 /// columns, or a column whose entries are not as many as the first column's.
 pub fn to_arrow_record_batch(columns: &[Column]) -> Result<(ArrowSchema, ArrowArray)> {
     for (i, (x, _)) in columns.iter().enumerate() {
-        ensure_on_host(x, &format!("columns[{i}]"))?;
+        ensure_on_host(x, &format!("columns[{i}]"), "lodtensor_to_arrow_device_record_batch")?;
     }
     export_batch(columns, Vec::new())
 }
 
-/// Refuses a tensor that is not on the host, which the C data interface cannot carry.
-fn ensure_on_host(x: &LoDTensor, arg: &str) -> Result<()> {
+/// Refuses a tensor that is not on the host, which the C data interface cannot carry; the message
+/// points to `device_call`, which lends it through the C device data interface.
+fn ensure_on_host(x: &LoDTensor, arg: &str, device_call: &str) -> Result<()> {
     let place = x.tensor().place();
     ensure!(
         place == Place::Cpu,
         Unsupported,
-        "{arg}: on {place}; Arrow's C data interface carries host memory: lend it through the C device data \
-         interface (lodtensor_to_arrow_device), or copy it to the CPU first (lodtensor_to_place)"
+        "{arg}: on {place}; Arrow's C data interface carries host memory: lend it with {device_call}, or copy it \
+         to the CPU first (lodtensor_to_place)"
     );
     Ok(())
 }
@@ -327,8 +328,8 @@ pub fn to_arrow_device(x: &LoDTensor) -> Result<(ArrowSchema, ArrowDeviceArray)>
 /// [`to_arrow_record_batch`] through the C device data interface, as [`to_arrow_device`] lends one
 /// tensor: every column on one place, the CPU or a CUDA device.
 ///
-/// Errors: as [`to_arrow_record_batch`] and [`to_arrow_device`], and `InvalidArgument` for a column on
-/// another place than the first column's, naming both.
+/// Errors: as [`to_arrow_record_batch`] and [`to_arrow_device`], and `InvalidArgument` for a
+/// column on another place than the first column's, naming both.
 pub fn to_arrow_device_record_batch(columns: &[Column]) -> Result<(ArrowSchema, ArrowDeviceArray)> {
     let place = columns.first().map_or(Place::Cpu, |(x, _)| x.tensor().place());
     let mut levels = lists::with_capacity(columns.len(), "columns")?;
@@ -751,7 +752,6 @@ fn window(node: &ArrowArray, start: usize, len: usize, path: &str) -> Result<usi
 
 /// Entries `[start, start + len)` of `node` (whose length holds them), the chain `layers`, as a
 /// LoD tensor whose memory `owner` releases (bool elements are copied). Errors name `path`.
-#[allow(clippy::too_many_arguments)]
 unsafe fn read_column(
     layers: &[Layer],
     node: &ArrowArray,
