@@ -1197,3 +1197,82 @@ fn record_batches_through_the_device_interface_on_the_host() {
     assert!(device.array.release.is_some(), "refused, left alone");
     unsafe { release(schema, device.array) };
 }
+
+#[test]
+fn damaged_record_batches_are_refused_whole_or_taken_as_they_read() {
+    static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    let mut rng = Rng(37);
+    let (mut taken, mut refused) = (0, 0);
+    for round in 0..1500 {
+        let (offset, length) = (rng.below(3), 1 + rng.below(4));
+        let mut columns: Vec<Spec> = (0..1 + rng.below(3))
+            .map(|_| {
+                let (_, format) = DTYPES[rng.below(DTYPES.len())];
+                let levels = rng.below(3);
+                let fixed: Vec<usize> = (0..rng.below(2)).map(|_| 1 + rng.below(3)).collect();
+                random_spec(&mut rng, format, levels, &fixed, offset + length)
+            })
+            .collect();
+        // One column damaged within its buffers, or the struct's rows moved past a column's end.
+        let (mut struct_offset, mut struct_length) = (offset as i64, length as i64);
+        match rng.below(3) {
+            0 => struct_length += 1 + rng.below(2) as i64,
+            1 => struct_offset += 1,
+            _ => {
+                let i = rng.below(columns.len());
+                damage(&mut rng, &mut columns[i]);
+            }
+        }
+        let (mut schema, mut array) = make_batch(columns.clone(), struct_length, struct_offset, None, &RELEASED);
+        unsafe {
+            let before = RELEASED.load(Ordering::SeqCst);
+            match from_arrow_record_batch(&schema, &mut array) {
+                Ok(got) => {
+                    // Accepted, so valid: a second copy reads the same (nulls would fail it).
+                    let (mut schema2, mut again) = make_batch(columns, struct_length, struct_offset, None, &RELEASED);
+                    for (i, x) in got.iter().enumerate() {
+                        let (s, a) = column(&schema2, &again, i);
+                        let want = read_range(s, a, struct_offset as usize, struct_length as usize);
+                        assert_eq!(tensor_value(x), want, "round {round}, column {i}");
+                    }
+                    (schema2.release.unwrap())(&mut schema2);
+                    (again.release.unwrap())(&mut again);
+                    drop(got);
+                    assert_eq!(RELEASED.load(Ordering::SeqCst), before + 2, "round {round}");
+                    taken += 1;
+                }
+                Err(_) => {
+                    assert!(array.release.is_some(), "round {round}: a refused batch stays the caller's");
+                    assert_eq!(RELEASED.load(Ordering::SeqCst), before, "round {round}");
+                    (array.release.unwrap())(&mut array);
+                    refused += 1;
+                }
+            }
+            (schema.release.unwrap())(&mut schema);
+        }
+    }
+    assert!(taken > 150 && refused > 150, "{taken} taken, {refused} refused");
+}
+
+#[test]
+fn the_columns_of_a_record_batch_may_go_on_other_threads() {
+    static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    for round in 0..200 {
+        let columns = vec![f32_values(64), values_spec("l", bytes_of(&[5i64; 64]), 64, 0), f32_values(64)];
+        let (mut schema, mut array) = make_batch(columns, 64, 0, None, &RELEASED);
+        let before = RELEASED.load(Ordering::SeqCst);
+        let taken = unsafe { from_arrow_record_batch(&schema, &mut array) }.unwrap();
+        unsafe { (schema.release.unwrap())(&mut schema) };
+        let barrier = std::sync::Barrier::new(taken.len());
+        std::thread::scope(|s| {
+            for x in taken {
+                let barrier = &barrier;
+                s.spawn(move || {
+                    barrier.wait();
+                    drop(x);
+                });
+            }
+        });
+        assert_eq!(RELEASED.load(Ordering::SeqCst), before + 1, "round {round}: released once");
+    }
+}
