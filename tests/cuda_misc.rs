@@ -372,8 +372,78 @@ fn gpu_arrow_device_export_lends_device_memory() {
     }
     let flags = Tensor::from_bytes(DType::Bool, Dim::new(&[2]).unwrap(), &[1, 0]).unwrap();
     let flags = gpu(&LoDTensor::dense(flags));
-    assert!(matches!(to_arrow_device(&flags), Err(Error::Unsupported(m)) if m.contains("uint8")));
     assert!(matches!(to_arrow(&flags), Err(Error::Unsupported(m)) if m.contains("lodtensor_to_arrow_device")));
+}
+
+/// Arrow's bits of `bytes` (any non-zero byte true), least significant first, the spare bits 0.
+fn bits_of(bytes: &[u8]) -> Vec<u8> {
+    let mut bits = vec![0u8; bytes.len().div_ceil(8)];
+    for (i, &b) in bytes.iter().enumerate() {
+        bits[i / 8] |= u8::from(b != 0) << (i % 8);
+    }
+    bits
+}
+
+/// Bool device tensors lent as Arrow's bits packed on the device (every length around a byte's
+/// edge, bytes other than 0 and 1 taken as true, under a LoD and without), and taken back from
+/// device bits, from bit offsets within a byte, as bool device tensors of 0 and 1.
+#[test]
+fn gpu_arrow_device_bools_go_as_bits_packed_on_the_device() {
+    use lodtensor::interop::arrow::{from_arrow_device, to_arrow_device, DEVICE_CUDA};
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0xa773);
+    for n in [0usize, 1, 7, 8, 9, 15, 16, 17, 1000, 4099] {
+        let bytes: Vec<u8> = (0..n).map(|_| [0u8, 1, 1, 2, 255][rng.below(5)]).collect();
+        let lod = if n > 0 && n % 2 == 1 { Lod::from_lengths(&[vec![1, n - 1]]).unwrap() } else { Lod::empty() };
+        let x = LoDTensor::new(Tensor::from_bytes(DType::Bool, Dim::new(&[n]).unwrap(), &bytes).unwrap(), lod).unwrap();
+        let (mut schema, mut device) = to_arrow_device(&gpu(&x)).unwrap();
+        assert_eq!((device.device_type, device.device_id), (DEVICE_CUDA, 0));
+        unsafe {
+            let values = if x.lod().num_levels() > 0 { &**device.array.children } else { &device.array };
+            assert_eq!(values.length as usize, n);
+            assert_eq!(device_bytes(*values.buffers.add(1), DType::U8, n.div_ceil(8)), bits_of(&bytes), "n {n}");
+            let y = from_arrow_device(&schema, &mut device).unwrap();
+            (schema.release.unwrap())(&mut schema);
+            assert_eq!((y.tensor().place(), y.lod()), (GPU, x.lod()));
+            let back = to_place(&y, Place::Cpu).unwrap();
+            let want: Vec<u8> = bytes.iter().map(|&b| u8::from(b != 0)).collect();
+            assert_eq!(back.tensor().bytes().unwrap(), want, "n {n}");
+        }
+    }
+
+    // Device bytes read as bits 1..10 of [0b1011_0110, 0b10]: uint8 elements relabelled as bool.
+    let bytes = gpu(&LoDTensor::from_slice(&[0b1011_0110u8, 0b10], &[2], vec![]).unwrap());
+    let (mut schema, mut device) = to_arrow_device(&bytes).unwrap();
+    let format = schema.format;
+    schema.format = c"b".as_ptr();
+    (device.array.length, device.array.offset) = (9, 1);
+    let y = unsafe { from_arrow_device(&schema, &mut device) }.unwrap();
+    assert!(device.array.release.is_none(), "moved, and released: the bits were copied");
+    schema.format = format;
+    unsafe { (schema.release.unwrap())(&mut schema) };
+    assert_eq!(y.tensor().place(), GPU);
+    assert_eq!(to_place(&y, Place::Cpu).unwrap().tensor().bytes().unwrap(), [1, 1, 0, 1, 1, 0, 1, 0, 1]);
+    // Host bits labelled as the device's are refused, naming the array.
+    let host = LoDTensor::from_slice(&[0b101u8], &[1], vec![]).unwrap();
+    let (mut schema, host_array) = lodtensor::interop::arrow::to_arrow(&host).unwrap();
+    schema.format = c"b".as_ptr();
+    let mut device = lodtensor::interop::arrow::ArrowDeviceArray {
+        array: host_array,
+        device_id: 0,
+        device_type: DEVICE_CUDA,
+        sync_event: std::ptr::null_mut(),
+        reserved: [0; 3],
+    };
+    device.array.length = 3;
+    let e = unsafe { from_arrow_device(&schema, &mut device) }.unwrap_err();
+    assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("array.array:")), "{e}");
+    schema.format = format;
+    unsafe {
+        (device.array.release.unwrap())(&mut device.array);
+        (schema.release.unwrap())(&mut schema);
+    }
 }
 
 /// Device arrays on a CUDA device taken as device tensors: a device export comes back as the
@@ -438,19 +508,6 @@ fn gpu_arrow_device_import_takes_device_memory() {
     let e = unsafe { from_arrow_device(&schema, &mut device) }.unwrap_err();
     assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("array.array:") && m.contains("cuda:0")), "{e}");
     assert!(device.array.release.is_some(), "left with the caller");
-    unsafe {
-        (device.array.release.unwrap())(&mut device.array);
-        (schema.release.unwrap())(&mut schema);
-    }
-
-    // Bool elements on the device (uint8 bytes relabelled as Arrow's bits) are refused.
-    let bytes = gpu(&LoDTensor::from_slice(&[1u8, 0, 1], &[3], vec![]).unwrap());
-    let (mut schema, mut device) = to_arrow_device(&bytes).unwrap();
-    let format = schema.format;
-    schema.format = c"b".as_ptr();
-    let e = unsafe { from_arrow_device(&schema, &mut device) }.unwrap_err();
-    assert!(matches!(&e, Error::Unsupported(m) if m.contains("bool elements on cuda:0")), "{e}");
-    schema.format = format;
     unsafe {
         (device.array.release.unwrap())(&mut device.array);
         (schema.release.unwrap())(&mut schema);

@@ -61,15 +61,15 @@ pub unsafe extern "C" fn lodtensor_to_arrow(
 /// `device_id` -1 (no device, as Arrow's own CPU exports say). A tensor on CUDA device n is lent
 /// with `device_type` ARROW_DEVICE_CUDA and `device_id` n: its elements and its LoD offsets (the
 /// int64 copies the LoD keeps on the device, uploaded at their first use there) are device
-/// memory, and the call waits for the work queued on the device, so `sync_event` is NULL and the
+/// memory (bool elements are packed into Arrow's bits there, a copy), and the call waits for the work queued on the device, so `sync_event` is NULL and the
 /// buffers can be read at once. `reserved` is zeroed. The caller releases the schema and
 /// `out_array->array` once each, as for `lodtensor_to_arrow`; the memory stays until the array is
 /// released.
 ///
 /// Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_schema`, `out_array`), LODTENSOR_UNSUPPORTED
-/// (bfloat16, which has no Arrow type; bool on a CUDA device: cast it to uint8 or copy it to the
-/// CPU first), LODTENSOR_INVALID_ARGUMENT (a 0-d tensor), LODTENSOR_OUT_OF_MEMORY (no memory for
-/// the bits of a host tensor's bool elements), LODTENSOR_INTERNAL (a CUDA driver failure, named in
+/// (bfloat16, which has no Arrow type), LODTENSOR_INVALID_ARGUMENT (a 0-d tensor),
+/// LODTENSOR_OUT_OF_MEMORY (no host or device memory for the bits of bool elements),
+/// LODTENSOR_INTERNAL (a CUDA driver failure, named in
 /// the message). On failure neither struct is written.
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_to_arrow_device(
@@ -140,7 +140,8 @@ pub unsafe extern "C" fn lodtensor_from_arrow(
 /// new LoD tensor, zero copy, as `lodtensor_from_arrow` takes an array: on the CPU for
 /// ARROW_DEVICE_CPU and ARROW_DEVICE_CUDA_HOST (page-locked host memory); on CUDA device n for
 /// ARROW_DEVICE_CUDA with `device_id` n, where the elements stay in the producer's device memory
-/// and the LoD offsets (and any validity bits) are read from the device. A non-NULL `sync_event`
+/// (bool elements are unpacked from Arrow's bits on the device, a copy the call waits for) and
+/// the LoD offsets (and any validity bits) are read from the device. A non-NULL `sync_event`
 /// (a `cudaEvent_t*`, of the device's primary context) is waited for before anything reads the
 /// buffers: the device's stream waits for it (and, for CUDA host memory, the host too). On
 /// success `array->array` is moved out (its `release` becomes NULL) and released once, when the
@@ -149,7 +150,7 @@ pub unsafe extern "C" fn lodtensor_from_arrow(
 ///
 /// Returns what `lodtensor_from_arrow` returns, naming `array.array` for the array, and
 /// LODTENSOR_UNSUPPORTED (another device type; a CUDA device in a build without CUDA; a
-/// `sync_event` on ARROW_DEVICE_CPU; bool elements on a CUDA device), LODTENSOR_INVALID_ARGUMENT
+/// `sync_event` on ARROW_DEVICE_CPU), LODTENSOR_INVALID_ARGUMENT
 /// (on ARROW_DEVICE_CUDA, or with a `sync_event` on ARROW_DEVICE_CUDA_HOST, a `device_id` that is
 /// negative or beyond the device count; device buffers the device cannot use; on the CPU the id
 /// is not read), LODTENSOR_INTERNAL (a CUDA driver failure, such as an event it does not know).
@@ -201,7 +202,8 @@ pub unsafe extern "C" fn lodtensor_to_arrow_record_batch(
 ///
 /// Returns what `lodtensor_to_arrow_record_batch` returns, but for CUDA columns:
 /// LODTENSOR_INVALID_ARGUMENT also for a column on another place than `columns[0]` (naming both),
-/// LODTENSOR_UNSUPPORTED for bool on a CUDA device, LODTENSOR_INTERNAL for a CUDA driver failure.
+/// LODTENSOR_OUT_OF_MEMORY also for no device memory for a bool column's bits,
+/// LODTENSOR_INTERNAL for a CUDA driver failure.
 /// On failure neither struct is written.
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_to_arrow_device_record_batch(

@@ -8,8 +8,8 @@
 //! 1-d tensor). So a 2-level LoD over `[N, D]` f32 rows is `large_list<large_list<
 //! fixed_size_list<float, D>>>`, and a 1-level LoD over a 1-d int64 tensor is `large_list<int64>`.
 //!
-//! Arrow packs booleans 8 to a byte, so bool tensors are the one dtype copied, both ways; bfloat16
-//! has no Arrow type. The structs below have the layout of Arrow's `abi.h`; the C header defines
+//! Arrow packs booleans 8 to a byte, so bool tensors are the one dtype copied, both ways (on a CUDA
+//! device, by a kernel there); bfloat16 has no Arrow type. The structs below have the layout of Arrow's `abi.h`; the C header defines
 //! them under Arrow's own guard, `ARROW_C_DATA_INTERFACE`.
 
 use crate::dim::{Dim, MAX_DIMS};
@@ -157,13 +157,22 @@ fn primitive_format(dtype: DType) -> Option<&'static str> {
 
 // ---- export ----------------------------------------------------------------------------------
 
-/// What every array of an export keeps alive: the tensor and LoD it lends, a bool tensor's packed
-/// bits, and the LoD's device copies that a device export lends.
+/// What every array of an export keeps alive: the tensor and LoD it lends, a host bool tensor's
+/// packed bits, and what a device export lends of its own ([`DeviceParts`]).
 struct Lent {
     _tensor: Tensor,
     _lod: Lod,
     _bits: Vec<u8>,
-    _levels: Vec<Arc<Allocation>>,
+    _device: DeviceParts,
+}
+
+/// What a device export of a tensor on a CUDA device lends besides the tensor: the copies of its
+/// LoD offsets that the LoD keeps on the device (one allocation a level), and for bool elements
+/// their bits, packed there. None of it for a host tensor, whose LoD and bits are the host's.
+#[derive(Default)]
+struct DeviceParts {
+    levels: Vec<Arc<Allocation>>,
+    bits: Option<Tensor>,
 }
 
 /// An exported array's own part: its buffer list and its children (a record batch's struct lends
@@ -277,7 +286,7 @@ pub type Column<'a> = (&'a LoDTensor, &'a str);
 /// `OutOfMemory` (no memory for the bits of bool elements).
 pub fn to_arrow(x: &LoDTensor) -> Result<(ArrowSchema, ArrowArray)> {
     ensure_on_host(x, "t", "lodtensor_to_arrow_device")?;
-    export(x, Vec::new(), "", "t")
+    export(x, DeviceParts::default(), "", "t")
 }
 
 /// `columns` (each a tensor and its field name) as an Arrow record batch that shares their
@@ -311,17 +320,17 @@ fn ensure_on_host(x: &LoDTensor, arg: &str, device_call: &str) -> Result<()> {
 /// `x` as an Arrow schema and device array (the C device data interface) that share its memory:
 /// on the CPU as [`to_arrow`] (device type CPU, id -1); on CUDA device n (type CUDA, id n) the
 /// elements and the LoD offsets are device memory (the offsets are the copies the LoD keeps on the
-/// device, uploaded at their first use there), and the work queued on the device has finished
-/// when this returns, so `sync_event` is NULL.
+/// device, uploaded at their first use there; bool elements are packed into Arrow's bits there, a
+/// copy), and the work queued on the device has finished when this returns, so `sync_event` is
+/// NULL.
 ///
-/// Errors: as [`to_arrow`], but for CUDA tensors: `Unsupported` for bool on a CUDA device (Arrow's
-/// bits would need a kernel of their own: cast to uint8, or copy to the CPU); `Internal` for a
-/// CUDA driver failure.
+/// Errors: as [`to_arrow`], but for CUDA tensors: `OutOfMemory` for no device memory for bool
+/// elements' bits; `Internal` for a CUDA driver failure.
 pub fn to_arrow_device(x: &LoDTensor) -> Result<(ArrowSchema, ArrowDeviceArray)> {
     let place = x.tensor().place();
-    let levels = device_levels(x, "t")?;
+    let parts = device_parts(x, "t")?;
     synchronize(place)?;
-    let (schema, array) = export(x, levels, "", "t")?;
+    let (schema, array) = export(x, parts, "", "t")?;
     Ok((schema, on_device(array, place)))
 }
 
@@ -332,7 +341,7 @@ pub fn to_arrow_device(x: &LoDTensor) -> Result<(ArrowSchema, ArrowDeviceArray)>
 /// column on another place than the first column's, naming both.
 pub fn to_arrow_device_record_batch(columns: &[Column]) -> Result<(ArrowSchema, ArrowDeviceArray)> {
     let place = columns.first().map_or(Place::Cpu, |(x, _)| x.tensor().place());
-    let mut levels = lists::with_capacity(columns.len(), "columns")?;
+    let mut parts = lists::with_capacity(columns.len(), "columns")?;
     for (i, (x, _)) in columns.iter().enumerate() {
         let at = x.tensor().place();
         ensure!(
@@ -340,24 +349,26 @@ pub fn to_arrow_device_record_batch(columns: &[Column]) -> Result<(ArrowSchema, 
             InvalidArgument,
             "columns[{i}]: on {at}, columns[0] on {place}; a device array's columns are on one place"
         );
-        levels.push(device_levels(x, &format!("columns[{i}]"))?);
+        parts.push(device_parts(x, &format!("columns[{i}]"))?);
     }
     synchronize(place)?;
-    let (schema, array) = export_batch(columns, levels)?;
+    let (schema, array) = export_batch(columns, parts)?;
     Ok((schema, on_device(array, place)))
 }
 
-/// The LoD offsets that a device export of `x` lends: none of its own on the CPU (the LoD's
-/// levels are lent), the copies the LoD keeps on the device on a CUDA device.
-fn device_levels(x: &LoDTensor, arg: &str) -> Result<Vec<Arc<Allocation>>> {
-    let Place::Cuda(n) = x.tensor().place() else { return Ok(Vec::new()) };
-    ensure!(
-        x.tensor().dtype() != DType::Bool,
-        Unsupported,
-        "{arg}: a bool tensor on cuda:{n}; Arrow packs bools into bits, which is done on the host: cast it to \
-         uint8 or copy it to the CPU first"
-    );
-    crate::backend::cuda::lod_levels_on(n, x.lod())
+/// What a device export of `x` lends of its own (see [`DeviceParts`]), queued on its device:
+/// none of it on the CPU. Errors name `x` `arg`.
+fn device_parts(x: &LoDTensor, arg: &str) -> Result<DeviceParts> {
+    let t = x.tensor();
+    let Place::Cuda(n) = t.place() else { return Ok(DeviceParts::default()) };
+    ensure!(primitive_format(t.dtype()).is_some(), Unsupported, "{arg}: {} has no Arrow type", t.dtype());
+    let levels = crate::backend::cuda::lod_levels_on(n, x.lod())?;
+    let bits = if t.dtype() == DType::Bool {
+        Some(crate::backend::cuda::pack_bits(t).map_err(|e| e.context(&format!("{arg}: bool elements as bits: ")))?)
+    } else {
+        None
+    };
+    Ok(DeviceParts { levels, bits })
 }
 
 /// Waits for the work queued on `place` (nothing on the CPU), so that what a device export lends
@@ -379,9 +390,9 @@ fn on_device(array: ArrowArray, place: Place) -> ArrowDeviceArray {
     ArrowDeviceArray { array, device_id, device_type, sync_event: std::ptr::null_mut(), reserved: [0; 3] }
 }
 
-/// The record batch of `columns`, column i's LoD offsets being `levels[i]` (see [`export`]; the
-/// LoD's own for a column past the end of `levels`).
-fn export_batch(columns: &[Column], mut levels: Vec<Vec<Arc<Allocation>>>) -> Result<(ArrowSchema, ArrowArray)> {
+/// The record batch of `columns`, column i lending `parts[i]` (see [`export`]; none of its own
+/// for a column past the end of `parts`).
+fn export_batch(columns: &[Column], mut parts: Vec<DeviceParts>) -> Result<(ArrowSchema, ArrowArray)> {
     let Some((first, _)) = columns.first() else {
         return Err(err!(InvalidArgument, "num_columns: 0; a record batch has at least one column"));
     };
@@ -399,7 +410,7 @@ fn export_batch(columns: &[Column], mut levels: Vec<Vec<Arc<Allocation>>>) -> Re
     let mut schemas = Children::with_capacity(columns.len(), "columns")?;
     let mut arrays = Children::with_capacity(columns.len(), "columns")?;
     for (i, &(x, name)) in columns.iter().enumerate() {
-        let lent = levels.get_mut(i).map(std::mem::take).unwrap_or_default();
+        let lent = parts.get_mut(i).map(std::mem::take).unwrap_or_default();
         let (schema, array) = export(x, lent, name, &format!("columns[{i}]"))?;
         schemas.push(schema);
         arrays.push(array);
@@ -418,21 +429,22 @@ fn top_entries(x: &LoDTensor, arg: &str) -> Result<usize> {
     }
 }
 
-/// The export of `x`, whose LoD offsets are `device_levels` when given (one allocation a level),
-/// else the LoD's own; its root is named `name`, and errors name it `arg`.
-fn export(
-    x: &LoDTensor,
-    device_levels: Vec<Arc<Allocation>>,
-    name: &str,
-    arg: &str,
-) -> Result<(ArrowSchema, ArrowArray)> {
+/// The export of `x`, lending `device`'s LoD offsets (one allocation a level) and bits where it
+/// has them, else the LoD's own and bits packed here; its root is named `name`, and errors name it
+/// `arg`.
+fn export(x: &LoDTensor, device: DeviceParts, name: &str, arg: &str) -> Result<(ArrowSchema, ArrowArray)> {
     let tensor = x.tensor();
     let dtype = tensor.dtype();
     ensure!(primitive_format(dtype).is_some(), Unsupported, "{arg}: {dtype} has no Arrow type");
     let dims = tensor.dims().as_slice();
     ensure!(!dims.is_empty(), InvalidArgument, "{arg}: a 0-d tensor has no rows to make an Arrow array of");
-    let bits = if dtype == DType::Bool { pack_bits(tensor.bytes()?, arg)? } else { Vec::new() };
-    let values = if dtype == DType::Bool { bits.as_ptr() } else { tensor.as_ptr() };
+    let bits =
+        if dtype == DType::Bool && device.bits.is_none() { pack_bits(tensor.bytes()?, arg)? } else { Vec::new() };
+    let values = match &device.bits {
+        Some(on_device) => on_device.as_ptr(),
+        None if dtype == DType::Bool => bits.as_ptr(),
+        None => tensor.as_ptr(),
+    };
 
     // The chain, outermost first, with each array's length and data buffer.
     let lod = x.lod();
@@ -441,7 +453,7 @@ fn export(
         .iter()
         .enumerate()
         .map(|(k, level)| {
-            let offsets = device_levels.get(k).map_or(level.as_ptr().cast(), |a| a.as_ptr().cast());
+            let offsets = device.levels.get(k).map_or(level.as_ptr().cast(), |a| a.as_ptr().cast());
             (Layer::List { wide: true }, level.len() - 1, offsets)
         })
         .collect();
@@ -452,7 +464,7 @@ fn export(
     }
     chain.push((Layer::Values(dtype), length, values.cast()));
 
-    let lent = Arc::new(Lent { _tensor: tensor.clone(), _lod: lod.clone(), _bits: bits, _levels: device_levels });
+    let lent = Arc::new(Lent { _tensor: tensor.clone(), _lod: lod.clone(), _bits: bits, _device: device });
     let mut array = None;
     let mut schema = None;
     for (i, &(layer, length, data)) in chain.iter().enumerate().rev() {
@@ -559,14 +571,15 @@ pub unsafe fn from_arrow(schema: *const ArrowSchema, array: *mut ArrowArray) -> 
 /// Takes the Arrow device array `device` (the C device data interface) of type `schema` as a
 /// LoD tensor, as [`from_arrow`] takes an array: on the CPU for `ARROW_DEVICE_CPU` and
 /// `ARROW_DEVICE_CUDA_HOST` (page-locked host memory), on CUDA device n for `ARROW_DEVICE_CUDA`
-/// with id n, where the elements stay on the device (zero copy) and the LoD offsets and validity
-/// bits are read from it. A `sync_event` (a `CUevent*` for CUDA and CUDA host memory) is waited
+/// with id n, where the elements stay on the device (zero copy; bool elements are unpacked from
+/// Arrow's bits there, a copy, which the call waits for) and the LoD offsets and validity bits are
+/// read from it. A `sync_event` (a `CUevent*` for CUDA and CUDA host memory) is waited
 /// for first: by the device's stream, before anything of the library reads the buffers there, and
 /// for CUDA host memory by the host too. On success `device.array` is moved out, as
 /// [`from_arrow`] moves an array.
 ///
 /// Errors: as [`from_arrow`], with `device` for `array`; `Unsupported` for another device type,
-/// a CUDA device in a build without it, an event on the CPU, or bool elements on a CUDA device;
+/// a CUDA device in a build without it, or an event on the CPU;
 /// `InvalidArgument` for a CUDA device id that is negative or beyond the count (the id is not read
 /// on the CPU, nor for CUDA host memory without an event) or buffers the device cannot use;
 /// `Internal` for a CUDA driver failure.
@@ -828,12 +841,23 @@ unsafe fn read_values(
     owner: &Arc<Owner>,
 ) -> Result<LoDTensor> {
     let data = *node.buffers.add(1);
+    if let (DType::Bool, Place::Cuda(n)) = (dtype, place) {
+        // Unpacked on the device, a copy: the producer's bits are released when the import ends
+        // (unless another column holds the array), so the device finishes reading them first.
+        let first = at / 8;
+        if numel > 0 {
+            crate::backend::cuda::check_device_buffer(
+                n,
+                data.cast::<u8>().add(first),
+                (at + numel).div_ceil(8) - first,
+            )
+            .map_err(|e| e.context(&format!("{path}: ")))?;
+        }
+        let t = crate::backend::cuda::unpack_bits(n, data.cast(), at, dims)?;
+        crate::backend::cuda::synchronize(n)?;
+        return LoDTensor::new(t, lod);
+    }
     if dtype == DType::Bool {
-        ensure!(
-            place == Place::Cpu,
-            Unsupported,
-            "{path}: bool elements on {place}; Arrow's bits are unpacked on the host: copy them there first"
-        );
         let mut t = Tensor::zeros(dtype, dims)?;
         let bits = data.cast::<u8>();
         for (i, b) in t.bytes_mut()?.iter_mut().enumerate() {

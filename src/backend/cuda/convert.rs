@@ -1,8 +1,10 @@
-//! Launcher of `kernels/convert.cu`: `cast` between any two of the ten dtypes, one launch.
+//! Launchers of `kernels/convert.cu`: `cast` between any two of the ten dtypes, one launch; bool
+//! elements packed into Arrow's bits and unpacked from them.
 
-use super::device::new_tensor;
+use super::device::{device, new_tensor};
 use super::launch::{launch_unrolled, Args};
 use super::seq_common::device_of;
+use crate::dim::Dim;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::tensor::Tensor;
@@ -18,5 +20,37 @@ pub fn cast(x: &Tensor, dtype: DType) -> Result<Tensor> {
     }
     let args = Args::new().ptr(x).arg(out.as_mut_ptr() as u64).arg(n);
     launch_unrolled(&d, "convert.cu", &format!("cast_{}_{}", x.dtype().name(), dtype.name()), n, args)?;
+    Ok(out)
+}
+
+/// The bool elements of device tensor `x` (any non-zero byte true) as Arrow's bits, 8 to a byte,
+/// least significant first, the spare bits of the last byte 0: a new uint8 device tensor of
+/// `ceil(numel / 8)` bytes.
+pub fn pack_bits(x: &Tensor) -> Result<Tensor> {
+    let d = device_of(x, "pack_bits")?;
+    let n = x.numel();
+    let bytes = n.div_ceil(8);
+    let mut out = new_tensor(&d, DType::U8, Dim::new(&[bytes])?)?;
+    if bytes > 0 {
+        let args = Args::new().ptr(x).arg(out.as_mut_ptr() as u64).arg(n as u64);
+        launch_unrolled(&d, "convert.cu", "pack_bits", bytes as u64, args)?;
+    }
+    Ok(out)
+}
+
+/// Bits `[first, first + numel(dims))` of the device buffer at `bits` on device `ordinal` (Arrow's
+/// bits, least significant first) as a new bool tensor of `dims` there. The buffer is read by a
+/// kernel queued on the device's stream: it must stay until that has run.
+///
+/// # Safety
+/// `bits` holds those bits on the device (`check_device_buffer`).
+pub unsafe fn unpack_bits(ordinal: u32, bits: *const u8, first: usize, dims: Dim) -> Result<Tensor> {
+    let d = device(ordinal)?;
+    let n = dims.numel();
+    let mut out = new_tensor(&d, DType::Bool, dims)?;
+    if n > 0 {
+        let args = Args::new().arg(bits as u64).arg(first as u64).arg(out.as_mut_ptr() as u64).arg(n as u64);
+        launch_unrolled(&d, "convert.cu", "unpack_bits", n as u64, args)?;
+    }
     Ok(out)
 }

@@ -281,6 +281,19 @@ pub fn cast(x: &Tensor, _dtype: crate::dtype::DType) -> Result<Tensor> {
     copy_to_host(x)
 }
 
+/// Arrow's bits of a device tensor's bool elements.
+pub fn pack_bits(x: &Tensor) -> Result<Tensor> {
+    copy_to_host(x)
+}
+
+/// A device buffer's Arrow bits as a bool tensor.
+///
+/// # Safety
+/// As the CUDA build's.
+pub unsafe fn unpack_bits(ordinal: u32, _bits: *const u8, _first: usize, _dims: Dim) -> Result<Tensor> {
+    Err(no_device(ordinal))
+}
+
 /// `top_k` of a device tensor.
 pub fn top_k(
     x: &Tensor,

@@ -59,3 +59,29 @@ LODTENSOR_CAST_FROM(float16, f16_t)
 LODTENSOR_CAST_FROM(bfloat16, bf16_t)
 LODTENSOR_CAST_FROM(float32, float)
 LODTENSOR_CAST_FROM(float64, double)
+
+// Arrow's bits: bool elements (any non-zero byte true) packed 8 to a byte, least significant
+// first, the last byte's spare bits 0, as a device array lends them (the host's pack_bits in
+// interop/arrow.rs); and bits [first, first + n) of such a buffer unpacked into bool elements, as
+// a device array of them is taken. One output byte an index.
+extern "C" __global__ void pack_bits(const bool_t *src, u8 *dst, u64 n) {
+  for_each_index<u8>(
+      (n + 7) / 8,
+      [&](u64 i) {
+        u8 b = 0;
+        for (u32 k = 0; k < 8; k++) {
+          const u64 j = i * 8 + k;
+          if (j < n && src[j].v != 0) b |= (u8)(1u << k);
+        }
+        return b;
+      },
+      [&](u64 i, u8 b) { dst[i] = b; });
+}
+LODTENSOR_EXPORT(pack_bits)
+
+extern "C" __global__ void unpack_bits(const u8 *bits, u64 first, bool_t *dst, u64 n) {
+  for_each_index<u8>(
+      n, [&](u64 i) { return (u8)((bits[(first + i) / 8] >> ((first + i) % 8)) & 1); },
+      [&](u64 i, u8 v) { dst[i].v = v; });
+}
+LODTENSOR_EXPORT(unpack_bits)
