@@ -441,6 +441,7 @@ void test_arrow_record_batch() {
     CHECK(taken.size() == 1 && taken[0].data<float>().data() == scores.data<float>().data());
     schema.release(&schema);
     EXPECT_ERROR(lt::from_arrow_record_batch(nullptr, &array), LODTENSOR_NULL_ARGUMENT, "schema");
+    EXPECT_ERROR(lt::from_arrow_record_batch(&schema, &array), LODTENSOR_INVALID_ARGUMENT, "schema: has been released");
 }
 
 void test_errors() {

@@ -530,8 +530,9 @@ template <typename A>
 std::vector<Tensor> from_record_batch(lodtensor_status_t (*take)(const ArrowSchema *, A *, lodtensor_t **,
                                                                  std::size_t, std::size_t *),
                                       const ArrowSchema *schema, A *array) {
-    // Room for the columns the schema says; the call checks the schema itself.
-    const std::size_t room = schema != nullptr && schema->n_children > 0 ? std::size_t(schema->n_children) : 0;
+    // Room for the columns the schema says, unless it is released; the call checks the schema.
+    const bool readable = schema != nullptr && schema->release != nullptr && schema->n_children > 0;
+    const std::size_t room = readable ? std::size_t(schema->n_children) : 0;
     std::vector<lodtensor_t *> raw(room, nullptr);
     std::size_t count = 0;
     check(take(schema, array, raw.data(), raw.size(), &count));

@@ -77,11 +77,12 @@ func FromArrowDeviceRecordBatch(schema, array unsafe.Pointer) ([]*Tensor, error)
 	})
 }
 
-// takeBatch calls take with room for the columns the schema says (the call checks the schema).
+// takeBatch calls take with room for the columns the schema says, unless it is released (the call
+// checks the schema).
 func takeBatch(schema unsafe.Pointer,
 	take func(**C.lodtensor_t, C.size_t, *C.size_t) C.lodtensor_status_t) ([]*Tensor, error) {
 	room := 0
-	if s := (*C.struct_ArrowSchema)(schema); s != nil && s.n_children > 0 {
+	if s := (*C.struct_ArrowSchema)(schema); s != nil && s.release != nil && s.n_children > 0 {
 		room = int(s.n_children)
 	}
 	raw := make([]*C.lodtensor_t, room)

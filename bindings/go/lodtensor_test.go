@@ -392,6 +392,8 @@ func TestArrowRecordBatch(t *testing.T) {
 	wantError(t, err, lt.InvalidArgument, "columns[1]: 3 entries, columns[0] 2")
 	_, err = lt.FromArrowRecordBatch(nil, array)
 	wantError(t, err, lt.NullArgument, "schema")
+	_, err = lt.FromArrowRecordBatch(schema, array) // both released above
+	wantError(t, err, lt.InvalidArgument, "schema: has been released")
 
 	dschema, device := arrowc.NewDevice()
 	defer arrowc.Free(dschema, device)

@@ -605,8 +605,10 @@ public final class Tensor implements AutoCloseable {
     }
 
     private static Tensor[] takeBatch(long schemaAddress, BatchTake take) {
-        // Room for the columns the schema says (n_children, at byte 32); the call checks the schema.
-        long children = schemaAddress == 0 ? 0 : new Pointer(schemaAddress).getLong(32);
+        // Room for the columns the schema says (n_children, at byte 32) unless it is released (its
+        // release, at byte 56, NULL); the call checks the schema.
+        Pointer schema = nativePointer(schemaAddress);
+        long children = schema == null || schema.getPointer(56) == null ? 0 : schema.getLong(32);
         Pointer[] raw = new Pointer[(int) Math.max(0, Math.min(children, Integer.MAX_VALUE - 8))];
         LongByReference count = new LongByReference();
         NativeHandle.check(take.call(raw, count));

@@ -211,6 +211,8 @@ class LodTensorTest {
                     () -> Tensor.toArrowRecordBatch(new Tensor[] {ids}, new String[] {}, schemaAddress,
                             arrayAddress));
             expectError(Status.NULL_ARGUMENT, "schema", () -> Tensor.fromArrowRecordBatch(0, arrayAddress));
+            expectError(Status.INVALID_ARGUMENT, "schema: has been released", // released above
+                    () -> Tensor.fromArrowRecordBatch(schemaAddress, arrayAddress));
 
             Memory device = new Memory(128);
             device.clear();
