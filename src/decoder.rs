@@ -326,7 +326,7 @@ impl Decoder {
             step.host.ok_or_else(|| err!(Internal, "the fused step brought no host copies"))?;
         // The host copies, which the decoder keeps for the backtracking, get a LoD without the
         // device copies, which would otherwise stay allocated as long as they.
-        let lod = step.lod.detached();
+        let lod = step.lod.detached()?;
         let out = BeamSearchStep {
             selected_ids: LoDTensor::new(ids, lod.clone())?,
             selected_scores: LoDTensor::new(scores, lod)?,

@@ -317,9 +317,11 @@ impl Lod {
     }
 
     /// The same offsets in a LoD of their own, without the copies this one keeps elsewhere.
+    ///
+    /// Errors: `OutOfMemory` (no memory for the copy of the offsets).
     #[cfg_attr(not(any(feature = "cuda", feature = "cuda-emulator")), allow(dead_code))]
-    pub(crate) fn detached(&self) -> Lod {
-        Lod::valid(self.levels().to_vec())
+    pub(crate) fn detached(&self) -> Result<Lod> {
+        Ok(Lod::valid(lists::copy_of_levels(self.levels(), "lod: a copy of its offsets")?))
     }
 
     pub fn levels(&self) -> &[Vec<usize>] {

@@ -211,3 +211,69 @@ fn device_lists_of_many_inputs_are_made_or_nothing() {
         many_inputs_cases(DEVICE, ", device");
     }
 }
+
+/// The decoder over tensors with its log-probs on the device: 2048 sources, beams of 4 over a
+/// vocabulary of 8, two steps, so that its lists of prefixes (host) and the second step's
+/// selection (device) are large. Each step lends the rows of one device buffer this test made beforehand (every row the
+/// same log-probs), so the callback itself asks for no large block and a refusal is the
+/// decoder's, not a failed callback.
+#[test]
+fn device_decoders_decode_or_nothing() {
+    let _serial = serial();
+    if !gpu_or_skip() {
+        return;
+    }
+    const VOCAB: usize = 8;
+    const SOURCES: usize = 2048;
+    let mut options = std::mem::MaybeUninit::uninit();
+    // SAFETY: `options` is written by init before it is read.
+    let options = unsafe {
+        assert_eq!(beam_search_decoder_options_init(options.as_mut_ptr()), OK);
+        options.assume_init()
+    };
+    let options =
+        beam_search_decoder_options_t { vocab_size: VOCAB, beam_size: 4, max_length: 2, num_hypotheses: 2, ..options };
+    let mut decoder = null_mut();
+    // SAFETY: valid options and out pointer.
+    assert_eq!(unsafe { beam_search_decoder_create(&options, &mut decoder) }, OK);
+    let rows = SOURCES * options.beam_size;
+    let row: Vec<f32> = (0..VOCAB).map(|t| -((t * 7 % 29) as f32) / 8.0 - if t == 1 { 10.0 } else { 0.0 }).collect();
+    let all: Vec<f32> = (0..rows).flat_map(|_| row.iter().copied()).collect();
+    let lent = device_tensor(F32, &[rows as i64, VOCAB as i64], &all, &[]);
+    let mut base = std::ptr::null();
+    // SAFETY: a live handle and a valid out pointer.
+    assert_eq!(unsafe { lodtensor_data(lent.ptr(), &mut base) }, OK);
+
+    unsafe extern "C" fn step(
+        info: *const beam_search_step_info_t,
+        out: *mut *mut lodtensor_t,
+        user: *mut std::ffi::c_void,
+    ) -> i32 {
+        let info = &*info;
+        let dims = [info.num_prefixes as i64, info.vocab_size as i64];
+        lodtensor_from_buffer(
+            DEVICE,
+            F32,
+            dims.as_ptr(),
+            2,
+            user,
+            info.num_prefixes * info.vocab_size * 4,
+            LODTENSOR_LOD_OFFSETS,
+            null(),
+            0,
+            null(),
+            0,
+            None,
+            null_mut(),
+            out,
+        ) as i32
+    }
+    refuse_each("beam_search_decoder_run_tensors (device log-probs)", || unsafe {
+        let (mut ids, mut scores) = (null_mut(), null_mut());
+        let user = base.cast_mut();
+        let s = armed(|| beam_search_decoder_run_tensors(decoder, SOURCES, Some(step), user, &mut ids, &mut scores));
+        outputs(s, &[ids, scores])
+    });
+    // SAFETY: the decoder made above.
+    unsafe { beam_search_decoder_destroy(decoder) };
+}
