@@ -807,10 +807,11 @@ lodtensor_status_t lodtensor_from_arrow(const struct ArrowSchema *schema, struct
 //
 // Returns what `lodtensor_from_arrow` returns, naming `array.array` for the array, and
 // LODTENSOR_UNSUPPORTED (another device type; a CUDA device in a build without CUDA; a
-// `sync_event` on ARROW_DEVICE_CPU), LODTENSOR_INVALID_ARGUMENT
-// (on ARROW_DEVICE_CUDA, or with a `sync_event` on ARROW_DEVICE_CUDA_HOST, a `device_id` that is
-// negative or beyond the device count; device buffers the device cannot use; on the CPU the id
-// is not read), LODTENSOR_INTERNAL (a CUDA driver failure, such as an event it does not know).
+// `sync_event` on ARROW_DEVICE_CPU), LODTENSOR_INVALID_ARGUMENT (on ARROW_DEVICE_CUDA, or with a
+// `sync_event` on ARROW_DEVICE_CUDA_HOST, a `device_id` that is negative or beyond the device
+// count; device buffers the device cannot use; on the CPU the id is not read),
+// LODTENSOR_OUT_OF_MEMORY (no device memory for bool elements), LODTENSOR_INTERNAL (a CUDA driver
+// failure, such as an event it does not know).
 lodtensor_status_t lodtensor_from_arrow_device(const struct ArrowSchema *schema, struct ArrowDeviceArray *array, struct lodtensor_t **out);
 
 // Takes the Arrow device record batch `*array` (the C device data interface) as
@@ -1116,16 +1117,16 @@ lodtensor_status_t lodtensor_to_arrow(const struct lodtensor_t *t, struct ArrowS
 // `device_id` -1 (no device, as Arrow's own CPU exports say). A tensor on CUDA device n is lent
 // with `device_type` ARROW_DEVICE_CUDA and `device_id` n: its elements and its LoD offsets (the
 // int64 copies the LoD keeps on the device, uploaded at their first use there) are device
-// memory (bool elements are packed into Arrow's bits there, a copy), and the call waits for the work queued on the device, so `sync_event` is NULL and the
-// buffers can be read at once. `reserved` is zeroed. The caller releases the schema and
-// `out_array->array` once each, as for `lodtensor_to_arrow`; the memory stays until the array is
-// released.
+// memory (bool elements are packed into Arrow's bits there, a copy), and the call waits for the
+// work queued on the device, so `sync_event` is NULL and the buffers can be read at once.
+// `reserved` is zeroed. The caller releases the schema and `out_array->array` once each, as for
+// `lodtensor_to_arrow`; the memory stays until the array is released.
 //
 // Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_schema`, `out_array`), LODTENSOR_UNSUPPORTED
 // (bfloat16, which has no Arrow type), LODTENSOR_INVALID_ARGUMENT (a 0-d tensor),
 // LODTENSOR_OUT_OF_MEMORY (no host or device memory for the bits of bool elements),
-// LODTENSOR_INTERNAL (a CUDA driver failure, named in
-// the message). On failure neither struct is written.
+// LODTENSOR_INTERNAL (a CUDA driver failure, named in the message). On failure neither struct is
+// written.
 lodtensor_status_t lodtensor_to_arrow_device(const struct lodtensor_t *t, struct ArrowSchema *out_schema, struct ArrowDeviceArray *out_array);
 
 // `lodtensor_to_arrow_record_batch` through the C device data interface, as
