@@ -808,17 +808,8 @@ fn log_prob(last: i64, token: usize) -> f32 {
 fn decoders_decode_or_nothing() {
     let _serial = serial();
     const VOCAB: usize = 16384;
-    let mut options = std::mem::MaybeUninit::uninit();
-    // SAFETY: `options` is written by init before it is read.
-    let options = unsafe {
-        assert_eq!(beam_search_decoder_options_init(options.as_mut_ptr()), OK);
-        options.assume_init()
-    };
-    let options =
-        beam_search_decoder_options_t { vocab_size: VOCAB, beam_size: 4, max_length: 3, num_hypotheses: 2, ..options };
-    let mut decoder = null_mut();
-    // SAFETY: valid options and out pointer.
-    assert_eq!(unsafe { beam_search_decoder_create(&options, &mut decoder) }, OK);
+    let options = decoder_options(VOCAB, 3);
+    let decoder = decoder(&options);
 
     unsafe extern "C" fn fill(info: *const beam_search_step_info_t, log_probs: *mut f32, _user: *mut c_void) -> i32 {
         let info = &*info;
@@ -840,10 +831,8 @@ fn decoders_decode_or_nothing() {
     // prefixes are the large allocations). The step lends a buffer this test owns, so that the
     // callback itself makes no large allocation and a refusal is the decoder's, not a failed
     // callback.
-    let small = beam_search_decoder_options_t { vocab_size: 64, ..options };
-    let mut small_decoder = null_mut();
-    // SAFETY: valid options and out pointer.
-    assert_eq!(unsafe { beam_search_decoder_create(&small, &mut small_decoder) }, OK);
+    let small = decoder_options(64, 3);
+    let small_decoder = refusing::decoder(&small);
     struct Lent(Vec<f32>);
     unsafe extern "C" fn lend(
         info: *const beam_search_step_info_t,

@@ -225,17 +225,8 @@ fn device_decoders_decode_or_nothing() {
     }
     const VOCAB: usize = 8;
     const SOURCES: usize = 2048;
-    let mut options = std::mem::MaybeUninit::uninit();
-    // SAFETY: `options` is written by init before it is read.
-    let options = unsafe {
-        assert_eq!(beam_search_decoder_options_init(options.as_mut_ptr()), OK);
-        options.assume_init()
-    };
-    let options =
-        beam_search_decoder_options_t { vocab_size: VOCAB, beam_size: 4, max_length: 2, num_hypotheses: 2, ..options };
-    let mut decoder = null_mut();
-    // SAFETY: valid options and out pointer.
-    assert_eq!(unsafe { beam_search_decoder_create(&options, &mut decoder) }, OK);
+    let options = decoder_options(VOCAB, 2);
+    let decoder = decoder(&options);
     let rows = SOURCES * options.beam_size;
     let row: Vec<f32> = (0..VOCAB).map(|t| -((t * 7 % 29) as f32) / 8.0 - if t == 1 { 10.0 } else { 0.0 }).collect();
     let all: Vec<f32> = (0..rows).flat_map(|_| row.iter().copied()).collect();

@@ -285,6 +285,26 @@ pub fn bytes(t: *const lodtensor_t) -> Vec<u8> {
     }
 }
 
+/// The default decoder options with a vocabulary of `vocab_size`, beams of 4, at most
+/// `max_length` steps and 2 sentences a source.
+pub fn decoder_options(vocab_size: usize, max_length: usize) -> beam_search_decoder_options_t {
+    let mut options = std::mem::MaybeUninit::uninit();
+    // SAFETY: `options` is written by init before it is read.
+    let options = unsafe {
+        assert_eq!(beam_search_decoder_options_init(options.as_mut_ptr()), OK);
+        options.assume_init()
+    };
+    beam_search_decoder_options_t { vocab_size, beam_size: 4, max_length, num_hypotheses: 2, ..options }
+}
+
+/// A decoder of `options`, for the caller to destroy.
+pub fn decoder(options: &beam_search_decoder_options_t) -> *mut beam_search_decoder_t {
+    let mut decoder = null_mut();
+    // SAFETY: valid options and out pointer.
+    assert_eq!(unsafe { beam_search_decoder_create(options, &mut decoder) }, OK, "{}", last_error());
+    decoder
+}
+
 /// Arrow record batches of `columns` (handles on one place): lent as one (the device forms with
 /// `device`, which also take host tensors, else the host forms), then taken back, each whole or
 /// not at all; a refused export writes neither struct, a refused import takes nothing.
