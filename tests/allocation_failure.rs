@@ -847,23 +847,7 @@ fn decoders_decode_or_nothing() {
         for (row, &last) in buf.chunks_mut(info.vocab_size).zip(ids) {
             row.iter_mut().enumerate().for_each(|(token, v)| *v = log_prob(last, token));
         }
-        let dims = [rows as i64, info.vocab_size as i64];
-        lodtensor_from_buffer(
-            CPU,
-            F32,
-            dims.as_ptr(),
-            2,
-            buf.as_mut_ptr().cast(),
-            buf.len() * 4,
-            LODTENSOR_LOD_OFFSETS,
-            null(),
-            0,
-            null(),
-            0,
-            None,
-            null_mut(),
-            out,
-        ) as i32
+        f32_rows_over(CPU, buf.as_mut_ptr().cast(), rows, info.vocab_size, out) as i32
     }
     let sources = 2048;
     let mut lent = Lent(vec![0f32; sources * small.beam_size * small.vocab_size]);

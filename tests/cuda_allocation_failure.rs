@@ -241,23 +241,7 @@ fn device_decoders_decode_or_nothing() {
         user: *mut std::ffi::c_void,
     ) -> i32 {
         let info = &*info;
-        let dims = [info.num_prefixes as i64, info.vocab_size as i64];
-        lodtensor_from_buffer(
-            DEVICE,
-            F32,
-            dims.as_ptr(),
-            2,
-            user,
-            info.num_prefixes * info.vocab_size * 4,
-            LODTENSOR_LOD_OFFSETS,
-            null(),
-            0,
-            null(),
-            0,
-            None,
-            null_mut(),
-            out,
-        ) as i32
+        f32_rows_over(DEVICE, user, info.num_prefixes, info.vocab_size, out) as i32
     }
     refuse_each("beam_search_decoder_run_tensors (device log-probs)", || unsafe {
         let (mut ids, mut scores) = (null_mut(), null_mut());

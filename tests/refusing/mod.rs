@@ -305,6 +305,38 @@ pub fn decoder(options: &beam_search_decoder_options_t) -> *mut beam_search_deco
     decoder
 }
 
+/// A handle over the `rows x cols` float32s at `data` on `place`, which stay the caller's (no
+/// release): the log-probs a decoder's step hands back without asking for a block.
+///
+/// # Safety
+/// `data` holds that many floats on `place` while the handle lives.
+pub unsafe fn f32_rows_over(
+    place: lodtensor_place_t,
+    data: *mut std::ffi::c_void,
+    rows: usize,
+    cols: usize,
+    out: *mut *mut lodtensor_t,
+) -> lodtensor_status_t {
+    let dims = [rows as i64, cols as i64];
+    let lod_kind = LODTENSOR_LOD_OFFSETS;
+    lodtensor_from_buffer(
+        place,
+        F32,
+        dims.as_ptr(),
+        2,
+        data,
+        rows * cols * 4,
+        lod_kind,
+        null(),
+        0,
+        null(),
+        0,
+        None,
+        null_mut(),
+        out,
+    )
+}
+
 /// Arrow record batches of `columns` (handles on one place): lent as one (the device forms with
 /// `device`, which also take host tensors, else the host forms), then taken back, each whole or
 /// not at all; a refused export writes neither struct, a refused import takes nothing.
