@@ -163,7 +163,7 @@ fn records_and_arrays_are_read_or_nothing() {
     // among the many-inputs cases).
     let columns: Vec<T> = (0..8192).map(|i| tensor(F32, &[1, 2], &[i as f32, 1.0], &[&[1]])).collect();
     let columns: Vec<*const lodtensor_t> = columns.iter().map(T::ptr).collect();
-    record_batch_cases(&columns, false, "");
+    record_batch_cases(&columns, false, "many columns");
 }
 
 /// lodtensor_from_arrow of `t` exported with lodtensor_to_arrow: taken (moved out) whole, with

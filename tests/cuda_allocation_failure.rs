@@ -212,6 +212,19 @@ fn device_lists_of_many_inputs_are_made_or_nothing() {
     }
 }
 
+/// A bool column of 2^20 elements on the device lent through Arrow's device interface (its bits,
+/// 128 KiB, packed there) and taken back (unpacked there into a new 1 MiB tensor).
+#[test]
+fn device_bools_go_as_bits_or_nothing() {
+    let _serial = serial();
+    if !gpu_or_skip() {
+        return;
+    }
+    let n = 1 << 20;
+    let flags = device_tensor(BOOL, &[n as i64], &(0..n).map(|i| (i % 3 == 0) as u8).collect::<Vec<_>>(), &[]);
+    record_batch_cases(&[flags.ptr()], true, "a bool column of 2^20 on the device");
+}
+
 /// The decoder over tensors with its log-probs on the device: 2048 sources, beams of 4 over a
 /// vocabulary of 8, two steps, so that its lists of prefixes (host) and the second step's
 /// selection (device) are large. Each step lends the rows of one device buffer this test made beforehand (every row the

@@ -337,10 +337,11 @@ pub unsafe fn f32_rows_over(
     )
 }
 
-/// Arrow record batches of `columns` (handles on one place): lent as one (the device forms with
-/// `device`, which also take host tensors, else the host forms), then taken back, each whole or
-/// not at all; a refused export writes neither struct, a refused import takes nothing.
-pub fn record_batch_cases(columns: &[*const lodtensor_t], device: bool, suffix: &str) {
+/// Arrow record batches of `columns` (handles on one place; `what` in the case's name): lent as one
+/// (the device forms with `device`, which also take host tensors, else the host forms), then taken
+/// back, each whole or not at all; a refused export writes neither struct, a refused import takes
+/// nothing.
+pub fn record_batch_cases(columns: &[*const lodtensor_t], device: bool, what: &str) {
     use lodtensor::interop::arrow::{ArrowArray, ArrowDeviceArray, ArrowSchema};
     use std::mem::MaybeUninit;
     let names = vec![c"x".as_ptr(); columns.len()];
@@ -372,7 +373,7 @@ pub fn record_batch_cases(columns: &[*const lodtensor_t], device: bool, suffix: 
             r(array);
         }
     };
-    refuse_each(&format!("lodtensor_to_arrow{form}_record_batch (many columns{suffix})"), || unsafe {
+    refuse_each(&format!("lodtensor_to_arrow{form}_record_batch ({what})"), || unsafe {
         let mut schema = MaybeUninit::<ArrowSchema>::zeroed();
         let mut array = MaybeUninit::<ArrowDeviceArray>::zeroed();
         let s = armed(|| lend(schema.as_mut_ptr(), array.as_mut_ptr()));
@@ -384,7 +385,7 @@ pub fn record_batch_cases(columns: &[*const lodtensor_t], device: bool, suffix: 
         }
         s
     });
-    refuse_each(&format!("lodtensor_from_arrow{form}_record_batch (many columns{suffix})"), || unsafe {
+    refuse_each(&format!("lodtensor_from_arrow{form}_record_batch ({what})"), || unsafe {
         let mut schema = MaybeUninit::<ArrowSchema>::zeroed();
         let mut array = MaybeUninit::<ArrowDeviceArray>::zeroed();
         let (schema, array) = (schema.as_mut_ptr(), array.as_mut_ptr());
@@ -581,7 +582,7 @@ pub fn many_inputs_cases(place: lodtensor_place_t, suffix: &str) {
         let mut out = null_mut();
         one(armed(|| sequence_concat(rowed.as_ptr(), rowed.len(), &mut out)), out)
     });
-    record_batch_cases(&rowed, true, suffix);
+    record_batch_cases(&rowed, true, &format!("many columns{suffix}"));
     let parent = tensor_on(place, I32, &[1], &[0i32], &[]);
     refuse_each(&format!("beam_search_gather_states (many states{suffix})"), || unsafe {
         let mut out = vec![null_mut(); parts.len()];
