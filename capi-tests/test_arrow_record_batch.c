@@ -402,6 +402,29 @@ static void test_device_forms_on_the_host(void) {
     lodtensor_destroy(scores);
 }
 
+/* The two columns of a device batch taken back into `back` (the array moved); else the array is
+ * released. The schema is released either way. */
+static int take_device_batch(struct ArrowSchema *schema, struct ArrowDeviceArray *device, lodtensor_t **back) {
+    size_t n = 0;
+    int taken = CHECK_OK(lodtensor_from_arrow_device_record_batch(schema, device, back, 2, &n));
+    if (taken) {
+        CHECK(n == 2 && device->array.release == NULL);
+    } else {
+        device->array.release(&device->array);
+    }
+    schema->release(schema);
+    return taken;
+}
+
+/* Device tensor `got`, copied to the host, is `want`. */
+static void check_on_host(const lodtensor_t *got, const lodtensor_t *want) {
+    lodtensor_t *host = NULL;
+    if (CHECK_OK(lodtensor_to_place(got, fx_cpu(), &host))) {
+        fx_same(host, want);
+    }
+    lodtensor_destroy(host);
+}
+
 static void test_with_cuda(size_t count) {
     lodtensor_t *ids, *scores, *ids_on = NULL, *scores_on = NULL, *flags = NULL, *flags_on = NULL;
     lodtensor_t *back[2] = {NULL, NULL};
@@ -409,7 +432,6 @@ static void test_with_cuda(size_t count) {
     struct ArrowSchema schema;
     struct ArrowArray array;
     struct ArrowDeviceArray device;
-    size_t n = 0;
     static const int64_t two[1] = {2};
     (void)count;
     decoder_results(&ids, &scores);
@@ -427,23 +449,15 @@ static void test_with_cuda(size_t count) {
             CHECK(device.device_type == ARROW_DEVICE_CUDA && device.device_id == 0 && device.sync_event == NULL);
             CHECK_EQ_PTR(id_data, fx_data(ids_on));
             CHECK_EQ_PTR(device.array.children[1]->children[0]->buffers[1], fx_data(scores_on));
-            if (CHECK_OK(lodtensor_from_arrow_device_record_batch(&schema, &device, back, 2, &n))) {
-                lodtensor_t *host = NULL;
+            if (take_device_batch(&schema, &device, back)) {
                 lodtensor_place_t place;
-                CHECK(n == 2 && device.array.release == NULL);
                 CHECK_OK(lodtensor_place(back[1], &place));
                 CHECK(place.device_type == LODTENSOR_DEVICE_CUDA && place.device_id == 0);
                 CHECK_EQ_PTR(fx_data(back[0]), id_data);
-                if (CHECK_OK(lodtensor_to_place(back[0], fx_cpu(), &host))) {
-                    fx_same(host, ids);
-                }
-                lodtensor_destroy(host);
+                check_on_host(back[0], ids);
                 lodtensor_destroy(back[0]);
                 lodtensor_destroy(back[1]);
-            } else {
-                device.array.release(&device.array);
             }
-            schema.release(&schema);
         }
     }
     flags = fx_make(fx_bool(), two, 1, (const uint8_t[]){1, 0}, NULL, 0, NULL, 0);
@@ -453,18 +467,11 @@ static void test_with_cuda(size_t count) {
         columns[1] = flags_on;
         if (CHECK_OK(lodtensor_to_arrow_device_record_batch(columns, NAMES, 2, &schema, &device))) {
             CHECK(device.device_type == ARROW_DEVICE_CUDA && device.array.children[1]->length == 2);
-            if (CHECK_OK(lodtensor_from_arrow_device_record_batch(&schema, &device, back, 2, &n))) {
-                lodtensor_t *host = NULL;
-                if (CHECK_OK(lodtensor_to_place(back[1], fx_cpu(), &host))) {
-                    fx_same(host, flags);
-                }
-                lodtensor_destroy(host);
+            if (take_device_batch(&schema, &device, back)) {
+                check_on_host(back[1], flags);
                 lodtensor_destroy(back[0]);
                 lodtensor_destroy(back[1]);
-            } else {
-                device.array.release(&device.array);
             }
-            schema.release(&schema);
         }
     }
     lodtensor_destroy(flags_on);
