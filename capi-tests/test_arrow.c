@@ -2,7 +2,7 @@
  * structs as lodtensor.h defines them. An exported LoD tensor's chain (formats, lengths, offsets,
  * elements in place) and its memory outliving the tensor; a producer's sliced list array taken
  * zero copy, moved out of the caller's struct, released exactly once when the last handle goes
- * and never on failure; every documented failure; the device export (C device data interface) of
+ * and never on failure; a producer's strings taken as bytes; every documented failure; the device export (C device data interface) of
  * a host tensor and, where CUDA can be used, of a device tensor, whose buffers are device memory. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -190,6 +190,52 @@ static void test_round_trip(void) {
     lodtensor_destroy(x);
 }
 
+static void release_strings(struct ArrowArray *a) {
+    ++released;
+    a->release = NULL;
+}
+
+/* A producer's utf8 array, entries 1..3 of ["x", "hello", "", "world"] (offsets starting at 2),
+ * taken as the uint8 bytes "helloworld" under one LoD level, in place. */
+static void test_strings(void) {
+    static const int32_t offsets[5] = {2, 3, 8, 8, 13};
+    static const char bytes[] = "..xhelloworld";
+    static const void *buffers[3] = {NULL, offsets, bytes};
+    static const size_t want_lod[4] = {0, 5, 5, 10};
+    struct ArrowSchema schema;
+    struct ArrowArray array;
+    lodtensor_t *t = NULL;
+    lodtensor_dtype_t dtype;
+    int64_t dims[LODTENSOR_MAX_DIMS];
+    size_t ndim = 0;
+    memset(&schema, 0, sizeof schema);
+    schema.format = "u";
+    schema.release = release_value_schema;
+    memset(&array, 0, sizeof array);
+    array.length = 3;
+    array.offset = 1;
+    array.n_buffers = 3;
+    array.buffers = buffers;
+    array.release = release_strings;
+    released = 0;
+    if (!CHECK_OK(lodtensor_from_arrow(&schema, &array, &t))) {
+        array.release(&array);
+        return;
+    }
+    CHECK(array.release == NULL); /* moved */
+    CHECK_OK(lodtensor_dtype(t, &dtype));
+    CHECK(dtype.code == LODTENSOR_DTYPE_CODE_UINT && dtype.bits == 8 && dtype.lanes == 1);
+    CHECK_OK(lodtensor_dims(t, dims, LODTENSOR_MAX_DIMS, &ndim));
+    CHECK(ndim == 1 && dims[0] == 10);
+    CHECK_OFFSETS(t, 0, want_lod, 4);
+    CHECK_EQ_PTR(fx_data(t), bytes + 3);
+    CHECK(memcmp(fx_data(t), "helloworld", 10) == 0);
+    CHECK_EQ_INT(released, 0);
+    lodtensor_destroy(t);
+    CHECK_EQ_INT(released, 1);
+    schema.release(&schema);
+}
+
 /* Imports a produced array after `damage`, expecting `status` with `words` in the message, *out
  * and the array left alone. */
 static void check_refused(void (*damage)(struct ArrowSchema *, struct ArrowArray *), int32_t status,
@@ -214,9 +260,9 @@ static void released_array(struct ArrowSchema *s, struct ArrowArray *a) {
     (void)s;
     a->release = NULL;
 }
-static void string_values(struct ArrowSchema *s, struct ArrowArray *a) {
+static void string_view_values(struct ArrowSchema *s, struct ArrowArray *a) {
     (void)a;
-    s->children[0]->format = "u";
+    s->children[0]->format = "vu";
 }
 static void no_format(struct ArrowSchema *s, struct ArrowArray *a) {
     (void)a;
@@ -292,7 +338,7 @@ static void test_errors(void) {
     schema.release(&schema);
     check_refused(released_array, LODTENSOR_INVALID_ARGUMENT, "array: has been released");
     check_refused(no_format, LODTENSOR_NULL_ARGUMENT, "schema: format is NULL");
-    check_refused(string_values, LODTENSOR_UNSUPPORTED, "\"u\"");
+    check_refused(string_view_values, LODTENSOR_UNSUPPORTED, "\"vu\"");
     check_refused(empty_top, LODTENSOR_INVALID_LOD, "array: ");
     check_refused(a_null, LODTENSOR_INVALID_ARGUMENT, "entry 2 is null");
     check_refused(list_of_huge_lists, LODTENSOR_OUT_OF_MEMORY, "more than memory holds");
@@ -462,6 +508,7 @@ int main(void) {
     test_export();
     test_import();
     test_round_trip();
+    test_strings();
     test_errors();
     test_device_export_on_the_host();
     fx_with_or_without_cuda("test_arrow", test_with_cuda, test_without_cuda);

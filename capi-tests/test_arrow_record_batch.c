@@ -238,9 +238,9 @@ static void no_columns(struct ArrowSchema *s, struct ArrowArray *a) {
     (void)a;
     s->n_children = 0;
 }
-static void string_column(struct ArrowSchema *s, struct ArrowArray *a) {
+static void string_view_column(struct ArrowSchema *s, struct ArrowArray *a) {
     (void)a;
-    s->children[1]->children[0]->format = "u";
+    s->children[1]->children[0]->format = "vu";
 }
 static void bad_offsets(struct ArrowSchema *s, struct ArrowArray *a) {
     (void)s;
@@ -277,7 +277,7 @@ static void test_import_errors(void) {
     size_t count = 99;
     check_refused(not_a_struct, LODTENSOR_INVALID_ARGUMENT, "is not a struct (+s)");
     check_refused(no_columns, LODTENSOR_INVALID_ARGUMENT, "a struct of no columns");
-    check_refused(string_column, LODTENSOR_UNSUPPORTED, "schema.children[1].children[0]: format \"u\"");
+    check_refused(string_view_column, LODTENSOR_UNSUPPORTED, "schema.children[1].children[0]: format \"vu\"");
     check_refused(bad_offsets, LODTENSOR_INVALID_ARGUMENT, "array.children[1]: offsets[2]");
     check_refused(null_row, LODTENSOR_INVALID_ARGUMENT, "array: entry 0 is null");
     check_refused(short_column, LODTENSOR_INVALID_ARGUMENT, "array.children[0]: length 2 is less than the 3 rows");

@@ -32,7 +32,9 @@ fn element_size(format: &str) -> usize {
 
 /// Entries `[0, length)` of `array` of type `schema`, read by the interface's rules: each array's
 /// offset shifts its buffers; a list's entries are its child's `[offsets[i], offsets[i + 1])`; a
-/// fixed-size list of n has its child's `[i * n, (i + 1) * n)`. Nulls fail the reading.
+/// fixed-size list of n has its child's `[i * n, (i + 1) * n)`; binary and strings are lists of
+/// their bytes `[offsets[i], offsets[i + 1])` of buffer 2, fixed-size binary of n of its bytes
+/// `[i * n, (i + 1) * n)`. Nulls fail the reading.
 unsafe fn read(schema: &ArrowSchema, array: &ArrowArray) -> Vec<Value> {
     read_range(schema, array, 0, array.length as usize)
 }
@@ -69,6 +71,23 @@ unsafe fn read_range(schema: &ArrowSchema, array: &ArrowArray, start: usize, len
                 })
                 .collect()
         }
+        "z" | "Z" | "u" | "U" => {
+            let wide = format == "Z" || format == "U";
+            let offset = |i: usize| {
+                if wide {
+                    *buffer(1).cast::<i64>().add(i) as usize
+                } else {
+                    *buffer(1).cast::<i32>().add(i) as usize
+                }
+            };
+            let data = buffer(2).cast::<u8>();
+            (at..at + len).map(|i| Value::List((offset(i)..offset(i + 1)).map(|b| byte(data, b)).collect())).collect()
+        }
+        f if f.starts_with("w:") => {
+            let n: usize = f[2..].parse().unwrap();
+            let data = buffer(1).cast::<u8>();
+            (at..at + len).map(|i| Value::List((i * n..(i + 1) * n).map(|b| byte(data, b)).collect())).collect()
+        }
         "b" => {
             let bits = buffer(1).cast::<u8>();
             (at..at + len).map(|i| Value::Element(vec![(*bits.add(i / 8) >> (i % 8)) & 1])).collect()
@@ -81,6 +100,10 @@ unsafe fn read_range(schema: &ArrowSchema, array: &ArrowArray, start: usize, len
                 .collect()
         }
     }
+}
+
+unsafe fn byte(data: *const u8, i: usize) -> Value {
+    Value::Element(vec![*data.add(i)])
 }
 
 /// A LoD tensor's value as the module's mapping says: sequences of each level, outermost first,
@@ -286,19 +309,38 @@ fn values_spec(format: &str, bytes: Vec<u8>, length: i64, offset: i64) -> Spec {
     Spec { format: format.into(), length, offset, null_count: 0, buffers: vec![None, Some(bytes)], child: None }
 }
 
-fn list_spec(offsets: &[i64], wide: bool, offset: i64, child: Spec) -> Spec {
-    let bytes = if wide {
+fn offsets_bytes(offsets: &[i64], wide: bool) -> Vec<u8> {
+    if wide {
         offsets.iter().flat_map(|o| o.to_ne_bytes()).collect()
     } else {
         offsets.iter().flat_map(|&o| (o as i32).to_ne_bytes()).collect()
-    };
+    }
+}
+
+fn list_spec(offsets: &[i64], wide: bool, offset: i64, child: Spec) -> Spec {
     Spec {
         format: if wide { "+L" } else { "+l" }.into(),
         length: offsets.len() as i64 - 1 - offset,
         offset,
         null_count: 0,
-        buffers: vec![None, Some(bytes)],
+        buffers: vec![None, Some(offsets_bytes(offsets, wide))],
         child: Some(Box::new(child)),
+    }
+}
+
+/// The formats of variable-size binary and strings, 32-bit offsets then 64-bit.
+const BINARY: [&str; 4] = ["z", "u", "Z", "U"];
+
+/// A binary or string array (`format` one of [`BINARY`]) of entries `offsets` over `data`.
+fn bytes_spec(format: &str, offsets: &[i64], data: &[u8], offset: i64) -> Spec {
+    let wide = format == "Z" || format == "U";
+    Spec {
+        format: format.into(),
+        length: offsets.len() as i64 - 1 - offset,
+        offset,
+        null_count: 0,
+        buffers: vec![None, Some(offsets_bytes(offsets, wide)), Some(data.to_vec())],
+        child: None,
     }
 }
 
@@ -443,6 +485,21 @@ fn random_spec(rng: &mut Rng, format: &str, levels: usize, fixed: &[usize], leng
         return fixed_spec(n, length as i64, offset as i64, child);
     }
     let count = offset + length;
+    if BINARY.contains(&format) {
+        let mut offsets = vec![rng.below(4) as i64];
+        for _ in 0..count {
+            offsets.push(offsets.last().unwrap() + if rng.below(4) == 0 { 0 } else { rng.below(5) as i64 });
+        }
+        let data: Vec<u8> =
+            (0..*offsets.last().unwrap() as usize + rng.below(2)).map(|_| rng.below(256) as u8).collect();
+        let mut s = bytes_spec(format, &offsets, &data, offset as i64);
+        s.length = length as i64;
+        return s;
+    }
+    if let Some(n) = format.strip_prefix("w:") {
+        let data = (0..count * n.parse::<usize>().unwrap()).map(|_| rng.below(256) as u8).collect();
+        return values_spec(format, data, length as i64, offset as i64);
+    }
     let bytes: Vec<u8> = if format == "b" {
         (0..count.div_ceil(8)).map(|_| rng.below(256) as u8).collect()
     } else {
@@ -477,6 +534,84 @@ fn random_arrow_arrays_are_taken_as_their_sequences() {
     }
 }
 
+#[test]
+fn strings_and_binary_are_taken_as_byte_sequences_zero_copy() {
+    static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    let data = b"xyzabcdefg";
+    for format in BINARY {
+        // Entries 1..4 of ["", "ab", "cde", ""], whose offsets start at 3: "ab", "cde", "".
+        let (mut schema, mut array) = make(bytes_spec(format, &[3, 3, 5, 8, 8], data, 1), &RELEASED);
+        unsafe {
+            let bytes_addr = (*array.buffers.add(2)).cast::<u8>();
+            let before = RELEASED.load(Ordering::SeqCst);
+            let x = from_arrow(&schema, &mut array).unwrap();
+            assert_eq!(x.tensor().dtype(), DType::U8, "{format}");
+            assert_eq!(x.lod().levels(), &[vec![0, 2, 5, 5]]);
+            assert_eq!(x.tensor().bytes().unwrap(), b"abcde");
+            assert_eq!(x.tensor().as_ptr().cast::<u8>(), bytes_addr.add(3), "zero copy");
+            let piece = x.slice(0, 1, 2).unwrap();
+            drop(x);
+            assert_eq!(RELEASED.load(Ordering::SeqCst), before, "a slice still holds the memory");
+            assert_eq!(piece.tensor().bytes().unwrap(), b"cde");
+            drop(piece);
+            assert_eq!(RELEASED.load(Ordering::SeqCst), before + 1);
+            (schema.release.unwrap())(&mut schema);
+        }
+    }
+    // A list of strings: two levels, [["ab", ""], [], ["cde"]].
+    let strings = bytes_spec("u", &[3, 5, 5, 8], data, 0);
+    let (mut schema, mut array) = make(list_spec(&[0, 2, 2, 3], false, 0, strings), &RELEASED);
+    unsafe {
+        let x = from_arrow(&schema, &mut array).unwrap();
+        assert_eq!(x.lod().levels(), &[vec![0, 2, 2, 3], vec![0, 2, 2, 5]]);
+        assert_eq!(x.tensor().bytes().unwrap(), b"abcde");
+        (schema.release.unwrap())(&mut schema);
+    }
+    // Fixed-size binary of 3 bytes, entries 1..3: rows of 3 bytes.
+    let (mut schema, mut array) = make(values_spec("w:3", data[..9].to_vec(), 2, 1), &RELEASED);
+    unsafe {
+        let bytes_addr = (*array.buffers.add(1)).cast::<u8>();
+        let x = from_arrow(&schema, &mut array).unwrap();
+        assert_eq!((x.tensor().dtype(), x.dims().as_slice()), (DType::U8, &[2, 3][..]));
+        assert!(x.lod().levels().is_empty());
+        assert_eq!(x.tensor().bytes().unwrap(), b"abcdef");
+        assert_eq!(x.tensor().as_ptr().cast::<u8>(), bytes_addr.add(3), "zero copy");
+        (schema.release.unwrap())(&mut schema);
+    }
+}
+
+#[test]
+fn random_binary_arrays_are_taken_as_their_bytes() {
+    static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    let mut rng = Rng(13);
+    for round in 0..400 {
+        let levels = rng.below(3);
+        let fixed_size = round % 5 == 4;
+        let (format, fixed) = if fixed_size {
+            (format!("w:{}", rng.below(4)), (0..rng.below(2)).map(|_| rng.below(4)).collect())
+        } else {
+            (BINARY[round % 4].to_owned(), vec![])
+        };
+        let length = if levels > 0 || !fixed_size { 1 + rng.below(4) } else { rng.below(5) };
+        let (mut schema, mut array) = make(random_spec(&mut rng, &format, levels, &fixed, length), &RELEASED);
+        unsafe {
+            let expected = read(&schema, &array);
+            let before = RELEASED.load(Ordering::SeqCst);
+            let x = from_arrow(&schema, &mut array).unwrap_or_else(|e| panic!("round {round} ({format}): {e}"));
+            assert_eq!(x.tensor().dtype(), DType::U8);
+            // Binary adds a level (its offsets) over the bytes; fixed-size binary a dim.
+            assert_eq!(x.lod().num_levels(), levels + usize::from(!fixed_size));
+            if fixed_size {
+                assert_eq!(x.dims().as_slice().len(), fixed.len() + 2);
+            }
+            assert_eq!(tensor_value(&x), expected, "round {round} ({format})");
+            drop(x);
+            assert_eq!(RELEASED.load(Ordering::SeqCst), before + 1);
+            (schema.release.unwrap())(&mut schema);
+        }
+    }
+}
+
 /// Damages one array of `spec` within its buffers (what a careless producer might hand over):
 /// a shorter length, a larger offset, an offset entry anywhere, or a validity bitmap, mostly of
 /// set bits, with a null count of -1, 0 or 1.
@@ -492,12 +627,14 @@ fn damage(rng: &mut Rng, spec: &mut Spec) {
             let d = rng.below(length + 1) as i64;
             (node.offset, node.length) = (node.offset + d, node.length - d);
         }
-        2 if node.format == "+L" || node.format == "+l" => {
-            let wide = node.format == "+L";
+        2 if ["+L", "+l"].contains(&node.format.as_str()) || BINARY.contains(&node.format.as_str()) => {
+            let wide = ["+L", "Z", "U"].contains(&node.format.as_str());
             let width = if wide { 8 } else { 4 };
+            // Binary's offsets index its bytes, which only they bound: they stay within them.
+            let top = node.buffers.get(2).map_or(10, |data| data.as_ref().unwrap().len());
             let bytes = node.buffers[1].as_mut().unwrap();
             let i = rng.below(bytes.len() / width) * width;
-            let value = rng.below(12) as i64 - 2;
+            let value = rng.below(top + 3) as i64 - 2;
             if wide {
                 bytes[i..i + 8].copy_from_slice(&value.to_ne_bytes());
             } else {
@@ -520,9 +657,17 @@ fn damaged_arrays_are_refused_or_taken_as_they_read() {
     let mut rng = Rng(5);
     let (mut taken, mut refused) = (0, 0);
     for round in 0..3000 {
-        let (_, format) = DTYPES[round % DTYPES.len()];
+        // Every element format, binary and strings among them (only lists above those).
+        let format = match round % (DTYPES.len() + 3) {
+            i if i < DTYPES.len() => DTYPES[i].1,
+            i if i == DTYPES.len() => "w:3",
+            _ => BINARY[rng.below(4)],
+        };
         let levels = rng.below(3);
-        let fixed: Vec<usize> = (0..rng.below(3)).map(|_| rng.below(4)).collect();
+        let mut fixed: Vec<usize> = (0..rng.below(3)).map(|_| rng.below(4)).collect();
+        if BINARY.contains(&format) {
+            fixed.clear();
+        }
         let length = if levels > 0 { 1 + rng.below(4) } else { rng.below(5) };
         let mut spec = random_spec(&mut rng, format, levels, &fixed, length);
         for _ in 0..1 + rng.below(3) {
@@ -650,7 +795,7 @@ fn every_documented_refusal() {
     with_null.null_count = -1;
     refused(list_spec(&[0, 3], true, 0, with_null), none, "InvalidArgument", "entry 1 is null");
     // Formats.
-    refused(values_spec("u", vec![], 0, 0), none, "Unsupported", "format \"u\" has no tensor form");
+    refused(values_spec("vu", vec![], 0, 0), none, "Unsupported", "format \"vu\" has no tensor form");
     refused(values_spec("I", vec![0; 4], 1, 0), none, "Unsupported", "format \"I\"");
     refused(
         Spec { format: "+s".into(), length: 1, offset: 0, null_count: 0, buffers: vec![None], child: None },
@@ -679,6 +824,27 @@ fn every_documented_refusal() {
         "Unsupported",
         "inside a fixed-size list",
     );
+    // Binary and strings.
+    let a_string = || bytes_spec("u", &[0, 2], b"ab", 0);
+    refused(fixed_spec(1, 1, 0, a_string()), none, "Unsupported", "binary array inside a fixed-size list");
+    refused(values_spec("w:x", vec![], 0, 0), none, "InvalidArgument", "fixed-size binary format \"w:x\"");
+    refused(a_string(), |_, a| a.n_buffers = 2, "InvalidArgument", "has 2 buffer(s) and 0 child(ren); its type has 3");
+    refused(
+        a_string(),
+        |_, a| unsafe { *a.buffers.add(2) = std::ptr::null() },
+        "NullArgument",
+        "array: buffers[2] is NULL",
+    );
+    refused(bytes_spec("Z", &[0, 2, 1], b"ab", 0), none, "InvalidArgument", "must not decrease");
+    refused(
+        bytes_spec("U", &[0, i64::MAX], b"", 0),
+        none,
+        "InvalidArgument",
+        "offsets[1] = 9223372036854775807 is past any buffer",
+    );
+    refused(bytes_spec("z", &[0], b"", 0), none, "InvalidLod", "array: ");
+    let huge_rows = |_: &mut ArrowSchema, a: &mut ArrowArray| a.length = 1 << 58;
+    refused(values_spec("w:64", vec![0; 64], 1, 0), huge_rows, "OutOfMemory", "more than memory holds");
     let mut deep = f32_values(1);
     for _ in 0..9 {
         deep = fixed_spec(1, 1, 0, deep);
@@ -1097,8 +1263,8 @@ fn every_documented_refusal_of_a_record_batch() {
     }
     // A column's own refusals name it, and the columns before it, already read, are not taken.
     let mut bad = two_row_columns();
-    bad[2] = values_spec("u", vec![], 2, 0);
-    batch_refused(bad, none, "Unsupported", "schema.children[2]: format \"u\"");
+    bad[2] = values_spec("vu", vec![], 2, 0);
+    batch_refused(bad, none, "Unsupported", "schema.children[2]: format \"vu\"");
     let mut bad = two_row_columns();
     bad[2].null_count = 1;
     batch_refused(bad, none, "InvalidArgument", "array.children[2]: null_count is 1 without a validity buffer");

@@ -103,7 +103,11 @@ unsafe fn lend<A>(
 /// `large_list`. The lists, outermost first, become the LoD (each level re-based to start at 0,
 /// as Arrow's offsets need not), the fixed-size lists the dims after the first, and the
 /// elements, from the array offsets and lengths given (slices of Arrow arrays are taken as they
-/// are), the tensor's. Bool elements are unpacked into a tensor of their own (a copy).
+/// are), the tensor's. Bool elements are unpacked into a tensor of their own (a copy). Binary and
+/// strings (`binary`, `utf8` and their large forms: `z`, `u`, `Z`, `U`) may stand in place of the
+/// elements, as a last LoD level over their bytes (uint8, zero copy, not checked to be UTF-8), and
+/// fixed-size binary (`w:n`) as a last dim of n bytes: a column of sentences is a one-level
+/// uint8 tensor of their bytes.
 ///
 /// On success the library owns the array: `array->release` is set to NULL (the array is moved
 /// out, as the interface says), and its release callback runs exactly once, when the last handle
@@ -115,10 +119,11 @@ unsafe fn lend<A>(
 /// Returns LODTENSOR_NULL_ARGUMENT (`schema`, `array`, `out`; a NULL format, children, child or
 /// buffer that the type needs), LODTENSOR_INVALID_ARGUMENT (a released schema or array; a
 /// negative length, offset or null count, or an offset past any buffer; a child count, buffer
-/// count or length that does not fit the type; offsets that decrease or run past their child; a
-/// null among the entries taken; a fixed-size list format without a size; elements not aligned
-/// to their size), LODTENSOR_UNSUPPORTED (a format with no tensor form, such as a struct,
-/// string or unsigned 16-64 bit type; a dictionary; a list inside a fixed-size list; more than
+/// count or length that does not fit the type; offsets that decrease or run past their child,
+/// or binary offsets past any buffer; a null among the entries taken; a fixed-size list or binary
+/// format without a size; elements not aligned to their size), LODTENSOR_UNSUPPORTED (a format
+/// with no tensor form, such as a struct, string view or unsigned 16-64 bit type; a dictionary; a
+/// list or binary array inside a fixed-size list; more than
 /// `LODTENSOR_MAX_DIMS` dims; a chain over 64 arrays deep), LODTENSOR_INVALID_LOD (the lists
 /// break a LoD rule: the outermost needs at least one entry), LODTENSOR_OUT_OF_MEMORY (sizes that
 /// overflow, or no memory for the LoD or bool elements).

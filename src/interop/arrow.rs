@@ -8,6 +8,11 @@
 //! 1-d tensor). So a 2-level LoD over `[N, D]` f32 rows is `large_list<large_list<
 //! fixed_size_list<float, D>>>`, and a 1-level LoD over a 1-d int64 tensor is `large_list<int64>`.
 //!
+//! Arrow's binary and string arrays are taken as bytes: `binary`, `utf8` and their large forms
+//! (`z`, `u`, `Z`, `U`) as a LoD level (the offsets) over uint8 elements, `fixed_size_binary`
+//! (`w:n`) as a last dim of n, so a column of sentences is a one-level LoD tensor of their UTF-8
+//! bytes and a `list<utf8>` two levels. The export, which knows no text, lends uint8 as `uint8`.
+//!
 //! Arrow packs booleans 8 to a byte, so bool tensors are the one dtype copied, both ways (on a CUDA
 //! device, by a kernel there); bfloat16 has no Arrow type. The structs below have the layout of Arrow's `abi.h`; the C header defines
 //! them under Arrow's own guard, `ARROW_C_DATA_INTERFACE`.
@@ -89,6 +94,13 @@ enum Layer {
     /// A fixed-size list of this many items: a dim after the first.
     Fixed(usize),
     Values(DType),
+    /// Variable-size binary or UTF-8 strings (`z`, `u`; `Z`, `U` for 64-bit offsets): a LoD level
+    /// and its uint8 elements in one array, the offsets in buffer 1 and the bytes in buffer 2.
+    Bytes {
+        wide: bool,
+    },
+    /// Fixed-size binary of this many bytes (`w:n`): a dim of uint8 elements.
+    FixedBytes(usize),
 }
 
 impl Layer {
@@ -98,19 +110,24 @@ impl Layer {
             Layer::List { wide } => if wide { "+L" } else { "+l" }.to_owned(),
             Layer::Fixed(n) => format!("+w:{n}"),
             Layer::Values(dtype) => primitive_format(dtype).expect("checked by the exporter").to_owned(),
+            Layer::Bytes { .. } | Layer::FixedBytes(_) => unreachable!("the exporter lends no binary arrays"),
         }
     }
 
     fn parse(format: &str) -> Result<Layer> {
-        if let Some(n) = format.strip_prefix("+w:") {
-            let n = n
-                .parse::<usize>()
-                .map_err(|_| err!(InvalidArgument, "the fixed-size list format {format:?} does not end in a size"))?;
-            return Ok(Layer::Fixed(n));
+        for (prefix, what) in [("+w:", "fixed-size list"), ("w:", "fixed-size binary")] {
+            if let Some(n) = format.strip_prefix(prefix) {
+                let n = n
+                    .parse::<usize>()
+                    .map_err(|_| err!(InvalidArgument, "the {what} format {format:?} does not end in a size"))?;
+                return Ok(if prefix == "w:" { Layer::FixedBytes(n) } else { Layer::Fixed(n) });
+            }
         }
         match format {
             "+L" => return Ok(Layer::List { wide: true }),
             "+l" => return Ok(Layer::List { wide: false }),
+            "Z" | "U" => return Ok(Layer::Bytes { wide: true }),
+            "z" | "u" => return Ok(Layer::Bytes { wide: false }),
             _ => {}
         }
         if let Some(&dtype) = DType::ALL.iter().find(|&&d| primitive_format(d) == Some(format)) {
@@ -125,7 +142,8 @@ impl Layer {
         Err(err!(
             Unsupported,
             "format {format:?} has no tensor form; a LoD tensor is lists (+l, +L), fixed-size lists (+w:n) and \
-             elements of b, C, c, s, i, l, e, f or g"
+             elements of b, C, c, s, i, l, e, f or g, or of bytes: binary and strings (z, Z, u, U) and \
+             fixed-size binary (w:n)"
         ))
     }
 
@@ -134,8 +152,14 @@ impl Layer {
         match self {
             Layer::List { .. } => (2, 1),
             Layer::Fixed(_) => (1, 1),
-            Layer::Values(_) => (2, 0),
+            Layer::Values(_) | Layer::FixedBytes(_) => (2, 0),
+            Layer::Bytes { .. } => (3, 0),
         }
+    }
+
+    /// Whether the layer is a LoD level (a list, or binary's offsets).
+    fn is_level(self) -> bool {
+        matches!(self, Layer::List { .. } | Layer::Bytes { .. })
     }
 }
 
@@ -544,8 +568,10 @@ unsafe extern "C" fn release_exported<T: Exported>(s: *mut T) {
 /// (bool elements are unpacked into a tensor of their own). The chain must have the form
 /// [`to_arrow`] makes, with `+l` (32-bit) lists allowed too: its lists become the LoD, each
 /// level re-based to 0 (Arrow lets offsets start anywhere), its fixed-size lists the dims after
-/// the first. Offsets, lengths and array offsets are honoured, so slices of Arrow arrays are
-/// taken as they are.
+/// the first. Binary and strings (`z`, `Z`, `u`, `U`) may end the chain in place of the elements,
+/// as a last LoD level over their bytes (uint8), and fixed-size binary (`w:n`) as a last dim of n
+/// bytes; the bytes are not checked to be UTF-8. Offsets, lengths and array offsets are honoured,
+/// so slices of Arrow arrays are taken as they are.
 ///
 /// On success the tensor owns `array`: the caller's struct is marked released (moved, as the
 /// interface says), and the array's release callback runs exactly once, when the last tensor over
@@ -555,9 +581,9 @@ unsafe extern "C" fn release_exported<T: Exported>(s: *mut T) {
 /// Errors: `NullArgument` (`schema`, `array`; a NULL format, child or buffer that is needed);
 /// `InvalidArgument` (a released struct; a negative length, offset or null count; a child count,
 /// buffer count or length that does not fit its type; offsets that decrease or leave their
-/// child; a null among the entries taken; misaligned elements); `Unsupported` (a format with no
-/// tensor form, a dictionary, a list inside a fixed-size list, more than `MAX_DIMS` dims or
-/// `MAX_DEPTH` arrays);
+/// child, or binary's offsets past any buffer; a null among the entries taken; misaligned
+/// elements); `Unsupported` (a format with no tensor form, a dictionary, a list or binary array
+/// inside a fixed-size list, more than `MAX_DIMS` dims or `MAX_DEPTH` arrays);
 /// `InvalidLod` (the lists break a LoD rule: the top list needs at least one entry);
 /// `OutOfMemory` (sizes that overflow).
 ///
@@ -781,35 +807,62 @@ unsafe fn read_column(
     let (mut start, mut len) = (start, len);
     for (depth, &layer) in layers.iter().enumerate() {
         let at = window(node, start, len, &at_path)?;
-        check_array(node, layer.shape(), !matches!(layer, Layer::Fixed(_)), place, &at_path, at, len)?;
-        if dims.is_empty() && !matches!(layer, Layer::List { .. }) {
+        check_array(node, layer.shape(), layer.is_level(), place, &at_path, at, len)?;
+        if dims.is_empty() && !layer.is_level() {
             dims.push(len); // the rows
         }
-        (start, len) = match layer {
+        let times = |n: usize| {
+            let too_big = || err!(OutOfMemory, "{at_path}: {len} entries of {n} items are more than memory holds");
+            Ok::<_, crate::error::Error>((
+                at.checked_mul(n).ok_or_else(too_big)?,
+                len.checked_mul(n).ok_or_else(too_big)?,
+            ))
+        };
+        // The elements, where this array holds them: (buffer, dtype, first, count).
+        let elements = match layer {
             Layer::List { wide } => {
                 let (first, last, level) = read_offsets(node, wide, place, at, len, &at_path)?;
                 levels.push(level);
-                (first, last - first)
+                (start, len) = (first, last - first);
+                None
             }
             Layer::Fixed(n) => {
                 dims.push(n);
-                let too_big = || err!(OutOfMemory, "{at_path}: {len} lists of {n} items are more than memory holds");
-                (at.checked_mul(n).ok_or_else(too_big)?, len.checked_mul(n).ok_or_else(too_big)?)
+                (start, len) = times(n)?;
+                None
             }
-            Layer::Values(dtype) => {
+            Layer::Values(dtype) => Some((1, dtype, at, len)),
+            Layer::Bytes { wide } => {
+                let (first, last, level) = read_offsets(node, wide, place, at, len, &at_path)?;
                 ensure!(
-                    dims.len() <= MAX_DIMS,
-                    Unsupported,
-                    "schema: {} dims; a tensor of the library has at most {MAX_DIMS}",
-                    dims.len()
+                    last <= PAST_ANY_BUFFER,
+                    InvalidArgument,
+                    "{at_path}: offsets[{}] = {last} is past any buffer",
+                    at + len
                 );
-                let dims = Dim::new(&dims)?;
-                let in_array = |e: crate::error::Error| e.context(&format!("{path}: "));
-                let lod = if levels.is_empty() { Lod::empty() } else { Lod::from_offsets(levels).map_err(in_array)? };
-                check_lod_for_dims(&dims, &lod).map_err(in_array)?;
-                return read_values(node, place, dtype, at, len, &at_path, dims, lod, owner);
+                levels.push(level);
+                dims.push(last - first);
+                Some((2, DType::U8, first, last - first))
+            }
+            Layer::FixedBytes(n) => {
+                dims.push(n);
+                let (first, numel) = times(n)?;
+                Some((1, DType::U8, first, numel))
             }
         };
+        if let Some((buffer, dtype, first, numel)) = elements {
+            ensure!(
+                dims.len() <= MAX_DIMS,
+                Unsupported,
+                "schema: {} dims; a tensor of the library has at most {MAX_DIMS}",
+                dims.len()
+            );
+            let dims = Dim::new(&dims)?;
+            let in_array = |e: crate::error::Error| e.context(&format!("{path}: "));
+            let lod = if levels.is_empty() { Lod::empty() } else { Lod::from_offsets(levels).map_err(in_array)? };
+            check_lod_for_dims(&dims, &lod).map_err(in_array)?;
+            return read_values(node, buffer, place, dtype, first, numel, &at_path, dims, lod, owner);
+        }
         let child = &**node.children;
         at_path = format!("{at_path}.children[0]");
         let child_len = count(child.length, &at_path, "length")?;
@@ -818,7 +871,7 @@ unsafe fn read_column(
             InvalidArgument,
             "{at_path}: length {child_len} is less than the {} entries that its parent's {} need",
             start.saturating_add(len),
-            if matches!(layer, Layer::List { .. }) { "offsets" } else { "lists" }
+            if layer.is_level() { "offsets" } else { "lists" }
         );
         debug_assert!(depth + 1 < layers.len());
         node = child;
@@ -826,11 +879,12 @@ unsafe fn read_column(
     unreachable!("read_schema ends the chain in elements")
 }
 
-/// The end of [`read_column`]: entries `[at, at + numel)` of the elements array `node` as the
+/// The end of [`read_column`]: elements `[at, at + numel)` of buffer `buffer` of `node` as the
 /// tensor's, of `dims` under `lod` (checked against each other), its memory released by `owner`.
 #[allow(clippy::too_many_arguments)]
 unsafe fn read_values(
     node: &ArrowArray,
+    buffer: usize,
     place: Place,
     dtype: DType,
     at: usize,
@@ -840,7 +894,8 @@ unsafe fn read_values(
     lod: Lod,
     owner: &Arc<Owner>,
 ) -> Result<LoDTensor> {
-    let data = *node.buffers.add(1);
+    let data = *node.buffers.add(buffer);
+    ensure!(numel == 0 || !data.is_null(), NullArgument, "{path}: buffers[{buffer}] is NULL");
     if let (DType::Bool, Place::Cuda(n)) = (dtype, place) {
         // Unpacked on the device, a copy: the producer's bits are released when the import ends
         // (unless another column holds the array), so the device finishes reading them first.
@@ -925,11 +980,11 @@ unsafe fn read_schema(schema: &ArrowSchema, path: &str) -> Result<Vec<Layer>> {
         let format = CStr::from_ptr(node.format).to_string_lossy();
         let layer = Layer::parse(&format).map_err(|e| e.context(&format!("{path}: ")))?;
         ensure!(node.dictionary.is_null(), Unsupported, "{path}: is dictionary-encoded; a tensor holds its values");
-        if let (Layer::List { .. }, Some(Layer::Fixed(n))) = (layer, layers.last()) {
+        if let (true, Some(Layer::Fixed(n))) = (layer.is_level(), layers.last()) {
             return Err(err!(
                 Unsupported,
-                "{path}: a list inside a fixed-size list (+w:{n}) has no tensor form; a LoD tensor's lists are \
-                 outermost"
+                "{path}: a list or binary array inside a fixed-size list (+w:{n}) has no tensor form; a LoD \
+                 tensor's lists are outermost"
             ));
         }
         layers.push(layer);
@@ -959,13 +1014,13 @@ fn count(value: i64, path: &str, field: &str) -> Result<usize> {
     usize::try_from(value).map_err(|_| err!(InvalidArgument, "{path}: {field} {value} is negative"))
 }
 
-/// Checks `node`'s counts against `(buffers, children)` of its type, its buffers (`data`: it has a
-/// data buffer, needed for any entry) and children, and that entries `[at, at + len)` of its
+/// Checks `node`'s counts against `(buffers, children)` of its type, its buffers (`offsets`: it has
+/// offsets, needed for any entry) and children, and that entries `[at, at + len)` of its
 /// buffers (its offset included) have no nulls.
 unsafe fn check_array(
     node: &ArrowArray,
     (buffers, children): (i64, i64),
-    data: bool,
+    offsets: bool,
     place: Place,
     path: &str,
     at: usize,
@@ -1008,7 +1063,7 @@ unsafe fn check_array(
             }
         }
     }
-    ensure!(!data || len == 0 || !(*node.buffers.add(1)).is_null(), NullArgument, "{path}: buffers[1] is NULL");
+    ensure!(!offsets || len == 0 || !(*node.buffers.add(1)).is_null(), NullArgument, "{path}: buffers[1] is NULL");
     Ok(())
 }
 
