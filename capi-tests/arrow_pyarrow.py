@@ -8,7 +8,8 @@ nesting the header documents, the same values, the same memory, kept alive after
 and released exactly once when both are gone); pyarrow's lists, large lists, fixed-size lists,
 primitive arrays and slices of them taken by lodtensor_from_arrow (dims, LoD and elements as
 pyarrow reads them, the same memory, pyarrow's memory released when the last handle goes and not
-before); and arrays with no tensor form refused with nothing taken. The same through the C device
+before); pyarrow's strings, binary and fixed-size binary taken as their bytes (uint8, a LoD level
+for the strings' offsets, zero copy); and arrays with no tensor form refused with nothing taken. The same through the C device
 data interface on the CPU (lodtensor_to_arrow_device into Array._import_from_c_device, for a few of
 the export cases; _export_to_c_device into lodtensor_from_arrow_device, for every import case):
 the device fields lodtensor_to_arrow_device writes (ARROW_DEVICE_CPU, device -1, no sync event,
@@ -16,7 +17,7 @@ reserved zeroed), and a device type the library does not take refused with nothi
 batches both ways, plainly and through the device interface (lodtensor_to_arrow_record_batch into
 RecordBatch._import_from_c, _export_to_c into lodtensor_from_arrow_record_batch): names, each
 column as a lone export or import makes it, the memory shared and released once, slices of a batch,
-and refusals (a string column, a null, a null row, an array that is not a struct, too little room)
+and refusals (a string view column, a null, a null row, an array that is not a struct, too little room)
 with nothing taken. Exits 77 (skipped) when pyarrow is missing, unless LODTENSOR_REQUIRE_PYARROW=1.
 """
 
@@ -434,9 +435,23 @@ def take(arr, device=False, device_type=None):
     return s, out, array
 
 
+def is_binary(t):
+    """Whether `t` is variable-size binary or strings, which the library takes as their bytes."""
+    return any(f(t) for f in (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_string,
+                              pa.types.is_large_string))
+
+
+def bytes_as_lists(items, depth):
+    """`items` with each value `depth` lists down (a str as UTF-8, or bytes) as a list of its bytes."""
+    if depth == 0:
+        return [list(x.encode() if isinstance(x, str) else x) for x in items]
+    return [bytes_as_lists(x, depth - 1) for x in items]
+
+
 def read_layout(arr):
     """(dims, LoD, flat elements, arrow element type) of `arr` as pyarrow reads it: its type says how
-    many list levels and which fixed sizes; to_pylist gives the rest."""
+    many list levels and which fixed sizes; to_pylist gives the rest. Binary and strings are lists
+    of their bytes, a level more; fixed-size binary of n is a fixed size of n uint8."""
     t, list_levels, fixed = arr.type, 0, []
     while pa.types.is_list(t) or pa.types.is_large_list(t):
         list_levels += 1
@@ -445,6 +460,13 @@ def read_layout(arr):
         fixed.append(t.list_size)
         t = t.value_type
     items, lod = arr.to_pylist(), []
+    if is_binary(t) or pa.types.is_fixed_size_binary(t):
+        items = bytes_as_lists(items, list_levels + len(fixed))
+        if is_binary(t):
+            list_levels += 1
+        else:
+            fixed.append(t.byte_width)
+        t = pa.uint8()
     for _ in range(list_levels):
         offsets = [0]
         for x in items:
@@ -462,6 +484,11 @@ def element_address(arr):
     node = arr
     while pa.types.is_list(node.type) or pa.types.is_large_list(node.type) or pa.types.is_fixed_size_list(node.type):
         node = node.flatten()
+    if is_binary(node.type):  # the bytes, from the first offset on
+        wide = pa.types.is_large_binary(node.type) or pa.types.is_large_string(node.type)
+        offset = (ctypes.c_int64 if wide else ctypes.c_int32).from_address(
+            node.buffers()[1].address + node.offset * (8 if wide else 4)).value
+        return node.buffers()[2].address + offset
     return node.buffers()[1].address + node.offset * node.type.bit_width // 8
 
 
@@ -501,6 +528,22 @@ def import_cases():
         ("list<int32> slice that leaves the null element out",
          lambda: pa.array([[None], [1, 2], [3]], pa.list_(i32)).slice(1)),
         ("empty int64", lambda: pa.array([], pa.int64())),
+    ]
+    words = ["", "Grüße", "tok", "", "日本語", "x"]
+    for arrow in (pa.string(), pa.large_string(), pa.binary(), pa.large_binary()):
+        w = words if pa.types.is_string(arrow) or pa.types.is_large_string(arrow) else [x.encode() for x in words]
+        cases += [
+            (f"{arrow}", lambda a=arrow, w=w: pa.array(w, a)),
+            (f"{arrow} slice", lambda a=arrow, w=w: pa.array(w, a).slice(1, 4)),
+            (f"list<{arrow}> slice", lambda a=arrow, w=w: pa.array([w[:2], [], w[2:5], w[5:]], pa.list_(a)).slice(1)),
+        ]
+    cases += [
+        ("large_list<large_list<string>>", lambda: pa.array([[["ab", ""]], [], [["cde"], []]],
+                                                            pa.large_list(pa.large_list(pa.string())))),
+        ("fixed_size_binary(3) slice", lambda: pa.array([b"abc", b"def", b"\x00\xff\x01"], pa.binary(3)).slice(1)),
+        ("list<fixed_size_list<fixed_size_binary(2), 2>>",
+         lambda: pa.array([[[b"ab", b"cd"]], [], [[b"ef", b"gh"], [b"ij", b"kl"]]],
+                          pa.list_(pa.list_(pa.binary(2), 2)))),
     ]
     return cases
 
@@ -553,7 +596,12 @@ def test_refusals():
         ("a null", lambda: pa.array([1, None]), INVALID_ARGUMENT),
         ("a null element in a list", lambda: pa.array([[1, None]], pa.list_(i32)), INVALID_ARGUMENT),
         ("a null list", lambda: pa.array([[1], None], pa.list_(i32)), INVALID_ARGUMENT),
-        ("strings", lambda: pa.array(["a", "bc"]), UNSUPPORTED),
+        ("string views", lambda: pa.array(["a", "bc"], pa.string_view()), UNSUPPORTED),
+        ("binary views", lambda: pa.array([b"a", b"bc"], pa.binary_view()), UNSUPPORTED),
+        ("a null string", lambda: pa.array(["a", None]), INVALID_ARGUMENT),
+        ("a list of strings inside a fixed-size list", lambda: pa.array([["a"]], pa.list_(pa.string(), 1)),
+         UNSUPPORTED),
+        ("no strings", lambda: pa.array([], pa.string()), INVALID_LOD),
         ("a dictionary", lambda: pa.array([1, 2, 1], i32).dictionary_encode(), UNSUPPORTED),
         ("a struct", lambda: pa.array([{"a": 1, "b": 2.0}]), UNSUPPORTED),
         ("uint32", lambda: pa.array([1, 2], pa.uint32()), UNSUPPORTED),
@@ -681,8 +729,8 @@ def test_record_batch_to_pyarrow(device=False):
 
 
 def batch_cases():
-    """(description, a function making a RecordBatch): list, large-list, fixed-size-list and
-    primitive columns, and slices of the batch."""
+    """(description, a function making a RecordBatch): list, large-list, fixed-size-list, primitive
+    and string columns, and slices of the batch."""
     f32, i64 = pa.float32(), pa.int64()
 
     def batch():
@@ -692,6 +740,7 @@ def batch_cases():
             "score": pa.array([0.5, 1.5, 2.5, 3.5], f32),
             "embedding": pa.array([[1, 2], [3, 4], [5, 6], [7, 8]], pa.list_(pa.int16(), 2)),
             "flag": pa.array([True, False, True, True]),
+            "source": pa.array(["ein Satz", "", "zwei Sätze", "x"]),
         })
     return [
         ("a batch", batch),
@@ -771,7 +820,8 @@ def test_record_batch_refusals():
     too little room: the documented status, nothing written, nothing taken."""
     i32 = pa.int32()
     cases = [
-        ("a string column", lambda: pa.record_batch({"a": pa.array([1, 2], i32), "s": pa.array(["x", "y"])}),
+        ("a string view column",
+         lambda: pa.record_batch({"a": pa.array([1, 2], i32), "s": pa.array(["x", "y"], pa.string_view())}),
          UNSUPPORTED, {}),
         ("a null in a column", lambda: pa.record_batch({"a": pa.array([1, None], i32)}), INVALID_ARGUMENT, {}),
         ("a null row", lambda: pa.StructArray.from_arrays([pa.array([1, 2], i32)], names=["a"],
