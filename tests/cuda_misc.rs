@@ -446,6 +446,74 @@ fn gpu_arrow_device_bools_go_as_bits_packed_on_the_device() {
     }
 }
 
+/// Strings and fixed-size binary in device memory taken as uint8 device tensors: a device
+/// export's offsets and bytes relabelled as one `large_utf8` array (whole and sliced) and its
+/// rows of bytes as `fixed_size_binary`, taken zero copy, the offsets read from the device, the
+/// producer's array released once with the last handle.
+#[test]
+fn gpu_arrow_device_strings_are_taken_as_device_bytes() {
+    use lodtensor::interop::arrow::{from_arrow_device, to_arrow_device, ArrowArray, ArrowDeviceArray, ArrowSchema};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    if !gpu_or_skip() {
+        return;
+    }
+    static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    unsafe extern "C" fn count_release(a: *mut ArrowArray) {
+        RELEASED.fetch_add(1, Ordering::SeqCst);
+        (*a).release = None;
+    }
+    unsafe extern "C" fn release_schema(s: *mut ArrowSchema) {
+        (*s).release = None;
+    }
+    // "Grüße", "", "tok", "x" as one LoD level over their bytes, and as rows of 2 bytes.
+    let text = "Grüßetokx".as_bytes();
+    let sentences = LoDTensor::from_slice(text, &[text.len()], vec![vec![0, 7, 7, 10, 11]]).unwrap();
+    let pairs = LoDTensor::from_slice(&text[..10], &[5, 2], vec![]).unwrap();
+    // (tensor, format, array offset, LoD, the bytes taken)
+    for (x, format, offset, want_lod, want) in [
+        (&sentences, c"U", 0, vec![0, 7, 7, 10, 11], 0..11),
+        (&sentences, c"U", 1, vec![0, 0, 3, 4], 7..11),
+        (&pairs, c"w:2", 1, vec![], 2..10),
+    ] {
+        let on_device = gpu(x);
+        let (mut lent_schema, mut lent) = to_arrow_device(&on_device).unwrap();
+        unsafe {
+            // The elements and, for strings, the offsets of the export, as one array.
+            let elements = *(**lent.array.children).buffers.add(1);
+            let mut buffers = if x.lod().num_levels() > 0 {
+                vec![std::ptr::null(), *lent.array.buffers.add(1), elements]
+            } else {
+                vec![std::ptr::null(), elements]
+            };
+            let mut schema: ArrowSchema = std::mem::zeroed();
+            schema.format = format.as_ptr();
+            schema.release = Some(release_schema);
+            let mut device = ArrowDeviceArray { array: std::mem::zeroed(), ..lent };
+            device.array = ArrowArray {
+                length: lent.array.length - offset,
+                offset,
+                n_buffers: buffers.len() as i64,
+                buffers: buffers.as_mut_ptr(),
+                release: Some(count_release),
+                ..std::mem::zeroed()
+            };
+            let before = RELEASED.load(Ordering::SeqCst);
+            let y = from_arrow_device(&schema, &mut device).unwrap_or_else(|e| panic!("{format:?}: {e}"));
+            assert!(device.array.release.is_none(), "moved out");
+            assert_eq!((y.tensor().place(), y.tensor().dtype()), (GPU, DType::U8));
+            assert_eq!(y.lod().levels().first().cloned().unwrap_or_default(), want_lod, "{format:?}");
+            let first = on_device.tensor().as_ptr().cast::<u8>().add(want.start);
+            assert_eq!(y.tensor().as_ptr(), first.cast(), "zero copy");
+            let back = to_place(&y, Place::Cpu).unwrap();
+            assert_eq!(back.tensor().bytes().unwrap(), &text[want], "{format:?} from {offset}");
+            drop(y);
+            assert_eq!(RELEASED.load(Ordering::SeqCst), before + 1, "released with the last handle");
+            (lent_schema.release.unwrap())(&mut lent_schema);
+            (lent.array.release.unwrap())(&mut lent.array);
+        }
+    }
+}
+
 /// Device arrays on a CUDA device taken as device tensors: a device export comes back as the
 /// same device memory, the LoD read from the device, with and without an event to wait for;
 /// host buffers labelled as device memory, and bool elements there, are refused and left alone.
