@@ -103,6 +103,12 @@ struct ArrowDeviceArray {
 #endif /* ARROW_C_DEVICE_DATA_INTERFACE */
 
 
+// `lodtensor_to_arrow_strings`: any bytes, as `large_binary`.
+#define LODTENSOR_ARROW_BINARY 0
+
+// `lodtensor_to_arrow_strings`: UTF-8 text, as `large_utf8`, each string checked.
+#define LODTENSOR_ARROW_UTF8 1
+
 // The version of `beam_search_decoder_options_t` this header describes.
 #define LODTENSOR_BEAM_SEARCH_DECODER_OPTIONS_VERSION 1
 
@@ -1148,6 +1154,16 @@ lodtensor_status_t lodtensor_to_arrow_device(const struct lodtensor_t *t, struct
 // On failure neither struct is written.
 lodtensor_status_t lodtensor_to_arrow_device_record_batch(const struct lodtensor_t *const *columns, const char *const *names, size_t num_columns, struct ArrowSchema *out_schema, struct ArrowDeviceArray *out_array);
 
+// `lodtensor_to_arrow_strings` through the C device data interface, as
+// `lodtensor_to_arrow_device` lends a tensor: a host tensor on ARROW_DEVICE_CPU; on CUDA device n
+// the offsets and bytes are device memory and the call waits for the device's work, so
+// `sync_event` is NULL. UTF-8 on a device is checked on the host, after a copy of all the bytes
+// there (binary copies nothing).
+//
+// Returns as `lodtensor_to_arrow_strings` (but for CUDA tensors), and LODTENSOR_OUT_OF_MEMORY (no
+// host memory for the bytes to check) and LODTENSOR_INTERNAL (a CUDA driver failure) on a device.
+lodtensor_status_t lodtensor_to_arrow_device_strings(const struct lodtensor_t *t, int32_t encoding, struct ArrowSchema *out_schema, struct ArrowDeviceArray *out_array);
+
 // Fills `*out_schema` and `*out_array` with `num_columns` tensors as one Arrow record batch that
 // shares their memory, zero copy: a struct array (`+s`, named "", no nulls) whose child i is
 // `columns[i]` in the form `lodtensor_to_arrow` makes, named `names[i]` (UTF-8). Each column has
@@ -1163,6 +1179,22 @@ lodtensor_status_t lodtensor_to_arrow_device_record_batch(const struct lodtensor
 // LODTENSOR_OUT_OF_MEMORY (no memory for the list of columns or a column's bool bits). Errors
 // name the column (`columns[i]`). On failure neither struct is written.
 lodtensor_status_t lodtensor_to_arrow_record_batch(const struct lodtensor_t *const *columns, const char *const *names, size_t num_columns, struct ArrowSchema *out_schema, struct ArrowArray *out_array);
+
+// Fills `*out_schema` and `*out_array` with `t`, a 1-d uint8 tensor with a LoD (bytes, such as
+// text that `lodtensor_from_arrow` took from Arrow strings), as Arrow strings that share its
+// memory, zero copy: its last LoD level's sequences are the strings, one `large_utf8` (`U`,
+// `encoding` LODTENSOR_ARROW_UTF8) or `large_binary` (`Z`, LODTENSOR_ARROW_BINARY) array whose
+// int64 offsets are that level's and whose bytes are `t`'s elements; the levels above it are
+// `large_list`s as `lodtensor_to_arrow` makes them. So one level of sentences is a `large_utf8`
+// of one string a sentence. UTF-8 is checked string by string, as Arrow's strings must be; binary
+// takes any bytes. Released as `lodtensor_to_arrow`'s structs.
+//
+// Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_schema`, `out_array`), LODTENSOR_UNSUPPORTED (a
+// CUDA tensor: lend it with `lodtensor_to_arrow_device_strings`), LODTENSOR_INVALID_ARGUMENT (an
+// `encoding` other than the two; a dtype other than uint8; a tensor that is not 1-d or has no LoD;
+// for UTF-8, a string that is not UTF-8, the message naming its sequence and the byte where it
+// breaks). On failure neither struct is written.
+lodtensor_status_t lodtensor_to_arrow_strings(const struct lodtensor_t *t, int32_t encoding, struct ArrowSchema *out_schema, struct ArrowArray *out_array);
 
 // Lends `t`'s elements as a new DLPack managed tensor (`*out`) that shares its memory, zero
 // copy: DLPack version 1.0, `flags` 0 (writable: writes are seen through `t` and every handle

@@ -612,6 +612,122 @@ fn random_binary_arrays_are_taken_as_their_bytes() {
     }
 }
 
+/// Random text (words of 1-4 byte characters, empty ones among them) as a 1-d uint8 tensor, one
+/// LoD level a string, under `outer` levels of lists; with `damage`, one byte replaced at random.
+fn random_text(rng: &mut Rng, outer: usize, damage: bool) -> LoDTensor {
+    const CHARS: [&str; 6] = ["a", "Z", "ß", "ü", "語", "😀"];
+    let mut lod: Vec<Vec<usize>> = Vec::new();
+    let mut entries = 1 + rng.below(4);
+    for _ in 0..outer {
+        let mut level = vec![0];
+        for _ in 0..entries {
+            level.push(level.last().unwrap() + rng.below(4));
+        }
+        entries = *level.last().unwrap();
+        lod.push(level);
+    }
+    let (mut bytes, mut offsets) = (Vec::new(), vec![0]);
+    for _ in 0..entries {
+        for _ in 0..rng.below(4) {
+            bytes.extend_from_slice(CHARS[rng.below(CHARS.len())].as_bytes());
+        }
+        offsets.push(bytes.len());
+    }
+    if damage && !bytes.is_empty() {
+        let i = rng.below(bytes.len());
+        bytes[i] = rng.below(256) as u8;
+    }
+    lod.push(offsets);
+    LoDTensor::from_slice(&bytes, &[bytes.len()], lod).unwrap()
+}
+
+/// The first string of `x`'s last level that is not UTF-8, read string by string: its sequence
+/// and where it breaks.
+fn first_broken_string(x: &LoDTensor) -> Option<(usize, usize)> {
+    let bytes = x.tensor().bytes().unwrap();
+    let level = x.lod().levels().last().unwrap();
+    level
+        .windows(2)
+        .enumerate()
+        .find_map(|(i, w)| std::str::from_utf8(&bytes[w[0]..w[1]]).err().map(|e| (i, w[0] + e.valid_up_to())))
+}
+
+#[test]
+fn text_is_lent_as_arrow_strings_zero_copy() {
+    use lodtensor::interop::arrow::{to_arrow_strings, Encoding};
+    let mut rng = Rng(17);
+    let (mut lent, mut refused) = (0, 0);
+    for round in 0..600 {
+        let outer = rng.below(3);
+        let x = random_text(&mut rng, outer, round % 3 == 2);
+        let encoding = if round % 4 == 3 { Encoding::Binary } else { Encoding::Utf8 };
+        let broken = first_broken_string(&x).filter(|_| encoding == Encoding::Utf8);
+        let (schema, array) = match (to_arrow_strings(&x, encoding), broken) {
+            (Ok(lent), None) => lent,
+            (Err(Error::InvalidArgument(m)), Some((i, at))) => {
+                let want = format!("t: sequence {i} of LoD level {outer} (");
+                assert!(m.starts_with(&want) && m.ends_with(&format!("is not UTF-8 at byte {at}")), "{m}");
+                refused += 1;
+                continue;
+            }
+            (got, want) => panic!("round {round}: {:?} for the first broken string {want:?}", got.err()),
+        };
+        unsafe {
+            let mut expected = vec!["+L".to_owned(); outer];
+            expected.push(if encoding == Encoding::Utf8 { "U" } else { "Z" }.to_owned());
+            assert_eq!(formats(&schema), expected);
+            assert_eq!(read(&schema, &array), tensor_value(&x), "round {round}");
+            let mut strings = &array;
+            for _ in 0..outer {
+                strings = &**strings.children;
+            }
+            assert_eq!((strings.n_buffers, strings.n_children), (3, 0));
+            assert_eq!(*strings.buffers.add(1), x.lod().levels()[outer].as_ptr().cast(), "the LoD's offsets");
+            assert_eq!(*strings.buffers.add(2), x.tensor().as_ptr().cast(), "zero copy");
+            // Taken back, the same tensor.
+            let (schema, mut array) = (schema, array);
+            let y = from_arrow(&schema, &mut array).unwrap();
+            assert_eq!((y.lod(), y.tensor().bytes().unwrap()), (x.lod(), x.tensor().bytes().unwrap()));
+            drop(y);
+            let mut schema = schema;
+            (schema.release.unwrap())(&mut schema);
+        }
+        lent += 1;
+    }
+    assert!(lent > 300 && refused > 50, "{lent} lent, {refused} refused");
+}
+
+#[test]
+fn every_documented_refusal_of_a_strings_export() {
+    use lodtensor::interop::arrow::{to_arrow_device_strings, to_arrow_strings, Encoding, DEVICE_CPU};
+    let message = |x: &LoDTensor, encoding| match to_arrow_strings(x, encoding) {
+        Err(Error::InvalidArgument(m)) => m,
+        other => panic!("{:?}", other.map(|_| ())),
+    };
+    let text = |bytes: &[u8], lod: Vec<Vec<usize>>| LoDTensor::from_slice(bytes, &[bytes.len()], lod).unwrap();
+    let floats = LoDTensor::from_slice(&[1.0f32], &[1], vec![vec![0, 1]]).unwrap();
+    assert!(message(&floats, Encoding::Binary).contains("t: float32; strings are uint8 bytes"));
+    let rows = LoDTensor::from_slice(&[1u8, 2], &[1, 2], vec![vec![0, 1]]).unwrap();
+    assert!(message(&rows, Encoding::Binary).contains("t: dims [1, 2]; strings are a 1-d tensor of bytes"));
+    assert!(message(&text(b"ab", vec![]), Encoding::Binary).contains("t: has no LoD"));
+    // A character split between two strings: each is whole bytes of UTF-8 only together.
+    let split = text("ü".as_bytes(), vec![vec![0, 1, 2]]);
+    assert_eq!(message(&split, Encoding::Utf8), "t: sequence 0 of LoD level 0 (bytes 0..1) is not UTF-8 at byte 0");
+    assert!(to_arrow_strings(&split, Encoding::Binary).is_ok(), "binary takes any bytes");
+    let bad = text(b"ok\xffno", vec![vec![0, 3], vec![0, 2, 2, 5]]);
+    assert_eq!(message(&bad, Encoding::Utf8), "t: sequence 2 of LoD level 1 (bytes 2..5) is not UTF-8 at byte 2");
+    // The device form of a host tensor: the host export on the CPU.
+    let (mut schema, mut device) = to_arrow_device_strings(&split, Encoding::Binary).unwrap();
+    assert_eq!((device.device_type, device.device_id), (DEVICE_CPU, -1));
+    unsafe {
+        assert_eq!(formats(&schema), ["Z"]);
+        assert_eq!(*device.array.buffers.add(2), split.tensor().as_ptr().cast());
+        (schema.release.unwrap())(&mut schema);
+        (device.array.release.unwrap())(&mut device.array);
+    }
+    assert!(matches!(to_arrow_device_strings(&bad, Encoding::Utf8), Err(Error::InvalidArgument(_))));
+}
+
 /// Damages one array of `spec` within its buffers (what a careless producer might hand over):
 /// a shorter length, a larger offset, an offset entry anywhere, or a validity bitmap, mostly of
 /// set bits, with a null count of -1, 0 or 1.

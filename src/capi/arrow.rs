@@ -80,12 +80,72 @@ pub unsafe extern "C" fn lodtensor_to_arrow_device(
     lend(t, out_schema, out_array.cast::<arrow::ArrowDeviceArray>(), to_arrow_device)
 }
 
+/// `lodtensor_to_arrow_strings`: any bytes, as `large_binary`.
+pub const LODTENSOR_ARROW_BINARY: i32 = 0;
+/// `lodtensor_to_arrow_strings`: UTF-8 text, as `large_utf8`, each string checked.
+pub const LODTENSOR_ARROW_UTF8: i32 = 1;
+
+fn encoding_of(encoding: i32) -> Result<arrow::Encoding> {
+    match encoding {
+        LODTENSOR_ARROW_BINARY => Ok(arrow::Encoding::Binary),
+        LODTENSOR_ARROW_UTF8 => Ok(arrow::Encoding::Utf8),
+        other => Err(err!(
+            InvalidArgument,
+            "encoding: {other} is not LODTENSOR_ARROW_BINARY (0) or LODTENSOR_ARROW_UTF8 (1)"
+        )),
+    }
+}
+
+/// Fills `*out_schema` and `*out_array` with `t`, a 1-d uint8 tensor with a LoD (bytes, such as
+/// text that `lodtensor_from_arrow` took from Arrow strings), as Arrow strings that share its
+/// memory, zero copy: its last LoD level's sequences are the strings, one `large_utf8` (`U`,
+/// `encoding` LODTENSOR_ARROW_UTF8) or `large_binary` (`Z`, LODTENSOR_ARROW_BINARY) array whose
+/// int64 offsets are that level's and whose bytes are `t`'s elements; the levels above it are
+/// `large_list`s as `lodtensor_to_arrow` makes them. So one level of sentences is a `large_utf8`
+/// of one string a sentence. UTF-8 is checked string by string, as Arrow's strings must be; binary
+/// takes any bytes. Released as `lodtensor_to_arrow`'s structs.
+///
+/// Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_schema`, `out_array`), LODTENSOR_UNSUPPORTED (a
+/// CUDA tensor: lend it with `lodtensor_to_arrow_device_strings`), LODTENSOR_INVALID_ARGUMENT (an
+/// `encoding` other than the two; a dtype other than uint8; a tensor that is not 1-d or has no LoD;
+/// for UTF-8, a string that is not UTF-8, the message naming its sequence and the byte where it
+/// breaks). On failure neither struct is written.
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_to_arrow_strings(
+    t: *const lodtensor_t,
+    encoding: i32,
+    out_schema: *mut ArrowSchema,
+    out_array: *mut ArrowArray,
+) -> lodtensor_status_t {
+    lend(t, out_schema, out_array.cast::<arrow::ArrowArray>(), |t| arrow::to_arrow_strings(t, encoding_of(encoding)?))
+}
+
+/// `lodtensor_to_arrow_strings` through the C device data interface, as
+/// `lodtensor_to_arrow_device` lends a tensor: a host tensor on ARROW_DEVICE_CPU; on CUDA device n
+/// the offsets and bytes are device memory and the call waits for the device's work, so
+/// `sync_event` is NULL. UTF-8 on a device is checked on the host, after a copy of all the bytes
+/// there (binary copies nothing).
+///
+/// Returns as `lodtensor_to_arrow_strings` (but for CUDA tensors), and LODTENSOR_OUT_OF_MEMORY (no
+/// host memory for the bytes to check) and LODTENSOR_INTERNAL (a CUDA driver failure) on a device.
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_to_arrow_device_strings(
+    t: *const lodtensor_t,
+    encoding: i32,
+    out_schema: *mut ArrowSchema,
+    out_array: *mut ArrowDeviceArray,
+) -> lodtensor_status_t {
+    lend(t, out_schema, out_array.cast::<arrow::ArrowDeviceArray>(), |t| {
+        arrow::to_arrow_device_strings(t, encoding_of(encoding)?)
+    })
+}
+
 /// `export` of `t` written into the caller's structs, only when it succeeds.
 unsafe fn lend<A>(
     t: *const lodtensor_t,
     out_schema: *mut ArrowSchema,
     out_array: *mut A,
-    export: fn(&LoDTensor) -> crate::Result<(arrow::ArrowSchema, A)>,
+    export: impl FnOnce(&LoDTensor) -> crate::Result<(arrow::ArrowSchema, A)>,
 ) -> lodtensor_status_t {
     boundary(|| {
         let t = &args::get(t, "t")?.inner;

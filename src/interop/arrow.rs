@@ -98,6 +98,7 @@ enum Layer {
     /// and its uint8 elements in one array, the offsets in buffer 1 and the bytes in buffer 2.
     Bytes {
         wide: bool,
+        utf8: bool,
     },
     /// Fixed-size binary of this many bytes (`w:n`): a dim of uint8 elements.
     FixedBytes(usize),
@@ -110,7 +111,14 @@ impl Layer {
             Layer::List { wide } => if wide { "+L" } else { "+l" }.to_owned(),
             Layer::Fixed(n) => format!("+w:{n}"),
             Layer::Values(dtype) => primitive_format(dtype).expect("checked by the exporter").to_owned(),
-            Layer::Bytes { .. } | Layer::FixedBytes(_) => unreachable!("the exporter lends no binary arrays"),
+            Layer::Bytes { wide, utf8 } => match (wide, utf8) {
+                (false, false) => "z",
+                (false, true) => "u",
+                (true, false) => "Z",
+                (true, true) => "U",
+            }
+            .to_owned(),
+            Layer::FixedBytes(n) => format!("w:{n}"),
         }
     }
 
@@ -126,8 +134,9 @@ impl Layer {
         match format {
             "+L" => return Ok(Layer::List { wide: true }),
             "+l" => return Ok(Layer::List { wide: false }),
-            "Z" | "U" => return Ok(Layer::Bytes { wide: true }),
-            "z" | "u" => return Ok(Layer::Bytes { wide: false }),
+            "z" | "u" | "Z" | "U" => {
+                return Ok(Layer::Bytes { wide: format == "Z" || format == "U", utf8: format == "u" || format == "U" })
+            }
             _ => {}
         }
         if let Some(&dtype) = DType::ALL.iter().find(|&&d| primitive_format(d) == Some(format)) {
@@ -202,7 +211,7 @@ struct DeviceParts {
 /// An exported array's own part: its buffer list and its children (a record batch's struct lends
 /// nothing of its own).
 struct ArrayPart {
-    buffers: [*const c_void; 2],
+    buffers: [*const c_void; 3],
     children: Children<ArrowArray>,
     _lent: Option<Arc<Lent>>,
 }
@@ -310,7 +319,7 @@ pub type Column<'a> = (&'a LoDTensor, &'a str);
 /// `OutOfMemory` (no memory for the bits of bool elements).
 pub fn to_arrow(x: &LoDTensor) -> Result<(ArrowSchema, ArrowArray)> {
     ensure_on_host(x, "t", "lodtensor_to_arrow_device")?;
-    export(x, DeviceParts::default(), "", "t")
+    export(x, DeviceParts::default(), None, "", "t")
 }
 
 /// `columns` (each a tensor and its field name) as an Arrow record batch that shares their
@@ -354,7 +363,7 @@ pub fn to_arrow_device(x: &LoDTensor) -> Result<(ArrowSchema, ArrowDeviceArray)>
     let place = x.tensor().place();
     let parts = device_parts(x, "t")?;
     synchronize(place)?;
-    let (schema, array) = export(x, parts, "", "t")?;
+    let (schema, array) = export(x, parts, None, "", "t")?;
     Ok((schema, on_device(array, place)))
 }
 
@@ -378,6 +387,82 @@ pub fn to_arrow_device_record_batch(columns: &[Column]) -> Result<(ArrowSchema, 
     synchronize(place)?;
     let (schema, array) = export_batch(columns, parts)?;
     Ok((schema, on_device(array, place)))
+}
+
+/// How [`to_arrow_strings`] lends its sequences of bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    /// Any bytes, as `large_binary` (`Z`).
+    Binary,
+    /// UTF-8 text, as `large_utf8` (`U`): every string is checked to be UTF-8, as Arrow's strings
+    /// must be.
+    Utf8,
+}
+
+/// `x`, a 1-d uint8 tensor with a LoD, as Arrow strings or binary that share its memory: its last
+/// LoD level's sequences are the strings (the level's offsets, as int64, and the elements their
+/// bytes, one `large_utf8` or `large_binary` array), the levels above it `large_list`s as
+/// [`to_arrow`] makes them. So one level of sentences' bytes is a `large_utf8` of one string a
+/// sentence, and two levels `large_list<large_utf8>`. Released as [`to_arrow`]'s structs.
+///
+/// Errors: `Unsupported` (a CUDA tensor, see [`to_arrow_device_strings`]); `InvalidArgument` (a
+/// dtype other than uint8, a tensor that is not 1-d or has no LoD, or for `Utf8` a string that is
+/// not UTF-8, named by its sequence and the byte where it breaks).
+pub fn to_arrow_strings(x: &LoDTensor, encoding: Encoding) -> Result<(ArrowSchema, ArrowArray)> {
+    ensure_on_host(x, "t", "lodtensor_to_arrow_device_strings")?;
+    check_strings(x, encoding, "t")?;
+    export(x, DeviceParts::default(), Some(encoding), "", "t")
+}
+
+/// [`to_arrow_strings`] through the C device data interface, as [`to_arrow_device`] lends a
+/// tensor: on a CUDA device the bytes and offsets are device memory and the device's work has
+/// finished. `Utf8` on a device checks the bytes on the host, after a copy of all of them there
+/// (`Binary` copies nothing).
+///
+/// Errors: as [`to_arrow_strings`] (but for CUDA tensors), and `OutOfMemory` (no host memory for
+/// the bytes to check) and `Internal` (a CUDA driver failure) on a device.
+pub fn to_arrow_device_strings(x: &LoDTensor, encoding: Encoding) -> Result<(ArrowSchema, ArrowDeviceArray)> {
+    let place = x.tensor().place();
+    check_strings(x, encoding, "t")?;
+    let parts = device_parts(x, "t")?;
+    synchronize(place)?;
+    let (schema, array) = export(x, parts, Some(encoding), "", "t")?;
+    Ok((schema, on_device(array, place)))
+}
+
+/// Checks that `x` has the form of strings (1-d uint8 under a LoD) and, for UTF-8, that each of
+/// its last level's sequences is UTF-8 (its bytes read to the host first on a device).
+fn check_strings(x: &LoDTensor, encoding: Encoding, arg: &str) -> Result<()> {
+    let t = x.tensor();
+    ensure!(t.dtype() == DType::U8, InvalidArgument, "{arg}: {}; strings are uint8 bytes", t.dtype());
+    ensure!(
+        t.dims().as_slice().len() == 1,
+        InvalidArgument,
+        "{arg}: dims {:?}; strings are a 1-d tensor of bytes",
+        t.dims().as_slice()
+    );
+    let Some(level) = x.lod().levels().last() else {
+        return Err(err!(InvalidArgument, "{arg}: has no LoD; the strings are its last LoD level's sequences"));
+    };
+    if encoding == Encoding::Binary {
+        return Ok(());
+    }
+    let bytes = match t.place() {
+        Place::Cpu => Cow::Borrowed(t.bytes()?),
+        Place::Cuda(_) => unsafe { read_bytes(t.place(), t.as_ptr().cast(), 0, t.nbytes(), arg)? },
+    };
+    // String by string: bytes that are UTF-8 together may split a character between two.
+    let broken = level.windows(2).enumerate().find_map(|(i, w)| {
+        std::str::from_utf8(&bytes[w[0]..w[1]]).err().map(|e| (i, w[0], w[1], w[0] + e.valid_up_to()))
+    });
+    match broken {
+        None => Ok(()),
+        Some((i, start, end, at)) => Err(err!(
+            InvalidArgument,
+            "{arg}: sequence {i} of LoD level {} (bytes {start}..{end}) is not UTF-8 at byte {at}",
+            x.lod().num_levels() - 1
+        )),
+    }
 }
 
 /// What a device export of `x` lends of its own (see [`DeviceParts`]), queued on its device:
@@ -435,11 +520,11 @@ fn export_batch(columns: &[Column], mut parts: Vec<DeviceParts>) -> Result<(Arro
     let mut arrays = Children::with_capacity(columns.len(), "columns")?;
     for (i, &(x, name)) in columns.iter().enumerate() {
         let lent = parts.get_mut(i).map(std::mem::take).unwrap_or_default();
-        let (schema, array) = export(x, lent, name, &format!("columns[{i}]"))?;
+        let (schema, array) = export(x, lent, None, name, &format!("columns[{i}]"))?;
         schemas.push(schema);
         arrays.push(array);
     }
-    Ok((export_schema("+s", "", schemas), export_array(entries, 1, std::ptr::null(), arrays, None)))
+    Ok((export_schema("+s", "", schemas), export_array(entries, 1, [std::ptr::null(); 2], arrays, None)))
 }
 
 /// The entries `x` makes as a record batch's column: its sequences at LoD level 0, or its rows.
@@ -454,9 +539,16 @@ fn top_entries(x: &LoDTensor, arg: &str) -> Result<usize> {
 }
 
 /// The export of `x`, lending `device`'s LoD offsets (one allocation a level) and bits where it
-/// has them, else the LoD's own and bits packed here; its root is named `name`, and errors name it
-/// `arg`.
-fn export(x: &LoDTensor, device: DeviceParts, name: &str, arg: &str) -> Result<(ArrowSchema, ArrowArray)> {
+/// has them, else the LoD's own and bits packed here; with `strings` (for an `x` that
+/// [`check_strings`] took), its last LoD level and its bytes as one binary array. Its root is named
+/// `name`, and errors name it `arg`.
+fn export(
+    x: &LoDTensor,
+    device: DeviceParts,
+    strings: Option<Encoding>,
+    name: &str,
+    arg: &str,
+) -> Result<(ArrowSchema, ArrowArray)> {
     let tensor = x.tensor();
     let dtype = tensor.dtype();
     ensure!(primitive_format(dtype).is_some(), Unsupported, "{arg}: {dtype} has no Arrow type");
@@ -470,30 +562,38 @@ fn export(x: &LoDTensor, device: DeviceParts, name: &str, arg: &str) -> Result<(
         None => tensor.as_ptr(),
     };
 
-    // The chain, outermost first, with each array's length and data buffer.
+    // The chain, outermost first, with each array's length and buffers after the validity.
     let lod = x.lod();
-    let mut chain: Vec<(Layer, usize, *const c_void)> = lod
+    let null = std::ptr::null();
+    let mut chain: Vec<(Layer, usize, [*const c_void; 2])> = lod
         .levels()
         .iter()
         .enumerate()
         .map(|(k, level)| {
             let offsets = device.levels.get(k).map_or(level.as_ptr().cast(), |a| a.as_ptr().cast());
-            (Layer::List { wide: true }, level.len() - 1, offsets)
+            (Layer::List { wide: true }, level.len() - 1, [offsets, null])
         })
         .collect();
-    let mut length = dims[0];
-    for &d in &dims[1..] {
-        chain.push((Layer::Fixed(d), length, std::ptr::null()));
-        length *= d;
+    if let Some(encoding) = strings {
+        // The last level's list and its bytes are one binary array.
+        let (_, strings, [offsets, _]) = chain.pop().expect("strings have a LoD");
+        let utf8 = encoding == Encoding::Utf8;
+        chain.push((Layer::Bytes { wide: true, utf8 }, strings, [offsets, values.cast()]));
+    } else {
+        let mut length = dims[0];
+        for &d in &dims[1..] {
+            chain.push((Layer::Fixed(d), length, [null, null]));
+            length *= d;
+        }
+        chain.push((Layer::Values(dtype), length, [values.cast(), null]));
     }
-    chain.push((Layer::Values(dtype), length, values.cast()));
 
     let lent = Arc::new(Lent { _tensor: tensor.clone(), _lod: lod.clone(), _bits: bits, _device: device });
     let mut array = None;
     let mut schema = None;
-    for (i, &(layer, length, data)) in chain.iter().enumerate().rev() {
+    for (i, &(layer, length, buffers)) in chain.iter().enumerate().rev() {
         let n_buffers = layer.shape().0;
-        array = Some(export_array(length, n_buffers, data, Children::one(array.take()), Some(&lent)));
+        array = Some(export_array(length, n_buffers, buffers, Children::one(array.take()), Some(&lent)));
         let format = layer.format();
         schema = Some(export_schema(&format, if i == 0 { name } else { "item" }, Children::one(schema.take())));
     }
@@ -507,16 +607,17 @@ fn pack_bits(bytes: &[u8], arg: &str) -> Result<Vec<u8>> {
 }
 
 /// An exported array of `length` entries with `n_buffers` buffers (a validity buffer, always
-/// NULL, then `data`) and `children`, keeping `lent` alive.
+/// NULL, then as many of `data` as it has room for) and `children`, keeping `lent` alive.
 fn export_array(
     length: usize,
     n_buffers: i64,
-    data: *const c_void,
+    [first, second]: [*const c_void; 2],
     children: Children<ArrowArray>,
     lent: Option<&Arc<Lent>>,
 ) -> ArrowArray {
     let n_children = children.len();
-    let part = Box::into_raw(Box::new(ArrayPart { buffers: [std::ptr::null(), data], children, _lent: lent.cloned() }));
+    let buffers = [std::ptr::null(), first, second];
+    let part = Box::into_raw(Box::new(ArrayPart { buffers, children, _lent: lent.cloned() }));
     ArrowArray {
         length: length as i64,
         null_count: 0,
@@ -832,7 +933,7 @@ unsafe fn read_column(
                 None
             }
             Layer::Values(dtype) => Some((1, dtype, at, len)),
-            Layer::Bytes { wide } => {
+            Layer::Bytes { wide, .. } => {
                 let (first, last, level) = read_offsets(node, wide, place, at, len, &at_path)?;
                 ensure!(
                     last <= PAST_ANY_BUFFER,
