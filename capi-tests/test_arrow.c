@@ -2,7 +2,8 @@
  * structs as lodtensor.h defines them. An exported LoD tensor's chain (formats, lengths, offsets,
  * elements in place) and its memory outliving the tensor; a producer's sliced list array taken
  * zero copy, moved out of the caller's struct, released exactly once when the last handle goes
- * and never on failure; a producer's strings taken as bytes; every documented failure; the device export (C device data interface) of
+ * and never on failure; a producer's strings taken as bytes and text lent as strings, on the host
+ * and on a device; every documented failure; the device export (C device data interface) of
  * a host tensor and, where CUDA can be used, of a device tensor, whose buffers are device memory. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -236,6 +237,88 @@ static void test_strings(void) {
     schema.release(&schema);
 }
 
+/* Text lent as Arrow strings: "Grüße", "", "tok" (one LoD level over their bytes) as large_utf8
+ * and as large_binary, the LoD's offsets and the tensor's bytes in place, taken back whole; every
+ * documented refusal, with the outputs left alone. */
+static void test_strings_export(void) {
+    static const char text[] = "Gr\xc3\xbc\xc3\x9f" "etok";
+    static const int64_t dims[1] = {10}, rows[2] = {1, 10};
+    static const size_t l0[4] = {0, 7, 7, 10};
+    static const int64_t l0_i64[4] = {0, 7, 7, 10};
+    lodtensor_t *x = fx_make(fx_u8(), dims, 1, text, l0, 4, NULL, 0), *y = NULL;
+    lodtensor_t *floats = fx_make(fx_f32(), dims, 1, (const float[10]){0}, l0, 4, NULL, 0);
+    lodtensor_t *matrix = fx_make(fx_u8(), rows, 2, text, (const size_t[2]){0, 1}, 2, NULL, 0);
+    lodtensor_t *flat = fx_make(fx_u8(), dims, 1, text, NULL, 0, NULL, 0);
+    lodtensor_t *split = fx_make(fx_u8(), dims, 1, text, (const size_t[4]){0, 3, 7, 10}, 4, NULL, 0);
+    struct ArrowSchema schema;
+    struct ArrowArray array;
+    struct ArrowDeviceArray device;
+    int encoding;
+    for (encoding = LODTENSOR_ARROW_BINARY; encoding <= LODTENSOR_ARROW_UTF8; ++encoding) {
+        if (!CHECK_OK(lodtensor_to_arrow_strings(x, encoding, &schema, &array))) {
+            continue;
+        }
+        CHECK(strcmp(schema.format, encoding == LODTENSOR_ARROW_UTF8 ? "U" : "Z") == 0 && schema.n_children == 0);
+        CHECK(array.length == 3 && array.n_buffers == 3 && array.n_children == 0 && array.buffers[0] == NULL);
+        CHECK(memcmp(array.buffers[1], l0_i64, sizeof l0_i64) == 0);
+        CHECK_EQ_PTR(array.buffers[2], fx_data(x));
+        if (CHECK_OK(lodtensor_from_arrow(&schema, &array, &y))) {
+            fx_same(y, x);
+            lodtensor_destroy(y);
+        } else {
+            array.release(&array);
+        }
+        schema.release(&schema);
+    }
+    /* "Gr" + the first byte of "ü" is not UTF-8 on its own; as binary it is bytes. */
+    memset(&schema, 0, sizeof schema);
+    memset(&array, 0, sizeof array);
+    CHECK_STATUS_MSG(lodtensor_to_arrow_strings(split, LODTENSOR_ARROW_UTF8, &schema, &array),
+                     LODTENSOR_INVALID_ARGUMENT, "t: sequence 0 of LoD level 0 (bytes 0..3) is not UTF-8 at byte 2");
+    CHECK(schema.release == NULL && array.release == NULL); /* not written */
+    if (CHECK_OK(lodtensor_to_arrow_strings(split, LODTENSOR_ARROW_BINARY, &schema, &array))) {
+        schema.release(&schema);
+        array.release(&array);
+    }
+    CHECK_STATUS_MSG(lodtensor_to_arrow_strings(NULL, LODTENSOR_ARROW_UTF8, &schema, &array), LODTENSOR_NULL_ARGUMENT,
+                     "t");
+    CHECK_STATUS_MSG(lodtensor_to_arrow_strings(x, LODTENSOR_ARROW_UTF8, NULL, &array), LODTENSOR_NULL_ARGUMENT,
+                     "out_schema");
+    CHECK_STATUS_MSG(lodtensor_to_arrow_strings(x, LODTENSOR_ARROW_UTF8, &schema, NULL), LODTENSOR_NULL_ARGUMENT,
+                     "out_array");
+    CHECK_STATUS_MSG(lodtensor_to_arrow_strings(x, 2, &schema, &array), LODTENSOR_INVALID_ARGUMENT,
+                     "encoding: 2 is not");
+    CHECK_STATUS_MSG(lodtensor_to_arrow_strings(floats, LODTENSOR_ARROW_BINARY, &schema, &array),
+                     LODTENSOR_INVALID_ARGUMENT, "strings are uint8 bytes");
+    CHECK_STATUS_MSG(lodtensor_to_arrow_strings(matrix, LODTENSOR_ARROW_BINARY, &schema, &array),
+                     LODTENSOR_INVALID_ARGUMENT, "1-d tensor of bytes");
+    CHECK_STATUS_MSG(lodtensor_to_arrow_strings(flat, LODTENSOR_ARROW_BINARY, &schema, &array),
+                     LODTENSOR_INVALID_ARGUMENT, "has no LoD");
+    /* The device form of a host tensor: on ARROW_DEVICE_CPU. */
+    if (CHECK_OK(lodtensor_to_arrow_device_strings(x, LODTENSOR_ARROW_UTF8, &schema, &device))) {
+        CHECK(device.device_type == ARROW_DEVICE_CPU && device.device_id == -1 && device.sync_event == NULL);
+        CHECK(strcmp(schema.format, "U") == 0);
+        CHECK_EQ_PTR(device.array.buffers[2], fx_data(x));
+        schema.release(&schema);
+        device.array.release(&device.array);
+    }
+    CHECK_STATUS_MSG(lodtensor_to_arrow_device_strings(NULL, LODTENSOR_ARROW_UTF8, &schema, &device),
+                     LODTENSOR_NULL_ARGUMENT, "t");
+    CHECK_STATUS_MSG(lodtensor_to_arrow_device_strings(x, LODTENSOR_ARROW_UTF8, NULL, &device),
+                     LODTENSOR_NULL_ARGUMENT, "out_schema");
+    CHECK_STATUS_MSG(lodtensor_to_arrow_device_strings(x, LODTENSOR_ARROW_UTF8, &schema, NULL),
+                     LODTENSOR_NULL_ARGUMENT, "out_array");
+    CHECK_STATUS_MSG(lodtensor_to_arrow_device_strings(x, -1, &schema, &device), LODTENSOR_INVALID_ARGUMENT,
+                     "encoding: -1");
+    CHECK_STATUS_MSG(lodtensor_to_arrow_device_strings(split, LODTENSOR_ARROW_UTF8, &schema, &device),
+                     LODTENSOR_INVALID_ARGUMENT, "is not UTF-8 at byte 2");
+    lodtensor_destroy(split);
+    lodtensor_destroy(flat);
+    lodtensor_destroy(matrix);
+    lodtensor_destroy(floats);
+    lodtensor_destroy(x);
+}
+
 /* Imports a produced array after `damage`, expecting `status` with `words` in the message, *out
  * and the array left alone. */
 static void check_refused(void (*damage)(struct ArrowSchema *, struct ArrowArray *), int32_t status,
@@ -409,6 +492,45 @@ static int device_i64_equal(const void *p, const int64_t *want, size_t n) {
     return ok;
 }
 
+/* Text on a device lent as Arrow strings: the offsets and bytes device memory, the host call
+ * refused, UTF-8 checked (after a copy to the host). */
+static void test_device_strings(void) {
+    static const int64_t dims[1] = {3};
+    static const size_t l0[3] = {0, 2, 3};
+    static const int64_t l0_i64[3] = {0, 2, 3};
+    lodtensor_t *x = fx_make(fx_u8(), dims, 1, "\xc3\xbcx", l0, 3, NULL, 0), *on_device = NULL;
+    lodtensor_t *split = fx_make(fx_u8(), dims, 1, "\xc3\xbcx", (const size_t[3]){0, 1, 3}, 3, NULL, 0);
+    lodtensor_t *split_on_device = NULL;
+    struct ArrowSchema schema;
+    struct ArrowArray array;
+    struct ArrowDeviceArray device;
+    if (CHECK_OK(lodtensor_to_place(x, fx_place(LODTENSOR_DEVICE_CUDA, 0), &on_device))) {
+        CHECK_STATUS_MSG(lodtensor_to_arrow_strings(on_device, LODTENSOR_ARROW_UTF8, &schema, &array),
+                         LODTENSOR_UNSUPPORTED, "lodtensor_to_arrow_device_strings");
+        if (CHECK_OK(lodtensor_to_arrow_device_strings(on_device, LODTENSOR_ARROW_UTF8, &schema, &device))) {
+            CHECK(device.device_type == ARROW_DEVICE_CUDA && device.device_id == 0 && device.sync_event == NULL);
+            CHECK(strcmp(schema.format, "U") == 0 && device.array.length == 2);
+            CHECK_EQ_PTR(device.array.buffers[2], fx_data(on_device));
+            device_i64_equal(device.array.buffers[1], l0_i64, 3);
+            schema.release(&schema);
+            device.array.release(&device.array);
+        }
+    }
+    if (CHECK_OK(lodtensor_to_place(split, fx_place(LODTENSOR_DEVICE_CUDA, 0), &split_on_device))) {
+        CHECK_STATUS_MSG(lodtensor_to_arrow_device_strings(split_on_device, LODTENSOR_ARROW_UTF8, &schema, &device),
+                         LODTENSOR_INVALID_ARGUMENT, "t: sequence 0 of LoD level 0 (bytes 0..1) is not UTF-8 at byte 0");
+        if (CHECK_OK(lodtensor_to_arrow_device_strings(split_on_device, LODTENSOR_ARROW_BINARY, &schema, &device))) {
+            CHECK(strcmp(schema.format, "Z") == 0);
+            schema.release(&schema);
+            device.array.release(&device.array);
+        }
+    }
+    lodtensor_destroy(split_on_device);
+    lodtensor_destroy(split);
+    lodtensor_destroy(on_device);
+    lodtensor_destroy(x);
+}
+
 static void test_with_cuda(size_t count) {
     static const int64_t dims[1] = {3};
     static const size_t l0[3] = {0, 1, 3};
@@ -486,6 +608,7 @@ static void test_with_cuda(size_t count) {
     lodtensor_destroy(flags);
     lodtensor_destroy(on_device);
     lodtensor_destroy(x);
+    test_device_strings();
 }
 
 static void test_without_cuda(void) {
@@ -509,6 +632,7 @@ int main(void) {
     test_import();
     test_round_trip();
     test_strings();
+    test_strings_export();
     test_errors();
     test_device_export_on_the_host();
     fx_with_or_without_cuda("test_arrow", test_with_cuda, test_without_cuda);

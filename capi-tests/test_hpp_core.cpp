@@ -400,6 +400,23 @@ void test_arrow() {
     CHECK(w.lod_levels() == 1 && same<std::size_t>(w.lod_offsets(0), {0, 2, 5}));
     schema.release(&schema);
     EXPECT_ERROR(lt::to_arrow_device(z, nullptr, &device), LODTENSOR_NULL_ARGUMENT, "out_schema");
+
+    // Text as Arrow strings, over the tensor's bytes, and back.
+    const std::size_t three[] = {3}, ends[] = {0, 3, 5};
+    lt::Tensor words = lt::Tensor::create<std::uint8_t>({'t', 'o', 'k', 'y', 'o'}, {5}, lt::Lod::offsets(three, ends));
+    lt::to_arrow_strings(words, LODTENSOR_ARROW_UTF8, &schema, &array);
+    CHECK(std::string(schema.format) == "U" && array.length == 2 && array.n_buffers == 3);
+    CHECK(array.buffers[2] == words.data<std::uint8_t>().data());
+    lt::Tensor back = lt::from_arrow(&schema, &array);
+    CHECK(same<std::size_t>(back.lod_offsets(0), {0, 3, 5}) && back.data<std::uint8_t>().data() == words.data<std::uint8_t>().data());
+    schema.release(&schema);
+    lt::to_arrow_device_strings(words, LODTENSOR_ARROW_BINARY, &schema, &device);
+    CHECK(std::string(schema.format) == "Z" && device.device_type == ARROW_DEVICE_CPU);
+    schema.release(&schema);
+    device.array.release(&device.array);
+    EXPECT_ERROR(lt::to_arrow_strings(z, LODTENSOR_ARROW_UTF8, &schema, &array), LODTENSOR_INVALID_ARGUMENT,
+                 "strings are uint8 bytes");
+    EXPECT_ERROR(lt::to_arrow_device_strings(words, 7, &schema, &device), LODTENSOR_INVALID_ARGUMENT, "encoding: 7");
 }
 
 // Arrow record batches: a LoD column and a plain one lent as one struct, named, over the

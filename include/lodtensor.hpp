@@ -485,6 +485,20 @@ inline void to_arrow(TensorRef x, ArrowSchema *out_schema, ArrowArray *out_array
 inline void to_arrow_device(TensorRef x, ArrowSchema *out_schema, ArrowDeviceArray *out_array) {
     check(lodtensor_to_arrow_device(x.get(), out_schema, out_array));
 }
+// x, a 1-d uint8 tensor with a LoD, lent as Arrow strings (lodtensor_to_arrow_strings), zero
+// copy: its last LoD level's sequences as one large_utf8 (`encoding` LODTENSOR_ARROW_UTF8, each
+// string checked to be UTF-8) or large_binary (LODTENSOR_ARROW_BINARY) array, the levels above it
+// large lists. Released as to_arrow's structs. When this throws, neither struct was written.
+inline void to_arrow_strings(TensorRef x, std::int32_t encoding, ArrowSchema *out_schema, ArrowArray *out_array) {
+    check(lodtensor_to_arrow_strings(x.get(), encoding, out_schema, out_array));
+}
+// to_arrow_strings through Arrow's C device data interface (lodtensor_to_arrow_device_strings),
+// as to_arrow_device lends a tensor; UTF-8 on a device is checked after a copy of the bytes to the
+// host.
+inline void to_arrow_device_strings(TensorRef x, std::int32_t encoding, ArrowSchema *out_schema,
+                                    ArrowDeviceArray *out_array) {
+    check(lodtensor_to_arrow_device_strings(x.get(), encoding, out_schema, out_array));
+}
 // A tensor that takes the Arrow array `*array` of type `*schema` (lodtensor_from_arrow), zero
 // copy (bool elements are unpacked into a copy): the array is moved (`array->release` becomes
 // NULL) and released once, when the last handle over its memory goes. `*schema` is only read and

@@ -711,6 +711,39 @@ func (t *Tensor) ToArrowDevice(schema, array unsafe.Pointer) error {
 	})
 }
 
+// ArrowEncoding says how ToArrowStrings lends bytes (LODTENSOR_ARROW_*).
+type ArrowEncoding int32
+
+const (
+	// ArrowBinary lends any bytes, as large_binary.
+	ArrowBinary ArrowEncoding = C.LODTENSOR_ARROW_BINARY
+	// ArrowUTF8 lends UTF-8 text, as large_utf8, each string checked to be UTF-8.
+	ArrowUTF8 ArrowEncoding = C.LODTENSOR_ARROW_UTF8
+)
+
+// ToArrowStrings lends t, a 1-d uint8 tensor with a LoD, to Arrow as strings
+// (lodtensor_to_arrow_strings), zero copy: its last LoD level's sequences are one large_utf8
+// (ArrowUTF8) or large_binary (ArrowBinary) array, the levels above it large lists as ToArrow
+// makes them. Released as ToArrow's structs. On an error neither struct is written.
+func (t *Tensor) ToArrowStrings(encoding ArrowEncoding, schema, array unsafe.Pointer) error {
+	defer runtime.KeepAlive(t)
+	return call(func() C.lodtensor_status_t {
+		return C.lodtensor_to_arrow_strings(t.c(), C.int32_t(encoding), (*C.struct_ArrowSchema)(schema),
+			(*C.struct_ArrowArray)(array))
+	})
+}
+
+// ToArrowDeviceStrings is ToArrowStrings through the C device data interface
+// (lodtensor_to_arrow_device_strings), as ToArrowDevice lends a tensor; UTF-8 on a device is
+// checked after a copy of the bytes to the host.
+func (t *Tensor) ToArrowDeviceStrings(encoding ArrowEncoding, schema, array unsafe.Pointer) error {
+	defer runtime.KeepAlive(t)
+	return call(func() C.lodtensor_status_t {
+		return C.lodtensor_to_arrow_device_strings(t.c(), C.int32_t(encoding), (*C.struct_ArrowSchema)(schema),
+			(*C.struct_ArrowDeviceArray)(array))
+	})
+}
+
 // FromArrowDevice takes the Arrow device array at array (a struct ArrowDeviceArray), of the type
 // at schema (lodtensor_from_arrow_device), as a tensor, zero copy, as FromArrow takes an array: on
 // the CPU for ARROW_DEVICE_CPU and ARROW_DEVICE_CUDA_HOST, on CUDA device n for ARROW_DEVICE_CUDA

@@ -352,6 +352,39 @@ func TestArrowDevice(t *testing.T) {
 	arrowc.ReleaseSchema(schema)
 }
 
+// Text lent as Arrow strings over the tensor's bytes, taken back, and refused when not UTF-8.
+func TestArrowStrings(t *testing.T) {
+	text := []byte("Grüße!")
+	x := must[*lt.Tensor](t)(lt.NewTensor(text, []int64{int64(len(text))}, lt.Offsets([]int{0, 7, 8})))
+	defer x.Close()
+	schema, array := arrowc.New()
+	defer arrowc.Free(schema, array)
+	ok(t, x.ToArrowStrings(lt.ArrowUTF8, schema, array))
+	eq(t, "format", arrowc.ReadSchema(schema).Format, "U")
+	a := arrowc.ReadArray(array)
+	eq(t, "strings", []int64{a.Length, a.NBuffers, a.NChildren}, []int64{2, 3, 0})
+	eq(t, "offsets", unsafe.Slice((*int64)(a.Buffers[1]), 3), []int64{0, 7, 8})
+	eq(t, "the tensor's bytes", uintptr(a.Buffers[2]), must[uintptr](t)(x.Address()))
+	y := must[*lt.Tensor](t)(lt.FromArrow(schema, array))
+	arrowc.ReleaseSchema(schema)
+	eq(t, "taken back", must[[]int](t)(y.LoDOffsets(0)), []int{0, 7, 8})
+	ok(t, y.Close())
+
+	// "Gr" and the first byte of "ü" are not UTF-8 on their own; as binary they are bytes.
+	split := must[*lt.Tensor](t)(lt.NewTensor(text, []int64{int64(len(text))}, lt.Offsets([]int{0, 3, 8})))
+	defer split.Close()
+	wantError(t, split.ToArrowStrings(lt.ArrowUTF8, schema, array), lt.InvalidArgument, "is not UTF-8 at byte 2")
+	eq(t, "not written", arrowc.ReadArray(array).Released, true)
+	wantError(t, split.ToArrowStrings(lt.ArrowEncoding(5), schema, array), lt.InvalidArgument, "encoding: 5")
+	schemaD, device := arrowc.NewDevice()
+	defer arrowc.Free(schemaD, device)
+	ok(t, split.ToArrowDeviceStrings(lt.ArrowBinary, schemaD, device))
+	eq(t, "binary, on the CPU", []any{arrowc.ReadSchema(schemaD).Format, arrowc.ReadDevice(device).DeviceType},
+		[]any{"Z", int32(1)})
+	arrowc.ReleaseArray(arrowc.DeviceArrayArray(device))
+	arrowc.ReleaseSchema(schemaD)
+}
+
 // Arrow record batches: a LoD column and a plain one lent as one struct, named, over the tensors'
 // memory, and taken back as two tensors sharing the array, released once at the last close; a
 // column of another length is refused, and the device form goes out on the CPU.

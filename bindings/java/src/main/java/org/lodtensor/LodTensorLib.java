@@ -164,6 +164,10 @@ interface LodTensorLib extends Library {
 
     int lodtensor_to_arrow_device(Pointer t, Pointer outSchema, Pointer outArray);
 
+    int lodtensor_to_arrow_strings(Pointer t, int encoding, Pointer outSchema, Pointer outArray);
+
+    int lodtensor_to_arrow_device_strings(Pointer t, int encoding, Pointer outSchema, Pointer outArray);
+
     int lodtensor_from_arrow_device(Pointer schema, Pointer array, PointerByReference out);
 
     int lodtensor_to_arrow_record_batch(Pointer[] columns, Pointer names, long numColumns, Pointer outSchema,

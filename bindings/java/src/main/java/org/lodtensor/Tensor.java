@@ -518,6 +518,33 @@ public final class Tensor implements AutoCloseable {
                 LIB.lodtensor_to_arrow_device(ptr(), nativePointer(schemaAddress), nativePointer(arrayAddress)));
     }
 
+    /** {@link #toArrowStrings}: any bytes, as large_binary (LODTENSOR_ARROW_BINARY). */
+    public static final int ARROW_BINARY = 0;
+    /** {@link #toArrowStrings}: UTF-8 text, as large_utf8, each string checked (LODTENSOR_ARROW_UTF8). */
+    public static final int ARROW_UTF8 = 1;
+
+    /**
+     * Lends this tensor, a 1-d uint8 tensor with a LoD, to Arrow as strings
+     * (lodtensor_to_arrow_strings), zero copy: its last LoD level's sequences are one large_utf8
+     * ({@link #ARROW_UTF8}) or large_binary ({@link #ARROW_BINARY}) array, the levels above it
+     * large lists as {@link #toArrow} makes them. Released as {@code toArrow}'s structs. When this
+     * throws, neither struct was written.
+     */
+    public void toArrowStrings(int encoding, long schemaAddress, long arrayAddress) {
+        NativeHandle.check(LIB.lodtensor_to_arrow_strings(
+                ptr(), encoding, nativePointer(schemaAddress), nativePointer(arrayAddress)));
+    }
+
+    /**
+     * {@link #toArrowStrings} through the C device data interface (lodtensor_to_arrow_device_strings),
+     * as {@link #toArrowDevice} lends a tensor; UTF-8 on a device is checked after a copy of the
+     * bytes to the host.
+     */
+    public void toArrowDeviceStrings(int encoding, long schemaAddress, long arrayAddress) {
+        NativeHandle.check(LIB.lodtensor_to_arrow_device_strings(
+                ptr(), encoding, nativePointer(schemaAddress), nativePointer(arrayAddress)));
+    }
+
     /**
      * A tensor that takes the Arrow device array (a struct ArrowDeviceArray) at
      * {@code arrayAddress}, of the type at {@code schemaAddress} (lodtensor_from_arrow_device),

@@ -287,6 +287,45 @@ class LodTensorTest {
     }
 
     /**
+     * Text lent as Arrow strings (large_utf8) over the tensor's bytes and taken back; bytes that are
+     * not UTF-8 string by string refused, and lent as binary on the CPU through the device form.
+     * ArrowArray: length 0, n_buffers 24, n_children 32, buffers 40, release 64.
+     */
+    @Test
+    void arrowStrings() {
+        Memory schema = new Memory(72);
+        Memory array = new Memory(128);
+        schema.clear();
+        array.clear();
+        long schemaAddress = Pointer.nativeValue(schema), arrayAddress = Pointer.nativeValue(array);
+        byte[] text = "Grüße!".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        ByteBuffer bytes = ByteBuffer.allocateDirect(text.length).put(text).flip();
+        try (Tensor x = Tensor.wrap(DType.UINT8, l(text.length), bytes, Lod.offsets(l(0, 7, 8)));
+                Tensor split = Tensor.wrap(DType.UINT8, l(text.length), bytes, Lod.offsets(l(0, 3, 8)))) {
+            x.toArrowStrings(Tensor.ARROW_UTF8, schemaAddress, arrayAddress);
+            assertEquals("U", schema.getPointer(0).getString(0));
+            assertArrayEquals(l(2, 0, 0, 3, 0), array.getLongArray(0, 5));
+            assertArrayEquals(l(0, 7, 8), array.getPointer(40).getPointer(8).getLongArray(0, 3));
+            assertEquals(x.address(), Pointer.nativeValue(array.getPointer(40).getPointer(16)));
+            try (Tensor y = Tensor.fromArrow(schemaAddress, arrayAddress)) {
+                assertArrayEquals(l(0, 7, 8), y.lodOffsets(0));
+                assertEquals(x.address(), y.address());
+            }
+            Function.getFunction(schema.getPointer(56)).invokeVoid(new Object[] {schema});
+            expectError(Status.INVALID_ARGUMENT, "is not UTF-8 at byte 2",
+                    () -> split.toArrowStrings(Tensor.ARROW_UTF8, schemaAddress, arrayAddress));
+            assertNull(array.getPointer(64)); // not written
+            expectError(Status.INVALID_ARGUMENT, "encoding: 9",
+                    () -> split.toArrowStrings(9, schemaAddress, arrayAddress));
+            split.toArrowDeviceStrings(Tensor.ARROW_BINARY, schemaAddress, arrayAddress);
+            assertEquals("Z", schema.getPointer(0).getString(0));
+            assertEquals(1, array.getInt(88)); // ARROW_DEVICE_CPU
+            Function.getFunction(array.getPointer(64)).invokeVoid(new Object[] {array});
+            Function.getFunction(schema.getPointer(56)).invokeVoid(new Object[] {schema});
+        }
+    }
+
+    /**
      * Paddle's format: the spec's worked example (float32 [5,1], LoD [[0,2,5]]) and a second
      * record after it, as a save_combine file holds them, read back in turn from a heap buffer
      * and from a direct one; a partial load of the second.
