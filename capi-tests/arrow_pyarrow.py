@@ -9,7 +9,8 @@ and released exactly once when both are gone); pyarrow's lists, large lists, fix
 primitive arrays and slices of them taken by lodtensor_from_arrow (dims, LoD and elements as
 pyarrow reads them, the same memory, pyarrow's memory released when the last handle goes and not
 before); pyarrow's strings, binary and fixed-size binary taken as their bytes (uint8, a LoD level
-for the strings' offsets, zero copy); and arrays with no tensor form refused with nothing taken. The same through the C device
+for the strings' offsets, zero copy), and text lent as pyarrow's large strings and large binary
+(lodtensor_to_arrow_strings); and arrays with no tensor form refused with nothing taken. The same through the C device
 data interface on the CPU (lodtensor_to_arrow_device into Array._import_from_c_device, for a few of
 the export cases; _export_to_c_device into lodtensor_from_arrow_device, for every import case):
 the device fields lodtensor_to_arrow_device writes (ARROW_DEVICE_CPU, device -1, no sync event,
@@ -121,6 +122,9 @@ lib.lodtensor_from_buffer.argtypes = [
 ]
 lib.lodtensor_to_arrow.argtypes = [ctypes.c_void_p, P(ArrowSchema), P(ArrowArray)]
 lib.lodtensor_from_arrow.argtypes = [P(ArrowSchema), P(ArrowArray), P(ctypes.c_void_p)]
+lib.lodtensor_to_arrow_strings.argtypes = [ctypes.c_void_p, ctypes.c_int32, P(ArrowSchema), P(ArrowArray)]
+lib.lodtensor_to_arrow_device_strings.argtypes = [ctypes.c_void_p, ctypes.c_int32, P(ArrowSchema),
+                                                  P(ArrowDeviceArray)]
 lib.lodtensor_to_arrow_device.argtypes = [ctypes.c_void_p, P(ArrowSchema), P(ArrowDeviceArray)]
 lib.lodtensor_from_arrow_device.argtypes = [P(ArrowSchema), P(ArrowDeviceArray), P(ctypes.c_void_p)]
 lib.lodtensor_to_arrow_record_batch.argtypes = [
@@ -406,6 +410,96 @@ def test_export_refusals():
         check(bytes(schema) == bytes(ctypes.sizeof(schema)) and bytes(array) == bytes(ctypes.sizeof(array)),
               f"export {what}: a refused export wrote the structs")
         lib.lodtensor_destroy(t)
+
+
+ARROW_BINARY, ARROW_UTF8 = 0, 1
+
+
+def text_tensor(words, outer):
+    """The UTF-8 bytes of `words` (a list of strings, or under `outer` lists of them) as a uint8
+    tensor, one LoD level a string under the lists' levels."""
+    lod, items = [], words
+    for _ in range(outer):
+        offsets = [0]
+        for x in items:
+            offsets.append(offsets[-1] + len(x))
+        lod.append(offsets)
+        items = [y for x in items for y in x]
+    raw = b"".join(w.encode() for w in items)
+    offsets = [0]
+    for w in items:
+        offsets.append(offsets[-1] + len(w.encode()))
+    lod.append(offsets)
+    cdims = (ctypes.c_int64 * 1)(len(raw))
+    sizes, num_levels, clod, lod_len = lod_args(lod)
+    t = ctypes.c_void_p()
+    status(lib.lodtensor_create(DType(1, 8, 1), cdims, 1, raw or None, len(raw), LOD_OFFSETS, sizes, num_levels,
+                                clod, lod_len, ctypes.byref(t)), "lodtensor_create")
+    return t
+
+
+def test_lend_strings_to_pyarrow():
+    """Text lent by lodtensor_to_arrow_strings (and its device form on the CPU) as pyarrow's
+    large_string and large_binary, under lists too: the same strings, valid as pyarrow checks
+    them, over the tensor's bytes, kept after the handle goes; bytes that are not UTF-8 string by
+    string refused with nothing written."""
+    cases = [
+        (["Grüße", "", "日本語", "x"], 0),
+        ([["ein", "Satz"], [], ["😀", ""]], 1),
+        ([[["a"]], [[], ["bc", "d"]]], 2),
+    ]
+    for words, outer in cases:
+        for encoding in (ARROW_BINARY, ARROW_UTF8):
+            for device in (False, True):
+                what = f"lend strings {words} ({'utf8' if encoding else 'binary'}{', device' if device else ''})"
+                t = text_tensor(words, outer)
+                schema = ArrowSchema()
+                if device:
+                    darray = ArrowDeviceArray()
+                    status(lib.lodtensor_to_arrow_device_strings(t, encoding, ctypes.byref(schema),
+                                                                 ctypes.byref(darray)), what)
+                    arr = pa.Array._import_from_c_device(ctypes.addressof(darray), ctypes.addressof(schema))
+                else:
+                    array = ArrowArray()
+                    status(lib.lodtensor_to_arrow_strings(t, encoding, ctypes.byref(schema), ctypes.byref(array)), what)
+                    arr = pa.Array._import_from_c(ctypes.addressof(array), ctypes.addressof(schema))
+                want_type = expected_type(pa.large_string() if encoding == ARROW_UTF8 else pa.large_binary(), [0], outer)
+                check(arr.type == want_type, f"{what}: type {arr.type}, want {want_type}")
+                arr.validate(full=True)
+                want = words if encoding == ARROW_UTF8 else bytes_of_words(words, outer)
+                check(arr.to_pylist() == want, f"{what}: {arr.to_pylist()}, want {want}")
+                node = arr
+                for _ in range(outer):
+                    node = node.flatten()
+                if node.buffers()[2] is not None and len(node.buffers()[2]) > 0:
+                    check(node.buffers()[2].address == tensor_data(t), f"{what}: the bytes are not the tensor's")
+                lib.lodtensor_destroy(t)
+                filler = scribble(64)
+                check(arr.to_pylist() == want, f"{what}: values changed once the handle was destroyed")
+                lib.lodtensor_destroy(filler)
+    # "Gr" and the first byte of "ü": not UTF-8 on its own.
+    t = text_tensor(["Grü"], 0)
+    split = ctypes.c_void_p()
+    raw = "Grü".encode()
+    sizes, num_levels, clod, lod_len = lod_args([[0, 3, 4]])
+    status(lib.lodtensor_create(DType(1, 8, 1), (ctypes.c_int64 * 1)(4), 1, raw, 4, LOD_OFFSETS, sizes, num_levels,
+                                clod, lod_len, ctypes.byref(split)), "lodtensor_create")
+    schema, array = ArrowSchema(), ArrowArray()
+    s = lib.lodtensor_to_arrow_strings(split, ARROW_UTF8, ctypes.byref(schema), ctypes.byref(array))
+    check(s == INVALID_ARGUMENT, f"lend a split character as utf8: status {s}")
+    check(bytes(schema) == bytes(ctypes.sizeof(schema)) and bytes(array) == bytes(ctypes.sizeof(array)),
+          "lend a split character: a refused export wrote the structs")
+    status(lib.lodtensor_to_arrow_strings(split, ARROW_BINARY, ctypes.byref(schema), ctypes.byref(array)), "binary")
+    arr = pa.Array._import_from_c(ctypes.addressof(array), ctypes.addressof(schema))
+    check(arr.to_pylist() == [raw[:3], raw[3:]], f"lend a split character as binary: {arr.to_pylist()}")
+    lib.lodtensor_destroy(split)
+    lib.lodtensor_destroy(t)
+
+
+def bytes_of_words(words, outer):
+    if outer == 0:
+        return [w.encode() for w in words]
+    return [bytes_of_words(x, outer - 1) for x in words]
 
 
 # ---- import: pyarrow's arrays into lodtensor_from_arrow -------------------------------------------
@@ -852,6 +946,7 @@ def test_record_batch_refusals():
 check(ctypes.sizeof(ArrowDeviceArray) == 128, f"ArrowDeviceArray is {ctypes.sizeof(ArrowDeviceArray)} bytes, want 128")
 test_lend_to_pyarrow()
 test_export_refusals()
+test_lend_strings_to_pyarrow()
 test_take_from_pyarrow()
 test_refusals()
 test_round_trip()
