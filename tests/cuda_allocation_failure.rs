@@ -225,6 +225,47 @@ fn device_bools_go_as_bits_or_nothing() {
     record_batch_cases(&[flags.ptr()], true, "a bool column of 2^20 on the device");
 }
 
+/// Device text of 1 MiB lent as UTF-8 strings, refused at its one large allocation: the host copy
+/// of the bytes that the check reads. Nothing is written on a refusal.
+#[test]
+fn device_text_is_checked_or_nothing() {
+    use lodtensor::interop::arrow::{ArrowDeviceArray, ArrowSchema};
+    use std::mem::MaybeUninit;
+    let _serial = serial();
+    if !gpu_or_skip() {
+        return;
+    }
+    const U8: lodtensor_dtype_t = lodtensor_dtype_t { code: LODTENSOR_DTYPE_CODE_UINT, bits: 8, lanes: 1 };
+    let n = 1 << 20;
+    let text: Vec<u8> = (0..n).map(|i| b"abc "[i % 4]).collect();
+    let x = device_tensor(U8, &[n as i64], &text, &[&[n / 2, n / 2]]);
+    refuse_each("lodtensor_to_arrow_device_strings (UTF-8 on the device)", || {
+        let mut schema = MaybeUninit::<ArrowSchema>::zeroed();
+        let mut array = MaybeUninit::<ArrowDeviceArray>::zeroed();
+        // SAFETY: a live handle and structs the call fills.
+        let status = armed(|| unsafe {
+            lodtensor_to_arrow_device_strings(
+                x.ptr(),
+                LODTENSOR_ARROW_UTF8,
+                schema.as_mut_ptr().cast(),
+                array.as_mut_ptr().cast(),
+            )
+        });
+        // SAFETY: zeroed or filled structs.
+        let (mut schema, mut array) = unsafe { (schema.assume_init(), array.assume_init()) };
+        if status == OK {
+            // SAFETY: the call filled both; each is released once.
+            unsafe {
+                (schema.release.unwrap())(&mut schema);
+                (array.array.release.unwrap())(&mut array.array);
+            }
+        } else {
+            assert!(schema.release.is_none() && array.array.release.is_none(), "a refused export wrote its outputs");
+        }
+        status
+    });
+}
+
 /// The decoder over tensors with its log-probs on the device: 2048 sources, beams of 4 over a
 /// vocabulary of 8, two steps, so that its lists of prefixes (host) and the second step's
 /// selection (device) are large. Each step lends the rows of one device buffer this test made beforehand (every row the

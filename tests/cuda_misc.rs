@@ -449,10 +449,13 @@ fn gpu_arrow_device_bools_go_as_bits_packed_on_the_device() {
 /// Strings and fixed-size binary in device memory taken as uint8 device tensors: a device
 /// export's offsets and bytes relabelled as one `large_utf8` array (whole and sliced) and its
 /// rows of bytes as `fixed_size_binary`, taken zero copy, the offsets read from the device, the
-/// producer's array released once with the last handle.
+/// producer's array released once with the last handle; and device text lent as strings (UTF-8
+/// checked on the host) and taken back.
 #[test]
 fn gpu_arrow_device_strings_are_taken_as_device_bytes() {
-    use lodtensor::interop::arrow::{from_arrow_device, to_arrow_device, ArrowArray, ArrowDeviceArray, ArrowSchema};
+    use lodtensor::interop::arrow::{from_arrow_device, to_arrow_device, to_arrow_device_strings, to_arrow_strings};
+    use lodtensor::interop::arrow::{ArrowArray, ArrowDeviceArray, ArrowSchema, Encoding, DEVICE_CUDA};
+    use std::ffi::CStr;
     use std::sync::atomic::{AtomicUsize, Ordering};
     if !gpu_or_skip() {
         return;
@@ -512,6 +515,34 @@ fn gpu_arrow_device_strings_are_taken_as_device_bytes() {
             (lent.array.release.unwrap())(&mut lent.array);
         }
     }
+
+    // And lent back as strings: the LoD's device offsets and the tensor's device bytes.
+    let on_device = gpu(&sentences);
+    for encoding in [Encoding::Utf8, Encoding::Binary] {
+        let (mut schema, mut device) = to_arrow_device_strings(&on_device, encoding).unwrap();
+        unsafe {
+            let format = CStr::from_ptr(schema.format).to_str().unwrap();
+            assert_eq!(format, if encoding == Encoding::Utf8 { "U" } else { "Z" });
+            assert_eq!((device.device_type, device.array.length, device.array.n_buffers), (DEVICE_CUDA, 4, 3));
+            assert_eq!(*device.array.buffers.add(2), on_device.tensor().as_ptr().cast(), "zero copy");
+            let offsets: Vec<u8> = [0i64, 7, 7, 10, 11].iter().flat_map(|o| o.to_ne_bytes()).collect();
+            assert_eq!(device_bytes(*device.array.buffers.add(1), DType::I64, 5), offsets);
+            let y = from_arrow_device(&schema, &mut device).unwrap();
+            (schema.release.unwrap())(&mut schema);
+            assert_eq!((y.tensor().as_ptr(), y.lod()), (on_device.tensor().as_ptr(), sentences.lod()));
+        }
+    }
+    // UTF-8 is checked on the host: "Gr" and the first byte of "ü" are not UTF-8 on their own.
+    let split = LoDTensor::from_slice(text, &[text.len()], vec![vec![0, 3, 11]]).unwrap();
+    let e = to_arrow_device_strings(&gpu(&split), Encoding::Utf8).err().unwrap();
+    assert!(matches!(&e, Error::InvalidArgument(m) if m.ends_with("(bytes 0..3) is not UTF-8 at byte 2")), "{e}");
+    let (mut schema, mut device) = to_arrow_device_strings(&gpu(&split), Encoding::Binary).unwrap();
+    unsafe {
+        (schema.release.unwrap())(&mut schema);
+        (device.array.release.unwrap())(&mut device.array);
+    }
+    let e = to_arrow_strings(&on_device, Encoding::Binary).err().unwrap();
+    assert!(matches!(&e, Error::Unsupported(m) if m.contains("lodtensor_to_arrow_device_strings")), "{e}");
 }
 
 /// Device arrays on a CUDA device taken as device tensors: a device export comes back as the
