@@ -11,7 +11,8 @@
 //! Arrow's binary and string arrays are taken as bytes: `binary`, `utf8` and their large forms
 //! (`z`, `u`, `Z`, `U`) as a LoD level (the offsets) over uint8 elements, `fixed_size_binary`
 //! (`w:n`) as a last dim of n, so a column of sentences is a one-level LoD tensor of their UTF-8
-//! bytes and a `list<utf8>` two levels. The export, which knows no text, lends uint8 as `uint8`.
+//! bytes and a `list<utf8>` two levels. [`to_arrow_strings`] lends such a tensor back as strings
+//! (`to_arrow` lends uint8 as `uint8`).
 //!
 //! Arrow packs booleans 8 to a byte, so bool tensors are the one dtype copied, both ways (on a CUDA
 //! device, by a kernel there); bfloat16 has no Arrow type. The structs below have the layout of Arrow's `abi.h`; the C header defines
@@ -94,8 +95,8 @@ enum Layer {
     /// A fixed-size list of this many items: a dim after the first.
     Fixed(usize),
     Values(DType),
-    /// Variable-size binary or UTF-8 strings (`z`, `u`; `Z`, `U` for 64-bit offsets): a LoD level
-    /// and its uint8 elements in one array, the offsets in buffer 1 and the bytes in buffer 2.
+    /// Variable-size binary or, `utf8`, strings (`z`, `u`; `Z`, `U` for 64-bit offsets): a LoD
+    /// level and its uint8 elements in one array, the offsets in buffer 1 and the bytes in buffer 2.
     Bytes {
         wide: bool,
         utf8: bool,
