@@ -418,18 +418,8 @@ ARROW_BINARY, ARROW_UTF8 = 0, 1
 def text_tensor(words, outer):
     """The UTF-8 bytes of `words` (a list of strings, or under `outer` lists of them) as a uint8
     tensor, one LoD level a string under the lists' levels."""
-    lod, items = [], words
-    for _ in range(outer):
-        offsets = [0]
-        for x in items:
-            offsets.append(offsets[-1] + len(x))
-        lod.append(offsets)
-        items = [y for x in items for y in x]
-    raw = b"".join(w.encode() for w in items)
-    offsets = [0]
-    for w in items:
-        offsets.append(offsets[-1] + len(w.encode()))
-    lod.append(offsets)
+    lod, flat = flatten_levels(bytes_as_lists(words, outer), outer + 1)
+    raw = bytes(flat)
     cdims = (ctypes.c_int64 * 1)(len(raw))
     sizes, num_levels, clod, lod_len = lod_args(lod)
     t = ctypes.c_void_p()
@@ -542,6 +532,18 @@ def bytes_as_lists(items, depth):
     return [bytes_as_lists(x, depth - 1) for x in items]
 
 
+def flatten_levels(items, levels):
+    """(LoD offsets, outermost first; the items inside) of `levels` of nested lists."""
+    lod = []
+    for _ in range(levels):
+        offsets = [0]
+        for x in items:
+            offsets.append(offsets[-1] + len(x))
+        lod.append(offsets)
+        items = [y for x in items for y in x]
+    return lod, items
+
+
 def read_layout(arr):
     """(dims, LoD, flat elements, arrow element type) of `arr` as pyarrow reads it: its type says how
     many list levels and which fixed sizes; to_pylist gives the rest. Binary and strings are lists
@@ -553,7 +555,7 @@ def read_layout(arr):
     while pa.types.is_fixed_size_list(t):
         fixed.append(t.list_size)
         t = t.value_type
-    items, lod = arr.to_pylist(), []
+    items = arr.to_pylist()
     if is_binary(t) or pa.types.is_fixed_size_binary(t):
         items = bytes_as_lists(items, list_levels + len(fixed))
         if is_binary(t):
@@ -561,12 +563,7 @@ def read_layout(arr):
         else:
             fixed.append(t.byte_width)
         t = pa.uint8()
-    for _ in range(list_levels):
-        offsets = [0]
-        for x in items:
-            offsets.append(offsets[-1] + len(x))
-        lod.append(offsets)
-        items = [y for x in items for y in x]
+    lod, items = flatten_levels(items, list_levels)
     dims = [len(items)] + fixed
     for _ in fixed:
         items = [y for x in items for y in x]
