@@ -452,18 +452,25 @@ fn check_strings(x: &LoDTensor, encoding: Encoding, arg: &str) -> Result<()> {
         Place::Cpu => Cow::Borrowed(t.bytes()?),
         Place::Cuda(_) => unsafe { read_bytes(t.place(), t.as_ptr().cast(), 0, t.nbytes(), arg)? },
     };
-    // String by string: bytes that are UTF-8 together may split a character between two.
-    let broken = level.windows(2).enumerate().find_map(|(i, w)| {
-        std::str::from_utf8(&bytes[w[0]..w[1]]).err().map(|e| (i, w[0], w[1], w[0] + e.valid_up_to()))
-    });
-    match broken {
-        None => Ok(()),
-        Some((i, start, end, at)) => Err(err!(
-            InvalidArgument,
-            "{arg}: sequence {i} of LoD level {} (bytes {start}..{end}) is not UTF-8 at byte {at}",
-            x.lod().num_levels() - 1
-        )),
+    // The bytes whole (SIMD: several times the speed of a check string by string), then each
+    // string's first byte: UTF-8 that starts every string at a character is UTF-8 string by
+    // string. Only a failure reads string by string, to name the first that breaks.
+    let at_char = |o: usize| o >= bytes.len() || (bytes[o] as i8) >= -64; // not 0x80..=0xBF
+    if simdutf8::basic::from_utf8(&bytes).is_ok() && level.iter().all(|&o| at_char(o)) {
+        return Ok(());
     }
+    let broken = level
+        .windows(2)
+        .enumerate()
+        .find_map(|(i, w)| std::str::from_utf8(&bytes[w[0]..w[1]]).err().map(|e| (i, w[0] + e.valid_up_to())));
+    let Some((i, at)) = broken else { return Ok(()) };
+    Err(err!(
+        InvalidArgument,
+        "{arg}: sequence {i} of LoD level {} (bytes {}..{}) is not UTF-8 at byte {at}",
+        x.lod().num_levels() - 1,
+        level[i],
+        level[i + 1],
+    ))
 }
 
 /// What a device export of `x` lends of its own (see [`DeviceParts`]), queued on its device:
