@@ -37,6 +37,13 @@ class LodTensorTest {
         return v;
     }
 
+    /** Native memory of `size` bytes, zeroed: a struct for the library to fill. */
+    static Memory zeroed(long size) {
+        Memory m = new Memory(size);
+        m.clear();
+        return m;
+    }
+
     static LodTensorException expectError(Status status, String substring, Runnable r) {
         LodTensorException e = assertThrows(LodTensorException.class, r::run);
         assertEquals(status, e.status(), e.getMessage());
@@ -109,10 +116,7 @@ class LodTensorTest {
      */
     @Test
     void arrowRoundTrip() {
-        Memory schema = new Memory(72);
-        Memory array = new Memory(80);
-        schema.clear();
-        array.clear();
+        Memory schema = zeroed(72), array = zeroed(80);
         long schemaAddress = Pointer.nativeValue(schema), arrayAddress = Pointer.nativeValue(array);
         Tensor x = Tensor.ofFloats(iota(10), l(5, 2), Lod.offsets(l(0, 2, 5)));
         long address = x.address();
@@ -172,10 +176,7 @@ class LodTensorTest {
      */
     @Test
     void arrowRecordBatchRoundTrip() {
-        Memory schema = new Memory(72);
-        Memory array = new Memory(80);
-        schema.clear();
-        array.clear();
+        Memory schema = zeroed(72), array = zeroed(80);
         long schemaAddress = Pointer.nativeValue(schema), arrayAddress = Pointer.nativeValue(array);
         try (Tensor ids = Tensor.ofLongs(l(1, 2, 3, 4, 5), l(5), Lod.offsets(l(0, 2, 5)));
              Tensor scores = Tensor.ofFloats(new float[] {0.5f, 1.5f}, l(2), Lod.offsets());
@@ -236,10 +237,7 @@ class LodTensorTest {
      */
     @Test
     void arrowDeviceRoundTrip() {
-        Memory schema = new Memory(72);
-        Memory array = new Memory(128);
-        schema.clear();
-        array.clear();
+        Memory schema = zeroed(72), array = zeroed(128);
         long schemaAddress = Pointer.nativeValue(schema), arrayAddress = Pointer.nativeValue(array);
         Tensor x = Tensor.ofFloats(iota(10), l(5, 2), Lod.offsets(l(0, 2, 5)));
         long address = x.address();
@@ -293,10 +291,7 @@ class LodTensorTest {
      */
     @Test
     void arrowStrings() {
-        Memory schema = new Memory(72);
-        Memory array = new Memory(128);
-        schema.clear();
-        array.clear();
+        Memory schema = zeroed(72), array = zeroed(128);
         long schemaAddress = Pointer.nativeValue(schema), arrayAddress = Pointer.nativeValue(array);
         byte[] text = "Grüße!".getBytes(java.nio.charset.StandardCharsets.UTF_8);
         ByteBuffer bytes = ByteBuffer.allocateDirect(text.length).put(text).flip();
