@@ -493,8 +493,7 @@ inline void to_arrow_strings(TensorRef x, std::int32_t encoding, ArrowSchema *ou
     check(lodtensor_to_arrow_strings(x.get(), encoding, out_schema, out_array));
 }
 // to_arrow_strings through Arrow's C device data interface (lodtensor_to_arrow_device_strings),
-// as to_arrow_device lends a tensor; UTF-8 on a device is checked after a copy of the bytes to the
-// host.
+// as to_arrow_device lends a tensor; UTF-8 on a device is checked there.
 inline void to_arrow_device_strings(TensorRef x, std::int32_t encoding, ArrowSchema *out_schema,
                                     ArrowDeviceArray *out_array) {
     check(lodtensor_to_arrow_device_strings(x.get(), encoding, out_schema, out_array));

@@ -450,7 +450,7 @@ fn gpu_arrow_device_bools_go_as_bits_packed_on_the_device() {
 /// export's offsets and bytes relabelled as one `large_utf8` array (whole and sliced) and its
 /// rows of bytes as `fixed_size_binary`, taken zero copy, the offsets read from the device, the
 /// producer's array released once with the last handle; and device text lent as strings (UTF-8
-/// checked on the host) and taken back.
+/// checked on the device) and taken back.
 #[test]
 fn gpu_arrow_device_strings_are_taken_as_device_bytes() {
     use lodtensor::interop::arrow::{from_arrow_device, to_arrow_device, to_arrow_device_strings, to_arrow_strings};
@@ -532,7 +532,7 @@ fn gpu_arrow_device_strings_are_taken_as_device_bytes() {
             assert_eq!((y.tensor().as_ptr(), y.lod()), (on_device.tensor().as_ptr(), sentences.lod()));
         }
     }
-    // UTF-8 is checked on the host: "Gr" and the first byte of "ü" are not UTF-8 on their own.
+    // "Gr" and the first byte of "ü" are not UTF-8 on their own.
     let split = LoDTensor::from_slice(text, &[text.len()], vec![vec![0, 3, 11]]).unwrap();
     let e = to_arrow_device_strings(&gpu(&split), Encoding::Utf8).err().unwrap();
     assert!(matches!(&e, Error::InvalidArgument(m) if m.ends_with("(bytes 0..3) is not UTF-8 at byte 2")), "{e}");
@@ -543,6 +543,130 @@ fn gpu_arrow_device_strings_are_taken_as_device_bytes() {
     }
     let e = to_arrow_strings(&on_device, Encoding::Binary).err().unwrap();
     assert!(matches!(&e, Error::Unsupported(m) if m.contains("lodtensor_to_arrow_device_strings")), "{e}");
+}
+
+/// Random bytes for the UTF-8 check, as strings: characters of every length (the code points at
+/// the ends of each length's range among them), then in half of them one to three bytes replaced
+/// (by bytes at the ends of UTF-8's ranges among others), dropped or doubled, or a sequence just
+/// inside or outside one of UTF-8's rules put in; cut into strings at
+/// random bytes (so inside characters too) or, three times in four, at the next character, and
+/// sometimes twice at one place (an empty string). Returns the
+/// bytes and their LoD level.
+fn utf8_like_strings(rng: &mut Rng) -> (Vec<u8>, Vec<usize>) {
+    const EDGE_POINTS: [u32; 10] = [0, 0x7F, 0x80, 0x7FF, 0x800, 0xD7FF, 0xE000, 0xFFFF, 0x10000, 0x10FFFF];
+    const EDGE_BYTES: [u8; 24] = [
+        0x00, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xEC, 0xED, 0xEE, 0xEF,
+        0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF,
+    ];
+    // At a character: each just inside or just outside a rule of UTF-8 (overlong forms,
+    // surrogates, past U+10FFFF, a character cut short, a lone continuation).
+    const EDGE_SEQUENCES: [&[u8]; 20] = [
+        &[0xC0, 0x80],
+        &[0xC1, 0xBF],
+        &[0xC2, 0x80],
+        &[0xE0, 0x9F, 0xBF],
+        &[0xE0, 0xA0, 0x80],
+        &[0xED, 0x9F, 0xBF],
+        &[0xED, 0xA0, 0x80],
+        &[0xEF, 0xBF, 0xBF],
+        &[0xF0, 0x8F, 0xBF, 0xBF],
+        &[0xF0, 0x90, 0x80, 0x80],
+        &[0xF4, 0x8F, 0xBF, 0xBF],
+        &[0xF4, 0x90, 0x80, 0x80],
+        &[0xF5, 0x80, 0x80, 0x80],
+        &[0xE2, 0x82],
+        &[0xF0, 0x9F, 0x98],
+        &[0xE2, 0x82, 0xAC, 0x80],
+        &[0x80],
+        &[0xBF, 0xBF],
+        &[0xC3],
+        &[0xFF],
+    ];
+    const RANGES: [(u32, u32); 4] = [(0, 0x80), (0x80, 0x800), (0x800, 0x10000), (0x10000, 0x110000)];
+    let most = if rng.below(8) == 0 { 3000 } else { 40 };
+    let chars = rng.below(most);
+    let mut bytes = Vec::new();
+    for _ in 0..chars {
+        let c = if rng.below(4) == 0 {
+            EDGE_POINTS[rng.below(EDGE_POINTS.len())]
+        } else {
+            let (lo, hi) = RANGES[rng.below(4)];
+            lo + rng.below((hi - lo) as usize) as u32
+        };
+        let c = char::from_u32(c).unwrap_or('\u{FFFD}'); // a surrogate drawn
+        bytes.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+    }
+    let damage = if rng.below(2) == 0 { 0 } else { 1 + rng.below(3) };
+    for _ in 0..damage {
+        if bytes.is_empty() {
+            break;
+        }
+        let i = rng.below(bytes.len());
+        match rng.below(5) {
+            0 => bytes[i] = rng.below(256) as u8,
+            1 => bytes[i] = EDGE_BYTES[rng.below(EDGE_BYTES.len())],
+            2 => drop(bytes.remove(i)),
+            3 => bytes.insert(i, bytes[i]),
+            _ => {
+                let at = (i..bytes.len()).find(|&k| bytes[k] & 0xC0 != 0x80).unwrap_or(bytes.len());
+                let edge = EDGE_SEQUENCES[rng.below(EDGE_SEQUENCES.len())];
+                bytes.splice(at..at, edge.iter().copied());
+            }
+        }
+    }
+    let mut cuts: Vec<usize> = (0..rng.below(6))
+        .map(|_| {
+            let mut at = rng.below(bytes.len() + 1);
+            if rng.below(4) > 0 {
+                while at < bytes.len() && bytes[at] & 0xC0 == 0x80 {
+                    at += 1;
+                }
+            }
+            at
+        })
+        .collect();
+    if let Some(&c) = cuts.first().filter(|_| rng.below(4) == 0) {
+        cuts.push(c);
+    }
+    cuts.sort_unstable();
+    let level = std::iter::once(0).chain(cuts).chain(std::iter::once(bytes.len())).collect();
+    (bytes, level)
+}
+
+/// The UTF-8 check of device text (a kernel over the bytes where they lie) against a check string
+/// by string with `std::str::from_utf8`, on 3000 random texts, about half of them broken (a bad
+/// byte, a missing or doubled one, a character cut between two strings): device text is lent as
+/// UTF-8 exactly when every string is UTF-8, and refused with the host export's message, which
+/// names the first broken string.
+#[test]
+fn gpu_utf8_check_agrees_with_a_check_string_by_string() {
+    use lodtensor::interop::arrow::{to_arrow_device_strings, to_arrow_strings, Encoding};
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0x07f8);
+    let (mut lent, mut refused, mut cut_only) = (0, 0, 0);
+    for round in 0..3000 {
+        let (bytes, level) = utf8_like_strings(&mut rng);
+        let whole = std::str::from_utf8(&bytes).is_ok();
+        let broken = level.windows(2).any(|w| std::str::from_utf8(&bytes[w[0]..w[1]]).is_err());
+        let x = LoDTensor::from_slice(&bytes, &[bytes.len()], vec![level.clone()]).unwrap();
+        match (to_arrow_device_strings(&gpu(&x), Encoding::Utf8), broken) {
+            (Ok((mut schema, mut device)), false) => unsafe {
+                (schema.release.unwrap())(&mut schema);
+                (device.array.release.unwrap())(&mut device.array);
+                lent += 1;
+            },
+            (Err(Error::InvalidArgument(m)), true) => {
+                let host = to_arrow_strings(&x, Encoding::Utf8).err().unwrap();
+                assert_eq!(Error::InvalidArgument(m), host, "round {round}");
+                refused += 1;
+                cut_only += whole as usize;
+            }
+            (got, _) => panic!("round {round}: {:?} for {bytes:x?} in {level:?}", got.map(|_| ()).err()),
+        }
+    }
+    assert!(lent > 1000 && refused > 1000 && cut_only > 100, "{lent} lent, {refused} refused, {cut_only} cut only");
 }
 
 /// Device arrays on a CUDA device taken as device tensors: a device export comes back as the

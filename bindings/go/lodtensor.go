@@ -735,7 +735,7 @@ func (t *Tensor) ToArrowStrings(encoding ArrowEncoding, schema, array unsafe.Poi
 
 // ToArrowDeviceStrings is ToArrowStrings through the C device data interface
 // (lodtensor_to_arrow_device_strings), as ToArrowDevice lends a tensor; UTF-8 on a device is
-// checked after a copy of the bytes to the host.
+// checked there.
 func (t *Tensor) ToArrowDeviceStrings(encoding ArrowEncoding, schema, array unsafe.Pointer) error {
 	defer runtime.KeepAlive(t)
 	return call(func() C.lodtensor_status_t {

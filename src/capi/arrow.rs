@@ -123,11 +123,12 @@ pub unsafe extern "C" fn lodtensor_to_arrow_strings(
 /// `lodtensor_to_arrow_strings` through the C device data interface, as
 /// `lodtensor_to_arrow_device` lends a tensor: a host tensor on ARROW_DEVICE_CPU; on CUDA device n
 /// the offsets and bytes are device memory and the call waits for the device's work, so
-/// `sync_event` is NULL. UTF-8 on a device is checked on the host, after a copy of all the bytes
-/// there (binary copies nothing).
+/// `sync_event` is NULL. UTF-8 on a device is checked there, by a kernel; only text that is not
+/// UTF-8 is copied to the host, to name the string that breaks.
 ///
-/// Returns as `lodtensor_to_arrow_strings` (but for CUDA tensors), and LODTENSOR_OUT_OF_MEMORY (no
-/// host memory for the bytes to check) and LODTENSOR_INTERNAL (a CUDA driver failure) on a device.
+/// Returns as `lodtensor_to_arrow_strings` (but for CUDA tensors), and on a device
+/// LODTENSOR_OUT_OF_MEMORY (no device memory for the check, or no host memory for the bytes of
+/// text that is not UTF-8) and LODTENSOR_INTERNAL (a CUDA driver failure).
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_to_arrow_device_strings(
     t: *const lodtensor_t,

@@ -417,11 +417,12 @@ pub fn to_arrow_strings(x: &LoDTensor, encoding: Encoding) -> Result<(ArrowSchem
 
 /// [`to_arrow_strings`] through the C device data interface, as [`to_arrow_device`] lends a
 /// tensor: on a CUDA device the bytes and offsets are device memory and the device's work has
-/// finished. `Utf8` on a device checks the bytes on the host, after a copy of all of them there
-/// (`Binary` copies nothing).
+/// finished. `Utf8` on a device checks the bytes there, with a kernel; only text that is not UTF-8
+/// is copied to the host, to name the string that breaks.
 ///
-/// Errors: as [`to_arrow_strings`] (but for CUDA tensors), and `OutOfMemory` (no host memory for
-/// the bytes to check) and `Internal` (a CUDA driver failure) on a device.
+/// Errors: as [`to_arrow_strings`] (but for CUDA tensors), and on a device `OutOfMemory` (no
+/// device memory for the check, or no host memory for the bytes of text that is not UTF-8) and
+/// `Internal` (a CUDA driver failure).
 pub fn to_arrow_device_strings(x: &LoDTensor, encoding: Encoding) -> Result<(ArrowSchema, ArrowDeviceArray)> {
     let place = x.tensor().place();
     check_strings(x, encoding, "t")?;
@@ -432,7 +433,7 @@ pub fn to_arrow_device_strings(x: &LoDTensor, encoding: Encoding) -> Result<(Arr
 }
 
 /// Checks that `x` has the form of strings (1-d uint8 under a LoD) and, for UTF-8, that each of
-/// its last level's sequences is UTF-8 (its bytes read to the host first on a device).
+/// its last level's sequences is UTF-8.
 fn check_strings(x: &LoDTensor, encoding: Encoding, arg: &str) -> Result<()> {
     let t = x.tensor();
     ensure!(t.dtype() == DType::U8, InvalidArgument, "{arg}: {}; strings are uint8 bytes", t.dtype());
@@ -448,22 +449,35 @@ fn check_strings(x: &LoDTensor, encoding: Encoding, arg: &str) -> Result<()> {
     if encoding == Encoding::Binary {
         return Ok(());
     }
+    // The bytes whole (SIMD on the host: several times the speed of a check string by string; a
+    // kernel on a device, so that one count comes back, not the bytes), then each string's first
+    // byte: UTF-8 that starts every string at a character is UTF-8 string by string. Only a
+    // failure reads string by string (on the host, from a copy of a device's bytes), to name the
+    // first string that breaks.
     let bytes = match t.place() {
-        Place::Cpu => Cow::Borrowed(t.bytes()?),
-        Place::Cuda(_) => unsafe { read_bytes(t.place(), t.as_ptr().cast(), 0, t.nbytes(), arg)? },
+        Place::Cpu => {
+            let bytes = t.bytes()?;
+            let at_char = |o: usize| o >= bytes.len() || (bytes[o] as i8) >= -64; // not 0x80..=0xBF
+            if simdutf8::basic::from_utf8(bytes).is_ok() && level.iter().all(|&o| at_char(o)) {
+                return Ok(());
+            }
+            Cow::Borrowed(bytes)
+        }
+        Place::Cuda(_) => {
+            if crate::backend::cuda::is_utf8_strings(t, x.lod().lod_level(x.lod().num_levels() - 1)?)? {
+                return Ok(());
+            }
+            unsafe { read_bytes(t.place(), t.as_ptr().cast(), 0, t.nbytes(), arg)? }
+        }
     };
-    // The bytes whole (SIMD: several times the speed of a check string by string), then each
-    // string's first byte: UTF-8 that starts every string at a character is UTF-8 string by
-    // string. Only a failure reads string by string, to name the first that breaks.
-    let at_char = |o: usize| o >= bytes.len() || (bytes[o] as i8) >= -64; // not 0x80..=0xBF
-    if simdutf8::basic::from_utf8(&bytes).is_ok() && level.iter().all(|&o| at_char(o)) {
-        return Ok(());
-    }
     let broken = level
         .windows(2)
         .enumerate()
         .find_map(|(i, w)| std::str::from_utf8(&bytes[w[0]..w[1]]).err().map(|e| (i, w[0] + e.valid_up_to())));
-    let Some((i, at)) = broken else { return Ok(()) };
+    // The checks over the bytes whole fail exactly when a string does.
+    let Some((i, at)) = broken else {
+        return Err(err!(Internal, "{arg}: the UTF-8 check of the bytes whole failed, but every string is UTF-8"));
+    };
     Err(err!(
         InvalidArgument,
         "{arg}: sequence {i} of LoD level {} (bytes {}..{}) is not UTF-8 at byte {at}",

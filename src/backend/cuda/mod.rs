@@ -122,3 +122,7 @@ pub use calibration::read_bandwidth_probe;
 mod fill;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 pub use fill::fill;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+mod text;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+pub use text::is_utf8_strings;

@@ -294,6 +294,11 @@ pub unsafe fn unpack_bits(ordinal: u32, _bits: *const u8, _first: usize, _dims: 
     Err(no_device(ordinal))
 }
 
+/// The UTF-8 check of a device tensor's strings.
+pub fn is_utf8_strings(_bytes: &Tensor, _level: LodLevel) -> Result<bool> {
+    Err(missing("is_utf8_strings"))
+}
+
 /// `top_k` of a device tensor.
 pub fn top_k(
     x: &Tensor,

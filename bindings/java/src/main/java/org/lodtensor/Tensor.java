@@ -537,8 +537,7 @@ public final class Tensor implements AutoCloseable {
 
     /**
      * {@link #toArrowStrings} through the C device data interface (lodtensor_to_arrow_device_strings),
-     * as {@link #toArrowDevice} lends a tensor; UTF-8 on a device is checked after a copy of the
-     * bytes to the host.
+     * as {@link #toArrowDevice} lends a tensor; UTF-8 on a device is checked there.
      */
     public void toArrowDeviceStrings(int encoding, long schemaAddress, long arrayAddress) {
         NativeHandle.check(LIB.lodtensor_to_arrow_device_strings(
