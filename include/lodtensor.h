@@ -103,11 +103,15 @@ struct ArrowDeviceArray {
 #endif /* ARROW_C_DEVICE_DATA_INTERFACE */
 
 
-// `lodtensor_to_arrow_strings`: any bytes, as `large_binary`.
+// `lodtensor_to_arrow_strings` and a record batch's text column: any bytes, as `large_binary`.
 #define LODTENSOR_ARROW_BINARY 0
 
-// `lodtensor_to_arrow_strings`: UTF-8 text, as `large_utf8`, each string checked.
+// `lodtensor_to_arrow_strings` and a record batch's text column: UTF-8 text, as `large_utf8`,
+// each string checked.
 #define LODTENSOR_ARROW_UTF8 1
+
+// A record batch's column as `lodtensor_to_arrow` lends a tensor (uint8 as `uint8`); no strings.
+#define LODTENSOR_ARROW_VALUES 2
 
 // The version of `beam_search_decoder_options_t` this header describes.
 #define LODTENSOR_BEAM_SEARCH_DECODER_OPTIONS_VERSION 1
@@ -1154,6 +1158,15 @@ lodtensor_status_t lodtensor_to_arrow_device(const struct lodtensor_t *t, struct
 // On failure neither struct is written.
 lodtensor_status_t lodtensor_to_arrow_device_record_batch(const struct lodtensor_t *const *columns, const char *const *names, size_t num_columns, struct ArrowSchema *out_schema, struct ArrowDeviceArray *out_array);
 
+// `lodtensor_to_arrow_device_record_batch` with a form for each column, as
+// `lodtensor_to_arrow_record_batch_encoded` takes them: text columns on a CUDA device are lent as
+// `lodtensor_to_arrow_device_strings` lends them (UTF-8 checked on the device).
+//
+// Returns what `lodtensor_to_arrow_device_record_batch` and
+// `lodtensor_to_arrow_record_batch_encoded` return, and for a CUDA text column what
+// `lodtensor_to_arrow_device_strings` returns. On failure neither struct is written.
+lodtensor_status_t lodtensor_to_arrow_device_record_batch_encoded(const struct lodtensor_t *const *columns, const char *const *names, const int32_t *encodings, size_t num_columns, struct ArrowSchema *out_schema, struct ArrowDeviceArray *out_array);
+
 // `lodtensor_to_arrow_strings` through the C device data interface, as
 // `lodtensor_to_arrow_device` lends a tensor: a host tensor on ARROW_DEVICE_CPU; on CUDA device n
 // the offsets and bytes are device memory and the call waits for the device's work, so
@@ -1181,6 +1194,19 @@ lodtensor_status_t lodtensor_to_arrow_device_strings(const struct lodtensor_t *t
 // name the column (`columns[i]`). On failure neither struct is written.
 lodtensor_status_t lodtensor_to_arrow_record_batch(const struct lodtensor_t *const *columns, const char *const *names, size_t num_columns, struct ArrowSchema *out_schema, struct ArrowArray *out_array);
 
+// `lodtensor_to_arrow_record_batch` with a form for each column, so that a batch can hold text:
+// `encodings[i]` LODTENSOR_ARROW_VALUES lends `columns[i]` as `lodtensor_to_arrow` lends a
+// tensor, LODTENSOR_ARROW_UTF8 and LODTENSOR_ARROW_BINARY as `lodtensor_to_arrow_strings` does
+// (a 1-d uint8 column with a LoD; its last level's sequences are the strings, UTF-8 checked
+// string by string). `encodings` NULL lends every column as values, as
+// `lodtensor_to_arrow_record_batch`. A decoder's output text (one level: a string a source) and
+// its scores make one batch of a row per source.
+//
+// Returns what `lodtensor_to_arrow_record_batch` returns, and LODTENSOR_INVALID_ARGUMENT for an
+// `encodings[i]` that is none of the three or a text column that `lodtensor_to_arrow_strings`
+// refuses (the message naming `columns[i]`). On failure neither struct is written.
+lodtensor_status_t lodtensor_to_arrow_record_batch_encoded(const struct lodtensor_t *const *columns, const char *const *names, const int32_t *encodings, size_t num_columns, struct ArrowSchema *out_schema, struct ArrowArray *out_array);
+
 // Fills `*out_schema` and `*out_array` with `t`, a 1-d uint8 tensor with a LoD (bytes, such as
 // text that `lodtensor_from_arrow` took from Arrow strings), as Arrow strings that share its
 // memory, zero copy: its last LoD level's sequences are the strings, one `large_utf8` (`U`,
@@ -1192,9 +1218,9 @@ lodtensor_status_t lodtensor_to_arrow_record_batch(const struct lodtensor_t *con
 //
 // Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_schema`, `out_array`), LODTENSOR_UNSUPPORTED (a
 // CUDA tensor: lend it with `lodtensor_to_arrow_device_strings`), LODTENSOR_INVALID_ARGUMENT (an
-// `encoding` other than the two; a dtype other than uint8; a tensor that is not 1-d or has no LoD;
-// for UTF-8, a string that is not UTF-8, the message naming its sequence and the byte where it
-// breaks). On failure neither struct is written.
+// `encoding` other than the two, LODTENSOR_ARROW_VALUES among them; a dtype other than uint8; a
+// tensor that is not 1-d or has no LoD; for UTF-8, a string that is not UTF-8, the message naming
+// its sequence and the byte where it breaks). On failure neither struct is written.
 lodtensor_status_t lodtensor_to_arrow_strings(const struct lodtensor_t *t, int32_t encoding, struct ArrowSchema *out_schema, struct ArrowArray *out_array);
 
 // Lends `t`'s elements as a new DLPack managed tensor (`*out`) that shares its memory, zero

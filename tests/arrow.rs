@@ -714,6 +714,7 @@ fn every_documented_refusal_of_a_strings_export() {
     let split = text("ü".as_bytes(), vec![vec![0, 1, 2]]);
     assert_eq!(message(&split, Encoding::Utf8), "t: sequence 0 of LoD level 0 (bytes 0..1) is not UTF-8 at byte 0");
     assert!(to_arrow_strings(&split, Encoding::Binary).is_ok(), "binary takes any bytes");
+    assert!(message(&split, Encoding::Values).starts_with("encoding: LODTENSOR_ARROW_VALUES lends no strings"));
     let bad = text(b"ok\xffno", vec![vec![0, 3], vec![0, 2, 2, 5]]);
     assert_eq!(message(&bad, Encoding::Utf8), "t: sequence 2 of LoD level 1 (bytes 2..5) is not UTF-8 at byte 2");
     // The device form of a host tensor: the host export on the CPU.
@@ -1124,7 +1125,7 @@ fn device_arrays_on_the_host_are_taken_as_arrays() {
 
 // ---- record batches --------------------------------------------------------------------------
 
-use lodtensor::interop::arrow::{from_arrow_record_batch, to_arrow_record_batch};
+use lodtensor::interop::arrow::{from_arrow_record_batch, to_arrow_record_batch, Column, Encoding::Values};
 
 /// A producer's record batch: a struct of `length` rows from `offset` (validity bits `validity`
 /// with `null_count`, or none) over the arrays of `columns`; the root's release counts in
@@ -1175,7 +1176,7 @@ fn record_batches_lend_each_column_as_its_own_export() {
         let entries = rng.below(5) + usize::from(round % 2 == 0);
         let columns = random_columns(&mut rng, entries);
         let names: Vec<String> = (0..columns.len()).map(|i| format!("col{i}")).collect();
-        let named: Vec<(&LoDTensor, &str)> = columns.iter().zip(&names).map(|(c, n)| (c, n.as_str())).collect();
+        let named: Vec<Column> = columns.iter().zip(&names).map(|(c, n)| (c, n.as_str(), Values)).collect();
         let (schema, array) = to_arrow_record_batch(&named).unwrap();
         unsafe {
             assert_eq!(CStr::from_ptr(schema.format).to_str().unwrap(), "+s");
@@ -1203,7 +1204,7 @@ fn record_batches_round_trip_zero_copy() {
     for _ in 0..200 {
         let entries = 1 + rng.below(4);
         let columns = random_columns(&mut rng, entries);
-        let named: Vec<(&LoDTensor, &str)> = columns.iter().map(|c| (c, "x")).collect();
+        let named: Vec<Column> = columns.iter().map(|c| (c, "x", Values)).collect();
         let (mut schema, mut array) = to_arrow_record_batch(&named).unwrap();
         unsafe {
             let back = from_arrow_record_batch(&schema, &mut array).unwrap();
@@ -1416,7 +1417,7 @@ fn a_record_batch_of_bool_columns_is_released_at_once() {
 
 #[test]
 fn every_documented_refusal_of_a_record_batch_export() {
-    let code = |columns: &[(&LoDTensor, &str)]| match to_arrow_record_batch(columns) {
+    let code = |columns: &[Column]| match to_arrow_record_batch(columns) {
         Ok(_) => panic!("refused"),
         Err(e) => (kind(&e), e.to_string()),
     };
@@ -1424,12 +1425,12 @@ fn every_documented_refusal_of_a_record_batch_export() {
     let two_sequences = LoDTensor::from_slice(&[1i64, 2, 3], &[3], vec![vec![0, 1, 3]]).unwrap();
     let (k, m) = code(&[]);
     assert!(k == "InvalidArgument" && m.contains("num_columns: 0"), "{m}");
-    let (k, m) = code(&[(&three, "a"), (&two_sequences, "b")]);
+    let (k, m) = code(&[(&three, "a", Values), (&two_sequences, "b", Values)]);
     assert!(k == "InvalidArgument" && m.contains("columns[1]: 2 entries, columns[0] 3"), "{m}");
     let scalar = LoDTensor::dense(Tensor::zeros(DType::F32, lodtensor::Dim::new(&[]).unwrap()).unwrap());
-    let (k, m) = code(&[(&three, "a"), (&scalar, "b")]);
+    let (k, m) = code(&[(&three, "a", Values), (&scalar, "b", Values)]);
     assert!(k == "InvalidArgument" && m.contains("columns[1]: a 0-d tensor"), "{m}");
-    let (k, m) = code(&[(&three, "a\0b")]);
+    let (k, m) = code(&[(&three, "a\0b", Values)]);
     assert!(k == "InvalidArgument" && m.contains("names[0]: holds a NUL"), "{m}");
 
     // A column refused after the one before it was exported: that export is given back.
@@ -1440,10 +1441,83 @@ fn every_documented_refusal_of_a_record_batch_export() {
         Lod::from_offsets(vec![vec![0, 1, 3]]).unwrap(),
     )
     .unwrap();
-    let (k, m) = code(&[(&counted, "a"), (&bf, "b")]);
+    let (k, m) = code(&[(&counted, "a", Values), (&bf, "b", Values)]);
     assert!(k == "Unsupported" && m.contains("columns[1]: bfloat16"), "{m}");
     drop(counted);
     assert_eq!(FREED.load(Ordering::SeqCst), 1, "the first column's export was released");
+}
+
+/// Record batches with a text column among others: the text lent as `large_utf8` or
+/// `large_binary` under its outer levels' lists (its offsets and bytes in place, read back as the
+/// tensor), the other columns as values, and the whole taken back; broken UTF-8 refused, naming the
+/// column, nothing kept; a text form for a column that is no text refused.
+#[test]
+fn record_batches_hold_text_columns() {
+    use lodtensor::interop::arrow::Encoding::{Binary, Utf8};
+    let mut rng = Rng(41);
+    let (mut lent, mut refused) = (0, 0);
+    for round in 0..300 {
+        let outer = rng.below(3);
+        let text = random_text(&mut rng, outer, round % 3 == 2);
+        let encoding = if round % 4 == 3 { Binary } else { Utf8 };
+        let entries = text.lod().levels()[0].len() - 1;
+        let others = random_columns(&mut rng, entries);
+        let at = rng.below(others.len() + 1);
+        let mut named: Vec<Column> = others.iter().map(|c| (c, "x", Values)).collect();
+        named.insert(at, (&text, "text", encoding));
+        let broken = first_broken_string(&text).filter(|_| encoding == Utf8);
+        let (mut schema, mut array) = match (to_arrow_record_batch(&named), broken) {
+            (Ok(batch), None) => batch,
+            (Err(Error::InvalidArgument(m)), Some((i, b))) => {
+                let want = format!("columns[{at}]: sequence {i} of LoD level {outer} (");
+                assert!(m.starts_with(&want) && m.ends_with(&format!("is not UTF-8 at byte {b}")), "{m}");
+                refused += 1;
+                continue;
+            }
+            (got, want) => panic!("round {round}: {:?} for the first broken string {want:?}", got.err()),
+        };
+        unsafe {
+            for (i, &(x, _, e)) in named.iter().enumerate() {
+                let (s, a) = column(&schema, &array, i);
+                assert_eq!(read(s, a), tensor_value(x), "round {round}, column {i}");
+                if e != Values {
+                    let mut want = vec!["+L".to_owned(); outer];
+                    want.push(if e == Utf8 { "U" } else { "Z" }.to_owned());
+                    assert_eq!(formats(s), want);
+                    let mut strings = a;
+                    for _ in 0..outer {
+                        strings = &**strings.children;
+                    }
+                    assert_eq!(*strings.buffers.add(1), x.lod().levels()[outer].as_ptr().cast(), "the LoD's offsets");
+                    assert_eq!(*strings.buffers.add(2), x.tensor().as_ptr().cast(), "zero copy");
+                }
+            }
+            let back = from_arrow_record_batch(&schema, &mut array).unwrap();
+            (schema.release.unwrap())(&mut schema);
+            for (&(x, _, _), y) in named.iter().zip(&back) {
+                assert_eq!((y.dims(), y.lod()), (x.dims(), x.lod()));
+                assert_eq!(y.tensor().bytes().unwrap(), x.tensor().bytes().unwrap());
+            }
+        }
+        lent += 1;
+    }
+    assert!(lent > 150 && refused > 30, "{lent} lent, {refused} refused");
+
+    // Broken text after another column: refused, nothing of either kept.
+    static FREED: AtomicUsize = AtomicUsize::new(0);
+    let counted = counted_tensor(&FREED);
+    let split = LoDTensor::from_slice("ü".as_bytes(), &[2], vec![vec![0, 1, 2]]).unwrap();
+    let e = to_arrow_record_batch(&[(&counted, "a", Values), (&split, "b", Utf8)]).err().unwrap();
+    let want = "columns[1]: sequence 0 of LoD level 0 (bytes 0..1) is not UTF-8 at byte 0";
+    assert!(matches!(&e, Error::InvalidArgument(m) if m == want), "{e}");
+    drop(counted);
+    assert_eq!(FREED.load(Ordering::SeqCst), 1, "nothing of the first column kept");
+    let floats = LoDTensor::from_slice(&[1.0f32, 2.0], &[2], vec![vec![0, 1, 2]]).unwrap();
+    let e = to_arrow_record_batch(&[(&split, "a", Binary), (&floats, "b", Utf8)]).err().unwrap();
+    assert!(
+        matches!(&e, Error::InvalidArgument(m) if m.contains("columns[1]: float32; strings are uint8 bytes")),
+        "{e}"
+    );
 }
 
 #[test]
@@ -1453,7 +1527,7 @@ fn record_batches_through_the_device_interface_on_the_host() {
     for _ in 0..50 {
         let entries = 1 + rng.below(4);
         let columns = random_columns(&mut rng, entries);
-        let named: Vec<(&LoDTensor, &str)> = columns.iter().map(|c| (c, "x")).collect();
+        let named: Vec<Column> = columns.iter().map(|c| (c, "x", Values)).collect();
         let (mut schema, mut device) = to_arrow_device_record_batch(&named).unwrap();
         assert_eq!((device.device_type, device.device_id), (DEVICE_CPU, -1));
         assert!(device.sync_event.is_null() && device.reserved == [0; 3]);
@@ -1472,7 +1546,7 @@ fn record_batches_through_the_device_interface_on_the_host() {
         }
     }
     let x = LoDTensor::from_slice(&[1i32], &[1], vec![]).unwrap();
-    let (schema, mut device) = to_arrow_device_record_batch(&[(&x, "x")]).unwrap();
+    let (schema, mut device) = to_arrow_device_record_batch(&[(&x, "x", Values)]).unwrap();
     device.device_type = 7;
     let e = unsafe { from_arrow_device_record_batch(&schema, &mut device) }.unwrap_err();
     assert!(matches!(&e, Error::Unsupported(m) if m.contains("array.device_type: 7")), "{e}");

@@ -740,13 +740,15 @@ fn gpu_arrow_device_import_takes_device_memory() {
 /// Record batches of device tensors: lent with each column's elements in place on the device and
 /// its chain the column's own device export; taken back as device tensors over the same memory,
 /// equal to the host columns; columns on two places, and a device column through the host call,
-/// refused.
+/// refused; a text column lent as device strings, and broken text refused.
 #[test]
 fn gpu_arrow_device_record_batches_lend_and_take_device_memory() {
     use lodtensor::interop::arrow::{
         from_arrow_device_record_batch, to_arrow_device, to_arrow_device_record_batch, to_arrow_record_batch,
+        Encoding::{Utf8, Values},
         DEVICE_CUDA,
     };
+    use std::ffi::CStr;
     if !gpu_or_skip() {
         return;
     }
@@ -759,7 +761,7 @@ fn gpu_arrow_device_record_batches_lend_and_take_device_memory() {
         let tokens = random_tensor(&mut rng, DType::I64, &[rows], lod, false);
         let scores = random_tensor(&mut rng, DType::F32, &[entries, 1 + case % 3], Lod::empty(), false);
         let columns = [gpu(&tokens), gpu(&scores)];
-        let named = [(&columns[0], "tokens"), (&columns[1], "scores")];
+        let named = [(&columns[0], "tokens", Values), (&columns[1], "scores", Values)];
         let (mut schema, mut device) = to_arrow_device_record_batch(&named).unwrap();
         assert_eq!((device.device_type, device.device_id), (DEVICE_CUDA, 0));
         assert!(device.sync_event.is_null());
@@ -783,7 +785,7 @@ fn gpu_arrow_device_record_batches_lend_and_take_device_memory() {
                 assert_eq!(y.tensor().bytes().unwrap(), host.tensor().bytes().unwrap(), "case {case}");
             }
         }
-        let mixed = [(&columns[0], "tokens"), (&scores, "scores")];
+        let mixed = [(&columns[0], "tokens", Values), (&scores, "scores", Values)];
         let e = to_arrow_device_record_batch(&mixed).err().expect("refused");
         assert!(
             matches!(&e, Error::InvalidArgument(m) if m.contains("columns[1]: on cpu, columns[0] on cuda:0")),
@@ -793,6 +795,30 @@ fn gpu_arrow_device_record_batches_lend_and_take_device_memory() {
         let points_on = |m: &str| m.contains("columns[0]: on cuda:0") && m.contains("_to_arrow_device_record_batch");
         assert!(matches!(&e, Error::Unsupported(m) if points_on(m)), "{e}");
     }
+
+    // A text column on the device beside a column of scores: its offsets and bytes device memory,
+    // UTF-8 checked there; a character split between two strings refused, naming the column.
+    let text = "Grüßetokx".as_bytes();
+    let sentences = gpu(&LoDTensor::from_slice(text, &[text.len()], vec![vec![0, 7, 7, 10, 11]]).unwrap());
+    let scores = gpu(&random_tensor(&mut rng, DType::F32, &[4], Lod::empty(), false));
+    let named = [(&scores, "scores", Values), (&sentences, "text", Utf8)];
+    let (mut schema, mut device) = to_arrow_device_record_batch(&named).unwrap();
+    unsafe {
+        let strings = &**device.array.children.add(1);
+        assert_eq!(CStr::from_ptr((**schema.children.add(1)).format).to_str().unwrap(), "U");
+        assert_eq!((strings.length, strings.n_buffers), (4, 3));
+        assert_eq!(*strings.buffers.add(2), sentences.tensor().as_ptr().cast(), "zero copy");
+        let offsets: Vec<u8> = [0i64, 7, 7, 10, 11].iter().flat_map(|o| o.to_ne_bytes()).collect();
+        assert_eq!(device_bytes(*strings.buffers.add(1), DType::I64, 5), offsets);
+        let back = from_arrow_device_record_batch(&schema, &mut device).unwrap();
+        (schema.release.unwrap())(&mut schema);
+        assert_eq!((back[1].tensor().as_ptr(), back[1].lod()), (sentences.tensor().as_ptr(), sentences.lod()));
+    }
+    let split = gpu(&LoDTensor::from_slice(text, &[text.len()], vec![vec![0, 3, 4, 5, 11]]).unwrap());
+    let named = [(&scores, "scores", Values), (&split, "text", Utf8)];
+    let e = to_arrow_device_record_batch(&named).err().expect("refused");
+    let want = "columns[1]: sequence 0 of LoD level 0 (bytes 0..3) is not UTF-8 at byte 2";
+    assert!(matches!(&e, Error::InvalidArgument(m) if m == want), "{e}");
 }
 
 #[test]

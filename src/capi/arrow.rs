@@ -10,6 +10,7 @@ use crate::interop::arrow::{self, from_arrow, from_arrow_device, to_arrow, to_ar
 use crate::lod_tensor::LoDTensor;
 use crate::memory::lists;
 use std::ffi::{c_char, CStr};
+use std::ptr::null;
 
 /// Arrow's schema struct, opaque here; the header defines it under Arrow's own guard
 /// (`ARROW_C_DATA_INTERFACE`, cbindgen.toml).
@@ -80,18 +81,23 @@ pub unsafe extern "C" fn lodtensor_to_arrow_device(
     lend(t, out_schema, out_array.cast::<arrow::ArrowDeviceArray>(), to_arrow_device)
 }
 
-/// `lodtensor_to_arrow_strings`: any bytes, as `large_binary`.
+/// `lodtensor_to_arrow_strings` and a record batch's text column: any bytes, as `large_binary`.
 pub const LODTENSOR_ARROW_BINARY: i32 = 0;
-/// `lodtensor_to_arrow_strings`: UTF-8 text, as `large_utf8`, each string checked.
+/// `lodtensor_to_arrow_strings` and a record batch's text column: UTF-8 text, as `large_utf8`,
+/// each string checked.
 pub const LODTENSOR_ARROW_UTF8: i32 = 1;
+/// A record batch's column as `lodtensor_to_arrow` lends a tensor (uint8 as `uint8`); no strings.
+pub const LODTENSOR_ARROW_VALUES: i32 = 2;
 
-fn encoding_of(encoding: i32) -> Result<arrow::Encoding> {
+/// The encoding `encoding` (a LODTENSOR_ARROW_* constant); errors name it `arg`.
+fn encoding_of(encoding: i32, arg: &str) -> Result<arrow::Encoding> {
     match encoding {
         LODTENSOR_ARROW_BINARY => Ok(arrow::Encoding::Binary),
         LODTENSOR_ARROW_UTF8 => Ok(arrow::Encoding::Utf8),
+        LODTENSOR_ARROW_VALUES => Ok(arrow::Encoding::Values),
         other => Err(err!(
             InvalidArgument,
-            "encoding: {other} is not LODTENSOR_ARROW_BINARY (0) or LODTENSOR_ARROW_UTF8 (1)"
+            "{arg}: {other} is not LODTENSOR_ARROW_BINARY (0), LODTENSOR_ARROW_UTF8 (1) or LODTENSOR_ARROW_VALUES (2)"
         )),
     }
 }
@@ -107,9 +113,9 @@ fn encoding_of(encoding: i32) -> Result<arrow::Encoding> {
 ///
 /// Returns LODTENSOR_NULL_ARGUMENT (`t`, `out_schema`, `out_array`), LODTENSOR_UNSUPPORTED (a
 /// CUDA tensor: lend it with `lodtensor_to_arrow_device_strings`), LODTENSOR_INVALID_ARGUMENT (an
-/// `encoding` other than the two; a dtype other than uint8; a tensor that is not 1-d or has no LoD;
-/// for UTF-8, a string that is not UTF-8, the message naming its sequence and the byte where it
-/// breaks). On failure neither struct is written.
+/// `encoding` other than the two, LODTENSOR_ARROW_VALUES among them; a dtype other than uint8; a
+/// tensor that is not 1-d or has no LoD; for UTF-8, a string that is not UTF-8, the message naming
+/// its sequence and the byte where it breaks). On failure neither struct is written.
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_to_arrow_strings(
     t: *const lodtensor_t,
@@ -117,7 +123,9 @@ pub unsafe extern "C" fn lodtensor_to_arrow_strings(
     out_schema: *mut ArrowSchema,
     out_array: *mut ArrowArray,
 ) -> lodtensor_status_t {
-    lend(t, out_schema, out_array.cast::<arrow::ArrowArray>(), |t| arrow::to_arrow_strings(t, encoding_of(encoding)?))
+    lend(t, out_schema, out_array.cast::<arrow::ArrowArray>(), |t| {
+        arrow::to_arrow_strings(t, encoding_of(encoding, "encoding")?)
+    })
 }
 
 /// `lodtensor_to_arrow_strings` through the C device data interface, as
@@ -137,7 +145,7 @@ pub unsafe extern "C" fn lodtensor_to_arrow_device_strings(
     out_array: *mut ArrowDeviceArray,
 ) -> lodtensor_status_t {
     lend(t, out_schema, out_array.cast::<arrow::ArrowDeviceArray>(), |t| {
-        arrow::to_arrow_device_strings(t, encoding_of(encoding)?)
+        arrow::to_arrow_device_strings(t, encoding_of(encoding, "encoding")?)
     })
 }
 
@@ -257,7 +265,30 @@ pub unsafe extern "C" fn lodtensor_to_arrow_record_batch(
     out_schema: *mut ArrowSchema,
     out_array: *mut ArrowArray,
 ) -> lodtensor_status_t {
-    lend_batch(columns, names, num_columns, out_schema, out_array.cast(), arrow::to_arrow_record_batch)
+    lend_batch(columns, names, null(), num_columns, out_schema, out_array.cast(), arrow::to_arrow_record_batch)
+}
+
+/// `lodtensor_to_arrow_record_batch` with a form for each column, so that a batch can hold text:
+/// `encodings[i]` LODTENSOR_ARROW_VALUES lends `columns[i]` as `lodtensor_to_arrow` lends a
+/// tensor, LODTENSOR_ARROW_UTF8 and LODTENSOR_ARROW_BINARY as `lodtensor_to_arrow_strings` does
+/// (a 1-d uint8 column with a LoD; its last level's sequences are the strings, UTF-8 checked
+/// string by string). `encodings` NULL lends every column as values, as
+/// `lodtensor_to_arrow_record_batch`. A decoder's output text (one level: a string a source) and
+/// its scores make one batch of a row per source.
+///
+/// Returns what `lodtensor_to_arrow_record_batch` returns, and LODTENSOR_INVALID_ARGUMENT for an
+/// `encodings[i]` that is none of the three or a text column that `lodtensor_to_arrow_strings`
+/// refuses (the message naming `columns[i]`). On failure neither struct is written.
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_to_arrow_record_batch_encoded(
+    columns: *const *const lodtensor_t,
+    names: *const *const c_char,
+    encodings: *const i32,
+    num_columns: usize,
+    out_schema: *mut ArrowSchema,
+    out_array: *mut ArrowArray,
+) -> lodtensor_status_t {
+    lend_batch(columns, names, encodings, num_columns, out_schema, out_array.cast(), arrow::to_arrow_record_batch)
 }
 
 /// `lodtensor_to_arrow_record_batch` through the C device data interface, as
@@ -280,14 +311,35 @@ pub unsafe extern "C" fn lodtensor_to_arrow_device_record_batch(
     out_schema: *mut ArrowSchema,
     out_array: *mut ArrowDeviceArray,
 ) -> lodtensor_status_t {
-    lend_batch(columns, names, num_columns, out_schema, out_array.cast(), arrow::to_arrow_device_record_batch)
+    lend_batch(columns, names, null(), num_columns, out_schema, out_array.cast(), arrow::to_arrow_device_record_batch)
 }
 
-/// `export` of the caller's columns and names, written into the caller's structs only when it
-/// succeeds.
+/// `lodtensor_to_arrow_device_record_batch` with a form for each column, as
+/// `lodtensor_to_arrow_record_batch_encoded` takes them: text columns on a CUDA device are lent as
+/// `lodtensor_to_arrow_device_strings` lends them (UTF-8 checked on the device).
+///
+/// Returns what `lodtensor_to_arrow_device_record_batch` and
+/// `lodtensor_to_arrow_record_batch_encoded` return, and for a CUDA text column what
+/// `lodtensor_to_arrow_device_strings` returns. On failure neither struct is written.
+#[no_mangle]
+pub unsafe extern "C" fn lodtensor_to_arrow_device_record_batch_encoded(
+    columns: *const *const lodtensor_t,
+    names: *const *const c_char,
+    encodings: *const i32,
+    num_columns: usize,
+    out_schema: *mut ArrowSchema,
+    out_array: *mut ArrowDeviceArray,
+) -> lodtensor_status_t {
+    let export = arrow::to_arrow_device_record_batch;
+    lend_batch(columns, names, encodings, num_columns, out_schema, out_array.cast(), export)
+}
+
+/// `export` of the caller's columns, names and encodings (NULL: every column as values), written
+/// into the caller's structs only when it succeeds.
 unsafe fn lend_batch<A>(
     columns: *const *const lodtensor_t,
     names: *const *const c_char,
+    encodings: *const i32,
     num_columns: usize,
     out_schema: *mut ArrowSchema,
     out_array: *mut A,
@@ -298,6 +350,7 @@ unsafe fn lend_batch<A>(
         ensure!(!names.is_null(), NullArgument, "names: must not be NULL");
         let tensors = tensors_of(args::slice(columns, num_columns, "columns")?, "columns")?;
         let names = args::slice(names, num_columns, "names")?;
+        let encodings = if encodings.is_null() { &[][..] } else { args::slice(encodings, num_columns, "encodings")? };
         let out_schema = Out::new(out_schema.cast::<arrow::ArrowSchema>(), "out_schema")?;
         let out_array = Out::new(out_array, "out_array")?;
         let mut named = lists::with_capacity(num_columns, "columns")?;
@@ -306,7 +359,11 @@ unsafe fn lend_batch<A>(
             let name = CStr::from_ptr(name)
                 .to_str()
                 .map_err(|_| err!(InvalidArgument, "names[{i}]: is not UTF-8; Arrow's field names are"))?;
-            named.push((x, name));
+            let encoding = match encodings.get(i) {
+                Some(&e) => encoding_of(e, &format!("encodings[{i}]"))?,
+                None => arrow::Encoding::Values,
+            };
+            named.push((x, name, encoding));
         }
         let (schema, array) = export(&named)?;
         out_schema.write(schema);

@@ -307,8 +307,8 @@ impl<T: Exported> Drop for Children<T> {
     }
 }
 
-/// A record batch's column: a tensor and its field name.
-pub type Column<'a> = (&'a LoDTensor, &'a str);
+/// A record batch's column: a tensor, its field name and the form it is lent in.
+pub type Column<'a> = (&'a LoDTensor, &'a str, Encoding);
 
 /// `x` as an Arrow schema and array that share its memory (the elements and the LoD offsets; bool
 /// elements are packed into bits of their own). Each struct is released by its `release`
@@ -320,19 +320,21 @@ pub type Column<'a> = (&'a LoDTensor, &'a str);
 /// `OutOfMemory` (no memory for the bits of bool elements).
 pub fn to_arrow(x: &LoDTensor) -> Result<(ArrowSchema, ArrowArray)> {
     ensure_on_host(x, "t", "lodtensor_to_arrow_device")?;
-    export(x, DeviceParts::default(), None, "", "t")
+    export(x, DeviceParts::default(), Encoding::Values, "", "t")
 }
 
-/// `columns` (each a tensor and its field name) as an Arrow record batch that shares their
-/// memory: a struct array (`+s`, named "") whose children are the columns as [`to_arrow`] makes
-/// them, each named by its name. Every column has one entry per row of the batch: its sequences
-/// at LoD level 0, or its rows when it has no LoD. Released as [`to_arrow`]'s structs; a column
-/// moved out of the struct keeps its memory until its own release.
+/// `columns` (each a tensor, its field name and its form) as an Arrow record batch that shares
+/// their memory: a struct array (`+s`, named "") whose children are the columns, each named by
+/// its name, as [`to_arrow`] makes them (`Encoding::Values`) or as [`to_arrow_strings`] does
+/// (`Binary`, `Utf8`: text). Every column has one entry per row of the batch: its sequences at LoD
+/// level 0, or its rows when it has no LoD. Released as [`to_arrow`]'s structs; a column moved
+/// out of the struct keeps its memory until its own release.
 ///
-/// Errors: as [`to_arrow`] for each column, named `columns[i]`; `InvalidArgument` for no
-/// columns, or a column whose entries are not as many as the first column's.
+/// Errors: as [`to_arrow`] or [`to_arrow_strings`] for each column, named `columns[i]`;
+/// `InvalidArgument` for no columns, or a column whose entries are not as many as the first
+/// column's.
 pub fn to_arrow_record_batch(columns: &[Column]) -> Result<(ArrowSchema, ArrowArray)> {
-    for (i, (x, _)) in columns.iter().enumerate() {
+    for (i, (x, _, _)) in columns.iter().enumerate() {
         ensure_on_host(x, &format!("columns[{i}]"), "lodtensor_to_arrow_device_record_batch")?;
     }
     export_batch(columns, Vec::new())
@@ -364,19 +366,19 @@ pub fn to_arrow_device(x: &LoDTensor) -> Result<(ArrowSchema, ArrowDeviceArray)>
     let place = x.tensor().place();
     let parts = device_parts(x, "t")?;
     synchronize(place)?;
-    let (schema, array) = export(x, parts, None, "", "t")?;
+    let (schema, array) = export(x, parts, Encoding::Values, "", "t")?;
     Ok((schema, on_device(array, place)))
 }
 
 /// [`to_arrow_record_batch`] through the C device data interface, as [`to_arrow_device`] lends one
 /// tensor: every column on one place, the CPU or a CUDA device.
 ///
-/// Errors: as [`to_arrow_record_batch`] and [`to_arrow_device`], and `InvalidArgument` for a
-/// column on another place than the first column's, naming both.
+/// Errors: as [`to_arrow_record_batch`], [`to_arrow_device`] and [`to_arrow_device_strings`], and
+/// `InvalidArgument` for a column on another place than the first column's, naming both.
 pub fn to_arrow_device_record_batch(columns: &[Column]) -> Result<(ArrowSchema, ArrowDeviceArray)> {
-    let place = columns.first().map_or(Place::Cpu, |(x, _)| x.tensor().place());
+    let place = columns.first().map_or(Place::Cpu, |(x, _, _)| x.tensor().place());
     let mut parts = lists::with_capacity(columns.len(), "columns")?;
-    for (i, (x, _)) in columns.iter().enumerate() {
+    for (i, (x, _, _)) in columns.iter().enumerate() {
         let at = x.tensor().place();
         ensure!(
             at == place,
@@ -390,7 +392,8 @@ pub fn to_arrow_device_record_batch(columns: &[Column]) -> Result<(ArrowSchema, 
     Ok((schema, on_device(array, place)))
 }
 
-/// How [`to_arrow_strings`] lends its sequences of bytes.
+/// How a tensor is lent: [`to_arrow_strings`] lends its sequences of bytes as `Binary` or `Utf8`
+/// strings; a record batch's column may be any of the three.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Encoding {
     /// Any bytes, as `large_binary` (`Z`).
@@ -398,6 +401,9 @@ pub enum Encoding {
     /// UTF-8 text, as `large_utf8` (`U`): every string is checked to be UTF-8, as Arrow's strings
     /// must be.
     Utf8,
+    /// The elements as values of their dtype's Arrow type under a large list a LoD level, as
+    /// [`to_arrow`] makes them (uint8 as `uint8`). No strings: [`to_arrow_strings`] refuses it.
+    Values,
 }
 
 /// `x`, a 1-d uint8 tensor with a LoD, as Arrow strings or binary that share its memory: its last
@@ -412,7 +418,7 @@ pub enum Encoding {
 pub fn to_arrow_strings(x: &LoDTensor, encoding: Encoding) -> Result<(ArrowSchema, ArrowArray)> {
     ensure_on_host(x, "t", "lodtensor_to_arrow_device_strings")?;
     check_strings(x, encoding, "t")?;
-    export(x, DeviceParts::default(), Some(encoding), "", "t")
+    export(x, DeviceParts::default(), encoding, "", "t")
 }
 
 /// [`to_arrow_strings`] through the C device data interface, as [`to_arrow_device`] lends a
@@ -428,13 +434,18 @@ pub fn to_arrow_device_strings(x: &LoDTensor, encoding: Encoding) -> Result<(Arr
     check_strings(x, encoding, "t")?;
     let parts = device_parts(x, "t")?;
     synchronize(place)?;
-    let (schema, array) = export(x, parts, Some(encoding), "", "t")?;
+    let (schema, array) = export(x, parts, encoding, "", "t")?;
     Ok((schema, on_device(array, place)))
 }
 
 /// Checks that `x` has the form of strings (1-d uint8 under a LoD) and, for UTF-8, that each of
-/// its last level's sequences is UTF-8.
+/// its last level's sequences is UTF-8. `Values` is no form of strings.
 fn check_strings(x: &LoDTensor, encoding: Encoding, arg: &str) -> Result<()> {
+    ensure!(
+        encoding != Encoding::Values,
+        InvalidArgument,
+        "encoding: LODTENSOR_ARROW_VALUES lends no strings; lodtensor_to_arrow lends a tensor in that form"
+    );
     let t = x.tensor();
     ensure!(t.dtype() == DType::U8, InvalidArgument, "{arg}: {}; strings are uint8 bytes", t.dtype());
     ensure!(
@@ -524,11 +535,11 @@ fn on_device(array: ArrowArray, place: Place) -> ArrowDeviceArray {
 /// The record batch of `columns`, column i lending `parts[i]` (see [`export`]; none of its own
 /// for a column past the end of `parts`).
 fn export_batch(columns: &[Column], mut parts: Vec<DeviceParts>) -> Result<(ArrowSchema, ArrowArray)> {
-    let Some((first, _)) = columns.first() else {
+    let Some((first, _, _)) = columns.first() else {
         return Err(err!(InvalidArgument, "num_columns: 0; a record batch has at least one column"));
     };
     let entries = top_entries(first, "columns[0]")?;
-    for (i, &(x, name)) in columns.iter().enumerate() {
+    for (i, &(x, name, encoding)) in columns.iter().enumerate() {
         let n = top_entries(x, &format!("columns[{i}]"))?;
         ensure!(
             n == entries,
@@ -537,12 +548,15 @@ fn export_batch(columns: &[Column], mut parts: Vec<DeviceParts>) -> Result<(Arro
              (its sequences at LoD level 0, or its rows)"
         );
         ensure!(!name.contains('\0'), InvalidArgument, "names[{i}]: holds a NUL; a field name is a C string");
+        if encoding != Encoding::Values {
+            check_strings(x, encoding, &format!("columns[{i}]"))?;
+        }
     }
     let mut schemas = Children::with_capacity(columns.len(), "columns")?;
     let mut arrays = Children::with_capacity(columns.len(), "columns")?;
-    for (i, &(x, name)) in columns.iter().enumerate() {
+    for (i, &(x, name, encoding)) in columns.iter().enumerate() {
         let lent = parts.get_mut(i).map(std::mem::take).unwrap_or_default();
-        let (schema, array) = export(x, lent, None, name, &format!("columns[{i}]"))?;
+        let (schema, array) = export(x, lent, encoding, name, &format!("columns[{i}]"))?;
         schemas.push(schema);
         arrays.push(array);
     }
@@ -561,13 +575,13 @@ fn top_entries(x: &LoDTensor, arg: &str) -> Result<usize> {
 }
 
 /// The export of `x`, lending `device`'s LoD offsets (one allocation a level) and bits where it
-/// has them, else the LoD's own and bits packed here; with `strings` (for an `x` that
-/// [`check_strings`] took), its last LoD level and its bytes as one binary array. Its root is named
-/// `name`, and errors name it `arg`.
+/// has them, else the LoD's own and bits packed here; in the form of `encoding`: for strings (an
+/// `x` that [`check_strings`] took), its last LoD level and its bytes as one binary array. Its
+/// root is named `name`, and errors name it `arg`.
 fn export(
     x: &LoDTensor,
     device: DeviceParts,
-    strings: Option<Encoding>,
+    encoding: Encoding,
     name: &str,
     arg: &str,
 ) -> Result<(ArrowSchema, ArrowArray)> {
@@ -596,7 +610,7 @@ fn export(
             (Layer::List { wide: true }, level.len() - 1, [offsets, null])
         })
         .collect();
-    if let Some(encoding) = strings {
+    if encoding != Encoding::Values {
         // The last level's list and its bytes are one binary array.
         let (_, strings, [offsets, _]) = chain.pop().expect("strings have a LoD");
         let utf8 = encoding == Encoding::Utf8;
