@@ -286,8 +286,10 @@ static void test_strings_export(void) {
                      "out_schema");
     CHECK_STATUS_MSG(lodtensor_to_arrow_strings(x, LODTENSOR_ARROW_UTF8, &schema, NULL), LODTENSOR_NULL_ARGUMENT,
                      "out_array");
-    CHECK_STATUS_MSG(lodtensor_to_arrow_strings(x, 2, &schema, &array), LODTENSOR_INVALID_ARGUMENT,
-                     "encoding: 2 is not");
+    CHECK_STATUS_MSG(lodtensor_to_arrow_strings(x, 3, &schema, &array), LODTENSOR_INVALID_ARGUMENT,
+                     "encoding: 3 is not");
+    CHECK_STATUS_MSG(lodtensor_to_arrow_strings(x, LODTENSOR_ARROW_VALUES, &schema, &array),
+                     LODTENSOR_INVALID_ARGUMENT, "encoding: LODTENSOR_ARROW_VALUES lends no strings");
     CHECK_STATUS_MSG(lodtensor_to_arrow_strings(floats, LODTENSOR_ARROW_BINARY, &schema, &array),
                      LODTENSOR_INVALID_ARGUMENT, "strings are uint8 bytes");
     CHECK_STATUS_MSG(lodtensor_to_arrow_strings(matrix, LODTENSOR_ARROW_BINARY, &schema, &array),

@@ -1,5 +1,5 @@
-/* test_arrow_record_batch: lodtensor_to_arrow_record_batch, lodtensor_from_arrow_record_batch and
- * their device forms. A decoder's two results (ids with two LoD levels, scores with one) lent as
+/* test_arrow_record_batch: lodtensor_to_arrow_record_batch, its _encoded form (text columns),
+ * lodtensor_from_arrow_record_batch and their device forms. A decoder's two results (ids with two LoD levels, scores with one) lent as
  * one record batch of a row per source: the struct, each column the chain lodtensor_to_arrow
  * makes, named, in place; a producer's sliced struct taken as its rows, its columns sharing the
  * array, released once when the last column goes and never on failure; every documented failure,
@@ -366,6 +366,104 @@ static void test_export_errors(void) {
     lodtensor_destroy(scalar);
 }
 
+/* A decoder's text output (one string a source, 2 sources: "Grüße" and "ok") and its scores as one
+ * batch (lodtensor_to_arrow_record_batch_encoded): the text a large_utf8 (or large_binary) column
+ * over the tensor's offsets and bytes, the scores a large_list<float>; taken back; NULL encodings
+ * is every column as values; every documented refusal, outputs left alone. */
+static const char TEXT[] = "Gr\xc3\xbc\xc3\x9f" "eok";
+static lodtensor_t *text_tensor(const size_t *offsets) {
+    static const int64_t dims[1] = {9};
+    return fx_make(fx_dtype(LODTENSOR_DTYPE_CODE_UINT, 8), dims, 1, TEXT, offsets, 3, NULL, 0);
+}
+static const size_t SENTENCES[3] = {0, 7, 9};
+
+static void test_text_columns(void) {
+    static const int64_t two[1] = {2};
+    lodtensor_t *text = text_tensor(SENTENCES), *scores, *back[2] = {NULL, NULL};
+    lodtensor_t *split = text_tensor((const size_t[]){0, 3, 9}); /* "Gr" and the first byte of "ü" */
+    const lodtensor_t *columns[2];
+    const char *names[2] = {"text", "score"};
+    int32_t encodings[2] = {LODTENSOR_ARROW_UTF8, LODTENSOR_ARROW_VALUES};
+    struct ArrowSchema schema, schema_before;
+    struct ArrowArray array, array_before;
+    struct ArrowDeviceArray device, device_before;
+    size_t count = 0;
+    scores = fx_make(fx_f32(), two, 1, (const float[]){-0.5f, -1.5f}, NULL, 0, NULL, 0);
+    columns[0] = text;
+    columns[1] = scores;
+    if (CHECK_OK(lodtensor_to_arrow_record_batch_encoded(columns, names, encodings, 2, &schema, &array))) {
+        const struct ArrowArray *strings = array.children[0];
+        CHECK(array.length == 2 && strcmp(schema.children[0]->format, "U") == 0);
+        CHECK(strcmp(schema.children[1]->format, "f") == 0 && strcmp(schema.children[0]->name, "text") == 0);
+        CHECK(strings->length == 2 && strings->n_buffers == 3 && strings->n_children == 0);
+        CHECK(((const int64_t *)strings->buffers[1])[1] == 7 && ((const int64_t *)strings->buffers[1])[2] == 9);
+        CHECK_EQ_PTR(strings->buffers[2], fx_data(text));
+        if (CHECK_OK(lodtensor_from_arrow_record_batch(&schema, &array, back, 2, &count))) {
+            CHECK(count == 2 && array.release == NULL);
+            fx_same(back[0], text);
+            fx_same(back[1], scores);
+            CHECK_EQ_PTR(fx_data(back[0]), fx_data(text));
+            lodtensor_destroy(back[0]);
+            lodtensor_destroy(back[1]);
+        } else {
+            array.release(&array);
+        }
+        schema.release(&schema);
+    }
+    encodings[0] = LODTENSOR_ARROW_BINARY;
+    if (CHECK_OK(lodtensor_to_arrow_device_record_batch_encoded(columns, names, encodings, 2, &schema, &device))) {
+        CHECK(device.device_type == ARROW_DEVICE_CPU && strcmp(schema.children[0]->format, "Z") == 0);
+        CHECK_EQ_PTR(device.array.children[0]->buffers[2], fx_data(text));
+        device.array.release(&device.array);
+        schema.release(&schema);
+    }
+    /* NULL encodings: the text as a list of uint8, as lodtensor_to_arrow_record_batch lends it. */
+    if (CHECK_OK(lodtensor_to_arrow_record_batch_encoded(columns, names, NULL, 2, &schema, &array))) {
+        CHECK(strcmp(schema.children[0]->format, "+L") == 0 && strcmp(schema.children[0]->children[0]->format, "C") == 0);
+        array.release(&array);
+        schema.release(&schema);
+    }
+
+    memset(&schema, 0xA5, sizeof schema);
+    memset(&array, 0xA5, sizeof array);
+    memset(&device, 0xA5, sizeof device);
+    schema_before = schema;
+    array_before = array;
+    device_before = device;
+    encodings[0] = 7;
+    CHECK_STATUS_MSG(lodtensor_to_arrow_record_batch_encoded(columns, names, encodings, 2, &schema, &array),
+                     LODTENSOR_INVALID_ARGUMENT,
+                     "encodings[0]: 7 is not LODTENSOR_ARROW_BINARY (0), LODTENSOR_ARROW_UTF8 (1) or "
+                     "LODTENSOR_ARROW_VALUES (2)");
+    encodings[0] = LODTENSOR_ARROW_VALUES;
+    encodings[1] = LODTENSOR_ARROW_UTF8;
+    CHECK_STATUS_MSG(lodtensor_to_arrow_record_batch_encoded(columns, names, encodings, 2, &schema, &array),
+                     LODTENSOR_INVALID_ARGUMENT, "columns[1]: float32; strings are uint8 bytes");
+    columns[1] = split;
+    CHECK_STATUS_MSG(lodtensor_to_arrow_record_batch_encoded(columns, names, encodings, 2, &schema, &array),
+                     LODTENSOR_INVALID_ARGUMENT,
+                     "columns[1]: sequence 0 of LoD level 0 (bytes 0..3) is not UTF-8 at byte 2");
+    CHECK_STATUS_MSG(lodtensor_to_arrow_device_record_batch_encoded(columns, names, encodings, 2, &schema, &device),
+                     LODTENSOR_INVALID_ARGUMENT, "columns[1]: sequence 0 of LoD level 0");
+    CHECK_STATUS_MSG(lodtensor_to_arrow_record_batch_encoded(NULL, names, encodings, 2, &schema, &array),
+                     LODTENSOR_NULL_ARGUMENT, "columns");
+    CHECK_STATUS_MSG(lodtensor_to_arrow_record_batch_encoded(columns, NULL, encodings, 2, &schema, &array),
+                     LODTENSOR_NULL_ARGUMENT, "names");
+    CHECK_STATUS_MSG(lodtensor_to_arrow_record_batch_encoded(columns, names, encodings, 2, NULL, &array),
+                     LODTENSOR_NULL_ARGUMENT, "out_schema");
+    CHECK_STATUS_MSG(lodtensor_to_arrow_record_batch_encoded(columns, names, encodings, 2, &schema, NULL),
+                     LODTENSOR_NULL_ARGUMENT, "out_array");
+    CHECK_STATUS_MSG(lodtensor_to_arrow_device_record_batch_encoded(columns, names, encodings, 2, &schema, NULL),
+                     LODTENSOR_NULL_ARGUMENT, "out_array");
+    CHECK_STATUS_MSG(lodtensor_to_arrow_record_batch_encoded(columns, names, encodings, 0, &schema, &array),
+                     LODTENSOR_INVALID_ARGUMENT, "num_columns: 0");
+    CHECK(memcmp(&schema, &schema_before, sizeof schema) == 0 && memcmp(&array, &array_before, sizeof array) == 0);
+    CHECK(memcmp(&device, &device_before, sizeof device) == 0);
+    lodtensor_destroy(text);
+    lodtensor_destroy(split);
+    lodtensor_destroy(scores);
+}
+
 /* The device forms on host memory: the host batch on ARROW_DEVICE_CPU, taken back. */
 static void test_device_forms_on_the_host(void) {
     lodtensor_t *ids, *scores, *back[2] = {NULL, NULL};
@@ -474,6 +572,45 @@ static void test_with_cuda(size_t count) {
             }
         }
     }
+    {
+        /* Text on the device beside its scores: device offsets and bytes, UTF-8 checked there. */
+        lodtensor_t *text = text_tensor(SENTENCES), *split = text_tensor((const size_t[]){0, 3, 9});
+        lodtensor_t *text_on = NULL, *split_on = NULL, *two_scores = NULL;
+        const char *names[2] = {"text", "score"};
+        const int32_t encodings[2] = {LODTENSOR_ARROW_UTF8, LODTENSOR_ARROW_VALUES};
+        two_scores = fx_make(fx_f32(), two, 1, (const float[]){-0.5f, -1.5f}, NULL, 0, NULL, 0);
+        if (CHECK_OK(lodtensor_to_place(text, fx_place(LODTENSOR_DEVICE_CUDA, 0), &text_on)) &&
+            CHECK_OK(lodtensor_to_place(split, fx_place(LODTENSOR_DEVICE_CUDA, 0), &split_on))) {
+            lodtensor_t *scores_device = NULL;
+            if (CHECK_OK(lodtensor_to_place(two_scores, fx_place(LODTENSOR_DEVICE_CUDA, 0), &scores_device))) {
+                columns[0] = text_on;
+                columns[1] = scores_device;
+                if (CHECK_OK(lodtensor_to_arrow_device_record_batch_encoded(columns, names, encodings, 2, &schema,
+                                                                            &device))) {
+                    CHECK(device.device_type == ARROW_DEVICE_CUDA && strcmp(schema.children[0]->format, "U") == 0);
+                    CHECK_EQ_PTR(device.array.children[0]->buffers[2], fx_data(text_on));
+                    if (take_device_batch(&schema, &device, back)) {
+                        check_on_host(back[0], text);
+                        lodtensor_destroy(back[0]);
+                        lodtensor_destroy(back[1]);
+                    }
+                }
+                columns[0] = split_on;
+                CHECK_STATUS_MSG(lodtensor_to_arrow_device_record_batch_encoded(columns, names, encodings, 2, &schema,
+                                                                                &device),
+                                 LODTENSOR_INVALID_ARGUMENT,
+                                 "columns[0]: sequence 0 of LoD level 0 (bytes 0..3) is not UTF-8 at byte 2");
+                CHECK_STATUS_MSG(lodtensor_to_arrow_record_batch_encoded(columns, names, encodings, 2, &schema, &array),
+                                 LODTENSOR_UNSUPPORTED, "columns[0]: on cuda:0");
+            }
+            lodtensor_destroy(scores_device);
+        }
+        lodtensor_destroy(text_on);
+        lodtensor_destroy(split_on);
+        lodtensor_destroy(text);
+        lodtensor_destroy(split);
+        lodtensor_destroy(two_scores);
+    }
     lodtensor_destroy(flags_on);
     lodtensor_destroy(flags);
     lodtensor_destroy(ids_on);
@@ -504,6 +641,7 @@ int main(void) {
     test_import_errors();
     test_export_errors();
     test_device_forms_on_the_host();
+    test_text_columns();
     fx_with_or_without_cuda("test_arrow_record_batch", test_with_cuda, test_without_cuda);
     return CHECK_RETURN();
 }
