@@ -421,7 +421,7 @@ void test_arrow() {
 
 // Arrow record batches: a LoD column and a plain one lent as one struct, named, over the
 // tensors' memory, and taken back as two tensors that share the array, released once at the last
-// of them; a column of another length is refused.
+// of them; a column of another length is refused; a text column lent as strings.
 void test_arrow_record_batch() {
     const std::size_t one[] = {3}, offsets[] = {0, 2, 5};
     lt::Tensor ids = lt::Tensor::create<std::int64_t>({1, 2, 3, 4, 5}, {5}, lt::Lod::offsets(one, offsets));
@@ -459,6 +459,22 @@ void test_arrow_record_batch() {
     schema.release(&schema);
     EXPECT_ERROR(lt::from_arrow_record_batch(nullptr, &array), LODTENSOR_NULL_ARGUMENT, "schema");
     EXPECT_ERROR(lt::from_arrow_record_batch(&schema, &array), LODTENSOR_INVALID_ARGUMENT, "schema: has been released");
+
+    // A text column beside its scores: large_utf8 over the tensor's bytes; broken text refused.
+    const std::size_t ends[] = {0, 3, 5};
+    lt::Tensor words = lt::Tensor::create<std::uint8_t>({'t', 'o', 'k', 'y', 'o'}, {5}, lt::Lod::offsets(one, ends));
+    lt::to_arrow_record_batch({{words, "text", LODTENSOR_ARROW_UTF8}, {scores, "scores"}}, &schema, &array);
+    CHECK(std::string(schema.children[0]->format) == "U" && std::string(schema.children[1]->format) == "f");
+    CHECK(array.children[0]->buffers[2] == words.data<std::uint8_t>().data());
+    schema.release(&schema);
+    array.release(&array);
+    const std::size_t split_ends[] = {0, 1, 2};
+    lt::Tensor split = lt::Tensor::create<std::uint8_t>({0xc3, 0xbc}, {2}, lt::Lod::offsets(one, split_ends));
+    EXPECT_ERROR(lt::to_arrow_device_record_batch({{split, "text", LODTENSOR_ARROW_UTF8}, {scores, "s"}}, &schema,
+                                                  &device),
+                 LODTENSOR_INVALID_ARGUMENT, "columns[0]: sequence 0 of LoD level 0 (bytes 0..1)");
+    EXPECT_ERROR(lt::to_arrow_record_batch({{scores, "s", 9}}, &schema, &array), LODTENSOR_INVALID_ARGUMENT,
+                 "encodings[0]: 9 is not");
 }
 
 void test_errors() {

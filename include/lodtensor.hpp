@@ -518,26 +518,32 @@ inline Tensor from_arrow_device(const ArrowSchema *schema, ArrowDeviceArray *arr
     return Tensor(out);
 }
 
-// A column of an Arrow record batch: a tensor and its field name (UTF-8).
+// A column of an Arrow record batch: a tensor, its field name (UTF-8) and its form:
+// LODTENSOR_ARROW_VALUES (as to_arrow lends a tensor) or, for text, LODTENSOR_ARROW_UTF8 or
+// LODTENSOR_ARROW_BINARY (as to_arrow_strings lends it).
 struct ArrowColumn {
     TensorRef tensor;
     const char *name;
+    std::int32_t encoding = LODTENSOR_ARROW_VALUES;
 };
 
 namespace detail {
 template <typename A>
-void to_record_batch(lodtensor_status_t (*lend)(const lodtensor_t *const *, const char *const *, std::size_t,
-                                                ArrowSchema *, A *),
+void to_record_batch(lodtensor_status_t (*lend)(const lodtensor_t *const *, const char *const *,
+                                                const std::int32_t *, std::size_t, ArrowSchema *, A *),
                      Span<const ArrowColumn> columns, ArrowSchema *out_schema, A *out_array) {
     std::vector<const lodtensor_t *> tensors;
     std::vector<const char *> names;
+    std::vector<std::int32_t> encodings;
     tensors.reserve(columns.size());
     names.reserve(columns.size());
+    encodings.reserve(columns.size());
     for (const ArrowColumn &c : columns) {
         tensors.push_back(c.tensor.get());
         names.push_back(c.name);
+        encodings.push_back(c.encoding);
     }
-    check(lend(tensors.data(), names.data(), columns.size(), out_schema, out_array));
+    check(lend(tensors.data(), names.data(), encodings.data(), columns.size(), out_schema, out_array));
 }
 template <typename A>
 std::vector<Tensor> from_record_batch(lodtensor_status_t (*take)(const ArrowSchema *, A *, lodtensor_t **,
@@ -556,19 +562,20 @@ std::vector<Tensor> from_record_batch(lodtensor_status_t (*take)(const ArrowSche
 }
 }  // namespace detail
 
-// The columns lent to Arrow as one record batch (lodtensor_to_arrow_record_batch), zero copy: a
-// struct array whose children are the columns as to_arrow lends them, each with one entry per row
-// (its sequences at LoD level 0, or its rows). The caller releases each struct once. When this
-// throws, neither struct was written.
+// The columns lent to Arrow as one record batch (lodtensor_to_arrow_record_batch_encoded), zero
+// copy: a struct array whose children are the columns, each in its form (as to_arrow lends a
+// tensor, or text as to_arrow_strings does), each with one entry per row (its sequences at LoD
+// level 0, or its rows). The caller releases each struct once. When this throws, neither struct
+// was written.
 inline void to_arrow_record_batch(Span<const ArrowColumn> columns, ArrowSchema *out_schema,
                                   ArrowArray *out_array) {
-    detail::to_record_batch(::lodtensor_to_arrow_record_batch, columns, out_schema, out_array);
+    detail::to_record_batch(::lodtensor_to_arrow_record_batch_encoded, columns, out_schema, out_array);
 }
-// The same through the C device data interface (lodtensor_to_arrow_device_record_batch): every
-// column on one place.
+// The same through the C device data interface (lodtensor_to_arrow_device_record_batch_encoded):
+// every column on one place.
 inline void to_arrow_device_record_batch(Span<const ArrowColumn> columns, ArrowSchema *out_schema,
                                          ArrowDeviceArray *out_array) {
-    detail::to_record_batch(::lodtensor_to_arrow_device_record_batch, columns, out_schema, out_array);
+    detail::to_record_batch(::lodtensor_to_arrow_device_record_batch_encoded, columns, out_schema, out_array);
 }
 // One tensor a column of the Arrow record batch `*array` (lodtensor_from_arrow_record_batch), zero
 // copy: the columns share the array, which is moved and released once, when the last handle over

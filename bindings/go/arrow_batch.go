@@ -11,48 +11,56 @@ import (
 	"unsafe"
 )
 
-// ArrowColumn is a column of an Arrow record batch: a tensor and its field name (UTF-8).
+// ArrowColumn is a column of an Arrow record batch: a tensor, its field name (UTF-8) and its form
+// (ArrowValues, the zero value, as ToArrow lends a tensor; ArrowUTF8 or ArrowBinary for text, as
+// ToArrowStrings lends it).
 type ArrowColumn struct {
-	Tensor *Tensor
-	Name   string
+	Tensor   *Tensor
+	Name     string
+	Encoding ArrowEncoding
 }
 
-// ToArrowRecordBatch lends columns to Arrow as one record batch (lodtensor_to_arrow_record_batch),
-// zero copy: it fills the caller's struct ArrowSchema and struct ArrowArray (Arrow Go's
-// *cdata.CArrowSchema and *cdata.CArrowArray, say) with a struct array whose children are the
-// columns as ToArrow lends them, each named, each with one entry per row (its sequences at LoD
-// level 0, or its rows). The caller releases each struct once; the memory stays until the array
-// is released. On an error neither struct is written.
+// ToArrowRecordBatch lends columns to Arrow as one record batch
+// (lodtensor_to_arrow_record_batch_encoded), zero copy: it fills the caller's struct ArrowSchema
+// and struct ArrowArray (Arrow Go's *cdata.CArrowSchema and *cdata.CArrowArray, say) with a struct
+// array whose children are the columns, each named, each in its form, each with one entry per row
+// (its sequences at LoD level 0, or its rows). The caller releases each struct once; the memory
+// stays until the array is released. On an error neither struct is written.
 func ToArrowRecordBatch(columns []ArrowColumn, schema, array unsafe.Pointer) error {
-	return lendBatch(columns, func(t **C.lodtensor_t, n **C.char, k C.size_t) C.lodtensor_status_t {
-		return C.lodtensor_to_arrow_record_batch(t, n, k, (*C.struct_ArrowSchema)(schema), (*C.struct_ArrowArray)(array))
+	return lendBatch(columns, func(t **C.lodtensor_t, n **C.char, e *C.int32_t, k C.size_t) C.lodtensor_status_t {
+		return C.lodtensor_to_arrow_record_batch_encoded(t, n, e, k, (*C.struct_ArrowSchema)(schema),
+			(*C.struct_ArrowArray)(array))
 	})
 }
 
 // ToArrowDeviceRecordBatch is ToArrowRecordBatch through the C device data interface
-// (lodtensor_to_arrow_device_record_batch), array being a struct ArrowDeviceArray: every column on
-// one place, as ToArrowDevice lends one tensor.
+// (lodtensor_to_arrow_device_record_batch_encoded), array being a struct ArrowDeviceArray: every
+// column on one place, as ToArrowDevice lends one tensor.
 func ToArrowDeviceRecordBatch(columns []ArrowColumn, schema, array unsafe.Pointer) error {
-	return lendBatch(columns, func(t **C.lodtensor_t, n **C.char, k C.size_t) C.lodtensor_status_t {
-		return C.lodtensor_to_arrow_device_record_batch(t, n, k, (*C.struct_ArrowSchema)(schema),
+	return lendBatch(columns, func(t **C.lodtensor_t, n **C.char, e *C.int32_t, k C.size_t) C.lodtensor_status_t {
+		return C.lodtensor_to_arrow_device_record_batch_encoded(t, n, e, k, (*C.struct_ArrowSchema)(schema),
 			(*C.struct_ArrowDeviceArray)(array))
 	})
 }
 
-// lendBatch calls lend with the columns' handles and names as C arrays.
-func lendBatch(columns []ArrowColumn, lend func(**C.lodtensor_t, **C.char, C.size_t) C.lodtensor_status_t) error {
+// lendBatch calls lend with the columns' handles, names and encodings as C arrays.
+func lendBatch(columns []ArrowColumn,
+	lend func(**C.lodtensor_t, **C.char, *C.int32_t, C.size_t) C.lodtensor_status_t) error {
 	defer runtime.KeepAlive(columns)
 	// Go memory holding C pointers (not Go pointers) may be passed to C.
 	handles := make([]*C.lodtensor_t, len(columns))
 	names := make([]*C.char, len(columns))
+	encodings := make([]C.int32_t, len(columns))
 	for i, c := range columns {
 		handles[i] = c.Tensor.c()
 		names[i] = C.CString(c.Name)
 		defer C.free(unsafe.Pointer(names[i]))
+		encodings[i] = c.Encoding.c()
 	}
 	// The C call takes const pointers; cgo spells them without const.
 	return call(func() C.lodtensor_status_t {
-		return lend((**C.lodtensor_t)(unsafe.Pointer(ptrOf(handles))), ptrOf(names), C.size_t(len(columns)))
+		return lend((**C.lodtensor_t)(unsafe.Pointer(ptrOf(handles))), ptrOf(names), ptrOf(encodings),
+			C.size_t(len(columns)))
 	})
 }
 

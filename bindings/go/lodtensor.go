@@ -711,15 +711,33 @@ func (t *Tensor) ToArrowDevice(schema, array unsafe.Pointer) error {
 	})
 }
 
-// ArrowEncoding says how ToArrowStrings lends bytes (LODTENSOR_ARROW_*).
+// ArrowEncoding says how a tensor is lent: as strings by ToArrowStrings (ArrowBinary, ArrowUTF8),
+// and in a record batch's column (any of the three). Its values are the binding's own, so that the
+// zero value is ArrowValues; each is passed to the library as its LODTENSOR_ARROW_* constant.
 type ArrowEncoding int32
 
 const (
+	// ArrowValues lends a tensor as ToArrow does (uint8 as uint8); no strings.
+	ArrowValues ArrowEncoding = iota
 	// ArrowBinary lends any bytes, as large_binary.
-	ArrowBinary ArrowEncoding = C.LODTENSOR_ARROW_BINARY
+	ArrowBinary
 	// ArrowUTF8 lends UTF-8 text, as large_utf8, each string checked to be UTF-8.
-	ArrowUTF8 ArrowEncoding = C.LODTENSOR_ARROW_UTF8
+	ArrowUTF8
 )
+
+// c is e's LODTENSOR_ARROW_* constant; a value of no constant goes as it is, for the library to
+// refuse.
+func (e ArrowEncoding) c() C.int32_t {
+	switch e {
+	case ArrowValues:
+		return C.LODTENSOR_ARROW_VALUES
+	case ArrowBinary:
+		return C.LODTENSOR_ARROW_BINARY
+	case ArrowUTF8:
+		return C.LODTENSOR_ARROW_UTF8
+	}
+	return C.int32_t(e)
+}
 
 // ToArrowStrings lends t, a 1-d uint8 tensor with a LoD, to Arrow as strings
 // (lodtensor_to_arrow_strings), zero copy: its last LoD level's sequences are one large_utf8
@@ -728,7 +746,7 @@ const (
 func (t *Tensor) ToArrowStrings(encoding ArrowEncoding, schema, array unsafe.Pointer) error {
 	defer runtime.KeepAlive(t)
 	return call(func() C.lodtensor_status_t {
-		return C.lodtensor_to_arrow_strings(t.c(), C.int32_t(encoding), (*C.struct_ArrowSchema)(schema),
+		return C.lodtensor_to_arrow_strings(t.c(), encoding.c(), (*C.struct_ArrowSchema)(schema),
 			(*C.struct_ArrowArray)(array))
 	})
 }
@@ -739,7 +757,7 @@ func (t *Tensor) ToArrowStrings(encoding ArrowEncoding, schema, array unsafe.Poi
 func (t *Tensor) ToArrowDeviceStrings(encoding ArrowEncoding, schema, array unsafe.Pointer) error {
 	defer runtime.KeepAlive(t)
 	return call(func() C.lodtensor_status_t {
-		return C.lodtensor_to_arrow_device_strings(t.c(), C.int32_t(encoding), (*C.struct_ArrowSchema)(schema),
+		return C.lodtensor_to_arrow_device_strings(t.c(), encoding.c(), (*C.struct_ArrowSchema)(schema),
 			(*C.struct_ArrowDeviceArray)(array))
 	})
 }

@@ -395,7 +395,7 @@ func TestArrowRecordBatch(t *testing.T) {
 	defer scores.Close()
 	schema, array := arrowc.New()
 	defer arrowc.Free(schema, array)
-	ok(t, lt.ToArrowRecordBatch([]lt.ArrowColumn{{ids, "ids"}, {scores, "scores"}}, schema, array))
+	ok(t, lt.ToArrowRecordBatch([]lt.ArrowColumn{{ids, "ids", lt.ArrowValues}, {scores, "scores", lt.ArrowValues}}, schema, array))
 
 	s := arrowc.ReadSchema(schema)
 	eq(t, "root", []any{s.Format, s.Name, s.NChildren}, []any{"+s", "", int64(2)})
@@ -421,16 +421,36 @@ func TestArrowRecordBatch(t *testing.T) {
 
 	three := must[*lt.Tensor](t)(lt.NewTensor([]float32{1, 2, 3}, []int64{3}, lt.LoD{}))
 	defer three.Close()
-	err := lt.ToArrowRecordBatch([]lt.ArrowColumn{{ids, "ids"}, {three, "x"}}, schema, array)
+	err := lt.ToArrowRecordBatch([]lt.ArrowColumn{{ids, "ids", lt.ArrowValues}, {three, "x", lt.ArrowValues}}, schema, array)
 	wantError(t, err, lt.InvalidArgument, "columns[1]: 3 entries, columns[0] 2")
 	_, err = lt.FromArrowRecordBatch(nil, array)
 	wantError(t, err, lt.NullArgument, "schema")
 	_, err = lt.FromArrowRecordBatch(schema, array) // both released above
 	wantError(t, err, lt.InvalidArgument, "schema: has been released")
 
+	// A text column beside the scores: large_utf8 over the tensor's bytes; broken text refused.
+	words := must[*lt.Tensor](t)(lt.NewTensor([]uint8("tokyo"), []int64{5}, lt.Offsets([]int{0, 3, 5})))
+	defer words.Close()
+	tschema, tarray := arrowc.New()
+	defer arrowc.Free(tschema, tarray)
+	ok(t, lt.ToArrowRecordBatch([]lt.ArrowColumn{{words, "text", lt.ArrowUTF8}, {Tensor: scores, Name: "s"}},
+		tschema, tarray))
+	eq(t, "text and scores", []string{arrowc.ReadSchema(arrowc.SchemaChild(tschema, 0)).Format,
+		arrowc.ReadSchema(arrowc.SchemaChild(tschema, 1)).Format}, []string{"U", "f"})
+	text := arrowc.ReadArray(arrowc.ArrayChild(tarray, 0))
+	eq(t, "the text's bytes", uintptr(text.Buffers[2]), must[uintptr](t)(words.Address()))
+	arrowc.ReleaseSchema(tschema)
+	arrowc.ReleaseArray(tarray)
+	split := must[*lt.Tensor](t)(lt.NewTensor([]uint8("\xc3\xbc"), []int64{2}, lt.Offsets([]int{0, 1, 2})))
+	defer split.Close()
+	err = lt.ToArrowRecordBatch([]lt.ArrowColumn{{split, "text", lt.ArrowUTF8}}, tschema, tarray)
+	wantError(t, err, lt.InvalidArgument, "columns[0]: sequence 0 of LoD level 0 (bytes 0..1) is not UTF-8")
+	err = lt.ToArrowRecordBatch([]lt.ArrowColumn{{split, "text", lt.ArrowEncoding(9)}}, tschema, tarray)
+	wantError(t, err, lt.InvalidArgument, "encodings[0]: 9 is not")
+
 	dschema, device := arrowc.NewDevice()
 	defer arrowc.Free(dschema, device)
-	ok(t, lt.ToArrowDeviceRecordBatch([]lt.ArrowColumn{{scores, "scores"}}, dschema, device))
+	ok(t, lt.ToArrowDeviceRecordBatch([]lt.ArrowColumn{{scores, "scores", lt.ArrowValues}}, dschema, device))
 	d := arrowc.ReadDevice(device)
 	eq(t, "on ARROW_DEVICE_CPU", []any{d.DeviceType, d.DeviceID}, []any{int32(1), int64(-1)})
 	taken := must[[]*lt.Tensor](t)(lt.FromArrowDeviceRecordBatch(dschema, device))

@@ -170,11 +170,11 @@ interface LodTensorLib extends Library {
 
     int lodtensor_from_arrow_device(Pointer schema, Pointer array, PointerByReference out);
 
-    int lodtensor_to_arrow_record_batch(Pointer[] columns, Pointer names, long numColumns, Pointer outSchema,
-                                        Pointer outArray);
+    int lodtensor_to_arrow_record_batch_encoded(Pointer[] columns, Pointer names, int[] encodings, long numColumns,
+                                                Pointer outSchema, Pointer outArray);
 
-    int lodtensor_to_arrow_device_record_batch(Pointer[] columns, Pointer names, long numColumns, Pointer outSchema,
-                                               Pointer outArray);
+    int lodtensor_to_arrow_device_record_batch_encoded(Pointer[] columns, Pointer names, int[] encodings,
+                                                       long numColumns, Pointer outSchema, Pointer outArray);
 
     int lodtensor_from_arrow_record_batch(Pointer schema, Pointer array, Pointer[] outColumns, long outColumnsLen,
                                           LongByReference outCount);

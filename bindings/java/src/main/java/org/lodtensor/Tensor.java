@@ -522,6 +522,8 @@ public final class Tensor implements AutoCloseable {
     public static final int ARROW_BINARY = 0;
     /** {@link #toArrowStrings}: UTF-8 text, as large_utf8, each string checked (LODTENSOR_ARROW_UTF8). */
     public static final int ARROW_UTF8 = 1;
+    /** A record batch's column as {@link #toArrow} lends a tensor; no strings (LODTENSOR_ARROW_VALUES). */
+    public static final int ARROW_VALUES = 2;
 
     /**
      * Lends this tensor, a 1-d uint8 tensor with a LoD, to Arrow as strings
@@ -561,45 +563,66 @@ public final class Tensor implements AutoCloseable {
     }
 
     /**
-     * Lends the columns to Arrow as one record batch (lodtensor_to_arrow_record_batch), zero copy:
-     * fills the caller's struct ArrowSchema and struct ArrowArray at these addresses with a struct
-     * array whose child i is {@code columns[i]} as {@link #toArrow} lends it, named
-     * {@code names[i]} (sent as UTF-8), each column with one entry per row (its sequences at LoD
-     * level 0, or its rows). The caller releases each struct once; the memory stays until the array
-     * is released. When this throws, neither struct was written.
+     * Lends the columns to Arrow as one record batch (lodtensor_to_arrow_record_batch_encoded), zero
+     * copy: fills the caller's struct ArrowSchema and struct ArrowArray at these addresses with a
+     * struct array whose child i is {@code columns[i]}, named {@code names[i]} (sent as UTF-8), in
+     * the form {@code encodings[i]}: {@link #ARROW_VALUES} as {@link #toArrow} lends it,
+     * {@link #ARROW_UTF8} or {@link #ARROW_BINARY} as {@link #toArrowStrings} lends text;
+     * {@code encodings} null lends every column as values. Each column has one entry per row (its
+     * sequences at LoD level 0, or its rows). The caller releases each struct once; the memory
+     * stays until the array is released. When this throws, neither struct was written.
      */
-    public static void toArrowRecordBatch(Tensor[] columns, String[] names, long schemaAddress, long arrayAddress) {
-        lendBatch(columns, names, (c, n, k) -> LIB.lodtensor_to_arrow_record_batch(c, n, k,
+    public static void toArrowRecordBatch(Tensor[] columns, String[] names, int[] encodings, long schemaAddress,
+                                          long arrayAddress) {
+        lendBatch(columns, names, encodings, (c, n, e, k) -> LIB.lodtensor_to_arrow_record_batch_encoded(c, n, e, k,
                 nativePointer(schemaAddress), nativePointer(arrayAddress)));
+    }
+
+    /** {@link #toArrowRecordBatch} with every column as values. */
+    public static void toArrowRecordBatch(Tensor[] columns, String[] names, long schemaAddress, long arrayAddress) {
+        toArrowRecordBatch(columns, names, null, schemaAddress, arrayAddress);
     }
 
     /**
      * {@link #toArrowRecordBatch} through the C device data interface
-     * (lodtensor_to_arrow_device_record_batch), into a struct ArrowDeviceArray: every column on one
-     * place, as {@link #toArrowDevice} lends one tensor.
+     * (lodtensor_to_arrow_device_record_batch_encoded), into a struct ArrowDeviceArray: every column
+     * on one place, as {@link #toArrowDevice} lends one tensor.
      */
+    public static void toArrowDeviceRecordBatch(Tensor[] columns, String[] names, int[] encodings,
+                                                long schemaAddress, long arrayAddress) {
+        lendBatch(columns, names, encodings, (c, n, e, k) -> LIB.lodtensor_to_arrow_device_record_batch_encoded(c,
+                n, e, k, nativePointer(schemaAddress), nativePointer(arrayAddress)));
+    }
+
+    /** {@link #toArrowDeviceRecordBatch} with every column as values. */
     public static void toArrowDeviceRecordBatch(Tensor[] columns, String[] names, long schemaAddress,
                                                 long arrayAddress) {
-        lendBatch(columns, names, (c, n, k) -> LIB.lodtensor_to_arrow_device_record_batch(c, n, k,
-                nativePointer(schemaAddress), nativePointer(arrayAddress)));
+        toArrowDeviceRecordBatch(columns, names, null, schemaAddress, arrayAddress);
     }
 
-    /** A record batch export over the columns' handles, their names as UTF-8 and their count. */
+    /**
+     * A record batch export over the columns' handles, their names as UTF-8, their encodings (or
+     * null) and their count.
+     */
     private interface BatchLend {
-        int call(Pointer[] columns, Pointer names, long count);
+        int call(Pointer[] columns, Pointer names, int[] encodings, long count);
     }
 
-    private static void lendBatch(Tensor[] columns, String[] names, BatchLend lend) {
+    private static void lendBatch(Tensor[] columns, String[] names, int[] encodings, BatchLend lend) {
         if (columns.length != names.length) {
             throw new IllegalArgumentException(
                     columns.length + " columns but " + names.length + " names; a record batch names each column");
+        }
+        if (encodings != null && encodings.length != columns.length) {
+            throw new IllegalArgumentException(columns.length + " columns but " + encodings.length
+                    + " encodings; a record batch takes an encoding a column, or none");
         }
         Pointer[] raw = new Pointer[columns.length];
         for (int i = 0; i < columns.length; i++) {
             raw[i] = columns[i] == null ? null : columns[i].ptr();
         }
         StringArray utf8 = new StringArray(names, "UTF-8");
-        NativeHandle.check(lend.call(raw, utf8, raw.length));
+        NativeHandle.check(lend.call(raw, utf8, encodings, raw.length));
         Reference.reachabilityFence(columns);
     }
 

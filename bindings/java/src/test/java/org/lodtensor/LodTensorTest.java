@@ -229,6 +229,43 @@ class LodTensorTest {
     }
 
     /**
+     * A record batch with a text column beside its scores: the text as large_utf8 over the
+     * tensor's bytes, the scores as values; broken text and an unknown encoding refused, and
+     * encodings of another count than the columns.
+     */
+    @Test
+    void arrowRecordBatchWithText() {
+        Memory schema = zeroed(72), array = zeroed(80);
+        long schemaAddress = Pointer.nativeValue(schema), arrayAddress = Pointer.nativeValue(array);
+        byte[] text = "Grüße!".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        ByteBuffer bytes = ByteBuffer.allocateDirect(text.length).put(text).flip();
+        try (Tensor words = Tensor.wrap(DType.UINT8, l(text.length), bytes, Lod.offsets(l(0, 7, 8)));
+                Tensor split = Tensor.wrap(DType.UINT8, l(text.length), bytes, Lod.offsets(l(0, 3, 8)));
+                Tensor scores = Tensor.ofFloats(new float[] {0.5f, 1.5f}, l(2), Lod.offsets())) {
+            Tensor[] columns = {words, scores};
+            String[] names = {"text", "score"};
+            Tensor.toArrowRecordBatch(columns, names, new int[] {Tensor.ARROW_UTF8, Tensor.ARROW_VALUES},
+                    schemaAddress, arrayAddress);
+            assertEquals("U", schema.getPointer(40).getPointer(0).getPointer(0).getString(0));
+            assertEquals("f", schema.getPointer(40).getPointer(8).getPointer(0).getString(0));
+            Pointer strings = array.getPointer(48).getPointer(0);
+            assertEquals(words.address(), Pointer.nativeValue(strings.getPointer(40).getPointer(16)));
+            Function.getFunction(array.getPointer(64)).invokeVoid(new Object[] {array});
+            Function.getFunction(schema.getPointer(56)).invokeVoid(new Object[] {schema});
+            expectError(Status.INVALID_ARGUMENT, "columns[0]: sequence 0 of LoD level 0 (bytes 0..3)",
+                    () -> Tensor.toArrowRecordBatch(new Tensor[] {split, scores}, names,
+                            new int[] {Tensor.ARROW_UTF8, Tensor.ARROW_VALUES}, schemaAddress, arrayAddress));
+            expectError(Status.INVALID_ARGUMENT, "encodings[1]: 9 is not",
+                    () -> Tensor.toArrowDeviceRecordBatch(columns, names, new int[] {Tensor.ARROW_BINARY, 9},
+                            schemaAddress, arrayAddress));
+            assertNull(array.getPointer(64)); // not written
+            assertThrows(IllegalArgumentException.class,
+                    () -> Tensor.toArrowRecordBatch(columns, names, new int[] {Tensor.ARROW_UTF8}, schemaAddress,
+                            arrayAddress));
+        }
+    }
+
+    /**
      * Arrow's C device data interface: a host tensor goes out on ARROW_DEVICE_CPU (device -1, no
      * sync event) in arrowRoundTrip's form over the tensor's memory and comes back as the same
      * memory and LoD, the embedded array moved and released once, at the last close; another
