@@ -131,6 +131,10 @@ lib.lodtensor_to_arrow_record_batch.argtypes = [
     P(ctypes.c_void_p), P(ctypes.c_char_p), ctypes.c_size_t, P(ArrowSchema), P(ArrowArray)]
 lib.lodtensor_to_arrow_device_record_batch.argtypes = [
     P(ctypes.c_void_p), P(ctypes.c_char_p), ctypes.c_size_t, P(ArrowSchema), P(ArrowDeviceArray)]
+lib.lodtensor_to_arrow_record_batch_encoded.argtypes = [
+    P(ctypes.c_void_p), P(ctypes.c_char_p), P(ctypes.c_int32), ctypes.c_size_t, P(ArrowSchema), P(ArrowArray)]
+lib.lodtensor_to_arrow_device_record_batch_encoded.argtypes = [
+    P(ctypes.c_void_p), P(ctypes.c_char_p), P(ctypes.c_int32), ctypes.c_size_t, P(ArrowSchema), P(ArrowDeviceArray)]
 lib.lodtensor_from_arrow_record_batch.argtypes = [
     P(ArrowSchema), P(ArrowArray), P(ctypes.c_void_p), ctypes.c_size_t, P(ctypes.c_size_t)]
 lib.lodtensor_from_arrow_device_record_batch.argtypes = [
@@ -412,7 +416,7 @@ def test_export_refusals():
         lib.lodtensor_destroy(t)
 
 
-ARROW_BINARY, ARROW_UTF8 = 0, 1
+ARROW_BINARY, ARROW_UTF8, ARROW_VALUES = 0, 1, 2
 
 
 def text_tensor(words, outer):
@@ -819,6 +823,68 @@ def test_record_batch_to_pyarrow(device=False):
     check(all(releases.get(k, 0) == 1 for k in keys), f"{what}: released {[releases.get(k, 0) for k in keys]}")
 
 
+def test_record_batch_with_text_to_pyarrow():
+    """A decoder's output as one RecordBatch (lodtensor_to_arrow_record_batch_encoded and its device
+    form on the CPU): its text a large_string column (or large_binary, or a list of them under an
+    outer level), its scores a float column, valid as pyarrow checks them, the strings over the
+    tensor's bytes; text that is not UTF-8 refused with nothing written."""
+    cases = [(["Grüße", "", "日本語"], 0), ([["ein", "Satz"], [], ["😀"]], 1)]
+    for words, outer in cases:
+        for encoding in (ARROW_UTF8, ARROW_BINARY):
+            for device in (False, True):
+                form = ("utf8" if encoding == ARROW_UTF8 else "binary") + (", device" if device else "")
+                what = f"record batch with text {words} ({form})"
+                text = text_tensor(words, outer)
+                scores, _, _ = make_tensor("float32", [3], [], "create")
+                chandles = (ctypes.c_void_p * 2)(text.value, scores.value)
+                cnames = (ctypes.c_char_p * 2)(b"text", b"score")
+                cencodings = (ctypes.c_int32 * 2)(encoding, ARROW_VALUES)
+                schema = ArrowSchema()
+                if device:
+                    darray = ArrowDeviceArray()
+                    status(lib.lodtensor_to_arrow_device_record_batch_encoded(
+                        chandles, cnames, cencodings, 2, ctypes.byref(schema), ctypes.byref(darray)), what)
+                    batch = pa.RecordBatch._import_from_c_device(ctypes.addressof(darray), ctypes.addressof(schema))
+                else:
+                    array = ArrowArray()
+                    status(lib.lodtensor_to_arrow_record_batch_encoded(
+                        chandles, cnames, cencodings, 2, ctypes.byref(schema), ctypes.byref(array)), what)
+                    batch = pa.RecordBatch._import_from_c(ctypes.addressof(array), ctypes.addressof(schema))
+                batch.validate(full=True)
+                strings = pa.large_string() if encoding == ARROW_UTF8 else pa.large_binary()
+                want_type = expected_type(strings, [0], outer)
+                check(batch.schema.names == ["text", "score"] and batch.schema.field(0).type == want_type,
+                      f"{what}: {batch.schema}")
+                check(batch.schema.field(1).type == pa.float32(), f"{what}: {batch.schema}")
+                want = words if encoding == ARROW_UTF8 else bytes_of_words(words, outer)
+                check(batch.column(0).to_pylist() == want, f"{what}: {batch.column(0).to_pylist()}, want {want}")
+                node = batch.column(0)
+                for _ in range(outer):
+                    node = node.flatten()
+                check(node.buffers()[2].address == tensor_data(text), f"{what}: the bytes are not the tensor's")
+                lib.lodtensor_destroy(text)
+                lib.lodtensor_destroy(scores)
+                filler = scribble(64)
+                check(batch.column(0).to_pylist() == want, f"{what}: values changed once the handles went")
+                lib.lodtensor_destroy(filler)
+                del batch
+                gc.collect()
+    # "Gr" and the first byte of "ü" as a string of its own: refused as UTF-8, nothing written.
+    raw = "Grü".encode()
+    split = ctypes.c_void_p()
+    sizes, num_levels, clod, lod_len = lod_args([[0, 3, 4]])
+    status(lib.lodtensor_create(DType(1, 8, 1), (ctypes.c_int64 * 1)(4), 1, raw, 4, LOD_OFFSETS, sizes, num_levels,
+                                clod, lod_len, ctypes.byref(split)), "lodtensor_create")
+    schema, array = ArrowSchema(), ArrowArray()
+    s = lib.lodtensor_to_arrow_record_batch_encoded((ctypes.c_void_p * 1)(split.value), (ctypes.c_char_p * 1)(b"t"),
+                                                    (ctypes.c_int32 * 1)(ARROW_UTF8), 1, ctypes.byref(schema),
+                                                    ctypes.byref(array))
+    check(s == INVALID_ARGUMENT, f"a record batch with a split character: status {s}")
+    check(bytes(schema) == bytes(ctypes.sizeof(schema)) and bytes(array) == bytes(ctypes.sizeof(array)),
+          "a record batch with a split character: a refused export wrote the structs")
+    lib.lodtensor_destroy(split)
+
+
 def batch_cases():
     """(description, a function making a RecordBatch): list, large-list, fixed-size-list, primitive
     and string columns, and slices of the batch."""
@@ -955,6 +1021,7 @@ test_record_batch_to_pyarrow(device=True)
 test_record_batch_from_pyarrow()
 test_record_batch_from_pyarrow(device=True)
 test_record_batch_refusals()
+test_record_batch_with_text_to_pyarrow()
 gc.collect()
 check(all(n == 1 for n in releases.values()) and len(releases) == _next_key[0] - 1,
       f"lent buffers released other than once each: {releases}")

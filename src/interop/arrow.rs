@@ -12,7 +12,7 @@
 //! (`z`, `u`, `Z`, `U`) as a LoD level (the offsets) over uint8 elements, `fixed_size_binary`
 //! (`w:n`) as a last dim of n, so a column of sentences is a one-level LoD tensor of their UTF-8
 //! bytes and a `list<utf8>` two levels. [`to_arrow_strings`] lends such a tensor back as strings
-//! (`to_arrow` lends uint8 as `uint8`).
+//! (`to_arrow` lends uint8 as `uint8`), and a record batch's column may be lent so too.
 //!
 //! Arrow packs booleans 8 to a byte, so bool tensors are the one dtype copied, both ways (on a CUDA
 //! device, by a kernel there); bfloat16 has no Arrow type. The structs below have the layout of Arrow's `abi.h`; the C header defines
