@@ -652,6 +652,27 @@ fn first_broken_string(x: &LoDTensor) -> Option<(usize, usize)> {
         .find_map(|(i, w)| std::str::from_utf8(&bytes[w[0]..w[1]]).err().map(|e| (i, w[0] + e.valid_up_to())))
 }
 
+/// `got`, an export of random text whose first broken string (for UTF-8) is `broken`: the export
+/// when there is none; else `None`, once it is checked to have been refused naming that string of
+/// `arg`'s LoD level `level` and the byte where it breaks.
+fn lent_unless_broken<T>(
+    got: lodtensor::Result<T>,
+    broken: Option<(usize, usize)>,
+    arg: &str,
+    level: usize,
+    round: usize,
+) -> Option<T> {
+    match (got, broken) {
+        (Ok(lent), None) => Some(lent),
+        (Err(Error::InvalidArgument(m)), Some((i, at))) => {
+            let want = format!("{arg}: sequence {i} of LoD level {level} (");
+            assert!(m.starts_with(&want) && m.ends_with(&format!("is not UTF-8 at byte {at}")), "{m}");
+            None
+        }
+        (got, want) => panic!("round {round}: {:?} for the first broken string {want:?}", got.err()),
+    }
+}
+
 #[test]
 fn text_is_lent_as_arrow_strings_zero_copy() {
     use lodtensor::interop::arrow::{to_arrow_strings, Encoding};
@@ -662,15 +683,10 @@ fn text_is_lent_as_arrow_strings_zero_copy() {
         let x = random_text(&mut rng, outer, round % 3 == 2);
         let encoding = if round % 4 == 3 { Encoding::Binary } else { Encoding::Utf8 };
         let broken = first_broken_string(&x).filter(|_| encoding == Encoding::Utf8);
-        let (schema, array) = match (to_arrow_strings(&x, encoding), broken) {
-            (Ok(lent), None) => lent,
-            (Err(Error::InvalidArgument(m)), Some((i, at))) => {
-                let want = format!("t: sequence {i} of LoD level {outer} (");
-                assert!(m.starts_with(&want) && m.ends_with(&format!("is not UTF-8 at byte {at}")), "{m}");
-                refused += 1;
-                continue;
-            }
-            (got, want) => panic!("round {round}: {:?} for the first broken string {want:?}", got.err()),
+        let Some((schema, array)) = lent_unless_broken(to_arrow_strings(&x, encoding), broken, "t", outer, round)
+        else {
+            refused += 1;
+            continue;
         };
         unsafe {
             let mut expected = vec!["+L".to_owned(); outer];
@@ -1466,15 +1482,12 @@ fn record_batches_hold_text_columns() {
         let mut named: Vec<Column> = others.iter().map(|c| (c, "x", Values)).collect();
         named.insert(at, (&text, "text", encoding));
         let broken = first_broken_string(&text).filter(|_| encoding == Utf8);
-        let (mut schema, mut array) = match (to_arrow_record_batch(&named), broken) {
-            (Ok(batch), None) => batch,
-            (Err(Error::InvalidArgument(m)), Some((i, b))) => {
-                let want = format!("columns[{at}]: sequence {i} of LoD level {outer} (");
-                assert!(m.starts_with(&want) && m.ends_with(&format!("is not UTF-8 at byte {b}")), "{m}");
-                refused += 1;
-                continue;
-            }
-            (got, want) => panic!("round {round}: {:?} for the first broken string {want:?}", got.err()),
+        let arg = format!("columns[{at}]");
+        let Some((mut schema, mut array)) =
+            lent_unless_broken(to_arrow_record_batch(&named), broken, &arg, outer, round)
+        else {
+            refused += 1;
+            continue;
         };
         unsafe {
             for (i, &(x, _, e)) in named.iter().enumerate() {

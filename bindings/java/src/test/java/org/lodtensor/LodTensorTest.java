@@ -44,6 +44,12 @@ class LodTensorTest {
         return m;
     }
 
+    /** The UTF-8 bytes of `text` in a direct buffer, for a uint8 tensor to wrap. */
+    static ByteBuffer utf8(String text) {
+        byte[] bytes = text.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        return ByteBuffer.allocateDirect(bytes.length).put(bytes).flip();
+    }
+
     static LodTensorException expectError(Status status, String substring, Runnable r) {
         LodTensorException e = assertThrows(LodTensorException.class, r::run);
         assertEquals(status, e.status(), e.getMessage());
@@ -237,10 +243,9 @@ class LodTensorTest {
     void arrowRecordBatchWithText() {
         Memory schema = zeroed(72), array = zeroed(80);
         long schemaAddress = Pointer.nativeValue(schema), arrayAddress = Pointer.nativeValue(array);
-        byte[] text = "Grüße!".getBytes(java.nio.charset.StandardCharsets.UTF_8);
-        ByteBuffer bytes = ByteBuffer.allocateDirect(text.length).put(text).flip();
-        try (Tensor words = Tensor.wrap(DType.UINT8, l(text.length), bytes, Lod.offsets(l(0, 7, 8)));
-                Tensor split = Tensor.wrap(DType.UINT8, l(text.length), bytes, Lod.offsets(l(0, 3, 8)));
+        ByteBuffer bytes = utf8("Grüße!");
+        try (Tensor words = Tensor.wrap(DType.UINT8, l(8), bytes, Lod.offsets(l(0, 7, 8)));
+                Tensor split = Tensor.wrap(DType.UINT8, l(8), bytes, Lod.offsets(l(0, 3, 8)));
                 Tensor scores = Tensor.ofFloats(new float[] {0.5f, 1.5f}, l(2), Lod.offsets())) {
             Tensor[] columns = {words, scores};
             String[] names = {"text", "score"};
@@ -330,10 +335,9 @@ class LodTensorTest {
     void arrowStrings() {
         Memory schema = zeroed(72), array = zeroed(128);
         long schemaAddress = Pointer.nativeValue(schema), arrayAddress = Pointer.nativeValue(array);
-        byte[] text = "Grüße!".getBytes(java.nio.charset.StandardCharsets.UTF_8);
-        ByteBuffer bytes = ByteBuffer.allocateDirect(text.length).put(text).flip();
-        try (Tensor x = Tensor.wrap(DType.UINT8, l(text.length), bytes, Lod.offsets(l(0, 7, 8)));
-                Tensor split = Tensor.wrap(DType.UINT8, l(text.length), bytes, Lod.offsets(l(0, 3, 8)))) {
+        ByteBuffer bytes = utf8("Grüße!");
+        try (Tensor x = Tensor.wrap(DType.UINT8, l(8), bytes, Lod.offsets(l(0, 7, 8)));
+                Tensor split = Tensor.wrap(DType.UINT8, l(8), bytes, Lod.offsets(l(0, 3, 8)))) {
             x.toArrowStrings(Tensor.ARROW_UTF8, schemaAddress, arrayAddress);
             assertEquals("U", schema.getPointer(0).getString(0));
             assertArrayEquals(l(2, 0, 0, 3, 0), array.getLongArray(0, 5));
