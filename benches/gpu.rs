@@ -21,8 +21,8 @@
 //! - copy (every case whose CPU calibration moves bytes: copy, copy + fill, row gather, plain
 //!   loop): `to_place` of a device tensor of the output's size onto its own device, a
 //!   device-to-device copy into a fresh allocation, as an op's output is: GB/s = `2 x write / time`.
-//! - read (the CPU's `sum`: pooling, the beam step): `read_bandwidth_probe` over a device tensor
-//!   of the input's size, a read-only sum kernel: GB/s = `read / time`.
+//! - read (the CPU's `sum`: pooling, the beam step, the UTF-8 check): `read_bandwidth_probe` over a
+//!   device tensor of the input's size, a read-only sum kernel: GB/s = `read / time`.
 //!
 //! The ratio is op GB/s / calibration GB/s, taken per pair of adjacent runs, then the median.
 //! Times include what the op does on the host (validation, planning, table uploads), as a caller
@@ -146,7 +146,7 @@ fn main() {
     let small = std::env::var("BENCH_SMALL").is_ok_and(|v| v == "1");
     println!(
         "device: cuda:0 of {count}; {reps} timed runs after 3 warm-ups, medians{}; ceiling: a device copy \
-         (2 x output bytes), or a device read of the input (pool, beam step)",
+         (2 x output bytes), or a device read of the input (pool, beam step, utf8 strings)",
         if small { "; BENCH_SMALL (16x smaller cases)" } else { "" }
     );
     let sizes = [8, 4 << 10, 64 << 10, 1 << 20];

@@ -6,6 +6,7 @@
 //! case (for a quick end-to-end run, e.g. on the emulator).
 #![allow(dead_code)]
 
+use lodtensor::interop::arrow::{to_arrow_device_strings, Encoding};
 use lodtensor::{
     array_to_lod_tensor, beam_search_fused_step, beam_search_gather_tree, lod_tensor_to_array, sequence_expand_as,
     sequence_pad, sequence_pool, sequence_scatter, sequence_unpad, LoDTensor, Place, PoolType, RankTable, Tensor,
@@ -306,6 +307,27 @@ pub fn cases(on: &dyn Fn(LoDTensor) -> LoDTensor, small: bool) -> Vec<Case> {
         let (ids, parents) = (on(ids), on(parents));
         v.push(case(format!("gather_tree T{t} b64 k5"), 2 * n * 8, n * 8, calib, move || {
             black_box(beam_search_gather_tree(&ids, &parents)).map(drop)
+        }));
+    }
+
+    // A decoder's text lent to Arrow as UTF-8 strings: the check reads every byte (and each
+    // string's first), nothing is written (the strings are lent in place). 2^20 strings of 24
+    // bytes of 1-3 byte characters.
+    {
+        let n = s(1 << 20);
+        let sentence = "Grüße schöne Welt 語".as_bytes();
+        let bytes: Vec<u8> = sentence.iter().copied().cycle().take(n * sentence.len()).collect();
+        let text = LoDTensor::from_slice(&bytes, &[bytes.len()], vec![offsets(&vec![sentence.len(); n])]).unwrap();
+        let text = on(text);
+        let read = bytes.len() + (n + 1) * 8;
+        v.push(case(format!("utf8 strings {n}x{}", sentence.len()), read, 0, Calib::Sum, move || {
+            let (mut schema, mut device) = to_arrow_device_strings(&text, Encoding::Utf8)?;
+            // SAFETY: both structs were just filled by the export; each is released once.
+            unsafe {
+                (schema.release.unwrap())(&mut schema);
+                (device.array.release.unwrap())(&mut device.array);
+            }
+            Ok(())
         }));
     }
     v
