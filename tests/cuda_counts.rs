@@ -412,3 +412,71 @@ fn decoder_steps_reuse_their_blocks() {
         }
     }
 }
+
+/// A device export through Arrow's C device data interface waits for the device once, text
+/// columns or not: the UTF-8 checks of every text column add to one count, launched after every
+/// column's own work, and reading it back stands in for the wait before the export (the LoDs are
+/// already on the device, so nothing goes up). A column refused for broken text is told by that
+/// same count, and one copy down names it.
+#[test]
+fn arrow_device_exports_wait_once() {
+    use lodtensor::interop::arrow::{
+        to_arrow_device, to_arrow_device_record_batch, to_arrow_device_strings, ArrowDeviceArray, ArrowSchema,
+        Encoding::{self, Binary, Utf8, Values},
+    };
+    let _device = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
+    if !gpu_or_skip() || common::caches_off_for_guard_pages() {
+        return;
+    }
+    let release = |(mut schema, mut device): (ArrowSchema, ArrowDeviceArray)| unsafe {
+        (schema.release.unwrap())(&mut schema);
+        (device.array.release.unwrap())(&mut device.array);
+    };
+    let text = |s: &str, cut: usize| {
+        let lod = vec![vec![0, 1, 2], vec![0, cut, s.len()]];
+        gpu(&LoDTensor::from_slice(s.as_bytes(), &[s.len()], lod).unwrap())
+    };
+    let (greeting, farewell) = (text("Grüße, Welt", 6), text("adiós, 世界", 7));
+    let flags = gpu(&LoDTensor::dense(Tensor::from_bytes(DType::Bool, Dim::new(&[2]).unwrap(), &[1, 0]).unwrap()));
+    let scores = gpu(&LoDTensor::from_slice(&[0.5f32, 0.25, 1.0, 2.0], &[2, 2], vec![]).unwrap());
+    let batch = |encodings: [Encoding; 2]| {
+        let columns = [
+            (&greeting, "a", encodings[0]),
+            (&flags, "flags", Values),
+            (&farewell, "b", encodings[1]),
+            (&scores, "s", Values),
+        ];
+        to_arrow_device_record_batch(&columns)
+    };
+    // The first calls upload the LoDs; the ones counted find them there.
+    release(to_arrow_device_strings(&greeting, Utf8).unwrap());
+    release(batch([Utf8, Utf8]).unwrap());
+    let launches_waits = |c: &CudaCounters| (c.launches, c.uploads, c.downloads, c.waits);
+    let (c, lent) = counted(|| to_arrow_device_strings(&greeting, Utf8).unwrap());
+    release(lent);
+    assert_eq!(launches_waits(&c), (1, 0, 1, 1), "strings as UTF-8: {c:?}");
+    let (c, lent) = counted(|| to_arrow_device_strings(&greeting, Binary).unwrap());
+    release(lent);
+    assert_eq!(launches_waits(&c), (0, 0, 0, 1), "strings as binary: {c:?}");
+    let (c, lent) = counted(|| to_arrow_device(&scores).unwrap());
+    release(lent);
+    assert_eq!(launches_waits(&c), (0, 0, 0, 1), "values: {c:?}");
+    // Two text columns and a bool one (its bits packed by a launch of its own).
+    let (c, lent) = counted(|| batch([Utf8, Utf8]).unwrap());
+    release(lent);
+    assert_eq!(launches_waits(&c), (3, 0, 1, 1), "a batch with two UTF-8 columns: {c:?}");
+    let (c, lent) = counted(|| batch([Binary, Utf8]).unwrap());
+    release(lent);
+    assert_eq!(launches_waits(&c), (2, 0, 1, 1), "a batch with one UTF-8 column: {c:?}");
+    let (c, lent) = counted(|| batch([Binary, Binary]).unwrap());
+    release(lent);
+    assert_eq!(launches_waits(&c), (1, 0, 0, 1), "a batch without UTF-8: {c:?}");
+    // "adiós" cut inside its "ó": the count says so, and the text comes down to be named.
+    let broken = text("adiós, 世界", 4);
+    release(to_arrow_device_strings(&broken, Binary).unwrap());
+    let columns = [(&greeting, "a", Utf8), (&broken, "b", Utf8)];
+    let (c, refused) = counted(|| to_arrow_device_record_batch(&columns).err());
+    let message = "columns[1]: sequence 0 of LoD level 1 (bytes 0..4) is not UTF-8 at byte 3";
+    assert!(matches!(refused, Some(Error::InvalidArgument(ref m)) if m == message), "{refused:?}");
+    assert_eq!((c.launches, c.downloads), (2, 3), "a refused batch: {c:?}");
+}

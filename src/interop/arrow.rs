@@ -18,6 +18,7 @@
 //! device, by a kernel there); bfloat16 has no Arrow type. The structs below have the layout of Arrow's `abi.h`; the C header defines
 //! them under Arrow's own guard, `ARROW_C_DATA_INTERFACE`.
 
+use super::utf8::check_texts;
 use crate::dim::{Dim, MAX_DIMS};
 use crate::dtype::DType;
 use crate::error::{ensure, err, Result};
@@ -337,6 +338,7 @@ pub fn to_arrow_record_batch(columns: &[Column]) -> Result<(ArrowSchema, ArrowAr
     for (i, (x, _, _)) in columns.iter().enumerate() {
         ensure_on_host(x, &format!("columns[{i}]"), "lodtensor_to_arrow_device_record_batch")?;
     }
+    check_batch(columns)?;
     export_batch(columns, Vec::new())
 }
 
@@ -387,7 +389,9 @@ pub fn to_arrow_device_record_batch(columns: &[Column]) -> Result<(ArrowSchema, 
         );
         parts.push(device_parts(x, &format!("columns[{i}]"))?);
     }
-    synchronize(place)?;
+    // A text column's check, queued after every column's parts, is the call's one wait.
+    let waited = check_batch(columns)?;
+    synchronize_unless(waited, place)?;
     let (schema, array) = export_batch(columns, parts)?;
     Ok((schema, on_device(array, place)))
 }
@@ -417,7 +421,10 @@ pub enum Encoding {
 /// not UTF-8, named by its sequence and the byte where it breaks).
 pub fn to_arrow_strings(x: &LoDTensor, encoding: Encoding) -> Result<(ArrowSchema, ArrowArray)> {
     ensure_on_host(x, "t", "lodtensor_to_arrow_device_strings")?;
-    check_strings(x, encoding, "t")?;
+    strings_form(x, encoding, "t")?;
+    if encoding == Encoding::Utf8 {
+        check_texts(&[(x, "t".into())])?;
+    }
     export(x, DeviceParts::default(), encoding, "", "t")
 }
 
@@ -431,16 +438,19 @@ pub fn to_arrow_strings(x: &LoDTensor, encoding: Encoding) -> Result<(ArrowSchem
 /// `Internal` (a CUDA driver failure).
 pub fn to_arrow_device_strings(x: &LoDTensor, encoding: Encoding) -> Result<(ArrowSchema, ArrowDeviceArray)> {
     let place = x.tensor().place();
-    check_strings(x, encoding, "t")?;
+    strings_form(x, encoding, "t")?;
     let parts = device_parts(x, "t")?;
-    synchronize(place)?;
+    // The check's count, read back after the parts are queued, is the call's one wait.
+    let waited = encoding == Encoding::Utf8 && check_texts(&[(x, "t".into())])?;
+    synchronize_unless(waited, place)?;
     let (schema, array) = export(x, parts, encoding, "", "t")?;
     Ok((schema, on_device(array, place)))
 }
 
-/// Checks that `x` has the form of strings (1-d uint8 under a LoD) and, for UTF-8, that each of
-/// its last level's sequences is UTF-8. `Values` is no form of strings.
-fn check_strings(x: &LoDTensor, encoding: Encoding, arg: &str) -> Result<()> {
+/// Checks that `x` has the form of strings: a 1-d uint8 tensor under a LoD, whose last level's
+/// sequences are the strings. `Values` is no form of strings. Whether they are UTF-8 is
+/// [`check_texts`]'s to say, once a call has everything else in hand.
+fn strings_form(x: &LoDTensor, encoding: Encoding, arg: &str) -> Result<()> {
     ensure!(
         encoding != Encoding::Values,
         InvalidArgument,
@@ -454,48 +464,21 @@ fn check_strings(x: &LoDTensor, encoding: Encoding, arg: &str) -> Result<()> {
         "{arg}: dims {:?}; strings are a 1-d tensor of bytes",
         t.dims().as_slice()
     );
-    let Some(level) = x.lod().levels().last() else {
-        return Err(err!(InvalidArgument, "{arg}: has no LoD; the strings are its last LoD level's sequences"));
-    };
-    if encoding == Encoding::Binary {
+    ensure!(
+        x.lod().num_levels() > 0,
+        InvalidArgument,
+        "{arg}: has no LoD; the strings are its last LoD level's sequences"
+    );
+    Ok(())
+}
+
+/// Waits for the work queued on `place` (nothing on the CPU), so that what a device export lends
+/// can be read at once, unless the call has `waited` since it queued its last work.
+fn synchronize_unless(waited: bool, place: Place) -> Result<()> {
+    if waited {
         return Ok(());
     }
-    // The bytes whole (SIMD on the host: several times the speed of a check string by string; a
-    // kernel on a device, so that one count comes back, not the bytes), then each string's first
-    // byte: UTF-8 that starts every string at a character is UTF-8 string by string. Only a
-    // failure reads string by string (on the host, from a copy of a device's bytes), to name the
-    // first string that breaks.
-    let bytes = match t.place() {
-        Place::Cpu => {
-            let bytes = t.bytes()?;
-            let at_char = |o: usize| o >= bytes.len() || (bytes[o] as i8) >= -64; // not 0x80..=0xBF
-            if simdutf8::basic::from_utf8(bytes).is_ok() && level.iter().all(|&o| at_char(o)) {
-                return Ok(());
-            }
-            Cow::Borrowed(bytes)
-        }
-        Place::Cuda(_) => {
-            if crate::backend::cuda::is_utf8_strings(t, x.lod().lod_level(x.lod().num_levels() - 1)?)? {
-                return Ok(());
-            }
-            unsafe { read_bytes(t.place(), t.as_ptr().cast(), 0, t.nbytes(), arg)? }
-        }
-    };
-    let broken = level
-        .windows(2)
-        .enumerate()
-        .find_map(|(i, w)| std::str::from_utf8(&bytes[w[0]..w[1]]).err().map(|e| (i, w[0] + e.valid_up_to())));
-    // The checks over the bytes whole fail exactly when a string does.
-    let Some((i, at)) = broken else {
-        return Err(err!(Internal, "{arg}: the UTF-8 check of the bytes whole failed, but every string is UTF-8"));
-    };
-    Err(err!(
-        InvalidArgument,
-        "{arg}: sequence {i} of LoD level {} (bytes {}..{}) is not UTF-8 at byte {at}",
-        x.lod().num_levels() - 1,
-        level[i],
-        level[i + 1],
-    ))
+    synchronize(place)
 }
 
 /// What a device export of `x` lends of its own (see [`DeviceParts`]), queued on its device:
@@ -532,26 +515,40 @@ fn on_device(array: ArrowArray, place: Place) -> ArrowDeviceArray {
     ArrowDeviceArray { array, device_id, device_type, sync_event: std::ptr::null_mut(), reserved: [0; 3] }
 }
 
-/// The record batch of `columns`, column i lending `parts[i]` (see [`export`]; none of its own
-/// for a column past the end of `parts`).
-fn export_batch(columns: &[Column], mut parts: Vec<DeviceParts>) -> Result<(ArrowSchema, ArrowArray)> {
+/// Checks that `columns` make a record batch: at least one column, each with as many entries as
+/// the first, a name without NUL, and text in its form (every text column's UTF-8 checked at
+/// once). Returns whether the check waited for the columns' device (see [`check_texts`]).
+fn check_batch(columns: &[Column]) -> Result<bool> {
     let Some((first, _, _)) = columns.first() else {
         return Err(err!(InvalidArgument, "num_columns: 0; a record batch has at least one column"));
     };
     let entries = top_entries(first, "columns[0]")?;
+    let mut texts = Vec::new();
     for (i, &(x, name, encoding)) in columns.iter().enumerate() {
-        let n = top_entries(x, &format!("columns[{i}]"))?;
+        let arg = format!("columns[{i}]");
+        let n = top_entries(x, &arg)?;
         ensure!(
             n == entries,
             InvalidArgument,
-            "columns[{i}]: {n} entries, columns[0] {entries}; every column of a record batch has one entry per row \
+            "{arg}: {n} entries, columns[0] {entries}; every column of a record batch has one entry per row \
              (its sequences at LoD level 0, or its rows)"
         );
         ensure!(!name.contains('\0'), InvalidArgument, "names[{i}]: holds a NUL; a field name is a C string");
         if encoding != Encoding::Values {
-            check_strings(x, encoding, &format!("columns[{i}]"))?;
+            strings_form(x, encoding, &arg)?;
+        }
+        if encoding == Encoding::Utf8 {
+            lists::reserve(&mut texts, 1, "text columns")?;
+            texts.push((x, arg));
         }
     }
+    check_texts(&texts)
+}
+
+/// The record batch of `columns` (which [`check_batch`] took), column i lending `parts[i]` (see
+/// [`export`]; none of its own for a column past the end of `parts`).
+fn export_batch(columns: &[Column], mut parts: Vec<DeviceParts>) -> Result<(ArrowSchema, ArrowArray)> {
+    let entries = top_entries(columns[0].0, "columns[0]")?;
     let mut schemas = Children::with_capacity(columns.len(), "columns")?;
     let mut arrays = Children::with_capacity(columns.len(), "columns")?;
     for (i, &(x, name, encoding)) in columns.iter().enumerate() {
@@ -576,7 +573,7 @@ fn top_entries(x: &LoDTensor, arg: &str) -> Result<usize> {
 
 /// The export of `x`, lending `device`'s LoD offsets (one allocation a level) and bits where it
 /// has them, else the LoD's own and bits packed here; in the form of `encoding`: for strings (an
-/// `x` that [`check_strings`] took), its last LoD level and its bytes as one binary array. Its
+/// `x` that [`strings_form`] took), its last LoD level and its bytes as one binary array. Its
 /// root is named `name`, and errors name it `arg`.
 fn export(
     x: &LoDTensor,

@@ -4,3 +4,4 @@
 pub mod arrow;
 pub mod dlpack;
 pub mod paddle_format;
+mod utf8;

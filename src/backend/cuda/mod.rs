@@ -125,4 +125,4 @@ pub use fill::fill;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 mod text;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
-pub use text::is_utf8_strings;
+pub use text::are_utf8_strings;

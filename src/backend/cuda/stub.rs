@@ -294,9 +294,9 @@ pub unsafe fn unpack_bits(ordinal: u32, _bits: *const u8, _first: usize, _dims: 
     Err(no_device(ordinal))
 }
 
-/// The UTF-8 check of a device tensor's strings.
-pub fn is_utf8_strings(_bytes: &Tensor, _level: LodLevel) -> Result<bool> {
-    Err(missing("is_utf8_strings"))
+/// The UTF-8 check of device tensors' strings.
+pub fn are_utf8_strings(_texts: &[(&Tensor, LodLevel)]) -> Result<bool> {
+    Err(missing("are_utf8_strings"))
 }
 
 /// `top_k` of a device tensor.
