@@ -480,3 +480,39 @@ fn arrow_device_exports_wait_once() {
     assert!(matches!(refused, Some(Error::InvalidArgument(ref m)) if m == message), "{refused:?}");
     assert_eq!((c.launches, c.downloads), (2, 3), "a refused batch: {c:?}");
 }
+
+/// A device import unpacks every bool column's bits on the device and waits for it once, before
+/// it returns: after the last column when it succeeds, and when a later column is refused too
+/// (the producer may release its bits as soon as it has the status).
+#[test]
+fn arrow_device_imports_of_bools_wait_once() {
+    use lodtensor::interop::arrow::{from_arrow_device_record_batch, to_arrow_device_record_batch, Encoding::Values};
+    let _device = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
+    if !gpu_or_skip() || common::caches_off_for_guard_pages() {
+        return;
+    }
+    let bools = |bits: &[u8]| {
+        let t = Tensor::from_bytes(DType::Bool, Dim::new(&[bits.len()]).unwrap(), bits).unwrap();
+        gpu(&LoDTensor::dense(t))
+    };
+    let columns = [bools(&[1, 0, 1]), bools(&[0, 0, 1]), bools(&[1, 1, 0])];
+    let named: Vec<_> = columns.iter().map(|x| (x, "flags", Values)).collect();
+    let (mut schema, mut device) = to_arrow_device_record_batch(&named).unwrap();
+    // Column 2 made shorter than the batch: refused after columns 0 and 1 are unpacked.
+    let last = unsafe { &mut **device.array.children.add(2) };
+    last.length = 2;
+    let (c, refused) = counted(|| unsafe { from_arrow_device_record_batch(&schema, &mut device).err() });
+    let message = "array.array.children[2]: length 2 is less than the 3 rows that its struct's offset and length need";
+    assert!(matches!(refused, Some(Error::InvalidArgument(ref m)) if m == message), "{refused:?}");
+    assert!(device.array.release.is_some(), "a refused import took the array");
+    assert_eq!((c.launches, c.downloads, c.waits), (2, 0, 1), "a refused import: {c:?}");
+    last.length = 3;
+    let (c, taken) = counted(|| unsafe { from_arrow_device_record_batch(&schema, &mut device).unwrap() });
+    assert!(device.array.release.is_none(), "the import left the array");
+    assert_eq!((c.launches, c.downloads, c.waits), (3, 0, 1), "an import of three bool columns: {c:?}");
+    for (got, want) in taken.iter().zip(&columns) {
+        let (got, want) = (to_place(got, Place::Cpu).unwrap(), to_place(want, Place::Cpu).unwrap());
+        assert_eq!(got.tensor().bytes().unwrap(), want.tensor().bytes().unwrap());
+    }
+    unsafe { (schema.release.unwrap())(&mut schema) };
+}

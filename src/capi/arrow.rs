@@ -408,7 +408,9 @@ pub unsafe extern "C" fn lodtensor_from_arrow_record_batch(
 /// `lodtensor_from_arrow_record_batch` takes a record batch, on the place and after the
 /// `sync_event` that `lodtensor_from_arrow_device` takes an array on and waits for: every
 /// column's elements stay where the producer's are (on CUDA device n for ARROW_DEVICE_CUDA with
-/// `device_id` n). On success `array->array` is moved out; on failure nothing is taken.
+/// `device_id` n); bool columns are unpacked there, and the call waits for the device once for
+/// them all, before it returns (also when it fails). On success `array->array` is moved out; on
+/// failure nothing is taken.
 ///
 /// Returns what `lodtensor_from_arrow_record_batch` and `lodtensor_from_arrow_device` return.
 #[no_mangle]

@@ -768,7 +768,9 @@ pub unsafe fn from_arrow_record_batch(schema: *const ArrowSchema, array: *mut Ar
 }
 
 /// [`from_arrow_record_batch`] of a device array, on the place and after the event that
-/// [`from_arrow_device`] takes an array on and waits for.
+/// [`from_arrow_device`] takes an array on and waits for. Bool columns are unpacked on the
+/// device, and the call waits for the device once for them all, before it returns (also when it
+/// fails: the producer may then release its bits at once).
 ///
 /// # Safety
 /// As [`from_arrow_device`].
@@ -824,8 +826,10 @@ unsafe fn take(schema: *const ArrowSchema, array: *mut ArrowArray, place: Place,
     let (schema, root) = roots(schema, array, name)?;
     let layers = read_schema(schema, "schema")?;
     let owner = Owner::new(array);
+    let reads = ReadsWaited(&owner);
     let len = count(root.length, name, "length")?;
     let t = read_column(&layers, root, 0, len, place, name, &owner)?;
+    reads.wait()?;
     owner.take(array);
     Ok(t)
 }
@@ -845,6 +849,7 @@ unsafe fn take_batch(
     let at = window(root, 0, len, name)?;
     check_array(root, (1, n as i64), false, place, name, at, len)?;
     let owner = Owner::new(array);
+    let reads = ReadsWaited(&owner);
     let mut columns = lists::with_capacity(n, "columns")?;
     for (i, layers) in layers.iter().enumerate() {
         let path = format!("{name}.children[{i}]");
@@ -858,6 +863,7 @@ unsafe fn take_batch(
         );
         columns.push(read_column(layers, child, at, len, place, &path, &owner)?);
     }
+    reads.wait()?;
     owner.take(array);
     Ok(columns)
 }
@@ -1032,7 +1038,8 @@ unsafe fn read_values(
     ensure!(numel == 0 || !data.is_null(), NullArgument, "{path}: buffers[{buffer}] is NULL");
     if let (DType::Bool, Place::Cuda(n)) = (dtype, place) {
         // Unpacked on the device, a copy: the producer's bits are released when the import ends
-        // (unless another column holds the array), so the device finishes reading them first.
+        // (unless another column holds the array), or are the caller's again when it fails, so
+        // the import waits for the device's reads before it returns (once for every bool column).
         let first = at / 8;
         if numel > 0 {
             crate::backend::cuda::check_device_buffer(
@@ -1043,7 +1050,7 @@ unsafe fn read_values(
             .map_err(|e| e.context(&format!("{path}: ")))?;
         }
         let t = crate::backend::cuda::unpack_bits(n, data.cast(), at, dims)?;
-        crate::backend::cuda::synchronize(n)?;
+        owner.read_queued_on(n);
         return LoDTensor::new(t, lod);
     }
     if dtype == DType::Bool {
@@ -1073,6 +1080,9 @@ unsafe fn read_values(
 struct Owner {
     array: Box<ArrowArray>,
     taken: AtomicBool,
+    /// The CUDA device that has reads of the array's buffers queued that no one waits for (bool
+    /// bits being unpacked), if any: the import waits for them, through [`ReadsWaited`].
+    queued_reads: std::sync::Mutex<Option<u32>>,
 }
 
 // SAFETY: the interface lets a moved array's owner release it from any thread.
@@ -1083,13 +1093,49 @@ impl Owner {
     /// # Safety
     /// `array` is a live, unreleased array.
     unsafe fn new(array: *const ArrowArray) -> Arc<Owner> {
-        Arc::new(Owner { array: Box::new(std::ptr::read(array)), taken: AtomicBool::new(false) })
+        Arc::new(Owner {
+            array: Box::new(std::ptr::read(array)),
+            taken: AtomicBool::new(false),
+            queued_reads: std::sync::Mutex::new(None),
+        })
+    }
+
+    /// Notes that CUDA device `ordinal` has reads of the array's buffers queued.
+    fn read_queued_on(&self, ordinal: u32) {
+        *self.queued_reads.lock().unwrap_or_else(|e| e.into_inner()) = Some(ordinal);
     }
 
     /// Moves the array out of the caller's struct, `array`.
     unsafe fn take(self: Arc<Owner>, array: *mut ArrowArray) {
         self.taken.store(true, Ordering::Relaxed);
         (*array).release = None;
+    }
+}
+
+/// The import's wait for the device reads of an [`Owner`]'s array that it queued: once, before the
+/// import returns, on every path. On success it is [`ReadsWaited::wait`], before the array is moved
+/// out; when the import fails, the drop, since the caller may release its array as soon as it has
+/// the status (a failed wait then has nothing left to do but return).
+struct ReadsWaited<'a>(&'a Owner);
+
+impl ReadsWaited<'_> {
+    /// Waits for the queued reads, if any.
+    fn wait(self) -> Result<()> {
+        self.wait_queued()
+    }
+
+    fn wait_queued(&self) -> Result<()> {
+        let queued = self.0.queued_reads.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match queued {
+            Some(ordinal) => crate::backend::cuda::synchronize(ordinal),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for ReadsWaited<'_> {
+    fn drop(&mut self) {
+        let _ = self.wait_queued();
     }
 }
 
