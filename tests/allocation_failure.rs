@@ -163,7 +163,11 @@ fn records_and_arrays_are_read_or_nothing() {
     // among the many-inputs cases).
     let columns: Vec<T> = (0..8192).map(|i| tensor(F32, &[1, 2], &[i as f32, 1.0], &[&[1]])).collect();
     let columns: Vec<*const lodtensor_t> = columns.iter().map(T::ptr).collect();
-    record_batch_cases(&columns, false, "many columns");
+    record_batch_cases(&columns, None, false, "many columns");
+    // The same as text columns, each a string of "é" lent as UTF-8, through the host forms.
+    let texts: Vec<T> = (0..8192).map(|_| tensor(U8, &[2], "é".as_bytes(), &[&[2]])).collect();
+    let texts: Vec<*const lodtensor_t> = texts.iter().map(T::ptr).collect();
+    record_batch_cases(&texts, Some(&vec![LODTENSOR_ARROW_UTF8; texts.len()]), false, "many text columns");
 }
 
 /// lodtensor_from_arrow of `t` exported with lodtensor_to_arrow: taken (moved out) whole, with

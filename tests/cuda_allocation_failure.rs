@@ -222,7 +222,7 @@ fn device_bools_go_as_bits_or_nothing() {
     }
     let n = 1 << 20;
     let flags = device_tensor(BOOL, &[n as i64], &(0..n).map(|i| (i % 3 == 0) as u8).collect::<Vec<_>>(), &[]);
-    record_batch_cases(&[flags.ptr()], true, "a bool column of 2^20 on the device");
+    record_batch_cases(&[flags.ptr()], None, true, "a bool column of 2^20 on the device");
 }
 
 /// Device text of 1 MiB that is UTF-8 as a whole but has a character split between its two
@@ -238,7 +238,6 @@ fn device_text_is_checked_or_nothing() {
     if !gpu_or_skip() {
         return;
     }
-    const U8: lodtensor_dtype_t = lodtensor_dtype_t { code: LODTENSOR_DTYPE_CODE_UINT, bits: 8, lanes: 1 };
     let n = 1 << 20;
     let mut text: Vec<u8> = (0..n).map(|i| b"abc "[i % 4]).collect();
     text[n / 2 - 1..n / 2 + 1].copy_from_slice("é".as_bytes());

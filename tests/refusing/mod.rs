@@ -193,6 +193,7 @@ pub const F32: lodtensor_dtype_t = lodtensor_dtype_t { code: LODTENSOR_DTYPE_COD
 pub const F64: lodtensor_dtype_t = lodtensor_dtype_t { code: LODTENSOR_DTYPE_CODE_FLOAT, bits: 64, lanes: 1 };
 pub const I32: lodtensor_dtype_t = lodtensor_dtype_t { code: LODTENSOR_DTYPE_CODE_INT, bits: 32, lanes: 1 };
 pub const I64: lodtensor_dtype_t = lodtensor_dtype_t { code: LODTENSOR_DTYPE_CODE_INT, bits: 64, lanes: 1 };
+pub const U8: lodtensor_dtype_t = lodtensor_dtype_t { code: LODTENSOR_DTYPE_CODE_UINT, bits: 8, lanes: 1 };
 pub const BOOL: lodtensor_dtype_t = lodtensor_dtype_t { code: LODTENSOR_DTYPE_CODE_BOOL, bits: 8, lanes: 1 };
 pub const CPU: lodtensor_place_t = lodtensor_place_t { device_type: LODTENSOR_DEVICE_CPU, device_id: 0 };
 
@@ -338,33 +339,37 @@ pub unsafe fn f32_rows_over(
 }
 
 /// Arrow record batches of `columns` (handles on one place; `what` in the case's name): lent as one
-/// (the device forms with `device`, which also take host tensors, else the host forms), then taken
-/// back, each whole or not at all; a refused export writes neither struct, a refused import takes
-/// nothing.
-pub fn record_batch_cases(columns: &[*const lodtensor_t], device: bool, what: &str) {
+/// (the device forms with `device`, which also take host tensors, else the host forms; the
+/// `_encoded` forms with `encodings`, one a column), then taken back, each whole or not at all; a
+/// refused export writes neither struct, a refused import takes nothing.
+pub fn record_batch_cases(columns: &[*const lodtensor_t], encodings: Option<&[i32]>, device: bool, what: &str) {
     use lodtensor::interop::arrow::{ArrowArray, ArrowDeviceArray, ArrowSchema};
     use std::mem::MaybeUninit;
     let names = vec![c"x".as_ptr(); columns.len()];
-    let form = if device { "_device" } else { "" };
+    let form = match (device, encodings.is_some()) {
+        (false, false) => "",
+        (true, false) => "_device",
+        (false, true) => "_encoded",
+        (true, true) => "_device_encoded",
+    };
+    let (n, columns, names) = (columns.len(), columns.as_ptr(), names.as_ptr());
     // SAFETY (both closures): live handles, names and structs the calls fill.
     let lend = |schema: *mut ArrowSchema, array: *mut ArrowDeviceArray| unsafe {
-        if device {
-            lodtensor_to_arrow_device_record_batch(
-                columns.as_ptr(),
-                names.as_ptr(),
-                columns.len(),
+        let plain = (&raw mut (*array).array).cast();
+        match (device, encodings) {
+            (true, None) => lodtensor_to_arrow_device_record_batch(columns, names, n, schema.cast(), array.cast()),
+            (false, None) => lodtensor_to_arrow_record_batch(columns, names, n, schema.cast(), plain),
+            (true, Some(e)) => lodtensor_to_arrow_device_record_batch_encoded(
+                columns,
+                names,
+                e.as_ptr(),
+                n,
                 schema.cast(),
                 array.cast(),
-            )
-        } else {
-            let array = &raw mut (*array).array;
-            lodtensor_to_arrow_record_batch(
-                columns.as_ptr(),
-                names.as_ptr(),
-                columns.len(),
-                schema.cast(),
-                array.cast(),
-            )
+            ),
+            (false, Some(e)) => {
+                lodtensor_to_arrow_record_batch_encoded(columns, names, e.as_ptr(), n, schema.cast(), plain)
+            }
         }
     };
     let release = |schema: *mut ArrowSchema, array: *mut ArrowArray| unsafe {
@@ -373,7 +378,7 @@ pub fn record_batch_cases(columns: &[*const lodtensor_t], device: bool, what: &s
             r(array);
         }
     };
-    refuse_each(&format!("lodtensor_to_arrow{form}_record_batch ({what})"), || unsafe {
+    refuse_each(&format!("lodtensor_to_arrow_record_batch{form} ({what})"), || unsafe {
         let mut schema = MaybeUninit::<ArrowSchema>::zeroed();
         let mut array = MaybeUninit::<ArrowDeviceArray>::zeroed();
         let s = armed(|| lend(schema.as_mut_ptr(), array.as_mut_ptr()));
@@ -390,7 +395,7 @@ pub fn record_batch_cases(columns: &[*const lodtensor_t], device: bool, what: &s
         let mut array = MaybeUninit::<ArrowDeviceArray>::zeroed();
         let (schema, array) = (schema.as_mut_ptr(), array.as_mut_ptr());
         assert_eq!(lend(schema, array), OK, "{}", last_error());
-        let mut out = vec![null_mut(); columns.len()];
+        let mut out = vec![null_mut(); n];
         let mut count = usize::MAX;
         let s = armed(|| {
             if device {
@@ -408,7 +413,7 @@ pub fn record_batch_cases(columns: &[*const lodtensor_t], device: bool, what: &s
         });
         if s == OK {
             assert!((*array).array.release.is_none(), "a taken batch was not moved out");
-            assert_eq!(count, columns.len());
+            assert_eq!(count, n);
         } else {
             assert_eq!(count, usize::MAX, "a refused import wrote its count");
             assert!((*array).array.release.is_some(), "a refused import took the batch");
@@ -582,7 +587,12 @@ pub fn many_inputs_cases(place: lodtensor_place_t, suffix: &str) {
         let mut out = null_mut();
         one(armed(|| sequence_concat(rowed.as_ptr(), rowed.len(), &mut out)), out)
     });
-    record_batch_cases(&rowed, true, &format!("many columns{suffix}"));
+    record_batch_cases(&rowed, None, true, &format!("many columns{suffix}"));
+    // Text columns, each a string of "é" lent as UTF-8: the check's list of them is the block.
+    let texts: Vec<T> = (0..8192).map(|_| tensor_on(place, U8, &[2], "é".as_bytes(), &[&[2]])).collect();
+    let texts: Vec<*const lodtensor_t> = texts.iter().map(T::ptr).collect();
+    let utf8 = vec![LODTENSOR_ARROW_UTF8; texts.len()];
+    record_batch_cases(&texts, Some(&utf8), true, &format!("many text columns{suffix}"));
     let parent = tensor_on(place, I32, &[1], &[0i32], &[]);
     refuse_each(&format!("beam_search_gather_states (many states{suffix})"), || unsafe {
         let mut out = vec![null_mut(); parts.len()];
