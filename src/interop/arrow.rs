@@ -1249,7 +1249,7 @@ unsafe fn check_array(
 
 /// `len` bytes at `ptr + offset` on `place` for the host to read: in place on the CPU, a copy
 /// of them on a CUDA device (checked to be its memory first).
-unsafe fn read_bytes<'a>(
+pub(super) unsafe fn read_bytes<'a>(
     place: Place,
     ptr: *const c_void,
     offset: usize,

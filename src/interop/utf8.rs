@@ -6,12 +6,12 @@
 //! kernel where they lie. Only text that fails is read string by string, to name the first string
 //! that breaks.
 
+use super::arrow::read_bytes;
 use crate::backend::cpu::pool::{for_each_segment_with_work, num_threads, PARALLEL_MIN_BYTES};
 use crate::error::{err, Result};
 use crate::lod_tensor::LoDTensor;
 use crate::memory::lists;
 use crate::place::Place;
-use std::borrow::Cow;
 
 /// Checks that every string of each of `texts` (a 1-d uint8 tensor with a LoD, all of them on one
 /// place, each with its name for errors) is UTF-8. On a device the texts are checked there
@@ -33,26 +33,13 @@ pub(crate) fn check_texts(texts: &[(&LoDTensor, String)]) -> Result<bool> {
     }
     for (x, arg) in texts {
         let t = x.tensor();
-        let offsets = x.lod().levels().last().map_or(&[][..], |l| &l[..]);
-        let bytes = match place {
-            Place::Cpu => {
-                let bytes = t.bytes()?;
-                if is_utf8_strings(bytes, offsets)? {
-                    continue;
-                }
-                Cow::Borrowed(bytes)
-            }
-            Place::Cuda(_) => {
-                let mut host = Vec::new();
-                host.try_reserve_exact(t.nbytes())
-                    .map_err(|_| err!(OutOfMemory, "{arg}: {} bytes of it cannot be read to the host", t.nbytes()))?;
-                host.resize(t.nbytes(), 0);
-                if !host.is_empty() {
-                    crate::backend::cuda::copy_bytes_to_host(t, &mut host)?;
-                }
-                Cow::Owned(host)
-            }
-        };
+        let level = last_level(x)?;
+        let offsets = level.offsets();
+        if place == Place::Cpu && is_utf8_strings(t.bytes()?, offsets)? {
+            continue;
+        }
+        // SAFETY: the tensor's own bytes, on its place.
+        let bytes = unsafe { read_bytes(place, t.as_ptr().cast(), 0, t.nbytes(), arg)? };
         if let Some((i, at)) = first_broken(&bytes, offsets) {
             let level = x.lod().num_levels() - 1;
             let (start, end) = (offsets[i], offsets[i + 1]);
