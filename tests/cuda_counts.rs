@@ -516,3 +516,77 @@ fn arrow_device_imports_of_bools_wait_once() {
     }
     unsafe { (schema.release.unwrap())(&mut schema) };
 }
+
+/// A device import reads the LoD offsets and validity bits it needs on the host in one copy down,
+/// after one wait, where they come to 64 KiB or less: the lists below the first are copied whole,
+/// so a piece too large for that is left to be read when it is needed. Each import is checked to
+/// take what was lent.
+#[test]
+fn arrow_device_imports_read_their_offsets_in_one_copy() {
+    use lodtensor::interop::arrow::{
+        from_arrow_device, from_arrow_device_record_batch, to_arrow_device, to_arrow_device_record_batch,
+        Encoding::Values,
+    };
+    let _device = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
+    if !gpu_or_skip() || common::caches_off_for_guard_pages() {
+        return;
+    }
+    let downloads_waits = |c: &CudaCounters| (c.downloads, c.waits);
+    let same = |got: &LoDTensor, want: &LoDTensor| {
+        assert_eq!(got.lod(), want.lod());
+        assert_eq!(cuda_common::bytes_of(got), cuda_common::bytes_of(want));
+    };
+    let floats = |n: usize| (0..n).map(|i| i as f32 * 0.5).collect::<Vec<_>>();
+    // Two levels over rows of two floats.
+    let two = gpu(&LoDTensor::from_slice(&floats(12), &[6, 2], vec![vec![0, 2, 3], vec![0, 1, 3, 6]]).unwrap());
+    // Three levels, the middle one of 20000 entries (160 KiB of offsets), all but 10 of them empty.
+    let middle: Vec<usize> = (0..=20_000).map(|i: usize| i.min(10)).collect();
+    let leaf: Vec<usize> = (0..=10).map(|i| 3 * i).collect();
+    let three = gpu(&LoDTensor::from_slice(&floats(30), &[30], vec![vec![0, 1, 20_000], middle, leaf]).unwrap());
+    for (x, want) in [(&two, (1, 1)), (&three, (2, 2))] {
+        let (mut schema, mut device) = to_arrow_device(x).unwrap();
+        let (c, taken) = counted(|| unsafe { from_arrow_device(&schema, &mut device).unwrap() });
+        unsafe { (schema.release.unwrap())(&mut schema) };
+        assert_eq!(downloads_waits(&c), want, "{} levels: {c:?}", x.lod().num_levels());
+        same(&taken, x);
+    }
+
+    // A batch of three columns, two with LoDs: one copy for the three levels.
+    let ids = gpu(&LoDTensor::from_slice(&[4i64, 5, 6], &[3], vec![vec![0, 1, 3]]).unwrap());
+    let dense = gpu(&LoDTensor::from_slice(&floats(6), &[2, 3], vec![]).unwrap());
+    let columns = [(&two, "two", Values), (&ids, "ids", Values), (&dense, "dense", Values)];
+    let (mut schema, mut device) = to_arrow_device_record_batch(&columns).unwrap();
+    let (c, taken) = counted(|| unsafe { from_arrow_device_record_batch(&schema, &mut device).unwrap() });
+    unsafe { (schema.release.unwrap())(&mut schema) };
+    assert_eq!(downloads_waits(&c), (1, 1), "a batch: {c:?}");
+    for (got, (want, _, _)) in taken.iter().zip(&columns) {
+        same(got, want);
+    }
+
+    // Validity bits on the device for both lists of `two` (nulls not counted): read in the same
+    // copy as the offsets; and a null among the entries used, found in that copy.
+    let bits = |byte: u8| gpu(&LoDTensor::from_slice(&[byte; 8], &[8], vec![]).unwrap());
+    for (outer, inner, refused) in [(0xff, 0xff, None), (0xff, 0xfb, Some("children[0]: entry 2 is null"))] {
+        let (outer, inner) = (bits(outer), bits(inner));
+        let (mut schema, mut device) = to_arrow_device(&two).unwrap();
+        let (c, result) = counted(|| unsafe {
+            let root = &mut device.array;
+            let child = &mut **root.children;
+            for (node, bits) in [(&mut *root, &outer), (child, &inner)] {
+                node.null_count = -1;
+                *node.buffers = bits.tensor().as_ptr().cast();
+            }
+            from_arrow_device(&schema, &mut device)
+        });
+        assert_eq!(downloads_waits(&c), (1, 1), "validity bits, {refused:?}: {c:?}");
+        match (result, refused) {
+            (Ok(taken), None) => same(&taken, &two),
+            (Err(Error::InvalidArgument(m)), Some(want)) if m.contains(want) => unsafe {
+                assert!(device.array.release.is_some(), "a refused import took the array");
+                (device.array.release.unwrap())(&mut device.array);
+            },
+            (other, _) => panic!("validity bits, {refused:?}: {:?}", other.map(|_| ())),
+        }
+        unsafe { (schema.release.unwrap())(&mut schema) };
+    }
+}

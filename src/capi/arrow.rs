@@ -215,7 +215,9 @@ pub unsafe extern "C" fn lodtensor_from_arrow(
 /// ARROW_DEVICE_CPU and ARROW_DEVICE_CUDA_HOST (page-locked host memory); on CUDA device n for
 /// ARROW_DEVICE_CUDA with `device_id` n, where the elements stay in the producer's device memory
 /// (bool elements are unpacked from Arrow's bits on the device, a copy the call waits for) and
-/// the LoD offsets (and any validity bits) are read from the device. A non-NULL `sync_event`
+/// the LoD offsets (and any validity bits) are read from the device, in one copy down after one
+/// wait where they come to 64 KiB or less (in a record batch, those of every column together;
+/// a list below the first is copied whole). A non-NULL `sync_event`
 /// (a `cudaEvent_t*`, of the device's primary context) is waited for before anything reads the
 /// buffers: the device's stream waits for it (and, for CUDA host memory, the host too). On
 /// success `array->array` is moved out (its `release` becomes NULL) and released once, when the

@@ -18,6 +18,7 @@
 //! device, by a kernel there); bfloat16 has no Arrow type. The structs below have the layout of Arrow's `abi.h`; the C header defines
 //! them under Arrow's own guard, `ARROW_C_DATA_INTERFACE`.
 
+use super::host_reads::{HostReads, Plan};
 use super::utf8::check_texts;
 use crate::dim::{Dim, MAX_DIMS};
 use crate::dtype::DType;
@@ -27,7 +28,6 @@ use crate::lod_tensor::{check_lod_for_dims, LoDTensor};
 use crate::memory::{lists, Allocation};
 use crate::place::Place;
 use crate::tensor::Tensor;
-use std::borrow::Cow;
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -733,9 +733,11 @@ pub unsafe fn from_arrow(schema: *const ArrowSchema, array: *mut ArrowArray) -> 
 /// `ARROW_DEVICE_CUDA_HOST` (page-locked host memory), on CUDA device n for `ARROW_DEVICE_CUDA`
 /// with id n, where the elements stay on the device (zero copy; bool elements are unpacked from
 /// Arrow's bits there, a copy, which the call waits for) and the LoD offsets and validity bits are
-/// read from it. A `sync_event` (a `CUevent*` for CUDA and CUDA host memory) is waited
-/// for first: by the device's stream, before anything of the library reads the buffers there, and
-/// for CUDA host memory by the host too. On success `device.array` is moved out, as
+/// read from it, in one copy down after one wait where they come to 64 KiB or less (in a record
+/// batch, those of every column together; a list below the first is copied whole). A
+/// `sync_event` (a `CUevent*` for CUDA and CUDA host memory) is waited for first: by the device's
+/// stream, before anything of the library reads the buffers there, and for CUDA host memory by
+/// the host too. On success `device.array` is moved out, as
 /// [`from_arrow`] moves an array.
 ///
 /// Errors: as [`from_arrow`], with `device` for `array`; `Unsupported` for another device type,
@@ -826,10 +828,13 @@ unsafe fn take(schema: *const ArrowSchema, array: *mut ArrowArray, place: Place,
     let (schema, root) = roots(schema, array, name)?;
     let layers = read_schema(schema, "schema")?;
     let owner = Owner::new(array);
-    let reads = ReadsWaited(&owner);
+    let queued = ReadsWaited(&owner);
     let len = count(root.length, name, "length")?;
-    let t = read_column(&layers, root, 0, len, place, name, &owner)?;
-    reads.wait()?;
+    let mut plan = Plan::default();
+    plan_reads(&layers, root, 0, len, &mut plan);
+    let reads = HostReads::new(place, plan)?;
+    let t = read_column(&layers, root, 0, len, &reads, name, &owner)?;
+    queued.wait()?;
     owner.take(array);
     Ok(t)
 }
@@ -847,9 +852,17 @@ unsafe fn take_batch(
     // The struct's rows, [at, at + len) of each column.
     let len = count(root.length, name, "length")?;
     let at = window(root, 0, len, name)?;
-    check_array(root, (1, n as i64), false, place, name, at, len)?;
+    let mut plan = Plan::default();
+    plan_node(root, 1, None, at, len, &mut plan);
+    for (i, layers) in layers.iter().enumerate() {
+        if let Some(child) = plan_child(root, i) {
+            plan_reads(layers, child, at, len, &mut plan);
+        }
+    }
+    let reads = HostReads::new(place, plan)?;
+    check_array(root, (1, n as i64), false, &reads, name, at, len)?;
     let owner = Owner::new(array);
-    let reads = ReadsWaited(&owner);
+    let queued = ReadsWaited(&owner);
     let mut columns = lists::with_capacity(n, "columns")?;
     for (i, layers) in layers.iter().enumerate() {
         let path = format!("{name}.children[{i}]");
@@ -861,9 +874,9 @@ unsafe fn take_batch(
             "{path}: length {child_len} is less than the {} rows that its struct's offset and length need",
             at + len
         );
-        columns.push(read_column(layers, child, at, len, place, &path, &owner)?);
+        columns.push(read_column(layers, child, at, len, &reads, &path, &owner)?);
     }
-    reads.wait()?;
+    queued.wait()?;
     owner.take(array);
     Ok(columns)
 }
@@ -929,14 +942,60 @@ fn window(node: &ArrowArray, start: usize, len: usize, path: &str) -> Result<usi
         })
 }
 
+/// Adds to `plan` what [`read_column`] of the same arguments reads on the host: each array's
+/// validity bits where it may have nulls, and each list's offsets. The arrays below the first are
+/// planned whole, which holds any window of them that the lists above can take. The plan ends where
+/// the chain breaks a rule that the reading will name.
+unsafe fn plan_reads(layers: &[Layer], node: &ArrowArray, start: usize, len: usize, plan: &mut Plan) {
+    let (mut node, mut start, mut len) = (node, start, len);
+    for &layer in layers {
+        let Ok(at) = window(node, start, len, "") else { return };
+        let offsets = match layer {
+            Layer::List { wide } | Layer::Bytes { wide, .. } => Some(if wide { 8 } else { 4 }),
+            _ => None,
+        };
+        plan_node(node, layer.shape().0, offsets, at, len, plan);
+        let Some(child) = plan_child(node, 0).filter(|_| matches!(layer, Layer::List { .. } | Layer::Fixed(_))) else {
+            return;
+        };
+        let Ok(child_len) = usize::try_from(child.length) else { return };
+        (node, start, len) = (child, 0, child_len);
+    }
+}
+
+/// Adds to `plan` the validity bits of entries `[at, at + len)` of `node` if it may have nulls,
+/// and with `offsets` (their width) the offsets of those entries; nothing unless `node` has the
+/// `buffers` of its type.
+unsafe fn plan_node(node: &ArrowArray, buffers: i64, offsets: Option<usize>, at: usize, len: usize, plan: &mut Plan) {
+    if node.buffers.is_null() || node.n_buffers != buffers {
+        return;
+    }
+    let buffer = |i: usize| if i < buffers as usize { *node.buffers.add(i) } else { std::ptr::null() };
+    if node.null_count != 0 && len > 0 && !buffer(0).is_null() {
+        plan.add(buffer(0), at / 8, (at + len).div_ceil(8) - at / 8);
+    }
+    if let Some(width) = offsets.filter(|_| !buffer(1).is_null()) {
+        plan.add(buffer(1), at * width, (len + 1) * width);
+    }
+}
+
+/// Child `i` of `node`, where it has one.
+unsafe fn plan_child(node: &ArrowArray, i: usize) -> Option<&ArrowArray> {
+    if node.children.is_null() || i as i64 >= node.n_children {
+        return None;
+    }
+    (*node.children.add(i)).as_ref()
+}
+
 /// Entries `[start, start + len)` of `node` (whose length holds them), the chain `layers`, as a
-/// LoD tensor whose memory `owner` releases (bool elements are copied). Errors name `path`.
+/// LoD tensor whose memory `owner` releases (bool elements are copied); its buffers are on
+/// `reads`' place, where the host reads them. Errors name `path`.
 unsafe fn read_column(
     layers: &[Layer],
     node: &ArrowArray,
     start: usize,
     len: usize,
-    place: Place,
+    reads: &HostReads,
     path: &str,
     owner: &Arc<Owner>,
 ) -> Result<LoDTensor> {
@@ -947,7 +1006,7 @@ unsafe fn read_column(
     let (mut start, mut len) = (start, len);
     for (depth, &layer) in layers.iter().enumerate() {
         let at = window(node, start, len, &at_path)?;
-        check_array(node, layer.shape(), layer.is_level(), place, &at_path, at, len)?;
+        check_array(node, layer.shape(), layer.is_level(), reads, &at_path, at, len)?;
         if dims.is_empty() && !layer.is_level() {
             dims.push(len); // the rows
         }
@@ -961,7 +1020,7 @@ unsafe fn read_column(
         // The elements, where this array holds them: (buffer, dtype, first, count).
         let elements = match layer {
             Layer::List { wide } => {
-                let (first, last, level) = read_offsets(node, wide, place, at, len, &at_path)?;
+                let (first, last, level) = read_offsets(node, wide, reads, at, len, &at_path)?;
                 levels.push(level);
                 (start, len) = (first, last - first);
                 None
@@ -973,7 +1032,7 @@ unsafe fn read_column(
             }
             Layer::Values(dtype) => Some((1, dtype, at, len)),
             Layer::Bytes { wide, .. } => {
-                let (first, last, level) = read_offsets(node, wide, place, at, len, &at_path)?;
+                let (first, last, level) = read_offsets(node, wide, reads, at, len, &at_path)?;
                 ensure!(
                     last <= PAST_ANY_BUFFER,
                     InvalidArgument,
@@ -1001,7 +1060,7 @@ unsafe fn read_column(
             let in_array = |e: crate::error::Error| e.context(&format!("{path}: "));
             let lod = if levels.is_empty() { Lod::empty() } else { Lod::from_offsets(levels).map_err(in_array)? };
             check_lod_for_dims(&dims, &lod).map_err(in_array)?;
-            return read_values(node, buffer, place, dtype, first, numel, &at_path, dims, lod, owner);
+            return read_values(node, buffer, reads.place(), dtype, first, numel, &at_path, dims, lod, owner);
         }
         let child = &**node.children;
         at_path = format!("{at_path}.children[0]");
@@ -1201,7 +1260,7 @@ unsafe fn check_array(
     node: &ArrowArray,
     (buffers, children): (i64, i64),
     offsets: bool,
-    place: Place,
+    reads: &HostReads,
     path: &str,
     at: usize,
     len: usize,
@@ -1233,7 +1292,7 @@ unsafe fn check_array(
         );
         if !validity.is_null() && len > 0 {
             let first = at / 8;
-            let bits = read_bytes(place, validity.cast(), first, (at + len).div_ceil(8) - first, path)?;
+            let bits = reads.read(validity.cast(), first, (at + len).div_ceil(8) - first, path)?;
             if let Some(i) = (at..at + len).find(|&i| bits[i / 8 - first] >> (i % 8) & 1 == 0) {
                 return Err(err!(
                     InvalidArgument,
@@ -1247,35 +1306,12 @@ unsafe fn check_array(
     Ok(())
 }
 
-/// `len` bytes at `ptr + offset` on `place` for the host to read: in place on the CPU, a copy
-/// of them on a CUDA device (checked to be its memory first).
-pub(super) unsafe fn read_bytes<'a>(
-    place: Place,
-    ptr: *const c_void,
-    offset: usize,
-    len: usize,
-    path: &str,
-) -> Result<Cow<'a, [u8]>> {
-    let at = ptr.cast::<u8>().add(offset);
-    let Place::Cuda(n) = place else { return Ok(Cow::Borrowed(std::slice::from_raw_parts(at, len))) };
-    let mut host = Vec::new();
-    host.try_reserve_exact(len)
-        .map_err(|_| err!(OutOfMemory, "{path}: {len} bytes of it cannot be read to the host"))?;
-    host.resize(len, 0);
-    if len > 0 {
-        let t = Tensor::borrowed(Place::Cuda(n), DType::U8, Dim::new(&[len])?, at.cast_mut(), len, None)
-            .map_err(|e| e.context(&format!("{path}: ")))?;
-        crate::backend::cuda::copy_bytes_to_host(&t, &mut host)?;
-    }
-    Ok(Cow::Owned(host))
-}
-
 /// Entries `[at, at + len]` of a list's offsets: `(first, last, level)`, the level re-based to 0.
 /// A list of no entries may have no offsets buffer.
 unsafe fn read_offsets(
     node: &ArrowArray,
     wide: bool,
-    place: Place,
+    reads: &HostReads,
     at: usize,
     len: usize,
     path: &str,
@@ -1285,7 +1321,7 @@ unsafe fn read_offsets(
         return Ok((0, 0, vec![0])); // no entries (check_array allows NULL only then)
     }
     let width = if wide { 8 } else { 4 };
-    let bytes = read_bytes(place, data, at * width, (len + 1) * width, path)?;
+    let bytes = reads.read(data, at * width, (len + 1) * width, path)?;
     let read = |i: usize| -> i64 {
         let b = &bytes[i * width..(i + 1) * width];
         if wide {

@@ -3,5 +3,6 @@
 
 pub mod arrow;
 pub mod dlpack;
+mod host_reads;
 pub mod paddle_format;
 mod utf8;

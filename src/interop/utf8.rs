@@ -6,7 +6,7 @@
 //! kernel where they lie. Only text that fails is read string by string, to name the first string
 //! that breaks.
 
-use super::arrow::read_bytes;
+use super::host_reads::read_bytes;
 use crate::backend::cpu::pool::{for_each_segment_with_work, num_threads, PARALLEL_MIN_BYTES};
 use crate::error::{err, Result};
 use crate::lod_tensor::LoDTensor;
