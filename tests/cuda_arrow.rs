@@ -1,0 +1,175 @@
+//! Arrow arrays in device memory, taken through the C device data interface as the host takes
+//! them: random and damaged arrays and record batches (tests/arrow_producer) with every buffer
+//! moved to a CUDA device are taken as the same tensors there, or refused with the error that the
+//! host import gives the same array in host memory, nothing taken. So reading the LoD offsets and
+//! validity bits from the device (in one copy where they are small, one read at a time where not)
+//! decides as the host's reads in place do. Without a usable device each test says it was skipped.
+
+mod arrow_producer;
+mod common;
+mod cuda_common;
+
+use arrow_producer::*;
+use common::Rng;
+use cuda_common::{gpu, gpu_or_skip, GPU};
+use lodtensor::interop::arrow::{
+    from_arrow, from_arrow_device, from_arrow_device_record_batch, from_arrow_record_batch, ArrowArray,
+    ArrowDeviceArray, ArrowSchema, DEVICE_CUDA,
+};
+use lodtensor::{to_place, Error, LoDTensor, Place, Result};
+use std::sync::atomic::AtomicUsize;
+
+/// Moves every buffer of `array` and its children to the device: each a device copy, kept alive
+/// in `kept`, whose address takes the host buffer's place.
+unsafe fn buffers_to_device(array: &mut ArrowArray, kept: &mut Vec<LoDTensor>) {
+    let made = &*array.private_data.cast::<Made>();
+    for (i, bytes) in made.buffers.iter().enumerate() {
+        let slot = &mut *array.buffers.add(i);
+        if slot.is_null() {
+            continue;
+        }
+        // An empty buffer keeps an address of device memory.
+        let bytes = if bytes.is_empty() { &[0u8][..] } else { &bytes[..] };
+        let copy = gpu(&LoDTensor::from_slice(bytes, &[bytes.len()], vec![]).unwrap());
+        *slot = copy.tensor().as_ptr().cast();
+        kept.push(copy);
+    }
+    for i in 0..array.n_children as usize {
+        buffers_to_device(&mut **array.children.add(i), kept);
+    }
+}
+
+/// `array` as a device array on cuda:0, its buffers moved there (kept in `kept`).
+fn on_device(mut array: ArrowArray, kept: &mut Vec<LoDTensor>) -> ArrowDeviceArray {
+    unsafe { buffers_to_device(&mut array, kept) };
+    ArrowDeviceArray {
+        array,
+        device_id: 0,
+        device_type: DEVICE_CUDA,
+        sync_event: std::ptr::null_mut(),
+        reserved: [0; 3],
+    }
+}
+
+/// Checks that the device import's outcome, `device` (of the array in `left`), is the host
+/// import's, `host`: the same tensors, the device's on the device, or the same error, its paths
+/// one `array.` deeper; a refused array is left with the caller. Returns whether it was taken.
+fn same_outcome(
+    host: Result<Vec<LoDTensor>>,
+    device: Result<Vec<LoDTensor>>,
+    left: &mut ArrowArray,
+    round: usize,
+) -> bool {
+    match (host, device) {
+        (Ok(host), Ok(device)) => {
+            assert!(left.release.is_none(), "round {round}: taken, and moved out");
+            assert_eq!(host.len(), device.len());
+            for (i, (h, d)) in host.iter().zip(&device).enumerate() {
+                assert_eq!(d.tensor().place(), GPU, "round {round}, column {i}");
+                assert_eq!((d.dims(), d.tensor().dtype(), d.lod()), (h.dims(), h.tensor().dtype(), h.lod()));
+                let back = to_place(d, Place::Cpu).unwrap();
+                assert_eq!(tensor_value(&back), tensor_value(h), "round {round}, column {i}");
+            }
+            true
+        }
+        (Err(host), Err(device)) => {
+            assert_eq!(
+                std::mem::discriminant(&host),
+                std::mem::discriminant(&device),
+                "round {round}: {host} / {device}"
+            );
+            assert_eq!(device.to_string().replace("array.array", "array"), host.to_string(), "round {round}");
+            assert!(left.release.is_some(), "round {round}: a refused array stays the caller's");
+            unsafe { (left.release.unwrap())(left) };
+            false
+        }
+        (host, device) => {
+            panic!("round {round}: the host import gives {:?}, the device's {:?}", kind(&host), kind(&device))
+        }
+    }
+}
+
+/// What an import gave, for a message.
+fn kind(r: &Result<Vec<LoDTensor>>) -> std::result::Result<usize, &Error> {
+    r.as_ref().map(Vec::len)
+}
+
+unsafe fn release_schema(mut schema: ArrowSchema) {
+    (schema.release.unwrap())(&mut schema);
+}
+
+#[test]
+fn damaged_device_arrays_are_taken_or_refused_as_on_the_host() {
+    static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(41);
+    let (mut taken, mut refused) = (0, 0);
+    for round in 0..1500 {
+        let spec = damaged_spec(&mut rng, round);
+        let (host_schema, mut host_array) = make(spec.clone(), &RELEASED);
+        let (schema, array) = make(spec, &RELEASED);
+        let mut kept = Vec::new();
+        let mut device = on_device(array, &mut kept);
+        unsafe {
+            let host = from_arrow(&host_schema, &mut host_array).map(|x| vec![x]);
+            if host.is_err() {
+                (host_array.release.unwrap())(&mut host_array);
+            }
+            let got = from_arrow_device(&schema, &mut device).map(|x| vec![x]);
+            if same_outcome(host, got, &mut device.array, round) {
+                taken += 1;
+            } else {
+                refused += 1;
+            }
+            release_schema(host_schema);
+            release_schema(schema);
+        }
+    }
+    assert!(taken > 150 && refused > 150, "{taken} taken, {refused} refused");
+}
+
+#[test]
+fn damaged_device_record_batches_are_taken_or_refused_as_on_the_host() {
+    static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(43);
+    let (mut taken, mut refused) = (0, 0);
+    for round in 0..1200 {
+        let (columns, length, offset) = damaged_batch(&mut rng);
+        // The struct's own validity bits, now and then, all set or with a null among its rows.
+        let bits = (offset + length) as usize;
+        let validity = match round % 4 {
+            0 => Some((vec![0xff; bits.div_ceil(8)], -1)),
+            1 => {
+                let mut v = vec![0xffu8; bits.div_ceil(8)];
+                let i = rng.below(bits);
+                v[i / 8] ^= 1 << (i % 8);
+                Some((v, -1))
+            }
+            _ => None,
+        };
+        let (host_schema, mut host_array) = make_batch(columns.clone(), length, offset, validity.clone(), &RELEASED);
+        let (schema, array) = make_batch(columns, length, offset, validity, &RELEASED);
+        let mut kept = Vec::new();
+        let mut device = on_device(array, &mut kept);
+        unsafe {
+            let host = from_arrow_record_batch(&host_schema, &mut host_array);
+            if host.is_err() {
+                (host_array.release.unwrap())(&mut host_array);
+            }
+            let got = from_arrow_device_record_batch(&schema, &mut device);
+            if same_outcome(host, got, &mut device.array, round) {
+                taken += 1;
+            } else {
+                refused += 1;
+            }
+            release_schema(host_schema);
+            release_schema(schema);
+        }
+    }
+    assert!(taken > 120 && refused > 120, "{taken} taken, {refused} refused");
+}
