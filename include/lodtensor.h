@@ -815,9 +815,10 @@ lodtensor_status_t lodtensor_from_arrow(const struct ArrowSchema *schema, struct
 // (bool elements are unpacked from Arrow's bits on the device, a copy the call waits for) and
 // the LoD offsets (and any validity bits) are read from the device, in one copy down after one
 // wait where they come to 64 KiB or less (in a record batch, those of every column together;
-// a list below the first is copied whole). A non-NULL `sync_event`
-// (a `cudaEvent_t*`, of the device's primary context) is waited for before anything reads the
-// buffers: the device's stream waits for it (and, for CUDA host memory, the host too). On
+// a list below the first is copied whole), and each LoD level is kept on the device too, made
+// there from the producer's offsets by a kernel, so that ops there upload none of it. A non-NULL
+// `sync_event` (a `cudaEvent_t*`, of the device's primary context) is waited for before anything
+// reads the buffers: the device's stream waits for it (and, for CUDA host memory, the host too). On
 // success `array->array` is moved out (its `release` becomes NULL) and released once, when the
 // last handle over the memory goes (for a CUDA tensor, after the work queued on the device);
 // `*schema` stays the caller's. On failure nothing is taken and `*out` is not written.

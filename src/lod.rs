@@ -99,6 +99,13 @@ impl<'a> LodLevel<'a> {
         self.shared.longest.get_or_init(|| self.shared.levels.iter().map(|l| longest(l)).collect())[self.level]
     }
 
+    /// Keeps `offsets` (the level's offsets as 8-byte integers, already at `place`) as the level's
+    /// copy there, unless it has one: what an import found on a device serves the ops there.
+    #[cfg_attr(not(any(feature = "cuda", feature = "cuda-emulator")), allow(dead_code))]
+    pub(crate) fn keep_copy(&self, place: Place, offsets: Arc<Allocation>) {
+        let _ = self.shared.copy_at(CopyOf::Level(self.level), place, || Ok(offsets));
+    }
+
     /// The level's offsets at `place`, made there by `make` at the first request and shared by
     /// every clone of the LoD from then on (the offsets never change, so neither does the copy).
     #[cfg_attr(not(any(feature = "cuda", feature = "cuda-emulator")), allow(dead_code))]

@@ -12,12 +12,17 @@ mod cuda_common;
 use arrow_producer::*;
 use common::Rng;
 use cuda_common::{gpu, gpu_or_skip, GPU};
+use lodtensor::backend::cuda::lod_levels_on;
 use lodtensor::interop::arrow::{
     from_arrow, from_arrow_device, from_arrow_device_record_batch, from_arrow_record_batch, ArrowArray,
     ArrowDeviceArray, ArrowSchema, DEVICE_CUDA,
 };
-use lodtensor::{to_place, Error, LoDTensor, Place, Result};
+use lodtensor::{cuda_counters, to_place, DType, Dim, Error, LoDTensor, Place, Result, Tensor};
 use std::sync::atomic::AtomicUsize;
+use std::sync::Mutex;
+
+/// Held by each test: they count the device's uploads, which are the device's, not the test's.
+static DEVICE: Mutex<()> = Mutex::new(());
 
 /// Moves every buffer of `array` and its children to the device: each a device copy, kept alive
 /// in `kept`, whose address takes the host buffer's place.
@@ -69,6 +74,7 @@ fn same_outcome(
                 assert_eq!((d.dims(), d.tensor().dtype(), d.lod()), (h.dims(), h.tensor().dtype(), h.lod()));
                 let back = to_place(d, Place::Cpu).unwrap();
                 assert_eq!(tensor_value(&back), tensor_value(h), "round {round}, column {i}");
+                levels_are_on_the_device(d, round, i);
             }
             true
         }
@@ -89,6 +95,24 @@ fn same_outcome(
     }
 }
 
+/// Checks that every LoD level of `x`, a device import, already has its copy on the device (the
+/// producer's offsets, rebased there), unless `x` is bool, and that each copy holds the level's
+/// offsets.
+fn levels_are_on_the_device(x: &LoDTensor, round: usize, column: usize) {
+    let before = cuda_counters(0).unwrap();
+    let copies = lod_levels_on(0, x.lod()).unwrap();
+    let uploads = cuda_counters(0).unwrap().since(&before).uploads;
+    let want = if x.tensor().dtype() == DType::Bool { x.lod().num_levels() as u64 } else { 0 };
+    assert_eq!(uploads, want, "round {round}, column {column}: uploads of its LoD");
+    for (k, copy) in copies.into_iter().enumerate() {
+        let offsets = &x.lod().levels()[k];
+        let t = Tensor::from_allocation(copy, DType::I64, Dim::new(&[offsets.len()]).unwrap()).unwrap();
+        let host = to_place(&LoDTensor::dense(t), Place::Cpu).unwrap();
+        let want: Vec<i64> = offsets.iter().map(|&o| o as i64).collect();
+        assert_eq!(host.tensor().as_slice::<i64>().unwrap(), want, "round {round}, column {column}, level {k}");
+    }
+}
+
 /// What an import gave, for a message.
 fn kind(r: &Result<Vec<LoDTensor>>) -> std::result::Result<usize, &Error> {
     r.as_ref().map(Vec::len)
@@ -101,6 +125,7 @@ unsafe fn release_schema(mut schema: ArrowSchema) {
 #[test]
 fn damaged_device_arrays_are_taken_or_refused_as_on_the_host() {
     static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    let _device = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
     if !gpu_or_skip() {
         return;
     }
@@ -133,6 +158,7 @@ fn damaged_device_arrays_are_taken_or_refused_as_on_the_host() {
 #[test]
 fn damaged_device_record_batches_are_taken_or_refused_as_on_the_host() {
     static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    let _device = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
     if !gpu_or_skip() {
         return;
     }

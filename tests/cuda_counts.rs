@@ -519,10 +519,11 @@ fn arrow_device_imports_of_bools_wait_once() {
 
 /// A device import reads the LoD offsets and validity bits it needs on the host in one copy down,
 /// after one wait, where they come to 64 KiB or less: the lists below the first are copied whole,
-/// so a piece too large for that is left to be read when it is needed. Each import is checked to
-/// take what was lent.
+/// so a piece too large for that is left to be read when it is needed. It keeps each level's
+/// offsets on the device (a launch a level, from the producer's), so an op there uploads none.
+/// Each import is checked to take what was lent.
 #[test]
-fn arrow_device_imports_read_their_offsets_in_one_copy() {
+fn arrow_device_imports_read_their_offsets_in_one_copy_and_keep_them_there() {
     use lodtensor::interop::arrow::{
         from_arrow_device, from_arrow_device_record_batch, to_arrow_device, to_arrow_device_record_batch,
         Encoding::Values,
@@ -531,7 +532,15 @@ fn arrow_device_imports_read_their_offsets_in_one_copy() {
     if !gpu_or_skip() || common::caches_off_for_guard_pages() {
         return;
     }
-    let downloads_waits = |c: &CudaCounters| (c.downloads, c.waits);
+    let asked = |c: &CudaCounters| (c.launches, c.downloads, c.waits);
+    let lent_again = |x: &LoDTensor| {
+        let (c, (mut schema, mut device)) = counted(|| to_arrow_device(x).unwrap());
+        unsafe {
+            (schema.release.unwrap())(&mut schema);
+            (device.array.release.unwrap())(&mut device.array);
+        }
+        c.uploads
+    };
     let same = |got: &LoDTensor, want: &LoDTensor| {
         assert_eq!(got.lod(), want.lod());
         assert_eq!(cuda_common::bytes_of(got), cuda_common::bytes_of(want));
@@ -543,12 +552,13 @@ fn arrow_device_imports_read_their_offsets_in_one_copy() {
     let middle: Vec<usize> = (0..=20_000).map(|i: usize| i.min(10)).collect();
     let leaf: Vec<usize> = (0..=10).map(|i| 3 * i).collect();
     let three = gpu(&LoDTensor::from_slice(&floats(30), &[30], vec![vec![0, 1, 20_000], middle, leaf]).unwrap());
-    for (x, want) in [(&two, (1, 1)), (&three, (2, 2))] {
+    for (x, want) in [(&two, (2, 1, 1)), (&three, (3, 2, 2))] {
         let (mut schema, mut device) = to_arrow_device(x).unwrap();
         let (c, taken) = counted(|| unsafe { from_arrow_device(&schema, &mut device).unwrap() });
         unsafe { (schema.release.unwrap())(&mut schema) };
-        assert_eq!(downloads_waits(&c), want, "{} levels: {c:?}", x.lod().num_levels());
+        assert_eq!(asked(&c), want, "{} levels: {c:?}", x.lod().num_levels());
         same(&taken, x);
+        assert_eq!(lent_again(&taken), 0, "the LoD's offsets are on the device");
     }
 
     // A batch of three columns, two with LoDs: one copy for the three levels.
@@ -558,9 +568,10 @@ fn arrow_device_imports_read_their_offsets_in_one_copy() {
     let (mut schema, mut device) = to_arrow_device_record_batch(&columns).unwrap();
     let (c, taken) = counted(|| unsafe { from_arrow_device_record_batch(&schema, &mut device).unwrap() });
     unsafe { (schema.release.unwrap())(&mut schema) };
-    assert_eq!(downloads_waits(&c), (1, 1), "a batch: {c:?}");
+    assert_eq!(asked(&c), (3, 1, 1), "a batch: {c:?}");
     for (got, (want, _, _)) in taken.iter().zip(&columns) {
         same(got, want);
+        assert_eq!(lent_again(got), 0, "the LoD's offsets are on the device");
     }
 
     // Validity bits on the device for both lists of `two` (nulls not counted): read in the same
@@ -578,7 +589,8 @@ fn arrow_device_imports_read_their_offsets_in_one_copy() {
             }
             from_arrow_device(&schema, &mut device)
         });
-        assert_eq!(downloads_waits(&c), (1, 1), "validity bits, {refused:?}: {c:?}");
+        let launches = if refused.is_none() { 2 } else { 0 };
+        assert_eq!(asked(&c), (launches, 1, 1), "validity bits, {refused:?}: {c:?}");
         match (result, refused) {
             (Ok(taken), None) => same(&taken, &two),
             (Err(Error::InvalidArgument(m)), Some(want)) if m.contains(want) => unsafe {

@@ -734,7 +734,9 @@ pub unsafe fn from_arrow(schema: *const ArrowSchema, array: *mut ArrowArray) -> 
 /// with id n, where the elements stay on the device (zero copy; bool elements are unpacked from
 /// Arrow's bits there, a copy, which the call waits for) and the LoD offsets and validity bits are
 /// read from it, in one copy down after one wait where they come to 64 KiB or less (in a record
-/// batch, those of every column together; a list below the first is copied whole). A
+/// batch, those of every column together; a list below the first is copied whole). Each LoD
+/// level is also kept on the device, made there from the producer's offsets by a kernel, so the
+/// ops there upload none of it (not for bool elements, which do not hold the array). A
 /// `sync_event` (a `CUevent*` for CUDA and CUDA host memory) is waited for first: by the device's
 /// stream, before anything of the library reads the buffers there, and for CUDA host memory by
 /// the host too. On success `device.array` is moved out, as
@@ -833,8 +835,9 @@ unsafe fn take(schema: *const ArrowSchema, array: *mut ArrowArray, place: Place,
     let mut plan = Plan::default();
     plan_reads(&layers, root, 0, len, &mut plan);
     let reads = HostReads::new(place, plan)?;
-    let t = read_column(&layers, root, 0, len, &reads, name, &owner)?;
+    let (t, on_device) = read_column(&layers, root, 0, len, &reads, name, &owner)?;
     queued.wait()?;
+    keep_device_levels(&t, &on_device);
     owner.take(array);
     Ok(t)
 }
@@ -877,6 +880,10 @@ unsafe fn take_batch(
         columns.push(read_column(layers, child, at, len, &reads, &path, &owner)?);
     }
     queued.wait()?;
+    for (t, on_device) in &columns {
+        keep_device_levels(t, on_device);
+    }
+    let columns = lists::collect(columns.into_iter().map(|(t, _)| t), "columns")?;
     owner.take(array);
     Ok(columns)
 }
@@ -989,7 +996,8 @@ unsafe fn plan_child(node: &ArrowArray, i: usize) -> Option<&ArrowArray> {
 
 /// Entries `[start, start + len)` of `node` (whose length holds them), the chain `layers`, as a
 /// LoD tensor whose memory `owner` releases (bool elements are copied); its buffers are on
-/// `reads`' place, where the host reads them. Errors name `path`.
+/// `reads`' place, where the host reads them. Errors name `path`. With the tensor, the levels
+/// whose offsets lie on a device, outermost first.
 unsafe fn read_column(
     layers: &[Layer],
     node: &ArrowArray,
@@ -998,10 +1006,10 @@ unsafe fn read_column(
     reads: &HostReads,
     path: &str,
     owner: &Arc<Owner>,
-) -> Result<LoDTensor> {
+) -> Result<(LoDTensor, Vec<DeviceLevel>)> {
     // Walk down the arrays with the window of each that the one above uses: entries
     // [start, start + len) of it, counted from its own offset.
-    let (mut levels, mut dims) = (Vec::new(), Vec::new());
+    let (mut levels, mut dims, mut on_device) = (Vec::new(), Vec::new(), Vec::new());
     let (mut node, mut at_path) = (node, String::from(path));
     let (mut start, mut len) = (start, len);
     for (depth, &layer) in layers.iter().enumerate() {
@@ -1021,6 +1029,7 @@ unsafe fn read_column(
         let elements = match layer {
             Layer::List { wide } => {
                 let (first, last, level) = read_offsets(node, wide, reads, at, len, &at_path)?;
+                on_device.extend(DeviceLevel::of(node, wide, reads.place(), at, len, first));
                 levels.push(level);
                 (start, len) = (first, last - first);
                 None
@@ -1033,6 +1042,7 @@ unsafe fn read_column(
             Layer::Values(dtype) => Some((1, dtype, at, len)),
             Layer::Bytes { wide, .. } => {
                 let (first, last, level) = read_offsets(node, wide, reads, at, len, &at_path)?;
+                on_device.extend(DeviceLevel::of(node, wide, reads.place(), at, len, first));
                 ensure!(
                     last <= PAST_ANY_BUFFER,
                     InvalidArgument,
@@ -1060,7 +1070,8 @@ unsafe fn read_column(
             let in_array = |e: crate::error::Error| e.context(&format!("{path}: "));
             let lod = if levels.is_empty() { Lod::empty() } else { Lod::from_offsets(levels).map_err(in_array)? };
             check_lod_for_dims(&dims, &lod).map_err(in_array)?;
-            return read_values(node, buffer, reads.place(), dtype, first, numel, &at_path, dims, lod, owner);
+            let t = read_values(node, buffer, reads.place(), dtype, first, numel, &at_path, dims, lod, owner)?;
+            return Ok((t, on_device));
         }
         let child = &**node.children;
         at_path = format!("{at_path}.children[0]");
@@ -1076,6 +1087,52 @@ unsafe fn read_column(
         node = child;
     }
     unreachable!("read_schema ends the chain in elements")
+}
+
+/// A LoD level of an import whose offsets lie on a CUDA device: `count` offsets at `offsets`,
+/// `width` bytes each, the first of them `first`.
+struct DeviceLevel {
+    offsets: *const u8,
+    width: usize,
+    count: usize,
+    first: usize,
+}
+
+impl DeviceLevel {
+    /// The level that entries `[at, at + len]` of `node`'s offsets make (the first of them
+    /// `first`), if they lie on a device.
+    unsafe fn of(node: &ArrowArray, wide: bool, place: Place, at: usize, len: usize, first: usize) -> Option<Self> {
+        let data = (*node.buffers.add(1)).cast::<u8>();
+        let width = if wide { 8 } else { 4 };
+        (place != Place::Cpu && !data.is_null()).then(|| DeviceLevel {
+            offsets: data.add(at * width),
+            width,
+            count: len + 1,
+            first,
+        })
+    }
+}
+
+/// Keeps each of `levels` (`x`'s, outermost first) as its LoD level's copy on the device, made
+/// there by a kernel from the producer's offsets, so that the ops there upload none of them. Not
+/// for bool elements: a copy of the producer's bits, they do not hold its array until the kernel
+/// has run, as every other tensor over its memory does. A copy that cannot be made is left to the
+/// first op that needs it, which uploads the level then.
+fn keep_device_levels(x: &LoDTensor, levels: &[DeviceLevel]) {
+    let Place::Cuda(ordinal) = x.tensor().place() else { return };
+    if x.tensor().dtype() == DType::Bool || levels.len() != x.lod().num_levels() {
+        return;
+    }
+    for (k, level) in levels.iter().enumerate() {
+        // SAFETY: the producer's offsets, which the import has read: none less than the first.
+        let copy = unsafe {
+            crate::backend::cuda::rebase_offsets(ordinal, level.offsets, level.width, level.count, level.first)
+        };
+        match (copy, x.lod().lod_level(k)) {
+            (Ok(copy), Ok(lod_level)) => lod_level.keep_copy(x.tensor().place(), copy),
+            _ => return,
+        }
+    }
 }
 
 /// The end of [`read_column`]: elements `[at, at + numel)` of buffer `buffer` of `node` as the

@@ -54,3 +54,27 @@ pub unsafe fn unpack_bits(ordinal: u32, bits: *const u8, first: usize, dims: Dim
     }
     Ok(out)
 }
+
+/// `n` offsets of an Arrow list at `src` on device `ordinal` (`width` 4 or 8 bytes each), each
+/// less `first`, as a new device block of 8-byte offsets: a LoD level's copy on the device, as
+/// `level_on` would upload it. The offsets are read by a kernel queued on the device's stream:
+/// they must stay until it has run.
+///
+/// # Safety
+/// `src` holds those offsets on the device, none less than `first`.
+pub unsafe fn rebase_offsets(
+    ordinal: u32,
+    src: *const u8,
+    width: usize,
+    n: usize,
+    first: usize,
+) -> Result<std::sync::Arc<crate::memory::Allocation>> {
+    let d = device(ordinal)?;
+    let out = d.allocation(n * 8)?;
+    if n > 0 {
+        let args = Args::new().arg(src as u64).arg(n as u64).arg(first as u64).arg(out.as_ptr() as u64);
+        let kernel = if width == 8 { "rebase_offsets_i64" } else { "rebase_offsets_i32" };
+        launch_unrolled(&d, "convert.cu", kernel, n as u64, args)?;
+    }
+    Ok(out)
+}

@@ -99,7 +99,7 @@ pub use softmax::softmax_segments;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 mod convert;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
-pub use convert::{cast, pack_bits, unpack_bits};
+pub use convert::{cast, pack_bits, rebase_offsets, unpack_bits};
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 mod beam;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]

@@ -294,6 +294,20 @@ pub unsafe fn unpack_bits(ordinal: u32, _bits: *const u8, _first: usize, _dims: 
     Err(no_device(ordinal))
 }
 
+/// An Arrow list's offsets on `device`, rebased, as a LoD level's device copy.
+///
+/// # Safety
+/// Nothing is read in a build without CUDA.
+pub unsafe fn rebase_offsets(
+    device: u32,
+    _src: *const u8,
+    _width: usize,
+    _n: usize,
+    _first: usize,
+) -> Result<std::sync::Arc<crate::memory::Allocation>> {
+    Err(no_device(device))
+}
+
 /// The UTF-8 check of device tensors' strings.
 pub fn are_utf8_strings(_texts: &[(&Tensor, LodLevel)]) -> Result<bool> {
     Err(missing("are_utf8_strings"))

@@ -85,3 +85,18 @@ extern "C" __global__ void unpack_bits(const u8 *bits, u64 first, bool_t *dst, u
       [&](u64 i, u8 v) { dst[i].v = v; });
 }
 LODTENSOR_EXPORT(unpack_bits)
+
+// rebase_offsets_i32, rebase_offsets_i64: n offsets of an Arrow list (32- or 64-bit) as a LoD
+// level's 8-byte offsets, each less the first (which the import has read: not negative, and no
+// offset less than the one before).
+template <typename T> __device__ __forceinline__ void lt_rebase_offsets(const T *src, u64 n, i64 first, i64 *dst) {
+  for_each_index<i64>(n, [&](u64 i) { return (i64)src[i] - first; }, [&](u64 i, i64 v) { dst[i] = v; });
+}
+extern "C" __global__ void rebase_offsets_i32(const i32 *src, u64 n, i64 first, i64 *dst) {
+  lt_rebase_offsets(src, n, first, dst);
+}
+LODTENSOR_EXPORT(rebase_offsets_i32)
+extern "C" __global__ void rebase_offsets_i64(const i64 *src, u64 n, i64 first, i64 *dst) {
+  lt_rebase_offsets(src, n, first, dst);
+}
+LODTENSOR_EXPORT(rebase_offsets_i64)
