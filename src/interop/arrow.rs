@@ -866,7 +866,7 @@ unsafe fn take_batch(
     check_array(root, (1, n as i64), false, &reads, name, at, len)?;
     let owner = Owner::new(array);
     let queued = ReadsWaited(&owner);
-    let mut columns = lists::with_capacity(n, "columns")?;
+    let (mut columns, mut on_device) = (lists::with_capacity(n, "columns")?, lists::with_capacity(n, "columns")?);
     for (i, layers) in layers.iter().enumerate() {
         let path = format!("{name}.children[{i}]");
         let child = &**root.children.add(i);
@@ -877,13 +877,14 @@ unsafe fn take_batch(
             "{path}: length {child_len} is less than the {} rows that its struct's offset and length need",
             at + len
         );
-        columns.push(read_column(layers, child, at, len, &reads, &path, &owner)?);
+        let (t, levels) = read_column(layers, child, at, len, &reads, &path, &owner)?;
+        columns.push(t);
+        on_device.push(levels);
     }
     queued.wait()?;
-    for (t, on_device) in &columns {
-        keep_device_levels(t, on_device);
+    for (t, levels) in columns.iter().zip(&on_device) {
+        keep_device_levels(t, levels);
     }
-    let columns = lists::collect(columns.into_iter().map(|(t, _)| t), "columns")?;
     owner.take(array);
     Ok(columns)
 }

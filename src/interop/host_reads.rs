@@ -13,10 +13,11 @@ use crate::tensor::Tensor;
 use std::borrow::Cow;
 use std::ffi::c_void;
 
-/// The most bytes a plan copies down up front. A wait for the device (about 10 us on an H200) costs
-/// more than copying this much more than a read needs; a plan takes each list below the first
-/// whole (its window is not known until the list above is read), so this bounds the excess.
-pub(super) const PREFETCH_BYTES: usize = 64 << 10;
+/// The most bytes a plan copies down up front. A wait for the device (a tiny launch and its wait
+/// took 9-11 us on an H200) costs more than copying this much more than a read needs; a plan takes
+/// each list below the first whole (its window is not known until the list above is read), so
+/// this bounds the excess.
+const PREFETCH_BYTES: usize = 64 << 10;
 
 /// The pieces of device memory, `(address, length)`, that an import will read, up to
 /// [`PREFETCH_BYTES`] in all: a piece that does not fit is left out, to be read when it is needed.
