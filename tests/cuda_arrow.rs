@@ -118,8 +118,40 @@ fn kind(r: &Result<Vec<LoDTensor>>) -> std::result::Result<usize, &Error> {
     r.as_ref().map(Vec::len)
 }
 
-unsafe fn release_schema(mut schema: ArrowSchema) {
-    (schema.release.unwrap())(&mut schema);
+/// An import of the host's arrays or of device arrays, as one tensor a column.
+type Import<A> = unsafe fn(*const ArrowSchema, *mut A) -> Result<Vec<LoDTensor>>;
+
+/// Imports two arrays that `make` makes, one in host memory with `host`, the other with its
+/// buffers moved to the device with `device`, and checks that the outcomes are the same (see
+/// [`same_outcome`]): whether the arrays were taken.
+fn taken_as_on_the_host(
+    make: impl Fn() -> (ArrowSchema, ArrowArray),
+    host: Import<ArrowArray>,
+    device: Import<ArrowDeviceArray>,
+    round: usize,
+) -> bool {
+    let ((mut host_schema, mut host_array), (mut schema, array)) = (make(), make());
+    let mut kept = Vec::new();
+    let mut lent = on_device(array, &mut kept);
+    unsafe {
+        let from_host = host(&host_schema, &mut host_array);
+        if from_host.is_err() {
+            (host_array.release.unwrap())(&mut host_array);
+        }
+        let from_device = device(&schema, &mut lent);
+        let taken = same_outcome(from_host, from_device, &mut lent.array, round);
+        (host_schema.release.unwrap())(&mut host_schema);
+        (schema.release.unwrap())(&mut schema);
+        taken
+    }
+}
+
+unsafe fn one_from_host(schema: *const ArrowSchema, array: *mut ArrowArray) -> Result<Vec<LoDTensor>> {
+    from_arrow(schema, array).map(|x| vec![x])
+}
+
+unsafe fn one_from_device(schema: *const ArrowSchema, array: *mut ArrowDeviceArray) -> Result<Vec<LoDTensor>> {
+    from_arrow_device(schema, array).map(|x| vec![x])
 }
 
 #[test]
@@ -133,23 +165,10 @@ fn damaged_device_arrays_are_taken_or_refused_as_on_the_host() {
     let (mut taken, mut refused) = (0, 0);
     for round in 0..1500 {
         let spec = damaged_spec(&mut rng, round);
-        let (host_schema, mut host_array) = make(spec.clone(), &RELEASED);
-        let (schema, array) = make(spec, &RELEASED);
-        let mut kept = Vec::new();
-        let mut device = on_device(array, &mut kept);
-        unsafe {
-            let host = from_arrow(&host_schema, &mut host_array).map(|x| vec![x]);
-            if host.is_err() {
-                (host_array.release.unwrap())(&mut host_array);
-            }
-            let got = from_arrow_device(&schema, &mut device).map(|x| vec![x]);
-            if same_outcome(host, got, &mut device.array, round) {
-                taken += 1;
-            } else {
-                refused += 1;
-            }
-            release_schema(host_schema);
-            release_schema(schema);
+        if taken_as_on_the_host(|| make(spec.clone(), &RELEASED), one_from_host, one_from_device, round) {
+            taken += 1;
+        } else {
+            refused += 1;
         }
     }
     assert!(taken > 150 && refused > 150, "{taken} taken, {refused} refused");
@@ -178,23 +197,11 @@ fn damaged_device_record_batches_are_taken_or_refused_as_on_the_host() {
             }
             _ => None,
         };
-        let (host_schema, mut host_array) = make_batch(columns.clone(), length, offset, validity.clone(), &RELEASED);
-        let (schema, array) = make_batch(columns, length, offset, validity, &RELEASED);
-        let mut kept = Vec::new();
-        let mut device = on_device(array, &mut kept);
-        unsafe {
-            let host = from_arrow_record_batch(&host_schema, &mut host_array);
-            if host.is_err() {
-                (host_array.release.unwrap())(&mut host_array);
-            }
-            let got = from_arrow_device_record_batch(&schema, &mut device);
-            if same_outcome(host, got, &mut device.array, round) {
-                taken += 1;
-            } else {
-                refused += 1;
-            }
-            release_schema(host_schema);
-            release_schema(schema);
+        let batch = || make_batch(columns.clone(), length, offset, validity.clone(), &RELEASED);
+        if taken_as_on_the_host(batch, from_arrow_record_batch, from_arrow_device_record_batch, round) {
+            taken += 1;
+        } else {
+            refused += 1;
         }
     }
     assert!(taken > 120 && refused > 120, "{taken} taken, {refused} refused");
