@@ -828,8 +828,9 @@ lodtensor_status_t lodtensor_from_arrow(const struct ArrowSchema *schema, struct
 // `sync_event` on ARROW_DEVICE_CPU), LODTENSOR_INVALID_ARGUMENT (on ARROW_DEVICE_CUDA, or with a
 // `sync_event` on ARROW_DEVICE_CUDA_HOST, a `device_id` that is negative or beyond the device
 // count; device buffers the device cannot use; on the CPU the id is not read),
-// LODTENSOR_OUT_OF_MEMORY (no device memory for bool elements), LODTENSOR_INTERNAL (a CUDA driver
-// failure, such as an event it does not know).
+// LODTENSOR_OUT_OF_MEMORY (no device memory for bool elements, for the LoD offsets' copy down or
+// for the LoD's copy kept on the device), LODTENSOR_INTERNAL (a CUDA driver failure, such as an
+// event it does not know).
 lodtensor_status_t lodtensor_from_arrow_device(const struct ArrowSchema *schema, struct ArrowDeviceArray *array, struct lodtensor_t **out);
 
 // Takes the Arrow device record batch `*array` (the C device data interface) as

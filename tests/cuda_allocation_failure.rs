@@ -225,6 +225,22 @@ fn device_bools_go_as_bits_or_nothing() {
     record_batch_cases(&[flags.ptr()], None, true, "a bool column of 2^20 on the device");
 }
 
+/// A device column of 2^13 sequences of 2^14 (64 and 128 KiB of offsets) taken as a record batch:
+/// the offsets read to the host, the LoD made of them and each level's copy kept on the device
+/// are refused in turn, the array left with the caller.
+#[test]
+fn device_lods_come_in_whole_or_not_at_all() {
+    let _serial = serial();
+    if !gpu_or_skip() {
+        return;
+    }
+    let n = 1 << 14;
+    let values: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let (outer, inner) = (vec![2usize; n / 2], vec![1usize; n]);
+    let x = device_tensor(F32, &[n as i64], &values, &[&outer, &inner]);
+    record_batch_import_cases(&[x.ptr()], None, true, "a LoD of 2^13 sequences of 2^14 on the device");
+}
+
 /// Device text of 1 MiB that is UTF-8 as a whole but has a character split between its two
 /// strings, lent as UTF-8: the kernel's check finds it, and the one large allocation is the host
 /// copy of the bytes that names the broken string. Refused there, the call returns

@@ -230,8 +230,9 @@ pub unsafe extern "C" fn lodtensor_from_arrow(
 /// `sync_event` on ARROW_DEVICE_CPU), LODTENSOR_INVALID_ARGUMENT (on ARROW_DEVICE_CUDA, or with a
 /// `sync_event` on ARROW_DEVICE_CUDA_HOST, a `device_id` that is negative or beyond the device
 /// count; device buffers the device cannot use; on the CPU the id is not read),
-/// LODTENSOR_OUT_OF_MEMORY (no device memory for bool elements), LODTENSOR_INTERNAL (a CUDA driver
-/// failure, such as an event it does not know).
+/// LODTENSOR_OUT_OF_MEMORY (no device memory for bool elements, for the LoD offsets' copy down or
+/// for the LoD's copy kept on the device), LODTENSOR_INTERNAL (a CUDA driver failure, such as an
+/// event it does not know).
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_from_arrow_device(
     schema: *const ArrowSchema,

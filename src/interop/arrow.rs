@@ -746,7 +746,8 @@ pub unsafe fn from_arrow(schema: *const ArrowSchema, array: *mut ArrowArray) -> 
 /// a CUDA device in a build without it, or an event on the CPU;
 /// `InvalidArgument` for a CUDA device id that is negative or beyond the count (the id is not read
 /// on the CPU, nor for CUDA host memory without an event) or buffers the device cannot use;
-/// `Internal` for a CUDA driver failure.
+/// `OutOfMemory` also for no device memory for bool elements, the LoD offsets' copy down or the
+/// LoD's copy kept on the device; `Internal` for a CUDA driver failure.
 ///
 /// # Safety
 /// As [`from_arrow`]; a `sync_event` points to a live `CUevent` of the device's primary context.
@@ -837,7 +838,7 @@ unsafe fn take(schema: *const ArrowSchema, array: *mut ArrowArray, place: Place,
     let reads = HostReads::new(place, plan)?;
     let (t, on_device) = read_column(&layers, root, 0, len, &reads, name, &owner)?;
     queued.wait()?;
-    keep_device_levels(&t, &on_device);
+    keep_device_levels(&t, &on_device)?;
     owner.take(array);
     Ok(t)
 }
@@ -883,7 +884,7 @@ unsafe fn take_batch(
     }
     queued.wait()?;
     for (t, levels) in columns.iter().zip(&on_device) {
-        keep_device_levels(t, levels);
+        keep_device_levels(t, levels)?;
     }
     owner.take(array);
     Ok(columns)
@@ -1117,23 +1118,25 @@ impl DeviceLevel {
 /// Keeps each of `levels` (`x`'s, outermost first) as its LoD level's copy on the device, made
 /// there by a kernel from the producer's offsets, so that the ops there upload none of them. Not
 /// for bool elements: a copy of the producer's bits, they do not hold its array until the kernel
-/// has run, as every other tensor over its memory does. A copy that cannot be made is left to the
-/// first op that needs it, which uploads the level then.
-fn keep_device_levels(x: &LoDTensor, levels: &[DeviceLevel]) {
-    let Place::Cuda(ordinal) = x.tensor().place() else { return };
+/// has run, as every other tensor over its memory does. When a copy cannot be made (no device
+/// memory for it), the call waits for the kernels queued before it, which read the producer's
+/// offsets, and fails: the array is then the caller's again.
+fn keep_device_levels(x: &LoDTensor, levels: &[DeviceLevel]) -> Result<()> {
+    let Place::Cuda(ordinal) = x.tensor().place() else { return Ok(()) };
     if x.tensor().dtype() == DType::Bool || levels.len() != x.lod().num_levels() {
-        return;
+        return Ok(());
     }
-    for (k, level) in levels.iter().enumerate() {
+    let keep = |k: usize, level: &DeviceLevel| {
         // SAFETY: the producer's offsets, which the import has read: none less than the first.
         let copy = unsafe {
-            crate::backend::cuda::rebase_offsets(ordinal, level.offsets, level.width, level.count, level.first)
+            crate::backend::cuda::rebase_offsets(ordinal, level.offsets, level.width, level.count, level.first)?
         };
-        match (copy, x.lod().lod_level(k)) {
-            (Ok(copy), Ok(lod_level)) => lod_level.keep_copy(x.tensor().place(), copy),
-            _ => return,
-        }
-    }
+        x.lod().lod_level(k)?.keep_copy(x.tensor().place(), copy);
+        Ok(())
+    };
+    levels.iter().enumerate().try_for_each(|(k, level)| keep(k, level)).inspect_err(|_| {
+        let _ = crate::backend::cuda::synchronize(ordinal);
+    })
 }
 
 /// The end of [`read_column`]: elements `[at, at + numel)` of buffer `buffer` of `node` as the

@@ -6,7 +6,7 @@
 
 use crate::dim::Dim;
 use crate::dtype::DType;
-use crate::error::{err, Error, Result};
+use crate::error::{err, Result};
 use crate::memory::lists;
 use crate::place::Place;
 use crate::tensor::Tensor;
@@ -67,13 +67,9 @@ impl HostReads {
             }
         }
         let sources = lists::collect(kept.iter().map(|(_, t)| t), WHAT)?;
-        match crate::backend::cuda::copy_all_to_host(&sources) {
-            Ok(copies) => reads.copies = kept.into_iter().map(|(at, _)| at).zip(copies).collect(),
-            // No device block to join them in: the reads go one at a time, through the staging
-            // buffer, which needs none.
-            Err(Error::OutOfMemory(_)) => {}
-            Err(e) => return Err(e),
-        }
+        let copies = crate::backend::cuda::copy_all_to_host(&sources)?;
+        reads.copies = lists::with_capacity(kept.len(), WHAT)?;
+        reads.copies.extend(kept.iter().map(|&(at, _)| at).zip(copies));
         Ok(reads)
     }
 

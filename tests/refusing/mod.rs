@@ -345,43 +345,19 @@ pub unsafe fn f32_rows_over(
 pub fn record_batch_cases(columns: &[*const lodtensor_t], encodings: Option<&[i32]>, device: bool, what: &str) {
     use lodtensor::interop::arrow::{ArrowArray, ArrowDeviceArray, ArrowSchema};
     use std::mem::MaybeUninit;
+    // Made before the calls are armed, as every list of the case's own.
     let names = vec![c"x".as_ptr(); columns.len()];
-    let form = match (device, encodings.is_some()) {
-        (false, false) => "",
-        (true, false) => "_device",
-        (false, true) => "_encoded",
-        (true, true) => "_device_encoded",
-    };
-    let (n, columns, names) = (columns.len(), columns.as_ptr(), names.as_ptr());
-    // SAFETY (both closures): live handles, names and structs the calls fill.
-    let lend = |schema: *mut ArrowSchema, array: *mut ArrowDeviceArray| unsafe {
-        let plain = (&raw mut (*array).array).cast();
-        match (device, encodings) {
-            (true, None) => lodtensor_to_arrow_device_record_batch(columns, names, n, schema.cast(), array.cast()),
-            (false, None) => lodtensor_to_arrow_record_batch(columns, names, n, schema.cast(), plain),
-            (true, Some(e)) => lodtensor_to_arrow_device_record_batch_encoded(
-                columns,
-                names,
-                e.as_ptr(),
-                n,
-                schema.cast(),
-                array.cast(),
-            ),
-            (false, Some(e)) => {
-                lodtensor_to_arrow_record_batch_encoded(columns, names, e.as_ptr(), n, schema.cast(), plain)
-            }
-        }
-    };
     let release = |schema: *mut ArrowSchema, array: *mut ArrowArray| unsafe {
         ((*schema).release.expect("the schema is the caller's"))(schema);
         if let Some(r) = (*array).release {
             r(array);
         }
     };
-    refuse_each(&format!("lodtensor_to_arrow_record_batch{form} ({what})"), || unsafe {
+    refuse_each(&format!("lodtensor_to_arrow_record_batch{} ({what})", form(device, encodings)), || unsafe {
         let mut schema = MaybeUninit::<ArrowSchema>::zeroed();
         let mut array = MaybeUninit::<ArrowDeviceArray>::zeroed();
-        let s = armed(|| lend(schema.as_mut_ptr(), array.as_mut_ptr()));
+        let s =
+            armed(|| lend_record_batch(columns, &names, encodings, device, schema.as_mut_ptr(), array.as_mut_ptr()));
         if s == OK {
             release(schema.as_mut_ptr(), &raw mut (*array.as_mut_ptr()).array);
         } else {
@@ -390,11 +366,56 @@ pub fn record_batch_cases(columns: &[*const lodtensor_t], encodings: Option<&[i3
         }
         s
     });
-    refuse_each(&format!("lodtensor_from_arrow{form}_record_batch ({what})"), || unsafe {
+    record_batch_import_cases(columns, encodings, device, what);
+}
+
+/// The name of the record batch calls' form: `_device`, `_encoded`, both or neither.
+fn form(device: bool, encodings: Option<&[i32]>) -> &'static str {
+    match (device, encodings.is_some()) {
+        (false, false) => "",
+        (true, false) => "_device",
+        (false, true) => "_encoded",
+        (true, true) => "_device_encoded",
+    }
+}
+
+/// `columns` lent as [`record_batch_cases`] lends them, named `names`, into `schema` and `array`.
+///
+/// # Safety
+/// Live handles, a name a column, and structs for the call to fill.
+unsafe fn lend_record_batch(
+    columns: &[*const lodtensor_t],
+    names: &[*const std::ffi::c_char],
+    encodings: Option<&[i32]>,
+    device: bool,
+    schema: *mut lodtensor::interop::arrow::ArrowSchema,
+    array: *mut lodtensor::interop::arrow::ArrowDeviceArray,
+) -> lodtensor_status_t {
+    let (n, names, plain) = (columns.len(), names.as_ptr(), (&raw mut (*array).array).cast());
+    let columns = columns.as_ptr();
+    match (device, encodings) {
+        (true, None) => lodtensor_to_arrow_device_record_batch(columns, names, n, schema.cast(), array.cast()),
+        (false, None) => lodtensor_to_arrow_record_batch(columns, names, n, schema.cast(), plain),
+        (true, Some(e)) => {
+            lodtensor_to_arrow_device_record_batch_encoded(columns, names, e.as_ptr(), n, schema.cast(), array.cast())
+        }
+        (false, Some(e)) => {
+            lodtensor_to_arrow_record_batch_encoded(columns, names, e.as_ptr(), n, schema.cast(), plain)
+        }
+    }
+}
+
+/// The import half of [`record_batch_cases`]: `columns` lent (not counted), then taken back
+/// whole or not at all, a refused import taking nothing.
+pub fn record_batch_import_cases(columns: &[*const lodtensor_t], encodings: Option<&[i32]>, device: bool, what: &str) {
+    use lodtensor::interop::arrow::{ArrowDeviceArray, ArrowSchema};
+    use std::mem::MaybeUninit;
+    let (n, names) = (columns.len(), vec![c"x".as_ptr(); columns.len()]);
+    refuse_each(&format!("lodtensor_from_arrow{}_record_batch ({what})", form(device, encodings)), || unsafe {
         let mut schema = MaybeUninit::<ArrowSchema>::zeroed();
         let mut array = MaybeUninit::<ArrowDeviceArray>::zeroed();
         let (schema, array) = (schema.as_mut_ptr(), array.as_mut_ptr());
-        assert_eq!(lend(schema, array), OK, "{}", last_error());
+        assert_eq!(lend_record_batch(columns, &names, encodings, device, schema, array), OK, "{}", last_error());
         let mut out = vec![null_mut(); n];
         let mut count = usize::MAX;
         let s = armed(|| {
@@ -418,7 +439,10 @@ pub fn record_batch_cases(columns: &[*const lodtensor_t], encodings: Option<&[i3
             assert_eq!(count, usize::MAX, "a refused import wrote its count");
             assert!((*array).array.release.is_some(), "a refused import took the batch");
         }
-        release(schema, &raw mut (*array).array);
+        ((*schema).release.expect("the schema is the caller's"))(schema);
+        if let Some(r) = (*array).array.release {
+            r(&raw mut (*array).array);
+        }
         outputs(s, &out)
     });
 }
