@@ -960,7 +960,7 @@ unsafe fn plan_reads(layers: &[Layer], node: &ArrowArray, start: usize, len: usi
     for &layer in layers {
         let Ok(at) = window(node, start, len, "") else { return };
         let offsets = match layer {
-            Layer::List { wide } | Layer::Bytes { wide, .. } => Some(if wide { 8 } else { 4 }),
+            Layer::List { wide } | Layer::Bytes { wide, .. } => Some(offset_width(wide)),
             _ => None,
         };
         plan_node(node, layer.shape().0, offsets, at, len, plan);
@@ -1105,7 +1105,7 @@ impl DeviceLevel {
     /// `first`), if they lie on a device.
     unsafe fn of(node: &ArrowArray, wide: bool, place: Place, at: usize, len: usize, first: usize) -> Option<Self> {
         let data = (*node.buffers.add(1)).cast::<u8>();
-        let width = if wide { 8 } else { 4 };
+        let width = offset_width(wide);
         (place != Place::Cpu && !data.is_null()).then(|| DeviceLevel {
             offsets: data.add(at * width),
             width,
@@ -1367,6 +1367,15 @@ unsafe fn check_array(
     Ok(())
 }
 
+/// The bytes of one offset of a list or binary array: 8 for 64-bit (`wide`) offsets, else 4.
+fn offset_width(wide: bool) -> usize {
+    if wide {
+        8
+    } else {
+        4
+    }
+}
+
 /// Entries `[at, at + len]` of a list's offsets: `(first, last, level)`, the level re-based to 0.
 /// A list of no entries may have no offsets buffer.
 unsafe fn read_offsets(
@@ -1381,7 +1390,7 @@ unsafe fn read_offsets(
     if data.is_null() {
         return Ok((0, 0, vec![0])); // no entries (check_array allows NULL only then)
     }
-    let width = if wide { 8 } else { 4 };
+    let width = offset_width(wide);
     let bytes = reads.read(data, at * width, (len + 1) * width, path)?;
     let read = |i: usize| -> i64 {
         let b = &bytes[i * width..(i + 1) * width];
