@@ -337,6 +337,9 @@ fn scatter_errors() {
     )
     .unwrap();
     assert!(matches!(sequence_scatter(&bx, &ids, &bu), Err(Error::Unsupported(m)) if m.contains("bool")));
+    // Refused as bool before its ids are read, as on a device, which reads them only in its kernel.
+    let bad_ids = ids_tensor(&[0, 1, 9], &[2, 1]);
+    assert!(matches!(sequence_scatter(&bx, &bad_ids, &bu), Err(Error::Unsupported(m)) if m.contains("bool")));
     // The safe in-place call refuses memory shared with another tensor; x is unchanged on error.
     let mut shared = x.clone();
     assert!(matches!(sequence_scatter_inplace(&mut shared, &ids, &upd), Err(Error::InvalidArgument(_))));

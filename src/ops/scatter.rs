@@ -75,6 +75,9 @@ fn check<'a>(x: &Tensor, ids: &'a LoDTensor, updates: &LoDTensor) -> Result<Plan
         "ids: has {sequences} sequences, but x has {rows} rows; sequence i updates row i of x, so ids may have at most {rows}"
     );
     place.ensure_usable()?;
+    // Before the ids' values, which the CPU checks here and a device only in its kernel: a bool x
+    // is refused alike on every place, whatever its ids hold.
+    dispatch_dtype!(x.dtype(), "x", [U8, I8, I16, I32, I64, F16, BF16, F32, F64], |T| Ok(()))?;
     let plan = Plan { width: x.dims().row_width(), offsets, place };
     if place == Place::Cpu {
         check_ids(&plan, ids.tensor())?;
@@ -129,7 +132,6 @@ fn run(
 /// The scatter-add into `out`, a device tensor of `x`'s dtype. The device checks the ids; when
 /// one is out of range (`out` untouched), a host copy names it.
 fn run_device(plan: &Plan, ids: &LoDTensor, updates: &LoDTensor, out: &mut Tensor) -> Result<()> {
-    dispatch_dtype!(out.dtype(), "x", [U8, I8, I16, I32, I64, F16, BF16, F32, F64], |T| Ok(()))?;
     if cuda::sequence_scatter_add(out, plan.width, ids.lod().lod_level(0)?, ids.tensor(), updates.tensor())? {
         return Ok(());
     }
@@ -153,7 +155,6 @@ fn as_mut_elements<T: Scalar>(bytes: &mut [u8]) -> &mut [T] {
 pub fn sequence_scatter(x: &LoDTensor, ids: &LoDTensor, updates: &LoDTensor) -> Result<LoDTensor> {
     let plan = check(x.tensor(), ids, updates)?;
     if let Place::Cuda(device) = plan.place {
-        dispatch_dtype!(x.tensor().dtype(), "x", [U8, I8, I16, I32, I64, F16, BF16, F32, F64], |T| Ok(()))?;
         let mut out = cuda::copy_to_device(x.tensor(), device)?;
         run_device(&plan, ids, updates, &mut out)?;
         return Ok(LoDTensor::dense(out));
