@@ -2,7 +2,8 @@
 //! generator): whatever an op is given, it must return `Ok` or a documented error, never panic
 //! and never return `Internal` (what a caught panic or a broken invariant becomes at the C
 //! boundary), and every LoD it returns must be valid for its tensor. A failure prints the seed;
-//! `HOSTILE_SEED=<seed>` replays that case alone, with the panic's message and backtrace.
+//! `HOSTILE_SEED=<seed>` replays that case alone, with the panic's message and backtrace;
+//! `HOSTILE_CASES` sets the number of calls (default 200000).
 
 mod common;
 mod hostile;

@@ -157,13 +157,15 @@ impl Gen {
     }
 }
 
-/// The seeds of a run: `HOSTILE_SEED` alone when it is set (to replay a case), else `count`
-/// seeds spread by the odd multiplier `spread`.
+/// The seeds of a run: `HOSTILE_SEED` alone when it is set (to replay a case), else
+/// `HOSTILE_CASES` seeds (`count` when it is not set) spread by the odd multiplier `spread`.
+/// A larger `HOSTILE_CASES` runs the same first seeds and then new ones.
 pub fn seeds(count: u64, spread: u64) -> Vec<u64> {
-    match std::env::var("HOSTILE_SEED") {
-        Ok(s) => vec![s.parse().expect("HOSTILE_SEED: a number")],
-        Err(_) => (1..=count).map(|i| i.wrapping_mul(spread) | 1).collect(),
+    if let Ok(s) = std::env::var("HOSTILE_SEED") {
+        return vec![s.parse().expect("HOSTILE_SEED: a number")];
     }
+    let count = std::env::var("HOSTILE_CASES").map_or(count, |v| v.parse().expect("HOSTILE_CASES: a number"));
+    (1..=count).map(|i| i.wrapping_mul(spread) | 1).collect()
 }
 
 /// The text a caught panic carries.
