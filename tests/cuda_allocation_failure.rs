@@ -225,9 +225,10 @@ fn device_bools_go_as_bits_or_nothing() {
     record_batch_cases(&[flags.ptr()], None, true, "a bool column of 2^20 on the device");
 }
 
-/// A device column of 2^13 sequences of 2^14 (64 and 128 KiB of offsets) taken as a record batch:
-/// the offsets read to the host, the LoD made of them and each level's copy kept on the device
-/// are refused in turn, the array left with the caller.
+/// A device column of 2^13 sequences of 2^14 (64 and 128 KiB of offsets) taken as a record batch,
+/// beside a bool column of the same LoD (its bits unpacked on the device): the offsets read to the
+/// host, the LoDs made of them and each level's copy kept on the device are refused in turn, the
+/// array left with the caller.
 #[test]
 fn device_lods_come_in_whole_or_not_at_all() {
     let _serial = serial();
@@ -238,7 +239,9 @@ fn device_lods_come_in_whole_or_not_at_all() {
     let values: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let (outer, inner) = (vec![2usize; n / 2], vec![1usize; n]);
     let x = device_tensor(F32, &[n as i64], &values, &[&outer, &inner]);
-    record_batch_import_cases(&[x.ptr()], None, true, "a LoD of 2^13 sequences of 2^14 on the device");
+    let flags =
+        device_tensor(BOOL, &[n as i64], &(0..n).map(|i| (i % 3 == 0) as u8).collect::<Vec<_>>(), &[&outer, &inner]);
+    record_batch_import_cases(&[x.ptr(), flags.ptr()], None, true, "LoDs of 2^13 sequences of 2^14 on the device");
 }
 
 /// Device text of 1 MiB that is UTF-8 as a whole but has a character split between its two

@@ -563,6 +563,16 @@ fn arrow_device_imports_read_their_offsets_in_one_copy_and_keep_them_there() {
         same(&taken, x);
         assert_eq!(lent_again(&taken), 0, "the LoD's offsets are on the device");
     }
+    // Bool elements with two levels: the bits unpacked and the levels copied on the device, a
+    // launch each, waited for together (the tensor does not hold the producer's array).
+    let flags = Tensor::from_bytes(DType::Bool, Dim::new(&[6]).unwrap(), &[1, 0, 1, 1, 0, 0]).unwrap();
+    let flags = gpu(&LoDTensor::new(flags, two.lod().clone()).unwrap());
+    let (mut schema, mut device) = to_arrow_device(&flags).unwrap();
+    let (c, taken) = counted(|| unsafe { from_arrow_device(&schema, &mut device).unwrap() });
+    unsafe { (schema.release.unwrap())(&mut schema) };
+    assert_eq!(asked(&c), (3, 1, 2), "bool elements under 2 levels: {c:?}");
+    same(&taken, &flags);
+    assert_eq!(lent_again(&taken), 0, "the bool tensor's LoD offsets are on the device");
 
     // A batch of three columns, two with LoDs: one copy for the three levels.
     let ids = gpu(&LoDTensor::from_slice(&[4i64, 5, 6], &[3], vec![vec![0, 1, 3]]).unwrap());

@@ -736,7 +736,8 @@ pub unsafe fn from_arrow(schema: *const ArrowSchema, array: *mut ArrowArray) -> 
 /// read from it, in one copy down after one wait where they come to 64 KiB or less (in a record
 /// batch, those of every column together; a list below the first is copied whole). Each LoD
 /// level is also kept on the device, made there from the producer's offsets by a kernel, so the
-/// ops there upload none of it (not for bool elements, which do not hold the array). A
+/// ops there upload none of it (for bool elements, which do not hold the array, the call waits
+/// for those kernels too). A
 /// `sync_event` (a `CUevent*` for CUDA and CUDA host memory) is waited for first: by the device's
 /// stream, before anything of the library reads the buffers there, and for CUDA host memory by
 /// the host too. On success `device.array` is moved out, as
@@ -837,8 +838,8 @@ unsafe fn take(schema: *const ArrowSchema, array: *mut ArrowArray, place: Place,
     plan_reads(&layers, root, 0, len, &mut plan);
     let reads = HostReads::new(place, plan)?;
     let (t, on_device) = read_column(&layers, root, 0, len, &reads, name, &owner)?;
+    keep_device_levels(&t, &on_device, &owner)?;
     queued.wait()?;
-    keep_device_levels(&t, &on_device)?;
     owner.take(array);
     Ok(t)
 }
@@ -882,10 +883,10 @@ unsafe fn take_batch(
         columns.push(t);
         on_device.push(levels);
     }
-    queued.wait()?;
     for (t, levels) in columns.iter().zip(&on_device) {
-        keep_device_levels(t, levels)?;
+        keep_device_levels(t, levels, &owner)?;
     }
+    queued.wait()?;
     owner.take(array);
     Ok(columns)
 }
@@ -1116,15 +1117,20 @@ impl DeviceLevel {
 }
 
 /// Keeps each of `levels` (`x`'s, outermost first) as its LoD level's copy on the device, made
-/// there by a kernel from the producer's offsets, so that the ops there upload none of them. Not
-/// for bool elements: a copy of the producer's bits, they do not hold its array until the kernel
-/// has run, as every other tensor over its memory does. When a copy cannot be made (no device
-/// memory for it), the call waits for the kernels queued before it, which read the producer's
-/// offsets, and fails: the array is then the caller's again.
-fn keep_device_levels(x: &LoDTensor, levels: &[DeviceLevel]) -> Result<()> {
+/// there by a kernel from the producer's offsets, so that the ops there upload none of them. The
+/// last fallible step of an import but its wait for the device's reads ([`ReadsWaited`]): every
+/// tensor over the producer's memory holds its array until the kernels have run; bool elements, a
+/// copy, do not, so for them the kernels are noted as reads that the import waits for (with the
+/// unpacking of their bits). When a copy cannot be made (no device memory for it), the call waits
+/// for the kernels queued before it, which read the producer's offsets, and fails: the array is
+/// then the caller's again.
+fn keep_device_levels(x: &LoDTensor, levels: &[DeviceLevel], owner: &Owner) -> Result<()> {
     let Place::Cuda(ordinal) = x.tensor().place() else { return Ok(()) };
-    if x.tensor().dtype() == DType::Bool || levels.len() != x.lod().num_levels() {
+    if levels.len() != x.lod().num_levels() {
         return Ok(());
+    }
+    if x.tensor().dtype() == DType::Bool && !levels.is_empty() {
+        owner.read_queued_on(ordinal);
     }
     let keep = |k: usize, level: &DeviceLevel| {
         // SAFETY: the producer's offsets, which the import has read: none less than the first.
