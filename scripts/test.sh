@@ -117,7 +117,9 @@ else
   # block then goes on to a second tile, row or run of items, where a missing barrier lets it
   # overwrite shared memory that its other threads still read, and each launch draws its block
   # order anew, which puts each pair of blocks on the check's two sets of fibers in most launches.
-  # libtsan is preloaded so that it comes before the C library whose calls it intercepts.
+  # libtsan is preloaded so that it comes before the C library whose calls it intercepts. The
+  # tests' largest cases shrink here (tests/cuda_common, race_check), the check costing tens of
+  # times each access.
   # cuda_allocation_failure is left out: it runs the kernels of the other tests, only with
   # allocations refused, so it adds nothing for the check but four minutes.
   race_tests=()

@@ -1117,13 +1117,13 @@ impl DeviceLevel {
 }
 
 /// Keeps each of `levels` (`x`'s, outermost first) as its LoD level's copy on the device, made
-/// there by a kernel from the producer's offsets, so that the ops there upload none of them. The
-/// last fallible step of an import but its wait for the device's reads ([`ReadsWaited`]): every
-/// tensor over the producer's memory holds its array until the kernels have run; bool elements, a
-/// copy, do not, so for them the kernels are noted as reads that the import waits for (with the
-/// unpacking of their bits). When a copy cannot be made (no device memory for it), the call waits
-/// for the kernels queued before it, which read the producer's offsets, and fails: the array is
-/// then the caller's again.
+/// there by a kernel from the producer's offsets, so that the ops there upload none of them.
+/// Called after every fallible step of an import but its wait for the device's reads
+/// ([`ReadsWaited`]). The kernels read the producer's offsets: a tensor over the producer's memory
+/// holds its array until they have run, but a bool tensor (a copy) does not, so for one the
+/// import waits for them, with the unpacking of its bits. When a copy cannot be made (no device
+/// memory for it), the call waits for the kernels queued before it and fails: the array is then
+/// the caller's again.
 fn keep_device_levels(x: &LoDTensor, levels: &[DeviceLevel], owner: &Owner) -> Result<()> {
     let Place::Cuda(ordinal) = x.tensor().place() else { return Ok(()) };
     if levels.len() != x.lod().num_levels() {
