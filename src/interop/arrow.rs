@@ -838,7 +838,7 @@ unsafe fn take(schema: *const ArrowSchema, array: *mut ArrowArray, place: Place,
     plan_reads(&layers, root, 0, len, &mut plan);
     let reads = HostReads::new(place, plan)?;
     let (t, on_device) = read_column(&layers, root, 0, len, &reads, name, &owner)?;
-    keep_device_levels(&t, &on_device, &owner)?;
+    keep_device_levels(&t, &on_device)?;
     queued.wait()?;
     owner.take(array);
     Ok(t)
@@ -884,7 +884,7 @@ unsafe fn take_batch(
         on_device.push(levels);
     }
     for (t, levels) in columns.iter().zip(&on_device) {
-        keep_device_levels(t, levels, &owner)?;
+        keep_device_levels(t, levels)?;
     }
     queued.wait()?;
     owner.take(array);
@@ -1120,17 +1120,14 @@ impl DeviceLevel {
 /// there by a kernel from the producer's offsets, so that the ops there upload none of them.
 /// Called after every fallible step of an import but its wait for the device's reads
 /// ([`ReadsWaited`]). The kernels read the producer's offsets: a tensor over the producer's memory
-/// holds its array until they have run, but a bool tensor (a copy) does not, so for one the
-/// import waits for them, with the unpacking of its bits. When a copy cannot be made (no device
-/// memory for it), the call waits for the kernels queued before it and fails: the array is then
-/// the caller's again.
-fn keep_device_levels(x: &LoDTensor, levels: &[DeviceLevel], owner: &Owner) -> Result<()> {
+/// holds its array until they have run, but a bool tensor (a copy) does not; its bits' unpacking
+/// noted the device's reads ([`read_values`]), so the import's wait, after this, covers these
+/// kernels too. When a copy cannot be made (no device memory for it), the call waits for the
+/// kernels queued before it and fails: the array is then the caller's again.
+fn keep_device_levels(x: &LoDTensor, levels: &[DeviceLevel]) -> Result<()> {
     let Place::Cuda(ordinal) = x.tensor().place() else { return Ok(()) };
     if levels.len() != x.lod().num_levels() {
         return Ok(());
-    }
-    if x.tensor().dtype() == DType::Bool && !levels.is_empty() {
-        owner.read_queued_on(ordinal);
     }
     let keep = |k: usize, level: &DeviceLevel| {
         // SAFETY: the producer's offsets, which the import has read: none less than the first.
