@@ -1252,7 +1252,11 @@ lodtensor_status_t lodtensor_to_dlpack_legacy(const struct lodtensor_t *t, struc
 // own memory, also when `t` is already on `place` (`lodtensor_share` shares instead). A copy to
 // the CPU waits until the device's queued work is done; a copy to a device is queued on that
 // device's stream (later calls on the device see it; call `lodtensor_synchronize` before reading
-// device memory by other means). The caller destroys `*out` with `lodtensor_destroy`.
+// device memory by other means). `t` and the memory under it may be changed, destroyed or
+// reused as soon as this returns: a copy from page-locked host memory (a pinned buffer given to
+// `lodtensor_from_buffer`, a `kDLCUDAHost` DLPack tensor, an ARROW_DEVICE_CUDA_HOST array) or
+// managed memory, which the device reads by itself after the call, is waited for. The caller
+// destroys `*out` with `lodtensor_destroy`.
 //
 // Returns LODTENSOR_NULL_ARGUMENT (`t`, `out`), LODTENSOR_INVALID_ARGUMENT (a `place` that is not
 // CPU with device_id 0 or CUDA with device_id >= 0; a CUDA device_id beyond the device count),

@@ -6,6 +6,7 @@ use super::counters::{Counter, Counters, CudaCounters};
 use super::driver::{self, Context, DevicePtr, Module};
 use super::kept_zero::KeptZero;
 use super::launch::Args;
+use super::memory_owner::MemoryOwner;
 use super::staging::Staging;
 use super::KERNEL_SOURCES;
 use crate::dim::Dim;
@@ -148,6 +149,22 @@ impl Device {
         self.ctx.htod(dst, src)?;
         self.counters.add(Counter::Uploads, 1);
         self.counters.add(Counter::UploadBytes, src.len() as u64);
+        Ok(())
+    }
+
+    /// `htod` of host memory the caller may change or release as soon as this returns: a host
+    /// tensor's, which may be page-locked or managed memory (a pinned buffer that a server reuses,
+    /// a `kDLCUDAHost` tensor). The driver copies pageable memory before the call returns, but the
+    /// device reads page-locked and managed memory by itself later; such a copy is waited for.
+    pub(crate) fn htod_released(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
+        let Some(last) = src.len().checked_sub(1) else { return Ok(()) };
+        let first = src.as_ptr() as DevicePtr;
+        let pageable = |at| self.ctx.memory_owner(at).map(|owner| owner == MemoryOwner::Unknown);
+        let wait = !(pageable(first)? && pageable(first + last as DevicePtr)?);
+        self.htod(dst, src)?;
+        if wait {
+            self.synchronize()?;
+        }
         Ok(())
     }
 
@@ -319,6 +336,32 @@ pub unsafe fn wait_event(ordinal: u32, event: *mut std::ffi::c_void) -> Result<(
     device(ordinal)?.ctx.wait_event(event)
 }
 
+/// Page-locks the caller's `len` bytes of host memory at `ptr` for every device
+/// (`cuMemHostRegister`, portable) until [`unregister_host_memory`]: copies between it and a
+/// device then run on the device's copy engines, after the call that queues them returns (the
+/// library waits for such a copy where the caller may change the memory next, as after
+/// `to_place`). `InvalidArgument` for a NULL `ptr`, a `len` of 0, or memory that overlaps
+/// page-locked memory already; what [`ensure_device`] says of cuda:0 when CUDA cannot be used.
+///
+/// # Safety
+/// `ptr` must be valid for `len` bytes until [`unregister_host_memory`] (or the process's end).
+pub unsafe fn register_host_memory(ptr: *mut u8, len: usize) -> Result<()> {
+    ensure!(!ptr.is_null(), InvalidArgument, "ptr: must not be NULL");
+    ensure!(len > 0, InvalidArgument, "len: must not be 0");
+    device(0)?.ctx.register_host(ptr, len)
+}
+
+/// Ends [`register_host_memory`] of the memory starting at `ptr`. No copy the library queues
+/// from host memory is left to run after the call that queued it returns, so there is nothing
+/// of the library's to wait for. `InvalidArgument` where `ptr` is not the start of memory
+/// registered so.
+///
+/// # Safety
+/// No work of the caller's own on a device may still be reading the memory.
+pub unsafe fn unregister_host_memory(ptr: *mut u8) -> Result<()> {
+    device(0)?.ctx.unregister_host(ptr)
+}
+
 /// The stream all work on CUDA device `ordinal` goes to (its driver handle, a `CUstream`); sets
 /// the device up if it has not been used yet.
 pub fn stream(ordinal: u32) -> Result<*mut std::ffi::c_void> {
@@ -390,9 +433,7 @@ pub fn copy_to_device(src: &Tensor, ordinal: u32) -> Result<Tensor> {
     let alloc = d.allocation(n)?;
     if n > 0 {
         match src.place() {
-            // A copy from pageable memory returns once the source has been read, so `src` may
-            // change afterwards.
-            Place::Cpu => d.htod(alloc.as_ptr() as DevicePtr, src.bytes()?)?,
+            Place::Cpu => d.htod_released(alloc.as_ptr() as DevicePtr, src.bytes()?)?,
             Place::Cuda(s) if s == ordinal => d.dtod(alloc.as_ptr() as DevicePtr, src.as_ptr() as DevicePtr, n)?,
             // Between devices through the host: simple, and rare in inference.
             Place::Cuda(_) => return copy_to_device(&copy_to_host(src)?, ordinal),

@@ -176,6 +176,36 @@ impl Context {
         unsafe { result::malloc_host(len, 0) }.map(|p| p.cast()).map_err(|e| driver_error("page-locked allocation", e))
     }
 
+    /// Page-locks the caller's `len` (> 0) bytes at `ptr` for every context (`cuMemHostRegister`,
+    /// portable); memory that overlaps page-locked memory already is `InvalidArgument`.
+    pub(crate) fn register_host(&self, ptr: *mut u8, len: usize) -> Result<()> {
+        use sys::cudaError_enum::*;
+        self.bind()?;
+        // SAFETY: the caller gives `len` bytes of host memory at `ptr`, kept until unregistered.
+        match unsafe { sys::cuMemHostRegister_v2(ptr.cast(), len, sys::CU_MEMHOSTREGISTER_PORTABLE) } {
+            CUDA_SUCCESS => Ok(()),
+            CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED => {
+                Err(err!(InvalidArgument, "page-lock host memory: CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED"))
+            }
+            status => Err(driver_error("page-lock host memory", DriverError(status))),
+        }
+    }
+
+    /// Ends a `register_host` of memory starting at `ptr` (the driver waits for the copies
+    /// queued from it).
+    pub(crate) fn unregister_host(&self, ptr: *mut u8) -> Result<()> {
+        use sys::cudaError_enum::*;
+        self.bind()?;
+        // SAFETY: only ends a registration; memory never registered is refused by the driver.
+        match unsafe { sys::cuMemHostUnregister(ptr.cast()) } {
+            CUDA_SUCCESS => Ok(()),
+            CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED => {
+                Err(err!(InvalidArgument, "unlock host memory: CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED"))
+            }
+            status => Err(driver_error("unlock host memory", DriverError(status))),
+        }
+    }
+
     /// `(free, total)`: the bytes of device memory the driver could still hand out (to this or any
     /// other program) and the device's size.
     pub(crate) fn free_memory(&self) -> Result<(usize, usize)> {

@@ -4,8 +4,12 @@
 //! are the same `kernels/*.cu` sources compiled as C++ (emulator/host.h) and run synchronously on
 //! the calling thread (a block's threads as fibers where the kernel has barriers). It exists to
 //! test the CUDA backend, the kernels' indexing and the launchers' arguments, on machines without
-//! a GPU; it says nothing about speed. Each device has [`MEMORY`] bytes, so that running out of
-//! device memory can be tested too. Under `LODTENSOR_EMULATOR_SHUFFLE=1` each launch runs its
+//! a GPU; it says nothing about speed. The one piece of work it does not finish at once is a copy
+//! to a device from page-locked host memory (`malloc_host`'s, or memory given to `register_host`):
+//! a GPU's copy engine reads such memory after the call that queued the copy has returned, so the
+//! emulator makes that copy only at the device's next operation, and a caller that changes the
+//! memory in between without waiting sends the device the changed bytes, as it would on a GPU.
+//! Each device has [`MEMORY`] bytes, so that running out of device memory can be tested too. Under `LODTENSOR_EMULATOR_SHUFFLE=1` each launch runs its
 //! blocks, and the threads of a block that run one after another, in an order of its own (see
 //! [`shuffled`]). Built with `LODTENSOR_EMULATOR_TSAN=1` (read when the crate is built), the
 //! emulator runs every kernel under ThreadSanitizer, which reports a race between two threads of
@@ -118,6 +122,48 @@ fn live() -> std::sync::MutexGuard<'static, Live> {
     LIVE.lock().expect("emulator lock")
 }
 
+/// The host memory the emulated driver holds page-locked: start -> length.
+static PAGE_LOCKED: Mutex<BTreeMap<usize, usize>> = Mutex::new(BTreeMap::new());
+
+fn page_locked() -> std::sync::MutexGuard<'static, BTreeMap<usize, usize>> {
+    PAGE_LOCKED.lock().expect("emulator lock")
+}
+
+/// Whether host address `at` lies in page-locked memory.
+fn is_page_locked(at: usize) -> bool {
+    page_locked().range(..=at).next_back().is_some_and(|(&start, &len)| at - start < len)
+}
+
+/// A copy to a device from page-locked host memory, queued until the device's next operation.
+struct QueuedCopy {
+    device: usize,
+    dst: DevicePtr,
+    src: usize,
+    len: usize,
+}
+
+/// Every device's queued copies, in the order they were queued.
+static QUEUED: Mutex<Vec<QueuedCopy>> = Mutex::new(Vec::new());
+
+/// Makes device `device`'s queued copies, before its next operation (and before memory is freed
+/// or unlocked, which the driver orders after the work queued before it).
+fn run_queued(device: usize) {
+    let mine: Vec<QueuedCopy> = {
+        let mut queued = QUEUED.lock().expect("emulator lock");
+        if queued.is_empty() {
+            return;
+        }
+        let (mine, others) = std::mem::take(&mut *queued).into_iter().partition(|c| c.device == device);
+        *queued = others;
+        mine
+    };
+    for c in mine {
+        // SAFETY: what `htod` was given; the caller keeps the host memory until the copy is made,
+        // as it must on a GPU (a wait, or the memory kept).
+        in_stream_order(|| unsafe { std::ptr::copy_nonoverlapping(c.src as *const u8, c.dst as *mut u8, c.len) });
+    }
+}
+
 /// Where a live allocation's memory came from.
 enum Block {
     Heap(Layout),
@@ -140,8 +186,9 @@ impl Context {
         Ok(Context { ordinal: ordinal as usize })
     }
 
-    /// The device's stream handle: nothing is ever queued on it (launches and copies finish
-    /// before they return), but callers see a handle as they would with a driver.
+    /// The device's stream handle: nothing but copies from page-locked memory is ever queued on
+    /// it (launches and other copies finish before they return), but callers see a handle as
+    /// they would with a driver.
     pub(crate) fn stream(&self) -> *mut c_void {
         std::ptr::from_ref(&STREAMS[self.ordinal]).cast_mut().cast()
     }
@@ -171,6 +218,7 @@ impl Context {
     }
 
     pub(crate) fn free(&self, ptr: DevicePtr) -> Result<()> {
+        run_queued(self.ordinal);
         let mut live = live();
         let not_live = || err!(Internal, "device free: {ptr:#x} is not a live allocation of cuda:{}", self.ordinal);
         let Entry::Occupied(entry) = live.blocks.entry(ptr) else { return Err(not_live()) };
@@ -197,16 +245,48 @@ impl Context {
         // SAFETY: a non-zero size.
         let p = unsafe { alloc(layout) };
         ensure!(!p.is_null(), OutOfMemory, "page-locked allocation: the emulator could not allocate {len} bytes");
+        page_locked().insert(p as usize, layout.size());
         Ok(p)
     }
 
-    /// Whose memory address `ptr` is: the emulated device with a live allocation holding it, or
-    /// `Unknown` (host memory; emulated devices do not read pageable memory).
+    /// Page-locks the caller's `len` (> 0) bytes at `ptr`, as `cuMemHostRegister` does; memory
+    /// that overlaps page-locked memory already is refused, as the driver refuses it.
+    pub(crate) fn register_host(&self, ptr: *mut u8, len: usize) -> Result<()> {
+        let (start, end) = (ptr as usize, (ptr as usize).saturating_add(len));
+        let mut locked = page_locked();
+        let overlaps = locked.range(..end).next_back().is_some_and(|(&s, &l)| s + l > start);
+        ensure!(
+            !overlaps,
+            InvalidArgument,
+            "page-lock host memory: CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED (emulated)"
+        );
+        locked.insert(start, len);
+        Ok(())
+    }
+
+    /// Ends a `register_host` of memory starting at `ptr`, after the copies queued from it.
+    pub(crate) fn unregister_host(&self, ptr: *mut u8) -> Result<()> {
+        for device in 0..DEVICES {
+            run_queued(device);
+        }
+        let removed = page_locked().remove(&(ptr as usize));
+        ensure!(
+            removed.is_some(),
+            InvalidArgument,
+            "unlock host memory: CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED (emulated)"
+        );
+        Ok(())
+    }
+
+    /// Whose memory address `ptr` is: the emulated device with a live allocation holding it,
+    /// `Shared` for page-locked host memory, or `Unknown` (other host memory; emulated devices do
+    /// not read pageable memory).
     pub(crate) fn memory_owner(&self, ptr: DevicePtr) -> Result<MemoryOwner> {
         Ok(match live().blocks.range(..=ptr).next_back() {
             Some((&start, (block, device))) if ptr - start < block.size() as DevicePtr => {
                 MemoryOwner::Device(*device as u32)
             }
+            _ if is_page_locked(ptr as usize) => MemoryOwner::Shared,
             _ => MemoryOwner::Unknown,
         })
     }
@@ -221,25 +301,35 @@ impl Context {
         Ok((MEMORY - live().bytes[self.ordinal], MEMORY))
     }
 
+    /// Copies `src` to `dst` now, or, from page-locked memory, at the device's next operation.
     pub(crate) fn htod(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
+        run_queued(self.ordinal);
+        if !src.is_empty() && is_page_locked(src.as_ptr() as usize) {
+            let copy = QueuedCopy { device: self.ordinal, dst, src: src.as_ptr() as usize, len: src.len() };
+            QUEUED.lock().expect("emulator lock").push(copy);
+            return Ok(());
+        }
         // SAFETY: the caller gives `src.len()` bytes of device (here: host) memory at `dst`.
         in_stream_order(|| unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst as *mut u8, src.len()) });
         Ok(())
     }
 
     pub(crate) fn set_bytes(&self, dst: DevicePtr, byte: u8, n: usize) -> Result<()> {
+        run_queued(self.ordinal);
         // SAFETY: the caller gives `n` bytes of device memory at `dst`.
         in_stream_order(|| unsafe { std::ptr::write_bytes(dst as *mut u8, byte, n) });
         Ok(())
     }
 
     pub(crate) fn dtod(&self, dst: DevicePtr, src: DevicePtr, n: usize) -> Result<()> {
+        run_queued(self.ordinal);
         // SAFETY: the caller gives `n` bytes at both ends, distinct allocations.
         in_stream_order(|| unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, n) });
         Ok(())
     }
 
     pub(crate) fn dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Result<()> {
+        run_queued(self.ordinal);
         // SAFETY: the caller gives `dst.len()` bytes of device memory at `src`.
         in_stream_order(|| unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst.as_mut_ptr(), dst.len()) });
         Ok(())
@@ -254,8 +344,9 @@ impl Context {
         Ok(())
     }
 
-    /// Launches run to completion before they return: nothing is ever queued.
+    /// Launches run to completion before they return: only copies from page-locked memory wait.
     pub(crate) fn synchronize(&self) -> Result<()> {
+        run_queued(self.ordinal);
         Ok(())
     }
 
@@ -284,6 +375,7 @@ impl Context {
 
     /// `launch`, its blocks and threads in the order drawn from `seed` (0: index order).
     fn launch_in_order(&self, f: &Function, grid: [u32; 3], block: [u32; 3], args: &mut Args, seed: u64) -> Result<()> {
+        run_queued(self.ordinal);
         let mut params = args.pointers();
         // SAFETY: `args` matches the kernel's parameters (the launcher's contract) and every address
         // in them is live emulated device memory for the (synchronous) run.

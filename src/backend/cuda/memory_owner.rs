@@ -11,9 +11,8 @@ use crate::error::{err, Result};
 pub(crate) enum MemoryOwner {
     /// Device memory of the device with that ordinal (not managed).
     Device(u32),
-    /// Memory every device's kernels may read: managed memory, or pinned host memory (the
-    /// emulator reports neither: its only page-locked memory is the library's staging buffer).
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    /// Memory every device's kernels may read: managed memory, or pinned host memory (on the
+    /// emulator: page-locked host memory, the only kind of the two it has).
     Shared,
     /// Not memory the driver knows: host memory from malloc or the stack, say.
     Unknown,

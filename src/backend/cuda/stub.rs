@@ -53,6 +53,22 @@ pub unsafe fn wait_event(device: u32, _event: *mut std::ffi::c_void) -> Result<(
     Err(no_device(device))
 }
 
+/// Page-locks host memory for the devices' copies.
+///
+/// # Safety
+/// None needed here: nothing is registered without CUDA.
+pub unsafe fn register_host_memory(_ptr: *mut u8, _len: usize) -> Result<()> {
+    Err(no_device(0))
+}
+
+/// Ends a page-locking of host memory.
+///
+/// # Safety
+/// None needed here: nothing is registered without CUDA.
+pub unsafe fn unregister_host_memory(_ptr: *mut u8) -> Result<()> {
+    Err(no_device(0))
+}
+
 /// Every level of a LoD on `device`.
 pub fn lod_levels_on(device: u32, _lod: &crate::lod::Lod) -> Result<Vec<std::sync::Arc<crate::memory::Allocation>>> {
     Err(no_device(device))
