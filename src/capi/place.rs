@@ -44,7 +44,8 @@ pub extern "C" fn lodtensor_cuda_load_kernels(device: i32) -> lodtensor_status_t
 /// the CPU waits until the device's queued work is done; a copy to a device is queued on that
 /// device's stream (later calls on the device see it; call `lodtensor_synchronize` before reading
 /// device memory by other means). `t` and the memory under it may be changed, destroyed or
-/// reused as soon as this returns: a copy from page-locked host memory (a pinned buffer given to
+/// reused as soon as this returns: a copy of up to 1 MiB is made from a page-locked ring of the
+/// library's; a larger one from page-locked host memory (a pinned buffer given to
 /// `lodtensor_from_buffer`, a `kDLCUDAHost` DLPack tensor, an ARROW_DEVICE_CUDA_HOST array) or
 /// managed memory, which the device reads by itself after the call, is waited for. The caller
 /// destroys `*out` with `lodtensor_destroy`.
@@ -145,7 +146,9 @@ const _: () = assert!(LODTENSOR_CUDA_COUNTERS == crate::CUDA_COUNTERS);
 /// DOWNLOADS, DOWNLOAD_BYTES: copies from the device to host memory (tensors moved to the host,
 /// and what calls read back: sizes that decide an output's shape, counts of bad input values) and
 /// their bytes. WAITS: times a calling thread waited for the device's queued work (each download,
-/// each `lodtensor_synchronize`, each return of cached blocks to the driver). ALLOCATIONS: device
+/// each `lodtensor_synchronize`, each return of cached blocks to the driver, each upload of more
+/// than 1 MiB from page-locked or managed memory, each wait of the upload ring for the copies of
+/// its last lap). ALLOCATIONS: device
 /// blocks handed out, from the cache or new; DRIVER_ALLOCATIONS: of those, blocks the driver was
 /// asked for (the cache held none of their size class). Read the counters before and after a call
 /// and subtract to see what the call asked of the device; the counters are the device's, so the

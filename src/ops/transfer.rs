@@ -27,8 +27,9 @@ pub fn cuda_load_kernels(device: u32) -> Result<()> {
 /// A copy of `x` (elements and LoD) on `place`. Always a new allocation, also when `x` is already
 /// on `place` (use `clone` to share): the result never aliases the input. A copy to the host waits
 /// for the device; a copy to a device is queued on the device's stream. `x` may be changed or
-/// dropped as soon as this returns: a copy from page-locked or managed host memory, which the
-/// device reads after the call, is waited for.
+/// dropped as soon as this returns: a copy of up to 1 MiB is made from the device's upload ring;
+/// a larger one from page-locked or managed host memory, which the device reads after the call,
+/// is waited for.
 pub fn to_place(x: &LoDTensor, place: Place) -> Result<LoDTensor> {
     x.tensor().place().ensure_usable()?;
     let tensor = match place {

@@ -31,7 +31,9 @@ pub struct CudaCounters {
     /// The bytes of those downloads.
     pub download_bytes: u64,
     /// Times a calling thread waited for the device to finish its queued work: every download,
-    /// every synchronize, and every return of cached blocks to the driver.
+    /// every synchronize, every return of cached blocks to the driver, every copy to the device
+    /// of more than 1 MiB from page-locked or managed host memory, and the upload ring's waits
+    /// for a lap's copies that had not finished.
     pub waits: u64,
     /// Device blocks handed out, from the cache or new.
     pub allocations: u64,

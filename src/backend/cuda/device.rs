@@ -8,6 +8,7 @@ use super::kept_zero::KeptZero;
 use super::launch::Args;
 use super::memory_owner::MemoryOwner;
 use super::staging::Staging;
+use super::upload_ring::{Upload, UploadRing};
 use super::KERNEL_SOURCES;
 use crate::dim::Dim;
 use crate::error::{ensure, err, Error, Result};
@@ -59,6 +60,8 @@ pub(crate) struct Device {
     pub(crate) kept: KeptZero,
     /// The page-locked buffer of small downloads (`staging.rs`).
     staging: Staging,
+    /// The page-locked ring of uploads (`upload_ring.rs`).
+    uploads: UploadRing,
 }
 
 impl Device {
@@ -144,28 +147,33 @@ impl Device {
         Ok(())
     }
 
-    /// Queues a copy of `src` to device address `dst`; returns once `src` has been read.
+    /// Queues a copy of `src` to device address `dst`; returns once `src` may change (be written
+    /// over, freed or reused). Up to the upload ring's quarter, through the ring; larger copies
+    /// straight from `src`, waited for where the driver knows its memory: page-locked or managed
+    /// memory (a pinned buffer that a server reuses, a `kDLCUDAHost` tensor), which the device
+    /// reads by itself after the call returns, unlike pageable memory, which the driver has read
+    /// by then.
     pub(crate) fn htod(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
-        self.ctx.htod(dst, src)?;
+        match self.uploads.upload(&self.ctx, dst, src)? {
+            Upload::Queued { waited } => self.counters.add(Counter::Waits, waited as u64),
+            Upload::NotTaken => {
+                let wait = !src.is_empty() && !self.pageable(src)?;
+                self.ctx.htod(dst, src)?;
+                if wait {
+                    self.synchronize()?;
+                }
+            }
+        }
         self.counters.add(Counter::Uploads, 1);
         self.counters.add(Counter::UploadBytes, src.len() as u64);
         Ok(())
     }
 
-    /// `htod` of host memory the caller may change or release as soon as this returns: a host
-    /// tensor's, which may be page-locked or managed memory (a pinned buffer that a server reuses,
-    /// a `kDLCUDAHost` tensor). The driver copies pageable memory before the call returns, but the
-    /// device reads page-locked and managed memory by itself later; such a copy is waited for.
-    pub(crate) fn htod_released(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
-        let Some(last) = src.len().checked_sub(1) else { return Ok(()) };
-        let first = src.as_ptr() as DevicePtr;
-        let pageable = |at| self.ctx.memory_owner(at).map(|owner| owner == MemoryOwner::Unknown);
-        let wait = !(pageable(first)? && pageable(first + last as DevicePtr)?);
-        self.htod(dst, src)?;
-        if wait {
-            self.synchronize()?;
-        }
-        Ok(())
+    /// Whether the first and last bytes of `src` (not empty) are memory the driver does not know.
+    fn pageable(&self, src: &[u8]) -> Result<bool> {
+        let (first, last) = (src.as_ptr() as DevicePtr, (src.len() - 1) as DevicePtr);
+        let unknown = |at| self.ctx.memory_owner(at).map(|owner| owner == MemoryOwner::Unknown);
+        Ok(unknown(first)? && unknown(first + last)?)
     }
 
     /// Copies `dst.len()` bytes from device address `src` after the queued work, and waits for it.
@@ -292,6 +300,7 @@ pub(crate) fn device(ordinal: u32) -> Result<Arc<Device>> {
         modules: KERNEL_SOURCES.iter().map(|_| Mutex::new(None)).collect(),
         kept: KeptZero::default(),
         staging: Staging::default(),
+        uploads: UploadRing::default(),
     };
     let d = Arc::new(d);
     slot.device = Some(d.clone());
@@ -433,7 +442,7 @@ pub fn copy_to_device(src: &Tensor, ordinal: u32) -> Result<Tensor> {
     let alloc = d.allocation(n)?;
     if n > 0 {
         match src.place() {
-            Place::Cpu => d.htod_released(alloc.as_ptr() as DevicePtr, src.bytes()?)?,
+            Place::Cpu => d.htod(alloc.as_ptr() as DevicePtr, src.bytes()?)?,
             Place::Cuda(s) if s == ordinal => d.dtod(alloc.as_ptr() as DevicePtr, src.as_ptr() as DevicePtr, n)?,
             // Between devices through the host: simple, and rare in inference.
             Place::Cuda(_) => return copy_to_device(&copy_to_host(src)?, ordinal),

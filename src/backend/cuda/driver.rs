@@ -25,6 +25,14 @@ pub(crate) struct Function(sys::CUfunction);
 // context is bound (every call below binds it first).
 unsafe impl Send for Module {}
 
+/// A marker in a device's stream (a `CUevent` without timing): reached once the work queued
+/// before its last recording has finished. Never destroyed: its owners live as long as the
+/// process.
+pub(crate) struct Event(sys::CUevent);
+
+// SAFETY: as for `Module`.
+unsafe impl Send for Event {}
+
 /// A driver failure as a library error: out-of-memory keeps its status, anything else is
 /// `Internal` naming the call.
 fn driver_error(what: &str, e: DriverError) -> Error {
@@ -256,6 +264,39 @@ impl Context {
         // SAFETY: the caller gives a live event of this context.
         unsafe { result::stream::wait_event(self.stream, event.cast(), sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }
             .map_err(|e| driver_error("wait for an event", e))
+    }
+
+    /// A new event of this context.
+    pub(crate) fn event(&self) -> Result<Event> {
+        self.bind()?;
+        result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+            .map(Event)
+            .map_err(|e| driver_error("event creation", e))
+    }
+
+    /// Records `event` after the work queued so far.
+    pub(crate) fn record(&self, event: &mut Event) -> Result<()> {
+        self.bind()?;
+        // SAFETY: an event of this context and its stream.
+        unsafe { result::event::record(event.0, self.stream) }.map_err(|e| driver_error("event record", e))
+    }
+
+    /// Whether the work queued before `event`'s last recording has finished.
+    pub(crate) fn reached(&self, event: &Event) -> Result<bool> {
+        self.bind()?;
+        // SAFETY: an event of this context.
+        match unsafe { result::event::query(event.0) } {
+            Ok(()) => Ok(true),
+            Err(DriverError(sys::cudaError_enum::CUDA_ERROR_NOT_READY)) => Ok(false),
+            Err(e) => Err(driver_error("event query", e)),
+        }
+    }
+
+    /// Waits until the work queued before `event`'s last recording has finished.
+    pub(crate) fn wait_for(&self, event: &Event) -> Result<()> {
+        self.bind()?;
+        // SAFETY: an event of this context.
+        unsafe { result::event::synchronize(event.0) }.map_err(|e| driver_error("event wait", e))
     }
 
     /// Waits until the queued work has finished.

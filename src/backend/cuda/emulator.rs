@@ -7,8 +7,9 @@
 //! a GPU; it says nothing about speed. The one piece of work it does not finish at once is a copy
 //! to a device from page-locked host memory (`malloc_host`'s, or memory given to `register_host`):
 //! a GPU's copy engine reads such memory after the call that queued the copy has returned, so the
-//! emulator makes that copy only at the device's next operation, and a caller that changes the
-//! memory in between without waiting sends the device the changed bytes, as it would on a GPU.
+//! emulator makes that copy only at the device's next operation (other than another such copy),
+//! and a caller that changes the memory in between without waiting sends the device the changed
+//! bytes, as it would on a GPU.
 //! Each device has [`MEMORY`] bytes, so that running out of device memory can be tested too. Under `LODTENSOR_EMULATOR_SHUFFLE=1` each launch runs its
 //! blocks, and the threads of a block that run one after another, in an order of its own (see
 //! [`shuffled`]). Built with `LODTENSOR_EMULATOR_TSAN=1` (read when the crate is built), the
@@ -142,26 +143,42 @@ struct QueuedCopy {
     len: usize,
 }
 
-/// Every device's queued copies, in the order they were queued.
-static QUEUED: Mutex<Vec<QueuedCopy>> = Mutex::new(Vec::new());
+/// The copies queued, and how many each device has had queued and made so far (for events).
+struct Queue {
+    copies: Vec<QueuedCopy>,
+    queued: [u64; DEVICES],
+    made: [u64; DEVICES],
+}
+
+static QUEUE: Mutex<Queue> = Mutex::new(Queue { copies: Vec::new(), queued: [0; DEVICES], made: [0; DEVICES] });
+
+fn queue() -> std::sync::MutexGuard<'static, Queue> {
+    QUEUE.lock().expect("emulator lock")
+}
 
 /// Makes device `device`'s queued copies, before its next operation (and before memory is freed
-/// or unlocked, which the driver orders after the work queued before it).
+/// or unlocked, which the driver orders after the work queued before it). Under the queue's lock,
+/// so that an event found reached has its copies made, whichever thread made them.
 fn run_queued(device: usize) {
-    let mine: Vec<QueuedCopy> = {
-        let mut queued = QUEUED.lock().expect("emulator lock");
-        if queued.is_empty() {
-            return;
-        }
-        let (mine, others) = std::mem::take(&mut *queued).into_iter().partition(|c| c.device == device);
-        *queued = others;
-        mine
-    };
-    for c in mine {
+    let mut q = queue();
+    if q.made[device] == q.queued[device] {
+        return;
+    }
+    let (mine, others): (Vec<_>, Vec<_>) = std::mem::take(&mut q.copies).into_iter().partition(|c| c.device == device);
+    q.copies = others;
+    for c in &mine {
         // SAFETY: what `htod` was given; the caller keeps the host memory until the copy is made,
         // as it must on a GPU (a wait, or the memory kept).
         in_stream_order(|| unsafe { std::ptr::copy_nonoverlapping(c.src as *const u8, c.dst as *mut u8, c.len) });
     }
+    q.made[device] += mine.len() as u64;
+}
+
+/// A marker in an emulated device's work: reached once the copies queued before its last
+/// recording are made (everything else is done before the call that queued it returns).
+pub(crate) struct Event {
+    device: usize,
+    after: u64,
 }
 
 /// Where a live allocation's memory came from.
@@ -301,14 +318,18 @@ impl Context {
         Ok((MEMORY - live().bytes[self.ordinal], MEMORY))
     }
 
-    /// Copies `src` to `dst` now, or, from page-locked memory, at the device's next operation.
+    /// Copies `src` to `dst` now, or, from page-locked memory, at the device's next operation
+    /// other than such a copy: a GPU's host may queue any number of copies before the copy engine
+    /// reads the first, and the latest moment is the one that finds a caller that reuses the
+    /// memory too early.
     pub(crate) fn htod(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
-        run_queued(self.ordinal);
         if !src.is_empty() && is_page_locked(src.as_ptr() as usize) {
-            let copy = QueuedCopy { device: self.ordinal, dst, src: src.as_ptr() as usize, len: src.len() };
-            QUEUED.lock().expect("emulator lock").push(copy);
+            let mut q = queue();
+            q.copies.push(QueuedCopy { device: self.ordinal, dst, src: src.as_ptr() as usize, len: src.len() });
+            q.queued[self.ordinal] += 1;
             return Ok(());
         }
+        run_queued(self.ordinal);
         // SAFETY: the caller gives `src.len()` bytes of device (here: host) memory at `dst`.
         in_stream_order(|| unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst as *mut u8, src.len()) });
         Ok(())
@@ -341,6 +362,24 @@ impl Context {
         if event.is_null() {
             return Err(err!(Internal, "wait for an event: CUDA_ERROR_INVALID_HANDLE (emulated)"));
         }
+        Ok(())
+    }
+
+    pub(crate) fn event(&self) -> Result<Event> {
+        Ok(Event { device: self.ordinal, after: 0 })
+    }
+
+    pub(crate) fn record(&self, event: &mut Event) -> Result<()> {
+        event.after = queue().queued[event.device];
+        Ok(())
+    }
+
+    pub(crate) fn reached(&self, event: &Event) -> Result<bool> {
+        Ok(queue().made[event.device] >= event.after)
+    }
+
+    pub(crate) fn wait_for(&self, event: &Event) -> Result<()> {
+        run_queued(event.device);
         Ok(())
     }
 

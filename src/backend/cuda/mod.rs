@@ -34,6 +34,8 @@ mod rows;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 mod staging;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
+mod upload_ring;
+#[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 pub use device::*;
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]
 pub use rows::{

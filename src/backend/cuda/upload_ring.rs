@@ -1,0 +1,191 @@
+//! Copies to a device through a ring of page-locked host memory. A copy from pageable memory goes
+//! through the driver's own staging: the call returns only once the driver has copied the bytes,
+//! and may first wait for the device's queued work, so the host cannot run ahead of the device.
+//! A copy from page-locked memory is the copy engine's alone, read after the call returns. Each
+//! upload of up to [`QUARTER`] bytes (a call's tables: LoD offsets, row starts, addresses) is
+//! copied into the next free bytes of the device's ring and queued from there. The ring is used
+//! in four quarters; leaving one records an event after its copies, and coming back to it a lap
+//! later waits for that event, so no copy reads bytes written over for a later one. Larger
+//! uploads go straight from their source (`Device::htod`).
+
+use super::driver::{Context, DevicePtr, Event};
+use crate::error::Result;
+use std::sync::Mutex;
+
+/// The bytes of a quarter of the ring, and the largest upload that goes through it.
+pub(crate) const QUARTER: usize = 1 << 20;
+const QUARTERS: usize = 4;
+/// Each upload starts at a multiple of this in the ring (whole cache lines for the host's copy).
+const ALIGN: usize = 64;
+
+/// A device's ring: made at its first use, kept for the life of the process (like the device's
+/// context), and used by one upload at a time.
+#[derive(Default)]
+pub(crate) struct UploadRing(Mutex<Ring>);
+
+#[derive(Default)]
+enum Ring {
+    #[default]
+    NotYet,
+    Ready(Lap),
+    /// The driver would not give page-locked memory or events: uploads go straight from their
+    /// source.
+    Refused,
+}
+
+struct Lap {
+    base: *mut u8,
+    /// The offset in the ring of the next free byte, in quarter `quarter`.
+    next: usize,
+    quarter: usize,
+    /// Each quarter's event, recorded after its copies when the ring last left it (`None`
+    /// before that).
+    fences: [Option<Event>; QUARTERS],
+    /// Events made but not yet recorded, one a quarter.
+    spare: Vec<Event>,
+}
+
+// SAFETY: the ring is host memory used only under the mutex.
+unsafe impl Send for Lap {}
+
+/// What an upload through the ring did.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Upload {
+    /// Queued from the ring; `waited` when the ring had to wait for a lap's copies first.
+    Queued { waited: bool },
+    /// Not taken (too large, or no ring): the caller copies from the source.
+    NotTaken,
+}
+
+impl UploadRing {
+    /// Queues a copy of `src` (1 to [`QUARTER`] bytes) to device address `dst` through the ring;
+    /// `src` may change as soon as this returns.
+    pub(crate) fn upload(&self, ctx: &Context, dst: DevicePtr, src: &[u8]) -> Result<Upload> {
+        if src.is_empty() || src.len() > QUARTER {
+            return Ok(Upload::NotTaken);
+        }
+        let mut ring = self.0.lock().expect("upload ring lock");
+        if let Ring::NotYet = *ring {
+            *ring = Lap::new(ctx).map_or(Ring::Refused, Ring::Ready);
+        }
+        let Ring::Ready(lap) = &mut *ring else {
+            return Ok(Upload::NotTaken);
+        };
+        let (at, waited) = lap.reserve(ctx, src.len())?;
+        // SAFETY: `src.len()` bytes of the ring from `at` (reserve keeps them inside it), which no
+        // queued copy reads any more.
+        let staged = unsafe {
+            std::ptr::copy_nonoverlapping(src.as_ptr(), lap.base.add(at), src.len());
+            std::slice::from_raw_parts(lap.base.add(at), src.len())
+        };
+        ctx.htod(dst, staged)?;
+        lap.next = at + src.len();
+        Ok(Upload::Queued { waited })
+    }
+}
+
+impl Lap {
+    fn new(ctx: &Context) -> Option<Lap> {
+        let spare = (0..QUARTERS).map(|_| ctx.event()).collect::<Result<Vec<_>>>().ok()?;
+        let base = ctx.malloc_host(QUARTERS * QUARTER).ok()?;
+        Some(Lap { base, next: 0, quarter: 0, fences: Default::default(), spare })
+    }
+
+    /// Where `len` (<= QUARTER) bytes go: after the last upload in the current quarter, or at the
+    /// start of the next one, whose copies of the last lap are then waited for where they have
+    /// not finished (`true`).
+    fn reserve(&mut self, ctx: &Context, len: usize) -> Result<(usize, bool)> {
+        let at = self.next.next_multiple_of(ALIGN);
+        if at + len <= (self.quarter + 1) * QUARTER {
+            return Ok((at, false));
+        }
+        let mut fence = self.fences[self.quarter].take().or_else(|| self.spare.pop()).expect("an event a quarter");
+        let recorded = ctx.record(&mut fence);
+        self.fences[self.quarter] = Some(fence);
+        recorded?;
+        self.quarter = (self.quarter + 1) % QUARTERS;
+        self.next = self.quarter * QUARTER;
+        let mut waited = false;
+        if let Some(fence) = &self.fences[self.quarter] {
+            if !ctx.reached(fence)? {
+                ctx.wait_for(fence)?;
+                waited = true;
+            }
+        }
+        Ok((self.next, waited))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::device::{device, devices_for_test};
+    use super::*;
+
+    /// `len` bytes of a pattern that differs for each `seed`.
+    fn pattern(len: usize, seed: u64) -> Vec<u8> {
+        (0..len as u64).map(|i| (i.wrapping_mul(0x9e37_79b9) ^ seed.wrapping_mul(0x85eb_ca6b) >> 5) as u8).collect()
+    }
+
+    /// Uploads of every size, more than three laps of the ring's bytes with no other work between
+    /// them, each from a buffer overwritten right after: on the emulator a copy from page-locked
+    /// memory is made only at the device's next operation, so bytes written over before their
+    /// copy ran would show. Which uploads waited is what the emulator's events say: only those
+    /// that came back to a quarter whose copies no operation since had made.
+    #[test]
+    fn uploads_arrive_whole_lap_after_lap() {
+        if devices_for_test().is_none() {
+            return;
+        }
+        let d = device(0).unwrap();
+        let ring = UploadRing::default();
+        let sizes = [1usize, 7, 64, 4096, 65 << 10, QUARTER / 3, QUARTER, 100, QUARTER - 1, 300 << 10];
+        let mut sent = Vec::new();
+        let mut src = Vec::new();
+        let mut total = 0;
+        for (i, &len) in sizes.iter().cycle().take(60).enumerate() {
+            let want = pattern(len, i as u64);
+            let block = d.allocation(len).unwrap();
+            src.clone_from(&want);
+            let upload = ring.upload(&d.ctx, block.as_ptr() as DevicePtr, &src).unwrap();
+            assert!(matches!(upload, Upload::Queued { .. }), "upload {i} of {len} bytes: {upload:?}");
+            src.fill(0xee);
+            total += len;
+            sent.push((block, want));
+        }
+        assert!(total > 3 * QUARTERS * QUARTER, "{total} bytes: fewer than three laps");
+        for (i, (block, want)) in sent.iter().enumerate() {
+            let mut got = vec![0; want.len()];
+            d.dtoh(&mut got, block.as_ptr() as DevicePtr).unwrap();
+            assert!(got == *want, "upload {i} of {} bytes", want.len());
+        }
+        let too_large = ring.upload(&d.ctx, 0, &vec![0; QUARTER + 1]).unwrap();
+        assert_eq!(too_large, Upload::NotTaken);
+        assert_eq!(ring.upload(&d.ctx, 0, &[]).unwrap(), Upload::NotTaken);
+    }
+
+    /// Eight threads uploading through one ring at once, each reading back what it sent.
+    #[test]
+    fn threads_uploading_at_once_each_send_their_own_bytes() {
+        if devices_for_test().is_none() {
+            return;
+        }
+        let d = device(0).unwrap();
+        let ring = UploadRing::default();
+        std::thread::scope(|s| {
+            for t in 0..8u64 {
+                let (d, ring) = (&d, &ring);
+                s.spawn(move || {
+                    let len = 40_000 + t as usize * 7000;
+                    let block = d.allocation(len).unwrap();
+                    let mut got = vec![0; len];
+                    for i in 0..200 {
+                        let want = pattern(len, t * 1000 + i);
+                        ring.upload(&d.ctx, block.as_ptr() as DevicePtr, &want).unwrap();
+                        d.dtoh(&mut got, block.as_ptr() as DevicePtr).unwrap();
+                        assert!(got == want, "thread {t}, upload {i} of {len} bytes");
+                    }
+                });
+            }
+        });
+    }
+}
