@@ -537,6 +537,12 @@ pub(crate) fn zeroed_tensor(d: &Arc<Device>, dtype: crate::dtype::DType, dims: D
     Ok(t)
 }
 
+/// For the copy tests: `len` bytes of a pattern that differs for each `seed`.
+#[cfg(test)]
+pub(crate) fn byte_pattern(len: usize, seed: u64) -> Vec<u8> {
+    (0..len as u64).map(|i| (i.wrapping_mul(0x9e37_79b9) ^ seed.wrapping_mul(0x85eb_ca6b) >> 3) as u8).collect()
+}
+
 /// For the unit tests that need a device: the number of devices, or `None` after saying the test
 /// was skipped (a failure instead when `LODTENSOR_REQUIRE_GPU=1`).
 #[cfg(test)]

@@ -59,13 +59,8 @@ impl Staging {
 
 #[cfg(test)]
 mod tests {
-    use super::super::device::{device, devices_for_test};
+    use super::super::device::{byte_pattern as pattern, device, devices_for_test};
     use super::*;
-
-    /// `len` bytes of a pattern that differs for each `seed`.
-    fn pattern(len: usize, seed: u64) -> Vec<u8> {
-        (0..len as u64).map(|i| (i.wrapping_mul(0x9e37_79b9) ^ seed.wrapping_mul(0x85eb_ca6b) >> 3) as u8).collect()
-    }
 
     #[test]
     fn downloads_of_every_size_arrive_whole() {

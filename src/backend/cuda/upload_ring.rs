@@ -118,13 +118,8 @@ impl Lap {
 
 #[cfg(test)]
 mod tests {
-    use super::super::device::{device, devices_for_test};
+    use super::super::device::{byte_pattern as pattern, device, devices_for_test};
     use super::*;
-
-    /// `len` bytes of a pattern that differs for each `seed`.
-    fn pattern(len: usize, seed: u64) -> Vec<u8> {
-        (0..len as u64).map(|i| (i.wrapping_mul(0x9e37_79b9) ^ seed.wrapping_mul(0x85eb_ca6b) >> 5) as u8).collect()
-    }
 
     /// Uploads of every size, more than three laps of the ring's bytes with no other work between
     /// them, each from a buffer overwritten right after: on the emulator a copy from page-locked
