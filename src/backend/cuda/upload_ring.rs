@@ -1,6 +1,6 @@
 //! Copies to a device through a ring of page-locked host memory. A copy from pageable memory goes
 //! through the driver's own staging: the call returns only once the driver has copied the bytes,
-//! and may first wait for the device's queued work, so the host cannot run ahead of the device.
+//! and may first wait for the device's queued work, which keeps the host from running ahead.
 //! A copy from page-locked memory is the copy engine's alone, read after the call returns. Each
 //! upload of up to [`QUARTER`] bytes (a call's tables: LoD offsets, row starts, addresses) is
 //! copied into the next free bytes of the device's ring and queued from there. The ring is used
@@ -27,13 +27,13 @@ pub(crate) struct UploadRing(Mutex<Ring>);
 enum Ring {
     #[default]
     NotYet,
-    Ready(Lap),
+    Ready(Quarters),
     /// The driver would not give page-locked memory or events: uploads go straight from their
     /// source.
     Refused,
 }
 
-struct Lap {
+struct Quarters {
     base: *mut u8,
     /// The offset in the ring of the next free byte, in quarter `quarter`.
     next: usize,
@@ -46,7 +46,7 @@ struct Lap {
 }
 
 // SAFETY: the ring is host memory used only under the mutex.
-unsafe impl Send for Lap {}
+unsafe impl Send for Quarters {}
 
 /// What an upload through the ring did.
 #[derive(Debug, PartialEq, Eq)]
@@ -66,29 +66,29 @@ impl UploadRing {
         }
         let mut ring = self.0.lock().expect("upload ring lock");
         if let Ring::NotYet = *ring {
-            *ring = Lap::new(ctx).map_or(Ring::Refused, Ring::Ready);
+            *ring = Quarters::new(ctx).map_or(Ring::Refused, Ring::Ready);
         }
-        let Ring::Ready(lap) = &mut *ring else {
+        let Ring::Ready(quarters) = &mut *ring else {
             return Ok(Upload::NotTaken);
         };
-        let (at, waited) = lap.reserve(ctx, src.len())?;
+        let (at, waited) = quarters.reserve(ctx, src.len())?;
         // SAFETY: `src.len()` bytes of the ring from `at` (reserve keeps them inside it), which no
         // queued copy reads any more.
         let staged = unsafe {
-            std::ptr::copy_nonoverlapping(src.as_ptr(), lap.base.add(at), src.len());
-            std::slice::from_raw_parts(lap.base.add(at), src.len())
+            std::ptr::copy_nonoverlapping(src.as_ptr(), quarters.base.add(at), src.len());
+            std::slice::from_raw_parts(quarters.base.add(at), src.len())
         };
         ctx.htod(dst, staged)?;
-        lap.next = at + src.len();
+        quarters.next = at + src.len();
         Ok(Upload::Queued { waited })
     }
 }
 
-impl Lap {
-    fn new(ctx: &Context) -> Option<Lap> {
+impl Quarters {
+    fn new(ctx: &Context) -> Option<Quarters> {
         let spare = (0..QUARTERS).map(|_| ctx.event()).collect::<Result<Vec<_>>>().ok()?;
         let base = ctx.malloc_host(QUARTERS * QUARTER).ok()?;
-        Some(Lap { base, next: 0, quarter: 0, fences: Default::default(), spare })
+        Some(Quarters { base, next: 0, quarter: 0, fences: Default::default(), spare })
     }
 
     /// Where `len` (<= QUARTER) bytes go: after the last upload in the current quarter, or at the
@@ -103,15 +103,18 @@ impl Lap {
         let recorded = ctx.record(&mut fence);
         self.fences[self.quarter] = Some(fence);
         recorded?;
-        self.quarter = (self.quarter + 1) % QUARTERS;
-        self.next = self.quarter * QUARTER;
+        // The quarter is entered only once its last lap's copies are done: a failed wait leaves
+        // the ring where it was.
+        let quarter = (self.quarter + 1) % QUARTERS;
         let mut waited = false;
-        if let Some(fence) = &self.fences[self.quarter] {
+        if let Some(fence) = &self.fences[quarter] {
             if !ctx.reached(fence)? {
                 ctx.wait_for(fence)?;
                 waited = true;
             }
         }
+        self.quarter = quarter;
+        self.next = quarter * QUARTER;
         Ok((self.next, waited))
     }
 }
@@ -124,8 +127,7 @@ mod tests {
     /// Uploads of every size, more than three laps of the ring's bytes with no other work between
     /// them, each from a buffer overwritten right after: on the emulator a copy from page-locked
     /// memory is made only at the device's next operation, so bytes written over before their
-    /// copy ran would show. Which uploads waited is what the emulator's events say: only those
-    /// that came back to a quarter whose copies no operation since had made.
+    /// copy ran would show.
     #[test]
     fn uploads_arrive_whole_lap_after_lap() {
         if devices_for_test().is_none() {
