@@ -9,10 +9,11 @@
 //! a GPU's copy engine reads such memory after the call that queued the copy has returned, so the
 //! emulator makes that copy only at the device's next operation (other than another such copy),
 //! and a caller that changes the memory in between without waiting sends the device the changed
-//! bytes, as it would on a GPU.
-//! Each device has [`MEMORY`] bytes, so that running out of device memory can be tested too. Under `LODTENSOR_EMULATOR_SHUFFLE=1` each launch runs its
-//! blocks, and the threads of a block that run one after another, in an order of its own (see
-//! [`shuffled`]). Built with `LODTENSOR_EMULATOR_TSAN=1` (read when the crate is built), the
+//! bytes, as it would on a GPU. And a launch whose argument looks like a host address that the
+//! device could not read is refused (`check_addresses`), where a GPU's kernel would fault.
+//! Each device has [`MEMORY`] bytes, so that running out of device memory can be tested too.
+//! Under `LODTENSOR_EMULATOR_SHUFFLE=1` each launch runs its blocks, and the threads of a block
+//! that run one after another, in an order of its own (see [`shuffled`]). Built with `LODTENSOR_EMULATOR_TSAN=1` (read when the crate is built), the
 //! emulator runs every kernel under ThreadSanitizer, which reports a race between two threads of
 //! a launch, of one block or of two, whatever order they ran in (emulator/launch.cpp).
 
@@ -32,6 +33,8 @@ extern "C" {
         grid: *const u32,
         block: *const u32,
         params: *mut *mut c_void,
+        param_count: u32,
+        takes: *mut u32,
         seed: u64,
     ) -> c_int;
     fn lodtensor_emulator_module_of(name: *const c_char) -> *const c_char;
@@ -412,17 +415,72 @@ impl Context {
         self.launch_in_order(f, grid, block, args, next_seed())
     }
 
+    /// Refuses a launch with an argument that looks like a host address but is not memory this
+    /// device's kernels may read: its own memory (or the end of a block of it) or page-locked host
+    /// memory. Emulated kernels read any host memory, so a launcher that hands a kernel a host
+    /// table instead of its upload, or another device's tensor, would pass here and fault on a
+    /// GPU. Values from 4 GiB up to the top of a 48-bit user address space are taken for
+    /// addresses; the counts, sizes and values the kernels take stay below or above that.
+    fn check_addresses(&self, f: &Function, args: &Args) -> Result<()> {
+        const ADDRESSES: std::ops::Range<u64> = 1 << 32..1 << 48;
+        let live = live();
+        for (i, &at) in args.values().iter().enumerate().filter(|(_, v)| ADDRESSES.contains(v)) {
+            let owner = match live.blocks.range(..=at).next_back() {
+                Some((&start, (block, device))) if at - start <= block.size() as u64 => Some(*device),
+                _ => None,
+            };
+            match owner {
+                Some(device) if device == self.ordinal => {}
+                _ if owner.is_none() && is_page_locked(at as usize) => {}
+                Some(device) => {
+                    return Err(err!(
+                        Internal,
+                        "kernel {}: argument {i} ({at:#x}) is memory of cuda:{device}, launched on cuda:{}",
+                        f.0.to_string_lossy(),
+                        self.ordinal
+                    ))
+                }
+                None => {
+                    return Err(err!(
+                        Internal,
+                        "kernel {}: argument {i} ({at:#x}) looks like a host address, not memory of cuda:{}",
+                        f.0.to_string_lossy(),
+                        self.ordinal
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// `launch`, its blocks and threads in the order drawn from `seed` (0: index order).
     fn launch_in_order(&self, f: &Function, grid: [u32; 3], block: [u32; 3], args: &mut Args, seed: u64) -> Result<()> {
+        self.check_addresses(f, args)?;
         run_queued(self.ordinal);
         let mut params = args.pointers();
-        // SAFETY: `args` matches the kernel's parameters (the launcher's contract) and every address
-        // in them is live emulated device memory for the (synchronous) run.
+        let mut takes = 0u32;
+        // SAFETY: `args` holds as many values as the kernel has parameters (checked there first),
+        // of its parameters' types (the launcher's contract); every address in them is live
+        // emulated device memory for the (synchronous) run.
         let rc = unsafe {
-            lodtensor_emulator_launch(f.0.as_ptr(), grid.as_ptr(), block.as_ptr(), params.as_mut_ptr(), seed)
+            lodtensor_emulator_launch(
+                f.0.as_ptr(),
+                grid.as_ptr(),
+                block.as_ptr(),
+                params.as_mut_ptr(),
+                params.len() as u32,
+                &mut takes,
+                seed,
+            )
         };
         match rc {
             0 => Ok(()),
+            4 => Err(err!(
+                Internal,
+                "kernel {}: launched with {} arguments, but it takes {takes}",
+                f.0.to_string_lossy(),
+                params.len()
+            )),
             1 => Err(err!(Internal, "kernel {}: not registered with LODTENSOR_EXPORT", f.0.to_string_lossy())),
             3 => Err(err!(
                 Internal,
@@ -437,6 +495,7 @@ impl Context {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
 
     fn upload(ctx: &Context, bytes: &[u8]) -> DevicePtr {
         let p = ctx.malloc(bytes.len()).unwrap();
@@ -463,6 +522,43 @@ mod tests {
         assert_eq!(i32::from_le_bytes(out), x.iter().sum::<i32>());
         ctx.free(px).unwrap();
         ctx.free(pout).unwrap();
+    }
+
+    /// A kernel handed a host table, or a tensor of another device, fails to launch, naming the
+    /// argument; the device's own memory (a block's start, inside and its end) and page-locked
+    /// host memory are taken.
+    #[test]
+    fn launches_take_only_memory_the_device_reads() {
+        let (ctx, other) = (Context::open(0).unwrap(), Context::open(1).unwrap());
+        let x: Vec<i32> = (0..4096).collect();
+        let xs: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let (px, pout, elsewhere) = (upload(&ctx, &xs), upload(&ctx, &[0; 8]), upload(&other, &xs));
+        let sum = |from: u64, out: u64, n: u32| {
+            ctx.htod(pout, &[0; 4]).unwrap();
+            run(&ctx, "emulator_block_sum", [1, 1, 1], [256, 1, 1], Args::new().arg(from).arg(out).arg(n))
+        };
+        let refused = |r: Result<()>, words: &str| match r {
+            Err(Error::Internal(m)) => assert!(m.contains("emulator_block_sum") && m.contains(words), "{m}"),
+            other => panic!("expected Internal with {words:?}, got {other:?}"),
+        };
+        refused(sum(xs.as_ptr() as u64, pout, 4096), "argument 0");
+        refused(sum(xs.as_ptr() as u64, pout, 4096), "looks like a host address, not memory of cuda:0");
+        refused(sum(elsewhere, pout, 4096), "is memory of cuda:1, launched on cuda:0");
+        let mut host_out = [0u8; 4];
+        refused(sum(px, host_out.as_mut_ptr() as u64, 4096), "argument 1");
+        // Inside a block, and its end (an empty range there).
+        sum(px + 400, pout, 1000).unwrap();
+        sum(px + xs.len() as u64, pout, 0).unwrap();
+        // Page-locked host memory.
+        let locked = ctx.malloc_host(xs.len()).unwrap();
+        // SAFETY: `xs.len()` bytes of new host memory.
+        unsafe { std::ptr::copy_nonoverlapping(xs.as_ptr(), locked, xs.len()) };
+        sum(locked as u64, pout, 4096).unwrap();
+        ctx.dtoh(&mut host_out, pout).unwrap();
+        assert_eq!(i32::from_le_bytes(host_out), x.iter().sum::<i32>());
+        for (c, p) in [(&ctx, px), (&ctx, pout), (&other, elsewhere)] {
+            c.free(p).unwrap();
+        }
     }
 
     #[test]
@@ -623,10 +719,28 @@ mod tests {
     }
 
     #[test]
-    fn unknown_kernels_and_bad_shapes_are_errors() {
+    fn unknown_kernels_bad_shapes_and_argument_counts_are_errors() {
         let ctx = Context::open(0).unwrap();
         assert!(run(&ctx, "no_such_kernel", [1, 1, 1], [1, 1, 1], Args::new()).is_err());
         assert!(run(&ctx, "emulator_indices", [1, 1, 1], [2048, 1, 1], Args::new().arg(0u64)).is_err());
         assert!(Context::open(2).is_err());
+        // emulator_indices takes one parameter; nothing runs with another count.
+        let p = upload(&ctx, &[0xff; 4]);
+        for args in [Args::new(), Args::new().arg(p).arg(7u32)] {
+            let n = args.values().len();
+            match run(&ctx, "emulator_indices", [1, 1, 1], [1, 1, 1], args) {
+                Err(Error::Internal(m)) => {
+                    assert!(m.contains(&format!("launched with {n} arguments, but it takes 1")), "{m}")
+                }
+                other => panic!("expected Internal, got {other:?}"),
+            }
+        }
+        let mut out = [0u8; 4];
+        ctx.dtoh(&mut out, p).unwrap();
+        assert_eq!(out, [0xff; 4], "a refused launch ran");
+        run(&ctx, "emulator_indices", [1, 1, 1], [1, 1, 1], Args::new().arg(p)).unwrap();
+        ctx.dtoh(&mut out, p).unwrap();
+        assert_eq!(out, [0; 4]);
+        ctx.free(p).unwrap();
     }
 }

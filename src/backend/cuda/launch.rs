@@ -69,6 +69,12 @@ impl Args {
         self.arg(a.as_ptr() as u64)
     }
 
+    /// The slots' values, in parameter order.
+    #[cfg_attr(feature = "cuda", allow(dead_code))]
+    pub(crate) fn values(&self) -> &[u64] {
+        &self.slots
+    }
+
     /// The slots' addresses, as the driver's launch takes them.
     pub(crate) fn pointers(&mut self) -> Vec<*mut c_void> {
         self.slots.iter_mut().map(|s| (s as *mut u64).cast()).collect()

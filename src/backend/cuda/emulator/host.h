@@ -144,7 +144,9 @@ inline T atomicMin(T *p, T v) {
 namespace lodtensor_emulator {
 using Invoke = void (*)(void *kernel, void **params);
 // `module`: the kernel module (kernel file, or variant of one) whose source defines the kernel.
-void register_kernel(const char *module, const char *name, void *kernel, Invoke invoke, bool cooperative);
+// `params`: how many parameters the kernel takes, which a launch must pass.
+void register_kernel(const char *module, const char *name, void *kernel, Invoke invoke, unsigned params,
+                     bool cooperative);
 
 template <typename... A, std::size_t... I>
 void call(void (*f)(A...), void **params, std::index_sequence<I...>) {
@@ -159,7 +161,7 @@ struct Registrar {
         [](void *kernel, void **params) {
           call(reinterpret_cast<void (*)(A...)>(kernel), params, std::index_sequence_for<A...>{});
         },
-        cooperative);
+        unsigned(sizeof...(A)), cooperative);
   }
 };
 }  // namespace lodtensor_emulator

@@ -61,6 +61,7 @@ struct Kernel {
   const char *module;
   void *function;
   Invoke invoke;
+  unsigned params;
   bool cooperative;
 };
 
@@ -316,8 +317,9 @@ LODTENSOR_EMULATOR_UNCHECKED void team_barrier() {
 LODTENSOR_EMULATOR_UNCHECKED void shared_memory(const void *p, std::size_t bytes) { race::note_shared(p, bytes); }
 #endif
 
-void register_kernel(const char *module, const char *name, void *kernel, Invoke invoke, bool cooperative) {
-  registry()[name] = Kernel{module, kernel, invoke, cooperative};
+void register_kernel(const char *module, const char *name, void *kernel, Invoke invoke, unsigned params,
+                     bool cooperative) {
+  registry()[name] = Kernel{module, kernel, invoke, params, cooperative};
 }
 
 void barrier_outside_team() {
@@ -379,14 +381,20 @@ extern "C" const char *lodtensor_emulator_module_of(const char *name) {
 }
 
 // 0: ran; 1: no kernel of that name; 2: a bad launch shape; 3: threads of a block that disagree
-// about a barrier (some returned while others wait at it). `seed`: 0 runs blocks and threads in
+// about a barrier (some returned while others wait at it); 4: `param_count` is not the number of
+// the kernel's parameters, which `*takes` is then set to. `seed`: 0 runs blocks and threads in
 // index order, any other value in an order drawn from it.
 extern "C" int lodtensor_emulator_launch(const char *name, const unsigned grid[3], const unsigned block[3],
-                                          void **params, unsigned long long seed) {
+                                          void **params, unsigned param_count, unsigned *takes,
+                                          unsigned long long seed) {
   using namespace lodtensor_emulator;
   const auto it = registry().find(name);
   if (it == registry().end()) return 1;
   const Kernel kernel = it->second;
+  if (param_count != kernel.params) {
+    *takes = kernel.params;
+    return 4;
+  }
   const unsigned long long threads = 1ull * block[0] * block[1] * block[2];
   const unsigned long long blocks = 1ull * grid[0] * grid[1] * grid[2];
   if (threads == 0 || threads > 1024 || grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return 2;
