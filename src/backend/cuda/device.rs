@@ -345,11 +345,11 @@ pub unsafe fn wait_event(ordinal: u32, event: *mut std::ffi::c_void) -> Result<(
     device(ordinal)?.ctx.wait_event(event)
 }
 
-/// Page-locks the caller's `len` bytes of host memory at `ptr` for every device
-/// (`cuMemHostRegister`, portable) until [`unregister_host_memory`]: copies between it and a
-/// device then run on the device's copy engines, after the call that queues them returns (the
-/// library waits for such a copy where the caller may change the memory next, as after
-/// `to_place`). `InvalidArgument` for a NULL `ptr`, a `len` of 0, or memory that overlaps
+/// Page-locks the caller's `len` bytes of host memory at `ptr` for every device, mapped for their
+/// kernels (`cuMemHostRegister`, portable and device-mapped) until [`unregister_host_memory`]:
+/// copies between it and a device then run on the device's copy engines, after the call that
+/// queues them returns (the library waits for such a copy where the caller may change the memory
+/// next, as after `to_place`), and a tensor on a device may lie over it. `InvalidArgument` for a NULL `ptr`, a `len` of 0, or memory that overlaps
 /// page-locked memory already; what [`ensure_device`] says of cuda:0 when CUDA cannot be used.
 ///
 /// # Safety

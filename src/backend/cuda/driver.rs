@@ -184,13 +184,16 @@ impl Context {
         unsafe { result::malloc_host(len, 0) }.map(|p| p.cast()).map_err(|e| driver_error("page-locked allocation", e))
     }
 
-    /// Page-locks the caller's `len` (> 0) bytes at `ptr` for every context (`cuMemHostRegister`,
-    /// portable); memory that overlaps page-locked memory already is `InvalidArgument`.
+    /// Page-locks the caller's `len` (> 0) bytes at `ptr` for every context, mapped for the
+    /// devices' kernels (`cuMemHostRegister`, portable and device-mapped: under unified
+    /// addressing the kernels read it at the host's address); memory that overlaps page-locked
+    /// memory already is `InvalidArgument`.
     pub(crate) fn register_host(&self, ptr: *mut u8, len: usize) -> Result<()> {
         use sys::cudaError_enum::*;
         self.bind()?;
+        let flags = sys::CU_MEMHOSTREGISTER_PORTABLE | sys::CU_MEMHOSTREGISTER_DEVICEMAP;
         // SAFETY: the caller gives `len` bytes of host memory at `ptr`, kept until unregistered.
-        match unsafe { sys::cuMemHostRegister_v2(ptr.cast(), len, sys::CU_MEMHOSTREGISTER_PORTABLE) } {
+        match unsafe { sys::cuMemHostRegister_v2(ptr.cast(), len, flags) } {
             CUDA_SUCCESS => Ok(()),
             CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED => {
                 Err(err!(InvalidArgument, "page-lock host memory: CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED"))
@@ -199,8 +202,7 @@ impl Context {
         }
     }
 
-    /// Ends a `register_host` of memory starting at `ptr` (the driver waits for the copies
-    /// queued from it).
+    /// Ends a `register_host` of memory starting at `ptr`.
     pub(crate) fn unregister_host(&self, ptr: *mut u8) -> Result<()> {
         use sys::cudaError_enum::*;
         self.bind()?;
