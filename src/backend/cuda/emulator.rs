@@ -13,9 +13,10 @@
 //! device could not read is refused (`check_addresses`), where a GPU's kernel would fault.
 //! Each device has [`MEMORY`] bytes, so that running out of device memory can be tested too.
 //! Under `LODTENSOR_EMULATOR_SHUFFLE=1` each launch runs its blocks, and the threads of a block
-//! that run one after another, in an order of its own (see [`shuffled`]). Built with `LODTENSOR_EMULATOR_TSAN=1` (read when the crate is built), the
-//! emulator runs every kernel under ThreadSanitizer, which reports a race between two threads of
-//! a launch, of one block or of two, whatever order they ran in (emulator/launch.cpp).
+//! that run one after another, in an order of its own (see [`shuffled`]). Built with
+//! `LODTENSOR_EMULATOR_TSAN=1` (read when the crate is built), the emulator runs every kernel
+//! under ThreadSanitizer, which reports a race between two threads of a launch, of one block or
+//! of two, whatever order they ran in (emulator/launch.cpp).
 
 use super::launch::Args;
 use super::memory_owner::MemoryOwner;
@@ -138,7 +139,8 @@ fn is_page_locked(at: usize) -> bool {
     page_locked().range(..=at).next_back().is_some_and(|(&start, &len)| at - start < len)
 }
 
-/// A copy to a device from page-locked host memory, queued until the device's next operation.
+/// A copy to a device from page-locked host memory, queued until the device's next operation
+/// other than another such copy.
 struct QueuedCopy {
     device: usize,
     dst: DevicePtr,
