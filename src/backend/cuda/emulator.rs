@@ -418,8 +418,8 @@ impl Context {
     }
 
     /// Refuses a launch with an argument that looks like a host address but is not memory this
-    /// device's kernels may read: its own memory (or the end of a block of it) or page-locked host
-    /// memory. Emulated kernels read any host memory, so a launcher that hands a kernel a host
+    /// device's kernels may read: its own memory (or the end of a block of it, which may also be
+    /// the start of another's block) or page-locked host memory. Emulated kernels read any host memory, so a launcher that hands a kernel a host
     /// table instead of its upload, or another device's tensor, would pass here and fault on a
     /// GPU. Values from 4 GiB up to the top of a 48-bit user address space are taken for
     /// addresses; the counts, sizes and values the kernels take stay below or above that.
@@ -427,13 +427,17 @@ impl Context {
         const ADDRESSES: std::ops::Range<u64> = 1 << 32..1 << 48;
         let live = live();
         for (i, &at) in args.values().iter().enumerate().filter(|(_, v)| ADDRESSES.contains(v)) {
-            let owner = match live.blocks.range(..=at).next_back() {
-                Some((&start, (block, device))) if at - start <= block.size() as u64 => Some(*device),
-                _ => None,
-            };
-            match owner {
-                Some(device) if device == self.ordinal => {}
-                _ if owner.is_none() && is_page_locked(at as usize) => {}
+            // The block holding `at`, and the one ending there (blocks may lie end to start).
+            let holding = live.blocks.range(..=at).next_back().filter(|(&start, (b, _))| at - start < b.size() as u64);
+            let ending = live.blocks.range(..at).next_back().filter(|(&start, (b, _))| start + b.size() as u64 == at);
+            let [holding, ending] = [holding, ending].map(|b| b.map(|(_, &(_, device))| device));
+            if holding == Some(self.ordinal) || ending == Some(self.ordinal) {
+                continue;
+            }
+            if holding.is_none() && is_page_locked(at as usize) {
+                continue;
+            }
+            match holding.or(ending) {
                 Some(device) => {
                     return Err(err!(
                         Internal,
@@ -543,9 +547,12 @@ mod tests {
             Err(Error::Internal(m)) => assert!(m.contains("emulator_block_sum") && m.contains(words), "{m}"),
             other => panic!("expected Internal with {words:?}, got {other:?}"),
         };
-        refused(sum(xs.as_ptr() as u64, pout, 4096), "argument 0");
-        refused(sum(xs.as_ptr() as u64, pout, 4096), "looks like a host address, not memory of cuda:0");
-        refused(sum(elsewhere, pout, 4096), "is memory of cuda:1, launched on cuda:0");
+        // Addresses inside the buffers: a buffer's start may also be the end of a block of
+        // cuda:0, which a kernel may be given as a bound.
+        let (host, other_device) = (xs.as_ptr() as u64 + 8, elsewhere + 8);
+        refused(sum(host, pout, 4094), "argument 0");
+        refused(sum(host, pout, 4094), "looks like a host address, not memory of cuda:0");
+        refused(sum(other_device, pout, 4094), "is memory of cuda:1, launched on cuda:0");
         let mut host_out = [0u8; 4];
         refused(sum(px, host_out.as_mut_ptr() as u64, 4096), "argument 1");
         // Inside a block, and its end (an empty range there).
