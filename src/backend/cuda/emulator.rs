@@ -127,6 +127,20 @@ fn live() -> std::sync::MutexGuard<'static, Live> {
     LIVE.lock().expect("emulator lock")
 }
 
+impl Live {
+    /// The device whose live block holds address `at`.
+    fn device_holding(&self, at: DevicePtr) -> Option<usize> {
+        let (&start, (block, device)) = self.blocks.range(..=at).next_back()?;
+        (at - start < block.size() as DevicePtr).then_some(*device)
+    }
+
+    /// The device whose live block ends at address `at` (blocks may lie end to start).
+    fn device_ending_at(&self, at: DevicePtr) -> Option<usize> {
+        let (&start, (block, device)) = self.blocks.range(..at).next_back()?;
+        (start + block.size() as DevicePtr == at).then_some(*device)
+    }
+}
+
 /// The host memory the emulated driver holds page-locked: start -> length.
 static PAGE_LOCKED: Mutex<BTreeMap<usize, usize>> = Mutex::new(BTreeMap::new());
 
@@ -304,12 +318,10 @@ impl Context {
     /// `Shared` for page-locked host memory, or `Unknown` (other host memory; emulated devices do
     /// not read pageable memory).
     pub(crate) fn memory_owner(&self, ptr: DevicePtr) -> Result<MemoryOwner> {
-        Ok(match live().blocks.range(..=ptr).next_back() {
-            Some((&start, (block, device))) if ptr - start < block.size() as DevicePtr => {
-                MemoryOwner::Device(*device as u32)
-            }
-            _ if is_page_locked(ptr as usize) => MemoryOwner::Shared,
-            _ => MemoryOwner::Unknown,
+        Ok(match live().device_holding(ptr) {
+            Some(device) => MemoryOwner::Device(device as u32),
+            None if is_page_locked(ptr as usize) => MemoryOwner::Shared,
+            None => MemoryOwner::Unknown,
         })
     }
 
@@ -419,18 +431,16 @@ impl Context {
 
     /// Refuses a launch with an argument that looks like a host address but is not memory this
     /// device's kernels may read: its own memory (or the end of a block of it, which may also be
-    /// the start of another's block) or page-locked host memory. Emulated kernels read any host memory, so a launcher that hands a kernel a host
-    /// table instead of its upload, or another device's tensor, would pass here and fault on a
-    /// GPU. Values from 4 GiB up to the top of a 48-bit user address space are taken for
-    /// addresses; the counts, sizes and values the kernels take stay below or above that.
+    /// the start of another's block) or page-locked host memory. Emulated kernels read any host
+    /// memory, so a launcher that hands a kernel a host table instead of its upload, or another
+    /// device's tensor, would pass here and fault on a GPU. Values from 4 GiB up to the top of a
+    /// 48-bit user address space are taken for addresses; the counts, sizes and values the
+    /// kernels take stay below or above that.
     fn check_addresses(&self, f: &Function, args: &Args) -> Result<()> {
         const ADDRESSES: std::ops::Range<u64> = 1 << 32..1 << 48;
         let live = live();
         for (i, &at) in args.values().iter().enumerate().filter(|(_, v)| ADDRESSES.contains(v)) {
-            // The block holding `at`, and the one ending there (blocks may lie end to start).
-            let holding = live.blocks.range(..=at).next_back().filter(|(&start, (b, _))| at - start < b.size() as u64);
-            let ending = live.blocks.range(..at).next_back().filter(|(&start, (b, _))| start + b.size() as u64 == at);
-            let [holding, ending] = [holding, ending].map(|b| b.map(|(_, &(_, device))| device));
+            let (holding, ending) = (live.device_holding(at), live.device_ending_at(at));
             if holding == Some(self.ordinal) || ending == Some(self.ordinal) {
                 continue;
             }
@@ -543,18 +553,19 @@ mod tests {
             ctx.htod(pout, &[0; 4]).unwrap();
             run(&ctx, "emulator_block_sum", [1, 1, 1], [256, 1, 1], Args::new().arg(from).arg(out).arg(n))
         };
-        let refused = |r: Result<()>, words: &str| match r {
-            Err(Error::Internal(m)) => assert!(m.contains("emulator_block_sum") && m.contains(words), "{m}"),
+        let refused = |r: Result<()>, words: &[&str]| match r {
+            Err(Error::Internal(m)) => {
+                assert!(m.contains("emulator_block_sum") && words.iter().all(|w| m.contains(w)), "{m}")
+            }
             other => panic!("expected Internal with {words:?}, got {other:?}"),
         };
         // Addresses inside the buffers: a buffer's start may also be the end of a block of
         // cuda:0, which a kernel may be given as a bound.
         let (host, other_device) = (xs.as_ptr() as u64 + 8, elsewhere + 8);
-        refused(sum(host, pout, 4094), "argument 0");
-        refused(sum(host, pout, 4094), "looks like a host address, not memory of cuda:0");
-        refused(sum(other_device, pout, 4094), "is memory of cuda:1, launched on cuda:0");
+        refused(sum(host, pout, 4094), &["argument 0 (", "looks like a host address, not memory of cuda:0"]);
+        refused(sum(other_device, pout, 4094), &["argument 0 (", "is memory of cuda:1, launched on cuda:0"]);
         let mut host_out = [0u8; 4];
-        refused(sum(px, host_out.as_mut_ptr() as u64, 4096), "argument 1");
+        refused(sum(px, host_out.as_mut_ptr() as u64, 4096), &["argument 1 (", "looks like a host address"]);
         // Inside a block, and its end (an empty range there).
         sum(px + 400, pout, 1000).unwrap();
         sum(px + xs.len() as u64, pout, 0).unwrap();
