@@ -11,12 +11,17 @@
 //! and a caller that changes the memory in between without waiting sends the device the changed
 //! bytes, as it would on a GPU. And a launch whose argument looks like a host address that the
 //! device could not read is refused (`check_addresses`), where a GPU's kernel would fault.
-//! Each device has [`MEMORY`] bytes, so that running out of device memory can be tested too.
+//! Each device has [`MEMORY`] bytes, so that running out of device memory can be tested too,
+//! and a test can make any one of a thread's driver calls fail ([`failures`]), as a GPU's driver
+//! may fail any call.
 //! Under `LODTENSOR_EMULATOR_SHUFFLE=1` each launch runs its blocks, and the threads of a block
 //! that run one after another, in an order of its own (see [`shuffled`]). Built with
 //! `LODTENSOR_EMULATOR_TSAN=1` (read when the crate is built), the emulator runs every kernel
 //! under ThreadSanitizer, which reports a race between two threads of a launch, of one block or
 //! of two, whatever order they ran in (emulator/launch.cpp).
+
+#[path = "emulator/failures.rs"]
+pub mod failures;
 
 use super::launch::Args;
 use super::memory_owner::MemoryOwner;
@@ -276,6 +281,7 @@ impl Context {
     /// Host memory standing for the driver's page-locked memory: a plain allocation, never
     /// freed (as the driver's is kept).
     pub(crate) fn malloc_host(&self, len: usize) -> Result<*mut u8> {
+        failures::call("page-locked allocation")?;
         let layout = Layout::from_size_align(len.max(1), ALIGN)
             .map_err(|_| err!(OutOfMemory, "page-locked allocation of {len} bytes"))?;
         // SAFETY: a non-zero size.
@@ -288,6 +294,7 @@ impl Context {
     /// Page-locks the caller's `len` (> 0) bytes at `ptr`, as `cuMemHostRegister` does; memory
     /// that overlaps page-locked memory already is refused, as the driver refuses it.
     pub(crate) fn register_host(&self, ptr: *mut u8, len: usize) -> Result<()> {
+        failures::call("page-lock host memory")?;
         let (start, end) = (ptr as usize, (ptr as usize).saturating_add(len));
         let mut locked = page_locked();
         let overlaps = locked.range(..end).next_back().is_some_and(|(&s, &l)| s + l > start);
@@ -302,6 +309,7 @@ impl Context {
 
     /// Ends a `register_host` of memory starting at `ptr`, after the copies queued from it.
     pub(crate) fn unregister_host(&self, ptr: *mut u8) -> Result<()> {
+        failures::call("unlock host memory")?;
         for device in 0..DEVICES {
             run_queued(device);
         }
@@ -340,6 +348,7 @@ impl Context {
     /// reads the first, and the latest moment is the one that finds a caller that reuses the
     /// memory too early.
     pub(crate) fn htod(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
+        failures::call("copy to device")?;
         if !src.is_empty() && is_page_locked(src.as_ptr() as usize) {
             let mut q = queue();
             q.copies.push(QueuedCopy { device: self.ordinal, dst, src: src.as_ptr() as usize, len: src.len() });
@@ -353,13 +362,21 @@ impl Context {
     }
 
     pub(crate) fn set_bytes(&self, dst: DevicePtr, byte: u8, n: usize) -> Result<()> {
-        run_queued(self.ordinal);
-        // SAFETY: the caller gives `n` bytes of device memory at `dst`.
-        in_stream_order(|| unsafe { std::ptr::write_bytes(dst as *mut u8, byte, n) });
+        failures::call("memset")?;
+        self.poison(dst, byte, n);
         Ok(())
     }
 
+    /// `set_bytes` for the poison fill of the test runs (`LODTENSOR_POISON_UNINIT=1`), which no
+    /// run on a GPU makes: not a driver call a test makes fail ([`failures`]).
+    pub(crate) fn poison(&self, dst: DevicePtr, byte: u8, n: usize) {
+        run_queued(self.ordinal);
+        // SAFETY: the caller gives `n` bytes of device memory at `dst`.
+        in_stream_order(|| unsafe { std::ptr::write_bytes(dst as *mut u8, byte, n) });
+    }
+
     pub(crate) fn dtod(&self, dst: DevicePtr, src: DevicePtr, n: usize) -> Result<()> {
+        failures::call("copy on device")?;
         run_queued(self.ordinal);
         // SAFETY: the caller gives `n` bytes at both ends, distinct allocations.
         in_stream_order(|| unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, n) });
@@ -367,6 +384,7 @@ impl Context {
     }
 
     pub(crate) fn dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Result<()> {
+        failures::call("copy to host")?;
         run_queued(self.ordinal);
         // SAFETY: the caller gives `dst.len()` bytes of device memory at `src`.
         in_stream_order(|| unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst.as_mut_ptr(), dst.len()) });
@@ -376,6 +394,7 @@ impl Context {
     /// Launches run to completion before they return, so there is nothing to order after an
     /// event; a NULL event (never a live one) is refused as the driver would.
     pub(crate) fn wait_event(&self, event: *mut c_void) -> Result<()> {
+        failures::call("wait for an event")?;
         if event.is_null() {
             return Err(err!(Internal, "wait for an event: CUDA_ERROR_INVALID_HANDLE (emulated)"));
         }
@@ -383,36 +402,43 @@ impl Context {
     }
 
     pub(crate) fn event(&self) -> Result<Event> {
+        failures::call("event creation")?;
         Ok(Event { device: self.ordinal, after: 0 })
     }
 
     pub(crate) fn record(&self, event: &mut Event) -> Result<()> {
+        failures::call("event record")?;
         event.after = queue().queued[event.device];
         Ok(())
     }
 
     pub(crate) fn reached(&self, event: &Event) -> Result<bool> {
+        failures::call("event query")?;
         Ok(queue().made[event.device] >= event.after)
     }
 
     pub(crate) fn wait_for(&self, event: &Event) -> Result<()> {
+        failures::call("event wait")?;
         run_queued(event.device);
         Ok(())
     }
 
     /// Launches run to completion before they return: only copies from page-locked memory wait.
     pub(crate) fn synchronize(&self) -> Result<()> {
+        failures::call("cuda synchronize")?;
         run_queued(self.ordinal);
         Ok(())
     }
 
     pub(crate) fn load(&self, name: &'static str, _source: &str) -> Result<Module> {
+        failures::call(&format!("loading {name}"))?;
         Ok(Module(name))
     }
 
     /// Kernel `name` of `module`: an error, as the driver's, where that module does not define it
     /// (a launcher naming the wrong kernel file fails here too).
     pub(crate) fn function(&self, module: Module, name: &str) -> Result<Function> {
+        failures::call(&format!("kernel {name}"))?;
         let cname = CString::new(name).expect("no NUL");
         // SAFETY: a NUL-terminated name; the answer is null or a static NUL-terminated string.
         let defined_in = unsafe { lodtensor_emulator_module_of(cname.as_ptr()) };
@@ -426,6 +452,7 @@ impl Context {
     }
 
     pub(crate) fn launch(&self, f: &Function, grid: [u32; 3], block: [u32; 3], args: &mut Args) -> Result<()> {
+        failures::call("kernel launch")?;
         self.launch_in_order(f, grid, block, args, next_seed())
     }
 

@@ -17,6 +17,10 @@ mod driver;
 #[path = "emulator.rs"]
 mod driver;
 
+/// Driver calls made to fail on demand in the emulator's build, for tests (`emulator/failures.rs`).
+#[cfg(all(feature = "cuda-emulator", not(feature = "cuda")))]
+pub use driver::failures as emulated_driver_failures;
+
 mod counters;
 pub use counters::{CudaCounters, CUDA_COUNTERS};
 #[cfg(any(feature = "cuda", feature = "cuda-emulator"))]

@@ -136,12 +136,15 @@ mod tests {
         let d = device(0).unwrap();
         let ring = UploadRing::default();
         let sizes = [1usize, 7, 64, 4096, 65 << 10, QUARTER / 3, QUARTER, 100, QUARTER - 1, 300 << 10];
+        // Made first: an allocation's poison fill (LODTENSOR_POISON_UNINIT=1) makes the queued
+        // copies, and no wait would be needed.
+        let blocks: Vec<_> = sizes.iter().cycle().take(60).map(|&len| d.allocation(len).unwrap()).collect();
         let mut sent = Vec::new();
         let mut src = Vec::new();
         let mut total = 0;
-        for (i, &len) in sizes.iter().cycle().take(60).enumerate() {
+        for (i, block) in blocks.into_iter().enumerate() {
+            let len = block.len();
             let want = pattern(len, i as u64);
-            let block = d.allocation(len).unwrap();
             src.clone_from(&want);
             let upload = ring.upload(&d.ctx, block.as_ptr() as DevicePtr, &src).unwrap();
             assert!(matches!(upload, Upload::Queued { .. }), "upload {i} of {len} bytes: {upload:?}");
@@ -158,6 +161,75 @@ mod tests {
         let too_large = ring.upload(&d.ctx, 0, &vec![0; QUARTER + 1]).unwrap();
         assert_eq!(too_large, Upload::NotTaken);
         assert_eq!(ring.upload(&d.ctx, 0, &[]).unwrap(), Upload::NotTaken);
+    }
+
+    /// The ring's driver calls failing in turn as it goes round: each upload is made again and
+    /// again, failing each of its calls in turn (the copy, and where it leaves a quarter the
+    /// event's record, query and wait), until it makes no call that fails. Each failed upload
+    /// returns the driver's error and leaves the ring as it was, so that every upload arrives
+    /// whole, lap after lap.
+    #[cfg(feature = "cuda-emulator")]
+    #[test]
+    fn a_failed_driver_call_leaves_the_ring_as_it_was() {
+        use super::super::driver::failures;
+        if devices_for_test().is_none() {
+            return;
+        }
+        let d = device(0).unwrap();
+        let ring = UploadRing::default();
+        let first = d.allocation(1).unwrap();
+        ring.upload(&d.ctx, first.as_ptr() as DevicePtr, &[1]).unwrap(); // made
+        let sizes = [QUARTER / 3, 4096, QUARTER, 7, QUARTER / 2 + 1];
+        // Made first, as in `uploads_arrive_whole_lap_after_lap`.
+        let blocks: Vec<_> = sizes.iter().cycle().take(48).map(|&len| d.allocation(len).unwrap()).collect();
+        let (mut sent, mut src, mut failed) = (Vec::new(), Vec::new(), std::collections::BTreeSet::new());
+        for (i, block) in blocks.into_iter().enumerate() {
+            let want = pattern(block.len(), i as u64);
+            src.clone_from(&want);
+            for k in 0.. {
+                failures::arm(Some(k));
+                let upload = ring.upload(&d.ctx, block.as_ptr() as DevicePtr, &src);
+                match (upload, failures::disarm().failed) {
+                    (Err(e), Some(call)) => {
+                        assert!(e.to_string().contains(&call), "upload {i}, call {k}: {e}");
+                        failed.insert(call);
+                    }
+                    (Ok(Upload::Queued { .. }), None) => break,
+                    (upload, call) => panic!("upload {i}: {upload:?} with call {k} ({call:?}) failed"),
+                }
+            }
+            src.fill(0xee);
+            sent.push((block, want));
+        }
+        let calls = ["copy to device", "event query", "event record", "event wait"];
+        assert_eq!(failed.iter().map(String::as_str).collect::<Vec<_>>(), calls, "the calls that failed");
+        for (i, (block, want)) in sent.iter().enumerate() {
+            let mut got = vec![0; want.len()];
+            d.dtoh(&mut got, block.as_ptr() as DevicePtr).unwrap();
+            assert!(got == *want, "upload {i} of {} bytes", want.len());
+        }
+    }
+
+    /// A ring the driver will not make, refusing its events or its page-locked memory: uploads
+    /// are left to their callers, from then on.
+    #[cfg(feature = "cuda-emulator")]
+    #[test]
+    fn a_refused_ring_takes_no_upload() {
+        use super::super::driver::failures;
+        if devices_for_test().is_none() {
+            return;
+        }
+        let d = device(0).unwrap();
+        // Calls 0..QUARTERS make the events, the next the memory.
+        for refused in [0, QUARTERS - 1, QUARTERS] {
+            let ring = UploadRing::default();
+            failures::arm(Some(refused));
+            assert_eq!(ring.upload(&d.ctx, 0, &[1, 2, 3]).unwrap(), Upload::NotTaken, "call {refused} refused");
+            let counted = failures::disarm();
+            let what = if refused < QUARTERS { "event creation" } else { "page-locked allocation" };
+            assert_eq!((counted.calls, counted.failed.as_deref()), (refused + 1, Some(what)));
+            assert_eq!(ring.upload(&d.ctx, 0, &[1, 2, 3]).unwrap(), Upload::NotTaken, "after call {refused} refused");
+        }
     }
 
     /// Eight threads uploading through one ring at once, each reading back what it sent.
