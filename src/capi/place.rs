@@ -190,12 +190,16 @@ fn cuda_ordinal(device: i32) -> Result<u32> {
 /// small blocks the library keeps zeroed between calls for its counting kernels: bad-index counts,
 /// 256 bytes once an index has been checked on the device, and the fused beam step's per-row
 /// counts, 4 bytes a row), and `*out_kept`, the bytes of freed blocks that the device's cache
-/// keeps for the next allocation of their size class. Both count whole blocks: a request is
-/// rounded up to the next power of two up to 4 KiB (512 bytes at least), and by at most 1/8
-/// above. A device the library has not used yet holds 0 and 0 (asking does not set it up). Host
-/// memory is not counted: a device's first small copy to the host also makes a 64 KiB
-/// page-locked host buffer, which its small copies to the host go through from then on, kept
-/// for the life of the process as the device's context is.
+/// keeps for the next allocation of their size class, with any that the library could not give
+/// back to the driver yet because a wait for the device's queued work failed (the next call that
+/// gives blocks back, or `lodtensor_cuda_empty_cache`, frees them once a wait succeeds). Both
+/// count whole blocks: a request is rounded up to the next power of two up to 4 KiB (512 bytes at
+/// least), and by at most 1/8 above. A device the library has not used yet holds 0 and 0 (asking
+/// does not set it up). Host memory is not counted: a device's first small copy to the host also
+/// makes a 64 KiB page-locked host buffer, which its small copies to the host go through from
+/// then on, and its first copy of 1 MiB or less to the device a 4 MiB page-locked ring, which
+/// such copies go through from then on; both are kept for the life of the process, as the
+/// device's context is.
 ///
 /// Returns LODTENSOR_NULL_ARGUMENT (`out_in_use`, `out_kept`), LODTENSOR_INVALID_ARGUMENT
 /// (`device` negative or not below the device count), LODTENSOR_UNSUPPORTED (a build without

@@ -49,7 +49,11 @@ pub(crate) struct Device {
     pub(super) ctx: Context,
     /// What has been asked of the device (`device_counters`).
     counters: Counters,
-    free: Mutex<BlockCache<DevicePtr>>,
+    /// Freed blocks kept for reuse, with their size classes.
+    free: Mutex<BlockCache<(DevicePtr, usize)>>,
+    /// Blocks given back that are not freed yet, because the wait for the queued work that may
+    /// still use them failed (see `free_blocks`).
+    unfreed: Mutex<Vec<(DevicePtr, usize)>>,
     /// Bytes of the blocks handed out and not yet given back (size classes, not requests).
     in_use: AtomicUsize,
     /// The kernel modules (files, or variants of a file) loaded so far, one slot per entry of
@@ -65,6 +69,22 @@ pub(crate) struct Device {
 }
 
 impl Device {
+    /// Device `ordinal` with a new context, its cache keeping up to `cache_limit` bytes.
+    fn open(ordinal: u32, cache_limit: usize) -> Result<Device> {
+        Ok(Device {
+            ordinal,
+            ctx: Context::open(ordinal)?,
+            counters: Counters::default(),
+            free: Mutex::new(BlockCache::new(cache_limit)),
+            unfreed: Mutex::default(),
+            in_use: AtomicUsize::new(0),
+            modules: KERNEL_SOURCES.iter().map(|_| Mutex::new(None)).collect(),
+            kept: KeptZero::default(),
+            staging: Staging::default(),
+            uploads: UploadRing::default(),
+        })
+    }
+
     /// A block of at least `len` bytes (`len` > 0) from the cache, or a new one.
     fn alloc(self: &Arc<Self>, len: usize) -> Result<DeviceBlock> {
         let class =
@@ -74,7 +94,7 @@ impl Device {
         let class = if exact_blocks() { len } else { class };
         let kept = if exact_blocks() { None } else { self.free.lock().expect("allocator lock").take(class) };
         let ptr = match kept {
-            Some(ptr) => ptr,
+            Some((ptr, _)) => ptr,
             None => {
                 let ptr = match self.ctx.malloc(class) {
                     Ok(p) => p,
@@ -104,7 +124,7 @@ impl Device {
         // library's work: not counted.
         #[cfg(feature = "cuda-emulator")]
         if crate::memory::poison_uninit() {
-            self.ctx.set_bytes(ptr, crate::memory::POISON, class)?;
+            self.ctx.poison(ptr, crate::memory::POISON, class);
         }
         self.in_use.fetch_add(class, Ordering::Relaxed);
         self.counters.add(Counter::Allocations, 1);
@@ -119,16 +139,25 @@ impl Device {
         self.free_blocks(blocks)
     }
 
-    /// Gives `blocks`, taken out of the cache, back to the driver once the queued work that may
-    /// still use them is done. If that wait fails (a fault of queued work), they are not freed:
-    /// losing them is safe, freeing memory a running kernel may touch is not.
-    fn free_blocks(&self, blocks: impl IntoIterator<Item = DevicePtr>) -> Result<()> {
-        let mut blocks = blocks.into_iter().peekable();
-        if blocks.peek().is_none() {
+    /// Gives `blocks` (with their size classes), taken out of the cache, back to the driver once
+    /// the queued work that may still use them is done, with any left unfreed by an earlier call.
+    /// If that wait fails, none is freed (freeing memory a running kernel may touch is not safe):
+    /// they are kept as unfreed, counted with the cache's blocks, for a later call to free once a
+    /// wait succeeds. A block the driver will not free is left to it; the first such failure is
+    /// returned once the others are freed.
+    fn free_blocks(&self, blocks: impl IntoIterator<Item = (DevicePtr, usize)>) -> Result<()> {
+        let mut blocks: Vec<_> = blocks.into_iter().collect();
+        // Taken, not drained: a list that grew long once is not kept at its length.
+        blocks.extend(std::mem::take(&mut *self.unfreed.lock().expect("unfreed lock")));
+        if blocks.is_empty() {
             return Ok(());
         }
-        self.synchronize()?;
-        blocks.try_for_each(|ptr| self.ctx.free(ptr))
+        if let Err(e) = self.synchronize() {
+            self.unfreed.lock().expect("unfreed lock").append(&mut blocks);
+            return Err(e);
+        }
+        let freed: Vec<Result<()>> = blocks.into_iter().map(|(ptr, _)| self.ctx.free(ptr)).collect();
+        freed.into_iter().collect()
     }
 
     /// Launches kernel `function` of file `file` (compiled and loaded at its first use here) with
@@ -251,13 +280,13 @@ impl Drop for DeviceBlock {
     fn drop(&mut self) {
         self.device.in_use.fetch_sub(self.class, Ordering::Relaxed);
         let evicted = if exact_blocks() {
-            vec![self.ptr]
+            vec![(self.ptr, self.class)]
         } else {
             let Ok(mut free) = self.device.free.lock() else { return };
-            free.keep(self.class, self.ptr)
+            free.keep(self.class, (self.ptr, self.class))
         };
         // A drop cannot report a failure: if waiting for the queued work fails, the evicted
-        // blocks stay allocated, unused (see `free_blocks`).
+        // blocks are kept for a later call to free (see `free_blocks`).
         let _ = self.device.free_blocks(evicted);
     }
 }
@@ -291,18 +320,7 @@ pub(crate) fn device(ordinal: u32) -> Result<Arc<Device>> {
     if let Some(d) = slot.device.as_ref() {
         return Ok(d.clone());
     }
-    let d = Device {
-        ordinal,
-        ctx: Context::open(ordinal)?,
-        counters: Counters::default(),
-        free: Mutex::new(BlockCache::new(slot.cache_limit)),
-        in_use: AtomicUsize::new(0),
-        modules: KERNEL_SOURCES.iter().map(|_| Mutex::new(None)).collect(),
-        kept: KeptZero::default(),
-        staging: Staging::default(),
-        uploads: UploadRing::default(),
-    };
-    let d = Arc::new(d);
+    let d = Arc::new(Device::open(ordinal, slot.cache_limit)?);
     slot.device = Some(d.clone());
     Ok(d)
 }
@@ -385,14 +403,16 @@ pub fn device_counters(ordinal: u32) -> Result<CudaCounters> {
 
 /// The device memory of CUDA device `ordinal` that the library holds: `(in_use, kept)`, the bytes
 /// of its live allocations (the blocks `kept_zero.rs` keeps included) and of the freed blocks its
-/// cache keeps for reuse. Both count whole blocks of their size class (`memory::size_class`). A
-/// device not used yet holds none.
+/// cache keeps for reuse (with any it could not give back yet: a wait for the device failed).
+/// Both count whole blocks of their size class (`memory::size_class`). A device not used yet
+/// holds none.
 pub fn device_memory_info(ordinal: u32) -> Result<(usize, usize)> {
     let Some(d) = opened(ordinal)? else {
         return Ok((0, 0));
     };
     let kept = d.free.lock().expect("allocator lock").bytes();
-    Ok((d.in_use.load(Ordering::Relaxed), kept))
+    let unfreed: usize = d.unfreed.lock().expect("unfreed lock").iter().map(|&(_, class)| class).sum();
+    Ok((d.in_use.load(Ordering::Relaxed), kept + unfreed))
 }
 
 /// `(free, total)` for CUDA device `ordinal` as the driver reports them: the bytes it could still
@@ -573,5 +593,32 @@ mod tests {
             assert!(slot.lock().unwrap().is_some(), "{file} not loaded");
         }
         assert!(d.module("no_such_file.cu").is_err());
+    }
+
+    /// Blocks given back while a wait for the device fails are kept, counted as kept, and freed
+    /// by the next call that gives blocks back; none is lost or freed before the wait.
+    #[cfg(feature = "cuda-emulator")]
+    #[test]
+    fn blocks_not_freed_after_a_failed_wait_are_freed_later() {
+        use super::super::driver::failures;
+        if devices_for_test().is_none() {
+            return;
+        }
+        // A device of its own (this test's counts are not another's), keeping no freed block.
+        let d = Arc::new(Device::open(0, 0).unwrap());
+        let (a, b) = (d.alloc(5000).unwrap(), d.alloc(70_000).unwrap());
+        let (class_a, class_b) = (a.class, b.class);
+        let unfreed = || d.unfreed.lock().unwrap().clone();
+        failures::arm(Some(0));
+        drop(a);
+        let counted = failures::disarm();
+        assert_eq!(counted.failed.as_deref(), Some("cuda synchronize"), "{counted:?}");
+        assert_eq!((d.in_use.load(Ordering::Relaxed), unfreed().len()), (class_b, 1));
+        assert_eq!(unfreed()[0].1, class_a);
+        failures::arm(None);
+        drop(b);
+        let counted = failures::disarm();
+        assert_eq!(counted.calls, 1, "one wait for both blocks");
+        assert_eq!((d.in_use.load(Ordering::Relaxed), unfreed(), d.free.lock().unwrap().bytes()), (0, vec![], 0));
     }
 }
