@@ -5,6 +5,9 @@
 //! are refused in turn: each refused call must return LODTENSOR_OUT_OF_MEMORY, write no output,
 //! and give back every block it took, host and device (the device's memory in use is as before).
 //! The device's block cache is off meanwhile, so every device block is asked of the allocator.
+//! Then each case's driver calls fail in turn (tests/refusing/driver.rs): each failed call must
+//! return LODTENSOR_INTERNAL naming the call, or give the results of a call with no failure,
+//! keep no memory, and leave the device as it was for the next call.
 //!
 //! Only with the emulator (`--features cuda-emulator`): a real device's memory comes from its
 //! driver, past this crate's allocator (`cuda_oom` runs a real device out of memory).

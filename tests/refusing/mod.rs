@@ -1,7 +1,8 @@
 //! The harness of the allocation-failure tests (`allocation_failure`, and
 //! `cuda_allocation_failure` on the emulated device): this crate's allocator, which refuses the
 //! large allocations of an export from a chosen one on, [`refuse_each`], which runs a case once
-//! for each large allocation it makes, and inputs made through the C API. A test crate that
+//! for each large allocation it makes (and, on the emulated device, once for each driver call it
+//! makes, that call failing: `driver.rs`), and inputs made through the C API. A test crate that
 //! includes this module gets its allocator; `mod common;` must come first.
 #![allow(dead_code)]
 
@@ -13,7 +14,11 @@ use std::ptr::{null, null_mut};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Mutex;
 
-pub use lodtensor_status_t::{LODTENSOR_OK as OK, LODTENSOR_OUT_OF_MEMORY as OUT_OF_MEMORY};
+pub use lodtensor_status_t::{
+    LODTENSOR_INTERNAL as INTERNAL, LODTENSOR_OK as OK, LODTENSOR_OUT_OF_MEMORY as OUT_OF_MEMORY,
+};
+
+mod driver;
 
 /// Allocations of at least this many bytes are large: the ones counted and refused. Smaller ones
 /// (messages, handles, short lists) always succeed; the inputs below keep the library's own
@@ -101,7 +106,9 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
 /// Each case calls it around the export alone, so that its own setup and checks are not counted.
 pub fn armed<R>(f: impl FnOnce() -> R) -> R {
     ARMED.store(true, SeqCst);
+    driver::arm();
     let r = f();
+    driver::disarm();
     ARMED.store(false, SeqCst);
     r
 }
@@ -115,7 +122,9 @@ pub fn last_error() -> String {
 /// (kernels loaded, a device's kept blocks made, input LoDs uploaded), once to count its large
 /// allocations, then once refusing each of them, checking what the module comment of the test
 /// says; the case itself checks that a failed call wrote no output and changed no input. With a
-/// CUDA device 0, its memory in use must be no more than a call that succeeds leaves.
+/// CUDA device 0, its memory in use must be no more than a call that succeeds leaves. Then, on
+/// the emulated device, once for each of its driver calls (up to a spread of them), that call
+/// failing ([`driver`]).
 pub fn refuse_each(name: &str, mut case: impl FnMut() -> lodtensor_status_t) {
     if crate::common::caches_off_for_guard_pages() {
         return;
@@ -164,6 +173,7 @@ pub fn refuse_each(name: &str, mut case: impl FnMut() -> lodtensor_status_t) {
         large,
         "{name}: another count of large allocations after the refusals"
     );
+    driver::fail_each_call(name, &mut case);
     assert_eq!(lodtensor_set_host_cache_limit(DEFAULT_CACHE), OK);
     let _ = lodtensor_cuda_set_cache_limit(0, usize::MAX);
 }
@@ -459,6 +469,7 @@ pub fn outputs(status: lodtensor_status_t, outs: &[*mut lodtensor_t]) -> lodtens
         if status != OK {
             assert!(o.is_null(), "an output was written by a call that failed: {}", last_error());
         }
+        driver::note_output(o);
         // SAFETY: a handle the call made (or NULL).
         unsafe { lodtensor_destroy(o) };
     }
@@ -477,6 +488,16 @@ pub fn table_out(status: lodtensor_status_t, out: *mut rank_table_t) -> lodtenso
 pub fn array_out(status: lodtensor_status_t, out: *mut tensor_array_t) -> lodtensor_status_t {
     if status != OK {
         assert!(out.is_null(), "an array was written by a call that failed");
+    }
+    if !out.is_null() {
+        for i in 0..array_size(out) {
+            let mut item = null_mut();
+            // SAFETY: a live array and an index below its size.
+            assert_eq!(unsafe { tensor_array_read(out, i, false, &mut item) }, OK, "{}", last_error());
+            driver::note_output(item);
+            // SAFETY: the handle just made.
+            unsafe { lodtensor_destroy(item) };
+        }
     }
     // SAFETY: an array the call made (or NULL).
     unsafe { tensor_array_destroy(out) };

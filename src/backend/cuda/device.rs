@@ -70,7 +70,7 @@ pub(crate) struct Device {
 
 impl Device {
     /// Device `ordinal` with a new context, its cache keeping up to `cache_limit` bytes.
-    fn open(ordinal: u32, cache_limit: usize) -> Result<Device> {
+    pub(super) fn open(ordinal: u32, cache_limit: usize) -> Result<Device> {
         Ok(Device {
             ordinal,
             ctx: Context::open(ordinal)?,

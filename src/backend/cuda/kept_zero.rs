@@ -175,6 +175,36 @@ mod tests {
         u32::from_ne_bytes(bytes)
     }
 
+    /// A slot whose reset after a count cannot be queued (the driver's fill fails) is not handed
+    /// out again: every count handed out after it is zero.
+    #[cfg(feature = "cuda-emulator")]
+    #[test]
+    fn a_slot_not_reset_is_not_handed_out_again() {
+        use super::super::driver::failures;
+        if devices_for_test().is_none() {
+            return;
+        }
+        // A device of its own, so that its slots are this test's alone.
+        let d = Arc::new(Device::open(0, usize::MAX).unwrap());
+        // A count found non-zero: read, then reset, its last driver call. Made three times: to
+        // warm up (the first read makes the device's page-locked staging), to count the calls,
+        // and failing the last.
+        let mut found = |fail_at| {
+            let counted = BadCount::new(&d).unwrap();
+            d.set_bytes(counted.address() as DevicePtr, 1, 4).unwrap();
+            failures::arm(fail_at);
+            assert!(counted.unless_counted(()).unwrap().is_none(), "a count of 0x01010101 read as zero");
+            failures::disarm()
+        };
+        found(None);
+        let calls = found(None).calls;
+        assert_eq!(found(Some(calls - 1)).failed.as_deref(), Some("memset"));
+        let handed: Vec<BadCount> = (0..SLOTS).map(|_| BadCount::new(&d).unwrap()).collect();
+        for c in &handed {
+            assert_eq!(read(&d, c.address()), 0, "the count handed out at {:#x}", c.address());
+        }
+    }
+
     /// Counts in flight at once are each in memory of their own: the device's free slots, then a
     /// zeroed block of their own once those are taken. A count found non-zero is zero again when
     /// it is handed out next; one read as zero goes back as it is.
