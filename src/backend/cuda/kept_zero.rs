@@ -189,7 +189,7 @@ mod tests {
         // A count found non-zero: read, then reset, its last driver call. Made three times: to
         // warm up (the first read makes the device's page-locked staging), to count the calls,
         // and failing the last.
-        let mut found = |fail_at| {
+        let found = |fail_at| {
             let counted = BadCount::new(&d).unwrap();
             d.set_bytes(counted.address() as DevicePtr, 1, 4).unwrap();
             failures::arm(fail_at);
