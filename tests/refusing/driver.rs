@@ -64,6 +64,21 @@ pub fn note_output(o: *const lodtensor_t) {
     DIGESTS.lock().unwrap().push(h.finish());
 }
 
+/// Notes each element of array `out` (a live array, or NULL: nothing) as [`note_output`] does.
+pub fn note_array(out: *const tensor_array_t) {
+    if out.is_null() || !NOTING.load(SeqCst) {
+        return;
+    }
+    for i in 0..array_size(out) {
+        let mut item = null_mut();
+        // SAFETY: a live array and an index below its size.
+        assert_eq!(unsafe { tensor_array_read(out, i, false, &mut item) }, OK, "{}", last_error());
+        note_output(item);
+        // SAFETY: the handle just made.
+        unsafe { lodtensor_destroy(item) };
+    }
+}
+
 /// What [`run`] saw of a case.
 struct Run {
     status: lodtensor_status_t,

@@ -489,16 +489,7 @@ pub fn array_out(status: lodtensor_status_t, out: *mut tensor_array_t) -> lodten
     if status != OK {
         assert!(out.is_null(), "an array was written by a call that failed");
     }
-    if !out.is_null() {
-        for i in 0..array_size(out) {
-            let mut item = null_mut();
-            // SAFETY: a live array and an index below its size.
-            assert_eq!(unsafe { tensor_array_read(out, i, false, &mut item) }, OK, "{}", last_error());
-            driver::note_output(item);
-            // SAFETY: the handle just made.
-            unsafe { lodtensor_destroy(item) };
-        }
-    }
+    driver::note_array(out);
     // SAFETY: an array the call made (or NULL).
     unsafe { tensor_array_destroy(out) };
     status

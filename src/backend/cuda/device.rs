@@ -156,8 +156,12 @@ impl Device {
             self.unfreed.lock().expect("unfreed lock").append(&mut blocks);
             return Err(e);
         }
-        let freed: Vec<Result<()>> = blocks.into_iter().map(|(ptr, _)| self.ctx.free(ptr)).collect();
-        freed.into_iter().collect()
+        // Every block is freed, past a failure; the first is returned.
+        let mut first = Ok(());
+        for (ptr, _) in blocks {
+            first = first.and(self.ctx.free(ptr));
+        }
+        first
     }
 
     /// Launches kernel `function` of file `file` (compiled and loaded at its first use here) with
@@ -620,5 +624,11 @@ mod tests {
         let counted = failures::disarm();
         assert_eq!(counted.calls, 1, "one wait for both blocks");
         assert_eq!((d.in_use.load(Ordering::Relaxed), unfreed(), d.free.lock().unwrap().bytes()), (0, vec![], 0));
+        // A free the driver refuses (an address it never gave) does not keep the next block from
+        // being freed; its error is returned. The block freed, a second free of it is refused.
+        let block = d.ctx.malloc(4096).unwrap();
+        let e = d.free_blocks([(8192, 4096), (block, 4096)]).unwrap_err().to_string();
+        assert!(e.contains("device free: 0x2000"), "{e}");
+        assert!(d.ctx.free(block).is_err(), "the block after the refused free was not freed");
     }
 }
