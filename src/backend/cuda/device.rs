@@ -3,7 +3,7 @@
 //! goes through its `Device`, which counts it (`counters.rs`).
 
 use super::counters::{Counter, Counters, CudaCounters};
-use super::driver::{self, Context, DevicePtr, Module};
+use super::driver::{self, Context, DevicePtr, Function, Module};
 use super::kept_zero::KeptZero;
 use super::launch::Args;
 use super::memory_owner::MemoryOwner;
@@ -18,6 +18,7 @@ use crate::memory::size_class::size_class;
 use crate::memory::Allocation;
 use crate::place::Place;
 use crate::tensor::Tensor;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -59,13 +60,20 @@ pub(crate) struct Device {
     /// The kernel modules (files, or variants of a file) loaded so far, one slot per entry of
     /// `KERNEL_SOURCES`: each is compiled and loaded under its own lock, so different modules may
     /// be loaded at once and each is loaded once.
-    modules: Vec<Mutex<Option<Module>>>,
+    modules: Vec<Mutex<Option<LoadedModule>>>,
     /// Memory kept zeroed between calls for kernels that count (`kept_zero.rs`).
     pub(crate) kept: KeptZero,
     /// The page-locked buffer of small downloads (`staging.rs`).
     staging: Staging,
     /// The page-locked ring of uploads (`upload_ring.rs`).
     uploads: UploadRing,
+}
+
+/// A loaded kernel module and the kernels of it looked up so far: a lookup is a driver call (a
+/// search of the module's names), made once per kernel, not once per launch.
+struct LoadedModule {
+    module: Module,
+    kernels: HashMap<String, Function>,
 }
 
 impl Device {
@@ -174,7 +182,7 @@ impl Device {
         block: [u32; 3],
         args: &mut Args,
     ) -> Result<()> {
-        let f = self.ctx.function(self.module(file)?, function)?;
+        let f = self.kernel(file, function)?;
         self.ctx.launch(&f, grid, block, args)?;
         self.counters.add(Counter::Launches, 1);
         Ok(())
@@ -242,16 +250,33 @@ impl Device {
     /// Kernel module `file` (a file, or a variant `file.cu[NAME=VALUE]`), compiled and loaded at
     /// its first use here.
     pub(crate) fn module(&self, file: &str) -> Result<Module> {
+        self.with_module(file, |loaded| Ok(loaded.module))
+    }
+
+    /// Kernel `function` of module `file`, looked up at its first launch here.
+    fn kernel(&self, file: &str, function: &str) -> Result<Function> {
+        self.with_module(file, |loaded| {
+            if let Some(f) = loaded.kernels.get(function) {
+                return Ok(f.clone());
+            }
+            let f = self.ctx.function(loaded.module, function)?;
+            loaded.kernels.try_reserve(1).map_err(|_| err!(OutOfMemory, "kernel {function}: no memory to keep it"))?;
+            loaded.kernels.insert(function.to_owned(), f.clone());
+            Ok(f)
+        })
+    }
+
+    /// `f` of module `file`, loaded first if it is not yet, under the module's lock.
+    fn with_module<T>(&self, file: &str, f: impl FnOnce(&mut LoadedModule) -> Result<T>) -> Result<T> {
         let at = KERNEL_SOURCES.iter().position(|(n, _)| *n == file);
         let at = at.ok_or_else(|| err!(Internal, "no kernel module {file}"))?;
         let (name, source) = KERNEL_SOURCES[at];
         let mut slot = self.modules[at].lock().expect("module lock");
-        if let Some(m) = *slot {
-            return Ok(m);
-        }
-        let m = self.ctx.load(name, source)?;
-        *slot = Some(m);
-        Ok(m)
+        let loaded = match &mut *slot {
+            Some(loaded) => loaded,
+            None => slot.insert(LoadedModule { module: self.ctx.load(name, source)?, kernels: HashMap::new() }),
+        };
+        f(loaded)
     }
 
     /// A new, uninitialised device allocation of `len` bytes.

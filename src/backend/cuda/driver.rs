@@ -19,11 +19,13 @@ pub(crate) type DevicePtr = u64;
 #[derive(Clone, Copy)]
 pub(crate) struct Module(sys::CUmodule);
 /// A kernel of a loaded module.
+#[derive(Clone, Copy)]
 pub(crate) struct Function(sys::CUfunction);
 
 // SAFETY: module and function handles are plain driver handles, valid in any thread once the
 // context is bound (every call below binds it first).
 unsafe impl Send for Module {}
+unsafe impl Send for Function {}
 
 /// A marker in a device's stream (a `CUevent` without timing): reached once the work queued
 /// before its last recording has finished. Never destroyed: its owners live as long as the

@@ -96,6 +96,7 @@ pub(crate) type DevicePtr = u64;
 #[derive(Clone, Copy)]
 pub(crate) struct Module(&'static str);
 /// A kernel, by name.
+#[derive(Clone)]
 pub(crate) struct Function(CString);
 
 const DEVICES: usize = 2;
