@@ -456,8 +456,8 @@ fn gpu_gather_state_equals_cpu() {
 }
 
 /// gather_states on the device equals the CPU's: states of several dtypes, widths and rows by
-/// one index, and the same error where a parent is outside one state's rows (the states before it
-/// gathered on the device, the count shared).
+/// one index, up to 130 of them, and the same error where a parent is outside one state's rows
+/// (the states before it gathered on the device, the count shared).
 #[test]
 fn gpu_gather_states_equals_cpu() {
     if !gpu_or_skip() {
@@ -485,6 +485,53 @@ fn gpu_gather_states_equals_cpu() {
         for (s, (g, w)) in got.iter().zip(&want).enumerate() {
             assert_same(g, w, &format!("case {case}, state {s}"));
         }
+    }
+    // Many states at once (up to 130, a decoder's per-layer caches), each of its own dtype, width
+    // (0 included) and rows, so that they move in words of every size and share a launch per
+    // size; enough parents that a state's rows span several of the launch's chunks; both index
+    // dtypes.
+    let dtypes =
+        [DType::U8, DType::I8, DType::I16, DType::F16, DType::BF16, DType::I32, DType::F32, DType::I64, DType::F64];
+    for (case, count) in [2usize, 5, 17, 64, 130, 3].into_iter().enumerate() {
+        let n = 1 + rng.below(1500);
+        let min_rows = 1 + rng.below(8);
+        let states: Vec<LoDTensor> = (0..count)
+            .map(|_| {
+                let (rows, width) = (min_rows + rng.below(300), rng.below(41));
+                let dtype = dtypes[rng.below(dtypes.len())];
+                let bytes: Vec<u8> = (0..rows * width * dtype.size()).map(|_| rng.below(256) as u8).collect();
+                LoDTensor::dense(Tensor::from_bytes(dtype, Dim::new(&[rows, width]).unwrap(), &bytes).unwrap())
+            })
+            .collect();
+        let parents: Vec<i64> = (0..n).map(|_| rng.below(min_rows) as i64).collect();
+        let parents = LoDTensor::dense(if case % 2 == 0 {
+            Tensor::from_slice(&parents, &[n]).unwrap()
+        } else {
+            Tensor::from_slice(&parents.iter().map(|&p| p as i32).collect::<Vec<_>>(), &[n, 1]).unwrap()
+        });
+        let refs: Vec<&LoDTensor> = states.iter().collect();
+        let want = lodtensor::beam_search_gather_states(&refs, &parents).unwrap();
+        let on_gpu: Vec<LoDTensor> = states.iter().map(gpu).collect();
+        let refs: Vec<&LoDTensor> = on_gpu.iter().collect();
+        let got = lodtensor::beam_search_gather_states(&refs, &gpu(&parents)).unwrap();
+        assert_eq!(got.len(), count);
+        for (s, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_same(g, w, &format!("{count} states, state {s}"));
+        }
+        // A parent that is a row of every state but one, late in the list: the error names it.
+        let short = count - 1 - rng.below(count.min(3));
+        let mut shorter: Vec<LoDTensor> = states.clone();
+        shorter[short] = LoDTensor::dense(Tensor::from_slice(&vec![7u8; min_rows - 1], &[min_rows - 1]).unwrap());
+        let bad: Vec<i64> = (0..n).map(|k| if k == n / 2 { min_rows as i64 - 1 } else { 0 }).collect();
+        let bad = LoDTensor::dense(Tensor::from_slice(&bad, &[n]).unwrap());
+        let on_gpu: Vec<LoDTensor> = shorter.iter().map(gpu).collect();
+        let (host_refs, gpu_refs): (Vec<&LoDTensor>, Vec<&LoDTensor>) =
+            (shorter.iter().collect(), on_gpu.iter().collect());
+        same_error(
+            lodtensor::beam_search_gather_states(&gpu_refs, &gpu(&bad)).map(|mut v| v.remove(0)),
+            lodtensor::beam_search_gather_states(&host_refs, &bad).map(|mut v| v.remove(0)),
+            &format!("parent {} of states[{short}]", n / 2),
+        );
     }
     let (a, b) = (
         LoDTensor::dense(tensor_of(DType::F32, &[1.0, 2.0, 3.0], &[3, 1])),
@@ -1163,7 +1210,7 @@ fn gpu_fused_step_speed() {
     );
 }
 
-/// The multi-tensor moves (pack, concat along axis 0 and 1, unstack, gather_state) against a
+/// The multi-tensor moves (pack, concat along axis 0 and 1, unstack, gather_state, gather_states) against a
 /// device copy of the same bytes, measured in the same run. Ignored in the normal run;
 /// scripts/test-gpu.sh runs it (`-- --ignored --nocapture gpu_tensor_array_bandwidth`).
 #[test]
@@ -1213,4 +1260,29 @@ fn gpu_tensor_array_bandwidth() {
     let bytes = 2.0 * state.tensor().nbytes() as f64;
     let copy = min_time(&|| drop(to_place(&state, GPU).unwrap()));
     report("gather_state", bytes, min_time(&|| drop(beam_search_gather_state(&state, &parents).unwrap())), copy);
+    // gather_states of a decoder's caches, 24 layers' keys and values (48 states) for the same
+    // 320 prefixes, float16 rows of 1024 elements (30 MiB, where launches weigh) and of 16384
+    // (480 MiB): one call for all, against a call a state and a copy of all their bytes.
+    for width in [1024, 16384] {
+        let states: Vec<LoDTensor> = (0..48)
+            .map(|_| gpu(&LoDTensor::dense(Tensor::zeros(DType::F16, Dim::new(&[320, width]).unwrap()).unwrap())))
+            .collect();
+        let refs: Vec<&LoDTensor> = states.iter().collect();
+        let all = gpu(&LoDTensor::dense(Tensor::zeros(DType::F16, Dim::new(&[48 * 320, width]).unwrap()).unwrap()));
+        let bytes = 2.0 * all.tensor().nbytes() as f64;
+        let copy = min_time(&|| drop(to_place(&all, GPU).unwrap()));
+        let one_call = min_time(&|| drop(lodtensor::beam_search_gather_states(&refs, &parents).unwrap()));
+        let per_state = min_time(&|| {
+            for s in &states {
+                drop(beam_search_gather_state(s, &parents).unwrap());
+            }
+        });
+        report(&format!("gather_states 48 x [320, {width}] f16, one call"), bytes, one_call, copy);
+        report(&format!("gather_states 48 x [320, {width}] f16, a call a state"), bytes, per_state, copy);
+        eprintln!(
+            "gather_states 48 x [320, {width}] f16: one call {:.1} us, a call a state {:.1} us",
+            one_call * 1e6,
+            per_state * 1e6
+        );
+    }
 }

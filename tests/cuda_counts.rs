@@ -99,6 +99,35 @@ fn counters_count_each_request() {
     );
 }
 
+/// beam_search_gather_states launches once for all the states that move in words of one size,
+/// with one table uploaded for all: 1 launch and 1 upload for 96 float32 states (a decoder's
+/// per-layer caches), 5 launches for states of 16-, 8-, 4-, 2- and 1-byte words; one state is one
+/// launch and no table. Each call waits once, to read its count of bad parents.
+#[test]
+fn gather_states_launch_once_per_word_size() {
+    let _device = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
+    if !gpu_or_skip() || common::caches_off_for_guard_pages() {
+        return;
+    }
+    let state = |rows: usize, row_bytes: usize| {
+        let bytes: Vec<u8> = (0..rows * row_bytes).map(|i| (i * 7) as u8).collect();
+        gpu(&LoDTensor::dense(Tensor::from_bytes(DType::U8, Dim::new(&[rows, row_bytes]).unwrap(), &bytes).unwrap()))
+    };
+    let parents = gpu(&LoDTensor::dense(Tensor::from_slice(&[3i64, 0, 0, 2, 1], &[5]).unwrap()));
+    let layers: Vec<LoDTensor> = (0..96).map(|_| state(4, 256)).collect();
+    let words: Vec<LoDTensor> = [16, 8, 4, 2, 1, 48, 24].into_iter().map(|b| state(4, b)).collect();
+    for (what, states, launches, uploads) in
+        [("96 states", &layers, 1, 1), ("5 word sizes", &words, 5, 1), ("1 state", &words[..1].to_vec(), 1, 0)]
+    {
+        let refs: Vec<&LoDTensor> = states.iter().collect();
+        beam_search_gather_states(&refs, &parents).unwrap();
+        let (c, out) = counted(|| beam_search_gather_states(&refs, &parents).unwrap());
+        assert_eq!((c.launches, c.uploads, c.waits, c.downloads), (launches, uploads, 1, 1), "{what}: {c:?}");
+        assert_eq!(c.upload_bytes, uploads * 40 * states.len() as u64, "{what}: one table entry a state: {c:?}");
+        assert_eq!(out.len(), states.len());
+    }
+}
+
 /// The inputs of every op, on cuda:0, for `seqs` sequences.
 struct Inputs {
     /// float32 [rows, 4], `seqs` sequences of 0-5 rows.

@@ -117,6 +117,9 @@ pub(crate) fn launch_1d(d: &Arc<Device>, file: &str, function: &str, work: u64, 
 /// Items per thread and round of `for_each_index` (common.cuh's STRIDE_UNROLL, the same number).
 const STRIDE_UNROLL: u64 = 4;
 
+/// Items a block takes in one round of `for_each_index`: a chunk.
+pub(crate) const CHUNK: u64 = STRIDE_UNROLL * BLOCK as u64;
+
 /// A launch of a kernel built on `for_each_index` over `items` items: a grid of `BLOCK`-thread
 /// blocks that gives each thread `STRIDE_UNROLL` items a round (fewer blocks would leave the
 /// GPU's threads idle; more would leave each with one item and one read in flight).
@@ -197,13 +200,16 @@ mod tests {
     }
 
     /// The 64-bit (`_wide`) kernels, which only 2^32 items or more reach, give what the 32-bit ones
-    /// do: sequence_pad, gather_rows by a device index and scatter_rows (both modes) on small
-    /// inputs, run once with each (every word size: rows of 1-48 bytes).
+    /// do: sequence_pad, gather_rows by a device index, scatter_rows (both modes) and
+    /// beam_search_gather_states on small inputs, run once with each (every word size: rows of
+    /// 1-48 bytes).
     #[test]
     fn wide_kernels_equal_narrow_ones() {
         use crate::ops::gather_rows;
         use crate::ops::transfer::to_place;
-        use crate::{scatter_rows, sequence_pad, DType, Dim, LoDTensor, Lod, Place, ScatterMode};
+        use crate::{
+            beam_search_gather_states, scatter_rows, sequence_pad, DType, Dim, LoDTensor, Lod, Place, ScatterMode,
+        };
         if super::super::device::devices_for_test().is_none() {
             return;
         }
@@ -220,17 +226,21 @@ mod tests {
             let index: Vec<i64> = (0..rows as i64).rev().chain([2, 2, 0]).collect();
             let index = dev(&LoDTensor::dense(Tensor::from_slice(&index, &[index.len()]).unwrap()));
             let x = dev(&LoDTensor::dense(x));
-            let updates: Vec<u8> = (0..3 * row_bytes).map(|i| (200 + i) as u8).collect();
+            let updates_bytes: Vec<u8> = (0..3 * row_bytes).map(|i| (200 + i) as u8).collect();
             let updates = dev(&LoDTensor::dense(
-                Tensor::from_bytes(DType::U8, Dim::new(&[3, row_bytes]).unwrap(), &updates).unwrap(),
+                Tensor::from_bytes(DType::U8, Dim::new(&[3, row_bytes]).unwrap(), &updates_bytes).unwrap(),
             ));
             let at = dev(&LoDTensor::dense(Tensor::from_slice(&[4i64, 1, 4], &[3]).unwrap()));
+            let first_3 = dev(&LoDTensor::dense(Tensor::from_slice(&[2i32, 0, 1], &[3]).unwrap()));
             let run = || {
                 let (padded, lengths) = sequence_pad(&seqs, &pad, 6).unwrap();
                 let gathered = gather_rows(&x, &index).unwrap();
                 let scattered = scatter_rows(&x, &at, &updates, ScatterMode::Overwrite).unwrap();
                 let added = scatter_rows(&x, &at, &updates, ScatterMode::Add).unwrap();
-                [bytes_of(&padded), bytes_of(&lengths), bytes_of(&gathered), bytes_of(&scattered), bytes_of(&added)]
+                // Several states by one index: x's rows and updates' by the index's first 3.
+                let states = beam_search_gather_states(&[&x, &updates, &x], &first_3).unwrap();
+                let ops = [padded, lengths, gathered, scattered, added];
+                ops.iter().chain(&states).map(bytes_of).collect::<Vec<_>>()
             };
             let narrow = run();
             NARROW_MAX.store(0, Ordering::Relaxed);
@@ -255,6 +265,12 @@ mod tests {
                 })
                 .collect();
             assert_eq!(narrow[4][4 * row_bytes..5 * row_bytes], add_row_4[..]);
+            // The states' rows are rows 2, 0, 1 of theirs.
+            for (state, source) in [(&narrow[5], &data), (&narrow[6], &updates_bytes), (&narrow[7], &data)] {
+                let want: Vec<u8> =
+                    [2, 0, 1].iter().flat_map(|&r| &source[r * row_bytes..(r + 1) * row_bytes]).copied().collect();
+                assert_eq!(state, &want, "rows of {row_bytes} bytes");
+            }
         }
     }
 

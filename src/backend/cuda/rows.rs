@@ -4,8 +4,8 @@
 
 use super::device::{device, new_tensor, Device};
 use super::kept_zero::BadCount;
-use super::launch::{index_width, launch_tiles, launch_unrolled, upload, Args};
-use super::seq_common::{count_u32, device_of, index_suffix, level_on, offset_words, upload_joined, word_for};
+use super::launch::{index_width, launch_tiles, launch_unrolled, upload, Args, CHUNK};
+use super::seq_common::{count_u32, device_of, index_suffix, level_on, offset_words, upload_joined, word_for, WORDS};
 use crate::dim::Dim;
 use crate::dtype::DType;
 use crate::error::{ensure, err, Result};
@@ -212,9 +212,10 @@ pub fn pack_rows(
 /// gather_rows with its index on the device, for sources that share it: for each `(src, dims)`, a
 /// new tensor of `dims` (dtype of `src`) whose row k is row `index[k]` of `src`; `index` (int32 or
 /// int64, one element per output row) is on the sources' device. `None` when an index is outside
-/// the rows of some source (the caller reports which, from a host copy). One launch a source, no
-/// table; the launches count into one count of bad values, which comes back to the host, so the
-/// call waits for the device once whatever the number of sources.
+/// the rows of some source (the caller reports which, from a host copy). One source is one launch
+/// with no table; several are one launch for each word size among them (one, mostly) over one
+/// table of the sources, uploaded once. Every launch counts into one count of bad values, which
+/// comes back to the host, so the call waits for the device once whatever the number of sources.
 pub fn gather_rows_by_index(srcs: &[(&Tensor, Dim)], index: &Tensor) -> Result<Option<Vec<Tensor>>> {
     let Some((first, _)) = srcs.first() else {
         return Ok(Some(vec![]));
@@ -227,8 +228,9 @@ pub fn gather_rows_by_index(srcs: &[(&Tensor, Dim)], index: &Tensor) -> Result<O
     }
     let bad = BadCount::new(&d)?;
     let index = (index.as_ptr() as u64, index_suffix(index, "gather_rows")?, index.numel());
-    for ((src, _), out) in srcs.iter().zip(&mut outs) {
-        launch_gather_by_index(&d, out, src, src.row_bytes(), index, src.rows()?, &bad)?;
+    match (srcs, &mut outs[..]) {
+        ([(src, _)], [out]) => launch_gather_by_index(&d, out, src, src.row_bytes(), index, src.rows()?, &bad)?,
+        _ => launch_gather_each_by_index(&d, &mut outs, srcs, index, &bad)?,
     }
     bad.unless_counted(outs)
 }
@@ -260,6 +262,61 @@ fn launch_gather_by_index(
     let items = rows as u64 * row_words.max(1);
     let kernel = format!("gather_by_index_{suffix}_{word}{}", index_width(items));
     launch_unrolled(d, "rows.cu", &kernel, items, args)
+}
+
+/// The launches of rows.cu's gather of several tensors by one index: row k of `outs[s]` is row
+/// `index[k]` of `srcs[s]` (`index` as for `launch_gather_by_index`). Tensors that move in words of
+/// one size share a launch; one table (rows.cu's INDEXED_ENTRY values a tensor, grouped by word)
+/// is uploaded for all of them.
+fn launch_gather_each_by_index(
+    d: &Arc<Device>,
+    outs: &mut [Tensor],
+    srcs: &[(&Tensor, Dim)],
+    (index, suffix, rows): (u64, &str, usize),
+    bad: &BadCount,
+) -> Result<()> {
+    const ENTRY: usize = 5;
+    /// The tensors of one launch: their word, their first entry in the table and their count, their
+    /// chunks, and the most items one of them has (which picks the kernel's index width).
+    struct Launch {
+        word: usize,
+        first: usize,
+        count: u32,
+        chunks: u64,
+        largest: u64,
+    }
+    let words = srcs.iter().zip(outs.iter_mut()).map(|((src, _), out)| {
+        Ok((word_for(src.row_bytes(), [src.as_ptr() as u64, out.as_mut_ptr() as u64]), src.rows()?))
+    });
+    let words = lists::try_collect(srcs.len(), words, "gather_rows: words")?;
+    let mut table = lists::with_capacity(ENTRY * srcs.len(), "gather_rows: table")?;
+    let mut launches = lists::with_capacity(WORDS.len(), "gather_rows: launches")?;
+    for word in WORDS {
+        let first = table.len() / ENTRY;
+        let (mut chunks, mut largest) = (0, 0);
+        for (((src, _), out), &(w, src_rows)) in srcs.iter().zip(outs.iter_mut()).zip(&words) {
+            if w == word {
+                let row_words = (src.row_bytes() / word) as u64;
+                let items = rows as u64 * row_words.max(1);
+                table.extend([out.as_mut_ptr() as u64, src.as_ptr() as u64, row_words, src_rows as u64, chunks]);
+                chunks += items.div_ceil(CHUNK);
+                largest = largest.max(items);
+            }
+        }
+        let count = table.len() / ENTRY - first;
+        if count > 0 {
+            launches.push(Launch { word, first, count: count_u32(count, "gather_rows: tensors")?, chunks, largest });
+        }
+    }
+    let table = upload(d, &table)?;
+    for Launch { word, first, count, chunks, largest } in launches {
+        let entries = table.as_ptr() as u64 + (8 * ENTRY * first) as u64;
+        let args = Args::new().arg(entries).arg(count).arg(chunks).arg(index).arg(rows as u64).arg(bad.address());
+        let kernel = format!("gather_each_by_index_{suffix}_{word}{}", index_width(largest));
+        // A block a chunk: the grid of a for_each_index kernel over that many whole chunks.
+        launch_unrolled(d, "rows.cu", &kernel, chunks * CHUNK, args)?;
+    }
+    Ok(())
 }
 
 /// Fills `out` (rows of `row_bytes` bytes, as many as the ranges hold) with ranges of rows from

@@ -111,10 +111,13 @@ pub fn lod_levels_on(ordinal: u32, lod: &crate::lod::Lod) -> Result<Vec<Arc<Allo
     (0..lod.num_levels()).map(|k| level_on(&d, lod.lod_level(k)?)).collect()
 }
 
-/// The widest word (16, 8, 4, 2 or 1 bytes) dividing `row_bytes` and every address: the unit in
-/// which the row-movement kernels copy.
+/// The words the row-movement kernels copy in, in bytes, widest first.
+pub(crate) const WORDS: [usize; 5] = [16, 8, 4, 2, 1];
+
+/// The widest word (of `WORDS`) dividing `row_bytes` and every address: the unit in which the
+/// row-movement kernels copy.
 pub(crate) fn word_for(row_bytes: usize, addrs: impl IntoIterator<Item = u64> + Clone) -> usize {
-    [16usize, 8, 4, 2, 1]
+    WORDS
         .into_iter()
         .find(|&w| row_bytes.is_multiple_of(w) && addrs.clone().into_iter().all(|a| a % w as u64 == 0))
         .expect("1 divides everything")

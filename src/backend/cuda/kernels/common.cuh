@@ -259,8 +259,10 @@ __device__ __forceinline__ i64 lt_checked(i64 v, u64 bound, u32 *bad) {
 // SM (64-bit divisions alone took such kernels to 34-46; ptxas, sm_90, no spills with the bound),
 // and NAME##_wide with 64-bit arithmetic for the rest (launch.rs's `index_width` picks). PARAMS is
 // the parenthesised parameter list; CALL, parenthesised, runs the kernel with `Index` the type.
-#define LODTENSOR_NARROW_AND_WIDE(NAME, PARAMS, CALL)                                              \
-  extern "C" __global__ void __launch_bounds__(STRIDE_THREADS, 8) NAME PARAMS {                    \
+// LODTENSOR_NARROW_AND_WIDE_IN is the same with BLOCKS blocks an SM for NAME: 6 leaves it 40
+// registers.
+#define LODTENSOR_NARROW_AND_WIDE_IN(BLOCKS, NAME, PARAMS, CALL)                                   \
+  extern "C" __global__ void __launch_bounds__(STRIDE_THREADS, BLOCKS) NAME PARAMS {               \
     using Index = u32;                                                                             \
     CALL;                                                                                          \
   }                                                                                                \
@@ -270,23 +272,31 @@ __device__ __forceinline__ i64 lt_checked(i64 v, u64 bound, u32 *bad) {
     CALL;                                                                                          \
   }                                                                                                \
   LODTENSOR_EXPORT(NAME##_wide)
+#define LODTENSOR_NARROW_AND_WIDE(NAME, PARAMS, CALL) LODTENSOR_NARROW_AND_WIDE_IN(8, NAME, PARAMS, CALL)
+
+// One thread's part of one chunk: store(i, load(i)) for i = base, base + blockDim.x, ...
+// (STRIDE_UNROLL of them, those below n), every load before the first store.
+template <typename V, typename Load, typename Store>
+__device__ __forceinline__ void for_each_index_of_chunk(u64 base, u64 n, Load load, Store store) {
+  V v[STRIDE_UNROLL];
+  LODTENSOR_UNROLL
+  for (u32 u = 0; u < STRIDE_UNROLL; u++) {
+    const u64 i = base + (u64)u * blockDim.x;
+    if (i < n) v[u] = load(i);
+  }
+  LODTENSOR_UNROLL
+  for (u32 u = 0; u < STRIDE_UNROLL; u++) {
+    const u64 i = base + (u64)u * blockDim.x;
+    if (i < n) store(i, v[u]);
+  }
+}
 
 // store(i, load(i)) for every i in [0, n), load(i) returning a V.
 template <typename V, typename Load, typename Store>
 __device__ __forceinline__ void for_each_index(u64 n, Load load, Store store) {
   const u64 chunk = (u64)STRIDE_UNROLL * blockDim.x;
   for (u64 base = (u64)blockIdx.x * chunk + threadIdx.x; base < n; base += chunk * gridDim.x) {
-    V v[STRIDE_UNROLL];
-    LODTENSOR_UNROLL
-    for (u32 u = 0; u < STRIDE_UNROLL; u++) {
-      const u64 i = base + (u64)u * blockDim.x;
-      if (i < n) v[u] = load(i);
-    }
-    LODTENSOR_UNROLL
-    for (u32 u = 0; u < STRIDE_UNROLL; u++) {
-      const u64 i = base + (u64)u * blockDim.x;
-      if (i < n) store(i, v[u]);
-    }
+    for_each_index_of_chunk<V>(base, n, load, store);
   }
 }
 

@@ -170,24 +170,34 @@ __device__ void pack_rows(W *__restrict__ dst, const u64 *__restrict__ steps, u6
 // so not a tile kernel: for_each_index over the output's words, each finding its row's source
 // from the index (a load shared by the row's words), four words a thread in flight. Zero-width
 // rows are one item each, so their indices are checked too.
+//
+// The load of output word e, and its store (none for zero-width rows).
+template <typename W, typename I, typename N>
+__device__ __forceinline__ auto indexed_word(const W *__restrict__ src, u64 row_words, const I *__restrict__ index,
+                                             u64 src_rows, u32 *bad) {
+  return [=](u64 e) -> W {
+    const u64 per_row = row_words ? row_words : 1;
+    const u64 row = (N)e / (N)per_row;
+    const u64 col = e - row * per_row;
+    const i64 i = (i64)index[row];
+    if (i >= 0 && (u64)i < src_rows) return row_words ? src[(u64)i * row_words + col] : W();
+    if (col == 0) atomicAdd(bad, 1u);
+    return W();
+  };
+}
+
+template <typename W>
+__device__ __forceinline__ auto indexed_store(W *__restrict__ dst, u64 row_words) {
+  return [=](u64 e, W v) {
+    if (row_words) dst[e] = v;
+  };
+}
+
 template <typename W, typename I, typename N>
 __device__ void gather_by_index(W *__restrict__ dst, const W *__restrict__ src, u64 row_words,
                                 const I *__restrict__ index, u64 rows, u64 src_rows, u32 *bad) {
-  const u64 per_row = row_words ? row_words : 1;
-  const u64 n = rows * per_row;
-  for_each_index<W>(
-      n,
-      [&](u64 e) -> W {
-        const u64 row = (N)e / (N)per_row;
-        const u64 col = e - row * per_row;
-        const i64 i = (i64)index[row];
-        if (i >= 0 && (u64)i < src_rows) return row_words ? src[(u64)i * row_words + col] : W();
-        if (col == 0) atomicAdd(bad, 1u);
-        return W();
-      },
-      [&](u64 e, W v) {
-        if (row_words) dst[e] = v;
-      });
+  for_each_index<W>(rows * (row_words ? row_words : 1), indexed_word<W, I, N>(src, row_words, index, src_rows, bad),
+                    indexed_store(dst, row_words));
 }
 
 #define LODTENSOR_GATHER_BY_INDEX(W, SUFFIX, I, INAME)                                                   \
@@ -195,6 +205,39 @@ __device__ void gather_by_index(W *__restrict__ dst, const W *__restrict__ src, 
                             (W *dst, const W *src, u64 row_words, const I *index, u64 rows, u64 src_rows,   \
                              u32 *bad),                                                                    \
                             (gather_by_index<W, I, Index>(dst, src, row_words, index, rows, src_rows, bad)))
+
+// beam_search_gather_states: gather_by_index of several tensors by one index, in one launch.
+// `table` holds INDEXED_ENTRY u64s a tensor: its output's and its source's addresses, its words a
+// row and its source's rows, and its first chunk. A chunk is STRIDE_UNROLL * blockDim.x of a
+// tensor's items (as for_each_index takes them); the first chunks ascend from 0, each tensor
+// having at least one (the host counts them). Each block takes a chunk at a time and finds its
+// tensor by one search over the first chunks (the same addresses in every thread, so one read
+// serves the block), so a large tensor and a small one cost what their words cost, not a launch
+// each.
+#define INDEXED_ENTRY 5
+
+template <typename W, typename I, typename N>
+__device__ void gather_each_by_index(const u64 *__restrict__ table, u32 count, u64 chunks,
+                                     const I *__restrict__ index, u64 rows, u32 *bad) {
+  const u64 chunk = (u64)STRIDE_UNROLL * blockDim.x;
+  for (u64 c = blockIdx.x; c < chunks; c += gridDim.x) {
+    u32 lo = 0, hi = count;
+    while (hi - lo > 1) {
+      const u32 mid = lo + (hi - lo) / 2;
+      if (table[(u64)mid * INDEXED_ENTRY + 4] <= c) lo = mid; else hi = mid;
+    }
+    const u64 *t = table + (u64)lo * INDEXED_ENTRY;
+    const u64 row_words = t[2];
+    for_each_index_of_chunk<W>((c - t[4]) * chunk + threadIdx.x, rows * (row_words ? row_words : 1),
+                               indexed_word<W, I, N>((const W *)t[1], row_words, index, t[3], bad),
+                               indexed_store((W *)t[0], row_words));
+  }
+}
+
+#define LODTENSOR_GATHER_EACH_BY_INDEX(W, SUFFIX, I, INAME)                                              \
+  LODTENSOR_NARROW_AND_WIDE_IN(6, gather_each_by_index_##INAME##_##SUFFIX,                                \
+                            (const u64 *table, u32 count, u64 chunks, const I *index, u64 rows, u32 *bad),  \
+                            (gather_each_by_index<W, I, Index>(table, count, chunks, index, rows, bad)))
 
 // scatter_rows OVERWRITE, in two launches and without a plan made on the host. First, one thread
 // per update: winner[r] becomes 1 + the last i with index[i] == r (the largest, by atomic maxima;
@@ -261,6 +304,8 @@ __device__ void overwrite_rows(W *__restrict__ dst, const W *__restrict__ x, con
   LODTENSOR_STEP_ROWS(W, SUFFIX)                \
   LODTENSOR_GATHER_BY_INDEX(W, SUFFIX, i32, i32) \
   LODTENSOR_GATHER_BY_INDEX(W, SUFFIX, i64, i64) \
+  LODTENSOR_GATHER_EACH_BY_INDEX(W, SUFFIX, i32, i32) \
+  LODTENSOR_GATHER_EACH_BY_INDEX(W, SUFFIX, i64, i64) \
   LODTENSOR_OVERWRITE_ROWS(W, SUFFIX)
 
 LODTENSOR_GATHER_ALL(u8, 1)
