@@ -178,8 +178,10 @@ pub unsafe extern "C" fn beam_search_gather_state(
 /// `beam_search_gather_state` of each of `count` tensors of a model's state by one `parent_idx`:
 /// `out[i]` receives `states[i]` reordered (a new tensor; the caller destroys each). The states may
 /// differ in dtype, row shape and rows; every parent must be a row of each. On a CUDA device one
-/// launch a state and one wait for the device for the whole call (`beam_search_gather_state` per
-/// state waits once each). `count` 0 writes nothing. On failure nothing is written to `out`.
+/// launch for all the states (one for each size of word they move in: 16, 8, 4, 2 or 1 bytes, by
+/// their rows' bytes and addresses), one small upload and one wait for the device for the whole
+/// call (`beam_search_gather_state` per state launches and waits once each). `count` 0 writes
+/// nothing. On failure nothing is written to `out`.
 /// Returns LODTENSOR_NULL_ARGUMENT (`states` or `out` with `count` > 0, any `states[i]`,
 /// `parent_idx`), LODTENSOR_INVALID_ARGUMENT (`states` or `out` misaligned, a 0-d `states[i]`,
 /// inputs on different places), LODTENSOR_OUT_OF_RANGE (a parent outside [0, rows of states[i])),

@@ -309,8 +309,9 @@ pub fn beam_search_gather_state(state: &LoDTensor, parent_idx: &LoDTensor) -> Re
 
 /// [`beam_search_gather_state`] of every tensor of a model's state by one `parent_idx`: result
 /// `i` is `states[i]` reordered. The same rules for each state (they may differ in dtype, row shape
-/// and rows; every parent must be a row of each); on a CUDA device one launch a state, and the
-/// call waits for the device once, not once a state. No states, no results.
+/// and rows; every parent must be a row of each); on a CUDA device one launch for all the states
+/// that move in words of one size (one launch in all, mostly), and the call waits for the device
+/// once, not once a state. No states, no results.
 ///
 /// Errors: those of `beam_search_gather_state`, naming `states[i]`; inputs on different places
 /// (`InvalidArgument`, naming both). On an error no result is returned.
