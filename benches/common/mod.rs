@@ -8,8 +8,9 @@
 
 use lodtensor::interop::arrow::{to_arrow_device_strings, Encoding};
 use lodtensor::{
-    array_to_lod_tensor, beam_search_fused_step, beam_search_gather_tree, lod_tensor_to_array, sequence_expand_as,
-    sequence_pad, sequence_pool, sequence_scatter, sequence_unpad, LoDTensor, Place, PoolType, RankTable, Tensor,
+    array_to_lod_tensor, beam_search_fused_step, beam_search_gather_states, beam_search_gather_tree,
+    lod_tensor_to_array, sequence_expand_as, sequence_pad, sequence_pool, sequence_scatter, sequence_unpad, LoDTensor,
+    Place, PoolType, RankTable, Tensor,
 };
 use lodtensor::{scatter_rows, ScatterMode};
 use std::hint::black_box;
@@ -307,6 +308,36 @@ pub fn cases(on: &dyn Fn(LoDTensor) -> LoDTensor, small: bool) -> Vec<Case> {
         let (ids, parents) = (on(ids), on(parents));
         v.push(case(format!("gather_tree T{t} b64 k5"), 2 * n * 8, n * 8, calib, move || {
             black_box(beam_search_gather_tree(&ids, &parents)).map(drop)
+        }));
+    }
+
+    // A decoder's state reordered after a step by the step's parents (beam_search_gather_states):
+    // the keys and values of 24 layers (48 states) for 64 x 5 prefixes, float32 rows of 512, each
+    // prefix's parent one of its source's 5. Calibration: the same rows gathered by a plain loop
+    // (runs of consecutive parents as one block, as the op reads them).
+    {
+        let (p, w, layers) = (s(320), 512, 48);
+        let host: Vec<LoDTensor> = (0..layers)
+            .map(|_| LoDTensor::dense(Tensor::from_slice(&data(p * w, &mut rng), &[p, w]).unwrap()))
+            .collect();
+        let parents: Vec<usize> = (0..p).map(|i| (i / 5 * 5 + rng.range(0, 4)).min(p - 1)).collect();
+        let mut runs: Vec<Range<usize>> = vec![];
+        for &r in &parents {
+            match runs.last_mut() {
+                Some(run) if run.end == r => run.end += 1,
+                _ => runs.push(r..r + 1),
+            }
+        }
+        let blocks = (0..layers).flat_map(|k| runs.iter().map(move |r| (k, r.clone()))).collect();
+        let sources = host.iter().map(|t| t.tensor().clone()).collect();
+        let calib = Calib::Gather { sources: Rc::new(sources), row_bytes: w * f, ranges: Rc::new(blocks) };
+        let states: Vec<LoDTensor> = host.into_iter().map(on).collect();
+        let parents: Vec<i64> = parents.iter().map(|&r| r as i64).collect();
+        let parents = on(LoDTensor::dense(Tensor::from_slice(&parents, &[p]).unwrap()));
+        let bytes = layers * p * w * f;
+        v.push(case(format!("gather_states {layers}x{p}x{w}"), bytes, bytes, calib, move || {
+            let refs: Vec<&LoDTensor> = states.iter().collect();
+            black_box(beam_search_gather_states(&refs, &parents)).map(drop)
         }));
     }
 

@@ -1,7 +1,7 @@
 //! Helpers shared by the operators: the shapes of index and offset inputs, the LoD levels an op
 //! reads, the one-level LoD of an output, and "new tensor = these row ranges of x".
 
-use crate::backend::cpu::rows::gather_row_ranges;
+use crate::backend::cpu::rows::{gather_each, gather_row_ranges, RowGather};
 use crate::dim::Dim;
 use crate::error::{ensure, err, Result};
 use crate::lod::LodLevel;
@@ -60,6 +60,24 @@ pub(crate) fn gather_into_new(src: &Tensor, row_bytes: usize, ranges: &[Range<us
     let mut out = Tensor::uninit(src.dtype(), dims)?;
     gather_row_ranges(src.bytes()?, row_bytes, ranges, out.bytes_mut()?)?;
     Ok(out)
+}
+
+/// `gather_into_new` of several sources on one place, `(src, row_bytes, ranges, dims)` each: the
+/// new tensors in order. On the host one job for all ([`gather_each`]: its tasks in one pass over
+/// the pool, streaming stores by the outputs' size together); on a CUDA place one launch a source.
+pub(crate) fn gather_each_into_new(gathers: &[(&Tensor, usize, &[Range<usize>], Dim)]) -> Result<Vec<Tensor>> {
+    if gathers.iter().any(|(src, ..)| src.place() != Place::Cpu) {
+        let outs = gathers.iter().map(|&(src, row_bytes, ranges, dims)| gather_into_new(src, row_bytes, ranges, dims));
+        return lists::try_collect(gathers.len(), outs, "row gathers: results");
+    }
+    let outs = gathers.iter().map(|(src, _, _, dims)| Tensor::uninit(src.dtype(), *dims));
+    let mut outs = lists::try_collect(gathers.len(), outs, "row gathers: results")?;
+    let jobs =
+        gathers.iter().map(|&(src, row_bytes, ranges, _)| Ok(RowGather { src: src.bytes()?, row_bytes, ranges }));
+    let jobs = lists::try_collect(gathers.len(), jobs, "row gathers: sources")?;
+    let mut bytes = lists::try_collect(gathers.len(), outs.iter_mut().map(|t| t.bytes_mut()), "row gathers: outputs")?;
+    gather_each(&jobs, &mut bytes)?;
+    Ok(outs)
 }
 
 /// Whether `t` has the shape of an index column: `[n]` or `[n, 1]`.

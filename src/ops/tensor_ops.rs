@@ -4,7 +4,7 @@
 
 use super::common_place;
 use super::host_inputs::on_host;
-use super::support::{gather_into_new, int_column, is_column, row_runs};
+use super::support::{gather_each_into_new, int_column, is_column, row_runs};
 use crate::backend::cpu::convert::{self, dispatch_any_dtype, elements, elements_mut, CastElem, Value};
 use crate::backend::cpu::softmax::softmax_segments;
 use crate::backend::cuda;
@@ -86,8 +86,9 @@ pub(crate) fn gather_rows_named(x: &LoDTensor, x_name: &str, index: &LoDTensor, 
 }
 
 /// `gather_rows` of each of `xs` (each named for its errors) by one index: the same checks, the
-/// first failing source named. On a CUDA place with the index there, one launch a source and one
-/// wait for all (their bad-value counts are one).
+/// first failing source named. On the host one job for all (`gather_each_into_new`); on a CUDA
+/// place with the index there, one launch for all the sources of a word size and one wait for all
+/// (their bad-value counts are one).
 pub(crate) fn gather_rows_of_all(
     xs: &[(String, &LoDTensor)],
     index: &LoDTensor,
@@ -125,11 +126,12 @@ pub(crate) fn gather_rows_of_all(
     }
     let ranges = row_runs(index.iter().map(|&i| i as usize), "index: runs of rows")?;
     place.ensure_usable()?;
-    let outs = xs.iter().map(|(_, x)| {
+    let gathers = xs.iter().map(|(_, x)| {
         let t = x.tensor();
-        Ok(LoDTensor::dense(gather_into_new(t, t.row_bytes(), &ranges, t.dims().with_rows(index.len())?)?))
+        Ok((t, t.row_bytes(), &ranges[..], t.dims().with_rows(index.len())?))
     });
-    lists::try_collect(xs.len(), outs, "results")
+    let gathers = lists::try_collect(xs.len(), gathers, "inputs: gathers")?;
+    lists::collect(gather_each_into_new(&gathers)?.into_iter().map(LoDTensor::dense), "results")
 }
 
 /// `out = x - m - ln Σ exp(x - m)` over the last axis (`m` the maximum along it) for float16,

@@ -2,7 +2,7 @@
 //! unpack, reorder, concat, slice, gather): the output is a concatenation of row ranges of the
 //! input. Rows are copied as bytes, so one kernel serves every dtype.
 
-use super::pool::for_each_segment;
+use super::pool::{for_each_segment, for_each_segment_with_work};
 use super::prefetch_lines;
 use crate::dtype::Element;
 use crate::error::{ensure, err, Result};
@@ -26,11 +26,54 @@ pub fn gather_blocks(srcs: &[&[u8]], row_bytes: usize, blocks: &[(usize, Range<u
     })
 }
 
-/// The one checked row gather: block `i` is `block(i) = (source, rows)`. Every block is checked to
-/// lie in its source and the blocks to fill `out` exactly, once, before any byte is copied. One
-/// pass over the blocks checks them, keeps each one's bytes, counts the runs they are read in and
-/// groups them into tasks: a gather of short rows spends as much time on this bookkeeping as on
-/// the copy. The blocks come from `sources` distinct sources (see `prefetches`).
+/// One output of [`gather_each`]: rows `ranges[0]`, then `ranges[1]`, ... of `src`, whose rows are
+/// `row_bytes` long.
+pub struct RowGather<'a> {
+    pub src: &'a [u8],
+    pub row_bytes: usize,
+    pub ranges: &'a [Range<usize>],
+}
+
+/// Several row gathers as one job, `outs[j]` receiving `gathers[j]` (exactly as long as its ranges
+/// together): a model's state of many tensors reordered by one index. Every gather is checked
+/// before any byte is copied; then the tasks of all of them run in one pass over the pool, and the
+/// outputs are written with streaming stores when they are large together (see `streams`): each
+/// may be small, but together they leave the cache as one output of their size would.
+pub fn gather_each(gathers: &[RowGather], outs: &mut [&mut [u8]]) -> Result<()> {
+    ensure!(gathers.len() == outs.len(), Internal, "{} row gathers into {} outputs", gathers.len(), outs.len());
+    let plans = gathers
+        .iter()
+        .zip(outs.iter())
+        .map(|(g, out)| Plan::new(g.ranges.len(), g.row_bytes, 1, out.len(), |i| Ok((g.src, g.ranges[i].clone()))));
+    let plans = lists::try_collect(gathers.len(), plans, "row gathers: plans")?;
+    let (bytes, runs) = outs.iter().zip(&plans).fold((0, 0), |(b, r), (out, p)| (b + out.len(), r + p.runs));
+    let stream = match std::env::var("XS").as_deref() {
+        Ok("0") => false,
+        Ok("1") => true,
+        _ => streams(bytes, runs),
+    };
+    // Every task of every gather, as (gather, task) and its part of that gather's output.
+    let tasks = plans.iter().map(|p| p.bounds.len() - 1).sum();
+    let (mut segments, mut owners) =
+        (lists::with_capacity(tasks, "row gathers: tasks")?, lists::with_capacity(tasks, "row gathers: tasks")?);
+    for (j, (out, plan)) in outs.iter_mut().zip(&plans).enumerate() {
+        let mut rest = &mut out[..];
+        for (t, w) in plan.bounds.windows(2).enumerate() {
+            let (seg, tail) = std::mem::take(&mut rest).split_at_mut(w[1] - w[0]);
+            segments.push(seg);
+            owners.push((j, t));
+            rest = tail;
+        }
+    }
+    let bounds = lists::collect(0..tasks + 1, "row gathers: task bounds")?;
+    for_each_segment_with_work(&mut segments, &bounds, bytes, |k, seg| {
+        let (j, t) = owners[k];
+        plans[j].copy_task(t, seg[0], stream);
+    })
+}
+
+/// The one checked row gather: block `i` is `block(i) = (source, rows)`. The blocks come from
+/// `sources` distinct sources (see `prefetches`).
 fn gather_checked<'a>(
     n: usize,
     row_bytes: usize,
@@ -38,49 +81,81 @@ fn gather_checked<'a>(
     out: &mut [u8],
     block: impl Fn(usize) -> Result<(&'a [u8], Range<usize>)>,
 ) -> Result<()> {
-    let mut pieces: Vec<&'a [u8]> = lists::with_capacity(n, "row gather: blocks")?;
-    // Task t copies pieces first[t]..first[t + 1] into out[task_bounds[t]..task_bounds[t + 1]].
-    let (mut first, mut task_bounds) = (vec![0usize], vec![0usize]);
-    let (mut filled, mut runs) = (0usize, 0usize);
-    for i in 0..n {
-        let (src, r) = block(i)?;
-        // One test covers a range that is reversed, overflows or ends past its source (the start
-        // cannot overflow when the end does not); rows of zero bytes are empty at any index.
-        let piece = (r.start <= r.end)
-            .then(|| r.end.checked_mul(row_bytes))
-            .flatten()
-            .and_then(|end| src.get(r.start * row_bytes..end))
-            .ok_or_else(|| {
-                let rows = src.len().checked_div(row_bytes).unwrap_or(usize::MAX);
-                err!(Internal, "row block {i} = rows {r:?} is outside its source's {rows} rows")
-            })?;
-        // Checked before adding, so `filled` cannot overflow however often a source repeats.
-        ensure!(
-            piece.len() <= out.len() - filled,
-            Internal,
-            "row blocks 0..={i} cover more than the output's {} bytes",
-            out.len()
-        );
-        filled += piece.len();
-        if pieces.last().is_none_or(|&prev| !continues_run(prev, piece)) {
-            runs += 1;
+    let plan = Plan::new(n, row_bytes, sources, out.len(), block)?;
+    let stream = streams(out.len(), plan.runs);
+    for_each_segment(out, &plan.bounds, |t, seg| plan.copy_task(t, seg, stream))
+}
+
+/// What a checked row gather copies: its pieces in output order, grouped into tasks (task `t`
+/// copies pieces `first[t]..first[t + 1]` into output bytes `bounds[t]..bounds[t + 1]`).
+struct Plan<'a> {
+    pieces: Vec<&'a [u8]>,
+    first: Vec<usize>,
+    bounds: Vec<usize>,
+    /// The runs the pieces are read in (see `streams`).
+    runs: usize,
+    /// Whether the pieces ahead of the one being copied are prefetched (see `prefetches`).
+    prefetch: bool,
+}
+
+impl<'a> Plan<'a> {
+    /// The plan of a gather of `n` blocks into an output of `out_len` bytes. Every block is checked
+    /// to lie in its source and the blocks to fill the output exactly, once, before any byte is
+    /// copied. One pass over the blocks checks them, keeps each one's bytes, counts the runs they
+    /// are read in and groups them into tasks: a gather of short rows spends as much time on this
+    /// bookkeeping as on the copy.
+    fn new(
+        n: usize,
+        row_bytes: usize,
+        sources: usize,
+        out_len: usize,
+        block: impl Fn(usize) -> Result<(&'a [u8], Range<usize>)>,
+    ) -> Result<Plan<'a>> {
+        let mut pieces: Vec<&'a [u8]> = lists::with_capacity(n, "row gather: blocks")?;
+        let (mut first, mut bounds) = (vec![0usize], vec![0usize]);
+        let (mut filled, mut runs) = (0usize, 0usize);
+        for i in 0..n {
+            let (src, r) = block(i)?;
+            // One test covers a range that is reversed, overflows or ends past its source (the
+            // start cannot overflow when the end does not); rows of zero bytes are empty at any
+            // index.
+            let piece = (r.start <= r.end)
+                .then(|| r.end.checked_mul(row_bytes))
+                .flatten()
+                .and_then(|end| src.get(r.start * row_bytes..end))
+                .ok_or_else(|| {
+                    let rows = src.len().checked_div(row_bytes).unwrap_or(usize::MAX);
+                    err!(Internal, "row block {i} = rows {r:?} is outside its source's {rows} rows")
+                })?;
+            // Checked before adding, so `filled` cannot overflow however often a source repeats.
+            ensure!(
+                piece.len() <= out_len - filled,
+                Internal,
+                "row blocks 0..={i} cover more than the output's {out_len} bytes"
+            );
+            filled += piece.len();
+            if pieces.last().is_none_or(|&prev| !continues_run(prev, piece)) {
+                runs += 1;
+            }
+            pieces.push(piece);
+            if filled - bounds[bounds.len() - 1] >= TASK_BYTES {
+                first.push(i + 1);
+                bounds.push(filled);
+            }
         }
-        pieces.push(piece);
-        if filled - task_bounds[task_bounds.len() - 1] >= TASK_BYTES {
-            first.push(i + 1);
-            task_bounds.push(filled);
+        ensure!(filled == out_len, Internal, "row blocks cover {filled} bytes, the output has {out_len}");
+        if first.len() == 1 || first[first.len() - 1] != n {
+            first.push(n); // the last, short task; or one empty task when there are no pieces
+            bounds.push(filled);
         }
+        let prefetch = prefetches(filled, n, sources);
+        Ok(Plan { pieces, first, bounds, runs, prefetch })
     }
-    ensure!(filled == out.len(), Internal, "row blocks cover {filled} bytes, the output has {}", out.len());
-    if first.len() == 1 || first[first.len() - 1] != n {
-        first.push(n); // the last, short task; or one empty task when there are no pieces
-        task_bounds.push(filled);
-    }
-    let stream = streams(out.len(), runs);
-    let prefetch = prefetches(filled, n, sources);
-    for_each_segment(out, &task_bounds, |t, seg| {
-        let pieces = &pieces[first[t]..first[t + 1]];
-        if prefetch {
+
+    /// Task `t` into `seg`, its part of the output.
+    fn copy_task(&self, t: usize, seg: &mut [u8], stream: bool) {
+        let pieces = &self.pieces[self.first[t]..self.first[t + 1]];
+        if self.prefetch {
             copy_pieces::<true>(pieces, seg, stream);
         } else {
             copy_pieces::<false>(pieces, seg, stream);
@@ -88,7 +163,7 @@ fn gather_checked<'a>(
         if stream {
             store_fence();
         }
-    })
+    }
 }
 
 /// Copies `pieces` one after another into `out` (exactly as long), prefetching those ahead when
@@ -305,6 +380,45 @@ mod tests {
         let mut small = vec![0u8; 3];
         copy(&mut small[1..], &src[5..7], true);
         assert_eq!(small, [0, 5, 6]);
+    }
+
+    /// gather_each gives each output what a plain loop over its ranges gives: sources of other row
+    /// sizes (0 included) and ranges, small outputs that are large together (streamed, in many
+    /// tasks), one empty output; a range outside its source, or a count of outputs other than of
+    /// gathers, is an error and nothing is written.
+    #[test]
+    fn gather_each_equals_a_loop_over_each() {
+        let row_sizes = [4usize, 1029, 0, 64, 2048, 3];
+        let srcs: Vec<Vec<u8>> = row_sizes
+            .iter()
+            .enumerate()
+            .map(|(k, &b)| (0..b * 700).map(|i| ((i * 7 + k) % 251) as u8).collect())
+            .collect();
+        // Rows in runs, steps back and repeats, as a reorder by parents reads them.
+        let ranges: Vec<Range<usize>> =
+            (0..3000).map(|i| (i * 13 + i / 7) % 697..(i * 13 + i / 7) % 697 + 1 + i % 3).collect();
+        let rows: usize = ranges.iter().map(|r| r.len()).sum();
+        let gathers: Vec<RowGather> =
+            srcs.iter().zip(row_sizes).map(|(src, row_bytes)| RowGather { src, row_bytes, ranges: &ranges }).collect();
+        assert!(row_sizes.iter().sum::<usize>() * rows >= STREAM_MIN_BYTES, "together large enough to stream");
+        let mut outs: Vec<Vec<u8>> = row_sizes.iter().map(|&b| vec![0u8; b * rows]).collect();
+        let mut refs: Vec<&mut [u8]> = outs.iter_mut().map(|o| &mut o[..]).collect();
+        gather_each(&gathers, &mut refs).unwrap();
+        for ((src, out), b) in srcs.iter().zip(&outs).zip(row_sizes) {
+            let want: Vec<u8> = ranges.iter().flat_map(|r| &src[r.start * b..r.end * b]).copied().collect();
+            assert!(*out == want, "rows of {b} bytes");
+        }
+        // Errors: a range past a source's rows; fewer outputs than gathers.
+        let past = [0..2, 699..701];
+        let bad = [
+            RowGather { src: &srcs[0], row_bytes: 4, ranges: &ranges[..1] },
+            RowGather { src: &srcs[0], row_bytes: 4, ranges: &past },
+        ];
+        let (mut a, mut b) = (vec![9u8; 4 * ranges[0].len()], vec![9u8; 16]);
+        assert!(gather_each(&bad, &mut [&mut a[..], &mut b[..]]).is_err());
+        assert!(a.iter().chain(&b).all(|&x| x == 9), "nothing written");
+        assert!(gather_each(&bad, &mut [&mut a[..]]).is_err());
+        gather_each(&[], &mut []).unwrap();
     }
 
     #[test]
