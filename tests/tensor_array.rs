@@ -666,6 +666,30 @@ proptest! {
     }
 }
 
+/// unstack of parts whose rows are 1 KiB or more, which are gathered many parts at a time (2100
+/// parts of 32 rows of 1 KiB: more parts than one batch of ranges holds), of one row a part, and
+/// of rows of one element, equals the parts read element by element.
+#[test]
+fn unstack_equals_the_parts_element_by_element() {
+    for (dims, axis) in [([32usize, 2100, 256], 1usize), ([300, 4, 256], 0), ([3, 5, 300], 2)] {
+        let n: usize = dims.iter().product();
+        let x: Vec<i32> = (0..n as i32).map(|v| v.wrapping_mul(2_654_435_761u32 as i32)).collect();
+        let parts = unstack(&LoDTensor::dense(Tensor::from_slice(&x, &dims).unwrap()), axis as i64).unwrap();
+        assert_eq!(parts.len(), dims[axis]);
+        let mut want: Vec<Vec<i32>> = vec![vec![]; dims[axis]];
+        for (flat, &v) in x.iter().enumerate() {
+            let idx = [flat / (dims[1] * dims[2]), flat / dims[2] % dims[1], flat % dims[2]];
+            want[idx[axis]].push(v);
+        }
+        let part_dims: Vec<usize> = (0..3).filter(|&k| k != axis).map(|k| dims[k]).collect();
+        for (i, w) in want.iter().enumerate() {
+            let got = parts.get(i).unwrap();
+            assert_eq!(got.dims().as_slice(), part_dims.as_slice(), "{dims:?} axis {axis}, part {i}");
+            assert!(got.tensor().as_slice::<i32>().unwrap() == &w[..], "{dims:?} axis {axis}, part {i}");
+        }
+    }
+}
+
 /// Thousands of sequences and > 256 KiB of output: the parallel path gives the same bytes as one
 /// thread.
 #[test]

@@ -64,9 +64,10 @@ pub(crate) fn gather_into_new(src: &Tensor, row_bytes: usize, ranges: &[Range<us
 
 /// `gather_into_new` of several sources on one place, `(src, row_bytes, ranges, dims)` each: the
 /// new tensors in order. On the host one job for all ([`gather_each`]: its tasks in one pass over
-/// the pool, streaming stores by the outputs' size together); on a CUDA place one launch a source.
+/// the pool, streaming stores by the outputs' size together); on a CUDA place, or for one source,
+/// `gather_into_new` of each.
 pub(crate) fn gather_each_into_new(gathers: &[(&Tensor, usize, &[Range<usize>], Dim)]) -> Result<Vec<Tensor>> {
-    if gathers.iter().any(|(src, ..)| src.place() != Place::Cpu) {
+    if gathers.len() == 1 || gathers.iter().any(|(src, ..)| src.place() != Place::Cpu) {
         let outs = gathers.iter().map(|&(src, row_bytes, ranges, dims)| gather_into_new(src, row_bytes, ranges, dims));
         return lists::try_collect(gathers.len(), outs, "row gathers: results");
     }
