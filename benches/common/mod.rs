@@ -12,7 +12,7 @@ use lodtensor::{
     lod_tensor_to_array, sequence_expand_as, sequence_pad, sequence_pool, sequence_scatter, sequence_unpad, LoDTensor,
     Place, PoolType, RankTable, Tensor,
 };
-use lodtensor::{scatter_rows, ScatterMode};
+use lodtensor::{scatter_rows, unstack, ScatterMode};
 use std::hint::black_box;
 use std::ops::Range;
 use std::rc::Rc;
@@ -311,6 +311,16 @@ pub fn cases(on: &dyn Fn(LoDTensor) -> LoDTensor, small: bool) -> Vec<Case> {
         }));
     }
 
+    // TensorArray unstack of a time-major batch along axis 0: 512 steps of [64, 512] float32
+    // (128 KiB a step, 64 MiB in all).
+    {
+        let (t, b, w) = (s(512), 64, 512);
+        let x = on(LoDTensor::dense(Tensor::from_slice(&data(t * b * w, &mut rng), &[t, b, w]).unwrap()));
+        let bytes = t * b * w * f;
+        v.push(case(format!("unstack {t}x{b}x{w} axis 0"), bytes, bytes, Calib::Copy, move || {
+            black_box(unstack(&x, 0)).map(drop)
+        }));
+    }
     // A decoder's state reordered after a step by the step's parents (beam_search_gather_states):
     // the keys and values of 24 layers (48 states) for 64 x 5 prefixes, float32 rows of 512, each
     // prefix's parent one of its source's 5. Calibration: the same rows gathered by a plain loop
