@@ -18,8 +18,8 @@ pub(crate) type DevicePtr = u64;
 /// A loaded kernel module (never unloaded: it lives as long as its device's context).
 #[derive(Clone, Copy)]
 pub(crate) struct Module(sys::CUmodule);
-/// A kernel of a loaded module.
-#[derive(Clone, Copy)]
+/// A kernel of a loaded module (Clone, not Copy, as the emulator's, whose handle is a name).
+#[derive(Clone)]
 pub(crate) struct Function(sys::CUfunction);
 
 // SAFETY: module and function handles are plain driver handles, valid in any thread once the
