@@ -47,11 +47,7 @@ pub fn gather_each(gathers: &[RowGather], outs: &mut [&mut [u8]]) -> Result<()> 
         .map(|(g, out)| Plan::new(g.ranges.len(), g.row_bytes, 1, out.len(), |i| Ok((g.src, g.ranges[i].clone()))));
     let plans = lists::try_collect(gathers.len(), plans, "row gathers: plans")?;
     let (bytes, runs) = outs.iter().zip(&plans).fold((0, 0), |(b, r), (out, p)| (b + out.len(), r + p.runs));
-    let stream = match std::env::var("XS").as_deref() {
-        Ok("0") => false,
-        Ok("1") => true,
-        _ => streams(bytes, runs),
-    };
+    let stream = streams(bytes, runs);
     // Every task of every gather, as (gather, task) and its part of that gather's output.
     let tasks = plans.iter().map(|p| p.bounds.len() - 1).sum();
     let (mut segments, mut owners) =
