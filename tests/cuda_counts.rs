@@ -128,6 +128,47 @@ fn gather_states_launch_once_per_word_size() {
     }
 }
 
+/// sequence_pad is one launch whether its pad value is a whole step or one element (which the
+/// kernel repeats itself), for elements of 1, 2, 4 and 8 bytes; the slots hold the pad value.
+#[test]
+fn sequence_pad_launches_once() {
+    let _device = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
+    if !gpu_or_skip() || common::caches_off_for_guard_pages() {
+        return;
+    }
+    let lod = Lod::from_lengths(&[vec![2, 0, 1]]).unwrap();
+    for (dtype, pad_bytes) in [
+        (DType::U8, &[0xA1u8][..]),
+        (DType::I16, &[1, 2]),
+        (DType::F32, &[1, 2, 3, 4]),
+        (DType::I64, &[1, 2, 3, 4, 5, 6, 7, 8]),
+    ] {
+        let size = dtype.size();
+        let x = gpu(&LoDTensor::new(
+            Tensor::from_bytes(dtype, Dim::new(&[3, 6]).unwrap(), &vec![0x55; 18 * size]).unwrap(),
+            lod.clone(),
+        )
+        .unwrap());
+        let one = gpu(&LoDTensor::dense(Tensor::from_bytes(dtype, Dim::new(&[1]).unwrap(), pad_bytes).unwrap()));
+        let step =
+            gpu(&LoDTensor::dense(Tensor::from_bytes(dtype, Dim::new(&[6]).unwrap(), &pad_bytes.repeat(6)).unwrap()));
+        for pad in [&one, &step] {
+            sequence_pad(&x, pad, 3).unwrap();
+            let (c, (padded, _)) = counted(|| sequence_pad(&x, pad, 3).unwrap());
+            assert_eq!(
+                (c.launches, c.allocations),
+                (1, 2),
+                "{dtype}, pad of {} element(s): {c:?}",
+                pad.tensor().numel()
+            );
+            // Slot 1 (an empty sequence) is three steps of the pad value.
+            let bytes = to_place(&padded, Place::Cpu).unwrap().tensor().bytes().unwrap().to_vec();
+            let row = 6 * size;
+            assert_eq!(bytes[3 * row..6 * row], pad_bytes.repeat(18)[..], "{dtype}");
+        }
+    }
+}
+
 /// The inputs of every op, on cuda:0, for `seqs` sequences.
 struct Inputs {
     /// float32 [rows, 4], `seqs` sequences of 0-5 rows.

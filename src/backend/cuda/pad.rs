@@ -1,8 +1,7 @@
-//! Launcher of `kernels/pad.cu`: `sequence_pad`'s slots and lengths, one launch (two with a
-//! one-element pad value, which is first repeated into a pad row).
+//! Launcher of `kernels/pad.cu`: `sequence_pad`'s slots and lengths, one launch.
 
 use super::device::new_tensor;
-use super::launch::{index_width, launch_1d, launch_unrolled, Args};
+use super::launch::{index_width, launch_unrolled, Args};
 use super::seq_common::{device_of, level_on, word_for};
 use crate::dim::Dim;
 use crate::dtype::DType;
@@ -12,7 +11,7 @@ use crate::tensor::Tensor;
 
 /// A new device tensor of `dims` (`[sequences, padded, step...]`, `x`'s dtype) whose slot `i` holds
 /// rows `offsets[i]..offsets[i+1]` of `x` (rows of `row_bytes`; the offsets of `level`), then
-/// copies of the pad row up to `padded` rows; and the sequences' lengths, int64 `[sequences]`, made
+/// copies of the pad row (or of its one element) up to `padded` rows; and the sequences' lengths, int64 `[sequences]`, made
 /// on the device from the same device copy of the offsets. `pad` is on `x`'s device with one
 /// element or one row of `row_bytes`. The caller has checked the offsets against `x` and that no
 /// sequence is longer than `padded`.
@@ -37,28 +36,28 @@ pub fn pad_sequences(
     if sequences == 0 {
         return Ok((out, lengths));
     }
-    let elem = x.dtype().size();
-    // The pad row: the pad value itself, or its one element repeated (one small launch); none is
+    // A one-element pad value is repeated by the kernel itself (no pad row made first); none is
     // read when the output is empty.
-    let row;
-    let pad_row = if pad.nbytes() == row_bytes || out.nbytes() == 0 {
-        pad
+    let pad_elem = if pad.nbytes() == row_bytes || out.nbytes() == 0 {
+        0
     } else {
-        ensure!(pad.nbytes() == elem, Internal, "sequence_pad: a pad value of {} bytes", pad.nbytes());
-        let mut r = new_tensor(&d, x.dtype(), Dim::new(&[row_bytes / elem])?)?;
-        let args = Args::new().ptr(pad).arg(r.as_mut_ptr() as u64).arg((row_bytes / elem) as u64);
-        launch_1d(&d, "pad.cu", &format!("broadcast_{elem}"), (row_bytes / elem) as u64, args)?;
-        row = r;
-        &row
+        ensure!(pad.nbytes() == x.dtype().size(), Internal, "sequence_pad: a pad value of {} bytes", pad.nbytes());
+        pad.nbytes() as u32
     };
     let offsets = level_on(&d, level)?;
-    let word = word_for(row_bytes, [x.as_ptr() as u64, out.as_mut_ptr() as u64, pad_row.as_ptr() as u64]);
+    let word = word_for(row_bytes, [x.as_ptr() as u64, out.as_mut_ptr() as u64, pad.as_ptr() as u64]);
+    ensure!(
+        word >= pad_elem as usize,
+        Internal,
+        "sequence_pad: a word of {word} bytes for a pad element of {pad_elem}"
+    );
     let row_words = (row_bytes / word) as u64;
     let total = (sequences * padded) as u64 * row_words;
     let args = Args::new()
         .ptr(x)
         .arg(out.as_mut_ptr() as u64)
-        .ptr(pad_row)
+        .ptr(pad)
+        .arg(pad_elem)
         .arg(row_words)
         .arg(padded as u64)
         .buf(&offsets)

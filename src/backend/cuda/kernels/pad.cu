@@ -4,9 +4,31 @@
 // that divides the row and the three addresses): consecutive threads write consecutive words, and
 // the sequence of a word is a division, not a search.
 
-// N: the type of the index arithmetic (LODTENSOR_NARROW_AND_WIDE).
+// A pad value of one element of `elem` bytes (1, 2, 4 or 8) repeated into a word of W bytes
+// (whole elements: W is a multiple of elem).
+__device__ __forceinline__ void lt_word_of(u8 &w, u64 v) { w = (u8)v; }
+__device__ __forceinline__ void lt_word_of(u16 &w, u64 v) { w = (u16)v; }
+__device__ __forceinline__ void lt_word_of(u32 &w, u64 v) { w = (u32)v; }
+__device__ __forceinline__ void lt_word_of(u64 &w, u64 v) { w = v; }
+__device__ __forceinline__ void lt_word_of(word16 &w, u64 v) { w.a = v; w.b = v; }
+
+template <typename W>
+__device__ __forceinline__ W lt_repeated(const W *pad, u32 elem) {
+  const u8 *p = (const u8 *)pad;
+  u64 v = elem == 1 ? p[0] : elem == 2 ? *(const u16 *)p : elem == 4 ? *(const u32 *)p : *(const u64 *)p;
+  for (u32 s = elem; s < 8; s *= 2) v |= v << (8 * s);
+  W w;
+  lt_word_of(w, v);
+  return w;
+}
+
+// N: the type of the index arithmetic (LODTENSOR_NARROW_AND_WIDE). `pad` is a whole pad row
+// (pad_elem 0), or one element of pad_elem bytes, no more than W (every address is a multiple of
+// its elements' size, so the host's word is at least one element), repeated into each pad word
+// where it is stored: no pad row is made first, and a word kept for the whole loop would cost
+// the 16-byte kernel a spill.
 template <typename W, typename N>
-__device__ void pad_rows(const W *__restrict__ src, W *__restrict__ dst, const W *__restrict__ pad_row,
+__device__ void pad_rows(const W *__restrict__ src, W *__restrict__ dst, const W *__restrict__ pad, u32 pad_elem,
                          u64 row_words, u64 padded, const i64 *__restrict__ offsets, u64 total,
                          i64 *__restrict__ lengths, u64 sequences) {
   const u64 stride = (u64)gridDim.x * blockDim.x;
@@ -20,16 +42,17 @@ __device__ void pad_rows(const W *__restrict__ src, W *__restrict__ dst, const W
         const N seq = row / (N)padded;
         const N step = row - seq * (N)padded;
         const i64 start = offsets[seq];
-        return (i64)step < offsets[seq + 1] - start ? src[((u64)start + step) * row_words + col] : pad_row[col];
+        if ((i64)step < offsets[seq + 1] - start) return src[((u64)start + step) * row_words + col];
+        return pad_elem == 0 ? pad[col] : lt_repeated(pad, pad_elem);
       },
       [&](u64 i, W v) { dst[i] = v; });
 }
 
 #define LODTENSOR_PAD(W, SUFFIX)                                                                    \
   LODTENSOR_NARROW_AND_WIDE(pad_rows_##SUFFIX,                                                      \
-                            (const W *src, W *dst, const W *pad_row, u64 row_words, u64 padded,     \
-                             const i64 *offsets, u64 total, i64 *lengths, u64 sequences),           \
-                            (pad_rows<W, Index>(src, dst, pad_row, row_words, padded, offsets, total, \
+                            (const W *src, W *dst, const W *pad, u32 pad_elem, u64 row_words,       \
+                             u64 padded, const i64 *offsets, u64 total, i64 *lengths, u64 sequences), \
+                            (pad_rows<W, Index>(src, dst, pad, pad_elem, row_words, padded, offsets, total, \
                                                 lengths, sequences)))
 
 LODTENSOR_PAD(u8, 1)
