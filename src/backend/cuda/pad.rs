@@ -11,10 +11,10 @@ use crate::tensor::Tensor;
 
 /// A new device tensor of `dims` (`[sequences, padded, step...]`, `x`'s dtype) whose slot `i` holds
 /// rows `offsets[i]..offsets[i+1]` of `x` (rows of `row_bytes`; the offsets of `level`), then
-/// copies of the pad row (or of its one element) up to `padded` rows; and the sequences' lengths, int64 `[sequences]`, made
-/// on the device from the same device copy of the offsets. `pad` is on `x`'s device with one
-/// element or one row of `row_bytes`. The caller has checked the offsets against `x` and that no
-/// sequence is longer than `padded`.
+/// copies of the pad row (or of its one element) up to `padded` rows; and the sequences' lengths,
+/// int64 `[sequences]`, made on the device from the same device copy of the offsets. `pad` is on
+/// `x`'s device with one element or one row of `row_bytes`. The caller has checked the offsets
+/// against `x` and that no sequence is longer than `padded`.
 pub fn pad_sequences(
     x: &Tensor,
     row_bytes: usize,
