@@ -48,23 +48,21 @@ pub fn gather_each(gathers: &[RowGather], outs: &mut [&mut [u8]]) -> Result<()> 
     let plans = lists::try_collect(gathers.len(), plans, "row gathers: plans")?;
     let (bytes, runs) = outs.iter().zip(&plans).fold((0, 0), |(b, r), (out, p)| (b + out.len(), r + p.runs));
     let stream = streams(bytes, runs);
-    // Every task of every gather, as (gather, task) and its part of that gather's output.
-    let tasks = plans.iter().map(|p| p.bounds.len() - 1).sum();
-    let (mut segments, mut owners) =
-        (lists::with_capacity(tasks, "row gathers: tasks")?, lists::with_capacity(tasks, "row gathers: tasks")?);
-    for (j, (out, plan)) in outs.iter_mut().zip(&plans).enumerate() {
+    // Every task of every gather: its plan, its place in the plan and its part of the output.
+    let count = plans.iter().map(|p| p.bounds.len() - 1).sum();
+    let mut tasks = lists::with_capacity(count, "row gathers: tasks")?;
+    for (out, plan) in outs.iter_mut().zip(&plans) {
         let mut rest = &mut out[..];
         for (t, w) in plan.bounds.windows(2).enumerate() {
             let (seg, tail) = std::mem::take(&mut rest).split_at_mut(w[1] - w[0]);
-            segments.push(seg);
-            owners.push((j, t));
+            tasks.push((plan, t, seg));
             rest = tail;
         }
     }
-    let bounds = lists::collect(0..tasks + 1, "row gathers: task bounds")?;
-    for_each_segment_with_work(&mut segments, &bounds, bytes, |k, seg| {
-        let (j, t) = owners[k];
-        plans[j].copy_task(t, seg[0], stream);
+    let bounds = lists::collect(0..count + 1, "row gathers: task bounds")?;
+    for_each_segment_with_work(&mut tasks, &bounds, bytes, |_, task| {
+        let (plan, t, seg) = &mut task[0];
+        plan.copy_task(*t, seg, stream);
     })
 }
 

@@ -285,8 +285,10 @@ fn launch_gather_each_by_index(
         chunks: u64,
         largest: u64,
     }
+    // Each tensor's word, output address and source rows.
     let words = srcs.iter().zip(outs.iter_mut()).map(|((src, _), out)| {
-        Ok((word_for(src.row_bytes(), [src.as_ptr() as u64, out.as_mut_ptr() as u64]), src.rows()?))
+        let dst = out.as_mut_ptr() as u64;
+        Ok((word_for(src.row_bytes(), [src.as_ptr() as u64, dst]), dst, src.rows()?))
     });
     let words = lists::try_collect(srcs.len(), words, "gather_rows: words")?;
     let mut table = lists::with_capacity(ENTRY * srcs.len(), "gather_rows: table")?;
@@ -294,11 +296,11 @@ fn launch_gather_each_by_index(
     for word in WORDS {
         let first = table.len() / ENTRY;
         let (mut chunks, mut largest) = (0, 0);
-        for (((src, _), out), &(w, src_rows)) in srcs.iter().zip(outs.iter_mut()).zip(&words) {
+        for ((src, _), &(w, dst, src_rows)) in srcs.iter().zip(&words) {
             if w == word {
                 let row_words = (src.row_bytes() / word) as u64;
                 let items = rows as u64 * row_words.max(1);
-                table.extend([out.as_mut_ptr() as u64, src.as_ptr() as u64, row_words, src_rows as u64, chunks]);
+                table.extend([dst, src.as_ptr() as u64, row_words, src_rows as u64, chunks]);
                 chunks += items.div_ceil(CHUNK);
                 largest = largest.max(items);
             }
