@@ -38,15 +38,18 @@ pub fn has_avx512() -> bool {
 /// Asks ahead of their use for the cache lines of `start`, `start + 64`, ... below `start +
 /// bytes`: all the lines of those bytes when `start` is line-aligned, else all but perhaps the
 /// last. A prefetch is a hint: it reads nothing the program sees and never faults, so any range
-/// is safe to name.
+/// is safe to name. The lines go to the L2 cache, not the L1: the kernels prefetch streams of
+/// several KiB ahead, which the L1 cannot hold and whose requests would take the miss buffers
+/// that the loads being served need (on Zen 4 an L1 hint made sequence_unpad's gather about
+/// a third slower and scatter_add's about a sixth; benches/REPORT.md).
 #[inline(always)]
 pub(crate) fn prefetch_lines(start: *const u8, bytes: usize) {
     for at in (0..bytes).step_by(64) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: see above; `wrapping_add` makes no claim about the address either.
         unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(at).cast::<i8>());
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T2};
+            _mm_prefetch::<_MM_HINT_T2>(start.wrapping_add(at).cast::<i8>());
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = (start, at);

@@ -12,14 +12,14 @@ use std::ops::Range;
 /// Writes into `out` the rows `ranges[0]`, then `ranges[1]`, ... of `src`, whose rows are
 /// `row_bytes` long. `out` must be exactly as long as all ranges together.
 pub fn gather_row_ranges(src: &[u8], row_bytes: usize, ranges: &[Range<usize>], out: &mut [u8]) -> Result<()> {
-    gather_checked(ranges.len(), row_bytes, 1, out, |i| Ok((src, ranges[i].clone())))
+    gather_checked(ranges.len(), row_bytes, out, |i| Ok((src, ranges[i].clone())))
 }
 
 /// Writes into `out` the row blocks `blocks[0]`, `blocks[1]`, ..., block `(s, rows)` being rows
 /// `rows` of `srcs[s]`; every source has rows of `row_bytes` bytes. `out` must be exactly as long
 /// as all blocks together.
 pub fn gather_blocks(srcs: &[&[u8]], row_bytes: usize, blocks: &[(usize, Range<usize>)], out: &mut [u8]) -> Result<()> {
-    gather_checked(blocks.len(), row_bytes, srcs.len(), out, |i| {
+    gather_checked(blocks.len(), row_bytes, out, |i| {
         let (s, r) = &blocks[i];
         let src = srcs.get(*s).ok_or_else(|| err!(Internal, "block {i} reads source {s} of {}", srcs.len()))?;
         Ok((*src, r.clone()))
@@ -44,7 +44,7 @@ pub fn gather_each(gathers: &[RowGather], outs: &mut [&mut [u8]]) -> Result<()> 
     let plans = gathers
         .iter()
         .zip(outs.iter())
-        .map(|(g, out)| Plan::new(g.ranges.len(), g.row_bytes, 1, out.len(), |i| Ok((g.src, g.ranges[i].clone()))));
+        .map(|(g, out)| Plan::new(g.ranges.len(), g.row_bytes, out.len(), |i| Ok((g.src, g.ranges[i].clone()))));
     let plans = lists::try_collect(gathers.len(), plans, "row gathers: plans")?;
     let (bytes, runs) = outs.iter().zip(&plans).fold((0, 0), |(b, r), (out, p)| (b + out.len(), r + p.runs));
     let stream = streams(bytes, runs);
@@ -66,16 +66,14 @@ pub fn gather_each(gathers: &[RowGather], outs: &mut [&mut [u8]]) -> Result<()> 
     })
 }
 
-/// The one checked row gather: block `i` is `block(i) = (source, rows)`. The blocks come from
-/// `sources` distinct sources (see `prefetches`).
+/// The one checked row gather: block `i` is `block(i) = (source, rows)`.
 fn gather_checked<'a>(
     n: usize,
     row_bytes: usize,
-    sources: usize,
     out: &mut [u8],
     block: impl Fn(usize) -> Result<(&'a [u8], Range<usize>)>,
 ) -> Result<()> {
-    let plan = Plan::new(n, row_bytes, sources, out.len(), block)?;
+    let plan = Plan::new(n, row_bytes, out.len(), block)?;
     let stream = streams(out.len(), plan.runs);
     for_each_segment(out, &plan.bounds, |t, seg| plan.copy_task(t, seg, stream))
 }
@@ -88,8 +86,6 @@ struct Plan<'a> {
     bounds: Vec<usize>,
     /// The runs the pieces are read in (see `streams`).
     runs: usize,
-    /// Whether the pieces ahead of the one being copied are prefetched (see `prefetches`).
-    prefetch: bool,
 }
 
 impl<'a> Plan<'a> {
@@ -101,7 +97,6 @@ impl<'a> Plan<'a> {
     fn new(
         n: usize,
         row_bytes: usize,
-        sources: usize,
         out_len: usize,
         block: impl Fn(usize) -> Result<(&'a [u8], Range<usize>)>,
     ) -> Result<Plan<'a>> {
@@ -142,44 +137,67 @@ impl<'a> Plan<'a> {
             first.push(n); // the last, short task; or one empty task when there are no pieces
             bounds.push(filled);
         }
-        let prefetch = prefetches(filled, n, sources);
-        Ok(Plan { pieces, first, bounds, runs, prefetch })
+        Ok(Plan { pieces, first, bounds, runs })
     }
 
     /// Task `t` into `seg`, its part of the output.
     fn copy_task(&self, t: usize, seg: &mut [u8], stream: bool) {
         let pieces = &self.pieces[self.first[t]..self.first[t + 1]];
-        if self.prefetch {
-            copy_pieces::<true>(pieces, seg, stream);
-        } else {
-            copy_pieces::<false>(pieces, seg, stream);
-        }
+        copy_pieces(pieces, seg, stream);
         if stream {
             store_fence();
         }
     }
 }
 
-/// Copies `pieces` one after another into `out` (exactly as long), prefetching those ahead when
-/// `PREFETCH` (see `prefetches`). Two forms, because the prefetch bookkeeping in the loop made
-/// copies of 320-byte pieces 15% slower even with no prefetch issued.
+/// Copies `pieces` one after another into `out` (exactly as long), prefetching those ahead (see
+/// [`Ahead`]).
 #[inline]
-fn copy_pieces<const PREFETCH: bool>(pieces: &[&[u8]], out: &mut [u8], stream: bool) {
+fn copy_pieces(pieces: &[&[u8]], out: &mut [u8], stream: bool) {
     let mut rest = out;
-    // Pieces before `next` have been prefetched; `ahead`: their bytes from piece `k` on.
-    let (mut next, mut ahead) = (0, 0);
-    for (k, p) in pieces.iter().enumerate() {
-        if PREFETCH {
-            while next < pieces.len() && (next <= k + 1 || ahead < PREFETCH_AHEAD_BYTES) {
-                prefetch_start(pieces[next]);
-                ahead += pieces[next].len();
-                next += 1;
-            }
-            ahead -= p.len();
-        }
+    let mut ahead = Ahead::new(pieces);
+    for p in pieces {
         let (dst, tail) = rest.split_at_mut(p.len());
-        copy(dst, p, stream);
+        for (d, s) in dst.chunks_mut(PREFETCH_STEP_BYTES).zip(p.chunks(PREFETCH_STEP_BYTES)) {
+            ahead.advance(s.len());
+            copy(d, s, stream);
+        }
         rest = tail;
+    }
+}
+
+/// A cursor over the bytes of a gather's pieces, one after another, that prefetches every line
+/// it passes into the core's L2 cache. Kept [`PREFETCH_AHEAD_BYTES`] ahead of the copy, it has
+/// each piece's lines on their way before the copy reaches them: the hardware prefetcher starts
+/// over at each piece that does not follow the one before in memory, and on Zen 4 read 4096
+/// pieces of 16 KiB (sequence_unpad's) at half the rate of one contiguous read.
+struct Ahead<'a> {
+    pieces: &'a [&'a [u8]],
+    /// The next line to prefetch: byte `at` of piece `next`.
+    next: usize,
+    at: usize,
+}
+
+impl<'a> Ahead<'a> {
+    fn new(pieces: &'a [&'a [u8]]) -> Ahead<'a> {
+        let mut ahead = Ahead { pieces, next: 0, at: 0 };
+        ahead.advance(PREFETCH_AHEAD_BYTES);
+        ahead
+    }
+
+    /// Prefetches the next `bytes` bytes of the pieces (fewer at their end).
+    #[inline]
+    fn advance(&mut self, mut bytes: usize) {
+        while let Some(p) = self.pieces.get(self.next) {
+            let n = (p.len() - self.at).min(bytes);
+            prefetch_lines(p[self.at..].as_ptr(), n);
+            self.at += n;
+            bytes -= n;
+            if self.at < p.len() {
+                return;
+            }
+            (self.next, self.at) = (self.next + 1, 0);
+        }
     }
 }
 
@@ -233,30 +251,11 @@ pub fn repeat_rows(src: &[u8], row_bytes: usize, offsets: &[usize], out: &mut [u
     })
 }
 
-/// The pieces a gather copies are prefetched about this many bytes ahead of the one being copied
-/// (at least the next one): the hardware prefetcher starts over at each piece that does not
-/// follow the one before in memory.
+/// How far ahead of the copy a gather's pieces are prefetched (see [`Ahead`]).
 const PREFETCH_AHEAD_BYTES: usize = 8 * 1024;
 
-/// Only the first bytes of a long piece are prefetched; the hardware prefetcher follows a piece
-/// once it is being read in order.
-const PREFETCH_PIECE_BYTES: usize = 2048;
-
-/// Whether a gather of `n` pieces, `bytes` in all, from `sources` sources prefetches its pieces:
-/// always from one source, and from several when the pieces average [`STREAM_MIN_PIECE`] bytes or
-/// more. Short pieces from many small sources (packing 320-byte rows from 1500 time steps of at
-/// most 10 KiB each) ran 10-15% slower with prefetching, while short pieces from one source
-/// (unpacking the same rows) and long ones from many sources (packing rows of 2 KiB) ran 10-25%
-/// faster (benches/REPORT.md, ninth round).
-fn prefetches(bytes: usize, n: usize, sources: usize) -> bool {
-    sources <= 1 || bytes >= n.saturating_mul(STREAM_MIN_PIECE)
-}
-
-/// Prefetches the first lines of `piece`, up to [`PREFETCH_PIECE_BYTES`].
-#[inline]
-fn prefetch_start(piece: &[u8]) {
-    prefetch_lines(piece.as_ptr(), piece.len().min(PREFETCH_PIECE_BYTES));
-}
+/// A long piece is copied this many bytes at a time, each step moving the prefetch on as far.
+const PREFETCH_STEP_BYTES: usize = 1024;
 
 /// Pieces are grouped into tasks of at least this many output bytes: one task per row of a few
 /// hundred bytes costs more in scheduling than the copy, and a streaming task ends with a fence.
@@ -413,6 +412,40 @@ mod tests {
         assert!(a.iter().chain(&b).all(|&x| x == 9), "nothing written");
         assert!(gather_each(&bad, &mut [&mut a[..]]).is_err());
         gather_each(&[], &mut []).unwrap();
+    }
+
+    /// Pieces shorter and longer than a copy step and than the prefetch distance, empty ones among
+    /// them, are copied whole with either way of storing; the prefetch cursor starts the distance
+    /// ahead, moves on by what it is told, across pieces, and stops at their end.
+    #[test]
+    fn copies_pieces_while_the_prefetch_runs_ahead() {
+        let src: Vec<u8> = (0..60_000).map(|i| (i * 31 % 253) as u8).collect();
+        let lengths = [0usize, 1, 1023, 1024, 1025, 20_000, 0, 64, 9000, 3];
+        let mut at = 7;
+        let pieces: Vec<&[u8]> = lengths
+            .iter()
+            .map(|&n| {
+                at = (at + 4099) % (src.len() - 20_000);
+                &src[at..at + n]
+            })
+            .collect();
+        let want: Vec<u8> = pieces.concat();
+        for stream in [false, true] {
+            let mut out = vec![0u8; want.len()];
+            copy_pieces(&pieces, &mut out, stream);
+            assert!(out == want, "stream {stream}");
+        }
+        let mut ahead = Ahead::new(&pieces);
+        // 8 KiB in: pieces 0-4 hold 3073 bytes, so byte 8192 - 3073 of piece 5.
+        assert_eq!((ahead.next, ahead.at), (5, PREFETCH_AHEAD_BYTES - 3073));
+        ahead.advance(20_000 - ahead.at);
+        assert_eq!((ahead.next, ahead.at), (7, 0), "at a piece's end it moves past it and the empty one after");
+        ahead.advance(1);
+        assert_eq!((ahead.next, ahead.at), (7, 1));
+        ahead.advance(usize::MAX);
+        assert_eq!((ahead.next, ahead.at), (pieces.len(), 0), "stops at the end");
+        ahead.advance(5);
+        assert_eq!(ahead.next, pieces.len());
     }
 
     #[test]
