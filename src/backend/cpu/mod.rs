@@ -41,7 +41,7 @@ pub fn has_avx512() -> bool {
 /// is safe to name. The lines go to the L2 cache, not the L1: the kernels prefetch streams of
 /// several KiB ahead, which the L1 cannot hold and whose requests would take the miss buffers
 /// that the loads being served need (on Zen 4 an L1 hint made sequence_unpad's gather about
-/// a third slower and scatter_add's about a sixth; benches/REPORT.md).
+/// 40% slower and scatter_add's about 20%; benches/REPORT.md).
 #[inline(always)]
 pub(crate) fn prefetch_lines(start: *const u8, bytes: usize) {
     for at in (0..bytes).step_by(64) {

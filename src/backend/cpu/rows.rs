@@ -168,9 +168,9 @@ fn copy_pieces(pieces: &[&[u8]], out: &mut [u8], stream: bool) {
 
 /// A cursor over the bytes of a gather's pieces, one after another, that prefetches every line
 /// it passes into the core's L2 cache. Kept [`PREFETCH_AHEAD_BYTES`] ahead of the copy, it has
-/// each piece's lines on their way before the copy reaches them: the hardware prefetcher starts
-/// over at each piece that does not follow the one before in memory, and on Zen 4 read 4096
-/// pieces of 16 KiB (sequence_unpad's) at half the rate of one contiguous read.
+/// each piece's lines on their way before the copy reaches them. The hardware prefetcher starts
+/// over at each piece that does not follow the one before in memory: on Zen 4, sequence_unpad's
+/// 4096 pieces of 16 KiB were read at half the rate of one contiguous read without this.
 struct Ahead<'a> {
     pieces: &'a [&'a [u8]],
     /// The next line to prefetch: byte `at` of piece `next`.
