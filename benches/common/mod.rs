@@ -12,7 +12,7 @@ use lodtensor::{
     lod_tensor_to_array, sequence_expand_as, sequence_pad, sequence_pool, sequence_scatter, sequence_unpad, LoDTensor,
     Place, PoolType, RankTable, Tensor,
 };
-use lodtensor::{scatter_rows, unstack, ScatterMode};
+use lodtensor::{scatter_rows, tensor_array_to_tensor, unstack, ScatterMode, TensorArray};
 use std::hint::black_box;
 use std::ops::Range;
 use std::rc::Rc;
@@ -319,6 +319,22 @@ pub fn cases(on: &dyn Fn(LoDTensor) -> LoDTensor, small: bool) -> Vec<Case> {
         let bytes = t * b * w * f;
         v.push(case(format!("unstack {t}x{b}x{w} axis 0"), bytes, bytes, Calib::Copy, move || {
             black_box(unstack(&x, 0)).map(drop)
+        }));
+    }
+    // Unstack and stack along an inner axis, where each part is a row of every outer block:
+    // 4096 parts of [64, 16] float32 (64-byte rows, 16 MiB), and the 512 columns of a
+    // [4096, 512] float32 matrix (4-byte rows, a transpose, 8 MiB).
+    for (outer, n, w) in [(s(64), 4096usize, 16usize), (s(4096), 512, 1)] {
+        let x = LoDTensor::dense(Tensor::from_slice(&data(outer * n * w, &mut rng), &[outer, n, w]).unwrap());
+        let bytes = outer * n * w * f;
+        let parts = unstack(&x, 1).unwrap();
+        let x = on(x);
+        v.push(case(format!("unstack {outer}x{n}x{w} axis 1"), bytes, bytes, Calib::Copy, move || {
+            black_box(unstack(&x, 1)).map(drop)
+        }));
+        let parts = TensorArray::from_vec(parts.into_vec().into_iter().map(on).collect());
+        v.push(case(format!("stack {n}x[{outer},{w}] axis 1"), bytes, bytes, Calib::Copy, move || {
+            black_box(tensor_array_to_tensor(&parts, 1, true)).map(drop)
         }));
     }
     // A decoder's state reordered after a step by the step's parents (beam_search_gather_states):

@@ -6,9 +6,9 @@
 //! gather call, so the copy runs in parallel over blocks with no allocation per row.
 
 use super::common_place;
-use super::support::{gather_each_into_new, gather_into_new};
-use crate::backend::cpu::rows::{gather_blocks, STREAM_MIN_PIECE};
-use crate::backend::cpu::tensor_array::concat_outer;
+use super::support::gather_into_new;
+use crate::backend::cpu::rows::gather_blocks;
+use crate::backend::cpu::tensor_array::{concat_outer, split_outer};
 use crate::dim::Dim;
 use crate::error::{ensure, err, Result};
 use crate::lod::{lengths_to_offsets, Lod};
@@ -404,9 +404,6 @@ pub fn tensor_array_to_tensor(array: &TensorArray, axis: i64, use_stack: bool) -
     Ok((LoDTensor::dense(out), sizes))
 }
 
-/// The most row ranges `unstack` lists at once on the host (16 bytes each).
-const UNSTACK_BATCH_RANGES: usize = 1 << 16;
-
 /// Splits `x` along `axis` (in `[-ndim, ndim)`) into `dims[axis]` tensors of `x`'s dims without
 /// that axis (the inverse of stacking); `x`'s LoD is dropped. Each element has its own memory (on
 /// a CUDA device: all filled by one launch over a table of their addresses).
@@ -430,26 +427,11 @@ pub fn unstack(x: &LoDTensor, axis: i64) -> Result<TensorArray> {
             "unstack: elements",
         )?));
     }
-    // Part i is row i of each of the `outer` blocks of n rows of `inner_bytes`. The parts are
-    // gathered as one job (`gather_each_into_new`: one pass over the pool, streaming stores by
-    // their size together), a batch of them at a time so that their lists of ranges (a range a
-    // row of a part) stay short. Parts of rows under STREAM_MIN_PIECE bytes go one at a time: their
-    // bookkeeping is most of their work, and is cheapest done while it is in cache (4096 parts of
-    // 64 rows of 64 bytes took 10-15% longer together).
-    let batch =
-        if inner_bytes < STREAM_MIN_PIECE { 1 } else { (UNSTACK_BATCH_RANGES / outer.max(1)).clamp(1, n.max(1)) };
-    let mut ranges = lists::with_capacity(batch * outer, "unstack: row ranges")?;
-    let mut items = lists::with_capacity(n, "unstack: elements")?;
-    for first in (0..n).step_by(batch) {
-        let parts = first..(first + batch).min(n);
-        ranges.clear();
-        for i in parts.clone() {
-            ranges.extend((0..outer).map(|o| o * n + i..o * n + i + 1));
-        }
-        let gathers =
-            (0..parts.len()).map(|k| (x.tensor(), inner_bytes, &ranges[k * outer..(k + 1) * outer], part_dims));
-        let gathers = lists::collect(gathers, "unstack: elements")?;
-        items.extend(gather_each_into_new(&gathers)?.into_iter().map(LoDTensor::dense));
-    }
+    // Part i is row i of each of the `outer` blocks of n rows of `inner_bytes`.
+    let parts = (0..n).map(|_| Tensor::uninit(x.tensor().dtype(), part_dims));
+    let mut parts = lists::try_collect(n, parts, "unstack: elements")?;
+    let mut outs = lists::try_collect(n, parts.iter_mut().map(|t| t.bytes_mut()), "unstack: elements")?;
+    split_outer(x.tensor().bytes()?, inner_bytes, outer, &mut outs)?;
+    let items = lists::collect(parts.into_iter().map(LoDTensor::dense), "unstack: elements")?;
     Ok(TensorArray::from_vec(items))
 }

@@ -252,14 +252,14 @@ pub fn repeat_rows(src: &[u8], row_bytes: usize, offsets: &[usize], out: &mut [u
 }
 
 /// How far ahead of the copy a gather's pieces are prefetched (see [`Ahead`]).
-const PREFETCH_AHEAD_BYTES: usize = 8 * 1024;
+pub(crate) const PREFETCH_AHEAD_BYTES: usize = 8 * 1024;
 
 /// A long piece is copied this many bytes at a time, each step moving the prefetch on as far.
 const PREFETCH_STEP_BYTES: usize = 1024;
 
 /// Pieces are grouped into tasks of at least this many output bytes: one task per row of a few
 /// hundred bytes costs more in scheduling than the copy, and a streaming task ends with a fence.
-const TASK_BYTES: usize = 64 * 1024;
+pub(crate) const TASK_BYTES: usize = 64 * 1024;
 
 /// Outputs at least this large are written with non-temporal (streaming) stores, which skip
 /// reading each destination line before writing it (a third of the memory traffic of a copy).

@@ -1,10 +1,154 @@
-//! Data movement of the TensorArray ops that read several source tensors: packing time steps back
-//! into one tensor (row blocks of many sources) and concatenating/stacking along an axis. Bytes
-//! only, so one kernel serves every dtype; each output block is one task of `for_each_segment`.
+//! Data movement of the TensorArray ops that split one tensor along an axis into many (unstack)
+//! or join many into one (concat, stack). Seen from the axis, the one tensor is `outer` rows, each
+//! the concatenation of one row of every member (a part, or a source): the kernels copy between
+//! that contiguous side and the members' rows. Bytes only, so one kernel serves every dtype.
 
-use super::pool::for_each_segment;
+use super::pool::for_each_segment_with_work;
+use super::prefetch_lines;
+use super::rows::{copy, store_fence, streams, PREFETCH_AHEAD_BYTES, TASK_BYTES};
 use crate::error::{ensure, Result};
 use crate::memory::lists;
+use std::ops::Range;
+
+/// The rows of consecutive members are copied together, up to this many bytes of a row of the
+/// contiguous side: a task then reads or writes that side in runs of this length, and touches the
+/// pages of its block of members only, not of every member at every row. Unstacking 4096 parts of
+/// 64-byte rows took 2.4-2.6 ms with blocks of 1 KiB, 3.3-3.6 ms with 4 KiB (benches/REPORT.md).
+const BLOCK_BYTES: usize = 1024;
+
+/// Consecutive members whose rows lie at `at..at + bytes` of each row of the contiguous side, and
+/// the rows a task of theirs copies.
+struct Block {
+    members: Range<usize>,
+    at: usize,
+    bytes: usize,
+    rows_per_task: usize,
+}
+
+/// The members, of `inner[i]` bytes a row, in blocks of at most `BLOCK_BYTES` a row (one member
+/// at least); each block's tasks copy about `TASK_BYTES`.
+fn blocks(inner: &[usize], outer: usize) -> Result<Vec<Block>> {
+    let mut blocks = lists::with_capacity(inner.len(), "array: member blocks")?;
+    let (mut start, mut at) = (0, 0);
+    while start < inner.len() {
+        let (mut end, mut bytes) = (start + 1, inner[start]);
+        while end < inner.len() && bytes + inner[end] <= BLOCK_BYTES {
+            bytes += inner[end];
+            end += 1;
+        }
+        let rows_per_task = (TASK_BYTES / bytes.max(1)).clamp(1, outer.max(1));
+        blocks.push(Block { members: start..end, at, bytes, rows_per_task });
+        (start, at) = (end, at + bytes);
+    }
+    Ok(blocks)
+}
+
+/// How many rows ahead of the copy a block's rows are prefetched.
+fn rows_ahead(block_bytes: usize) -> usize {
+    PREFETCH_AHEAD_BYTES.div_ceil(block_bytes.max(1))
+}
+
+/// Runs `$f::<N>(args)` with `N` the members' common row size when it is a small power of two
+/// (the copies then compile to a load and a store), else with `N` = 0 (sizes read at run time).
+macro_rules! by_row_size {
+    ($size:expr, $f:ident($($arg:expr),*)) => {
+        match $size {
+            Some(1) => $f::<1>($($arg),*),
+            Some(2) => $f::<2>($($arg),*),
+            Some(4) => $f::<4>($($arg),*),
+            Some(8) => $f::<8>($($arg),*),
+            Some(16) => $f::<16>($($arg),*),
+            Some(32) => $f::<32>($($arg),*),
+            Some(64) => $f::<64>($($arg),*),
+            _ => $f::<0>($($arg),*),
+        }
+    };
+}
+
+/// Splits `src`, `outer` rows of `outs.len()` member rows of `inner` bytes, into its members:
+/// `outs[i]` (exactly `outer * inner` bytes) receives member row `i` of every row, in order. The
+/// inverse of stacking; unstack along axis 0 is the case `outer` = 1.
+pub fn split_outer(src: &[u8], inner: usize, outer: usize, outs: &mut [&mut [u8]]) -> Result<()> {
+    let n = outs.len();
+    ensure!(src.len() == outer * n * inner, Internal, "split source has {} bytes, expected {outer} x {n} x {inner}", src.len());
+    for (i, o) in outs.iter().enumerate() {
+        ensure!(o.len() == outer * inner, Internal, "part {i} has {} bytes, expected {outer} x {inner}", o.len());
+    }
+    if src.is_empty() {
+        return Ok(());
+    }
+    let blocks = blocks(&lists::collect(std::iter::repeat_n(inner, n), "unstack: row sizes")?, outer)?;
+    // Each task's part of each of its members: block by block, tile by tile, member by member.
+    let tiles: usize = blocks.iter().map(|b| b.members.len() * outer.div_ceil(b.rows_per_task)).sum();
+    let mut pieces = lists::with_capacity(tiles, "unstack: part tiles")?;
+    let mut tasks = lists::with_capacity(tiles, "unstack: tasks")?;
+    let mut bounds = lists::with_capacity(tiles + 1, "unstack: task bounds")?;
+    bounds.push(0);
+    let mut rest = outs;
+    for (b, block) in blocks.iter().enumerate() {
+        let (members, tail) = std::mem::take(&mut rest).split_at_mut(block.members.len());
+        rest = tail;
+        let mut tiles = lists::collect(
+            members.iter_mut().map(|m| m.chunks_mut(block.rows_per_task * inner)),
+            "unstack: member tiles",
+        )?;
+        for first in (0..outer).step_by(block.rows_per_task) {
+            pieces.extend(tiles.iter_mut().filter_map(|t| t.next()));
+            tasks.push((b, first));
+            bounds.push(pieces.len());
+        }
+    }
+    ensure!(pieces.len() == tiles, Internal, "unstack: {} part tiles, expected {tiles}", pieces.len());
+    let stream = streams(src.len(), n * outer);
+    for_each_segment_with_work(&mut pieces, &bounds, 2 * src.len(), |t, parts| {
+        let (b, first) = tasks[t];
+        by_row_size!(Some(inner), split_task(src, n * inner, &blocks[b], inner, first, parts, stream));
+        if stream {
+            store_fence();
+        }
+    })
+}
+
+/// One task of `split_outer`: rows `first..` of `block` (rows of `row` bytes in `src`) into
+/// `parts`, each the tile of one member's rows. `N` is `inner` when not 0.
+#[inline(always)]
+fn split_task<const N: usize>(
+    src: &[u8],
+    row: usize,
+    block: &Block,
+    inner: usize,
+    first: usize,
+    parts: &mut [&mut [u8]],
+    stream: bool,
+) {
+    let inner = if N == 0 { inner } else { N };
+    let rows = parts.first().map_or(0, |p| p.len() / inner);
+    let ahead = rows_ahead(block.bytes);
+    let line = |o: usize| &src[o * row + block.at..][..block.bytes];
+    let prefetch = |o: usize| {
+        if o * row < src.len() {
+            prefetch_lines(line(o).as_ptr(), block.bytes.min(PREFETCH_AHEAD_BYTES));
+        }
+    };
+    (first..first + ahead.min(rows)).for_each(prefetch);
+    // Rows shorter than a line go a line's worth at a time: each member's rows of the group are
+    // then written as one line, not a piece of a line per row.
+    let group = 64usize.checked_div(N).map_or(1, |g| g.max(1));
+    let mut lines: [&[u8]; 64] = [&[]; 64];
+    for g in (0..rows).step_by(group) {
+        let k = group.min(rows - g);
+        for (r, l) in lines[..k].iter_mut().enumerate() {
+            prefetch(first + g + r + ahead);
+            *l = line(first + g + r);
+        }
+        for (m, p) in parts.iter_mut().enumerate() {
+            let dst = &mut p[g * inner..(g + k) * inner];
+            for (d, l) in dst.chunks_exact_mut(inner).zip(&lines[..k]) {
+                copy(d, &l[m * inner..(m + 1) * inner], stream);
+            }
+        }
+    }
+}
 
 /// Concatenation along an axis, seen as `outer` rows: output row `o` is the concatenation over
 /// sources `i` of bytes `[o * inner[i], (o + 1) * inner[i])` of `srcs[i]`. Stacking is the case
@@ -14,26 +158,96 @@ pub fn concat_outer(srcs: &[&[u8]], inner: &[usize], outer: usize, out: &mut [u8
     for (i, (s, &n)) in srcs.iter().zip(inner).enumerate() {
         ensure!(s.len() == n * outer, Internal, "source {i} has {} bytes, expected {outer} x {n}", s.len());
     }
-    let n = srcs.len();
-    // One segment per (row, source) pair: parallel whether `outer` is 1 (axis 0) or large.
-    let mut bounds = lists::with_capacity(outer * n + 1, "concat: block bounds")?;
-    bounds.push(0usize);
-    for _ in 0..outer {
-        for &b in inner {
-            bounds.push(bounds[bounds.len() - 1] + b);
+    let row: usize = inner.iter().sum();
+    ensure!(out.len() == outer * row, Internal, "concat covers {outer} x {row} bytes, output has {}", out.len());
+    if out.is_empty() {
+        return Ok(());
+    }
+    let blocks = blocks(inner, outer)?;
+    // Each task's part of the output: a tile of whole rows when one block spans the row, else one
+    // piece per row of a block, block by block (the rows of a tile are then not contiguous).
+    let mut tasks = lists::with_capacity(blocks.len(), "concat: tasks")?;
+    let mut bounds = lists::with_capacity(blocks.len() + 1, "concat: task bounds")?;
+    bounds.push(0);
+    let (bytes, stream) = (out.len(), streams(out.len(), srcs.len() * outer));
+    let count = match &blocks[..] {
+        [block] => outer.div_ceil(block.rows_per_task),
+        _ => blocks.len() * outer,
+    };
+    let mut pieces = lists::with_capacity(count, "concat: output pieces")?;
+    if let [block] = &blocks[..] {
+        pieces.extend(out.chunks_mut(block.rows_per_task * row));
+        for (t, first) in (0..outer).step_by(block.rows_per_task).enumerate() {
+            tasks.push((0, first));
+            bounds.push(t + 1);
+        }
+    } else {
+        let mut slots = lists::collect((0..blocks.len() * outer).map(|_| None), "concat: row pieces")?;
+        for (o, mut rest) in out.chunks_mut(row).enumerate() {
+            for (b, block) in blocks.iter().enumerate() {
+                let (piece, tail) = std::mem::take(&mut rest).split_at_mut(block.bytes);
+                slots[b * outer + o] = Some(piece);
+                rest = tail;
+            }
+        }
+        pieces.extend(slots.into_iter().flatten());
+        for (b, block) in blocks.iter().enumerate() {
+            for first in (0..outer).step_by(block.rows_per_task) {
+                tasks.push((b, first));
+                bounds.push(b * outer + (first + block.rows_per_task).min(outer));
+            }
         }
     }
-    ensure!(
-        bounds[bounds.len() - 1] == out.len(),
-        Internal,
-        "concat covers {} bytes, output has {}",
-        bounds[bounds.len() - 1],
-        out.len()
-    );
-    for_each_segment(out, &bounds, |k, seg| {
-        let (o, i) = (k / n, k % n);
-        seg.copy_from_slice(&srcs[i][o * inner[i]..(o + 1) * inner[i]]);
+    for_each_segment_with_work(&mut pieces, &bounds, 2 * bytes, |t, dsts| {
+        let (b, first) = tasks[t];
+        let block = &blocks[b];
+        let widths = &inner[block.members.clone()];
+        let common = widths.iter().all(|&w| w == widths[0]).then_some(widths[0]);
+        by_row_size!(common, concat_task(&srcs[block.members.clone()], widths, block.bytes, first, dsts, stream));
+        if stream {
+            store_fence();
+        }
     })
+}
+
+/// One task of `concat_outer`: rows `first..` of a block's `srcs` (rows of `widths` bytes; all
+/// `N` when not 0) into `dsts`, pieces of whole block rows (`block_bytes` each), in order.
+#[inline(always)]
+fn concat_task<const N: usize>(
+    srcs: &[&[u8]],
+    widths: &[usize],
+    block_bytes: usize,
+    first: usize,
+    dsts: &mut [&mut [u8]],
+    stream: bool,
+) {
+    let ahead = rows_ahead(block_bytes);
+    let prefetch = |o: usize| {
+        for (s, &w) in srcs.iter().zip(widths) {
+            let w = if N == 0 { w } else { N };
+            // Rows shorter than a line: only the row that starts a line asks for it.
+            if let Some(r) = s.get(o * w..(o + 1) * w) {
+                if w >= 64 || (r.as_ptr() as usize) % 64 < w {
+                    prefetch_lines(r.as_ptr(), w.min(PREFETCH_AHEAD_BYTES));
+                }
+            }
+        }
+    };
+    let rows = dsts.iter().map(|d| d.len() / block_bytes.max(1)).sum::<usize>();
+    (first..first + ahead.min(rows)).for_each(prefetch);
+    let mut o = first;
+    for dst in dsts.iter_mut() {
+        for d in dst.chunks_exact_mut(block_bytes.max(1)) {
+            prefetch(o + ahead);
+            let mut at = 0;
+            for (s, &w) in srcs.iter().zip(widths) {
+                let w = if N == 0 { w } else { N };
+                copy(&mut d[at..at + w], &s[o * w..(o + 1) * w], stream);
+                at += w;
+            }
+            o += 1;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -50,6 +264,70 @@ mod tests {
         assert_eq!(out, [12, 13, 0, 1, 2, 3, 4, 5]);
         assert!(gather_blocks(&[&a], 2, &[(1, 0..1)], &mut [0u8; 2]).is_err());
         assert!(gather_blocks(&[&a], 2, &[(0, 2..4)], &mut [0u8; 4]).is_err());
+    }
+
+    /// Member `i`'s rows, `inner[i]` bytes each, distinct for every member and row.
+    fn members(inner: &[usize], outer: usize) -> Vec<Vec<u8>> {
+        inner.iter().enumerate().map(|(i, &w)| (0..w * outer).map(|b| ((b * 7 + i * 13) % 251) as u8).collect()).collect()
+    }
+
+    /// The plain loop: row `o` of the contiguous side is row `o` of every member in turn.
+    fn joined(members: &[Vec<u8>], inner: &[usize], outer: usize) -> Vec<u8> {
+        (0..outer).flat_map(|o| members.iter().zip(inner).flat_map(move |(m, &w)| m[o * w..(o + 1) * w].to_vec())).collect()
+    }
+
+    /// Splits and concatenations equal the plain loop: rows of each size the copies are compiled
+    /// for (1 to 64 bytes) and of others (0, 3, 100, 1029: streamed when large), one member or
+    /// enough for several blocks, one row or enough for several tasks and line groups that do not
+    /// come out even; concatenation also of sources of unequal sizes (zero among them).
+    #[test]
+    fn splits_and_concatenates_like_the_plain_loop() {
+        for inner in [1usize, 2, 3, 4, 8, 16, 32, 64, 100, 1029, 0] {
+            for (n, outer) in [(1usize, 1usize), (5, 1), (300, 7), (3, 1000), (130, 67)] {
+                let widths = vec![inner; n];
+                let want_members = members(&widths, outer);
+                let src = joined(&want_members, &widths, outer);
+                let mut parts = vec![vec![0u8; inner * outer]; n];
+                let mut outs: Vec<&mut [u8]> = parts.iter_mut().map(|p| &mut p[..]).collect();
+                split_outer(&src, inner, outer, &mut outs).unwrap();
+                assert!(parts == want_members, "split: {n} x {outer} rows of {inner}");
+                let srcs: Vec<&[u8]> = want_members.iter().map(|m| &m[..]).collect();
+                let mut out = vec![0u8; src.len()];
+                concat_outer(&srcs, &widths, outer, &mut out).unwrap();
+                assert!(out == src, "concat: {n} x {outer} rows of {inner}");
+            }
+        }
+        // Large enough to stream: 4 MiB and more in rows of at least 1 KiB.
+        let (inner, n, outer) = (1029usize, 40usize, 110usize);
+        assert!(streams(inner * n * outer, n * outer));
+        let widths = vec![inner; n];
+        let want_members = members(&widths, outer);
+        let src = joined(&want_members, &widths, outer);
+        let mut parts = vec![vec![0u8; inner * outer]; n];
+        let mut outs: Vec<&mut [u8]> = parts.iter_mut().map(|p| &mut p[..]).collect();
+        split_outer(&src, inner, outer, &mut outs).unwrap();
+        assert!(parts == want_members, "streamed split");
+        // Unequal sources: some blocks of one source, some of many, a source of no bytes.
+        let widths = [4usize, 0, 2000, 12, 12, 700, 1, 1, 64, 5000, 3];
+        for outer in [1usize, 2, 33] {
+            let srcs_owned = members(&widths, outer);
+            let srcs: Vec<&[u8]> = srcs_owned.iter().map(|m| &m[..]).collect();
+            let mut out = vec![0u8; widths.iter().sum::<usize>() * outer];
+            concat_outer(&srcs, &widths, outer, &mut out).unwrap();
+            assert!(out == joined(&srcs_owned, &widths, outer), "concat of unequal sources, {outer} rows");
+        }
+    }
+
+    /// Lengths that do not fit are errors and nothing is written.
+    #[test]
+    fn split_checks_its_lengths() {
+        let src = [1u8; 12];
+        let (mut a, mut b) = ([9u8; 6], [9u8; 6]);
+        assert!(split_outer(&src[..10], 3, 2, &mut [&mut a[..], &mut b[..]]).is_err(), "short source");
+        assert!(split_outer(&src, 3, 2, &mut [&mut a[..], &mut b[..5]]).is_err(), "short part");
+        assert!(a.iter().chain(&b).all(|&x| x == 9), "nothing written");
+        split_outer(&[], 3, 0, &mut [&mut [][..], &mut [][..]]).unwrap();
+        split_outer(&[], 0, 9, &mut [&mut [][..]]).unwrap();
     }
 
     #[test]
