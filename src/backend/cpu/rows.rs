@@ -295,36 +295,53 @@ fn continues_run(prev: &[u8], next: &[u8]) -> bool {
 pub(crate) fn copy(dst: &mut [u8], src: &[u8], stream: bool) {
     #[cfg(target_arch = "x86_64")]
     if stream && dst.len() >= 256 {
-        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
         assert_eq!(dst.len(), src.len(), "copy: lengths differ");
         let head = dst.as_ptr().align_offset(16).min(dst.len());
         dst[..head].copy_from_slice(&src[..head]);
         let body = (dst.len() - head) / 64 * 64;
-        // SAFETY: `head + body <= len` for both slices (same length, checked); the destination
-        // pointer is 16-byte aligned as `_mm_stream_si128` needs; loads are unaligned.
-        unsafe {
-            let mut d = dst.as_mut_ptr().add(head).cast::<__m128i>();
-            let mut s = src.as_ptr().add(head).cast::<__m128i>();
-            for _ in 0..body / 64 {
-                let (a, b, c, e) = (
-                    _mm_loadu_si128(s),
-                    _mm_loadu_si128(s.add(1)),
-                    _mm_loadu_si128(s.add(2)),
-                    _mm_loadu_si128(s.add(3)),
-                );
-                _mm_stream_si128(d, a);
-                _mm_stream_si128(d.add(1), b);
-                _mm_stream_si128(d.add(2), c);
-                _mm_stream_si128(d.add(3), e);
-                d = d.add(4);
-                s = s.add(4);
-            }
-        }
+        // SAFETY: `head + body <= len` for both slices (same length, checked), and the
+        // destination is 16-byte aligned at `head`.
+        unsafe { stream_lines(dst.as_mut_ptr().add(head), src.as_ptr().add(head), body / 64) };
         dst[head + body..].copy_from_slice(&src[head + body..]);
         return;
     }
     let _ = stream;
     dst.copy_from_slice(src);
+}
+
+/// `dst.copy_from_slice(line)` for 64 bytes, with streaming stores when `stream` and `dst` is
+/// 16-byte aligned (x86-64; elsewhere, or unaligned, a copy). For rows of a line, or gathered into
+/// one, that go to different places: `copy` streams pieces of 256 bytes and more only.
+#[inline]
+pub(crate) fn copy_line(dst: &mut [u8], line: &[u8; 64], stream: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if stream && dst.len() == 64 && dst.as_ptr().align_offset(16) == 0 {
+        // SAFETY: 64 bytes on both sides, the destination 16-byte aligned (checked).
+        unsafe { stream_lines(dst.as_mut_ptr(), line.as_ptr(), 1) };
+        return;
+    }
+    let _ = stream;
+    dst.copy_from_slice(line);
+}
+
+/// Copies `lines` x 64 bytes from `src` to `dst` with streaming stores (loads unaligned).
+///
+/// # Safety
+/// Both ranges must be valid for `lines * 64` bytes and not overlap; `dst` must be 16-byte aligned.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+unsafe fn stream_lines(dst: *mut u8, src: *const u8, lines: usize) {
+    use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
+    let (mut d, mut s) = (dst.cast::<__m128i>(), src.cast::<__m128i>());
+    for _ in 0..lines {
+        let (a, b, c, e) = (_mm_loadu_si128(s), _mm_loadu_si128(s.add(1)), _mm_loadu_si128(s.add(2)), _mm_loadu_si128(s.add(3)));
+        _mm_stream_si128(d, a);
+        _mm_stream_si128(d.add(1), b);
+        _mm_stream_si128(d.add(2), c);
+        _mm_stream_si128(d.add(3), e);
+        d = d.add(4);
+        s = s.add(4);
+    }
 }
 
 /// `copy` of elements of a dtype.
@@ -446,6 +463,24 @@ mod tests {
         assert_eq!((ahead.next, ahead.at), (pieces.len(), 0), "stops at the end");
         ahead.advance(5);
         assert_eq!(ahead.next, pieces.len());
+    }
+
+    /// A line is copied whole, streamed or not, to aligned and unaligned places.
+    #[test]
+    fn copies_a_line_anywhere() {
+        let line: [u8; 64] = std::array::from_fn(|i| (i * 3 + 1) as u8);
+        #[repr(align(64))]
+        struct Lines([u8; 64 * 3]);
+        let out = &mut Lines([0; 64 * 3]).0;
+        for at in [0usize, 1, 16, 63, 64] {
+            for stream in [false, true] {
+                out.fill(0);
+                copy_line(&mut out[at..at + 64], &line, stream);
+                store_fence();
+                assert!(out[at..at + 64] == line[..], "at {at}, stream {stream}");
+                assert!(out[..at].iter().chain(&out[at + 64..]).all(|&b| b == 0), "only the line, at {at}");
+            }
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use super::pool::for_each_segment_with_work;
 use super::prefetch_lines;
-use super::rows::{copy, store_fence, streams, PREFETCH_AHEAD_BYTES, TASK_BYTES};
+use super::rows::{copy, copy_line, store_fence, streams, PREFETCH_AHEAD_BYTES, STREAM_MIN_BYTES, TASK_BYTES};
 use crate::error::{ensure, Result};
 use crate::memory::lists;
 use std::ops::Range;
@@ -99,7 +99,9 @@ pub fn split_outer(src: &[u8], inner: usize, outer: usize, outs: &mut [&mut [u8]
         }
     }
     ensure!(pieces.len() == tiles, Internal, "unstack: {} part tiles, expected {tiles}", pieces.len());
-    let stream = streams(src.len(), n * outer);
+    // Rows of a line or less are written a line at a time (see `split_task`), which streams well
+    // however scattered the lines.
+    let stream = streams(src.len(), n * outer) || (src.len() >= STREAM_MIN_BYTES && 64 % inner == 0);
     for_each_segment_with_work(&mut pieces, &bounds, 2 * src.len(), |t, parts| {
         let (b, first) = tasks[t];
         by_row_size!(Some(inner), split_task(src, n * inner, &blocks[b], inner, first, parts, stream));
@@ -143,6 +145,14 @@ fn split_task<const N: usize>(
         }
         for (m, p) in parts.iter_mut().enumerate() {
             let dst = &mut p[g * inner..(g + k) * inner];
+            if N > 0 && k == group {
+                let mut line = [0u8; 64];
+                for (d, l) in line.chunks_exact_mut(inner).zip(&lines[..k]) {
+                    d.copy_from_slice(&l[m * inner..(m + 1) * inner]);
+                }
+                copy_line(dst, &line, stream);
+                continue;
+            }
             for (d, l) in dst.chunks_exact_mut(inner).zip(&lines[..k]) {
                 copy(d, &l[m * inner..(m + 1) * inner], stream);
             }
@@ -169,7 +179,10 @@ pub fn concat_outer(srcs: &[&[u8]], inner: &[usize], outer: usize, out: &mut [u8
     let mut tasks = lists::with_capacity(blocks.len(), "concat: tasks")?;
     let mut bounds = lists::with_capacity(blocks.len() + 1, "concat: task bounds")?;
     bounds.push(0);
-    let (bytes, stream) = (out.len(), streams(out.len(), srcs.len() * outer));
+    // Rows of a line or less are written a line at a time (see `concat_task`), which streams well.
+    let lines = inner.iter().all(|&w| w == inner[0] && w > 0 && 64 % w == 0);
+    let stream = streams(out.len(), srcs.len() * outer) || (out.len() >= STREAM_MIN_BYTES && lines);
+    let bytes = out.len();
     let count = match &blocks[..] {
         [block] => outer.div_ceil(block.rows_per_task),
         _ => blocks.len() * outer,
@@ -235,15 +248,28 @@ fn concat_task<const N: usize>(
     };
     let rows = dsts.iter().map(|d| d.len() / block_bytes.max(1)).sum::<usize>();
     (first..first + ahead.min(rows)).for_each(prefetch);
+    // Sources of rows of a line or less fill a line of the output `per_line` at a time.
+    let per_line = 64usize.checked_div(N).map_or(1, |g| g.max(1));
     let mut o = first;
     for dst in dsts.iter_mut() {
         for d in dst.chunks_exact_mut(block_bytes.max(1)) {
             prefetch(o + ahead);
             let mut at = 0;
-            for (s, &w) in srcs.iter().zip(widths) {
-                let w = if N == 0 { w } else { N };
-                copy(&mut d[at..at + w], &s[o * w..(o + 1) * w], stream);
-                at += w;
+            for (these, ws) in srcs.chunks(per_line).zip(widths.chunks(per_line)) {
+                if N > 0 && these.len() == per_line {
+                    let mut line = [0u8; 64];
+                    for (l, s) in line.chunks_exact_mut(N).zip(these) {
+                        l.copy_from_slice(&s[o * N..(o + 1) * N]);
+                    }
+                    copy_line(&mut d[at..at + 64], &line, stream);
+                    at += 64;
+                    continue;
+                }
+                for (s, &w) in these.iter().zip(ws) {
+                    let w = if N == 0 { w } else { N };
+                    copy(&mut d[at..at + w], &s[o * w..(o + 1) * w], stream);
+                    at += w;
+                }
             }
             o += 1;
         }
@@ -297,16 +323,22 @@ mod tests {
                 assert!(out == src, "concat: {n} x {outer} rows of {inner}");
             }
         }
-        // Large enough to stream: 4 MiB and more in rows of at least 1 KiB.
-        let (inner, n, outer) = (1029usize, 40usize, 110usize);
-        assert!(streams(inner * n * outer, n * outer));
-        let widths = vec![inner; n];
-        let want_members = members(&widths, outer);
-        let src = joined(&want_members, &widths, outer);
-        let mut parts = vec![vec![0u8; inner * outer]; n];
-        let mut outs: Vec<&mut [u8]> = parts.iter_mut().map(|p| &mut p[..]).collect();
-        split_outer(&src, inner, outer, &mut outs).unwrap();
-        assert!(parts == want_members, "streamed split");
+        // Large enough to stream: 4 MiB and more in rows of at least 1 KiB, or of a line or less
+        // (written a line at a time), with tiles of rows that do not come out even.
+        for (inner, n, outer) in [(1029usize, 40usize, 110usize), (64, 300, 251), (4, 1024, 1100), (1, 2100, 2001)] {
+            assert!(inner * n * outer >= STREAM_MIN_BYTES);
+            let widths = vec![inner; n];
+            let want_members = members(&widths, outer);
+            let src = joined(&want_members, &widths, outer);
+            let mut parts = vec![vec![0u8; inner * outer]; n];
+            let mut outs: Vec<&mut [u8]> = parts.iter_mut().map(|p| &mut p[..]).collect();
+            split_outer(&src, inner, outer, &mut outs).unwrap();
+            assert!(parts == want_members, "streamed split of {n} x {outer} rows of {inner}");
+            let srcs: Vec<&[u8]> = want_members.iter().map(|m| &m[..]).collect();
+            let mut out = vec![0u8; src.len()];
+            concat_outer(&srcs, &widths, outer, &mut out).unwrap();
+            assert!(out == src, "streamed concat of {n} x {outer} rows of {inner}");
+        }
         // Unequal sources: some blocks of one source, some of many, a source of no bytes.
         let widths = [4usize, 0, 2000, 12, 12, 700, 1, 1, 64, 5000, 3];
         for outer in [1usize, 2, 33] {
