@@ -302,6 +302,22 @@ mod tests {
         (0..outer).flat_map(|o| members.iter().zip(inner).flat_map(move |(m, &w)| m[o * w..(o + 1) * w].to_vec())).collect()
     }
 
+    /// `n` members of `outer` rows of `inner` bytes: split from, and concatenated into, what the
+    /// plain loop joins.
+    fn split_and_concat(inner: usize, n: usize, outer: usize) {
+        let widths = vec![inner; n];
+        let want_members = members(&widths, outer);
+        let src = joined(&want_members, &widths, outer);
+        let mut parts = vec![vec![0u8; inner * outer]; n];
+        let mut outs: Vec<&mut [u8]> = parts.iter_mut().map(|p| &mut p[..]).collect();
+        split_outer(&src, inner, outer, &mut outs).unwrap();
+        assert!(parts == want_members, "split: {n} x {outer} rows of {inner}");
+        let srcs: Vec<&[u8]> = want_members.iter().map(|m| &m[..]).collect();
+        let mut out = vec![0u8; src.len()];
+        concat_outer(&srcs, &widths, outer, &mut out).unwrap();
+        assert!(out == src, "concat: {n} x {outer} rows of {inner}");
+    }
+
     /// Splits and concatenations equal the plain loop: rows of each size the copies are compiled
     /// for (1 to 64 bytes) and of others (0, 3, 100, 1029: streamed when large), one member or
     /// enough for several blocks, one row or enough for several tasks and line groups that do not
@@ -310,34 +326,14 @@ mod tests {
     fn splits_and_concatenates_like_the_plain_loop() {
         for inner in [1usize, 2, 3, 4, 8, 16, 32, 64, 100, 1029, 0] {
             for (n, outer) in [(1usize, 1usize), (5, 1), (300, 7), (3, 1000), (130, 67)] {
-                let widths = vec![inner; n];
-                let want_members = members(&widths, outer);
-                let src = joined(&want_members, &widths, outer);
-                let mut parts = vec![vec![0u8; inner * outer]; n];
-                let mut outs: Vec<&mut [u8]> = parts.iter_mut().map(|p| &mut p[..]).collect();
-                split_outer(&src, inner, outer, &mut outs).unwrap();
-                assert!(parts == want_members, "split: {n} x {outer} rows of {inner}");
-                let srcs: Vec<&[u8]> = want_members.iter().map(|m| &m[..]).collect();
-                let mut out = vec![0u8; src.len()];
-                concat_outer(&srcs, &widths, outer, &mut out).unwrap();
-                assert!(out == src, "concat: {n} x {outer} rows of {inner}");
+                split_and_concat(inner, n, outer);
             }
         }
         // Large enough to stream: 4 MiB and more in rows of at least 1 KiB, or of a line or less
         // (written a line at a time), with tiles of rows that do not come out even.
         for (inner, n, outer) in [(1029usize, 40usize, 110usize), (64, 300, 251), (4, 1024, 1100), (1, 2100, 2001)] {
             assert!(inner * n * outer >= STREAM_MIN_BYTES);
-            let widths = vec![inner; n];
-            let want_members = members(&widths, outer);
-            let src = joined(&want_members, &widths, outer);
-            let mut parts = vec![vec![0u8; inner * outer]; n];
-            let mut outs: Vec<&mut [u8]> = parts.iter_mut().map(|p| &mut p[..]).collect();
-            split_outer(&src, inner, outer, &mut outs).unwrap();
-            assert!(parts == want_members, "streamed split of {n} x {outer} rows of {inner}");
-            let srcs: Vec<&[u8]> = want_members.iter().map(|m| &m[..]).collect();
-            let mut out = vec![0u8; src.len()];
-            concat_outer(&srcs, &widths, outer, &mut out).unwrap();
-            assert!(out == src, "streamed concat of {n} x {outer} rows of {inner}");
+            split_and_concat(inner, n, outer);
         }
         // Unequal sources: some blocks of one source, some of many, a source of no bytes.
         let widths = [4usize, 0, 2000, 12, 12, 700, 1, 1, 64, 5000, 3];
