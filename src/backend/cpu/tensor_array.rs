@@ -49,7 +49,7 @@ fn rows_ahead(block_bytes: usize) -> usize {
 }
 
 /// Runs `$f::<N>(args)` with `N` the members' common row size when it is a small power of two
-/// (the copies then compile to a load and a store), else with `N` = 0 (sizes read at run time).
+/// (the copies then compile to a few loads and stores), else with `N` = 0 (sizes read at run time).
 macro_rules! by_row_size {
     ($size:expr, $f:ident($($arg:expr),*)) => {
         match $size {
@@ -176,18 +176,16 @@ pub fn concat_outer(srcs: &[&[u8]], inner: &[usize], outer: usize, out: &mut [u8
     let blocks = blocks(inner, outer)?;
     // Each task's part of the output: a tile of whole rows when one block spans the row, else one
     // piece per row of a block, block by block (the rows of a tile are then not contiguous).
-    let mut tasks = lists::with_capacity(blocks.len(), "concat: tasks")?;
-    let mut bounds = lists::with_capacity(blocks.len() + 1, "concat: task bounds")?;
+    let count: usize = blocks.iter().map(|b| outer.div_ceil(b.rows_per_task)).sum();
+    let mut tasks = lists::with_capacity(count, "concat: tasks")?;
+    let mut bounds = lists::with_capacity(count + 1, "concat: task bounds")?;
     bounds.push(0);
     // Rows of a line or less are written a line at a time (see `concat_task`), which streams well.
     let lines = inner.iter().all(|&w| w == inner[0] && w > 0 && 64 % w == 0);
     let stream = streams(out.len(), srcs.len() * outer) || (out.len() >= STREAM_MIN_BYTES && lines);
     let bytes = out.len();
-    let count = match &blocks[..] {
-        [block] => outer.div_ceil(block.rows_per_task),
-        _ => blocks.len() * outer,
-    };
-    let mut pieces = lists::with_capacity(count, "concat: output pieces")?;
+    let piece_count = if blocks.len() == 1 { count } else { blocks.len() * outer };
+    let mut pieces = lists::with_capacity(piece_count, "concat: output pieces")?;
     if let [block] = &blocks[..] {
         pieces.extend(out.chunks_mut(block.rows_per_task * row));
         for (t, first) in (0..outer).step_by(block.rows_per_task).enumerate() {
