@@ -334,7 +334,8 @@ unsafe fn stream_lines(dst: *mut u8, src: *const u8, lines: usize) {
     use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
     let (mut d, mut s) = (dst.cast::<__m128i>(), src.cast::<__m128i>());
     for _ in 0..lines {
-        let (a, b, c, e) = (_mm_loadu_si128(s), _mm_loadu_si128(s.add(1)), _mm_loadu_si128(s.add(2)), _mm_loadu_si128(s.add(3)));
+        let (a, b, c, e) =
+            (_mm_loadu_si128(s), _mm_loadu_si128(s.add(1)), _mm_loadu_si128(s.add(2)), _mm_loadu_si128(s.add(3)));
         _mm_stream_si128(d, a);
         _mm_stream_si128(d.add(1), b);
         _mm_stream_si128(d.add(2), c);

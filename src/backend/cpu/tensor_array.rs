@@ -70,7 +70,12 @@ macro_rules! by_row_size {
 /// inverse of stacking; unstack along axis 0 is the case `outer` = 1.
 pub fn split_outer(src: &[u8], inner: usize, outer: usize, outs: &mut [&mut [u8]]) -> Result<()> {
     let n = outs.len();
-    ensure!(src.len() == outer * n * inner, Internal, "split source has {} bytes, expected {outer} x {n} x {inner}", src.len());
+    ensure!(
+        src.len() == outer * n * inner,
+        Internal,
+        "split source has {} bytes, expected {outer} x {n} x {inner}",
+        src.len()
+    );
     for (i, o) in outs.iter().enumerate() {
         ensure!(o.len() == outer * inner, Internal, "part {i} has {} bytes, expected {outer} x {inner}", o.len());
     }
@@ -292,12 +297,18 @@ mod tests {
 
     /// Member `i`'s rows, `inner[i]` bytes each, distinct for every member and row.
     fn members(inner: &[usize], outer: usize) -> Vec<Vec<u8>> {
-        inner.iter().enumerate().map(|(i, &w)| (0..w * outer).map(|b| ((b * 7 + i * 13) % 251) as u8).collect()).collect()
+        inner
+            .iter()
+            .enumerate()
+            .map(|(i, &w)| (0..w * outer).map(|b| ((b * 7 + i * 13) % 251) as u8).collect())
+            .collect()
     }
 
     /// The plain loop: row `o` of the contiguous side is row `o` of every member in turn.
     fn joined(members: &[Vec<u8>], inner: &[usize], outer: usize) -> Vec<u8> {
-        (0..outer).flat_map(|o| members.iter().zip(inner).flat_map(move |(m, &w)| m[o * w..(o + 1) * w].to_vec())).collect()
+        (0..outer)
+            .flat_map(|o| members.iter().zip(inner).flat_map(move |(m, &w)| m[o * w..(o + 1) * w].to_vec()))
+            .collect()
     }
 
     /// `n` members of `outer` rows of `inner` bytes: split from, and concatenated into, what the
