@@ -840,6 +840,56 @@ fn gpu_concat_stack_unstack_equal_cpu() {
     }
 }
 
+/// Unstack, stack and concat along an inner axis with rows narrower than 32 bytes, which move in
+/// tiles through shared memory: rows of one word of every width (1 to 16 bytes) and of three
+/// (6 and 12 bytes) and of 31, numbers of rows and parts that leave the last tiles short, a source
+/// that starts a row into its buffer, and pieces of two sizes (the untiled kernel).
+#[test]
+fn gpu_narrow_pieces_equal_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0x5eed_0f71);
+    let (outer, n) = if race_check() { (37, 11) } else { (300, 45) };
+    for (dtype, inner) in [
+        (DType::U8, 1),
+        (DType::I16, 1),
+        (DType::F32, 1),
+        (DType::F64, 1),
+        (DType::F32, 4),
+        (DType::I16, 3),
+        (DType::F32, 3),
+        (DType::U8, 31),
+    ] {
+        let what = format!("{dtype} rows of {inner}");
+        // One row more than `outer`, dropped: the source's first element is a row into its buffer.
+        let all = tensor_of(dtype, &tie_heavy(&mut rng, (outer + 1) * n * inner), &[outer + 1, n, inner]);
+        let x = LoDTensor::dense(all.slice_rows(1..outer + 1).unwrap());
+        let parts = unstack(&x, 1).unwrap();
+        let got = unstack(&gpu(&x), 1).unwrap();
+        assert_eq!(got.len(), n, "{what}");
+        for (i, (g, w)) in got.as_slice().iter().zip(parts.as_slice()).enumerate() {
+            assert_same(g, w, &format!("{what}: unstack part {i}"));
+        }
+        let on_gpu = array_to(&parts, GPU);
+        let (want, _) = tensor_array_to_tensor(&parts, 1, true).unwrap();
+        let (got, _) = tensor_array_to_tensor(&on_gpu, 1, true).unwrap();
+        assert_same(&got, &want, &format!("{what}: stack"));
+        assert_eq!(bytes_of(&want), bytes_of(&x), "{what}: stack undoes unstack");
+        let (want, _) = tensor_array_to_tensor(&parts, 1, false).unwrap();
+        let (got, _) = tensor_array_to_tensor(&on_gpu, 1, false).unwrap();
+        assert_same(&got, &want, &format!("{what}: concat"));
+        // One part twice as wide: pieces of two sizes.
+        let mut uneven = parts.into_vec();
+        uneven[n / 2] =
+            LoDTensor::dense(tensor_of(dtype, &tie_heavy(&mut rng, outer * 2 * inner), &[outer, 2 * inner]));
+        let uneven = TensorArray::from_vec(uneven);
+        let (want, _) = tensor_array_to_tensor(&uneven, 1, false).unwrap();
+        let (got, _) = tensor_array_to_tensor(&array_to(&uneven, GPU), 1, false).unwrap();
+        assert_same(&got, &want, &format!("{what}: concat of uneven parts"));
+    }
+}
+
 #[test]
 fn gpu_tensor_array_read_write_stay_on_device() {
     if !gpu_or_skip() {
@@ -1210,8 +1260,9 @@ fn gpu_fused_step_speed() {
     );
 }
 
-/// The multi-tensor moves (pack, concat along axis 0 and 1, unstack, gather_state, gather_states) against a
-/// device copy of the same bytes, measured in the same run. Ignored in the normal run;
+/// The multi-tensor moves (pack, concat along axis 0 and 1, unstack, unstack and stack of rows of
+/// one word, gather_state, gather_states) against a device copy of the same bytes, measured in the
+/// same run. Ignored in the normal run;
 /// scripts/test-gpu.sh runs it (`-- --ignored --nocapture gpu_tensor_array_bandwidth`).
 #[test]
 #[ignore]
@@ -1253,6 +1304,15 @@ fn gpu_tensor_array_bandwidth() {
     report("concat axis 0", bytes, min_time(&|| drop(tensor_array_to_tensor(&array, 0, false).unwrap())), copy);
     report("concat axis 1", bytes, min_time(&|| drop(tensor_array_to_tensor(&array, 1, false).unwrap())), copy);
     report("unstack axis 1", bytes, min_time(&|| drop(unstack(&whole, 1).unwrap())), copy);
+    // The 256 columns of a [2^20, 256] float32 matrix (1 GiB), rows of one word: unstack along 1
+    // and stack them back (the tiled kernel).
+    let matrix = gpu(&LoDTensor::dense(Tensor::zeros(DType::F32, Dim::new(&[1 << 20, 256]).unwrap()).unwrap()));
+    let bytes = 2.0 * matrix.tensor().nbytes() as f64;
+    let copy = min_time(&|| drop(to_place(&matrix, GPU).unwrap()));
+    report("unstack [2^20, 256] f32 along 1", bytes, min_time(&|| drop(unstack(&matrix, 1).unwrap())), copy);
+    let columns = unstack(&matrix, 1).unwrap();
+    let stack = || drop(tensor_array_to_tensor(&columns, 1, true).unwrap());
+    report("stack 256 x [2^20] f32 along 1", bytes, min_time(&stack), copy);
     // gather_state: 64 x 5 prefixes of a [320, 65536] float32 state by reversed parents.
     let state = gpu(&LoDTensor::dense(Tensor::zeros(DType::F32, Dim::new(&[320, 65536]).unwrap()).unwrap()));
     let parents: Vec<i32> = (0..320).rev().collect();
