@@ -15,6 +15,7 @@ pub mod sequence;
 pub mod softmax;
 pub mod tensor_array;
 pub mod topk;
+pub(crate) mod transpose;
 
 /// Whether the CPU has AVX2. The library is built for baseline x86-64 (SSE2: 4 lanes of f32,
 /// a blend is three instructions); a few hot kernels also exist compiled for AVX2 (8 lanes,

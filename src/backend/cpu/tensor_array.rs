@@ -6,6 +6,7 @@
 use super::pool::for_each_segment_with_work;
 use super::prefetch_lines;
 use super::rows::{copy, copy_line, store_fence, streams, PREFETCH_AHEAD_BYTES, STREAM_MIN_BYTES, TASK_BYTES};
+use super::transpose::{transpose_lines, transposes};
 use crate::error::{ensure, Result};
 use crate::memory::lists;
 use std::ops::Range;
@@ -148,7 +149,19 @@ fn split_task<const N: usize>(
             prefetch(first + g + r + ahead);
             *l = line(first + g + r);
         }
-        for (m, p) in parts.iter_mut().enumerate() {
+        // A full group's members go `group` at a time through registers where the CPU can.
+        let mut m = 0;
+        if N > 0 && k == group && transposes::<N>() {
+            while m + group <= parts.len() {
+                let src = std::array::from_fn(|r| lines[r % group][m * N..][..64].as_ptr());
+                let dst = std::array::from_fn(|j| parts[m + j % group][g * N..][..64].as_mut_ptr());
+                // SAFETY: `transposes` said yes; each pointer starts a line of its slice (the
+                // slicing checked), the parts' lines apart from each other and from `src`.
+                unsafe { transpose_lines::<N>(&src, &dst, stream) };
+                m += group;
+            }
+        }
+        for (m, p) in parts.iter_mut().enumerate().skip(m) {
             let dst = &mut p[g * inner..(g + k) * inner];
             if N > 0 && k == group {
                 let mut line = [0u8; 64];
@@ -238,43 +251,81 @@ fn concat_task<const N: usize>(
     stream: bool,
 ) {
     let ahead = rows_ahead(block_bytes);
-    let prefetch = |o: usize| {
+    // Rows `o..o + k` of every source.
+    let prefetch = |o: usize, k: usize| {
         for (s, &w) in srcs.iter().zip(widths) {
             let w = if N == 0 { w } else { N };
             // Rows shorter than a line: only the row that starts a line asks for it.
-            if let Some(r) = s.get(o * w..(o + 1) * w) {
-                if w >= 64 || (r.as_ptr() as usize) % 64 < w {
-                    prefetch_lines(r.as_ptr(), w.min(PREFETCH_AHEAD_BYTES));
+            if let Some(r) = s.get(o * w..(o + k) * w) {
+                if r.len() >= 64 || (r.as_ptr() as usize) % 64 < w {
+                    prefetch_lines(r.as_ptr(), r.len().min(PREFETCH_AHEAD_BYTES));
                 }
             }
         }
     };
     let rows = dsts.iter().map(|d| d.len() / block_bytes.max(1)).sum::<usize>();
-    (first..first + ahead.min(rows)).for_each(prefetch);
-    // Sources of rows of a line or less fill a line of the output `per_line` at a time.
+    (first..first + ahead.min(rows)).for_each(|o| prefetch(o, 1));
+    // Sources of rows of a line or less fill a line of the output `per_line` at a time; where the
+    // CPU can, `per_line` rows of `per_line` sources at a time, through registers.
     let per_line = 64usize.checked_div(N).map_or(1, |g| g.max(1));
+    let square = N > 0 && transposes::<N>();
+    let mut rows = dsts.iter_mut().flat_map(|d| d.chunks_exact_mut(block_bytes.max(1)));
+    let mut group: [Option<&mut [u8]>; 16] = Default::default();
     let mut o = first;
-    for dst in dsts.iter_mut() {
-        for d in dst.chunks_exact_mut(block_bytes.max(1)) {
-            prefetch(o + ahead);
-            let mut at = 0;
-            for (these, ws) in srcs.chunks(per_line).zip(widths.chunks(per_line)) {
-                if N > 0 && these.len() == per_line {
-                    let mut line = [0u8; 64];
-                    for (l, s) in line.chunks_exact_mut(N).zip(these) {
-                        l.copy_from_slice(&s[o * N..(o + 1) * N]);
-                    }
-                    copy_line(&mut d[at..at + 64], &line, stream);
-                    at += 64;
-                    continue;
-                }
-                for (s, &w) in these.iter().zip(ws) {
-                    let w = if N == 0 { w } else { N };
-                    copy(&mut d[at..at + w], &s[o * w..(o + 1) * w], stream);
-                    at += w;
-                }
+    loop {
+        let mut k = 0;
+        for (slot, row) in group.iter_mut().zip(rows.by_ref().take(if square { per_line } else { 1 })) {
+            *slot = Some(row);
+            k += 1;
+        }
+        if k == 0 {
+            break;
+        }
+        let mut done = 0;
+        if square && k == per_line {
+            prefetch(o + ahead, per_line);
+            while done + per_line <= srcs.len() {
+                let src = std::array::from_fn(|s| srcs[done + s % per_line][o * N..][..64].as_ptr());
+                let dst = std::array::from_fn(|r| match &mut group[r % per_line] {
+                    Some(row) => row[done * N..][..64].as_mut_ptr(),
+                    None => std::ptr::null_mut(),
+                });
+                // SAFETY: `transposes` said yes; each pointer starts a line of its slice (the
+                // slicing checked), the output rows apart from each other and from the sources.
+                unsafe { transpose_lines::<N>(&src, &dst, stream) };
+                done += per_line;
             }
-            o += 1;
+        }
+        for (r, slot) in group[..k].iter_mut().enumerate() {
+            let d = slot.take().expect("filled above");
+            if done < srcs.len() {
+                prefetch(o + r + ahead, 1);
+            }
+            concat_row::<N>(&srcs[done..], &widths[done..], o + r, &mut d[done * N..], stream);
+        }
+        o += k;
+    }
+}
+
+/// Row `o` of `srcs` (rows of `widths` bytes; all `N` when not 0) into `d`, their concatenation.
+#[inline(always)]
+fn concat_row<const N: usize>(srcs: &[&[u8]], widths: &[usize], o: usize, d: &mut [u8], stream: bool) {
+    let per_line = 64usize.checked_div(N).map_or(1, |g| g.max(1));
+    let mut at = 0;
+    for (these, ws) in srcs.chunks(per_line).zip(widths.chunks(per_line)) {
+        if N > 0 && these.len() == per_line {
+            let mut line = [0u8; 64];
+            for (l, s) in line.chunks_exact_mut(N).zip(these) {
+                l.copy_from_slice(&s[o * N..(o + 1) * N]);
+            }
+            copy_line(&mut d[at..at + 64], &line, stream);
+            at += 64;
+            continue;
+        }
+        for (s, &w) in these.iter().zip(ws) {
+            let w = if N == 0 { w } else { N };
+            copy(&mut d[at..at + w], &s[o * w..(o + 1) * w], stream);
+            at += w;
         }
     }
 }
