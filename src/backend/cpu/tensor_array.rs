@@ -283,7 +283,9 @@ fn concat_task<const N: usize>(
         }
         let mut done = 0;
         if square && k == per_line {
-            prefetch(o + ahead, per_line);
+            // The next group's line of each source (a distance in bytes would fall inside this
+            // group's line: rows of a word, blocks of up to 1 KiB).
+            prefetch(o + per_line, per_line);
             while done + per_line <= srcs.len() {
                 let src = std::array::from_fn(|s| srcs[done + s % per_line][o * N..][..64].as_ptr());
                 let dst = std::array::from_fn(|r| match &mut group[r % per_line] {
