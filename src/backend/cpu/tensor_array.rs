@@ -6,7 +6,7 @@
 use super::pool::for_each_segment_with_work;
 use super::prefetch_lines;
 use super::rows::{copy, copy_line, store_fence, streams, PREFETCH_AHEAD_BYTES, STREAM_MIN_BYTES, TASK_BYTES};
-use super::transpose::{transpose_lines, transposes};
+use super::transpose::transposer;
 use crate::error::{ensure, Result};
 use crate::memory::lists;
 use std::ops::Range;
@@ -142,6 +142,7 @@ fn split_task<const N: usize>(
     // Rows shorter than a line go a line's worth at a time: each member's rows of the group are
     // then written as one line, not a piece of a line per row.
     let group = 64usize.checked_div(N).map_or(1, |g| g.max(1));
+    let square = if N > 0 { transposer::<N>() } else { None };
     let mut lines: [&[u8]; 64] = [&[]; 64];
     for g in (0..rows).step_by(group) {
         let k = group.min(rows - g);
@@ -151,13 +152,13 @@ fn split_task<const N: usize>(
         }
         // A full group's members go `group` at a time through registers where the CPU can.
         let mut m = 0;
-        if N > 0 && k == group && transposes::<N>() {
+        if let (Some(transpose), true) = (square, k == group) {
             while m + group <= parts.len() {
                 let src = std::array::from_fn(|r| lines[r % group][m * N..][..64].as_ptr());
                 let dst = std::array::from_fn(|j| parts[m + j % group][g * N..][..64].as_mut_ptr());
-                // SAFETY: `transposes` said yes; each pointer starts a line of its slice (the
-                // slicing checked), the parts' lines apart from each other and from `src`.
-                unsafe { transpose_lines::<N>(&src, &dst, stream) };
+                // SAFETY: each pointer starts a line of its slice (the slicing checked), the
+                // parts' lines apart from each other and from `src`.
+                unsafe { transpose(&src, &dst, stream) };
                 m += group;
             }
         }
@@ -268,13 +269,14 @@ fn concat_task<const N: usize>(
     // Sources of rows of a line or less fill a line of the output `per_line` at a time; where the
     // CPU can, `per_line` rows of `per_line` sources at a time, through registers.
     let per_line = 64usize.checked_div(N).map_or(1, |g| g.max(1));
-    let square = N > 0 && transposes::<N>();
-    let mut rows = dsts.iter_mut().flat_map(|d| d.chunks_exact_mut(block_bytes.max(1)));
+    let square = if N > 0 { transposer::<N>() } else { None };
+    let mut out_rows = dsts.iter_mut().flat_map(|d| d.chunks_exact_mut(block_bytes.max(1)));
     let mut group: [Option<&mut [u8]>; 16] = Default::default();
     let mut o = first;
     loop {
         let mut k = 0;
-        for (slot, row) in group.iter_mut().zip(rows.by_ref().take(if square { per_line } else { 1 })) {
+        let take = if square.is_some() { per_line } else { 1 };
+        for (slot, row) in group.iter_mut().zip(out_rows.by_ref().take(take)) {
             *slot = Some(row);
             k += 1;
         }
@@ -282,7 +284,7 @@ fn concat_task<const N: usize>(
             break;
         }
         let mut done = 0;
-        if square && k == per_line {
+        if let (Some(transpose), true) = (square, k == per_line) {
             // The next group's line of each source (a distance in bytes would fall inside this
             // group's line: rows of a word, blocks of up to 1 KiB).
             prefetch(o + per_line, per_line);
@@ -292,9 +294,9 @@ fn concat_task<const N: usize>(
                     Some(row) => row[done * N..][..64].as_mut_ptr(),
                     None => std::ptr::null_mut(),
                 });
-                // SAFETY: `transposes` said yes; each pointer starts a line of its slice (the
-                // slicing checked), the output rows apart from each other and from the sources.
-                unsafe { transpose_lines::<N>(&src, &dst, stream) };
+                // SAFETY: each pointer starts a line of its slice (the slicing checked), the
+                // output rows apart from each other and from the sources.
+                unsafe { transpose(&src, &dst, stream) };
                 done += per_line;
             }
         }

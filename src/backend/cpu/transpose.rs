@@ -7,32 +7,32 @@
 //! Both forms transpose within 128-bit lanes first (unpacks of words, then of word pairs), then
 //! move whole lanes: AVX-512 a line a register, AVX2 a square in four quarters of half lines.
 
+#[cfg(target_arch = "x86_64")]
 use super::{has_avx2, has_avx512};
 
-/// Whether [`transpose_lines`] moves words of `W` bytes on this CPU (`W` 4 or 8; AVX-512F or
-/// AVX2).
-#[inline]
-pub(crate) fn transposes<const W: usize>() -> bool {
-    (W == 4 || W == 8) && (has_avx512() || has_avx2())
-}
-
-/// Writes into the line at `dst[j]` word `j` of each of the lines at `src[0]`, `src[1]`, ...,
-/// for `j` below `64 / W`, the square's side; with streaming stores when `stream` and the store
-/// is aligned to its size. The entries past the side are not read.
+/// A form of the square for one word size: writes into the line at `dst[j]` word `j` of each of
+/// the lines at `src[0]`, `src[1]`, ..., for `j` below `64 / W`, the square's side; with streaming
+/// stores when its `bool` is true and a store is aligned to its size. The entries past the side
+/// are not read.
 ///
 /// # Safety
-/// [`transposes::<W>`] is true; each of the first `64 / W` entries of `src` is valid for reads of
-/// 64 bytes, and of `dst` for writes of 64 bytes, none of them overlapping a line of `src`.
-#[inline]
-pub(crate) unsafe fn transpose_lines<const W: usize>(src: &[*const u8; 16], dst: &[*mut u8; 16], stream: bool) {
+/// Each of the first `64 / W` entries of `src` is valid for reads of 64 bytes, and of `dst` for
+/// writes of 64 bytes, none of them overlapping a line of `src`.
+pub(crate) type Transpose = unsafe fn(&[*const u8; 16], &[*mut u8; 16], bool);
+
+/// The form of the square for words of `W` bytes on this CPU, chosen once by a caller for all its
+/// squares: AVX-512F's or AVX2's for `W` 4 or 8, else none.
+pub(crate) fn transposer<const W: usize>() -> Option<Transpose> {
     #[cfg(target_arch = "x86_64")]
-    if has_avx512() {
-        lines_avx512::<W>(src, dst, stream)
-    } else {
-        lines_avx2::<W>(src, dst, stream)
+    if W == 4 || W == 8 {
+        if has_avx512() {
+            return Some(lines_avx512::<W>);
+        }
+        if has_avx2() {
+            return Some(lines_avx2::<W>);
+        }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    unreachable!("transpose_lines: {src:?} {dst:?} {stream}, but transposes() is false here")
+    None
 }
 
 /// Within each 128-bit lane of `r[..2C]` (C = 16 / W words a lane): afterwards register
@@ -64,7 +64,7 @@ macro_rules! in_lanes {
     }};
 }
 
-/// [`transpose_lines`] with a line a register.
+/// A [`Transpose`] with a line a register.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn lines_avx512<const W: usize>(src: &[*const u8; 16], dst: &[*mut u8; 16], stream: bool) {
@@ -106,7 +106,7 @@ unsafe fn lines_avx512<const W: usize>(src: &[*const u8; 16], dst: &[*mut u8; 16
     }
 }
 
-/// [`transpose_lines`] in four quarters, each a square of `half` = `32 / W` words a side: the
+/// A [`Transpose`] in four quarters, each a square of `half` = `32 / W` words a side: the
 /// halves `b` of input lines `half * a ..` make the halves `a` of output lines `half * b ..`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
@@ -152,11 +152,9 @@ unsafe fn lines_avx2<const W: usize>(src: &[*const u8; 16], dst: &[*mut u8; 16],
 mod tests {
     use super::*;
 
-    type Form = unsafe fn(&[*const u8; 16], &[*mut u8; 16], bool);
-
     /// `form` writes each output line as the column of words of the input lines, with plain and
     /// streaming stores, at aligned and unaligned places.
-    fn check<const W: usize>(form: Form, name: &str) {
+    fn check<const W: usize>(form: Transpose, name: &str) {
         let side = 64 / W;
         for (shift, stream) in [(0usize, false), (0, true), (3, false), (5, true), (32, true)] {
             // Bytes that differ from their neighbours: a word moved to a wrong place shows.
@@ -182,10 +180,10 @@ mod tests {
         }
     }
 
-    /// Both forms, where the CPU has them, and the one `transpose_lines` picks.
+    /// Both forms, where the CPU has them, and the one `transposer` picks.
     #[test]
     fn moves_words_to_their_transposed_places() {
-        let mut forms: Vec<(Form, Form, &str)> = Vec::new();
+        let mut forms: Vec<(Transpose, Transpose, &str)> = Vec::new();
         if has_avx512() {
             forms.push((lines_avx512::<4>, lines_avx512::<8>, "AVX-512"));
         }
@@ -196,7 +194,7 @@ mod tests {
             eprintln!("skipped: neither AVX-512F nor AVX2");
             return;
         }
-        forms.push((transpose_lines::<4>, transpose_lines::<8>, "transpose_lines"));
+        forms.push((transposer::<4>().unwrap(), transposer::<8>().unwrap(), "transposer"));
         for (four, eight, name) in forms {
             check::<4>(four, name);
             check::<8>(eight, name);

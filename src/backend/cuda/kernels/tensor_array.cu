@@ -65,43 +65,46 @@ static __device__ __forceinline__ void narrow_tiles(W (*tile)[33], const u64 *__
     W *row0 = whole + o0 * whole_words + (u64)p0 * pw;
     // Word u of a thread in a phase is i = threadIdx.x + u * STRIDE_THREADS: tile row i / 32,
     // column i % 32 on the whole's side; word k = i % run of piece i / run on a piece's side (tile
-    // row k / pw). The compiler drops the divisions by pw and run for pw = 1 (narrow_pieces).
-    W v[EACH];
-    if (to_whole) {
+    // row k / pw). The compiler drops the divisions by pw and run for pw = 1 (narrow_pieces). Each
+    // side gives the word's place in memory and in the tile, or no place outside the tile.
+    struct Place {
+      W *mem;
+      unsigned int row, col;
+    };
+    auto on_whole = [&](unsigned int u) -> Place {
+      const unsigned int i = threadIdx.x + u * STRIDE_THREADS, r = i / 32, c = i % 32;
+      if (r < rows && c < span) return {row0 + r * whole_words + c, r, c};
+      return {nullptr, 0, 0};
+    };
+    auto on_piece = [&](unsigned int u) -> Place {
+      const unsigned int i = threadIdx.x + u * STRIDE_THREADS, q = i / run, k = i - q * run, r = k / pw;
+      if (q < pieces && r < rows) return {(W *)piece_ptrs[p0 + q] + o0 * pw + k, r, q * pw + (k - r * pw)};
+      return {nullptr, 0, 0};
+    };
+    // From one side into the tile, every load before the first store, then out to the other side.
+    auto move = [&](auto from, auto to) {
+      W v[EACH];
       LODTENSOR_UNROLL
       for (unsigned int u = 0; u < EACH; u++) {
-        const unsigned int i = threadIdx.x + u * STRIDE_THREADS, q = i / run, k = i - q * run;
-        if (q < pieces && k / pw < rows) v[u] = ((const W *)piece_ptrs[p0 + q])[o0 * pw + k];
+        const Place p = from(u);
+        if (p.mem) v[u] = *p.mem;
       }
       LODTENSOR_UNROLL
       for (unsigned int u = 0; u < EACH; u++) {
-        const unsigned int i = threadIdx.x + u * STRIDE_THREADS, q = i / run, k = i - q * run, r = k / pw;
-        if (q < pieces && r < rows) tile[r][q * pw + (k - r * pw)] = v[u];
+        const Place p = from(u);
+        if (p.mem) tile[p.row][p.col] = v[u];
       }
       __syncthreads();
       LODTENSOR_UNROLL
       for (unsigned int u = 0; u < EACH; u++) {
-        const unsigned int i = threadIdx.x + u * STRIDE_THREADS, r = i / 32, c = i % 32;
-        if (r < rows && c < span) row0[r * whole_words + c] = tile[r][c];
+        const Place p = to(u);
+        if (p.mem) *p.mem = tile[p.row][p.col];
       }
-    } else {
-      LODTENSOR_UNROLL
-      for (unsigned int u = 0; u < EACH; u++) {
-        const unsigned int i = threadIdx.x + u * STRIDE_THREADS, r = i / 32, c = i % 32;
-        if (r < rows && c < span) v[u] = row0[r * whole_words + c];
-      }
-      LODTENSOR_UNROLL
-      for (unsigned int u = 0; u < EACH; u++) {
-        const unsigned int i = threadIdx.x + u * STRIDE_THREADS, r = i / 32, c = i % 32;
-        if (r < rows && c < span) tile[r][c] = v[u];
-      }
-      __syncthreads();
-      LODTENSOR_UNROLL
-      for (unsigned int u = 0; u < EACH; u++) {
-        const unsigned int i = threadIdx.x + u * STRIDE_THREADS, q = i / run, k = i - q * run, r = k / pw;
-        if (q < pieces && r < rows) ((W *)piece_ptrs[p0 + q])[o0 * pw + k] = tile[r][q * pw + (k - r * pw)];
-      }
-    }
+    };
+    if (to_whole)
+      move(on_piece, on_whole);
+    else
+      move(on_whole, on_piece);
     // The next tile's first phase overwrites what this one's last phase reads.
     __syncthreads();
   }
