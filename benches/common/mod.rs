@@ -6,6 +6,7 @@
 //! case (for a quick end-to-end run, e.g. on the emulator).
 #![allow(dead_code)]
 
+use half::f16;
 use lodtensor::interop::arrow::{to_arrow_device_strings, Encoding};
 use lodtensor::{
     array_to_lod_tensor, beam_search_fused_step, beam_search_gather_states, beam_search_gather_tree,
@@ -336,6 +337,29 @@ pub fn cases(on: &dyn Fn(LoDTensor) -> LoDTensor, small: bool) -> Vec<Case> {
         v.push(case(format!("stack {n}x[{outer},{w}] axis 1"), bytes, bytes, Calib::Copy, move || {
             black_box(tensor_array_to_tensor(&parts, 1, true)).map(drop)
         }));
+    }
+    // The columns of matrices of narrower words: [4096, 1024] float16 and [4096, 2048] uint8
+    // (8 MiB each).
+    {
+        let outer = s(4096);
+        let halves: Vec<f16> = data(outer * 1024, &mut rng).into_iter().map(f16::from_f32).collect();
+        let bytes: Vec<u8> = data(outer * 2048, &mut rng).into_iter().map(|x| (x * 255.0) as u8).collect();
+        let matrices = [
+            ("float16", Tensor::from_slice(&halves, &[outer, 1024, 1]).unwrap()),
+            ("uint8", Tensor::from_slice(&bytes, &[outer, 2048, 1]).unwrap()),
+        ];
+        for (dtype, x) in matrices {
+            let (n, bytes) = (x.dims().as_slice()[1], x.nbytes());
+            let x = LoDTensor::dense(x);
+            let parts = TensorArray::from_vec(unstack(&x, 1).unwrap().into_vec().into_iter().map(on).collect());
+            let x = on(x);
+            v.push(case(format!("unstack {outer}x{n}x1 {dtype} axis 1"), bytes, bytes, Calib::Copy, move || {
+                black_box(unstack(&x, 1)).map(drop)
+            }));
+            v.push(case(format!("stack {n}x[{outer},1] {dtype} axis 1"), bytes, bytes, Calib::Copy, move || {
+                black_box(tensor_array_to_tensor(&parts, 1, true)).map(drop)
+            }));
+        }
     }
     // A decoder's state reordered after a step by the step's parents (beam_search_gather_states):
     // the keys and values of 24 layers (48 states) for 64 x 5 prefixes, float32 rows of 512, each

@@ -36,6 +36,14 @@ pub fn has_avx512() -> bool {
     false
 }
 
+/// Whether the CPU has AVX-512F and AVX-512BW (512-bit unpacks of bytes and 16-bit words).
+pub fn has_avx512bw() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512bw");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 /// Asks ahead of their use for the cache lines of `start`, `start + 64`, ... below `start +
 /// bytes`: all the lines of those bytes when `start` is line-aligned, else all but perhaps the
 /// last. A prefetch is a hint: it reads nothing the program sees and never faults, so any range

@@ -17,6 +17,13 @@ use std::ops::Range;
 /// 64-byte rows took 2.4-2.6 ms with blocks of 1 KiB, 3.3-3.6 ms with 4 KiB (benches/REPORT.md).
 const BLOCK_BYTES: usize = 1024;
 
+/// A task's rows of each member in a block hold at least this many bytes where the task can be
+/// that long: with rows of a byte, a task of `TASK_BYTES` had a piece of 64 bytes for each of its
+/// 1024 members, and listing those pieces cost more than moving their bytes (unstacking the
+/// columns of a [4096, 2048] uint8 matrix: 1.9-2.1 ms, 0.91-1.06 ms with pieces of 1 KiB;
+/// benches/REPORT.md).
+const PIECE_BYTES: usize = 1024;
+
 /// Consecutive members whose rows lie at `at..at + bytes` of each row of the contiguous side, and
 /// the rows a task of theirs copies.
 struct Block {
@@ -37,7 +44,9 @@ fn blocks(inner: &[usize], outer: usize) -> Result<Vec<Block>> {
             bytes += inner[end];
             end += 1;
         }
-        let rows_per_task = (TASK_BYTES / bytes.max(1)).clamp(1, outer.max(1));
+        let narrowest = inner[start..end].iter().copied().filter(|&w| w > 0).min().unwrap_or(1);
+        let rows = (TASK_BYTES / bytes.max(1)).max(PIECE_BYTES / narrowest);
+        let rows_per_task = rows.clamp(1, outer.max(1));
         blocks.push(Block { members: start..end, at, bytes, rows_per_task });
         (start, at) = (end, at + bytes);
     }
@@ -153,11 +162,16 @@ fn split_task<const N: usize>(
         // A full group's members go `group` at a time through registers where the CPU can.
         let mut m = 0;
         if let (Some(transpose), true) = (square, k == group) {
+            let (mut src, mut dst) = ([std::ptr::null(); 64], [std::ptr::null_mut(); 64]);
             while m + group <= parts.len() {
-                let src = std::array::from_fn(|r| lines[r % group][m * N..][..64].as_ptr());
-                let dst = std::array::from_fn(|j| parts[m + j % group][g * N..][..64].as_mut_ptr());
-                // SAFETY: each pointer starts a line of its slice (the slicing checked), the
-                // parts' lines apart from each other and from `src`.
+                for (s, l) in src.iter_mut().zip(&lines[..group]) {
+                    *s = l[m * N..][..64].as_ptr();
+                }
+                for (d, p) in dst.iter_mut().zip(&mut parts[m..m + group]) {
+                    *d = p[g * N..][..64].as_mut_ptr();
+                }
+                // SAFETY: each of the first `group` pointers starts a line of its slice (the
+                // slicing checked), the parts' lines apart from each other and from `src`.
                 unsafe { transpose(&src, &dst, stream) };
                 m += group;
             }
@@ -271,7 +285,7 @@ fn concat_task<const N: usize>(
     let per_line = 64usize.checked_div(N).map_or(1, |g| g.max(1));
     let square = if N > 0 { transposer::<N>() } else { None };
     let mut out_rows = dsts.iter_mut().flat_map(|d| d.chunks_exact_mut(block_bytes.max(1)));
-    let mut group: [Option<&mut [u8]>; 16] = Default::default();
+    let mut group: [Option<&mut [u8]>; 64] = [const { None }; 64];
     let mut o = first;
     loop {
         let mut k = 0;
@@ -288,14 +302,17 @@ fn concat_task<const N: usize>(
             // The next group's line of each source (a distance in bytes would fall inside this
             // group's line: rows of a word, blocks of up to 1 KiB).
             prefetch(o + per_line, per_line);
+            let (mut src, mut dst) = ([std::ptr::null(); 64], [std::ptr::null_mut(); 64]);
             while done + per_line <= srcs.len() {
-                let src = std::array::from_fn(|s| srcs[done + s % per_line][o * N..][..64].as_ptr());
-                let dst = std::array::from_fn(|r| match &mut group[r % per_line] {
-                    Some(row) => row[done * N..][..64].as_mut_ptr(),
-                    None => std::ptr::null_mut(),
-                });
-                // SAFETY: each pointer starts a line of its slice (the slicing checked), the
-                // output rows apart from each other and from the sources.
+                for (p, s) in src.iter_mut().zip(&srcs[done..done + per_line]) {
+                    *p = s[o * N..][..64].as_ptr();
+                }
+                for (p, row) in dst.iter_mut().zip(group[..per_line].iter_mut().flatten()) {
+                    *p = row[done * N..][..64].as_mut_ptr();
+                }
+                // SAFETY: each of the first `per_line` pointers starts a line of its slice (the
+                // slicing checked; the group is full), the output rows apart from each other and
+                // from the sources.
                 unsafe { transpose(&src, &dst, stream) };
                 done += per_line;
             }

@@ -1,14 +1,18 @@
 //! Squares of words moved through registers: line `j` of the output is word `j` of every input
-//! line, in order, for lines of 64 bytes and words of 4 or 8 bytes (16 x 16 or 8 x 8 words).
-//! Unstack and stack of rows of one word along an inner axis are such squares; word by word, each
-//! word took a load and a store to a line being assembled in memory, whose read back as a vector
-//! then waited for those stores (benches/REPORT.md).
+//! line, in order, for lines of 64 bytes and words of 1, 2, 4 or 8 bytes (64 x 64, 32 x 32,
+//! 16 x 16 or 8 x 8 words). Unstack and stack of rows of one word along an inner axis are such
+//! squares; word by word, each word took a load and a store to a line being assembled in memory,
+//! whose read back as a vector then waited for those stores (benches/REPORT.md).
 //!
 //! Both forms transpose within 128-bit lanes first (unpacks of words, then of word pairs), then
 //! move whole lanes: AVX-512 a line a register, AVX2 a square in four quarters of half lines.
+//! Words of 1 or 2 bytes go as 4-byte words: the 4 / W lines of a bundle interleaved make, for
+//! each column, a 4-byte word of the bundle's words in that column, so the square is one of 4-byte
+//! words with bundles for lines, once for each of the 4 / W sets of columns that the interleave
+//! puts in one register.
 
 #[cfg(target_arch = "x86_64")]
-use super::{has_avx2, has_avx512};
+use super::{has_avx2, has_avx512bw};
 
 /// A form of the square for one word size: writes into the line at `dst[j]` word `j` of each of
 /// the lines at `src[0]`, `src[1]`, ..., for `j` below `64 / W`, the square's side; with streaming
@@ -18,14 +22,14 @@ use super::{has_avx2, has_avx512};
 /// # Safety
 /// Each of the first `64 / W` entries of `src` is valid for reads of 64 bytes, and of `dst` for
 /// writes of 64 bytes, none of them overlapping a line of `src`.
-pub(crate) type Transpose = unsafe fn(&[*const u8; 16], &[*mut u8; 16], bool);
+pub(crate) type Transpose = unsafe fn(&[*const u8; 64], &[*mut u8; 64], bool);
 
 /// The form of the square for words of `W` bytes on this CPU, chosen once by a caller for all its
-/// squares: AVX-512F's or AVX2's for `W` 4 or 8, else none.
+/// squares: AVX-512's (F and BW) or AVX2's for `W` 1, 2, 4 or 8, else none.
 pub(crate) fn transposer<const W: usize>() -> Option<Transpose> {
     #[cfg(target_arch = "x86_64")]
-    if W == 4 || W == 8 {
-        if has_avx512() {
+    if matches!(W, 1 | 2 | 4 | 8) {
+        if has_avx512bw() {
             return Some(lines_avx512::<W>);
         }
         if has_avx2() {
@@ -33,6 +37,33 @@ pub(crate) fn transposer<const W: usize>() -> Option<Transpose> {
         }
     }
     None
+}
+
+/// The output line of word `j` of 128-bit lane `lane` of an input line, or of column set `set` of
+/// a bundle when `W` is below 4 (a lane of the interleave holds 4-byte words of 16 / W columns,
+/// 4 of them a set).
+const fn column<const W: usize>(set: usize, lane: usize, j: usize) -> usize {
+    let words = if W < 4 { 4 } else { 16 / W };
+    (16 / W) * lane + words * set + j
+}
+
+/// The registers of the bundle `$l` (its `4 / W` lines as registers; for `W` of 4 or more, the
+/// line itself in `$l[0]`), one for each set of columns: within each lane, word `j` of set `k`
+/// holds the words of column `4 * k + j` of the lane, of each of the bundle's lines in order.
+/// `$lo8` ... `$hi16` are one width's unpacks of bytes and 16-bit words.
+macro_rules! bundle {
+    ($w:expr, $l:expr, $lo8:ident, $hi8:ident, $lo16:ident, $hi16:ident) => {{
+        let l = $l;
+        match $w {
+            1 => {
+                let (lo, hi) = ($lo8(l[0], l[1]), $hi8(l[0], l[1]));
+                let (lo2, hi2) = ($lo8(l[2], l[3]), $hi8(l[2], l[3]));
+                [$lo16(lo, lo2), $hi16(lo, lo2), $lo16(hi, hi2), $hi16(hi, hi2)]
+            }
+            2 => [$lo16(l[0], l[1]), $hi16(l[0], l[1]), l[2], l[3]],
+            _ => l,
+        }
+    }};
 }
 
 /// Within each 128-bit lane of `r[..2C]` (C = 16 / W words a lane): afterwards register
@@ -64,83 +95,112 @@ macro_rules! in_lanes {
     }};
 }
 
-/// A [`Transpose`] with a line a register.
+/// A [`Transpose`] with a line (or a bundle's set) a register.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn lines_avx512<const W: usize>(src: &[*const u8; 16], dst: &[*mut u8; 16], stream: bool) {
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn lines_avx512<const W: usize>(src: &[*const u8; 64], dst: &[*mut u8; 64], stream: bool) {
     use std::arch::x86_64::*;
-    let side = 64 / W;
-    let mut r = [_mm512_setzero_si512(); 16];
-    for (v, &s) in r.iter_mut().zip(src).take(side) {
-        *v = _mm512_loadu_si512(s.cast());
-    }
-    let u = in_lanes!(
-        W,
-        r,
-        side,
-        _mm512_unpacklo_epi32,
-        _mm512_unpackhi_epi32,
-        _mm512_unpacklo_epi64,
-        _mm512_unpackhi_epi64
-    );
-    // Then the lanes, for each word `c` of a lane: two rounds of lane shuffles (0x88 takes lanes
-    // 0 and 2 of each operand, 0xdd lanes 1 and 3) put the four lanes of word `C * l + c` of
-    // every line together, in line order.
-    let c_max = 16 / W;
-    for c in 0..c_max {
-        let v1 = _mm512_shuffle_i32x4::<0x88>(u[c], u[c_max + c]);
-        let v2 = _mm512_shuffle_i32x4::<0xdd>(u[c], u[c_max + c]);
-        let w1 = _mm512_shuffle_i32x4::<0x88>(u[2 * c_max + c], u[3 * c_max + c]);
-        let w2 = _mm512_shuffle_i32x4::<0xdd>(u[2 * c_max + c], u[3 * c_max + c]);
-        r[c] = _mm512_shuffle_i32x4::<0x88>(v1, w1);
-        r[2 * c_max + c] = _mm512_shuffle_i32x4::<0xdd>(v1, w1);
-        r[c_max + c] = _mm512_shuffle_i32x4::<0x88>(v2, w2);
-        r[3 * c_max + c] = _mm512_shuffle_i32x4::<0xdd>(v2, w2);
-    }
-    for (&v, &d) in r.iter().zip(dst).take(side) {
-        if stream && d.align_offset(64) == 0 {
-            _mm512_stream_si512(d.cast(), v);
-        } else {
-            _mm512_storeu_si512(d.cast(), v);
+    // The square's words (4 or 8 bytes), its side, and the lines of a bundle.
+    let word = W.max(4);
+    let side = 64 / word;
+    let per = 4 / W.min(4);
+    let c_max = 16 / word;
+    // Each line is loaded once: every bundle's sets first (kept on the stack for bytes).
+    let bundles: [[__m512i; 4]; 16] = std::array::from_fn(|i| {
+        let mut l = [_mm512_setzero_si512(); 4];
+        if i < side {
+            for (j, x) in l.iter_mut().enumerate().take(per) {
+                *x = _mm512_loadu_si512(src[per * i + j].cast());
+            }
+        }
+        bundle!(W, l, _mm512_unpacklo_epi8, _mm512_unpackhi_epi8, _mm512_unpacklo_epi16, _mm512_unpackhi_epi16)
+    });
+    for set in 0..per {
+        let mut r: [__m512i; 16] = std::array::from_fn(|i| bundles[i][set]);
+        let u = in_lanes!(
+            word,
+            r,
+            side,
+            _mm512_unpacklo_epi32,
+            _mm512_unpackhi_epi32,
+            _mm512_unpacklo_epi64,
+            _mm512_unpackhi_epi64
+        );
+        // Then the lanes, for each word `c` of a lane: two rounds of lane shuffles (0x88 takes
+        // lanes 0 and 2 of each operand, 0xdd lanes 1 and 3) put the four lanes of word `C * l + c`
+        // of every line together, in line order.
+        for c in 0..c_max {
+            let v1 = _mm512_shuffle_i32x4::<0x88>(u[c], u[c_max + c]);
+            let v2 = _mm512_shuffle_i32x4::<0xdd>(u[c], u[c_max + c]);
+            let w1 = _mm512_shuffle_i32x4::<0x88>(u[2 * c_max + c], u[3 * c_max + c]);
+            let w2 = _mm512_shuffle_i32x4::<0xdd>(u[2 * c_max + c], u[3 * c_max + c]);
+            r[c] = _mm512_shuffle_i32x4::<0x88>(v1, w1);
+            r[2 * c_max + c] = _mm512_shuffle_i32x4::<0xdd>(v1, w1);
+            r[c_max + c] = _mm512_shuffle_i32x4::<0x88>(v2, w2);
+            r[3 * c_max + c] = _mm512_shuffle_i32x4::<0xdd>(v2, w2);
+        }
+        for (q, &v) in r.iter().enumerate().take(side) {
+            let d = dst[column::<W>(set, q / c_max, q % c_max)];
+            if stream && d.align_offset(64) == 0 {
+                _mm512_stream_si512(d.cast(), v);
+            } else {
+                _mm512_storeu_si512(d.cast(), v);
+            }
         }
     }
 }
 
-/// A [`Transpose`] in four quarters, each a square of `half` = `32 / W` words a side: the
-/// halves `b` of input lines `half * a ..` make the halves `a` of output lines `half * b ..`.
+/// A [`Transpose`] in four quarters for each set of columns, each a square of `half` = `32 / W`
+/// words a side (W of 4 or more; 8 bundles of narrower words): the halves `b` of input lines
+/// (bundles) `half * a ..` make the halves `a` of the output lines they hold.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn lines_avx2<const W: usize>(src: &[*const u8; 16], dst: &[*mut u8; 16], stream: bool) {
+unsafe fn lines_avx2<const W: usize>(src: &[*const u8; 64], dst: &[*mut u8; 64], stream: bool) {
     use std::arch::x86_64::*;
-    let half = 32 / W;
-    let c_max = 16 / W;
+    let word = W.max(4);
+    let half = 32 / word;
+    let per = 4 / W.min(4);
+    let c_max = 16 / word;
     for b in 0..2 {
-        for a in 0..2 {
-            let mut r = [_mm256_setzero_si256(); 8];
-            for (i, v) in r.iter_mut().enumerate().take(half) {
-                *v = _mm256_loadu_si256(src[half * a + i].add(32 * b).cast());
+        // Each half line is loaded once: every bundle's sets first.
+        let bundles: [[__m256i; 4]; 16] = std::array::from_fn(|i| {
+            let mut l = [_mm256_setzero_si256(); 4];
+            if i < 2 * half {
+                for (j, x) in l.iter_mut().enumerate().take(per) {
+                    *x = _mm256_loadu_si256(src[per * i + j].add(32 * b).cast());
+                }
             }
-            let u = in_lanes!(
-                W,
-                r,
-                half,
-                _mm256_unpacklo_epi32,
-                _mm256_unpackhi_epi32,
-                _mm256_unpacklo_epi64,
-                _mm256_unpackhi_epi64
-            );
-            // Lane 0 of registers c and C + c is word c of the quarter's lines; lane 1, word C + c.
-            for c in 0..c_max {
-                let words = [
-                    (c, _mm256_permute2x128_si256::<0x20>(u[c], u[c_max + c])),
-                    (c_max + c, _mm256_permute2x128_si256::<0x31>(u[c], u[c_max + c])),
-                ];
-                for (j, v) in words {
-                    let d = dst[half * b + j].add(32 * a);
-                    if stream && d.align_offset(32) == 0 {
-                        _mm256_stream_si256(d.cast(), v);
-                    } else {
-                        _mm256_storeu_si256(d.cast(), v);
+            bundle!(W, l, _mm256_unpacklo_epi8, _mm256_unpackhi_epi8, _mm256_unpacklo_epi16, _mm256_unpackhi_epi16)
+        });
+        for set in 0..per {
+            for a in 0..2 {
+                let mut r = [_mm256_setzero_si256(); 8];
+                for (i, v) in r.iter_mut().enumerate().take(half) {
+                    *v = bundles[half * a + i][set];
+                }
+                let u = in_lanes!(
+                    word,
+                    r,
+                    half,
+                    _mm256_unpacklo_epi32,
+                    _mm256_unpackhi_epi32,
+                    _mm256_unpacklo_epi64,
+                    _mm256_unpackhi_epi64
+                );
+                // Lane 0 of registers c and C + c is word c of the quarter's lines; lane 1, word
+                // C + c: lanes 2b and 2b + 1 of the input lines.
+                for c in 0..c_max {
+                    let words = [
+                        (2 * b, _mm256_permute2x128_si256::<0x20>(u[c], u[c_max + c])),
+                        (2 * b + 1, _mm256_permute2x128_si256::<0x31>(u[c], u[c_max + c])),
+                    ];
+                    for (lane, v) in words {
+                        let d = dst[column::<W>(set, lane, c)].add(32 * a);
+                        if stream && d.align_offset(32) == 0 {
+                            _mm256_stream_si256(d.cast(), v);
+                        } else {
+                            _mm256_storeu_si256(d.cast(), v);
+                        }
                     }
                 }
             }
@@ -157,12 +217,13 @@ mod tests {
     fn check<const W: usize>(form: Transpose, name: &str) {
         let side = 64 / W;
         for (shift, stream) in [(0usize, false), (0, true), (3, false), (5, true), (32, true)] {
-            // Bytes that differ from their neighbours: a word moved to a wrong place shows.
+            // Bytes that differ from their neighbours and across lines: a word moved to a wrong
+            // place shows.
             let input: Vec<u8> = (0..64 * side + 8).map(|b| (b * 7 % 251) as u8).collect();
             let mut out = vec![0u8; 64 * side + 64 + 32];
             let base = out.as_ptr().align_offset(64) + shift;
-            let src: [*const u8; 16] = std::array::from_fn(|i| input[(i % side) * 64 + 1..].as_ptr());
-            let dst: [*mut u8; 16] =
+            let src: [*const u8; 64] = std::array::from_fn(|i| input[(i % side) * 64 + 1..].as_ptr());
+            let dst: [*mut u8; 64] =
                 std::array::from_fn(
                     |j| if j < side { out[base + 64 * j..].as_mut_ptr() } else { std::ptr::null_mut() },
                 );
@@ -180,22 +241,29 @@ mod tests {
         }
     }
 
+    /// One form for each word size.
+    type Forms = [Transpose; 4];
+
     /// Both forms, where the CPU has them, and the one `transposer` picks.
     #[test]
     fn moves_words_to_their_transposed_places() {
-        let mut forms: Vec<(Transpose, Transpose, &str)> = Vec::new();
-        if has_avx512() {
-            forms.push((lines_avx512::<4>, lines_avx512::<8>, "AVX-512"));
+        let mut forms: Vec<(Forms, &str)> = Vec::new();
+        if has_avx512bw() {
+            forms.push(([lines_avx512::<1>, lines_avx512::<2>, lines_avx512::<4>, lines_avx512::<8>], "AVX-512"));
         }
         if has_avx2() {
-            forms.push((lines_avx2::<4>, lines_avx2::<8>, "AVX2"));
+            forms.push(([lines_avx2::<1>, lines_avx2::<2>, lines_avx2::<4>, lines_avx2::<8>], "AVX2"));
         }
         if forms.is_empty() {
-            eprintln!("skipped: neither AVX-512F nor AVX2");
+            eprintln!("skipped: neither AVX-512BW nor AVX2");
             return;
         }
-        forms.push((transposer::<4>().unwrap(), transposer::<8>().unwrap(), "transposer"));
-        for (four, eight, name) in forms {
+        let picked = [transposer::<1>(), transposer::<2>(), transposer::<4>(), transposer::<8>()];
+        forms.push((picked.map(Option::unwrap), "transposer"));
+        assert!(transposer::<3>().is_none() && transposer::<16>().is_none(), "no form for 3 or 16 bytes");
+        for ([one, two, four, eight], name) in forms {
+            check::<1>(one, name);
+            check::<2>(two, name);
             check::<4>(four, name);
             check::<8>(eight, name);
         }
