@@ -10,6 +10,7 @@
 //! way: the scalar loop took twice as long that way with its inputs in memory (benches/REPORT.md,
 //! tenth round).
 
+#[cfg(target_arch = "x86_64")]
 use super::has_avx512;
 use crate::error::Result;
 use crate::memory::lists;

@@ -4,12 +4,12 @@
 //! squares; word by word, each word took a load and a store to a line being assembled in memory,
 //! whose read back as a vector then waited for those stores (benches/REPORT.md).
 //!
-//! Both forms transpose within 128-bit lanes first (unpacks of words, then of word pairs), then
-//! move whole lanes: AVX-512 a line a register, AVX2 a square in four quarters of half lines.
-//! Words of 1 or 2 bytes go as 4-byte words: the 4 / W lines of a bundle interleaved make, for
-//! each column, a 4-byte word of the bundle's words in that column, so the square is one of 4-byte
-//! words with bundles for lines, once for each of the 4 / W sets of columns that the interleave
-//! puts in one register.
+//! The two x86 forms transpose within 128-bit lanes first (unpacks of words, then of word pairs),
+//! then move whole lanes: AVX-512 a line a register, AVX2 a square in four quarters of half lines.
+//! There, words of 1 or 2 bytes go as 4-byte words: the 4 / W lines of a bundle interleaved make,
+//! for each column, a 4-byte word of the bundle's words in that column, so the square is one of
+//! 4-byte words with bundles for lines, once for each of the 4 / W sets of columns that the
+//! interleave puts in one register. Other CPUs move words of 1 or 2 bytes in 64-bit integers.
 
 #[cfg(target_arch = "x86_64")]
 use super::{has_avx2, has_avx512bw};
@@ -25,10 +25,16 @@ use super::{has_avx2, has_avx512bw};
 pub(crate) type Transpose = unsafe fn(&[*const u8; 64], &[*mut u8; 64], bool);
 
 /// The form of the square for words of `W` bytes on this CPU, chosen once by a caller for all its
-/// squares: AVX-512's (F and BW) or AVX2's for `W` 1, 2, 4 or 8, else none.
+/// squares: for `W` 1, 2, 4 or 8, AVX-512's (F and BW), else AVX2's; else the portable one for `W`
+/// 1 or 2; else none. Rows of 4 or 8 bytes assemble lines as fast or faster than the portable
+/// form moves them (unstack of a [4096, 512] float matrix's columns: 1.6-1.8 ms the line
+/// assembly, 2.5-2.6 ms the portable squares; rows of a byte: 17 ms against 4; benches/REPORT.md).
 pub(crate) fn transposer<const W: usize>() -> Option<Transpose> {
+    if !matches!(W, 1 | 2 | 4 | 8) {
+        return None;
+    }
     #[cfg(target_arch = "x86_64")]
-    if matches!(W, 1 | 2 | 4 | 8) {
+    {
         if has_avx512bw() {
             return Some(lines_avx512::<W>);
         }
@@ -36,12 +42,45 @@ pub(crate) fn transposer<const W: usize>() -> Option<Transpose> {
             return Some(lines_avx2::<W>);
         }
     }
-    None
+    (W < 4).then_some(lines_portable::<W>)
+}
+
+/// A [`Transpose`] in 64-bit integers, for any CPU: the square as 8 x 8 blocks, each of 8 / W
+/// rows of 8 bytes (a block's words a side), transposed by swapping halves, then quarters, then
+/// eighths of the words, as far down as a word, between rows half the block apart, then a quarter,
+/// ... Plain stores: there is no portable streaming store.
+unsafe fn lines_portable<const W: usize>(src: &[*const u8; 64], dst: &[*mut u8; 64], _stream: bool) {
+    let rows = 8 / W;
+    for bi in 0..8 {
+        for bj in 0..8 {
+            let mut r = [0u64; 8];
+            for (i, v) in r.iter_mut().enumerate().take(rows) {
+                *v = u64::from_le_bytes(src[bi * rows + i].add(8 * bj).cast::<[u8; 8]>().read_unaligned());
+            }
+            // Swaps the high `bits` of row i's words of `2 * bits` with the low ones of row i +
+            // d (d rows hold `bits` of a row's span), for the rows whose d-bit is clear.
+            let mut bits = 32;
+            while bits >= 8 * W {
+                let d = bits / (8 * W);
+                let low: u64 = u64::MAX / ((1u64 << bits) + 1);
+                for i in (0..rows).filter(|i| i & d == 0) {
+                    let t = ((r[i] >> bits) ^ r[i + d]) & low;
+                    r[i] ^= t << bits;
+                    r[i + d] ^= t;
+                }
+                bits /= 2;
+            }
+            for (i, v) in r.iter().enumerate().take(rows) {
+                dst[bj * rows + i].add(8 * bi).cast::<[u8; 8]>().write_unaligned(v.to_le_bytes());
+            }
+        }
+    }
 }
 
 /// The output line of word `j` of 128-bit lane `lane` of an input line, or of column set `set` of
 /// a bundle when `W` is below 4 (a lane of the interleave holds 4-byte words of 16 / W columns,
 /// 4 of them a set).
+#[cfg(target_arch = "x86_64")]
 const fn column<const W: usize>(set: usize, lane: usize, j: usize) -> usize {
     let words = if W < 4 { 4 } else { 16 / W };
     (16 / W) * lane + words * set + j
@@ -51,6 +90,7 @@ const fn column<const W: usize>(set: usize, lane: usize, j: usize) -> usize {
 /// line itself in `$l[0]`), one for each set of columns: within each lane, word `j` of set `k`
 /// holds the words of column `4 * k + j` of the lane, of each of the bundle's lines in order.
 /// `$lo8` ... `$hi16` are one width's unpacks of bytes and 16-bit words.
+#[cfg(target_arch = "x86_64")]
 macro_rules! bundle {
     ($w:expr, $l:expr, $lo8:ident, $hi8:ident, $lo16:ident, $hi16:ident) => {{
         let l = $l;
@@ -70,6 +110,7 @@ macro_rules! bundle {
 /// `c + C * i` holds, in lane `l`, word `C * l + c` of lines `C * i ..= C * i + C - 1`. The same
 /// steps for either register width, as `$lo32`/`$hi32` and `$lo64`/`$hi64` unpack words of 4 and
 /// 8 bytes.
+#[cfg(target_arch = "x86_64")]
 macro_rules! in_lanes {
     ($w:expr, $r:expr, $lines:expr, $lo32:ident, $hi32:ident, $lo64:ident, $hi64:ident) => {{
         let (r, mut u) = ($r, $r);
@@ -208,7 +249,7 @@ unsafe fn lines_avx2<const W: usize>(src: &[*const u8; 64], dst: &[*mut u8; 64],
     }
 }
 
-#[cfg(all(test, target_arch = "x86_64"))]
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -244,22 +285,24 @@ mod tests {
     /// One form for each word size.
     type Forms = [Transpose; 4];
 
-    /// Both forms, where the CPU has them, and the one `transposer` picks.
+    /// The portable form, the x86 ones the CPU has, and the one `transposer` picks.
     #[test]
     fn moves_words_to_their_transposed_places() {
-        let mut forms: Vec<(Forms, &str)> = Vec::new();
-        if has_avx512bw() {
-            forms.push(([lines_avx512::<1>, lines_avx512::<2>, lines_avx512::<4>, lines_avx512::<8>], "AVX-512"));
-        }
-        if has_avx2() {
-            forms.push(([lines_avx2::<1>, lines_avx2::<2>, lines_avx2::<4>, lines_avx2::<8>], "AVX2"));
-        }
-        if forms.is_empty() {
-            eprintln!("skipped: neither AVX-512BW nor AVX2");
-            return;
+        let mut forms: Vec<(Forms, &str)> =
+            vec![([lines_portable::<1>, lines_portable::<2>, lines_portable::<4>, lines_portable::<8>], "portable")];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if has_avx512bw() {
+                forms.push(([lines_avx512::<1>, lines_avx512::<2>, lines_avx512::<4>, lines_avx512::<8>], "AVX-512"));
+            }
+            if has_avx2() {
+                forms.push(([lines_avx2::<1>, lines_avx2::<2>, lines_avx2::<4>, lines_avx2::<8>], "AVX2"));
+            }
         }
         let picked = [transposer::<1>(), transposer::<2>(), transposer::<4>(), transposer::<8>()];
-        forms.push((picked.map(Option::unwrap), "transposer"));
+        if let [Some(one), Some(two), Some(four), Some(eight)] = picked {
+            forms.push(([one, two, four, eight], "transposer"));
+        }
         assert!(transposer::<3>().is_none() && transposer::<16>().is_none(), "no form for 3 or 16 bytes");
         for ([one, two, four, eight], name) in forms {
             check::<1>(one, name);
