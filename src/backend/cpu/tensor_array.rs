@@ -20,7 +20,7 @@ const BLOCK_BYTES: usize = 1024;
 /// A task's rows of each member in a block hold at least this many bytes where the task can be
 /// that long: with rows of a byte, a task of `TASK_BYTES` had a piece of 64 bytes for each of its
 /// 1024 members, and listing those pieces cost more than moving their bytes (unstacking the
-/// columns of a [4096, 2048] uint8 matrix: 1.9-2.1 ms, 0.91-1.06 ms with pieces of 1 KiB;
+/// columns of a [4096, 2048] uint8 matrix: 1.8-2.1 ms, 0.97-1.06 ms with pieces of 1 KiB;
 /// benches/REPORT.md).
 const PIECE_BYTES: usize = 1024;
 

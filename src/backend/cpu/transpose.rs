@@ -26,9 +26,10 @@ pub(crate) type Transpose = unsafe fn(&[*const u8; 64], &[*mut u8; 64], bool);
 
 /// The form of the square for words of `W` bytes on this CPU, chosen once by a caller for all its
 /// squares: for `W` 1, 2, 4 or 8, AVX-512's (F and BW), else AVX2's; else the portable one for `W`
-/// 1 or 2; else none. Rows of 4 or 8 bytes assemble lines as fast or faster than the portable
-/// form moves them (unstack of a [4096, 512] float matrix's columns: 1.6-1.8 ms the line
-/// assembly, 2.5-2.6 ms the portable squares; rows of a byte: 17 ms against 4; benches/REPORT.md).
+/// 1 or 2; else none. Rows of 4 or 8 bytes keep assembling lines without AVX2: the portable
+/// squares unstacked a [4096, 512] float matrix's columns slower (2.5-2.6 ms against 1.6-1.8) and
+/// stacked them faster (1.7-1.8 against 2.3-2.5), where rows of a byte took 4 ms against 17
+/// (benches/REPORT.md).
 pub(crate) fn transposer<const W: usize>() -> Option<Transpose> {
     if !matches!(W, 1 | 2 | 4 | 8) {
         return None;
@@ -46,9 +47,8 @@ pub(crate) fn transposer<const W: usize>() -> Option<Transpose> {
 }
 
 /// A [`Transpose`] in 64-bit integers, for any CPU: the square as 8 x 8 blocks, each of 8 / W
-/// rows of 8 bytes (a block's words a side), transposed by swapping halves, then quarters, then
-/// eighths of the words, as far down as a word, between rows half the block apart, then a quarter,
-/// ... Plain stores: there is no portable streaming store.
+/// rows of 8 bytes (a block's words a side), each block transposed in rounds from halves of a
+/// row's 8 bytes down to single words. Plain stores: there is no portable streaming store.
 unsafe fn lines_portable<const W: usize>(src: &[*const u8; 64], dst: &[*mut u8; 64], _stream: bool) {
     let rows = 8 / W;
     for bi in 0..8 {
@@ -57,8 +57,9 @@ unsafe fn lines_portable<const W: usize>(src: &[*const u8; 64], dst: &[*mut u8; 
             for (i, v) in r.iter_mut().enumerate().take(rows) {
                 *v = u64::from_le_bytes(src[bi * rows + i].add(8 * bj).cast::<[u8; 8]>().read_unaligned());
             }
-            // Swaps the high `bits` of row i's words of `2 * bits` with the low ones of row i +
-            // d (d rows hold `bits` of a row's span), for the rows whose d-bit is clear.
+            // In each part of `2 * bits` bits of the rows, the high half of row i trades places
+            // with the low half of row i + d (d: the words in `bits`), for each i whose d-bit is
+            // clear.
             let mut bits = 32;
             while bits >= 8 * W {
                 let d = bits / (8 * W);
