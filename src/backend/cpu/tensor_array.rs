@@ -24,6 +24,14 @@ const BLOCK_BYTES: usize = 1024;
 /// benches/REPORT.md).
 const PIECE_BYTES: usize = 1024;
 
+/// Rows of a size that the copies are not compiled for (`N` = 0) go this many at a time, each
+/// member's rows of the group one after another (in a split, rows shorter than a line only). Row
+/// by row, a row of every member of a block in turn, the line of each member (85 of them for rows
+/// of 12 bytes) was touched again for each of the next rows, which cost more than the rows moved:
+/// the stack of the 512 columns of 3 floats of a [4096, 512, 3] matrix took 16-17 ms, 11-12 ms by
+/// groups (benches/REPORT.md).
+const ODD_ROWS: usize = 16;
+
 /// Consecutive members whose rows lie at `at..at + bytes` of each row of the contiguous side, and
 /// the rows a task of theirs copies.
 struct Block {
@@ -149,8 +157,11 @@ fn split_task<const N: usize>(
     };
     (first..first + ahead.min(rows)).for_each(prefetch);
     // Rows shorter than a line go a line's worth at a time: each member's rows of the group are
-    // then written as one line, not a piece of a line per row.
-    let group = 64usize.checked_div(N).map_or(1, |g| g.max(1));
+    // then written as one line, not a piece of a line per row. Shorter rows of other sizes go
+    // `ODD_ROWS` at a time; longer ones row by row, as grouping them was not seen to help (rows
+    // of 100 bytes: within this machine's spread either way).
+    let odd = if inner < 64 { ODD_ROWS } else { 1 };
+    let group = 64usize.checked_div(N).map_or(odd, |g| g.max(1));
     let square = if N > 0 { transposer::<N>() } else { None };
     let mut lines: [&[u8]; 64] = [&[]; 64];
     for g in (0..rows).step_by(group) {
@@ -289,7 +300,11 @@ fn concat_task<const N: usize>(
     let mut o = first;
     loop {
         let mut k = 0;
-        let take = if square.is_some() { per_line } else { 1 };
+        let take = match (square, N) {
+            (Some(_), _) => per_line,
+            (None, 0) => ODD_ROWS,
+            (None, _) => 1,
+        };
         for (slot, row) in group.iter_mut().zip(out_rows.by_ref().take(take)) {
             *slot = Some(row);
             k += 1;
@@ -316,6 +331,21 @@ fn concat_task<const N: usize>(
                 unsafe { transpose(&src, &dst, stream) };
                 done += per_line;
             }
+        }
+        if N == 0 {
+            // Source by source, each source's rows of the group.
+            (o..o + k).for_each(|r| prefetch(r + ahead, 1));
+            let mut at = 0;
+            for (s, &w) in srcs.iter().zip(widths) {
+                for (r, slot) in group[..k].iter_mut().enumerate() {
+                    let d = slot.as_mut().expect("filled above");
+                    copy(&mut d[at..at + w], &s[(o + r) * w..(o + r + 1) * w], stream);
+                }
+                at += w;
+            }
+            group[..k].iter_mut().for_each(|slot| *slot = None);
+            o += k;
+            continue;
         }
         for (r, slot) in group[..k].iter_mut().enumerate() {
             let d = slot.take().expect("filled above");
