@@ -49,6 +49,31 @@ LODTENSOR_PIECES(pieces_16, word16)
 // of a tile's row and each piece's in runs of the tile's rows. Tiles go piece group first: the
 // blocks running at once cover whole rows of the whole. A thread loads its EACH words of a phase
 // before it stores any, so that as many reads are in flight.
+// One phase of narrow_tiles: from one side into the tile, every load before the first store, then
+// out to the other side. `from(u)` and `to(u)` give word u of the thread's place in memory and in
+// the tile (no place: a null `mem`). A template, not a generic lambda: NVRTC of CUDA 13.0 takes
+// a generic lambda's call operator for a host function and refuses it.
+template <typename W, unsigned int EACH, typename From, typename To>
+static __device__ __forceinline__ void narrow_move(W (*tile)[33], From from, To to) {
+  W v[EACH];
+  LODTENSOR_UNROLL
+  for (unsigned int u = 0; u < EACH; u++) {
+    const auto p = from(u);
+    if (p.mem) v[u] = *p.mem;
+  }
+  LODTENSOR_UNROLL
+  for (unsigned int u = 0; u < EACH; u++) {
+    const auto p = from(u);
+    if (p.mem) tile[p.row][p.col] = v[u];
+  }
+  __syncthreads();
+  LODTENSOR_UNROLL
+  for (unsigned int u = 0; u < EACH; u++) {
+    const auto p = to(u);
+    if (p.mem) *p.mem = tile[p.row][p.col];
+  }
+}
+
 template <typename W>
 static __device__ __forceinline__ void narrow_tiles(W (*tile)[33], const u64 *__restrict__ piece_ptrs,
                                                     unsigned int num_pieces, unsigned int pw, W *whole, u64 outer,
@@ -81,30 +106,10 @@ static __device__ __forceinline__ void narrow_tiles(W (*tile)[33], const u64 *__
       if (q < pieces && r < rows) return {(W *)piece_ptrs[p0 + q] + o0 * pw + k, r, q * pw + (k - r * pw)};
       return {nullptr, 0, 0};
     };
-    // From one side into the tile, every load before the first store, then out to the other side.
-    auto move = [&](auto from, auto to) {
-      W v[EACH];
-      LODTENSOR_UNROLL
-      for (unsigned int u = 0; u < EACH; u++) {
-        const Place p = from(u);
-        if (p.mem) v[u] = *p.mem;
-      }
-      LODTENSOR_UNROLL
-      for (unsigned int u = 0; u < EACH; u++) {
-        const Place p = from(u);
-        if (p.mem) tile[p.row][p.col] = v[u];
-      }
-      __syncthreads();
-      LODTENSOR_UNROLL
-      for (unsigned int u = 0; u < EACH; u++) {
-        const Place p = to(u);
-        if (p.mem) *p.mem = tile[p.row][p.col];
-      }
-    };
     if (to_whole)
-      move(on_piece, on_whole);
+      narrow_move<W, EACH>(tile, on_piece, on_whole);
     else
-      move(on_whole, on_piece);
+      narrow_move<W, EACH>(tile, on_whole, on_piece);
     // The next tile's first phase overwrites what this one's last phase reads.
     __syncthreads();
   }
