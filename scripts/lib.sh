@@ -80,12 +80,15 @@ ensure_numpy() { ensure_python_module "$1" numpy 'numpy>=2.1'; }
 ensure_pyarrow() { ensure_python_module "$1" pyarrow 'pyarrow>=18'; }
 
 # ensure_nvrtc DIR: prints the folder holding libnvrtc.so.13 (NVIDIA's runtime CUDA compiler, which
-# needs no GPU), installing PyPI's nvidia-cuda-nvrtc into DIR with pip when it is not there yet.
+# needs no GPU), installing PyPI's nvidia-cuda-nvrtc into DIR with pip when it is not there yet:
+# the first release of CUDA 13, the oldest NVRTC the library loads, so that a kernel which only a
+# later one accepts fails here (13.5 took a generic lambda in device code that 13.0.88, a GPU
+# machine's toolkit, refused).
 ensure_nvrtc() {
   local dir=$1 lib
   lib=$(find -L "$dir" -name 'libnvrtc.so.13*' -print -quit 2>/dev/null || true)
   if [[ -z $lib ]]; then
-    pip_target "$dir" 'nvidia-cuda-nvrtc>=13,<14' || return 1
+    pip_target "$dir" 'nvidia-cuda-nvrtc==13.0.*' || return 1
     lib=$(find -L "$dir" -name 'libnvrtc.so.13*' -print -quit)
     [[ -n $lib ]] || { echo "error: no libnvrtc.so.13 under $dir after pip install" >&2; return 1; }
   fi
