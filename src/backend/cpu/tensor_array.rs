@@ -352,31 +352,28 @@ fn concat_task<const N: usize>(
             if done < srcs.len() {
                 prefetch(o + r + ahead, 1);
             }
-            concat_row::<N>(&srcs[done..], &widths[done..], o + r, &mut d[done * N..], stream);
+            concat_row::<N>(&srcs[done..], o + r, &mut d[done * N..], stream);
         }
         o += k;
     }
 }
 
-/// Row `o` of `srcs` (rows of `widths` bytes; all `N` when not 0) into `d`, their concatenation.
+/// Row `o` of `srcs` (rows of `N` bytes, not 0: other sizes go by groups in `concat_task`) into
+/// `d`, their concatenation.
 #[inline(always)]
-fn concat_row<const N: usize>(srcs: &[&[u8]], widths: &[usize], o: usize, d: &mut [u8], stream: bool) {
-    let per_line = 64usize.checked_div(N).map_or(1, |g| g.max(1));
-    let mut at = 0;
-    for (these, ws) in srcs.chunks(per_line).zip(widths.chunks(per_line)) {
-        if N > 0 && these.len() == per_line {
+fn concat_row<const N: usize>(srcs: &[&[u8]], o: usize, d: &mut [u8], stream: bool) {
+    let per_line = (64 / N).max(1);
+    for (these, d) in srcs.chunks(per_line).zip(d.chunks_mut(per_line * N)) {
+        if these.len() == per_line {
             let mut line = [0u8; 64];
             for (l, s) in line.chunks_exact_mut(N).zip(these) {
                 l.copy_from_slice(&s[o * N..(o + 1) * N]);
             }
-            copy_line(&mut d[at..at + 64], &line, stream);
-            at += 64;
+            copy_line(d, &line, stream);
             continue;
         }
-        for (s, &w) in these.iter().zip(ws) {
-            let w = if N == 0 { w } else { N };
-            copy(&mut d[at..at + w], &s[o * w..(o + 1) * w], stream);
-            at += w;
+        for (d, s) in d.chunks_exact_mut(N).zip(these) {
+            copy(d, &s[o * N..(o + 1) * N], stream);
         }
     }
 }

@@ -42,13 +42,6 @@ LODTENSOR_PIECES(pieces_16, word16)
 // Rows of a tile of narrow_pieces: tensor_array.rs's NARROW_ROWS, the same number.
 #define NARROW_ROWS 32
 
-// Pieces of one size, each row of them narrower than a 32-byte sector (stack, unstack, and concat
-// of equal pieces along an inner axis): in `pieces`, a warp's 32 words on the whole's side lie a
-// row apart, a sector moved for each word. Here a block moves tiles of NARROW_ROWS rows by the
-// words of 32 / pw pieces through shared memory instead, so that the whole's side moves in runs
-// of a tile's row and each piece's in runs of the tile's rows. Tiles go piece group first: the
-// blocks running at once cover whole rows of the whole. A thread loads its EACH words of a phase
-// before it stores any, so that as many reads are in flight.
 // One phase of narrow_tiles: from one side into the tile, every load before the first store, then
 // out to the other side. `from(u)` and `to(u)` give word u of the thread's place in memory and in
 // the tile (no place: a null `mem`). A template, not a generic lambda: NVRTC of CUDA 13.0 takes
@@ -74,6 +67,13 @@ static __device__ __forceinline__ void narrow_move(W (*tile)[33], From from, To 
   }
 }
 
+// Pieces of one size, each row of them narrower than a 32-byte sector (stack, unstack, and concat
+// of equal pieces along an inner axis): in `pieces`, a warp's 32 words on the whole's side lie a
+// row apart, a sector moved for each word. Here a block moves tiles of NARROW_ROWS rows by the
+// words of 32 / pw pieces through shared memory instead, so that the whole's side moves in runs
+// of a tile's row and each piece's in runs of the tile's rows. Tiles go piece group first: the
+// blocks running at once cover whole rows of the whole. A thread loads its EACH words of a phase
+// before it stores any, so that as many reads are in flight.
 template <typename W>
 static __device__ __forceinline__ void narrow_tiles(W (*tile)[33], const u64 *__restrict__ piece_ptrs,
                                                     unsigned int num_pieces, unsigned int pw, W *whole, u64 outer,
