@@ -128,15 +128,16 @@ fn gpu_top_k_errors_match_cpu() {
 
 // ---- beam steps --------------------------------------------------------------------------------
 
-/// Random prefixes: `sources` sources of 0 to 4 prefix rows each, some of them finished.
+/// Random prefixes: `sources` sources of 0 to `longest` prefix rows each, some of them finished.
 struct Prefixes {
     pre_ids: LoDTensor,
     pre_scores: LoDTensor,
     rows: usize,
 }
 
-fn prefixes(rng: &mut Rng, sources: usize, end_id: i64, two_levels: bool) -> Prefixes {
-    let lengths: Vec<usize> = (0..sources).map(|_| if rng.below(5) == 0 { 0 } else { 1 + rng.below(4) }).collect();
+fn prefixes(rng: &mut Rng, sources: usize, longest: usize, end_id: i64, two_levels: bool) -> Prefixes {
+    let lengths: Vec<usize> =
+        (0..sources).map(|_| if rng.below(5) == 0 { 0 } else { 1 + rng.below(longest) }).collect();
     let rows: usize = lengths.iter().sum();
     let ids: Vec<i64> = (0..rows).map(|_| if rng.below(4) == 0 { end_id } else { rng.below(9) as i64 }).collect();
     let scores = tie_heavy(rng, rows);
@@ -171,21 +172,24 @@ fn gpu_fused_step_equals_cpu() {
     // Beams up to 16 build their lists in the selection's local memory, larger ones in its global
     // scratch (beam.cu's LOCAL_BEAM): both are covered; so are the top lists of 4, 8 and 16 and
     // the one-block-per-row top-k above 16.
-    for case in 0..64 {
+    for case in 0..72 {
         let dtype = [DType::F32, DType::F16, DType::BF16][case % 3];
-        // The last cases have more sources than the selection has threads (runs of several
-        // sources a thread), on short rows.
-        let many = case >= 60;
+        // Cases 60-63 have many sources (more than a selection launch has blocks where the
+        // emulator caps the grid), on short rows. Cases 64-71 have sources of up to 150 rows: more
+        // rows than a selection block has threads, and up to 450 offers a source, more than the
+        // selection ranks (beam.cu's RANK_MAX_OFFERS: those sources replay their offers).
+        let many = (60..64).contains(&case);
+        let long = case >= 64;
         let sources = if many { 257 + rng.below(500) } else { 1 + rng.below(6) };
         let end_id = rng.below(3) as i64;
-        let mut p = prefixes(&mut rng, sources, end_id, case % 2 == 0);
+        let mut p = prefixes(&mut rng, sources, if long { 150 } else { 4 }, end_id, case % 2 == 0);
         // Rows longer than 8192 are split into chunks (fused_chunks.cu's CHUNK_ELEMS) for beams up
         // to 16. An empty vocabulary leaves the finished rows' offers alone.
-        let vocab = [0usize, 1, 2, 3, 10, 40, 300, 8193, 20000][rng.below(if many { 6 } else { 9 })];
-        let beam = [1usize, 2, 3, 4, 5, 8, 16, 17, 24][rng.below(9)];
+        let vocab = [0usize, 1, 2, 3, 10, 40, 300, 8193, 20000][rng.below(if many || long { 6 } else { 9 })];
+        let beam = if long { 1 + rng.below(3) } else { [1usize, 2, 3, 4, 5, 8, 16, 17, 24][rng.below(9)] };
         // One case in four has spread scores (most sources selected by rank), the others ties and
-        // NaN in plenty (most sources replaying their offers).
-        let lp = if case % 4 == 3 {
+        // NaN in plenty (most sources replaying their offers); of the long-source cases, one in two.
+        let lp = if case % 4 == 3 || (long && case % 2 == 1) {
             let scores = Tensor::from_slice(&spread(&mut rng, p.rows), &[p.rows, 1]).unwrap();
             p.pre_scores = LoDTensor::new(scores, p.pre_scores.lod().clone()).unwrap();
             spread(&mut rng, p.rows * vocab)
@@ -208,6 +212,31 @@ fn gpu_fused_step_equals_cpu() {
     }
 }
 
+/// A source with more offers than the selection ranks at once (beam.cu's RANK_MAX_OFFERS, 256)
+/// replays them: one source of rows of 3 candidates each, no ties, each row's log-probs above the
+/// last row's, so that the kept items are the last offers. 85 rows are 255 offers (ranked), 86 and
+/// 100 rows 258 and 300 (replayed).
+#[test]
+fn gpu_fused_step_on_a_source_of_many_offers() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0x5851_f42d_4c95_7f2d);
+    let (beam, vocab, end_id) = (3usize, 8usize, 1i64);
+    for rows in [85usize, 86, 100] {
+        let lp: Vec<f32> = (0..rows * vocab).map(|i| (i / vocab) as f32 - rows as f32 - rng.unit()).collect();
+        let lod = Lod::from_lengths(&[vec![rows]]).unwrap();
+        let pre_ids = LoDTensor::new(Tensor::from_slice(&vec![5i64; rows], &[rows, 1]).unwrap(), lod.clone()).unwrap();
+        let pre_scores = LoDTensor::new(Tensor::from_slice(&vec![0f32; rows], &[rows, 1]).unwrap(), lod).unwrap();
+        let log_probs = LoDTensor::dense(Tensor::from_slice(&lp, &[rows, vocab]).unwrap());
+        let want = beam_search_fused_step(&pre_ids, &pre_scores, &log_probs, beam, end_id).unwrap();
+        let got = beam_search_fused_step(&gpu(&pre_ids), &gpu(&pre_scores), &gpu(&log_probs), beam, end_id).unwrap();
+        assert_step_same(&got, &want, &format!("one source of {rows} rows"));
+        let parents = want.parent_idx.as_slice::<i32>().unwrap();
+        assert!(parents.iter().all(|&p| p as usize == rows - 1), "{rows} rows: the last row's are kept: {parents:?}");
+    }
+}
+
 /// The device step's banned column (the decoder's min_length rule) reads as -inf: the same step as
 /// the CPU's on log-probs with that column set to -inf, the column being every row's best. Columns
 /// in a whole chunk of 8192 and in a row's last, partial one; lists of 8 and beams above 16.
@@ -219,7 +248,7 @@ fn gpu_fused_step_banned_column_reads_as_minus_inf() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     for (vocab, banned, beam) in [(20000usize, 100usize, 5usize), (20000, 19000, 5), (8193, 8192, 3), (20000, 8191, 17)]
     {
-        let p = prefixes(&mut rng, 4, 1, false);
+        let p = prefixes(&mut rng, 4, 4, 1, false);
         let mut lp: Vec<f32> = (0..p.rows * vocab).map(|_| -1.0 - 10.0 * rng.unit()).collect();
         for row in lp.chunks_exact_mut(vocab) {
             row[banned] = 0.0;
@@ -273,7 +302,7 @@ fn gpu_steps_in_a_chain_equal_cpu() {
     for case in 0..8 {
         let (beam, vocab, end_id) = (1 + rng.below(5), [3usize, 50, 9000][case % 3], 1i64);
         let sources = 2 + rng.below(most_sources);
-        let p = prefixes(&mut rng, sources, end_id, case % 2 == 0);
+        let p = prefixes(&mut rng, sources, 4, end_id, case % 2 == 0);
         let (mut host, mut dev) = ((p.pre_ids.clone(), p.pre_scores.clone()), (gpu(&p.pre_ids), gpu(&p.pre_scores)));
         for t in 0..4 {
             let what = format!("case {case}, step {t}: beam {beam}, V {vocab}");
@@ -307,13 +336,16 @@ fn gpu_beam_step_equals_cpu() {
         return;
     }
     let mut rng = Rng(0x0123_4567_89ab_cdef);
-    for case in 0..56 {
+    // Cases 56-63 have sources of up to 150 rows: more rows than a selection block has threads,
+    // and more offers than the selection ranks in some sources.
+    for case in 0..64 {
         let f64_scores = case % 2 == 1;
+        let long = case >= 56;
         let sources = 1 + rng.below(5);
         let end_id = rng.below(3) as i64;
-        let p = prefixes(&mut rng, sources, end_id, true);
-        let width = [1usize, 2, 4, 7, 19][rng.below(5)];
-        let beam = [1usize, 2, 3, 5, 16, 17, 24][rng.below(7)];
+        let p = prefixes(&mut rng, sources, if long { 150 } else { 4 }, end_id, true);
+        let width = if long { [1usize, 2, 4][rng.below(3)] } else { [1usize, 2, 4, 7, 19][rng.below(5)] };
+        let beam = if long { [1usize, 2, 3, 5][rng.below(4)] } else { [1usize, 2, 3, 5, 16, 17, 24][rng.below(7)] };
         let accumulated = case % 4 < 2;
         let n = p.rows * width;
         // Accumulated: ties everywhere. Not accumulated: probabilities in (0, 1] without ties.
@@ -384,7 +416,7 @@ fn gpu_beam_step_errors_and_places() {
         return;
     }
     let mut rng = Rng(77);
-    let p = prefixes(&mut rng, 3, 1, true);
+    let p = prefixes(&mut rng, 3, 4, 1, true);
     let lp = LoDTensor::dense(tensor_of(DType::F32, &tie_heavy(&mut rng, p.rows * 5), &[p.rows, 5]));
     let bad = LoDTensor::dense(tensor_of(DType::F32, &tie_heavy(&mut rng, (p.rows + 1) * 5), &[p.rows + 1, 5]));
     same_error(

@@ -18,8 +18,8 @@ use std::sync::Arc;
 
 /// The largest block of the top-k kernels (`TOPK_THREADS` in beam.cu).
 const TOPK_THREADS: u64 = 256;
-/// Threads of the one-block selection kernels (`SELECT_THREADS` in beam.cu).
-const SELECT_THREADS: u32 = 256;
+/// Threads of a block of the selection kernels (`SELECT_THREADS` in beam.cu).
+const SELECT_THREADS: u32 = 128;
 /// Threads of the fused step's chunk kernel, and elements of a chunk (`CHUNK_THREADS` and
 /// `CHUNK_ELEMS` in fused_chunks.cu).
 const CHUNK_THREADS: u32 = 256;
@@ -66,11 +66,11 @@ pub fn top_k(
     Ok((values, indices))
 }
 
-/// The one-block selection kernel `kernel` for a step: output tensors with room for every
-/// source's `beam` items, the launch (arguments: the sources' row offsets, `pre_ids`, `end_id`,
-/// `beam`, then `candidates` appends its own, then the scratch and outputs), then the one copy to
-/// the host (the row offsets, which the output LoD needs there; with `host_copies`, the outputs
-/// too) and the outputs cut to their length.
+/// The selection kernel `kernel` for a step: output tensors with room for every source's `beam`
+/// items, the launch (a block per source; arguments: the sources' row offsets, `pre_ids`,
+/// `end_id`, `beam`, then `candidates` appends its own, then the scratch, the outputs and the
+/// count of finished blocks), then the one copy to the host (the row offsets, which the output
+/// LoD needs there; with `host_copies`, the outputs too) and the outputs cut to their length.
 #[allow(clippy::too_many_arguments)]
 fn select_step(
     d: &Arc<Device>,
@@ -103,6 +103,9 @@ fn select_step(
     let (at_ids, at_scores) = ((rows + 1) * 8, (rows + 1 + cap) * 8);
     let at_parents = at_scores + cap * score_dtype.size();
     let host_block = if host_copies { Some(d.allocation(at_parents + cap * 4)?) } else { None };
+    // The kernel's blocks count themselves here; the last one, which places the selection, sets
+    // it back to zero.
+    let done = zeroed_counters(d, 4)?;
     let args = Args::new()
         .buf(&source_copy)
         .arg(u32_of(n_sources, "pre_ids: the number of sources")?)
@@ -118,8 +121,10 @@ fn select_step(
         .arg(scores.as_mut_ptr() as u64)
         .arg(parents.as_mut_ptr() as u64)
         .arg(host_block.as_ref().map_or(0, |b| b.as_ptr() as u64))
-        .buf(&next_sources);
-    launch(d, "beam.cu", kernel, [1, 1, 1], [SELECT_THREADS, 1, 1], args)?;
+        .buf(&next_sources)
+        .buf(&done);
+    let grid = (n_sources as u64).clamp(1, max_blocks()) as u32;
+    launch(d, "beam.cu", kernel, [grid, 1, 1], [SELECT_THREADS, 1, 1], args)?;
     // The one wait for the device: everything the host needs comes down in this copy.
     let down = host_block.as_ref().unwrap_or(&row_offsets);
     let mut words = lists::filled(down.len().div_ceil(8), 0i64, "beam step: the selection")?;
@@ -155,9 +160,9 @@ fn select_step(
 /// The fused step on the device (see `ops::beam_search_fused_step`): the `min(beam, vocab)` best
 /// log-probs of every unfinished prefix row (one read of the row: for k up to 16, one block per
 /// chunk of a row, the last of a row's chunks merging the row's lists; above that, one block per
-/// row), then one block makes
-/// Paddle's per-source selection over those candidates (by rank where that gives the same lists,
-/// replaying the offers where not) and regroups the result by row. `banned`
+/// row), then a block per source makes Paddle's selection over its candidates (by rank where that
+/// gives the same list, replaying the offers where not), and the last of them places the lists
+/// in the output, grouped by row. `banned`
 /// (the decoder's min_length rule) makes that column read as -inf. Inputs are validated by the
 /// caller: `log_probs` `[rows, vocab]` (f32/f16/bf16), `pre_ids` int64 and `pre_scores` float32
 /// with one element per row, all on one device. `host_copies` brings the selection to the host
@@ -233,8 +238,8 @@ pub fn fused_step(
     })
 }
 
-/// Paddle's beam_search step on the device (see `ops::beam_search_step`): one block replays the
-/// per-source selection over every row's `width` candidates. Validated by the caller; `scores`
+/// Paddle's beam_search step on the device (see `ops::beam_search_step`): the fused step's
+/// selection over every row's `width` candidates. Validated by the caller; `scores`
 /// and `pre_scores` float32 or float64, `ids` (optional) int64 of `scores`' shape.
 #[allow(clippy::too_many_arguments)]
 pub fn beam_step(

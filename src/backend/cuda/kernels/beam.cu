@@ -178,9 +178,20 @@ LODTENSOR_FUSED_TOPK(fused_row_topk_f32, float)
 LODTENSOR_FUSED_TOPK(fused_row_topk_f16, f16_t)
 LODTENSOR_FUSED_TOPK(fused_row_topk_bf16, bf16_t)
 
-// ---- per-source selection and regrouping (one block) -------------------------------------------
+// ---- per-source selection and placement -------------------------------------------------------
 
-#define SELECT_THREADS 256
+// Threads of the selection kernels' blocks: a block selects one source at a time (grid-stride over
+// the sources), and the last block to finish places every source's items in the output.
+#define SELECT_THREADS 128
+// The most threads of a block that places the selection (place_selection): the fused step's chunk
+// blocks also select.
+#define SELECT_MAX_THREADS 256
+// Sources of at most this many offers are selected by rank (select_source), RANK_PER_THREAD a
+// thread of a block of SELECT_THREADS or more; larger ones replay their offers.
+#define RANK_MAX_OFFERS 256
+#define RANK_PER_THREAD (RANK_MAX_OFFERS / SELECT_THREADS)
+// A slot of select_source's table that holds no offer.
+#define NO_OFFER 0xffffffffu
 
 // Paddle's Item::operator<: lower score, or equal score and lower row.
 template <typename T>
@@ -335,127 +346,189 @@ static __device__ u32 replay_offers(i64 r0, i64 r1, const i64 *pre_ids, i64 end_
   return len;
 }
 
-// Sources of at most this many candidates are selected by rank (rank_candidates); larger ones
-// replay their offers.
-#define RANK_MAX_CANDS 64
+// What a block shares while it selects one source by rank: the source's offers in offer order
+// (slot (row - r0) * per_row + j), each one's score, row within the source (NO_OFFER: the slot
+// holds no offer) and place in the list (beam or more: not kept); and the source's flags.
+template <typename T>
+struct SourceShared {
+  T score[RANK_MAX_OFFERS];
+  u32 row[RANK_MAX_OFFERS];
+  u32 place[RANK_MAX_OFFERS];
+  u32 offers;      // the source's offers
+  u32 replay;      // replay the offers: too many of them, or a NaN score
+  u32 straddle;    // replay the offers: equal items across the last place
+  u32 unfinished;  // a kept item is not a finished row's end_id
+};
 
-// The fused step's selection of every source at once, by rank: a thread per candidate counts the
-// source's candidates that rank above it (Paddle's Item order: higher score, then higher row),
-// those equal to it, and those equal to it offered before it (same row, smaller j). Where no two
-// equal items straddle the last place and no score is NaN, replaying the offers keeps exactly the
-// items with fewer than `beam` above them, in that order, equal ones in offer order (an item is
-// dropped only from the last place, so an equal group that fits is never split), so each item's
-// place is those counts' sum. Replaying takes a thread per source through its offers one by one,
-// each waiting for the list the last one left: with the ~25 candidates of a source of 5 rows, a
-// chain that ncu showed as few instructions and long waits. A source with a NaN score, a
-// straddling tie or more than RANK_MAX_CANDS candidates is marked in `replay` (zeroed by the
-// caller) and replays its offers after all. Every thread of the block calls it; the caller
-// synchronises after it.
+// Source s's list (rows r0 .. r1) by one thread, replaying its offers (replay_offers), then in
+// select_source's form: sorted by row (each row's items in list order: a stable insertion sort,
+// lists are short), each row's offset among the items with s above it, the kept length.
 template <typename T, typename Cands>
-static __device__ void rank_candidates(const i64 *source_rows, u32 sources, const i64 *pre_ids, i64 end_id,
-                                       u32 beam, const Cands &cands, i64 *top_rows, i64 *top_ids, T *top_scores,
-                                       i64 *replay) {
-  const i64 rows = source_rows[sources];
-  const u32 k = cands.count(0);  // the same for every row
-  // A slot a row even where rows have no candidates (an empty vocabulary): a finished row still
-  // offers itself.
-  const u32 per_row = max(k, 1u);
-  const u64 slots = (u64)rows * per_row;
-  for (u64 slot = threadIdx.x; slot < slots; slot += blockDim.x) {
-    const i64 r = (i64)(slot / per_row);
-    const u32 j = (u32)(slot - (u64)r * per_row);
-    const bool finished = pre_ids[r] == end_id;
-    if (finished ? j > 0 : j >= k) continue;
-    const u32 s = last_at_or_below(source_rows, 0, sources, (u64)r);
-    const i64 r0 = source_rows[s], r1 = source_rows[s + 1];
-    i64 id;
-    T score;
-    candidate<T>(cands, finished, end_id, r, j, id, score);
-    // Several threads may mark a source; each writes the same 1.
-    if (lt_is_nan(score) || (u64)(r1 - r0) * k > RANK_MAX_CANDS) {
-      atomicExch((u64 *)&replay[s], 1ull);
-      continue;
+static __device__ void replay_source(u32 s, i64 r0, i64 r1, const i64 *pre_ids, i64 end_id, u32 beam,
+                                     const Cands &cands, i64 *gr, i64 *gi, T *gs, i64 *row_offsets,
+                                     i64 *next_sources) {
+  const u32 len = replay_offers(r0, r1, pre_ids, end_id, beam, cands, gr, gi, gs);
+  bool all_finished = true;
+  for (u32 j = 0; j < len; j++) all_finished = all_finished && gi[j] == end_id && pre_ids[gr[j]] == end_id;
+  const u32 kept = all_finished ? 0 : len;
+  for (u32 j = 1; j < kept; j++) {
+    const i64 row = gr[j], id = gi[j];
+    const T score = gs[j];
+    u32 i = j;
+    for (; i > 0 && gr[i - 1] > row; i--) {
+      gr[i] = gr[i - 1];
+      gi[i] = gi[i - 1];
+      gs[i] = gs[i - 1];
     }
-    u32 above = 0, equal = 0, equal_before = 0;
-    bool nan = false;
-    for (i64 q = r0; q < r1; q++) {
-      const bool q_finished = pre_ids[q] == end_id;
-      const u32 m = offers_of(cands, q_finished, q);
-      for (u32 i = 0; i < m; i++) {
-        i64 q_id;
-        T q_score;
-        candidate<T>(cands, q_finished, end_id, q, i, q_id, q_score);
-        nan |= lt_is_nan(q_score);
-        if (item_less(score, r, q_score, q)) {
-          above++;
-        } else if (!item_less(q_score, q, score, r)) {
-          equal++;  // the same row (and score): offered before this one if its j is smaller
-          equal_before += i < j;
-        }
-      }
-    }
-    // A NaN of the source marks it (above) and its counts place nothing: a NaN is "equal" to
-    // every item, so two items could take one place, two threads writing one slot.
-    if (nan) continue;
-    if (above < beam && above + equal > beam) {
-      atomicExch((u64 *)&replay[s], 1ull);
-    } else if (above + equal_before < beam) {
-      const u64 at = (u64)s * beam + above + equal_before;
-      top_rows[at] = r;
-      top_ids[at] = id;
-      top_scores[at] = score;
-    }
+    gr[i] = row;
+    gi[i] = id;
+    gs[i] = score;
   }
+  u32 before = 0;
+  for (i64 r = r0; r < r1; r++) {
+    while (before < kept && gr[before] < r) before++;
+    row_offsets[r] = (i64)((u64)s << 32 | before);
+  }
+  next_sources[s] = kept;
 }
 
-// One block does the whole selection: each source's top list (`top_*`, beam slots per source) by
-// rank (Ranked: the fused step's few candidates a row; rank_candidates) or by replaying its
-// offers, a run of consecutive sources per thread; the sources whose items all come from finished
-// rows are dropped. A scan of the threads' item counts places each run in the output; then the
-// items go to `out` row by row (each row's items in list order), with the row offsets (rows + 1),
-// and the offset of each source's first row to `next_sources` (sources + 1): the output LoD's
-// level 0 in rows, which is where the next step finds its sources. Until then `next_sources` holds
-// rank_candidates' marks.
-template <typename T, bool Ranked, typename Cands>
-static __device__ void select_and_regroup(const i64 *source_rows, u32 sources, const i64 *pre_ids, i64 end_id,
-                                          u32 beam, Cands cands, i64 *top_rows, i64 *top_ids, T *top_scores,
-                                          Selection<T> out, i64 *next_sources) {
-  LODTENSOR_SHARED(i64, partial, [SELECT_THREADS]);
+// Source s's list, by the whole block (blocks of at least SELECT_THREADS threads; it
+// synchronises): its kept items in its beam slots of top_* sorted by row, each row's items in
+// list order (so that each item's output place is the source's first place plus its slot); its
+// kept length in next_sources[s]; each of its rows' offset among the source's items in
+// row_offsets, with s in the high 32 bits (place_selection turns both into output places). A
+// source whose items all come from finished rows keeps none.
+//
+// By rank where the source has at most RANK_MAX_OFFERS offers: a thread per offer counts the
+// offers that rank above it in Paddle's Item order (higher score, then higher row), those equal to
+// it and those equal to it offered before it (same row, smaller j). Where no two equal items
+// straddle the last place and no score is NaN, replaying the offers keeps exactly the items with
+// fewer than `beam` above them, in that order, equal ones in offer order (an item leaves a list only
+// from its last place, so an equal group that fits is never split), so an item's place is the sum
+// of those counts. Otherwise one thread replays the offers (replay_source), as the CPU does. The
+// replay is a chain of offers, each waiting for the list the last one left; by rank, a source
+// costs the loads of its candidates and a pass over shared memory.
+template <typename T, typename Cands>
+static __device__ void select_source(u32 s, const i64 *source_rows, const i64 *pre_ids, i64 end_id, u32 beam,
+                                     const Cands &cands, i64 *gr, i64 *gi, T *gs, i64 *row_offsets,
+                                     i64 *next_sources, SourceShared<T> &sh) {
   const u32 tid = threadIdx.x, threads = blockDim.x;
-  const i64 rows = source_rows[sources];
-  if (Ranked) {
-    for (u32 s = tid; s < sources; s += threads) next_sources[s] = 0;
-    __syncthreads();
-    rank_candidates<T>(source_rows, sources, pre_ids, end_id, beam, cands, top_rows, top_ids, top_scores,
-                       next_sources);
-    __syncthreads();
+  const i64 r0 = source_rows[s], r1 = source_rows[s + 1];
+  const u32 k = cands.count(0);  // the same for every row
+  // A slot a row even where rows have no candidates: a finished row still offers itself.
+  const u32 per_row = max(k, 1u);
+  const u64 slots = (u64)(r1 - r0) * per_row;
+  const bool ranked = slots <= RANK_MAX_OFFERS;
+  if (tid == 0) {
+    sh.offers = 0;
+    sh.replay = !ranked;
+    sh.straddle = 0;
+    sh.unfinished = 0;
   }
-  // Each thread takes a run of consecutive sources: a scan of the threads' item counts then gives
-  // each run its first output place, and the run's rows are consecutive too.
+  __syncthreads();
+  // This thread's offers, slots tid + c * threads; row NO_OFFER: none.
+  u32 row[RANK_PER_THREAD];
+  i64 id[RANK_PER_THREAD];
+  T score[RANK_PER_THREAD];
+  bool finished[RANK_PER_THREAD];
+  LODTENSOR_UNROLL
+  for (u32 c = 0; c < RANK_PER_THREAD; c++) {
+    const u32 slot = tid + c * threads;
+    row[c] = NO_OFFER;
+    if (!ranked || slot >= slots) continue;
+    const u32 q = slot / per_row, j = slot - q * per_row;
+    const i64 r = r0 + q;
+    // The candidate's loads and the pre_id's, in flight together.
+    i64 cand_id = 0;
+    T cand_score = T();
+    if (j < k) cands.get(r, j, cand_id, cand_score);
+    const T pre_score = (T)cands.pre_scores[r];
+    finished[c] = pre_ids[r] == end_id;
+    const bool offered = finished[c] ? j == 0 : j < k;
+    sh.row[slot] = offered ? q : NO_OFFER;
+    if (!offered) continue;
+    row[c] = q;
+    id[c] = finished[c] ? end_id : cand_id;
+    score[c] = finished[c] ? pre_score : cand_score;
+    sh.score[slot] = score[c];
+    atomicAdd(&sh.offers, 1u);
+    if (lt_is_nan(score[c])) atomicExch(&sh.replay, 1u);
+  }
+  __syncthreads();
+  if (!sh.replay) {
+    LODTENSOR_UNROLL
+    for (u32 c = 0; c < RANK_PER_THREAD; c++) {
+      if (row[c] == NO_OFFER) continue;
+      const u32 slot = tid + c * threads;
+      u32 above = 0, equal = 0, equal_before = 0;
+      for (u32 i = 0; i < (u32)slots; i++) {
+        const u32 qi = sh.row[i];
+        if (qi == NO_OFFER) continue;
+        const T si = sh.score[i];
+        if (item_less<T>(score[c], row[c], si, qi)) {
+          above++;
+        } else if (!item_less<T>(si, qi, score[c], row[c])) {
+          equal++;  // the same row and score: offered before this one if its slot is smaller
+          equal_before += i < slot;
+        }
+      }
+      if (above < beam && above + equal > beam) atomicExch(&sh.straddle, 1u);
+      const u32 place = above + equal_before;
+      sh.place[slot] = place;
+      if (place < beam && !(finished[c] && id[c] == end_id)) atomicExch(&sh.unfinished, 1u);
+    }
+  }
+  __syncthreads();
+  if (sh.replay || sh.straddle) {
+    if (tid == 0) replay_source(s, r0, r1, pre_ids, end_id, beam, cands, gr, gi, gs, row_offsets, next_sources);
+  } else {
+    const u32 kept = sh.unfinished ? min(beam, sh.offers) : 0;
+    // Whether slot i holds a kept item before (row q, place p) in row order.
+    const auto kept_before = [&](u32 i, u32 q, u32 p) {
+      const u32 qi = sh.row[i];
+      return qi != NO_OFFER && sh.place[i] < beam && (qi < q || (qi == q && sh.place[i] < p));
+    };
+    LODTENSOR_UNROLL
+    for (u32 c = 0; c < RANK_PER_THREAD; c++) {
+      const u32 slot = tid + c * threads;
+      if (kept == 0 || row[c] == NO_OFFER || sh.place[slot] >= beam) continue;
+      u32 at = 0;
+      for (u32 i = 0; i < (u32)slots; i++) at += kept_before(i, row[c], sh.place[slot]);
+      gr[at] = r0 + row[c];
+      gi[at] = id[c];
+      gs[at] = score[c];
+    }
+    for (u32 q = tid; q < (u32)(r1 - r0); q += threads) {
+      u32 before = 0;
+      if (kept > 0) {
+        for (u32 i = 0; i < (u32)slots; i++) before += kept_before(i, q, 0);
+      }
+      row_offsets[r0 + q] = (i64)((u64)s << 32 | before);
+    }
+    if (tid == 0) next_sources[s] = kept;
+  }
+  __syncthreads();  // before the next source's offers go to `sh`
+}
+
+// Once every source is selected (select_source), by one block of at most SELECT_MAX_THREADS
+// threads: each source's first output place, an exclusive scan of the kept lengths in
+// next_sources (which then holds the places, and their total after the last source: the output
+// LoD's level 0 in rows, where the next step finds its sources); each row's offset, the row
+// offsets' values plus their source's first place; each kept item at its source's first place
+// plus its slot. What other blocks wrote is read as volatile, past this SM's L1 cache, which
+// may hold lines of it from before.
+template <typename T>
+static __device__ void place_selection(u32 sources, u32 beam, const i64 *top_rows, const i64 *top_ids,
+                                       const T *top_scores, Selection<T> out, i64 *next_sources) {
+  LODTENSOR_SHARED(i64, partial, [SELECT_MAX_THREADS]);
+  const u32 tid = threadIdx.x, threads = blockDim.x;
+  const volatile i64 *kept_of = next_sources;
+  // A run of consecutive sources a thread.
   const u32 per = (sources + threads - 1) / threads;
   const u32 s_lo = min(tid * per, sources), s_hi = min(s_lo + per, sources);
   i64 count = 0;
-  for (u32 s = s_lo; s < s_hi; s++) {
-    i64 *const gr = top_rows + (u64)s * beam, *const gi = top_ids + (u64)s * beam;
-    T *const gs = top_scores + (u64)s * beam;
-    const i64 r0 = source_rows[s], r1 = source_rows[s + 1];
-    u32 len;
-    if (Ranked && !next_sources[s]) {
-      // Every offer is taken while the list has room: the list holds min(beam, offers).
-      u64 offers = 0;
-      for (i64 r = r0; r < r1; r++) offers += offers_of(cands, pre_ids[r] == end_id, r);
-      len = (u32)min((u64)beam, offers);
-    } else {
-      len = replay_offers(r0, r1, pre_ids, end_id, beam, cands, gr, gi, gs);
-    }
-    bool all_finished = true;
-    for (u32 j = 0; j < len; j++) all_finished = all_finished && gi[j] == end_id && pre_ids[gr[j]] == end_id;
-    const u32 kept = len > 0 && !all_finished ? len : 0;
-    // The regrouping reads an item's id and score only where its row is set.
-    for (u32 j = kept; j < beam; j++) gr[j] = -1;
-    count += kept;
-  }
-  // Inclusive scan of the counts (Hillis-Steele).
+  for (u32 s = s_lo; s < s_hi; s++) count += kept_of[s];
+  // Inclusive scan of the runs' counts (Hillis-Steele).
   partial[tid] = count;
   __syncthreads();
   for (u32 off = 1; off < threads; off <<= 1) {
@@ -464,51 +537,50 @@ static __device__ void select_and_regroup(const i64 *source_rows, u32 sources, c
     partial[tid] += v;
     __syncthreads();
   }
-  // Each source's first output place (its run's, then its kept items' count after each source).
   i64 at = partial[tid] - count;
   for (u32 s = s_lo; s < s_hi; s++) {
+    const i64 kept = kept_of[s];
     next_sources[s] = at;
-    const i64 *const gr = top_rows + (u64)s * beam;
-    for (u32 j = 0; j < beam; j++) at += gr[j] >= 0;
+    at += kept;
   }
   if (tid == threads - 1) {
-    out.row(rows, partial[tid]);
+    out.row(out.rows, partial[tid]);
     next_sources[sources] = partial[tid];
   }
   __syncthreads();
-  // The output holds each source's items grouped by row in row order, each row's in list order
-  // (a list's kept items are its first slots; the rest hold row -1). Each place is counted from
-  // the source's list alone, so rows and items are placed by a thread each, with no chain of
-  // updates to shared counts: a row's offset is its source's first place plus the items of its
-  // earlier rows; an item's place is its row's offset plus the items of its row before it.
-  for (i64 r = tid; r < rows; r += threads) {
-    const u32 s = last_at_or_below(source_rows, 0, sources, (u64)r);
-    const i64 *const gr = top_rows + (u64)s * beam;
-    i64 place = next_sources[s];
-    for (u32 j = 0; j < beam; j++) {
-      const i64 g = gr[j];
-      place += g >= 0 && g < r;
-    }
-    out.row(r, place);
+  const volatile i64 *row_in_source = out.row_offsets;
+  for (i64 r = tid; r < out.rows; r += threads) {
+    const u64 v = (u64)row_in_source[r];
+    out.row(r, next_sources[v >> 32] + (i64)(v & 0xffffffffu));
   }
+  const volatile i64 *rows = top_rows, *ids = top_ids;
+  const volatile T *scores = top_scores;
   for (u64 slot = tid; slot < (u64)sources * beam; slot += threads) {
     const u64 s = slot / beam, j = slot - s * beam;
-    const i64 *const gr = top_rows + s * beam;
-    const i64 r = gr[j];
-    if (r < 0) continue;
-    i64 place = next_sources[s];
-    for (u32 i = 0; i < beam; i++) {
-      const i64 g = gr[i];
-      place += g >= 0 && (g < r || (g == r && i < j));
-    }
-    out.item(place, top_ids[slot], top_scores[slot], (i32)r);
+    const i64 first = next_sources[s], kept = next_sources[s + 1] - first;
+    if ((i64)j < kept) out.item(first + (i64)j, ids[slot], scores[slot], (i32)rows[slot]);
   }
 }
 
-// The launchers' arguments after the candidates': the scratch, then the outputs.
+// The selection kernels: a block per source (grid-stride), then the last block to finish places
+// every source's items (`done`: zero at the start, and again at the end).
+template <typename T, typename Cands>
+static __device__ void select_and_place(const i64 *source_rows, u32 sources, const i64 *pre_ids, i64 end_id,
+                                        u32 beam, Cands cands, i64 *top_rows, i64 *top_ids, T *top_scores,
+                                        Selection<T> out, i64 *next_sources, u32 *done) {
+  LODTENSOR_SHARED(SourceShared<T>, sh);
+  for (u32 s = blockIdx.x; s < sources; s += gridDim.x) {
+    const u64 at = (u64)s * beam;
+    select_source<T>(s, source_rows, pre_ids, end_id, beam, cands, top_rows + at, top_ids + at, top_scores + at,
+                     out.row_offsets, next_sources, sh);
+  }
+  if (block_is_last(done, gridDim.x)) place_selection<T>(sources, beam, top_rows, top_ids, top_scores, out, next_sources);
+}
+
+// The launchers' arguments after the candidates': the scratch, the outputs, the block count.
 #define LODTENSOR_SELECT_OUTPUTS(T)                                                                    \
   i64 *top_rows, i64 *top_ids, T *top_scores, i64 *row_offsets, i64 *out_ids, T *out_scores,             \
-      i32 *out_parents, unsigned char *host, i64 *next_sources
+      i32 *out_parents, unsigned char *host, i64 *next_sources, u32 *done
 #define LODTENSOR_SELECTION(T) \
   Selection<T> { row_offsets, out_ids, out_scores, out_parents, host, source_rows[sources], (i64)sources * beam }
 
@@ -516,8 +588,8 @@ extern "C" __global__ void fused_select(const i64 *source_rows, u32 sources, con
                                         const float *cand_vals, const i64 *cand_cols, const float *pre_scores, u32 k,
                                         LODTENSOR_SELECT_OUTPUTS(float)) {
   FusedCandidates c{cand_vals, cand_cols, pre_scores, k};
-  select_and_regroup<float, true>(source_rows, sources, pre_ids, end_id, beam, c, top_rows, top_ids, top_scores,
-                                  LODTENSOR_SELECTION(float), next_sources);
+  select_and_place<float>(source_rows, sources, pre_ids, end_id, beam, c, top_rows, top_ids, top_scores,
+                          LODTENSOR_SELECTION(float), next_sources, done);
 }
 LODTENSOR_EXPORT_SYNC(fused_select)
 
@@ -526,8 +598,8 @@ LODTENSOR_EXPORT_SYNC(fused_select)
                                   u32 beam, const T *scores, const i64 *ids, const T *pre_scores, u64 width, \
                                   int accumulated, LODTENSOR_SELECT_OUTPUTS(T)) {                            \
     StepCandidates<T> c{scores, ids, pre_scores, width, accumulated};                                        \
-    select_and_regroup<T, false>(source_rows, sources, pre_ids, end_id, beam, c, top_rows, top_ids,          \
-                                 top_scores, LODTENSOR_SELECTION(T), next_sources);                          \
+    select_and_place<T>(source_rows, sources, pre_ids, end_id, beam, c, top_rows, top_ids, top_scores,       \
+                        LODTENSOR_SELECTION(T), next_sources, done);                                         \
   }                                                                                                          \
   LODTENSOR_EXPORT_SYNC(NAME)
 

@@ -244,6 +244,27 @@ __device__ __forceinline__ i64 lt_checked(i64 v, u64 bound, u32 *bad) {
   return -1;
 }
 
+// ---- The last block of a launch, or of a group of blocks: each block calls block_is_last once,
+// after its writes, with the group's counter (zero until then) and size; it synchronises, and
+// returns for every thread of the block whether this block is the group's last to call it. Each
+// thread's writes are fenced before the block counts itself, so the last block can read every
+// other block's writes, past its L1 cache (volatile), which may hold lines of them from before.
+// The last block sets the counter back to zero: a kernel's counters stay zero from one launch to
+// the next (kept_zero.rs). Not inlined: inline, it cost fused_chunks.cu's chunk kernel, bounded to
+// 64 registers, a spill (ptxas, sm_90).
+__device__ __noinline__ bool block_is_last(u32 *counter, u32 blocks) {
+  LODTENSOR_SHARED(bool, last);
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(counter, 1u) == blocks - 1;
+    if (last) *counter = 0;
+  }
+  __syncthreads();
+  // A later call writes `last` only after its barrier, which every thread reaches after this read.
+  return last;
+}
+
 // ---- Grid-stride loops with reads in flight (cast, sequence_pad, gather_rows by an index). Each
 // block takes chunks of STRIDE_UNROLL * blockDim.x consecutive items; a thread loads its
 // STRIDE_UNROLL items of a chunk (consecutive threads on consecutive items) before it stores any.

@@ -185,7 +185,6 @@ template <int K>
 struct ChunkShared {
   u64 cand[CHUNK_CANDS];
   u32 count;
-  bool last;  // this block finished its row's last chunk
   MergeShared<K> merge;
 };
 
@@ -291,16 +290,10 @@ static __device__ void fused_chunk_topk(const S *log_probs, u64 rows, u64 vocab,
       }
     }
     // The row's last chunk to finish merges the row's lists: the merge needs no launch of its
-    // own, and overlaps the chunks of other rows. Every writer's fence comes before the count.
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) {
-      sh.last = atomicAdd(&row_done[r], 1u) == chunks - 1;
-      // Every chunk of the row has counted: zero again for the next call, which needs no fill.
-      if (sh.last) row_done[r] = 0;
+    // own, and overlaps the chunks of other rows. Its count is zero again for the next call.
+    if (block_is_last(&row_done[r], chunks)) {
+      merge_row<S, K>(row, r, chunks, k, banned, part_keys, cand_vals, cand_ids, sh.merge);
     }
-    __syncthreads();
-    if (sh.last) merge_row<S, K>(row, r, chunks, k, banned, part_keys, cand_vals, cand_ids, sh.merge);
     __syncthreads();  // before the next chunk resets the count
   }
 }
