@@ -27,8 +27,15 @@ fn main() {
         println!("cargo:rerun-if-changed={}", f.display());
         let file = f.file_name().unwrap().to_str().expect("an ASCII kernel file name");
         for m in modules_of(f) {
+            // common.cuh, each header the file includes (after a #line naming it), the variant's
+            // macro, the file.
+            let headers: String = m
+                .includes
+                .iter()
+                .map(|h| format!("{:?}, include_str!({:?}), ", format!("\n#line 1 \"{h}\"\n"), dir.join(h).display()))
+                .collect();
             list += &format!(
-                "    ({:?}, concat!(include_str!({:?}), {:?}, include_str!({:?}))),\n",
+                "    ({:?}, concat!(include_str!({:?}), {headers}{:?}, include_str!({:?}))),\n",
                 m.name,
                 common.display(),
                 format!("\n{}#line 1 \"{file}\"\n", m.define()),
@@ -50,6 +57,8 @@ struct Module {
     name: String,
     /// A variant's macro, `(NAME, VALUE)`, defined in front of the file.
     macro_def: Option<(String, String)>,
+    /// The headers of kernels/ put in front of the file, after common.cuh.
+    includes: Vec<String>,
 }
 
 impl Module {
@@ -64,21 +73,30 @@ impl Module {
 
 /// The modules of a kernel file: the file as it is, or, for a file whose first lines say
 /// `// lodtensor-variants: NAME=VALUE NAME=VALUE ...`, one per `NAME=VALUE`, that macro defined in
-/// front of the file; so that a program compiles only the variants it uses.
+/// front of the file; so that a program compiles only the variants it uses. A file whose first
+/// lines say `// lodtensor-includes: HEADER ...` has those headers of kernels/ put in front of it
+/// (code that two kernel files share).
 fn modules_of(file: &Path) -> Vec<Module> {
     let name = file.file_name().unwrap().to_str().expect("an ASCII kernel file name");
     let text = std::fs::read_to_string(file).expect("a kernel file");
-    let declared =
-        text.lines().take_while(|l| l.starts_with("//")).find_map(|l| l.strip_prefix("// lodtensor-variants:"));
-    match declared {
+    let directive = |prefix: &str| {
+        text.lines().take_while(|l| l.starts_with("//")).find_map(|l| l.strip_prefix(prefix)).map(str::split_whitespace)
+    };
+    let includes: Vec<String> = directive("// lodtensor-includes:").into_iter().flatten().map(String::from).collect();
+    for h in &includes {
+        let header = file.with_file_name(h);
+        assert!(header.is_file(), "{name} includes {h}, which is not in kernels/");
+        println!("cargo:rerun-if-changed={}", header.display());
+    }
+    match directive("// lodtensor-variants:") {
         Some(list) => list
-            .split_whitespace()
             .map(|d| {
                 let (n, v) = d.split_once('=').expect("a variant is NAME=VALUE");
-                Module { name: format!("{name}[{d}]"), macro_def: Some((n.to_string(), v.to_string())) }
+                let macro_def = Some((n.to_string(), v.to_string()));
+                Module { name: format!("{name}[{d}]"), macro_def, includes: includes.clone() }
             })
             .collect(),
-        None => vec![Module { name: name.to_string(), macro_def: None }],
+        None => vec![Module { name: name.to_string(), macro_def: None, includes }],
     }
 }
 
@@ -90,9 +108,11 @@ fn emulator(out: &Path, kernels: &Path, files: &[PathBuf]) {
     let mut tu = format!("#include {:?}\n", emu.join("host.h").display());
     let modules = files.iter().flat_map(|f| modules_of(f).into_iter().map(move |m| (f, m)));
     for (namespace, (f, m)) in modules.enumerate() {
+        let headers: String =
+            m.includes.iter().map(|h| format!("#include {:?}\n", kernels.join(h).display())).collect();
         tu += &format!(
             "namespace lodtensor_kernels_{namespace} {{\nstatic const char lodtensor_module[] = {:?};\n\
-             {}#include {:?}\n#include {:?}\n{}}}\n",
+             {}#include {:?}\n{headers}#include {:?}\n{}}}\n",
             m.name,
             m.define(),
             kernels.join("common.cuh").display(),

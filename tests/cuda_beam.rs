@@ -1208,9 +1208,10 @@ fn gpu_fused_step_speed() {
         let ids = LoDTensor::new(pre_ids.tensor().clone(), lod).unwrap();
         drop(beam_search_fused_step(&ids, &pre_scores, &log_probs, beam, 1).unwrap())
     });
-    // Where the step's time goes: its first pass is the kernel of top_k (one block per row), the
-    // rest is the selection launch and the copy of the output LoD to the host; the floor is what
-    // two synchronisations alone cost, in every figure here.
+    // Where the step's time goes: top_k of the rows (one block per row) for comparison; the step
+    // on rows of `beam` (next to no top-k work: its one launch, the selection and the copy of the
+    // output LoD to the host); the floor is what two synchronisations alone cost, in every figure
+    // here.
     let row_topk = min_time(&|| drop(top_k(&log_probs, beam, true).unwrap()));
     // The same step on rows of `beam` log-probs: the selection and the copy of the output LoD
     // with next to no top-k work.
@@ -1224,7 +1225,7 @@ fn gpu_fused_step_speed() {
     let floor = min_time(&|| ());
     // The device step without the operator's checks and LoD bookkeeping, also with the host copies
     // of its outputs that the decoder takes (in the same copy back), and the cost of one tiny
-    // kernel and its wait (the step has a memset, two kernels and a copy back, which waits).
+    // kernel and its wait (the step has one kernel and a copy back, which waits).
     let backend_step = |lp: &LoDTensor, width: usize, host_copies: bool| {
         min_time(&|| {
             drop(

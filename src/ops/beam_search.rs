@@ -102,8 +102,10 @@ fn check_rows_fit_i32(rows: usize, arg: &str) -> Result<()> {
 /// `i32::MAX` rows; `Unsupported` for `pre_ids`/`ids` not int64, scores not float32/float64 (or
 /// a CUDA place in a build without CUDA).
 ///
-/// On a CUDA device one block replays the per-source selection (the same offers in the same order,
-/// so ties and NaN land as on the CPU) and regroups the items by row; the row offsets (the output
+/// On a CUDA device a block per source makes the per-source selection (by rank, or by replaying
+/// the same offers in the same order where a source has a NaN score, a tie at its last place or
+/// more than 256 offers, so ties and NaN land as on the CPU), and the last of them places the
+/// items grouped by row; the row offsets (the output
 /// LoD) are copied to the host, which waits for the device. The sources' rows (level `level` in
 /// absolute form) are read from the copy that `scores`' LoD keeps on the device (made at its first
 /// use there; a step's output LoD holds the one the next step needs). With `is_accumulated` the
@@ -209,9 +211,11 @@ pub fn beam_search_step(
 /// V)` best tokens (ties by smaller token id); finished rows (`pre_id == end_id`) offer only
 /// `end_id` with their score; selection, pruning and output are those of [`beam_search_step`].
 ///
-/// On a CUDA device: one block per unfinished prefix row selects its candidates in one read of
-/// the row (nothing of size `P x V` is written), one block makes the per-source selection (by
-/// rank, or by replaying the offers where a source has a NaN score or a tie at its last place);
+/// On a CUDA device: the blocks of one launch select each unfinished prefix row's candidates in
+/// one read of the row (nothing of size `P x V` is written), in chunks of 8192 log-probs for beams
+/// up to 16, then each source as soon as its rows are done (by rank, or by replaying the offers
+/// where a source has a NaN score, a tie at its last place or more than 256 offers); the last
+/// source's block places the items grouped by row;
 /// the result equals the CPU's bit for bit (the candidate scores are the same float32 sums). The
 /// row offsets (the output LoD) are copied to the host, which waits for the device. The sources' rows
 /// are read from the copy that `pre_ids`' LoD keeps on the device: uploaded at the LoD's first

@@ -66,22 +66,30 @@ pub fn top_k(
     Ok((values, indices))
 }
 
-/// The selection kernel `kernel` for a step: output tensors with room for every source's `beam`
-/// items, the launch (a block per source; arguments: the sources' row offsets, `pre_ids`,
-/// `end_id`, `beam`, then `candidates` appends its own, then the scratch, the outputs and the
-/// count of finished blocks), then the one copy to the host (the row offsets, which the output
-/// LoD needs there; with `host_copies`, the outputs too) and the outputs cut to their length.
+/// Launches beam.cu's selection kernel `kernel`: a block per source (`sources` of them), its own
+/// arguments (`candidates`), the selection's, then the count of finished blocks, which the last
+/// one, placing the selection, sets back to zero.
+fn launch_select(d: &Arc<Device>, kernel: &str, candidates: Args, selection: Args, sources: usize) -> Result<()> {
+    let done = zeroed_counters(d, 4)?;
+    let grid = (sources as u64).clamp(1, max_blocks()) as u32;
+    launch(d, "beam.cu", kernel, [grid, 1, 1], [SELECT_THREADS, 1, 1], candidates.extend(selection).buf(&done))
+}
+
+/// A step's selection: output tensors with room for every source's `beam` items, `launch` (given
+/// the selection's arguments, which follow each kernel's own: the sources' row offsets, `pre_ids`,
+/// `end_id`, `beam`, the scratch and the outputs; beam_select.cuh's LODTENSOR_SELECT_PARAMS),
+/// then the one copy to the host (the row offsets, which the output LoD needs there; with
+/// `host_copies`, the outputs too) and the outputs cut to their length.
 #[allow(clippy::too_many_arguments)]
 fn select_step(
     d: &Arc<Device>,
-    kernel: &str,
     sources: StepSources,
     pre_ids: &Tensor,
     end_id: i64,
     beam: usize,
     score_dtype: DType,
     host_copies: bool,
-    candidates: impl FnOnce(Args) -> Args,
+    launch_selection: impl FnOnce(Args) -> Result<()>,
 ) -> Result<DeviceStep> {
     let StepSources { lod, level, rows: source_rows } = sources;
     let place = Place::Cuda(d.ordinal);
@@ -103,16 +111,12 @@ fn select_step(
     let (at_ids, at_scores) = ((rows + 1) * 8, (rows + 1 + cap) * 8);
     let at_parents = at_scores + cap * score_dtype.size();
     let host_block = if host_copies { Some(d.allocation(at_parents + cap * 4)?) } else { None };
-    // The kernel's blocks count themselves here; the last one, which places the selection, sets
-    // it back to zero.
-    let done = zeroed_counters(d, 4)?;
-    let args = Args::new()
+    let selection = Args::new()
         .buf(&source_copy)
         .arg(u32_of(n_sources, "pre_ids: the number of sources")?)
         .ptr(pre_ids)
         .arg(end_id)
-        .arg(u32_of(beam, "beam_size")?);
-    let args = candidates(args)
+        .arg(u32_of(beam, "beam_size")?)
         .buf(&top_rows)
         .buf(&top_ids)
         .buf(&top_scores)
@@ -121,10 +125,8 @@ fn select_step(
         .arg(scores.as_mut_ptr() as u64)
         .arg(parents.as_mut_ptr() as u64)
         .arg(host_block.as_ref().map_or(0, |b| b.as_ptr() as u64))
-        .buf(&next_sources)
-        .buf(&done);
-    let grid = (n_sources as u64).clamp(1, max_blocks()) as u32;
-    launch(d, "beam.cu", kernel, [grid, 1, 1], [SELECT_THREADS, 1, 1], args)?;
+        .buf(&next_sources);
+    launch_selection(selection)?;
     // The one wait for the device: everything the host needs comes down in this copy.
     let down = host_block.as_ref().unwrap_or(&row_offsets);
     let mut words = lists::filled(down.len().div_ceil(8), 0i64, "beam step: the selection")?;
@@ -158,15 +160,16 @@ fn select_step(
 }
 
 /// The fused step on the device (see `ops::beam_search_fused_step`): the `min(beam, vocab)` best
-/// log-probs of every unfinished prefix row (one read of the row: for k up to 16, one block per
-/// chunk of a row, the last of a row's chunks merging the row's lists; above that, one block per
-/// row), then a block per source makes Paddle's selection over its candidates (by rank where that
-/// gives the same list, replaying the offers where not), and the last of them places the lists
-/// in the output, grouped by row. `banned`
-/// (the decoder's min_length rule) makes that column read as -inf. Inputs are validated by the
-/// caller: `log_probs` `[rows, vocab]` (f32/f16/bf16), `pre_ids` int64 and `pre_scores` float32
-/// with one element per row, all on one device. `host_copies` brings the selection to the host
-/// too (`DeviceStep::host`), in the copy that brings the row offsets.
+/// log-probs of every unfinished prefix row (one read of the row), then Paddle's selection of
+/// each source over those candidates (by rank where that gives the same list, replaying the
+/// offers where not), placed in the output grouped by row. For k up to 16, one launch: a block
+/// per chunk of a row, the last of a row's chunks merging the row's lists, the last of a source's
+/// rows selecting the source, the last source placing the lists (fused_chunks.cu). Above that, a
+/// block per row, then the selection kernel (a block per source). `banned` (the decoder's
+/// min_length rule) makes that column read as -inf. Inputs are validated by the caller:
+/// `log_probs` `[rows, vocab]` (f32/f16/bf16), `pre_ids` int64 and `pre_scores` float32 with one
+/// element per row, all on one device. `host_copies` brings the selection to the host too
+/// (`DeviceStep::host`), in the copy that brings the row offsets.
 #[allow(clippy::too_many_arguments)]
 pub fn fused_step(
     sources: StepSources,
@@ -180,7 +183,8 @@ pub fn fused_step(
     host_copies: bool,
 ) -> Result<DeviceStep> {
     let d = device_of(log_probs, "beam_search_fused_step")?;
-    let rows = sources.rows[sources.rows.len() - 1];
+    let n_sources = sources.rows.len() - 1;
+    let rows = sources.rows[n_sources];
     let k = beam.min(vocab);
     let cand_vals = d.allocation(rows * k * 4)?;
     let cand_cols = d.allocation(rows * k * 8)?;
@@ -190,51 +194,56 @@ pub fn fused_step(
         DType::BF16 => "bf16",
         other => return Err(err!(Unsupported, "log_probs: dtype {other} is not supported by the CUDA fused step")),
     };
+    let k32 = u32_of(k, "beam_size")?;
+    let banned = banned.map_or(-1, |b| b as i64);
     let list = [4usize, 8, 16].into_iter().find(|&list| k <= list);
-    if let (Some(list), true, true) = (list, rows > 0 && k > 0, u32::try_from(vocab).is_ok()) {
-        // Rows in chunks: one block per chunk; the block that finishes a row's last chunk merges
-        // the row's lists (counted in `row_done`, which that block sets back to zero: no fill).
-        let chunks = vocab.div_ceil(CHUNK_ELEMS);
-        let parts = rows * chunks;
-        let part_keys = d.allocation(parts * list * 8)?;
-        let row_done = zeroed_counters(&d, rows * 4)?;
-        let chunks = u32_of(chunks, "log_probs: chunks of a row")?;
-        let args = Args::new()
-            .ptr(log_probs)
-            .arg(rows as u64)
-            .arg(vocab as u64)
-            .arg(chunks)
-            .arg(u32_of(k, "beam_size")?)
-            .ptr(pre_ids)
-            .arg(end_id)
-            .arg(banned.map_or(-1, |b| b as i64))
-            .buf(&part_keys)
-            .buf(&row_done)
-            .buf(&cand_vals)
-            .buf(&cand_cols);
-        let grid = (parts as u64).min(max_blocks()) as u32;
-        let name = format!("fused_chunk_topk_{suffix}_{list}");
-        // The file's variant for lists of `list` (build.rs).
-        let file = format!("fused_chunks.cu[CHUNK_LIST={list}]");
-        launch(&d, &file, &name, [grid, 1, 1], [CHUNK_THREADS, 1, 1], args)?;
-    } else if rows > 0 && k > 0 {
-        let name = format!("fused_row_topk_{suffix}");
-        let args = Args::new()
-            .ptr(log_probs)
-            .arg(rows as u64)
-            .arg(vocab as u64)
-            .arg(u32_of(k, "beam_size")?)
-            .ptr(pre_ids)
-            .arg(end_id)
-            .arg(banned.map_or(-1, |b| b as i64))
-            .buf(&cand_vals)
-            .buf(&cand_cols);
-        let grid = (rows as u64).min(max_blocks()) as u32;
-        launch(&d, "beam.cu", &name, [grid, 1, 1], [topk_threads(vocab as u64), 1, 1], args)?;
-    }
-    let k = u32_of(k, "beam_size")?;
-    select_step(&d, "fused_select", sources, pre_ids, end_id, beam, DType::F32, host_copies, |a| {
-        a.buf(&cand_vals).buf(&cand_cols).ptr(pre_scores).arg(k)
+    // A block per chunk of a row (no grid-stride loop: fused_chunks.cu), at most 2^31 - 1 of them.
+    let chunks = vocab.div_ceil(CHUNK_ELEMS);
+    let parts = rows.checked_mul(chunks).filter(|&p| p <= i32::MAX as usize);
+    let chunked = rows > 0 && k > 0 && u32::try_from(vocab).is_ok() && parts.is_some();
+    select_step(&d, sources, pre_ids, end_id, beam, DType::F32, host_copies, |selection| {
+        if let (Some(list), Some(parts), true) = (list, parts, chunked) {
+            // Counters kept zero between calls (each kernel leaves them so): a row's finished
+            // chunks, a source's merged rows, the rows of the sources selected.
+            let part_keys = d.allocation(parts * list * 8)?;
+            let counters = zeroed_counters(&d, (rows + n_sources + 1) * 4)?;
+            let counter = |word: usize| counters.as_ptr() as u64 + 4 * word as u64;
+            let args = Args::new()
+                .ptr(log_probs)
+                .arg(vocab as u64)
+                .arg(chunks as u32)
+                .arg(k32)
+                .arg(banned)
+                .buf(&part_keys)
+                .arg(counter(0))
+                .buf(&cand_vals)
+                .buf(&cand_cols)
+                .ptr(pre_scores)
+                .extend(selection)
+                .arg(counter(rows))
+                .arg(counter(rows + n_sources));
+            // The file's variant for lists of `list` (build.rs).
+            let file = format!("fused_chunks.cu[CHUNK_LIST={list}]");
+            let name = format!("fused_chunk_step_{suffix}_{list}");
+            return launch(&d, &file, &name, [parts as u32, 1, 1], [CHUNK_THREADS, 1, 1], args);
+        }
+        if rows > 0 && k > 0 {
+            let args = Args::new()
+                .ptr(log_probs)
+                .arg(rows as u64)
+                .arg(vocab as u64)
+                .arg(k32)
+                .ptr(pre_ids)
+                .arg(end_id)
+                .arg(banned)
+                .buf(&cand_vals)
+                .buf(&cand_cols);
+            let grid = (rows as u64).min(max_blocks()) as u32;
+            let name = format!("fused_row_topk_{suffix}");
+            launch(&d, "beam.cu", &name, [grid, 1, 1], [topk_threads(vocab as u64), 1, 1], args)?;
+        }
+        let candidates = Args::new().buf(&cand_vals).buf(&cand_cols).ptr(pre_scores).arg(k32);
+        launch_select(&d, "fused_select", candidates, selection, n_sources)
     })
 }
 
@@ -259,12 +268,15 @@ pub fn beam_step(
         DType::F64 => "step_select_f64",
         other => return Err(err!(Unsupported, "scores: dtype {other} is not supported by the CUDA beam step")),
     };
-    select_step(&d, name, sources, pre_ids, end_id, beam, scores.dtype(), false, |a| {
-        a.ptr(scores)
+    let n_sources = sources.rows.len() - 1;
+    select_step(&d, sources, pre_ids, end_id, beam, scores.dtype(), false, |selection| {
+        let candidates = Args::new()
+            .ptr(scores)
             .arg(ids.map_or(0, |t| t.as_ptr() as u64))
             .ptr(pre_scores)
             .arg(width as u64)
-            .arg(accumulated as i32)
+            .arg(accumulated as i32);
+        launch_select(&d, name, candidates, selection, n_sources)
     })
 }
 

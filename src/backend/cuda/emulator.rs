@@ -761,9 +761,9 @@ mod tests {
         let load = |m| ctx.load(m, "").unwrap();
         assert!(ctx.function(load("selftest.cu"), "emulator_indices").is_ok());
         assert!(ctx.function(load("rows.cu"), "emulator_indices").is_err());
-        assert!(ctx.function(load("fused_chunks.cu[CHUNK_LIST=8]"), "fused_chunk_topk_f32_8").is_ok());
-        assert!(ctx.function(load("fused_chunks.cu[CHUNK_LIST=4]"), "fused_chunk_topk_f32_8").is_err());
-        assert!(ctx.function(load("beam.cu"), "fused_chunk_topk_f32_8").is_err());
+        assert!(ctx.function(load("fused_chunks.cu[CHUNK_LIST=8]"), "fused_chunk_step_f32_8").is_ok());
+        assert!(ctx.function(load("fused_chunks.cu[CHUNK_LIST=4]"), "fused_chunk_step_f32_8").is_err());
+        assert!(ctx.function(load("beam.cu"), "fused_chunk_step_f32_8").is_err());
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! Device memory kept zeroed from one call to the next, so that a kernel that counts into it needs
 //! no fill before each call (a fill is one more item on the stream: on a GPU, microseconds of a
 //! decoder step that does little else):
-//! - counters that the kernels using them set back to zero themselves (the fused beam step counts
-//!   each row's finished chunks; the block that finishes a row resets its count): one block a
-//!   device, shared by every such call and grown as needed ([`zeroed_counters`]);
+//! - counters that the kernels using them set back to zero themselves (the beam steps count each
+//!   row's finished chunks, each source's finished rows, the finished blocks; the block that
+//!   completes a count resets it, common.cuh's `block_completes`): one block a device, shared by
+//!   every such call and grown as needed ([`zeroed_counters`]);
 //! - slots for counts of bad input values that the host reads back after the kernels ([`BadCount`]):
 //!   a slot found non-zero is set back to zero, on the stream, before it is handed out again.
 //!

@@ -69,6 +69,12 @@ impl Args {
         self.arg(a.as_ptr() as u64)
     }
 
+    /// `more`'s arguments after these.
+    pub(crate) fn extend(mut self, more: Args) -> Args {
+        self.slots.extend(more.slots);
+        self
+    }
+
     /// The slots' values, in parameter order.
     #[cfg_attr(feature = "cuda", allow(dead_code))]
     pub(crate) fn values(&self) -> &[u64] {

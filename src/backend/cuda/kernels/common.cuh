@@ -6,6 +6,9 @@
 //   or LODTENSOR_EXPORT_SYNC(name) when it calls __syncthreads() (the emulator runs the threads
 //   of such a kernel's blocks at once; the others one by one). Names are unique across files.
 // - Kernel parameters are pointers or integers/floats of at most 8 bytes.
+// - Code that two kernel files share is a header in kernels/ (`name.cuh`), which each of them
+//   names in its first comment lines, `// lodtensor-includes: name.cuh`: build.rs puts it after
+//   this file and before theirs.
 // - Block-wide cooperation uses shared memory of fixed size, declared with LODTENSOR_SHARED, and
 //   __syncthreads() only, reached by every thread of the block (no early return before a barrier);
 //   no warp intrinsics (__shfl_*, __ballot_*, ...), no dynamic shared memory, at most 1024 threads
@@ -244,25 +247,28 @@ __device__ __forceinline__ i64 lt_checked(i64 v, u64 bound, u32 *bad) {
   return -1;
 }
 
-// ---- The last block of a launch, or of a group of blocks: each block calls block_is_last once,
-// after its writes, with the group's counter (zero until then) and size; it synchronises, and
-// returns for every thread of the block whether this block is the group's last to call it. Each
-// thread's writes are fenced before the block counts itself, so the last block can read every
-// other block's writes, past its L1 cache (volatile), which may hold lines of them from before.
-// The last block sets the counter back to zero: a kernel's counters stay zero from one launch to
-// the next (kept_zero.rs). Not inlined: inline, it cost fused_chunks.cu's chunk kernel, bounded to
-// 64 registers, a spill (ptxas, sm_90).
-__device__ __noinline__ bool block_is_last(u32 *counter, u32 blocks) {
-  LODTENSOR_SHARED(bool, last);
+// ---- The block that completes a count: blocks that each do a part of some work (a launch's
+// blocks, a row's chunks, a batch's rows) add their parts to a counter, zero until then, once
+// each, after their writes; the one whose part brings it to `whole` does what needs all of it.
+// block_completes adds the calling block's `part` and returns, for every thread of the block,
+// whether it completed the count (it synchronises). Each thread's writes are fenced before the
+// block adds, so the completing block can read every other block's writes, past its L1 cache
+// (volatile), which may hold lines of them from before. The completing block sets the counter
+// back to zero: a kernel's counters stay zero from one launch to the next (kept_zero.rs). Not
+// inlined: inline, it cost fused_chunks.cu's chunk kernel, bounded to 64 registers, a spill
+// (ptxas, sm_90).
+__device__ __noinline__ bool block_completes(u32 *counter, u32 part, u32 whole) {
+  LODTENSOR_SHARED(bool, completes);
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) {
-    last = atomicAdd(counter, 1u) == blocks - 1;
-    if (last) *counter = 0;
+    completes = atomicAdd(counter, part) == whole - part;
+    if (completes) *counter = 0;
   }
   __syncthreads();
-  // A later call writes `last` only after its barrier, which every thread reaches after this read.
-  return last;
+  // A later call writes `completes` only after its barrier, which every thread reaches after
+  // this read.
+  return completes;
 }
 
 // ---- Grid-stride loops with reads in flight (cast, sequence_pad, gather_rows by an index). Each

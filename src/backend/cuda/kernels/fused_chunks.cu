@@ -1,13 +1,14 @@
 // lodtensor-variants: CHUNK_LIST=4 CHUNK_LIST=8 CHUNK_LIST=16
-// The fused beam step's top lists for k <= 16 (its first pass; beam.cu has the rest of the step):
-// the k best log-probs of every prefix row, with rows in chunks. A file of its own, compiled once
-// per list length (CHUNK_LIST, the variants above: build.rs), because these kernels take most of
-// the beam kernels' compile time, which top_k, Paddle's step and gather_tree need not pay, and a
-// step needs only one list length.
+// lodtensor-includes: beam_select.cuh
+// The fused beam step for k <= 16, in one launch: the k best log-probs of every prefix row, with
+// rows in chunks, then the selection (beam_select.cuh) of each source as soon as its rows are done.
+// A file of its own, compiled once per list length (CHUNK_LIST, the variants above: build.rs),
+// because these kernels take most of the beam kernels' compile time, which top_k, Paddle's step
+// and gather_tree need not pay, and a step needs only one list length.
 //
 // One block per row leaves most of the GPU idle when rows are few and long (320 rows of 32000).
 // Here a row is split into chunks of CHUNK_ELEMS; a block takes a chunk and writes its K largest
-// keys to scratch (see fused_chunk_topk); the block that finishes a row's last chunk merges the
+// keys to scratch (see chunk_keys); the block that finishes a row's last chunk merges the
 // row's chunk lists (merge_row: each thread keeps a list of K in registers; the block merges them
 // pairwise, two sorted lists in K steps, in log2(threads) rounds through shared memory) and reads
 // the winners' values back from the row. Lists hold one 64-bit key per element (order_key), so
@@ -223,92 +224,117 @@ static __device__ __noinline__ void merge_row(const S *row, u64 r, u32 chunks, u
   }
 }
 
-// The chunk kernel: the K largest keys of chunk ch of row r into part_keys[(r * chunks + ch) * K
-// ...] (0 for empty slots), then, in the block that finishes row r's last chunk (row_done counts
-// them, zero at the start; that block sets it back to zero), row r's k best into cand_vals /
-// cand_ids. Finished rows are not read. Each thread loads its CHUNK_LOADS elements at once, and
-// the block agrees on a bound below the value rank of the chunk's K-th largest key
-// (block_bound): most elements then cost a load, a maximum, a NaN test and one comparison. The few
-// that reach the bound are gathered in shared memory, and each one's place is the number of
-// gathered keys above it (keys are distinct). Indices within the chunk are 32-bit.
+// The K largest keys of chunk b of row r (`row`) into out[0 .. K) (0 for empty slots), by the whole
+// block. Each thread loads its CHUNK_LOADS elements at once, and the block agrees on a bound below
+// the value rank of the chunk's K-th largest key (block_bound): most elements then cost a load, a
+// maximum, a NaN test and one comparison. The few that reach the bound are gathered in shared
+// memory, and each one's place is the number of gathered keys above it (keys are distinct).
+// Indices within the chunk are 32-bit.
 template <typename S, int K>
-static __device__ void fused_chunk_topk(const S *log_probs, u64 rows, u64 vocab, u32 chunks, u32 k,
-                                        const i64 *pre_ids, i64 end_id, i64 banned, u64 *part_keys, u32 *row_done,
-                                        float *cand_vals, i64 *cand_ids) {
-  LODTENSOR_SHARED(ChunkShared<K>, sh);
+static __device__ void chunk_keys(const S *row, u64 b, u64 r, u32 chunks, u64 vocab, i64 banned, u64 *out,
+                                  ChunkShared<K> &sh) {
   const u32 tid = threadIdx.x;
-  for (u64 b = blockIdx.x; b < rows * chunks; b += gridDim.x) {
-    const u64 r = b / chunks;
-    if (pre_ids[r] == end_id) continue;  // the same for the whole block
-    const S *row = log_probs + r * vocab;
-    const u64 first = (b - r * chunks) * CHUNK_ELEMS, end = min(first + CHUNK_ELEMS, vocab), mine = first + tid;
-    const u32 left = mine < end ? (u32)(end - mine) : 0;
-    // The same for the whole block.
-    const bool plain = first + CHUNK_ELEMS <= end && !(banned >= (i64)first && (u64)banned < first + CHUNK_ELEMS);
-    if (tid == 0) sh.count = 0;  // counted on after block_bound's barriers
-    float v[CHUNK_LOADS];
-    const u32 best =
-        plain ? load_chunk<true>(row, first, left, banned, v) : load_chunk<false>(row, first, left, banned, v);
-    const u32 bound = block_bound<K>(best);
-    // As a value, within [-inf, +inf]: lowering a bound keeps it a bound, so -inf lets every
-    // element through and +inf lets +inf and NaN through (`!(x < +inf)`).
-    const float floor = rank_value(min(max(bound, RANK_NEG_INF), RANK_POS_INF));
-    // Slot u's key if it is an element that reaches the bound, else 0 (no element's key).
-    const auto reaching = [&](u32 u) -> u64 {
-      const u32 at = u * CHUNK_THREADS;
-      return !(v[u] < floor) && (plain || at < left) ? order_key(value_rank(v[u]), (u32)mine + at) : 0;
-    };
+  const u64 first = (b - r * chunks) * CHUNK_ELEMS, end = min(first + CHUNK_ELEMS, vocab), mine = first + tid;
+  const u32 left = mine < end ? (u32)(end - mine) : 0;
+  // The same for the whole block.
+  const bool plain = first + CHUNK_ELEMS <= end && !(banned >= (i64)first && (u64)banned < first + CHUNK_ELEMS);
+  if (tid == 0) sh.count = 0;  // counted on after block_bound's barriers
+  float v[CHUNK_LOADS];
+  const u32 best =
+      plain ? load_chunk<true>(row, first, left, banned, v) : load_chunk<false>(row, first, left, banned, v);
+  const u32 bound = block_bound<K>(best);
+  // As a value, within [-inf, +inf]: lowering a bound keeps it a bound, so -inf lets every
+  // element through and +inf lets +inf and NaN through (`!(x < +inf)`).
+  const float floor = rank_value(min(max(bound, RANK_NEG_INF), RANK_POS_INF));
+  // Slot u's key if it is an element that reaches the bound, else 0 (no element's key).
+  const auto reaching = [&](u32 u) -> u64 {
+    const u32 at = u * CHUNK_THREADS;
+    return !(v[u] < floor) && (plain || at < left) ? order_key(value_rank(v[u]), (u32)mine + at) : 0;
+  };
+  LODTENSOR_UNROLL
+  for (u32 u = 0; u < CHUNK_LOADS; u++) {
+    if (const u64 key = reaching(u)) {
+      const u32 slot = atomicAdd(&sh.count, 1u);
+      if (slot < CHUNK_CANDS) sh.cand[slot] = key;
+    }
+  }
+  __syncthreads();
+  const u32 n = sh.count;  // the same for the whole block
+  if (n <= CHUNK_CANDS) {
+    for (u32 c = tid; c < n; c += blockDim.x) {
+      const u64 key = sh.cand[c];
+      u32 place = 0;
+      for (u32 j = 0; j < n; j++) place += sh.cand[j] > key;
+      if (place < K) out[place] = key;
+    }
+    for (u32 i = n + tid; i < K; i += blockDim.x) out[i] = 0;
+  } else {
+    RegTop<K> top;
+    top.clear();
     LODTENSOR_UNROLL
     for (u32 u = 0; u < CHUNK_LOADS; u++) {
-      if (const u64 key = reaching(u)) {
-        const u32 slot = atomicAdd(&sh.count, 1u);
-        if (slot < CHUNK_CANDS) sh.cand[slot] = key;
-      }
+      if (const u64 key = reaching(u)) top.offer(key);
     }
-    __syncthreads();
-    const u32 n = sh.count;  // the same for the whole block
-    u64 *const out = part_keys + b * K;
-    if (n <= CHUNK_CANDS) {
-      for (u32 c = tid; c < n; c += blockDim.x) {
-        const u64 key = sh.cand[c];
-        u32 place = 0;
-        for (u32 j = 0; j < n; j++) place += sh.cand[j] > key;
-        if (place < K) out[place] = key;
-      }
-      for (u32 i = n + tid; i < K; i += blockDim.x) out[i] = 0;
-    } else {
-      RegTop<K> top;
-      top.clear();
+    block_merge(top, sh.merge);
+    if (tid == 0) {
       LODTENSOR_UNROLL
-      for (u32 u = 0; u < CHUNK_LOADS; u++) {
-        if (const u64 key = reaching(u)) top.offer(key);
-      }
-      block_merge(top, sh.merge);
-      if (tid == 0) {
-        LODTENSOR_UNROLL
-        for (int i = 0; i < K; i++) out[i] = top.k[i];
-      }
+      for (int i = 0; i < K; i++) out[i] = top.k[i];
     }
-    // The row's last chunk to finish merges the row's lists: the merge needs no launch of its
-    // own, and overlaps the chunks of other rows. Its count is zero again for the next call.
-    if (block_is_last(&row_done[r], chunks)) {
-      merge_row<S, K>(row, r, chunks, k, banned, part_keys, cand_vals, cand_ids, sh.merge);
-    }
-    __syncthreads();  // before the next chunk resets the count
   }
+}
+
+// Row r's lists are merged (by the block that merged them): the row counts in its source, the
+// block that counts a source's last row selects the source (select_source), and the block whose
+// source completes the batch's rows places every source's list (place_selection): the selection
+// needs no launch of its own, and overlaps the chunks of later rows. Not inlined, like merge_row,
+// and given the kernel's parameters one by one: the chunk loop keeps none of the selection's
+// values in registers (with a SelectArgs built by the kernel and passed on, its loads spilled).
+static __device__ __noinline__ void select_after_row(u64 r, u32 k, const float *cand_vals, const i64 *cand_ids,
+                                                     const float *pre_scores, LODTENSOR_SELECT_PARAMS(float),
+                                                     u32 *source_done, u32 *batch_done) {
+  LODTENSOR_SHARED(SourceShared<float>, sh);
+  const SelectArgs<float> a = LODTENSOR_SELECT_ARGS(float);
+  const u32 s = last_at_or_below(source_rows, 0, sources, r);
+  const u32 rows = (u32)(source_rows[s + 1] - source_rows[s]);
+  if (!block_completes(&source_done[s], 1, rows)) return;  // the same for the whole block
+  select_source<float>(s, a, FusedCandidates{cand_vals, cand_ids, pre_scores, k}, sh);
+  if (block_completes(batch_done, rows, (u32)a.out.rows)) place_selection<float>(a);
+}
+
+// The fused step for k <= K, in one launch of a block per chunk (b: chunk b % chunks of row b /
+// chunks): chunk_keys of the chunk into part_keys[b * K ...]; then, in the block that finishes
+// row r's last chunk, row r's k best into cand_vals / cand_ids (merge_row), and the selection
+// (select_after_row). Finished rows are not read, but their chunks are counted like the others',
+// so that their sources are selected too. The counters (row_done: a row's chunks; source_done: a
+// source's rows; batch_done: the rows of the sources selected) are zero at the start, and again
+// at the end. No grid-stride loop: with the selection's call inside one, every value the loop kept
+// across it went to local memory, the chunk's loads' addresses included (ptxas, sm_90).
+template <typename S, int K>
+static __device__ void fused_chunk_step(const S *log_probs, u64 vocab, u32 chunks, u32 k, i64 banned,
+                                        u64 *part_keys, u32 *row_done, float *cand_vals, i64 *cand_ids,
+                                        const float *pre_scores, LODTENSOR_SELECT_PARAMS(float), u32 *source_done,
+                                        u32 *batch_done) {
+  LODTENSOR_SHARED(ChunkShared<K>, sh);
+  const u32 b = blockIdx.x, r = b / chunks;
+  const bool finished = pre_ids[r] == end_id;  // the same for the whole block
+  const S *row = log_probs + (u64)r * vocab;
+  if (!finished) chunk_keys<S, K>(row, b, r, chunks, vocab, banned, part_keys + (u64)b * K, sh);
+  if (!block_completes(&row_done[r], 1, chunks)) return;  // the same for the whole block
+  if (!finished) merge_row<S, K>(row, r, chunks, k, banned, part_keys, cand_vals, cand_ids, sh.merge);
+  select_after_row(r, k, cand_vals, cand_ids, pre_scores, LODTENSOR_SELECT_NAMES, source_done, batch_done);
 }
 
 // The chunk kernel runs four blocks an SM (64 registers a thread): blocks spend much of their time
 // at barriers, and the others' loads fill it.
-#define LODTENSOR_FUSED_CHUNK(S, NAME, K)                                                                   \
-  extern "C" __global__ void __launch_bounds__(CHUNK_THREADS, 4)                                             \
-      fused_chunk_topk_##NAME##_##K(const S *log_probs, u64 rows, u64 vocab, u32 chunks, u32 k,              \
-                                    const i64 *pre_ids, i64 end_id, i64 banned, u64 *part_keys, u32 *row_done, \
-                                    float *cand_vals, i64 *cand_ids) {                                       \
-    fused_chunk_topk<S, K>(log_probs, rows, vocab, chunks, k, pre_ids, end_id, banned, part_keys, row_done,  \
-                           cand_vals, cand_ids);                                                             \
-  }                                                                                                          \
-  LODTENSOR_EXPORT_SYNC(fused_chunk_topk_##NAME##_##K)
+#define LODTENSOR_FUSED_CHUNK(S, NAME, K)                                                                    \
+  extern "C" __global__ void __launch_bounds__(CHUNK_THREADS, 4) fused_chunk_step_##NAME##_##K(               \
+      const S *log_probs, u64 vocab, u32 chunks, u32 k, i64 banned, u64 *part_keys, u32 *row_done,             \
+      float *cand_vals, i64 *cand_ids, const float *pre_scores, LODTENSOR_SELECT_PARAMS(float),                \
+      u32 *source_done, u32 *batch_done) {                                                                     \
+    fused_chunk_step<S, K>(log_probs, vocab, chunks, k, banned, part_keys, row_done, cand_vals, cand_ids,      \
+                           pre_scores, LODTENSOR_SELECT_NAMES, source_done, batch_done);                       \
+  }                                                                                                           \
+  LODTENSOR_EXPORT_SYNC(fused_chunk_step_##NAME##_##K)
 
 #define LODTENSOR_FUSED_CHUNKS(K)        \
   LODTENSOR_FUSED_CHUNK(float, f32, K)   \
