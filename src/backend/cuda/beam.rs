@@ -11,7 +11,7 @@ use crate::dim::Dim;
 use crate::dtype::DType;
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;
-use crate::memory::lists;
+use crate::memory::{lists, Allocation};
 use crate::place::Place;
 use crate::tensor::Tensor;
 use std::sync::Arc;
@@ -67,12 +67,18 @@ pub fn top_k(
 }
 
 /// Launches beam.cu's selection kernel `kernel`: a block per source (`sources` of them), its own
-/// arguments (`candidates`), the selection's, then the count of finished blocks, which the last
-/// one, placing the selection, sets back to zero.
-fn launch_select(d: &Arc<Device>, kernel: &str, candidates: Args, selection: Args, sources: usize) -> Result<()> {
-    let done = zeroed_counters(d, 4)?;
+/// arguments (`candidates`), the selection's, then the count of finished blocks (`done`: a zeroed
+/// counter, which the last block, placing the selection, sets back to zero).
+fn launch_select(
+    d: &Arc<Device>,
+    kernel: &str,
+    candidates: Args,
+    selection: Args,
+    sources: usize,
+    done: &Allocation,
+) -> Result<()> {
     let grid = (sources as u64).clamp(1, max_blocks()) as u32;
-    launch(d, "beam.cu", kernel, [grid, 1, 1], [SELECT_THREADS, 1, 1], candidates.extend(selection).buf(&done))
+    launch(d, "beam.cu", kernel, [grid, 1, 1], [SELECT_THREADS, 1, 1], candidates.extend(selection).buf(done))
 }
 
 /// A step's selection: output tensors with room for every source's `beam` items, `launch` (given
@@ -201,12 +207,13 @@ pub fn fused_step(
     let chunks = vocab.div_ceil(CHUNK_ELEMS);
     let parts = rows.checked_mul(chunks).filter(|&p| p <= i32::MAX as usize);
     let chunked = rows > 0 && k > 0 && u32::try_from(vocab).is_ok() && parts.is_some();
+    // Counters kept zero between calls (each kernel leaves them so), made before any launch: for
+    // the chunk kernel, a row's finished chunks, a source's merged rows, the rows of the sources
+    // selected; for the selection kernel, its finished blocks (the first word).
+    let counters = zeroed_counters(&d, (rows + n_sources + 1) * 4)?;
     select_step(&d, sources, pre_ids, end_id, beam, DType::F32, host_copies, |selection| {
         if let (Some(list), Some(parts), true) = (list, parts, chunked) {
-            // Counters kept zero between calls (each kernel leaves them so): a row's finished
-            // chunks, a source's merged rows, the rows of the sources selected.
             let part_keys = d.allocation(parts * list * 8)?;
-            let counters = zeroed_counters(&d, (rows + n_sources + 1) * 4)?;
             let counter = |word: usize| counters.as_ptr() as u64 + 4 * word as u64;
             let args = Args::new()
                 .ptr(log_probs)
@@ -243,7 +250,7 @@ pub fn fused_step(
             launch(&d, "beam.cu", &name, [grid, 1, 1], [topk_threads(vocab as u64), 1, 1], args)?;
         }
         let candidates = Args::new().buf(&cand_vals).buf(&cand_cols).ptr(pre_scores).arg(k32);
-        launch_select(&d, "fused_select", candidates, selection, n_sources)
+        launch_select(&d, "fused_select", candidates, selection, n_sources, &counters)
     })
 }
 
@@ -269,6 +276,7 @@ pub fn beam_step(
         other => return Err(err!(Unsupported, "scores: dtype {other} is not supported by the CUDA beam step")),
     };
     let n_sources = sources.rows.len() - 1;
+    let done = zeroed_counters(&d, 4)?;
     select_step(&d, sources, pre_ids, end_id, beam, scores.dtype(), false, |selection| {
         let candidates = Args::new()
             .ptr(scores)
@@ -276,7 +284,7 @@ pub fn beam_step(
             .ptr(pre_scores)
             .arg(width as u64)
             .arg(accumulated as i32);
-        launch_select(&d, name, candidates, selection, n_sources)
+        launch_select(&d, name, candidates, selection, n_sources, &done)
     })
 }
 
