@@ -111,13 +111,16 @@ pub fn sequence_concat(xs: &[&LoDTensor]) -> Result<LoDTensor> {
             first.dims().row_width()
         );
     }
-    // Rows of zero width take no memory, so their counts can add up past usize.
-    let sums = (0..sequences + 1).map(|i| {
-        abs.iter()
-            .try_fold(0usize, |acc, a| acc.checked_add(a[i]))
-            .ok_or_else(|| err!(OutOfMemory, "xs: the total row count overflows"))
-    });
-    let out_offsets = lists::try_collect(sequences + 1, sums, "sequence_concat: output LoD")?;
+    // Rows of zero width take no memory, so their counts can add up past usize. Offsets rise, so
+    // the last one's sum is the largest: if it fits, every sum does, and the input by input adds
+    // below (a pass the compiler vectorises) cannot overflow.
+    abs.iter()
+        .try_fold(0usize, |acc, a| acc.checked_add(a[sequences]))
+        .ok_or_else(|| err!(OutOfMemory, "xs: the total row count overflows"))?;
+    let mut out_offsets = lists::filled(sequences + 1, 0usize, "sequence_concat: output LoD")?;
+    for a in &abs {
+        out_offsets.iter_mut().zip(a).for_each(|(o, &v)| *o += v);
+    }
     let dims = first.dims().with_rows(out_offsets[sequences])?;
     let out_lod = Lod::from_offsets(vec![out_offsets])?;
     let out = match place {
