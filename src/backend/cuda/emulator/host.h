@@ -9,6 +9,7 @@
 // (launch.cpp) every kernel's threads are fibers.
 #pragma once
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -92,6 +93,8 @@ inline float __int_as_float(int v) { return lodtensor_emulator::bits_as<float>(v
 inline int __float_as_int(float v) { return lodtensor_emulator::bits_as<int>(v); }
 inline double __longlong_as_double(long long v) { return lodtensor_emulator::bits_as<double>(v); }
 inline long long __double_as_longlong(double v) { return lodtensor_emulator::bits_as<long long>(v); }
+// The position of the lowest set bit, from 1; 0 for none.
+inline int __ffs(int x) { return x == 0 ? 0 : std::countr_zero((unsigned int)x) + 1; }
 inline float __expf(float x) { return std::exp(x); }
 inline float __logf(float x) { return std::log(x); }
 // Arithmetic rounded to nearest even that may not be fused into an FMA (ISO C++ does not contract

@@ -15,7 +15,7 @@
 //   per block.
 // - Only the built-ins that emulator/host.h provides: the math functions of <cmath> (expf, logf,
 //   sqrtf, fmaxf, ...), min/max, atomicAdd/atomicMax/atomicMin/atomicCAS/atomicExch on 32- and
-//   64-bit integers and atomicAdd on float/double, __float_as_uint and friends.
+//   64-bit integers and atomicAdd on float/double, __float_as_uint and friends, __ffs.
 
 typedef unsigned char u8;
 typedef unsigned short u16;

@@ -65,13 +65,17 @@ struct MergeShared {
   u64 k[CHUNK_THREADS][K];
 };
 
-// Leaves the block's K largest keys in thread 0's `top` (blockDim.x a power of two, at most
-// CHUNK_THREADS): each round the active threads put their lists in shared memory and each thread
-// of the lower half merges its list with one of the upper half's.
+// Leaves the K largest keys of the first `lists` threads' lists in thread 0's `top` (the other
+// threads' lists empty; lists <= blockDim.x, a power of two at most CHUNK_THREADS): each round the
+// active threads put their lists in shared memory and each thread of the lower half merges its
+// list with one of the upper half's. The rounds start at the lists' span, so a row of 4 chunks
+// takes 2 rounds, not 8.
 template <int K>
-static __device__ void block_merge(RegTop<K> &top, MergeShared<K> &sh) {
+static __device__ void block_merge(RegTop<K> &top, MergeShared<K> &sh, u32 lists) {
   const u32 tid = threadIdx.x;
-  for (u32 half = blockDim.x / 2; half > 0; half /= 2) {
+  u32 span = 1;  // the same for the whole block
+  while (span < lists) span *= 2;
+  for (u32 half = span / 2; half > 0; half /= 2) {
     if (tid < 2 * half) {
       LODTENSOR_UNROLL
       for (int i = 0; i < K; i++) sh.k[tid][i] = top.k[i];
@@ -211,7 +215,7 @@ static __device__ __noinline__ void merge_row(const S *row, u64 r, u32 chunks, u
       if (!top.offer(keys[i])) break;
     }
   }
-  block_merge(top, sh);
+  block_merge(top, sh, min(chunks, blockDim.x));
   if (threadIdx.x == 0) {
     LODTENSOR_UNROLL
     for (int i = 0; i < K; i++) {
@@ -246,17 +250,25 @@ static __device__ void chunk_keys(const S *row, u64 b, u64 r, u32 chunks, u64 vo
   // As a value, within [-inf, +inf]: lowering a bound keeps it a bound, so -inf lets every
   // element through and +inf lets +inf and NaN through (`!(x < +inf)`).
   const float floor = rank_value(min(max(bound, RANK_NEG_INF), RANK_POS_INF));
-  // Slot u's key if it is an element that reaches the bound, else 0 (no element's key).
-  const auto reaching = [&](u32 u) -> u64 {
-    const u32 at = u * CHUNK_THREADS;
-    return !(v[u] < floor) && (plain || at < left) ? order_key(value_rank(v[u]), (u32)mine + at) : 0;
-  };
+  // Bit u: slot u is an element that reaches the bound. Two instructions a slot (a comparison and
+  // an or); the few reaching slots' values are then read again from the row (from L1: the block
+  // has just loaded them), since a register array indexed by a variable would go to local memory.
+  u32 reach = 0;
   LODTENSOR_UNROLL
-  for (u32 u = 0; u < CHUNK_LOADS; u++) {
-    if (const u64 key = reaching(u)) {
-      const u32 slot = atomicAdd(&sh.count, 1u);
-      if (slot < CHUNK_CANDS) sh.cand[slot] = key;
-    }
+  for (u32 u = 0; u < CHUNK_LOADS; u++) reach |= (u32)!(v[u] < floor) << u;
+  if (!plain) {
+    const u32 slots = (left + CHUNK_THREADS - 1) / CHUNK_THREADS;  // those below `left`
+    reach &= slots >= CHUNK_LOADS ? ~0u : (1u << slots) - 1;
+  }
+  // Slot u's key: the banned column reads -inf, as in load_chunk.
+  const auto key_of = [&](u32 u) -> u64 {
+    const u64 col = mine + u * CHUNK_THREADS;
+    return order_key(value_rank(fused_value(row, col, banned)), (u32)col);
+  };
+  LODTENSOR_ROLLED
+  for (u32 m = reach; m != 0; m &= m - 1) {
+    const u32 slot = atomicAdd(&sh.count, 1u);
+    if (slot < CHUNK_CANDS) sh.cand[slot] = key_of((u32)__ffs((int)m) - 1);
   }
   __syncthreads();
   const u32 n = sh.count;  // the same for the whole block
@@ -271,11 +283,9 @@ static __device__ void chunk_keys(const S *row, u64 b, u64 r, u32 chunks, u64 vo
   } else {
     RegTop<K> top;
     top.clear();
-    LODTENSOR_UNROLL
-    for (u32 u = 0; u < CHUNK_LOADS; u++) {
-      if (const u64 key = reaching(u)) top.offer(key);
-    }
-    block_merge(top, sh.merge);
+    LODTENSOR_ROLLED
+    for (u32 m = reach; m != 0; m &= m - 1) top.offer(key_of((u32)__ffs((int)m) - 1));
+    block_merge(top, sh.merge, blockDim.x);
     if (tid == 0) {
       LODTENSOR_UNROLL
       for (int i = 0; i < K; i++) out[i] = top.k[i];
