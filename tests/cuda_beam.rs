@@ -237,6 +237,42 @@ fn gpu_fused_step_on_a_source_of_many_offers() {
     }
 }
 
+/// On a GPU the chunk kernel converts float16 log-probs with the device's own instruction
+/// (fused_chunks.cu's chunk_value), the CPU with the `half` crate. Rows of each kind of float16,
+/// both signs, against the CPU's step: subnormals and zeros, values around the smallest normals,
+/// the largest numbers with the infinities, every number, every bit pattern (NaN included); rows
+/// split into chunks, with lists of 4, 8 and 16.
+#[test]
+fn gpu_fused_step_ranks_float16_of_every_kind() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng(0x94d0_49bb_1331_11eb);
+    let kinds: [(&str, fn(&mut Rng) -> u16); 5] = [
+        ("subnormals and zeros", |r| r.below(0x400) as u16),
+        ("around the smallest normals", |r| r.below(0xc00) as u16),
+        ("the largest numbers and infinity", |r| 0x7800 + r.below(0x401) as u16),
+        ("every number", |r| r.below(0x7c01) as u16),
+        ("every bit pattern", |r| r.below(0x8000) as u16),
+    ];
+    let (sources, per_source) = (3usize, 4usize);
+    let rows = sources * per_source;
+    let lod = Lod::from_lengths(&[vec![per_source; sources]]).unwrap();
+    let pre_ids = LoDTensor::new(Tensor::from_slice(&vec![5i64; rows], &[rows, 1]).unwrap(), lod.clone()).unwrap();
+    let pre_scores = LoDTensor::new(Tensor::from_slice(&vec![0f32; rows], &[rows, 1]).unwrap(), lod).unwrap();
+    for (vocab, beam) in [(8193usize, 3usize), (20000, 5), (20000, 16)] {
+        for (kind, magnitude) in kinds {
+            let lp: Vec<f16> = (0..rows * vocab)
+                .map(|_| f16::from_bits(magnitude(&mut rng) | if rng.below(2) == 0 { 0x8000 } else { 0 }))
+                .collect();
+            let log_probs = LoDTensor::dense(Tensor::from_slice(&lp, &[rows, vocab]).unwrap());
+            let want = beam_search_fused_step(&pre_ids, &pre_scores, &log_probs, beam, 1).unwrap();
+            let got = beam_search_fused_step(&gpu(&pre_ids), &gpu(&pre_scores), &gpu(&log_probs), beam, 1).unwrap();
+            assert_step_same(&got, &want, &format!("float16 {kind}, V {vocab}, beam {beam}"));
+        }
+    }
+}
+
 /// The device step's banned column (the decoder's min_length rule) reads as -inf: the same step as
 /// the CPU's on log-probs with that column set to -inf, the column being every row's best. Columns
 /// in a whole chunk of 8192 and in a row's last, partial one; lists of 8 and beams above 16.

@@ -152,6 +152,25 @@ static __device__ u32 block_bound(u32 best) {
 // The value of rank r, from -inf's to +inf's (value_rank's inverse).
 static __device__ inline float rank_value(u32 r) { return __uint_as_float(r & 0x80000000u ? r & 0x7fffffffu : ~r); }
 
+// A log-prob as load_chunk takes it: lt_cmp's value for every number, and a NaN for a NaN. For
+// float16, lt_cmp's conversion, which keeps a NaN's payload for the values a step writes, takes
+// about 30 instructions an element, three times the rest of the chunk's work; a GPU converts in
+// one, exactly for every number, to a NaN of its own for a NaN, whose payload does not change its
+// rank. (The emulator, which has no PTX, takes lt_cmp's: the same value for every number.)
+template <typename S>
+static __device__ inline float chunk_value(S v) {
+  return lt_cmp(v);
+}
+static __device__ inline float chunk_value(f16_t v) {
+#ifdef __CUDA_ARCH__
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v.bits));
+  return f;
+#else
+  return lt_cmp(v);
+#endif
+}
+
 // A thread's elements of its chunk, first + threadIdx.x + u * CHUNK_THREADS for
 // u * CHUNK_THREADS below `left`, as floats into v (the banned column as -inf, slots past the end
 // -inf too), and the largest value rank among them (0 for none). Plain: every slot is an element
@@ -175,7 +194,7 @@ static __device__ inline u32 load_chunk(const S *row, u64 first, u32 left, i64 b
   LODTENSOR_UNROLL
   for (u32 u = 0; u < CHUNK_LOADS; u++) {
     const u32 at = u * CHUNK_THREADS;
-    v[u] = Plain || (at < left && at != skip) ? lt_cmp(raw[u]) : lt_banned<float>();
+    v[u] = Plain || (at < left && at != skip) ? chunk_value(raw[u]) : lt_banned<float>();
     m = fmaxf(m, v[u]);
     nan = nan || lt_is_nan(v[u]);
   }
