@@ -202,17 +202,13 @@ pub fn fused_step(
     };
     let k32 = u32_of(k, "beam_size")?;
     let banned = banned.map_or(-1, |b| b as i64);
-    let list = [4usize, 8, 16].into_iter().find(|&list| k <= list);
-    // A block per chunk of a row (no grid-stride loop: fused_chunks.cu), at most 2^31 - 1 of them.
-    let chunks = vocab.div_ceil(CHUNK_ELEMS);
-    let parts = rows.checked_mul(chunks).filter(|&p| p <= i32::MAX as usize);
-    let chunked = rows > 0 && k > 0 && u32::try_from(vocab).is_ok() && parts.is_some();
+    let plan = chunk_plan(rows, vocab, k);
     // Counters kept zero between calls (each kernel leaves them so), made before any launch: for
     // the chunk kernel, a row's finished chunks, a source's merged rows, the rows of the sources
     // selected; for the selection kernel, its finished blocks (the first word).
     let counters = zeroed_counters(&d, (rows + n_sources + 1) * 4)?;
     select_step(&d, sources, pre_ids, end_id, beam, DType::F32, host_copies, |selection| {
-        if let (Some(list), Some(parts), true) = (list, parts, chunked) {
+        if let Some(ChunkPlan { list, chunks, parts }) = plan {
             let part_keys = d.allocation(parts * list * 8)?;
             let counter = |word: usize| counters.as_ptr() as u64 + 4 * word as u64;
             let args = Args::new()
@@ -252,6 +248,25 @@ pub fn fused_step(
         let candidates = Args::new().buf(&cand_vals).buf(&cand_cols).ptr(pre_scores).arg(k32);
         launch_select(&d, "fused_select", candidates, selection, n_sources, &counters)
     })
+}
+
+/// The fused step's launch of a block per chunk of a row (fused_chunks.cu): its list length (the
+/// kernel's variant), chunks a row and blocks.
+#[derive(Debug, PartialEq)]
+struct ChunkPlan {
+    list: usize,
+    chunks: usize,
+    parts: usize,
+}
+
+/// The chunk kernel's launch for `rows` rows of `vocab` log-probs and `k` of each, or `None` for
+/// the per-row path: k above 16 (the longest list), no rows or k, a row too long for the kernel's
+/// 32-bit columns, or more than 2^31 - 1 chunks (a block each, with no grid-stride loop).
+fn chunk_plan(rows: usize, vocab: usize, k: usize) -> Option<ChunkPlan> {
+    let list = [4usize, 8, 16].into_iter().find(|&list| k <= list)?;
+    let chunks = vocab.div_ceil(CHUNK_ELEMS);
+    let parts = rows.checked_mul(chunks).filter(|&p| p <= i32::MAX as usize)?;
+    (rows > 0 && k > 0 && u32::try_from(vocab).is_ok()).then_some(ChunkPlan { list, chunks, parts })
 }
 
 /// Paddle's beam_search step on the device (see `ops::beam_search_step`): the fused step's
@@ -314,4 +329,29 @@ pub fn gather_tree(ids: &Tensor, parents: &Tensor, steps: usize, batch: usize, b
         .arg(bad.address());
     launch_1d(&d, "beam.cu", name, chains, args)?;
     bad.unless_counted(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{chunk_plan, ChunkPlan, CHUNK_ELEMS};
+
+    #[test]
+    fn the_chunk_kernel_takes_what_its_blocks_and_columns_can_hold() {
+        let plan = |list, chunks, parts| Some(ChunkPlan { list, chunks, parts });
+        assert_eq!(chunk_plan(320, 32000, 5), plan(8, 4, 1280));
+        assert_eq!(chunk_plan(3, CHUNK_ELEMS, 4), plan(4, 1, 3));
+        assert_eq!(chunk_plan(3, CHUNK_ELEMS + 1, 16), plan(16, 2, 6));
+        // The per-row path: lists longer than 16, nothing to do, rows of 2^32 log-probs or more.
+        assert_eq!(chunk_plan(320, 32000, 17), None);
+        assert_eq!(chunk_plan(0, 32000, 5), None);
+        assert_eq!(chunk_plan(320, 32000, 0), None);
+        assert_eq!(chunk_plan(1, 1 << 32, 5), None);
+        assert_eq!(chunk_plan(1, (1 << 32) - 1, 5), plan(8, (1 << 32) / CHUNK_ELEMS, (1 << 32) / CHUNK_ELEMS));
+        // 2^31 - 1 blocks at most: the grid's limit, with no grid-stride loop.
+        let max = i32::MAX as usize;
+        assert_eq!(chunk_plan(max, 1, 5), plan(8, 1, max));
+        assert_eq!(chunk_plan(max + 1, 1, 5), None);
+        assert_eq!(chunk_plan(max / 2 + 1, CHUNK_ELEMS + 1, 5), None);
+        assert_eq!(chunk_plan(usize::MAX, CHUNK_ELEMS + 1, 5), None);
+    }
 }

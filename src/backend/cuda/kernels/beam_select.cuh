@@ -7,13 +7,13 @@
 // A score with any NaN written as its type's one quiet NaN (sign clear, payload zero), as the host
 // writes it: a device addition makes 0x7fffffff where the host keeps an operand's NaN, and the
 // scores must agree bit for bit.
-static __device__ inline float one_nan(float v) { return lt_is_nan(v) ? __uint_as_float(0x7fc00000u) : v; }
-static __device__ inline double one_nan(double v) {
+__device__ __forceinline__ float one_nan(float v) { return lt_is_nan(v) ? __uint_as_float(0x7fc00000u) : v; }
+__device__ __forceinline__ double one_nan(double v) {
   return lt_is_nan(v) ? __longlong_as_double(0x7ff8000000000000ll) : v;
 }
 
-static __device__ inline float ln(float v) { return logf(v); }
-static __device__ inline double ln(double v) { return log(v); }
+__device__ __forceinline__ float ln(float v) { return logf(v); }
+__device__ __forceinline__ double ln(double v) { return log(v); }
 
 // Threads of the selection kernels' blocks (beam.cu), and the fewest that select_source works
 // with: a block selects one source at a time.
