@@ -269,9 +269,10 @@ static __device__ void chunk_keys(const S *row, u64 b, u64 r, u32 chunks, u64 vo
   // As a value, within [-inf, +inf]: lowering a bound keeps it a bound, so -inf lets every
   // element through and +inf lets +inf and NaN through (`!(x < +inf)`).
   const float floor = rank_value(min(max(bound, RANK_NEG_INF), RANK_POS_INF));
-  // Bit u: slot u is an element that reaches the bound. Two instructions a slot (a comparison and
-  // an or); the few reaching slots' values are then read again from the row (from L1: the block
-  // has just loaded them), since a register array indexed by a variable would go to local memory.
+  // Bit u: slot u is an element that reaches the bound: a comparison and a select a slot, where
+  // a branch a slot cost ten times that. The few reaching slots' values are then read again from
+  // the row (from L1: the block has just loaded them), since a register array indexed by a
+  // variable would go to local memory.
   u32 reach = 0;
   LODTENSOR_UNROLL
   for (u32 u = 0; u < CHUNK_LOADS; u++) reach |= (u32)!(v[u] < floor) << u;
