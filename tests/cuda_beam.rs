@@ -248,7 +248,9 @@ fn gpu_fused_step_ranks_float16_of_every_kind() {
         return;
     }
     let mut rng = Rng(0x94d0_49bb_1331_11eb);
-    let kinds: [(&str, fn(&mut Rng) -> u16); 5] = [
+    // Each kind's magnitudes (bits 0-14; bit 15 is the sign, drawn apart).
+    type Magnitude = fn(&mut Rng) -> u16;
+    let kinds: [(&str, Magnitude); 5] = [
         ("subnormals and zeros", |r| r.below(0x400) as u16),
         ("around the smallest normals", |r| r.below(0xc00) as u16),
         ("the largest numbers and infinity", |r| 0x7800 + r.below(0x401) as u16),
