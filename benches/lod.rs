@@ -7,7 +7,8 @@
 //!   cargo bench --bench lod
 
 use lodtensor::ops::{
-    sequence_expand, sequence_expand_as, sequence_pad, sequence_pool, sequence_reverse, to_place, PoolType,
+    sequence_concat, sequence_expand, sequence_expand_as, sequence_pad, sequence_pool, sequence_reverse, to_place,
+    PoolType,
 };
 use lodtensor::{DType, Dim, LoDTensor, Lod, Place, Tensor};
 use std::hint::black_box;
@@ -52,6 +53,8 @@ fn main() {
         ("to_place (cpu)", Box::new(|| drop(black_box(to_place(&x, Place::Cpu).unwrap())))),
         ("sequence_expand_as", Box::new(|| drop(black_box(sequence_expand_as(&dense, &x).unwrap())))),
         ("sequence_expand (x dense)", Box::new(|| drop(black_box(sequence_expand(&dense, &x, 0).unwrap())))),
+        ("sequence_expand (x with a LoD)", Box::new(|| drop(black_box(sequence_expand(&x, &x, 0).unwrap())))),
+        ("sequence_concat of x and x", Box::new(|| drop(black_box(sequence_concat(&[&x, &x]).unwrap())))),
         ("sequence_pad (to the longest)", Box::new(|| drop(black_box(sequence_pad(&x, &pad, -1).unwrap())))),
         ("sequence_reverse", Box::new(|| drop(black_box(sequence_reverse(&x).unwrap())))),
         ("sequence_pool sum", Box::new(|| drop(black_box(sequence_pool(&x, PoolType::Sum, 0.0).unwrap())))),

@@ -317,8 +317,10 @@ impl Lod {
         Lod::from_offsets(lengths_to_offsets(lengths)?)
     }
 
-    /// A LoD from levels that pass `check_lod` (the callers' construction guarantees it).
-    fn valid(levels: Vec<Vec<usize>>) -> Lod {
+    /// A LoD from levels that pass `check_lod` because of how the caller made them (sums of valid
+    /// levels, say), not checked again: a check is a pass over every offset. Debug builds check.
+    pub(crate) fn valid(levels: Vec<Vec<usize>>) -> Lod {
+        debug_assert!(check_lod(&levels, None).is_ok(), "Lod::valid: {:?}", check_lod(&levels, None));
         let shared = (!levels.is_empty()).then(|| Arc::new(Shared { levels, ..Shared::default() }));
         Lod { shared }
     }

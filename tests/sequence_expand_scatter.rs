@@ -157,6 +157,26 @@ fn expand_errors() {
         "{:?}",
         sequence_expand(&one, &y_huge, 0)
     );
+    // Copies whose rows add up past usize (rows of zero width take no memory): an error too.
+    let long = LoDTensor::new(
+        Tensor::zeros(DType::F32, Dim::new(&[huge, 0]).unwrap()).unwrap(),
+        Lod::from_offsets(vec![vec![0, huge]]).unwrap(),
+    )
+    .unwrap();
+    let sixteen = LoDTensor::new(
+        Tensor::zeros(DType::F32, Dim::new(&[16, 0]).unwrap()).unwrap(),
+        Lod::from_offsets(vec![vec![0, 16]]).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        matches!(sequence_expand(&long, &sixteen, 0), Err(Error::OutOfMemory(m)) if m.contains("row count overflows")),
+        "{:?}",
+        sequence_expand(&long, &sixteen, 0)
+    );
+    let fifteen =
+        LoDTensor::new(sixteen.tensor().slice_rows(0..15).unwrap(), Lod::from_offsets(vec![vec![0, 15]]).unwrap())
+            .unwrap();
+    assert_eq!(sequence_expand(&long, &fifteen, 0).unwrap().lod().levels()[0].last(), Some(&(15 * huge)));
     // Zero copies in all: a 0-row result, and (our rule) no LoD since [0] is no valid top level.
     let none = sequence_expand(&x, &y_with(&[&[0, 0]]), 0).unwrap();
     assert_eq!(none.dims().as_slice(), &[0, 1]);

@@ -3,7 +3,7 @@
 //! dtype (Paddle's CPU kernels list float32/float64/int32/int64; the byte kernel needs no list).
 
 use super::common_place;
-use super::support::{gather_into_new, one_level_from_lengths};
+use super::support::{gather_into_new, one_level_from_runs};
 use crate::backend::cpu::rows::repeat_rows;
 use crate::error::{ensure, err, Result};
 use crate::lod::LodLevel;
@@ -77,7 +77,7 @@ pub fn sequence_expand(x: &LoDTensor, y: &LoDTensor, ref_level: i64) -> Result<L
     // Copy k of x's sequence i is its rows [xl[i], xl[i+1]); the output's one level lists the
     // copies' lengths.
     let copies = || (0..n).flat_map(|i| std::iter::repeat_n(xl[i]..xl[i + 1], r[i + 1] - r[i]));
-    let lod = one_level_from_lengths(r[n], copies().map(|c| c.len()))?;
+    let lod = one_level_from_runs(r[n], (0..n).map(|i| (xl[i + 1] - xl[i], r[i + 1] - r[i])))?;
     let dims = x.dims().with_rows(lod.rows().unwrap_or(0))?;
     let row_bytes = x.tensor().row_bytes();
     let tensor = match place {

@@ -3,7 +3,7 @@
 //! every dtype (Paddle's CPU kernels list float32/float64/int32/int64).
 
 use super::common_place;
-use super::support::{gather_into_new, one_level_from_lengths};
+use super::support::{gather_into_new, one_level_from_runs};
 use crate::backend::cpu::pad::pad_sequences;
 use crate::backend::cuda;
 use crate::dim::Dim;
@@ -154,7 +154,7 @@ pub fn sequence_unpad(x: &LoDTensor, length: &LoDTensor) -> Result<LoDTensor> {
             "length: length[{i}] = {v} is more than the padded length {padded} of x (dims[1])"
         );
     }
-    let lod = one_level_from_lengths(values.len(), values.iter().map(|&v| v as usize))?;
+    let lod = one_level_from_runs(values.len(), values.iter().map(|&v| (v as usize, 1)))?;
     let mut dims = vec![lod.rows().unwrap_or(0)];
     if d.len() == 2 {
         dims.push(1);

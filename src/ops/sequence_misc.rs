@@ -35,6 +35,7 @@ use crate::lod_tensor::LoDTensor;
 use crate::memory::lists;
 use crate::place::Place;
 use crate::tensor::Tensor;
+use std::borrow::Cow;
 
 /// Softmax within each sequence of the last LoD level: `out[r] = exp(x[r] - m) / Σ exp(x[s] - m)`
 /// over the rows `s` of r's sequence, `m` their maximum. `x` holds one element per row (`[N]` or
@@ -80,9 +81,14 @@ pub fn sequence_concat(xs: &[&LoDTensor]) -> Result<LoDTensor> {
     let tensors = lists::collect(names.iter().map(String::as_str).zip(xs.iter().map(|x| x.tensor())), "xs")?;
     let place = common_place(&tensors)?;
     let first = xs[0].tensor();
+    // Each input's level-0 sequences in rows: its level itself when it has one level (no copy of
+    // millions of offsets), else the absolute offsets made for this call.
     let abs = xs.iter().enumerate().map(|(j, x)| {
         last_level(x, &names[j], OP)?;
-        x.lod().abs_level(0)
+        Ok(match x.lod().num_levels() {
+            1 => Cow::Borrowed(x.lod().level(0)?),
+            _ => Cow::Owned(x.lod().abs_level(0)?),
+        })
     });
     let abs = lists::try_collect(xs.len(), abs, "xs: LoD levels")?;
     let sequences = abs[0].len() - 1;
@@ -112,43 +118,41 @@ pub fn sequence_concat(xs: &[&LoDTensor]) -> Result<LoDTensor> {
         );
     }
     // Rows of zero width take no memory, so their counts can add up past usize. Offsets rise, so
-    // the last one's sum is the largest: if it fits, every sum does, and the input by input adds
-    // below (a pass the compiler vectorises) cannot overflow.
-    abs.iter()
+    // the last one's sum is the largest: if it fits, every sum does, and the sums that make the
+    // output's offsets (concat_offsets) cannot overflow.
+    let rows = abs
+        .iter()
         .try_fold(0usize, |acc, a| acc.checked_add(a[sequences]))
         .ok_or_else(|| err!(OutOfMemory, "xs: the total row count overflows"))?;
-    let mut out_offsets = lists::filled(sequences + 1, 0usize, "sequence_concat: output LoD")?;
-    for a in &abs {
-        out_offsets.iter_mut().zip(a).for_each(|(o, &v)| *o += v);
-    }
-    let dims = first.dims().with_rows(out_offsets[sequences])?;
-    let out_lod = Lod::from_offsets(vec![out_offsets])?;
-    let out = match place {
+    let dims = first.dims().with_rows(rows)?;
+    let levels = lists::collect(abs.iter().map(|a| &a[..]), "xs: LoD levels")?;
+    let srcs = lists::collect(xs.iter().map(|x| x.tensor()), "xs")?;
+    match place {
         Place::Cpu => {
+            let out_lod = concat_offsets(&levels)?;
             let mut out = Tensor::zeros(first.dtype(), dims)?;
-            let srcs = lists::try_collect(xs.len(), xs.iter().map(|x| x.tensor().bytes()), "xs")?;
-            let offsets = lists::collect(abs.iter().map(Vec::as_slice), "xs: LoD levels")?;
-            kernels::concat_sequences(&srcs, &offsets, first.row_bytes(), out_lod.level(0)?, out.bytes_mut()?)?;
-            out
+            let bytes = lists::try_collect(srcs.len(), srcs.iter().map(|t| t.bytes()), "xs")?;
+            kernels::concat_sequences(&bytes, &levels, first.row_bytes(), out_lod.level(0)?, out.bytes_mut()?)?;
+            LoDTensor::new(out, out_lod)
         }
         Place::Cuda(_) => {
-            let srcs = lists::collect(xs.iter().map(|x| x.tensor()), "xs")?;
-            // Each input's level-0 sequences in rows: its LoD itself when it has one level (the
-            // kernel then reads the level's device copy, which the LoD keeps), else a LoD of the
-            // absolute offsets made for this call.
-            let flat = xs.iter().zip(abs).map(|(x, a)| {
-                if x.lod().num_levels() == 1 {
-                    Ok(x.lod().clone())
-                } else {
-                    Lod::from_offsets(vec![a])
-                }
-            });
-            let flat = lists::try_collect(xs.len(), flat, "xs: LoDs")?;
-            let levels = lists::try_collect(flat.len(), flat.iter().map(|l| l.lod_level(0)), "xs: LoD levels")?;
-            cuda::concat_rows(&srcs, &levels, first.row_bytes(), out_lod.lod_level(0)?, dims)?
+            // The device sums the inputs' offsets for itself and moves the rows while the host
+            // makes the output LoD's own offsets: none of them is uploaded.
+            let lods = lists::collect(xs.iter().map(|x| x.lod()), "xs: LoDs")?;
+            let (out, kept) = cuda::concat_rows(&srcs, &lods, &levels, first.row_bytes(), dims)?;
+            let out_lod = concat_offsets(&levels)?;
+            if let Some(kept) = kept {
+                out_lod.lod_level(0)?.copy_at(place, |_| Ok(kept))?;
+            }
+            LoDTensor::new(out, out_lod)
         }
-    };
-    LoDTensor::new(out, out_lod)
+    }
+}
+
+/// sequence_concat's output LoD: the sums of the inputs' level-0 offsets in rows.
+fn concat_offsets(levels: &[&[usize]]) -> Result<Lod> {
+    // Sums of offsets that start at 0 and never decrease do the same: a valid level.
+    Ok(Lod::valid(vec![kernels::sum_offsets(levels)?]))
 }
 
 /// Rows `[L[i] + offset[i], L[i] + offset[i] + length[i])` of each sequence `i` of `x` (exactly

@@ -108,6 +108,31 @@ pub fn concat_sequences(
     })
 }
 
+/// sequence_concat's output offsets: offset `i` is the sum of `levels[j][i]` over the levels (at
+/// least 2, of equal length; the caller checked that the sums fit). Each offset is written once,
+/// straight into the list's unused capacity, in chunks on the pool: the output may hold millions,
+/// and a fill before the sums would be one more pass over fresh memory.
+pub fn sum_offsets(levels: &[&[usize]]) -> Result<Vec<usize>> {
+    let n = levels[0].len();
+    let mut sums: Vec<usize> = lists::with_capacity(n, "sequence_concat: output LoD")?;
+    let bounds = chunk_bounds(n, CHUNK);
+    for_each_segment(&mut sums.spare_capacity_mut()[..n], &bounds, |c, out| {
+        let range = bounds[c]..bounds[c + 1];
+        for ((o, a), b) in out.iter_mut().zip(&levels[0][range.clone()]).zip(&levels[1][range.clone()]) {
+            o.write(a + b);
+        }
+        for level in &levels[2..] {
+            for (o, v) in out.iter_mut().zip(&level[range.clone()]) {
+                // SAFETY: the loop over the first two levels wrote every place of `out`.
+                unsafe { *o.assume_init_mut() += v };
+            }
+        }
+    })?;
+    // SAFETY: the segments cover [0, n), and each task wrote every place of its segment.
+    unsafe { sums.set_len(n) };
+    Ok(sums)
+}
+
 /// The shape of a sequence convolution: `width` = N columns of x, `out_width` = M columns of the
 /// output, `context_length` rows of context starting `context_start` rows from each row, and
 /// `up_pad` (rows of `padding` used before a sequence; the rows after it follow).

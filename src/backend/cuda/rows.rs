@@ -5,12 +5,15 @@
 use super::device::{device, new_tensor, Device};
 use super::kept_zero::BadCount;
 use super::launch::{index_width, launch_tiles, launch_unrolled, upload, Args, CHUNK};
-use super::seq_common::{count_u32, device_of, index_suffix, level_on, offset_words, upload_joined, word_for, WORDS};
+use super::seq_common::{
+    count_u32, device_of, index_suffix, level_on, offset_words, upload_joined, upload_offsets, word_for, WORDS,
+};
 use crate::dim::Dim;
 use crate::dtype::DType;
 use crate::error::{ensure, err, Result};
-use crate::lod::LodLevel;
+use crate::lod::{Lod, LodLevel};
 use crate::memory::lists;
+use crate::memory::Allocation;
 use crate::place::Place;
 use crate::tensor::Tensor;
 use std::ops::Range;
@@ -109,45 +112,46 @@ fn rows_by_level(
     Ok(out)
 }
 
-/// sequence_concat on the device: a new tensor of `dims` whose sequence `i` (rows `[o[i], o[i+1])`
-/// of `out`'s offsets `o`) is sequence `i` of `srcs[0]`, then of `srcs[1]`, ...; `levels[j]` holds
-/// the row offsets of `srcs[j]`'s sequences; rows of `row_bytes` bytes, all on one device. One
-/// launch; its tables are the levels' device copies (`out`'s is kept with the output's LoD) and the
-/// sources' addresses, not a range per sequence and source.
+/// sequence_concat on the device: a new tensor of `dims` whose sequence `i` is sequence `i` of
+/// `srcs[0]`, then of `srcs[1]`, ... (rows of `row_bytes` bytes, all on one device; `levels[j]`
+/// holds the row offsets of `srcs[j]`'s sequences, its LoD `lods[j]`'s level 0 in rows), and the
+/// output's row offsets on the device (none when the output has no bytes). Two launches: the
+/// device sums the levels' copies (kept with the inputs' LoDs) into the output's offsets, then
+/// moves the rows; nothing of a size that grows with the sequences is uploaded, and the host may
+/// make the same offsets meanwhile.
 pub fn concat_rows(
     srcs: &[&Tensor],
-    levels: &[LodLevel],
+    lods: &[&Lod],
+    levels: &[&[usize]],
     row_bytes: usize,
-    out: LodLevel,
     dims: Dim,
-) -> Result<Tensor> {
+) -> Result<(Tensor, Option<Arc<Allocation>>)> {
     let d = device_of(srcs[0], "sequence_concat")?;
     let mut t = new_tensor(&d, srcs[0].dtype(), dims)?;
-    let out_offsets = out.offsets();
-    let rows = out_offsets[out_offsets.len() - 1];
     if t.nbytes() == 0 {
-        return Ok(t);
+        return Ok((t, None));
     }
-    let sequences = count_u32(out_offsets.len() - 1, "xs")?;
+    let rows = t.dims().rows().unwrap_or(1) as u64;
+    let sequences = count_u32(levels[0].len() - 1, "xs")?;
     let num_sources = count_u32(srcs.len(), "xs: inputs")?;
     let dst = t.as_mut_ptr() as u64;
     let bases = srcs.iter().map(|s| s.as_ptr() as u64);
     let word = word_for(row_bytes, bases.clone().chain([dst]));
     let row_words = (row_bytes / word) as u64;
-    let copies = lists::try_collect(levels.len(), levels.iter().map(|&l| level_on(&d, l)), "xs: levels")?;
+    let place = Place::Cuda(d.ordinal);
+    let copies = lods.iter().zip(levels).map(|(lod, level)| lod.abs_copy_at(0, place, || upload_offsets(&d, level)));
+    let copies = lists::try_collect(levels.len(), copies, "xs: levels")?;
     let mut sources = lists::with_capacity(srcs.len() + copies.len(), "xs: sources")?;
     sources.extend(bases.chain(copies.iter().map(|c| c.as_ptr() as u64)));
-    let (sources, out_offsets) = (upload(&d, &sources)?, level_on(&d, out)?);
-    let args = Args::new()
-        .arg(dst)
-        .buf(&sources)
-        .arg(num_sources)
-        .arg(row_words)
-        .buf(&out_offsets)
-        .arg(sequences)
-        .arg(rows as u64);
-    launch_tiles(&d, "rows.cu", &format!("concat_rows_{word}"), rows as u64, row_words, args)?;
-    Ok(t)
+    let sources = upload(&d, &sources)?;
+    let out_offsets = d.allocation((sequences as usize + 1) * 8)?;
+    let offsets = sequences as u64 + 1;
+    let args = Args::new().buf(&out_offsets).buf(&sources).arg(num_sources).arg(offsets);
+    launch_unrolled(&d, "rows.cu", "concat_offsets", offsets, args)?;
+    let args =
+        Args::new().arg(dst).buf(&sources).arg(num_sources).arg(row_words).buf(&out_offsets).arg(sequences).arg(rows);
+    launch_tiles(&d, "rows.cu", &format!("concat_rows_{word}"), rows, row_words, args)?;
+    Ok((t, Some(out_offsets)))
 }
 
 /// sequence_unpad on the device: a new tensor of `dims` whose sequence `i` (rows `[o[i], o[i+1])`

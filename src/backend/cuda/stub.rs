@@ -4,9 +4,11 @@
 use super::seq_args::{DeviceStep, StepSources};
 use crate::dim::Dim;
 use crate::error::{err, Error, Result};
-use crate::lod::LodLevel;
+use crate::lod::{Lod, LodLevel};
+use crate::memory::Allocation;
 use crate::tensor::Tensor;
 use std::ops::Range;
+use std::sync::Arc;
 
 fn missing(what: &str) -> Error {
     err!(Unsupported, "{what}: lodtensor was built without CUDA (cargo feature `cuda`)")
@@ -188,12 +190,12 @@ pub fn gather_rows_by_index(srcs: &[(&Tensor, Dim)], _index: &Tensor) -> Result<
 /// sequence_concat on a CUDA device.
 pub fn concat_rows(
     srcs: &[&Tensor],
-    _levels: &[LodLevel],
+    _lods: &[&Lod],
+    _levels: &[&[usize]],
     _row_bytes: usize,
-    _out: LodLevel,
     _dims: Dim,
-) -> Result<Tensor> {
-    copy_to_host(srcs[0])
+) -> Result<(Tensor, Option<Arc<Allocation>>)> {
+    Ok((copy_to_host(srcs[0])?, None))
 }
 
 /// sequence_unpad on a CUDA device.

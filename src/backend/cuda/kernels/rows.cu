@@ -40,8 +40,9 @@ __device__ void repeat_rows(W *__restrict__ dst, const W *__restrict__ src, u64 
 
 // sequence_concat: output rows [out_offsets[i], out_offsets[i+1]) are sequence i of source 0, then
 // of source 1, ... sources[j] is source j's first row's device address and sources[num_sources +
-// j] that of its sequences' row offsets (its LoD level as the device keeps it). The tables are the
-// LoD levels, not a range per sequence and source.
+// j] that of its sequences' row offsets (its LoD level as the device keeps it), and out_offsets
+// are their sums (concat_offsets). The tables are the LoD levels, not a range per sequence and
+// source.
 template <typename W>
 __device__ void concat_rows(W *__restrict__ dst, const u64 *__restrict__ sources, u32 num_sources, u64 row_words,
                             const i64 *__restrict__ out_offsets, u32 sequences, u64 total_rows, u64 tile_rows) {
@@ -65,6 +66,21 @@ __device__ void concat_rows(W *__restrict__ dst, const u64 *__restrict__ sources
     concat_rows<W>(dst, sources, num_sources, row_words, out_offsets, sequences, total_rows, tile_rows); \
   }                                                                                                  \
   LODTENSOR_EXPORT_SYNC(concat_rows_##SUFFIX)
+
+// sequence_concat's output offsets: out[i] is the sum over the sources of their offsets[i], for
+// i < n (the sequences and one more); sources[num_sources + j] is source j's offset table. The
+// host checked that the last sum, the largest, fits.
+extern "C" __global__ void concat_offsets(i64 *out, const u64 *sources, u32 num_sources, u64 n) {
+  for_each_index<i64>(
+      n,
+      [&](u64 i) {
+        i64 sum = 0;
+        for (u32 j = 0; j < num_sources; j++) sum += ((const i64 *)sources[num_sources + j])[i];
+        return sum;
+      },
+      [&](u64 i, i64 v) { out[i] = v; });
+}
+LODTENSOR_EXPORT(concat_offsets)
 
 // sequence_unpad: output rows [offsets[i], offsets[i+1]) are the first rows of slot i of src, slot
 // i being rows [i * padded, (i + 1) * padded). The table is the output's LoD level.
