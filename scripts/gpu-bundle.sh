@@ -13,6 +13,10 @@
 # linked copies of the C tests (6 MB each; linking is not what a GPU run tests) and NVRTC
 # (libnvrtc.so.13 is 140 MB; gpu-run.sh uses the GPU machine's).
 # The emulator bundle runs anywhere; it is how the bundle itself is tested without a GPU.
+#   TESTS="cuda_beam cuda_misc" OUTPUT=build/base-bundle.tgz bash scripts/gpu-bundle.sh
+# bundles only those tests/*.rs programs (no unit tests, benchmark or C programs), a few MB, into
+# OUTPUT (default gpu-bundle.tgz): from a checkout of an earlier commit, the base that
+# scripts/gpu-compare.sh times against, small enough to travel beside a full bundle.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
@@ -28,7 +32,9 @@ esac
 ensure_tools cmake:cmake cc:gcc c++:g++ make:make strip:binutils python3:python3
 ensure_cargo
 bundle=build/gpu-bundle
-rm -rf "$bundle" gpu-bundle.tgz
+output=${OUTPUT:-gpu-bundle.tgz}
+read -ra tests <<<"${TESTS:-}"
+rm -rf "$bundle" "$output"
 mkdir -p "$bundle/rust" "$bundle/capi/lib"
 echo "$feature" >"$bundle/FEATURE"
 
@@ -36,8 +42,13 @@ section "Rust test programs and the GPU benchmark (--features $feature, $target)
 # cargo prints each built program's path as JSON; the python below copies them as
 # rust/<kind>-<name> (kind: lib, test, bench).
 {
-  cargo test --release --features "$feature" --target-dir "$target" --no-run --message-format=json-render-diagnostics
-  cargo build --release --features "$feature" --target-dir "$target" --bench gpu --message-format=json-render-diagnostics
+  if ((${#tests[@]})); then
+    cargo test --release --features "$feature" --target-dir "$target" --no-run --message-format=json-render-diagnostics \
+      "${tests[@]/#/--test=}"
+  else
+    cargo test --release --features "$feature" --target-dir "$target" --no-run --message-format=json-render-diagnostics
+    cargo build --release --features "$feature" --target-dir "$target" --bench gpu --message-format=json-render-diagnostics
+  fi
 } | python3 -c '
 import json, shutil, sys
 dest = sys.argv[1]
@@ -53,6 +64,14 @@ for line in sys.stdin:
     shutil.copy(exe, dest + "/" + kind + "-" + m["target"]["name"])
 ' "$bundle/rust"
 
+if ((${#tests[@]})); then
+  strip "$bundle"/rust/*
+  mkdir -p "$(dirname "$output")"
+  tar -czf "$output" -C "$(dirname "$bundle")" "$(basename "$bundle")"
+  section "$output: ${tests[*]}, $(du -sh "$output" | cut -f1); a base for scripts/gpu-compare.sh"
+  exit 0
+fi
+
 section "C API test programs ($capi)"
 cmake -S capi-tests -B "$capi" -DCMAKE_BUILD_TYPE=Debug -DLODTENSOR_MEMCHECK=OFF -DLODTENSOR_BINDINGS=OFF \
   "-DLODTENSOR_CARGO_TARGET_DIR=$PWD/$target" "-DLODTENSOR_CARGO_ARGS=--features=$feature"
@@ -63,5 +82,6 @@ done
 cp -P "$target"/release/liblodtensor.so* "$bundle/capi/lib/"
 
 strip "$bundle"/rust/* "$bundle"/capi/test_* "$bundle"/capi/lib/*
-tar -czf gpu-bundle.tgz -C "$(dirname "$bundle")" "$(basename "$bundle")"
-section "gpu-bundle.tgz: $(find "$bundle" -type f | wc -l) files, $(du -sh gpu-bundle.tgz | cut -f1); carry it to the GPU machine and run: bash scripts/gpu-run.sh"
+mkdir -p "$(dirname "$output")"
+tar -czf "$output" -C "$(dirname "$bundle")" "$(basename "$bundle")"
+section "$output: $(find "$bundle" -type f | wc -l) files, $(du -sh "$output" | cut -f1); carry it to the GPU machine and run: bash scripts/gpu-run.sh $output"

@@ -17,9 +17,7 @@ use std::ops::Range;
 /// a run, so a run's offsets go with no check each. Zero sequences give no LoD: `[0]` is not a
 /// valid top level, so such a result is a plain (0-row) tensor.
 pub(crate) fn one_level_from_runs(count: usize, runs: impl IntoIterator<Item = (usize, usize)>) -> Result<Lod> {
-    let mut offsets = Vec::new();
-    offsets
-        .try_reserve_exact(count.saturating_add(1))
+    let mut offsets = lists::with_capacity(count.saturating_add(1), "output LoD")
         .map_err(|_| err!(OutOfMemory, "output LoD: {count} sequences cannot be listed"))?;
     offsets.push(0usize);
     let mut end = 0usize;
