@@ -20,7 +20,7 @@
 //! heap instead of waiting for it.
 
 use super::block_cache::BlockCache;
-use super::pages::{self, Guarded};
+use super::pages::{self, Guarded, HUGE_PAGE};
 use super::size_class::size_class;
 use super::ALIGNMENT;
 use crate::error::{err, Result};
@@ -39,10 +39,6 @@ pub const DEFAULT_HOST_CACHE_LIMIT: usize = 256 << 20;
 /// and 4 KiB pages faulted in one by one ran at ~2 GB/s on the project's VMs, slower than a copy;
 /// huge pages fault at ~9 GB/s. Smaller blocks come from the heap (benches/REPORT.md).
 pub const HUGE_PAGE_MIN: usize = 32 << 20;
-
-/// The transparent huge page size of x86-64 and (4 KiB-granule) aarch64 Linux: mappings are
-/// rounded up to and aligned at it.
-const HUGE_PAGE: usize = 2 << 20;
 
 /// Memory owned by a block: `size` bytes at `ptr`, from the heap or mapped for it alone.
 struct Raw {

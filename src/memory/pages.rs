@@ -12,6 +12,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// whole page, next to the block.
 pub(crate) const PAGE: usize = 4 << 10;
 
+/// The transparent huge page size of x86-64 and (4 KiB-granule) aarch64 Linux: huge-page mappings
+/// are rounded up to and aligned at it.
+pub(crate) const HUGE_PAGE: usize = 2 << 20;
+
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 mod os {
     use std::ffi::c_void;
@@ -96,9 +100,8 @@ pub(crate) fn map_aligned_huge(len: usize, align: usize) -> Option<NonNull<u8>> 
 /// written yet, to be backed by transparent huge pages: its first writes then fault it in 2 MiB at
 /// a time instead of 4 KiB. Only advice: refused (THP disabled, another system), nothing changes.
 pub(crate) fn advise_huge_inside(ptr: *mut u8, len: usize) {
-    const HUGE: usize = 2 << 20;
-    let start = (ptr as usize).next_multiple_of(HUGE);
-    let end = (ptr as usize).saturating_add(len) & !(HUGE - 1);
+    let start = (ptr as usize).next_multiple_of(HUGE_PAGE);
+    let end = (ptr as usize).saturating_add(len) & !(HUGE_PAGE - 1);
     if end > start {
         // SAFETY: the range lies inside the caller's block; the advice moves no data and frees
         // nothing.

@@ -131,7 +131,7 @@ pub fn concat_rows(
     if t.nbytes() == 0 {
         return Ok((t, None));
     }
-    let rows = t.dims().rows().unwrap_or(1) as u64;
+    let rows = t.rows()? as u64;
     let sequences = count_u32(levels[0].len() - 1, "xs")?;
     let num_sources = count_u32(srcs.len(), "xs: inputs")?;
     let dst = t.as_mut_ptr() as u64;
