@@ -6,7 +6,7 @@
 # and there, from a copy of the repository that holds gpu-bundle.tgz (git ignores it):
 #   bash scripts/gpu-run.sh
 # The bundle holds what scripts/test-gpu.sh would build there, as stripped x86-64 Linux programs
-# (built on Debian 12 they need glibc 2.34 or newer there), 16 MB compressed: every Rust test
+# (built on Debian 12 they need glibc 2.34 or newer there), about 32 MiB compressed: every Rust test
 # program of the feature (the library's unit tests and tests/*.rs except header.rs, which reads
 # this checkout by its absolute path), the GPU benchmark (benches/gpu.rs), and the C API test
 # programs (capi-tests/test_*) with the shared library beside them. Left out: the statically
