@@ -317,10 +317,16 @@ impl Lod {
         Lod::from_offsets(lengths_to_offsets(lengths)?)
     }
 
-    /// A LoD from levels that pass `check_lod` because of how the caller made them (sums of valid
-    /// levels, say), not checked again: a check is a pass over every offset. Debug builds check.
-    pub(crate) fn valid(levels: Vec<Vec<usize>>) -> Lod {
-        debug_assert!(check_lod(&levels, None).is_ok(), "Lod::valid: {:?}", check_lod(&levels, None));
+    /// A LoD from levels that pass `check_lod` because of how an op made them (sums or running
+    /// sums of valid levels), not checked again: a check is a pass over every offset, and an output
+    /// may hold millions. Debug builds check.
+    pub(crate) fn from_built_offsets(levels: Vec<Vec<usize>>) -> Lod {
+        debug_assert!(check_lod(&levels, None).is_ok(), "built offsets: {:?}", check_lod(&levels, None));
+        Lod::valid(levels)
+    }
+
+    /// A LoD from levels that pass `check_lod` (checked here, or copied from a LoD).
+    fn valid(levels: Vec<Vec<usize>>) -> Lod {
         let shared = (!levels.is_empty()).then(|| Arc::new(Shared { levels, ..Shared::default() }));
         Lod { shared }
     }

@@ -152,7 +152,7 @@ pub fn sequence_concat(xs: &[&LoDTensor]) -> Result<LoDTensor> {
 /// sequence_concat's output LoD: the sums of the inputs' level-0 offsets in rows.
 fn concat_offsets(levels: &[&[usize]]) -> Result<Lod> {
     // Sums of offsets that start at 0 and never decrease do the same: a valid level.
-    Ok(Lod::valid(vec![kernels::sum_offsets(levels)?]))
+    Ok(Lod::from_built_offsets(vec![kernels::sum_offsets(levels)?]))
 }
 
 /// Rows `[L[i] + offset[i], L[i] + offset[i] + length[i])` of each sequence `i` of `x` (exactly

@@ -34,7 +34,7 @@ pub(crate) fn one_level_from_runs(count: usize, runs: impl IntoIterator<Item = (
         return Ok(Lod::empty());
     }
     // Running sums of lengths from 0: a valid level, not checked again.
-    Ok(Lod::valid(vec![offsets]))
+    Ok(Lod::from_built_offsets(vec![offsets]))
 }
 
 /// The rows `rows` yields, in order, as runs of consecutive rows (one range a run, so one copy
