@@ -6,6 +6,7 @@ mod common;
 mod cuda_common;
 
 use cuda_common::{bytes_of, gpu_or_skip};
+use lodtensor::ops::sequence_reverse;
 use lodtensor::{
     cuda_device_count, cuda_load_kernels, cuda_stream, sequence_expand, sequence_expand_as, synchronize, to_place,
 };
@@ -136,6 +137,12 @@ fn gpu_row_gathers_equal_cpu() {
         let what = format!("sequence_expand of a LoD, case {case}: {seqs} sequences, {copies} copies, width {width}");
         assert_eq!(got.lod(), want.lod(), "{what}");
         assert_eq!(bytes_of(&got), want.tensor().bytes().unwrap(), "{what}");
+        // The output's offsets that the device made for itself, and its LoD keeps there, are the
+        // host's: an op that reads them on the device gives the CPU's result.
+        if copies > 0 {
+            let (got, want) = (sequence_reverse(&got).unwrap(), sequence_reverse(&want).unwrap());
+            assert_eq!(bytes_of(&got), want.tensor().bytes().unwrap(), "{what}, reversed");
+        }
     }
     synchronize(Place::Cuda(0)).unwrap();
 }
@@ -267,7 +274,8 @@ fn gpu_unpack_and_reorder_equal_cpu() {
 /// the same run (the target is 70% or more at sizes that fill the GPU): `sequence_expand` of
 /// sequences of 64 rows and of one row each (each sequence copied once: its tables are x's and y's
 /// LoD levels, kept on the device after the first call, and the output's offsets, 8 bytes a
-/// sequence, uploaded per call), and `sequence_expand_as`
+/// sequence, which the device makes from them; the host makes its own before), and
+/// `sequence_expand_as`
 /// of one row per sequence (its table is y's LoD, 8 bytes a row, uploaded at the LoD's first use
 /// on the device and kept with it: timed on a LoD used before, then on fresh ones). Beside each,
 /// the time of a host-to-device copy of its table. Ignored in the normal run; scripts/test-gpu.sh runs it

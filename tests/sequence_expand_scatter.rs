@@ -177,6 +177,33 @@ fn expand_errors() {
         LoDTensor::new(sixteen.tensor().slice_rows(0..15).unwrap(), Lod::from_offsets(vec![vec![0, 15]]).unwrap())
             .unwrap();
     assert_eq!(sequence_expand(&long, &fifteen, 0).unwrap().lod().levels()[0].last(), Some(&(15 * huge)));
+    // x's rows times the copies overflow, but the copies' rows fit: x's long sequence copied 3
+    // times among 300,000 empty ones copied once each (enough to be made in many chunks). Then
+    // the overflow found among those many chunks.
+    for (long_copies, what) in [(3, "fits"), (16, "overflows")] {
+        let lengths: Vec<usize> = (0..300_001).map(|i| if i == 150_000 { huge } else { 0 }).collect();
+        let repeats: Vec<usize> = (0..300_001).map(|i| if i == 150_000 { long_copies } else { 1 }).collect();
+        let x = LoDTensor::new(
+            Tensor::zeros(DType::F32, Dim::new(&[huge, 0]).unwrap()).unwrap(),
+            Lod::from_lengths(&[lengths]).unwrap(),
+        )
+        .unwrap();
+        let copies = 300_000 + long_copies;
+        let y = LoDTensor::new(
+            Tensor::zeros(DType::F32, Dim::new(&[copies, 0]).unwrap()).unwrap(),
+            Lod::from_lengths(&[repeats]).unwrap(),
+        )
+        .unwrap();
+        with_1_and_4_threads(|| match (what, sequence_expand(&x, &y, 0)) {
+            ("fits", Ok(out)) => {
+                let want: Vec<usize> =
+                    (0..=copies).map(|c| huge * c.saturating_sub(150_000).min(long_copies)).collect();
+                assert!(out.lod().levels()[0] == want, "{what}: LoD");
+            }
+            ("overflows", Err(Error::OutOfMemory(m))) => assert!(m.contains("row count overflows"), "{m}"),
+            (_, other) => panic!("{what}: {:?}", other.map(|_| ())),
+        });
+    }
     // Zero copies in all: a 0-row result, and (our rule) no LoD since [0] is no valid top level.
     let none = sequence_expand(&x, &y_with(&[&[0, 0]]), 0).unwrap();
     assert_eq!(none.dims().as_slice(), &[0, 1]);
@@ -500,4 +527,34 @@ fn thousands_of_sequences_and_thread_count_determinism() {
     let offsets = idt.lod().level(0).unwrap().to_vec();
     let want = scatter_reference(&data[..n * width], width, &ids, &offsets, &upd);
     assert_eq!(a.2.tensor().as_slice::<f32>().unwrap(), want.as_slice());
+}
+
+/// Batches large enough that the output's offsets are made in many chunks, on 1 and 4 threads:
+/// many short sequences copied 0-3 times; a sequence copied far more times than a chunk holds,
+/// among sequences copied none; long runs of sequences copied none. Each equals the reference.
+#[test]
+fn expand_of_large_batches_equals_reference() {
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let mut below = |n: u64| (xorshift(&mut seed) % n) as usize;
+    let short: Vec<(usize, usize)> = (0..150_000).map(|_| (below(3), below(4))).collect();
+    let mut one_long: Vec<(usize, usize)> = (0..2000).map(|_| (1 + below(2), 0)).collect();
+    one_long[700].1 = 300_000;
+    one_long[1999].1 = 5;
+    let mut none: Vec<(usize, usize)> = (0..200_000).map(|_| (below(2), 0)).collect();
+    none[100_000].1 = 2;
+    none[150_000].1 = 70_000;
+    for (what, runs) in [("short", short), ("one long", one_long), ("none copied", none)] {
+        let (lengths, repeat): (Vec<usize>, Vec<usize>) = runs.into_iter().unzip();
+        let x = rows_tensor(lengths.iter().sum(), 1, &[&lengths]);
+        let y = y_with(&[&repeat]);
+        let x_seqs: Vec<_> = (0..lengths.len()).map(|i| x.sequence_rows(0, i).unwrap()).collect();
+        let want = expand_reference(x.tensor().bytes().unwrap(), 4, &x_seqs, &repeat);
+        let want_lengths: Vec<usize> =
+            lengths.iter().zip(&repeat).flat_map(|(&len, &r)| std::iter::repeat_n(len, r)).collect();
+        with_1_and_4_threads(|| {
+            let got = sequence_expand(&x, &y, 0).unwrap();
+            assert!(got.lod().lengths() == [want_lengths.clone()], "{what}: LoD");
+            assert!(got.tensor().bytes().unwrap() == want, "{what}: rows");
+        });
+    }
 }

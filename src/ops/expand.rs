@@ -3,8 +3,9 @@
 //! dtype (Paddle's CPU kernels list float32/float64/int32/int64; the byte kernel needs no list).
 
 use super::common_place;
-use super::support::{gather_into_new, one_level_from_runs};
+use super::support::{gather_into_new, lod_of_built_level};
 use crate::backend::cpu::rows::repeat_rows;
+use crate::backend::cpu::sequence::expand_offsets;
 use crate::error::{ensure, err, Result};
 use crate::lod::LodLevel;
 use crate::lod_tensor::LoDTensor;
@@ -76,26 +77,26 @@ pub fn sequence_expand(x: &LoDTensor, y: &LoDTensor, ref_level: i64) -> Result<L
     };
     // Copy k of x's sequence i is its rows [xl[i], xl[i+1]); the output's one level lists the
     // copies' lengths.
-    let copies = || (0..n).flat_map(|i| std::iter::repeat_n(xl[i]..xl[i + 1], r[i + 1] - r[i]));
-    let lod = one_level_from_runs(r[n], (0..n).map(|i| (xl[i + 1] - xl[i], r[i + 1] - r[i])))?;
+    let lod = lod_of_built_level(expand_offsets(xl, r)?);
     let dims = x.dims().with_rows(lod.rows().unwrap_or(0))?;
     let row_bytes = x.tensor().row_bytes();
     let tensor = match place {
-        // Found from the three levels (kept on the device), not from a range per copy.
-        Place::Cuda(_) if !lod.is_empty() => crate::backend::cuda::expand_rows(
-            x.tensor(),
-            row_bytes,
-            x.lod().lod_level(0)?,
-            y.lod().lod_level(level)?,
-            lod.lod_level(0)?,
-            dims,
-        )?,
-        _ => {
+        // The device makes the output's offsets for itself, from the two levels (kept on the
+        // device): none is uploaded, and no range is listed per copy.
+        Place::Cuda(_) => {
+            let (x_level, repeats) = (x.lod().lod_level(0)?, y.lod().lod_level(level)?);
+            let (tensor, kept) = crate::backend::cuda::expand_rows(x.tensor(), row_bytes, x_level, repeats, dims)?;
+            if let Some(kept) = kept {
+                lod.lod_level(0)?.copy_at(place, |_| Ok(kept))?;
+            }
+            tensor
+        }
+        Place::Cpu => {
             let mut ranges: Vec<Range<usize>> = Vec::new();
             ranges
                 .try_reserve_exact(r[n])
                 .map_err(|_| err!(OutOfMemory, "y: {} sequence copies cannot be listed", r[n]))?;
-            ranges.extend(copies());
+            ranges.extend((0..n).flat_map(|i| std::iter::repeat_n(xl[i]..xl[i + 1], r[i + 1] - r[i])));
             gather_into_new(x.tensor(), row_bytes, &ranges, dims)?
         }
     };

@@ -14,8 +14,8 @@ use std::ops::Range;
 /// The output LoD of an op whose result is one level of `count` sequences, given as runs `(len,
 /// times)`: `times` sequences of `len` rows each (the list is reserved before the first run is
 /// read: a count too large to list is `OutOfMemory`, not an abort). The row count is checked once
-/// a run, so a run's offsets go with no check each. Zero sequences give no LoD: `[0]` is not a
-/// valid top level, so such a result is a plain (0-row) tensor.
+/// a run, so a run's offsets go with no check each. Zero sequences give no LoD
+/// ([`lod_of_built_level`]).
 pub(crate) fn one_level_from_runs(count: usize, runs: impl IntoIterator<Item = (usize, usize)>) -> Result<Lod> {
     let mut offsets = lists::with_capacity(count.saturating_add(1), "output LoD")
         .map_err(|_| err!(OutOfMemory, "output LoD: {count} sequences cannot be listed"))?;
@@ -30,11 +30,18 @@ pub(crate) fn one_level_from_runs(count: usize, runs: impl IntoIterator<Item = (
         end = next;
     }
     debug_assert_eq!(offsets.len(), count + 1, "the runs' count");
+    Ok(lod_of_built_level(offsets))
+}
+
+/// The LoD of one level of `offsets`, running sums of lengths from 0 (a valid level, not checked
+/// again), or none for no sequences: `[0]` is not a valid top level, so such a result is a plain
+/// (0-row) tensor.
+pub(crate) fn lod_of_built_level(offsets: Vec<usize>) -> Lod {
     if offsets.len() < 2 {
-        return Ok(Lod::empty());
+        Lod::empty()
+    } else {
+        Lod::from_built_offsets(vec![offsets])
     }
-    // Running sums of lengths from 0: a valid level, not checked again.
-    Ok(Lod::from_built_offsets(vec![offsets]))
 }
 
 /// The rows `rows` yields, in order, as runs of consecutive rows (one range a run, so one copy

@@ -3,10 +3,11 @@
 //! segments (one task per sequence or per chunk), so results never depend on the thread count.
 
 use super::convert::{chunk_bounds, CastElem, Value, CHUNK};
-use super::pool::{for_each_segment, scaled_bounds};
+use super::pool::{for_each_segment, for_each_segment_with_work, num_threads, scaled_bounds};
 use crate::dtype::Scalar;
-use crate::error::{ensure, Result};
+use crate::error::{ensure, err, Result};
 use crate::memory::lists;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Rows of `row_bytes` bytes; sequence `i` is rows `[offsets[i], offsets[i+1])` of `src`. Writes
 /// each sequence's rows in reverse order into the same place of `out`.
@@ -131,6 +132,120 @@ pub fn sum_offsets(levels: &[&[usize]]) -> Result<Vec<usize>> {
     // SAFETY: the segments cover [0, n), and each task wrote every place of its segment.
     unsafe { sums.set_len(n) };
     Ok(sums)
+}
+
+/// sequence_expand's output offsets for an `x` with a LoD: copy `c` of the output is `x`'s
+/// sequence `i` (rows `[x[i], x[i+1])`) for `repeats[i] <= c < repeats[i+1]` (`x` and `repeats`
+/// are level offsets of equal length). Each offset is written once, into the list's unused
+/// capacity, in chunks of sequences on the pool. With several chunks, a first pass sums each
+/// chunk's rows so that each knows its first row; with one (a small batch, or a pool of one
+/// thread) the one pass does. A row count past `usize` is `OutOfMemory`.
+pub fn expand_offsets(x: &[usize], repeats: &[usize]) -> Result<Vec<usize>> {
+    let n = x.len() - 1;
+    // No copy is longer than x, so when x's rows times the copies fit, no sum can overflow and
+    // the passes go without a check a sequence (a third of the time on one thread).
+    match x[n].checked_mul(repeats[n]) {
+        Some(_) => offsets_in_chunks::<false>(x, repeats),
+        None => offsets_in_chunks::<true>(x, repeats),
+    }
+}
+
+/// [`expand_offsets`], with each sequence's rows checked against overflow if `CHECKED`.
+fn offsets_in_chunks<const CHECKED: bool>(x: &[usize], repeats: &[usize]) -> Result<Vec<usize>> {
+    let n = x.len() - 1;
+    let copies = repeats[n];
+    let bounds = expand_chunks(repeats, num_threads()?)?;
+    let chunks = bounds.len() - 1;
+    // Each sequence of [a, b) as (its rows, its copies), and those rows added to `end` (None past
+    // usize).
+    let runs = |a: usize, b: usize| {
+        x[a..=b].windows(2).zip(repeats[a..=b].windows(2)).map(|(x, r)| (x[1] - x[0], r[1] - r[0]))
+    };
+    let add = |end: usize, (len, times): (usize, usize)| match CHECKED {
+        true => len.checked_mul(times).and_then(|rows| end.checked_add(rows)),
+        false => Some(end + len * times),
+    };
+    let overflow = || err!(OutOfMemory, "output LoD: the row count overflows");
+    let mut starts = lists::filled(chunks, Some(0usize), "sequence_expand: chunk rows")?;
+    if chunks > 1 {
+        let each = lists::collect(0..chunks + 1, "sequence_expand: chunk bounds")?;
+        for_each_segment_with_work(&mut starts, &each, 16 * n, |k, out| {
+            out[0] = runs(bounds[k], bounds[k + 1]).try_fold(0, add);
+        })?;
+        let mut at = 0usize;
+        for s in starts.iter_mut() {
+            let rows = s.ok_or_else(overflow)?;
+            *s = Some(at);
+            at = at.checked_add(rows).ok_or_else(overflow)?;
+        }
+    }
+    let mut offsets: Vec<usize> = lists::with_capacity(copies + 1, "output LoD")
+        .map_err(|_| err!(OutOfMemory, "output LoD: {copies} sequences cannot be listed"))?;
+    offsets.push(0);
+    // Chunk k ends copies [repeats[bounds[k]], repeats[bounds[k+1]]), whose ends follow the 0.
+    let ends = lists::collect(bounds.iter().map(|&b| repeats[b]), "sequence_expand: chunk copies")?;
+    let fits = AtomicBool::new(true);
+    for_each_segment(&mut offsets.spare_capacity_mut()[..copies], &ends, |k, out| {
+        let Some(mut end) = starts[k] else { return };
+        let mut at = 0;
+        for (len, times) in runs(bounds[k], bounds[k + 1]) {
+            // Checked once a sequence: its copies' offsets then rise to `end + len * times`.
+            if add(end, (len, times)).is_none() {
+                fits.store(false, Ordering::Relaxed);
+                return;
+            }
+            if times == 1 {
+                // The common case (one copy each), without the loop's setup.
+                end += len;
+                out[at].write(end);
+            } else {
+                for o in &mut out[at..at + times] {
+                    end += len;
+                    o.write(end);
+                }
+            }
+            at += times;
+        }
+    })?;
+    ensure!(fits.into_inner(), OutOfMemory, "output LoD: the row count overflows");
+    // SAFETY: the segments cover the copies, and each chunk wrote an offset for each of its
+    // copies (it returns early only when the count overflows, which returned above); with the 0
+    // that makes copies + 1.
+    unsafe { offsets.set_len(copies + 1) };
+    Ok(offsets)
+}
+
+/// The chunks of [`expand_offsets`], as bounds on the sequences of `repeats`. A chunk's work is its
+/// sequences and its copies: a chunk ends where `i + repeats[i]` (rising with i) next passes a
+/// multiple of the chunk's share, so that neither many sequences copied no times nor many copies
+/// of few sequences make one chunk far longer than the others; a sequence is never split. One
+/// chunk for one thread, else up to 4 a thread, of at least CHUNK each.
+fn expand_chunks(repeats: &[usize], threads: usize) -> Result<Vec<usize>> {
+    let n = repeats.len() - 1;
+    let work = n.saturating_add(repeats[n]);
+    let share = if threads <= 1 { usize::MAX } else { work.div_ceil(4 * threads).max(CHUNK) };
+    let mut bounds = lists::with_capacity(n.min(work / share + 1) + 1, "sequence_expand: chunks")?;
+    bounds.push(0);
+    while let Some(&b) = bounds.last().filter(|&&b| b < n) {
+        let next = (b.saturating_add(repeats[b]) / share + 1).saturating_mul(share);
+        bounds.push(first_reaching(repeats, next).max(b + 1));
+    }
+    Ok(bounds)
+}
+
+/// The first `i` with `i + repeats[i] >= work`, or the last index if none: `i + repeats[i]` rises
+/// with `i`.
+fn first_reaching(repeats: &[usize], work: usize) -> usize {
+    let (mut lo, mut hi) = (0, repeats.len() - 1);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if mid.saturating_add(repeats[mid]) < work {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 /// The shape of a sequence convolution: `width` = N columns of x, `out_width` = M columns of the

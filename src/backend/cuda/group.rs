@@ -76,7 +76,7 @@ pub(crate) fn key_starts(d: &Arc<Device>, sorted: &Allocation, n: u64, key_count
 
 /// Replaces `data`'s first `n` u64 values by their exclusive prefix sums: each tile's scanned in
 /// place, the tiles' totals scanned the same way, then added to their tiles.
-fn scan_exclusive(d: &Arc<Device>, data: &Allocation, n: u64) -> Result<()> {
+pub(crate) fn scan_exclusive(d: &Arc<Device>, data: &Allocation, n: u64) -> Result<()> {
     let tiles = n.div_ceil(SCAN_TILE);
     if tiles == 0 {
         return Ok(());

@@ -3,6 +3,7 @@
 //! a device index).
 
 use super::device::{device, new_tensor, Device};
+use super::group::scan_exclusive;
 use super::kept_zero::BadCount;
 use super::launch::{index_width, launch_tiles, launch_unrolled, upload, Args, CHUNK};
 use super::seq_common::{
@@ -57,33 +58,48 @@ pub fn gather_row_ranges(src: &Tensor, row_bytes: usize, ranges: &[Range<usize>]
 /// more entry than `src` has rows, and their last is the rows of `dims`). One launch; its table is
 /// the level's device copy, not a range per output row.
 pub fn repeat_rows(src: &Tensor, row_bytes: usize, level: LodLevel, dims: Dim) -> Result<Tensor> {
-    rows_by_level(src, row_bytes, level, dims, "repeat_rows", "y", |_, args| Ok(args))
+    rows_by_level(src, row_bytes, level, dims, "repeat_rows", "y", Args::new())
 }
 
-/// sequence_expand of an `x` with a LoD on the device: a new tensor of `dims` whose copy `c` (rows
-/// `[o[c], o[c+1])` of `out`'s offsets `o`) is `x`'s sequence `i` (of `x_level`) for the `i` whose
-/// sequence of `repeats` (y's level) holds entry `c` (rows of `row_bytes` bytes; `out` lists the
-/// copies' lengths in that order). One launch; its tables are the three levels' device copies
-/// (`out`'s is kept with the output's LoD), not a range per copy.
+/// sequence_expand of an `x` with a LoD on the device: a new tensor of `dims` whose copy `c` is
+/// `x`'s sequence `i` (of `x_level`, in rows) for the `i` whose sequence of `repeats` (y's level)
+/// holds entry `c` (rows of `row_bytes` bytes), and the output's offsets on the device (none when
+/// the output has no bytes). The device makes the offsets from the two levels' copies, kept with
+/// their LoDs: each sequence's rows times its copies, their scan (where each sequence's first copy
+/// starts), then each copy's offset; then it moves the rows. Nothing of a size that grows with the
+/// copies is uploaded (the host makes its own offsets for the output's LoD).
 pub fn expand_rows(
     x: &Tensor,
     row_bytes: usize,
     x_level: LodLevel,
     repeats: LodLevel,
-    out: LodLevel,
     dims: Dim,
-) -> Result<Tensor> {
-    let sequences = count_u32(repeats.offsets().len() - 1, "y")?;
-    rows_by_level(x, row_bytes, out, dims, "expand_rows", "y", |d, args| {
-        // Both copies stay with their LoDs, so the launch may outlive these handles.
-        let (x_offsets, repeats) = (level_on(d, x_level)?, level_on(d, repeats)?);
-        Ok(args.buf(&x_offsets).buf(&repeats).arg(sequences))
-    })
+) -> Result<(Tensor, Option<Arc<Allocation>>)> {
+    let d = device_of(x, "sequence_expand")?;
+    let mut out = new_tensor(&d, x.dtype(), dims)?;
+    if out.nbytes() == 0 {
+        return Ok((out, None));
+    }
+    let r = repeats.offsets();
+    let sequences = count_u32(r.len() - 1, "y")?;
+    let copies = count_u32(r[r.len() - 1], "y: copies")?;
+    // Both copies stay with their LoDs, so the launches may outlive these handles.
+    let (x_offsets, repeats) = (level_on(&d, x_level)?, level_on(&d, repeats)?);
+    let starts = d.allocation((sequences as usize + 1) * 8)?;
+    let args = Args::new().buf(&starts).buf(&x_offsets).buf(&repeats).arg(sequences as u64);
+    launch_unrolled(&d, "rows.cu", "expand_run_rows", sequences as u64 + 1, args)?;
+    scan_exclusive(&d, &starts, sequences as u64 + 1)?;
+    let out_offsets = d.allocation((copies as usize + 1) * 8)?;
+    let args = Args::new().buf(&out_offsets).buf(&x_offsets).buf(&repeats).arg(sequences).buf(&starts).arg(copies);
+    launch_tiles(&d, "rows.cu", "expand_offsets", copies as u64, 1, args)?;
+    let args = Args::new().buf(&x_offsets).buf(&repeats).arg(sequences);
+    launch_row_tiles(&d, x, &mut out, row_bytes, "expand_rows", args, &out_offsets, copies)?;
+    Ok((out, Some(out_offsets)))
 }
 
 /// The launch of a tile kernel of rows.cu whose table is `level`'s device copy: a new tensor of
 /// `dims` (rows of `row_bytes` bytes, as many as `level`'s last offset), from `kernel` (its word
-/// size appended) with parameters `(dst, src, row_words, <what extra adds>, offsets, count,
+/// size appended) with parameters `(dst, src, row_words, <extra>, offsets, count,
 /// total_rows, tile_rows)`. `arg` names the operator's argument that gives the offsets, for the
 /// error of a count the kernel cannot take.
 fn rows_by_level(
@@ -93,23 +109,39 @@ fn rows_by_level(
     dims: Dim,
     kernel: &str,
     arg: &str,
-    extra: impl FnOnce(&Arc<Device>, Args) -> Result<Args>,
+    extra: Args,
 ) -> Result<Tensor> {
     let d = device_of(src, kernel)?;
     let mut out = new_tensor(&d, src.dtype(), dims)?;
-    let offsets = level.offsets();
-    let rows = *offsets.last().expect("a LoD level");
     if out.nbytes() == 0 {
         return Ok(out);
     }
-    let count = count_u32(offsets.len() - 1, arg)?;
+    let count = count_u32(level.offsets().len() - 1, arg)?;
+    let table = level_on(&d, level)?;
+    launch_row_tiles(&d, src, &mut out, row_bytes, kernel, extra, &table, count)?;
+    Ok(out)
+}
+
+/// The launch behind [`rows_by_level`]: `kernel` (its word size appended) fills `out` (rows of
+/// `row_bytes` bytes, as many as `table`'s last offset) with parameters `(dst, src, row_words,
+/// <extra>, table, count, total_rows, tile_rows)`, `table` holding `count + 1` offsets.
+#[allow(clippy::too_many_arguments)]
+fn launch_row_tiles(
+    d: &Arc<Device>,
+    src: &Tensor,
+    out: &mut Tensor,
+    row_bytes: usize,
+    kernel: &str,
+    extra: Args,
+    table: &Allocation,
+    count: u32,
+) -> Result<()> {
+    let rows = out.rows()? as u64;
     let dst = out.as_mut_ptr() as u64;
     let word = word_for(row_bytes, [src.as_ptr() as u64, dst]);
     let row_words = (row_bytes / word) as u64;
-    let table = level_on(&d, level)?;
-    let args = extra(&d, Args::new().arg(dst).ptr(src).arg(row_words))?.buf(&table).arg(count).arg(rows as u64);
-    launch_tiles(&d, "rows.cu", &format!("{kernel}_{word}"), rows as u64, row_words, args)?;
-    Ok(out)
+    let args = Args::new().arg(dst).ptr(src).arg(row_words).extend(extra).buf(table).arg(count).arg(rows);
+    launch_tiles(d, "rows.cu", &format!("{kernel}_{word}"), rows, row_words, args)
 }
 
 /// sequence_concat on the device: a new tensor of `dims` whose sequence `i` is sequence `i` of
@@ -159,7 +191,7 @@ pub fn concat_rows(
 /// (i + 1) * padded)` (rows of `row_bytes` bytes; every sequence fits its slot). One launch; its
 /// table is `out`'s device copy, which the output's LoD keeps.
 pub fn unpad_rows(x: &Tensor, row_bytes: usize, padded: usize, out: LodLevel, dims: Dim) -> Result<Tensor> {
-    rows_by_level(x, row_bytes, out, dims, "unpad_rows", "length", |_, args| Ok(args.arg(padded as u64)))
+    rows_by_level(x, row_bytes, out, dims, "unpad_rows", "length", Args::new().arg(padded as u64))
 }
 
 /// lod_tensor_to_array of rows on the device: a new tensor of `dims` (dtype of `src`) holding the

@@ -203,10 +203,11 @@ mod tests {
                 assert_kept(lod, 1, name);
             }
         }
-        // sequence_concat's, sequence_expand's and sequence_unpad's output offsets are made on the
-        // host, so a planted copy of other offsets would give a result that no CPU op gives;
-        // instead: the result is the CPU's, and the launch left the levels it read on the device,
-        // the output's included.
+        // sequence_concat's, sequence_expand's and sequence_unpad's output offsets are made by
+        // the op (on the device by concat and expand, uploaded by unpad), so a planted copy of
+        // other offsets would give a result that no CPU op gives; instead: the result is the
+        // CPU's, and the launch left the levels it read on the device, the output's included,
+        // holding the host's offsets.
         let (a, b) = (host(&own, 3), host(&planted, 3));
         let (ad, bd) = (to_place(&a, Place::Cuda(0)).unwrap(), to_place(&b, Place::Cuda(0)).unwrap());
         let got = sequence_concat(&[&ad, &bd]).unwrap();

@@ -135,6 +135,32 @@ __device__ void expand_rows(W *__restrict__ dst, const W *__restrict__ src, u64 
   }                                                                                                    \
   LODTENSOR_EXPORT_SYNC(expand_rows_##SUFFIX)
 
+// sequence_expand's output offsets, first step: starts[i] = the rows of x's sequence i times its
+// copies (x_offsets: x's level, in rows; repeats: y's level, whose sequence i counts the copies),
+// for i < n, and starts[n] = 0. Their exclusive scan (group.cu's) is then the row where each
+// sequence's first copy starts, and at n the output's row count.
+extern "C" __global__ void expand_run_rows(u64 *starts, const i64 *x_offsets, const i64 *repeats, u64 n) {
+  for_each_index<u64>(
+      n + 1,
+      [&](u64 i) {
+        return i == n ? 0 : (u64)(x_offsets[i + 1] - x_offsets[i]) * (u64)(repeats[i + 1] - repeats[i]);
+      },
+      [&](u64 i, u64 v) { starts[i] = v; });
+}
+LODTENSOR_EXPORT(expand_run_rows)
+
+// Second step: out[c] = starts[i] + (c - repeats[i]) * (rows of x's sequence i) for each copy c <
+// copies, i being the sequence copy c is of, and out[copies] = starts[sequences], the row count. A
+// tile kernel over the copies, so each copy's sequence is found between those of its tile's ends.
+extern "C" __global__ void expand_offsets(i64 *out, const i64 *x_offsets, const i64 *repeats, u32 sequences,
+                                          const u64 *starts, u32 copies, u64 tile_rows) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) out[copies] = (i64)starts[sequences];
+  LODTENSOR_FOR_EACH_TILE_ELEMENT(out, repeats, sequences, copies, 1, tile_rows, {
+    return (i64)(starts[seq] + (row - (u64)repeats[seq]) * (u64)(x_offsets[seq + 1] - x_offsets[seq]));
+  });
+}
+LODTENSOR_EXPORT_SYNC(expand_offsets)
+
 #define LODTENSOR_REPEAT_ROWS(W, SUFFIX)                                                           \
   extern "C" __global__ void repeat_rows_##SUFFIX(W *dst, const W *src, u64 row_words,               \
                                                   const i64 *offsets, u32 count, u64 total_rows,      \
