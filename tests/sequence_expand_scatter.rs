@@ -529,9 +529,11 @@ fn thousands_of_sequences_and_thread_count_determinism() {
     assert_eq!(a.2.tensor().as_slice::<f32>().unwrap(), want.as_slice());
 }
 
-/// Batches large enough that the output's offsets are made in many chunks, on 1 and 4 threads:
-/// many short sequences copied 0-3 times; a sequence copied far more times than a chunk holds,
-/// among sequences copied none; long runs of sequences copied none. Each equals the reference.
+/// Batches large enough that the output's offsets are made in many chunks and its rows in many
+/// tasks, on 1 and 4 threads: many short sequences copied 0-3 times; a sequence copied far more
+/// times than a chunk holds, among sequences copied none; long runs of sequences copied none;
+/// sequences longer than a task, so that tasks start inside a copy; copies of 256-byte rows
+/// making an output large enough to be written with streaming stores. Each equals the reference.
 #[test]
 fn expand_of_large_batches_equals_reference() {
     let mut seed = 0x2545_f491_4f6c_dd1d_u64;
@@ -543,12 +545,15 @@ fn expand_of_large_batches_equals_reference() {
     let mut none: Vec<(usize, usize)> = (0..200_000).map(|_| (below(2), 0)).collect();
     none[100_000].1 = 2;
     none[150_000].1 = 70_000;
-    for (what, runs) in [("short", short), ("one long", one_long), ("none copied", none)] {
+    let long_rows = vec![(40_000, 3), (3, 2), (0, 5), (50_001, 1), (7, 0), (20_000, 2)];
+    let wide: Vec<(usize, usize)> = (0..2000).map(|_| (below(21), below(4))).collect();
+    let cases = [("short", short, 1), ("one long", one_long, 1), ("none copied", none, 1)];
+    for (what, runs, width) in cases.into_iter().chain([("long rows", long_rows, 1), ("wide", wide, 64)]) {
         let (lengths, repeat): (Vec<usize>, Vec<usize>) = runs.into_iter().unzip();
-        let x = rows_tensor(lengths.iter().sum(), 1, &[&lengths]);
+        let x = rows_tensor(lengths.iter().sum(), width, &[&lengths]);
         let y = y_with(&[&repeat]);
         let x_seqs: Vec<_> = (0..lengths.len()).map(|i| x.sequence_rows(0, i).unwrap()).collect();
-        let want = expand_reference(x.tensor().bytes().unwrap(), 4, &x_seqs, &repeat);
+        let want = expand_reference(x.tensor().bytes().unwrap(), 4 * width, &x_seqs, &repeat);
         let want_lengths: Vec<usize> =
             lengths.iter().zip(&repeat).flat_map(|(&len, &r)| std::iter::repeat_n(len, r)).collect();
         with_1_and_4_threads(|| {

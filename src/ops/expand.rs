@@ -3,15 +3,14 @@
 //! dtype (Paddle's CPU kernels list float32/float64/int32/int64; the byte kernel needs no list).
 
 use super::common_place;
-use super::support::{gather_into_new, lod_of_built_level};
-use crate::backend::cpu::rows::repeat_rows;
+use super::support::lod_of_built_level;
+use crate::backend::cpu::rows::{expand_sequences, repeat_rows};
 use crate::backend::cpu::sequence::expand_offsets;
-use crate::error::{ensure, err, Result};
+use crate::error::{ensure, Result};
 use crate::lod::LodLevel;
 use crate::lod_tensor::LoDTensor;
 use crate::place::Place;
 use crate::tensor::Tensor;
-use std::ops::Range;
 
 fn check_rank(x: &LoDTensor, op: &str) -> Result<()> {
     ensure!(
@@ -82,7 +81,7 @@ pub fn sequence_expand(x: &LoDTensor, y: &LoDTensor, ref_level: i64) -> Result<L
     let row_bytes = x.tensor().row_bytes();
     let tensor = match place {
         // The device makes the output's offsets for itself, from the two levels (kept on the
-        // device): none is uploaded, and no range is listed per copy.
+        // device): none is uploaded. On either place no range is listed per copy.
         Place::Cuda(_) => {
             let (x_level, repeats) = (x.lod().lod_level(0)?, y.lod().lod_level(level)?);
             let (tensor, kept) = crate::backend::cuda::expand_rows(x.tensor(), row_bytes, x_level, repeats, dims)?;
@@ -92,12 +91,11 @@ pub fn sequence_expand(x: &LoDTensor, y: &LoDTensor, ref_level: i64) -> Result<L
             tensor
         }
         Place::Cpu => {
-            let mut ranges: Vec<Range<usize>> = Vec::new();
-            ranges
-                .try_reserve_exact(r[n])
-                .map_err(|_| err!(OutOfMemory, "y: {} sequence copies cannot be listed", r[n]))?;
-            ranges.extend((0..n).flat_map(|i| std::iter::repeat_n(xl[i]..xl[i + 1], r[i + 1] - r[i])));
-            gather_into_new(x.tensor(), row_bytes, &ranges, dims)?
+            let mut out = Tensor::uninit(x.tensor().dtype(), dims)?;
+            if let Some(offsets) = lod.levels().first() {
+                expand_sequences(x.tensor().bytes()?, row_bytes, xl, r, offsets, out.bytes_mut()?)?;
+            }
+            out
         }
     };
     LoDTensor::new(tensor, lod)

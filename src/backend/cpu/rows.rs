@@ -229,9 +229,7 @@ pub fn repeat_rows(src: &[u8], row_bytes: usize, offsets: &[usize], out: &mut [u
     if row_bytes == 0 {
         return Ok(()); // the output is empty
     }
-    let task_rows = TASK_BYTES.div_ceil(row_bytes);
-    let bounds: Vec<usize> =
-        (0..total.div_ceil(task_rows)).map(|t| t * task_rows * row_bytes).chain([out.len()]).collect();
+    let (task_rows, bounds) = row_tasks(total, row_bytes)?;
     // A repeated row, then the next row: the reads form one run.
     let stream = streams(out.len(), 1);
     for_each_segment(out, &bounds, |t, seg| {
@@ -249,6 +247,78 @@ pub fn repeat_rows(src: &[u8], row_bytes: usize, offsets: &[usize], out: &mut [u
             store_fence();
         }
     })
+}
+
+/// Writes into `out` each sequence `i` of `src` (rows `[x[i], x[i+1])`, rows of `row_bytes` bytes)
+/// `repeats[i+1] - repeats[i]` times, in order: sequence_expand's copies, whose row offsets are
+/// `out_offsets` (one per copy, and one more; `x`, `repeats` and `out_offsets` are valid LoD
+/// levels that agree). No range is listed per copy: tasks split the output at row boundaries,
+/// inside a copy too, and each finds its first copy and that copy's sequence by a search.
+pub fn expand_sequences(
+    src: &[u8],
+    row_bytes: usize,
+    x: &[usize],
+    repeats: &[usize],
+    out_offsets: &[usize],
+    out: &mut [u8],
+) -> Result<()> {
+    let copies = repeats[repeats.len() - 1];
+    let total = out_offsets[out_offsets.len() - 1];
+    ensure!(
+        x.len() == repeats.len() && out_offsets.len() == copies + 1,
+        Internal,
+        "expand: {} x offsets, {} repeat offsets and {} output offsets for {copies} copies",
+        x.len(),
+        repeats.len(),
+        out_offsets.len()
+    );
+    ensure!(
+        x[x.len() - 1].checked_mul(row_bytes).is_some_and(|n| n <= src.len())
+            && total.checked_mul(row_bytes) == Some(out.len()),
+        Internal,
+        "expand: {} source rows in {} bytes, {total} output rows in {} bytes, rows of {row_bytes}",
+        x[x.len() - 1],
+        src.len(),
+        out.len()
+    );
+    if out.is_empty() {
+        return Ok(());
+    }
+    let (task_rows, bounds) = row_tasks(total, row_bytes)?;
+    // Copies of one sequence, and single copies of consecutive sequences, read in one run; so the
+    // reads come in runs of at least the mean copy.
+    let stream = streams(out.len(), copies);
+    for_each_segment(out, &bounds, |t, seg| {
+        // The copy holding the task's first row (the last with an offset at or below it, so not
+        // an empty one), and that copy's sequence (the last whose copies start at or below it).
+        let mut row = t * task_rows;
+        let mut c = out_offsets.partition_point(|&o| o <= row) - 1;
+        let mut i = repeats.partition_point(|&r| r <= c) - 1;
+        let mut rest = seg;
+        while !rest.is_empty() {
+            // Rows remain, so copy c exists, and so does a sequence holding it.
+            while repeats[i + 1] <= c {
+                i += 1;
+            }
+            let take = (out_offsets[c + 1] - row).min(rest.len() / row_bytes);
+            let from = x[i] + (row - out_offsets[c]);
+            let (dst, tail) = std::mem::take(&mut rest).split_at_mut(take * row_bytes);
+            copy(dst, &src[from * row_bytes..(from + take) * row_bytes], stream);
+            (rest, row, c) = (tail, row + take, c + 1);
+        }
+        if stream {
+            store_fence();
+        }
+    })
+}
+
+/// Tasks of whole rows over an output of `rows` rows of `row_bytes` bytes (not 0): the rows a task
+/// takes (the last takes the rest), and the tasks' bounds in bytes.
+fn row_tasks(rows: usize, row_bytes: usize) -> Result<(usize, Vec<usize>)> {
+    let task_rows = TASK_BYTES.div_ceil(row_bytes);
+    let bytes = rows * row_bytes;
+    let bounds = (0..rows.div_ceil(task_rows) + 1).map(|t| (t * task_rows * row_bytes).min(bytes));
+    Ok((task_rows, lists::collect(bounds, "row tasks: bounds")?))
 }
 
 /// How far ahead of the copy a gather's pieces are prefetched (see [`Ahead`]).
