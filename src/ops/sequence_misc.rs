@@ -130,7 +130,7 @@ pub fn sequence_concat(xs: &[&LoDTensor]) -> Result<LoDTensor> {
     match place {
         Place::Cpu => {
             let out_lod = concat_offsets(&levels)?;
-            let mut out = Tensor::zeros(first.dtype(), dims)?;
+            let mut out = Tensor::uninit(first.dtype(), dims)?;
             let bytes = lists::try_collect(srcs.len(), srcs.iter().map(|t| t.bytes()), "xs")?;
             kernels::concat_sequences(&bytes, &levels, first.row_bytes(), out_lod.level(0)?, out.bytes_mut()?)?;
             LoDTensor::new(out, out_lod)

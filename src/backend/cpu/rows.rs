@@ -285,9 +285,9 @@ pub fn expand_sequences(
         return Ok(());
     }
     let (task_rows, bounds) = row_tasks(total, row_bytes)?;
-    // Copies of one sequence, and single copies of consecutive sequences, read in one run; so the
-    // reads come in runs of at least the mean copy.
-    let stream = streams(out.len(), copies);
+    // Copies of one sequence, and single copies of consecutive sequences, read in one run, and
+    // the reads only move forward through the source: counted as one run, as repeat_rows' are.
+    let stream = streams(out.len(), 1);
     for_each_segment(out, &bounds, |t, seg| {
         // The copy holding the task's first row (the last with an offset at or below it, so not
         // an empty one), and that copy's sequence (the last whose copies start at or below it).

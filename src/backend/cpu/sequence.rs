@@ -4,6 +4,7 @@
 
 use super::convert::{chunk_bounds, CastElem, Value, CHUNK};
 use super::pool::{for_each_segment, for_each_segment_with_work, num_threads, scaled_bounds};
+use super::rows::TASK_BYTES;
 use crate::dtype::Scalar;
 use crate::error::{ensure, err, Result};
 use crate::memory::lists;
@@ -98,13 +99,25 @@ pub fn concat_sequences(
     out_offsets: &[usize],
     out: &mut [u8],
 ) -> Result<()> {
-    let bounds = scaled_bounds(out_offsets, row_bytes)?;
-    for_each_segment(out, &bounds, |i, seg| {
+    let rows = out_offsets[out_offsets.len() - 1];
+    ensure!(
+        rows.checked_mul(row_bytes) == Some(out.len()),
+        Internal,
+        "sequence_concat: {rows} rows of {row_bytes} bytes for an output of {}",
+        out.len()
+    );
+    // Tasks of whole sequences, about TASK_BYTES of output each: a task a sequence cost more than
+    // the copy of sequences of a few rows, and a list of their bounds as much again.
+    let chunks = work_chunks(out_offsets, TASK_BYTES.div_ceil(row_bytes.max(1)))?;
+    let bounds = lists::collect(chunks.iter().map(|&c| out_offsets[c] * row_bytes), "sequence_concat: task bounds")?;
+    for_each_segment(out, &bounds, |t, seg| {
         let mut at = 0;
-        for (src, offs) in srcs.iter().zip(offsets) {
-            let part = &src[offs[i] * row_bytes..offs[i + 1] * row_bytes];
-            seg[at..at + part.len()].copy_from_slice(part);
-            at += part.len();
+        for i in chunks[t]..chunks[t + 1] {
+            for (src, offs) in srcs.iter().zip(offsets) {
+                let part = &src[offs[i] * row_bytes..offs[i + 1] * row_bytes];
+                seg[at..at + part.len()].copy_from_slice(part);
+                at += part.len();
+            }
         }
     })
 }
@@ -215,31 +228,38 @@ fn offsets_in_chunks<const CHECKED: bool>(x: &[usize], repeats: &[usize]) -> Res
     Ok(offsets)
 }
 
-/// The chunks of [`expand_offsets`], as bounds on the sequences of `repeats`. A chunk's work is its
-/// sequences and its copies: a chunk ends where `i + repeats[i]` (rising with i) next passes a
-/// multiple of the chunk's share, so that neither many sequences copied no times nor many copies
-/// of few sequences make one chunk far longer than the others; a sequence is never split. One
-/// chunk for one thread, else up to 4 a thread, of at least CHUNK each.
+/// The chunks of [`expand_offsets`]: one for one thread, else up to 4 a thread, of at least CHUNK
+/// work each (see [`work_chunks`]; a sequence's copies are its length there).
 fn expand_chunks(repeats: &[usize], threads: usize) -> Result<Vec<usize>> {
     let n = repeats.len() - 1;
     let work = n.saturating_add(repeats[n]);
     let share = if threads <= 1 { usize::MAX } else { work.div_ceil(4 * threads).max(CHUNK) };
-    let mut bounds = lists::with_capacity(n.min(work / share + 1) + 1, "sequence_expand: chunks")?;
+    work_chunks(repeats, share)
+}
+
+/// Bounds on the sequences of the level `offsets` for chunks of about `share` work each, a
+/// sequence's work being 1 and its length: a chunk ends where `i + offsets[i]` (rising with i)
+/// next passes a multiple of `share`, so that neither many empty sequences nor a few long ones make
+/// one chunk far longer than the others. A sequence is never split, so a long one is a chunk.
+fn work_chunks(offsets: &[usize], share: usize) -> Result<Vec<usize>> {
+    let n = offsets.len() - 1;
+    let most = n.min(n.saturating_add(offsets[n]) / share + 1);
+    let mut bounds = lists::with_capacity(most + 1, "sequence chunks")?;
     bounds.push(0);
     while let Some(&b) = bounds.last().filter(|&&b| b < n) {
-        let next = (b.saturating_add(repeats[b]) / share + 1).saturating_mul(share);
-        bounds.push(first_reaching(repeats, next).max(b + 1));
+        let next = (b.saturating_add(offsets[b]) / share + 1).saturating_mul(share);
+        bounds.push(first_reaching(offsets, next).max(b + 1));
     }
     Ok(bounds)
 }
 
-/// The first `i` with `i + repeats[i] >= work`, or the last index if none: `i + repeats[i]` rises
+/// The first `i` with `i + offsets[i] >= work`, or the last index if none: `i + offsets[i]` rises
 /// with `i`.
-fn first_reaching(repeats: &[usize], work: usize) -> usize {
-    let (mut lo, mut hi) = (0, repeats.len() - 1);
+fn first_reaching(offsets: &[usize], work: usize) -> usize {
+    let (mut lo, mut hi) = (0, offsets.len() - 1);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        if mid.saturating_add(repeats[mid]) < work {
+        if mid.saturating_add(offsets[mid]) < work {
             lo = mid + 1;
         } else {
             hi = mid;
