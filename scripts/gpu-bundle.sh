@@ -13,7 +13,7 @@
 # linked copies of the C tests (6 MB each; linking is not what a GPU run tests) and NVRTC
 # (libnvrtc.so.13 is 140 MB; gpu-run.sh uses the GPU machine's).
 # The emulator bundle runs anywhere; it is how the bundle itself is tested without a GPU.
-#   TESTS="cuda_beam cuda_misc" OUTPUT=build/base-bundle.tgz bash scripts/gpu-bundle.sh
+#   TESTS="cuda_beam cuda_misc cuda" OUTPUT=build/base-bundle.tgz bash scripts/gpu-bundle.sh
 # bundles only those tests/*.rs programs (no unit tests, benchmark or C programs), a few MB, into
 # OUTPUT (default gpu-bundle.tgz): from a checkout of an earlier commit, the base that
 # scripts/gpu-compare.sh times against, small enough to travel beside a full bundle.
