@@ -156,7 +156,7 @@ pub fn sum_offsets(levels: &[&[usize]]) -> Result<Vec<usize>> {
 pub fn expand_offsets(x: &[usize], repeats: &[usize]) -> Result<Vec<usize>> {
     let n = x.len() - 1;
     // No copy is longer than x, so when x's rows times the copies fit, no sum can overflow and
-    // the passes go without a check a sequence (a third of the time on one thread).
+    // the passes go without a check a sequence.
     match x[n].checked_mul(repeats[n]) {
         Some(_) => offsets_in_chunks::<false>(x, repeats),
         None => offsets_in_chunks::<true>(x, repeats),
