@@ -147,6 +147,70 @@ fn gpu_row_gathers_equal_cpu() {
     synchronize(Place::Cuda(0)).unwrap();
 }
 
+/// sequence_expand on the device of batches that the host's offsets take in many chunks (the
+/// host sums them before the launch, then writes them while the device moves the rows), on 1 and
+/// 4 threads: LoD, rows and the offsets the device kept equal the CPU's. A row count past usize
+/// is refused before any launch; x's rows times the copies past usize, with the copies' rows
+/// fitting, is not.
+#[test]
+fn gpu_expand_of_large_batches_equals_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Lcg(11);
+    let mut runs: Vec<(usize, usize)> = (0..200_000).map(|_| (rng.next(3), rng.next(4))).collect();
+    runs[1000].1 = 150_000; // one sequence copied more times than a chunk holds
+    runs[50_000] = (3, 0);
+    let (lengths, repeats): (Vec<usize>, Vec<usize>) = runs.into_iter().unzip();
+    let rows: usize = lengths.iter().sum();
+    let data: Vec<u8> = (0..rows * 4).map(|i| (i * 13 + i / 251) as u8).collect();
+    let x =
+        LoDTensor::new(Tensor::from_slice(&data, &[rows, 4]).unwrap(), Lod::from_lengths(&[lengths]).unwrap()).unwrap();
+    let copies: usize = repeats.iter().sum();
+    let y = LoDTensor::new(
+        Tensor::zeros(DType::U8, Dim::new(&[copies, 1]).unwrap()).unwrap(),
+        Lod::from_lengths(&[repeats]).unwrap(),
+    )
+    .unwrap();
+    let (xd, yd) = (to_place(&x, Place::Cuda(0)).unwrap(), to_place(&y, Place::Cuda(0)).unwrap());
+    common::with_1_and_4_threads(|| {
+        let want = sequence_expand(&x, &y, 0).unwrap();
+        let got = sequence_expand(&xd, &yd, 0).unwrap();
+        assert_eq!(got.lod(), want.lod());
+        assert_eq!(bytes_of(&got), want.tensor().bytes().unwrap());
+        let (got, want) = (sequence_reverse(&got).unwrap(), sequence_reverse(&want).unwrap());
+        assert_eq!(bytes_of(&got), want.tensor().bytes().unwrap(), "reversed by the kept offsets");
+    });
+    // Rows of no bytes: a 2^60-row sequence copied 3 or 16 times among 300,000 empty ones.
+    let huge = 1usize << 60;
+    for long_copies in [3, 16] {
+        let lengths: Vec<usize> = (0..300_001).map(|i| if i == 150_000 { huge } else { 0 }).collect();
+        let repeats: Vec<usize> = (0..300_001).map(|i| if i == 150_000 { long_copies } else { 1 }).collect();
+        let x = LoDTensor::new(
+            Tensor::zeros(DType::F32, Dim::new(&[huge, 0]).unwrap()).unwrap(),
+            Lod::from_lengths(&[lengths]).unwrap(),
+        )
+        .unwrap();
+        let copies = 300_000 + long_copies;
+        let y = LoDTensor::new(
+            Tensor::zeros(DType::F32, Dim::new(&[copies, 0]).unwrap()).unwrap(),
+            Lod::from_lengths(&[repeats]).unwrap(),
+        )
+        .unwrap();
+        let (xd, yd) = (to_place(&x, Place::Cuda(0)).unwrap(), to_place(&y, Place::Cuda(0)).unwrap());
+        common::with_1_and_4_threads(|| match (long_copies, sequence_expand(&xd, &yd, 0)) {
+            (3, Ok(out)) => {
+                let want: Vec<usize> = (0..=copies).map(|c| huge * c.saturating_sub(150_000).min(3)).collect();
+                assert!(out.lod().levels()[0] == want, "LoD");
+                assert_eq!(out.tensor().place(), Place::Cuda(0));
+            }
+            (16, Err(Error::OutOfMemory(m))) => assert!(m.contains("row count overflows"), "{m}"),
+            (_, other) => panic!("{long_copies} copies: {:?}", other.map(|_| ())),
+        });
+    }
+    synchronize(Place::Cuda(0)).unwrap();
+}
+
 /// Every kernel file loads up front, again at no cost, and the ops run after it; a device beyond
 /// the count is `InvalidArgument` naming it.
 #[test]

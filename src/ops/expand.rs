@@ -5,7 +5,7 @@
 use super::common_place;
 use super::support::lod_of_built_level;
 use crate::backend::cpu::rows::{expand_sequences, repeat_rows};
-use crate::backend::cpu::sequence::expand_offsets;
+use crate::backend::cpu::sequence::ExpandOffsets;
 use crate::error::{ensure, Result};
 use crate::lod::LodLevel;
 use crate::lod_tensor::LoDTensor;
@@ -76,29 +76,31 @@ pub fn sequence_expand(x: &LoDTensor, y: &LoDTensor, ref_level: i64) -> Result<L
     };
     // Copy k of x's sequence i is its rows [xl[i], xl[i+1]); the output's one level lists the
     // copies' lengths.
-    let lod = lod_of_built_level(expand_offsets(xl, r)?);
-    let dims = x.dims().with_rows(lod.rows().unwrap_or(0))?;
+    let mut offsets = ExpandOffsets::new(xl, r)?;
     let row_bytes = x.tensor().row_bytes();
-    let tensor = match place {
+    match place {
         // The device makes the output's offsets for itself, from the two levels (kept on the
-        // device): none is uploaded. On either place no range is listed per copy.
+        // device): none is uploaded, and the host writes its own while the device works. On
+        // either place no range is listed per copy.
         Place::Cuda(_) => {
+            let dims = x.dims().with_rows(offsets.rows()?)?;
             let (x_level, repeats) = (x.lod().lod_level(0)?, y.lod().lod_level(level)?);
             let (tensor, kept) = crate::backend::cuda::expand_rows(x.tensor(), row_bytes, x_level, repeats, dims)?;
+            let lod = lod_of_built_level(offsets.write()?);
             if let Some(kept) = kept {
                 lod.lod_level(0)?.copy_at(place, |_| Ok(kept))?;
             }
-            tensor
+            LoDTensor::new(tensor, lod)
         }
         Place::Cpu => {
-            let mut out = Tensor::uninit(x.tensor().dtype(), dims)?;
+            let lod = lod_of_built_level(offsets.write()?);
+            let mut out = Tensor::uninit(x.tensor().dtype(), x.dims().with_rows(lod.rows().unwrap_or(0))?)?;
             if let Some(offsets) = lod.levels().first() {
                 expand_sequences(x.tensor().bytes()?, row_bytes, xl, r, offsets, out.bytes_mut()?)?;
             }
-            out
+            LoDTensor::new(out, lod)
         }
-    };
-    LoDTensor::new(tensor, lod)
+    }
 }
 
 /// A new tensor on `place` (`x`'s) whose rows `[offsets[i], offsets[i+1])` are each row `i` of

@@ -149,86 +149,131 @@ pub fn sum_offsets(levels: &[&[usize]]) -> Result<Vec<usize>> {
 
 /// sequence_expand's output offsets for an `x` with a LoD: copy `c` of the output is `x`'s
 /// sequence `i` (rows `[x[i], x[i+1])`) for `repeats[i] <= c < repeats[i+1]` (`x` and `repeats`
-/// are level offsets of equal length). Each offset is written once, into the list's unused
-/// capacity, in chunks of sequences on the pool. With several chunks, a first pass sums each
-/// chunk's rows so that each knows its first row; with one (a small batch, or a pool of one
-/// thread) the one pass does. A row count past `usize` is `OutOfMemory`.
-pub fn expand_offsets(x: &[usize], repeats: &[usize]) -> Result<Vec<usize>> {
-    let n = x.len() - 1;
-    // No copy is longer than x, so when x's rows times the copies fit, no sum can overflow and
-    // the passes go without a check a sequence.
-    match x[n].checked_mul(repeats[n]) {
-        Some(_) => offsets_in_chunks::<false>(x, repeats),
-        None => offsets_in_chunks::<true>(x, repeats),
+/// are level offsets of equal length); a row count past `usize` is `OutOfMemory`. In two steps,
+/// for a caller that needs the output's rows before its offsets: [`Self::rows`] sums them, and
+/// [`Self::write`] then writes the offsets (a device moves the rows meanwhile). The offsets are
+/// written in chunks of sequences on the pool, each once, into the list's unused capacity; each
+/// chunk needs its first row, which the sum of each chunk's rows gives. One chunk (a small batch,
+/// or a pool of one thread) starts at 0, so `write` alone makes no first pass for it.
+pub struct ExpandOffsets<'a> {
+    x: &'a [usize],
+    repeats: &'a [usize],
+    /// The chunks, as bounds on the sequences.
+    bounds: Vec<usize>,
+    /// Each chunk's first row and the rows of all, once summed.
+    sums: Option<(Vec<usize>, usize)>,
+    /// Whether x's rows times its copies fit in `usize`. No copy is longer than x, so then no sum
+    /// can overflow and neither pass checks a sequence.
+    fits: bool,
+}
+
+impl<'a> ExpandOffsets<'a> {
+    pub fn new(x: &'a [usize], repeats: &'a [usize]) -> Result<Self> {
+        let n = x.len() - 1;
+        let bounds = expand_chunks(repeats, num_threads()?)?;
+        Ok(Self { x, repeats, bounds, sums: None, fits: x[n].checked_mul(repeats[n]).is_some() })
+    }
+
+    /// The output's rows: a pass on the pool that sums each chunk's rows.
+    pub fn rows(&mut self) -> Result<usize> {
+        if let Some((_, rows)) = self.sums {
+            return Ok(rows);
+        }
+        let chunks = self.bounds.len() - 1;
+        let mut rows = lists::filled(chunks, Some(0usize), "sequence_expand: chunk rows")?;
+        let each = lists::collect(0..chunks + 1, "sequence_expand: chunk bounds")?;
+        let work = 16 * (self.x.len() - 1);
+        let this = &*self;
+        for_each_segment_with_work(&mut rows, &each, work, |k, out| {
+            out[0] = match this.fits {
+                true => this.runs(k).try_fold(0, add::<false>),
+                false => this.runs(k).try_fold(0, add::<true>),
+            };
+        })?;
+        let mut starts = lists::with_capacity(chunks, "sequence_expand: chunk starts")?;
+        let mut at = 0usize;
+        for r in rows {
+            starts.push(at);
+            at = r.and_then(|r| at.checked_add(r)).ok_or_else(overflow)?;
+        }
+        self.sums = Some((starts, at));
+        Ok(at)
+    }
+
+    /// The offsets, `repeats`' last + 1 of them. Several chunks are summed first if
+    /// [`Self::rows`] has not summed them.
+    pub fn write(mut self) -> Result<Vec<usize>> {
+        if self.sums.is_none() && self.bounds.len() > 2 {
+            self.rows()?;
+        }
+        // Summed, the rows fit, and so does every offset.
+        match self.fits || self.sums.is_some() {
+            true => self.write_chunks::<false>(),
+            false => self.write_chunks::<true>(),
+        }
+    }
+
+    /// [`Self::write`], each sequence's rows checked against overflow if `CHECKED`.
+    fn write_chunks<const CHECKED: bool>(&self) -> Result<Vec<usize>> {
+        let copies = self.repeats[self.repeats.len() - 1];
+        let mut offsets: Vec<usize> = lists::with_capacity(copies + 1, "output LoD")
+            .map_err(|_| err!(OutOfMemory, "output LoD: {copies} sequences cannot be listed"))?;
+        offsets.push(0);
+        // Chunk k ends copies [repeats[bounds[k]], repeats[bounds[k+1]]), whose ends follow the 0.
+        let ends = lists::collect(self.bounds.iter().map(|&b| self.repeats[b]), "sequence_expand: chunk copies")?;
+        let fits = AtomicBool::new(true);
+        for_each_segment(&mut offsets.spare_capacity_mut()[..copies], &ends, |k, out| {
+            let mut end = self.sums.as_ref().map_or(0, |(starts, _)| starts[k]);
+            let mut at = 0;
+            for (len, times) in self.runs(k) {
+                // Checked once a sequence: its copies' offsets then rise to `end + len * times`.
+                if add::<CHECKED>(end, (len, times)).is_none() {
+                    fits.store(false, Ordering::Relaxed);
+                    return;
+                }
+                if times == 1 {
+                    // The common case (one copy each), without the loop's setup.
+                    end += len;
+                    out[at].write(end);
+                } else {
+                    for o in &mut out[at..at + times] {
+                        end += len;
+                        o.write(end);
+                    }
+                }
+                at += times;
+            }
+        })?;
+        ensure!(fits.into_inner(), OutOfMemory, "output LoD: the row count overflows");
+        // SAFETY: the segments cover the copies, and each chunk wrote an offset for each of its
+        // copies (it returns early only when the count overflows, which returned above); with the 0
+        // that makes copies + 1.
+        unsafe { offsets.set_len(copies + 1) };
+        Ok(offsets)
+    }
+
+    /// Each sequence of chunk `k` as (its rows, its copies).
+    fn runs(&self, k: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let (a, b) = (self.bounds[k], self.bounds[k + 1]);
+        let (x, r) = (&self.x[a..=b], &self.repeats[a..=b]);
+        x.windows(2).zip(r.windows(2)).map(|(x, r)| (x[1] - x[0], r[1] - r[0]))
     }
 }
 
-/// [`expand_offsets`], with each sequence's rows checked against overflow if `CHECKED`.
-fn offsets_in_chunks<const CHECKED: bool>(x: &[usize], repeats: &[usize]) -> Result<Vec<usize>> {
-    let n = x.len() - 1;
-    let copies = repeats[n];
-    let bounds = expand_chunks(repeats, num_threads()?)?;
-    let chunks = bounds.len() - 1;
-    // Each sequence of [a, b) as (its rows, its copies), and those rows added to `end` (None past
-    // usize).
-    let runs = |a: usize, b: usize| {
-        x[a..=b].windows(2).zip(repeats[a..=b].windows(2)).map(|(x, r)| (x[1] - x[0], r[1] - r[0]))
-    };
-    let add = |end: usize, (len, times): (usize, usize)| match CHECKED {
+/// `end` plus a sequence's rows times its copies; None past `usize` if `CHECKED` (unchecked, the
+/// caller knows it fits).
+fn add<const CHECKED: bool>(end: usize, (len, times): (usize, usize)) -> Option<usize> {
+    match CHECKED {
         true => len.checked_mul(times).and_then(|rows| end.checked_add(rows)),
         false => Some(end + len * times),
-    };
-    let overflow = || err!(OutOfMemory, "output LoD: the row count overflows");
-    let mut starts = lists::filled(chunks, Some(0usize), "sequence_expand: chunk rows")?;
-    if chunks > 1 {
-        let each = lists::collect(0..chunks + 1, "sequence_expand: chunk bounds")?;
-        for_each_segment_with_work(&mut starts, &each, 16 * n, |k, out| {
-            out[0] = runs(bounds[k], bounds[k + 1]).try_fold(0, add);
-        })?;
-        let mut at = 0usize;
-        for s in starts.iter_mut() {
-            let rows = s.ok_or_else(overflow)?;
-            *s = Some(at);
-            at = at.checked_add(rows).ok_or_else(overflow)?;
-        }
     }
-    let mut offsets: Vec<usize> = lists::with_capacity(copies + 1, "output LoD")
-        .map_err(|_| err!(OutOfMemory, "output LoD: {copies} sequences cannot be listed"))?;
-    offsets.push(0);
-    // Chunk k ends copies [repeats[bounds[k]], repeats[bounds[k+1]]), whose ends follow the 0.
-    let ends = lists::collect(bounds.iter().map(|&b| repeats[b]), "sequence_expand: chunk copies")?;
-    let fits = AtomicBool::new(true);
-    for_each_segment(&mut offsets.spare_capacity_mut()[..copies], &ends, |k, out| {
-        let Some(mut end) = starts[k] else { return };
-        let mut at = 0;
-        for (len, times) in runs(bounds[k], bounds[k + 1]) {
-            // Checked once a sequence: its copies' offsets then rise to `end + len * times`.
-            if add(end, (len, times)).is_none() {
-                fits.store(false, Ordering::Relaxed);
-                return;
-            }
-            if times == 1 {
-                // The common case (one copy each), without the loop's setup.
-                end += len;
-                out[at].write(end);
-            } else {
-                for o in &mut out[at..at + times] {
-                    end += len;
-                    o.write(end);
-                }
-            }
-            at += times;
-        }
-    })?;
-    ensure!(fits.into_inner(), OutOfMemory, "output LoD: the row count overflows");
-    // SAFETY: the segments cover the copies, and each chunk wrote an offset for each of its
-    // copies (it returns early only when the count overflows, which returned above); with the 0
-    // that makes copies + 1.
-    unsafe { offsets.set_len(copies + 1) };
-    Ok(offsets)
 }
 
-/// The chunks of [`expand_offsets`]: one for one thread, else up to 4 a thread, of at least CHUNK
+fn overflow() -> crate::error::Error {
+    err!(OutOfMemory, "output LoD: the row count overflows")
+}
+
+/// The chunks of [`ExpandOffsets`]: one for one thread, else up to 4 a thread, of at least CHUNK
 /// work each (see [`work_chunks`]; a sequence's copies are its length there).
 fn expand_chunks(repeats: &[usize], threads: usize) -> Result<Vec<usize>> {
     let n = repeats.len() - 1;
