@@ -64,10 +64,11 @@ pub fn repeat_rows(src: &Tensor, row_bytes: usize, level: LodLevel, dims: Dim) -
 /// sequence_expand of an `x` with a LoD on the device: a new tensor of `dims` whose copy `c` is
 /// `x`'s sequence `i` (of `x_level`, in rows) for the `i` whose sequence of `repeats` (y's level)
 /// holds entry `c` (rows of `row_bytes` bytes), and the output's offsets on the device (none when
-/// the output has no bytes). The device makes the offsets from the two levels' copies, kept with
-/// their LoDs: each sequence's rows times its copies, their scan (where each sequence's first copy
-/// starts), then each copy's offset; then it moves the rows. Nothing of a size that grows with the
-/// copies is uploaded (the host makes its own offsets for the output's LoD).
+/// the output has no bytes). The device works from the two levels' copies, kept with their LoDs:
+/// each sequence's rows times its copies, and their scan (the row where each sequence's first copy
+/// starts), which is the row kernel's table; then each copy's offset, for the output's LoD.
+/// Nothing of a size that grows with the copies is uploaded (the host makes its own offsets for
+/// the output's LoD).
 pub fn expand_rows(
     x: &Tensor,
     row_bytes: usize,
@@ -89,11 +90,10 @@ pub fn expand_rows(
     let args = Args::new().buf(&starts).buf(&x_offsets).buf(&repeats).arg(sequences as u64);
     launch_unrolled(&d, "rows.cu", "expand_run_rows", sequences as u64 + 1, args)?;
     scan_exclusive(&d, &starts, sequences as u64 + 1)?;
+    launch_row_tiles(&d, x, &mut out, row_bytes, "expand_rows", Args::new().buf(&x_offsets), &starts, sequences)?;
     let out_offsets = d.allocation((copies as usize + 1) * 8)?;
     let args = Args::new().buf(&out_offsets).buf(&x_offsets).buf(&repeats).arg(sequences).buf(&starts).arg(copies);
     launch_tiles(&d, "rows.cu", "expand_offsets", copies as u64, 1, args)?;
-    let args = Args::new().buf(&x_offsets).buf(&repeats).arg(sequences);
-    launch_row_tiles(&d, x, &mut out, row_bytes, "expand_rows", args, &out_offsets, copies)?;
     Ok((out, Some(out_offsets)))
 }
 

@@ -100,38 +100,31 @@ __device__ void unpad_rows(W *__restrict__ dst, const W *__restrict__ src, u64 r
   }                                                                                                  \
   LODTENSOR_EXPORT_SYNC(unpad_rows_##SUFFIX)
 
-// sequence_expand of an x with a LoD: output rows [out_offsets[c], out_offsets[c+1]) are copy c,
-// which is x's sequence i (rows [x_offsets[i], x_offsets[i+1])) for the i with repeats[i] <= c <
-// repeats[i+1]: y's level, whose sequence i counts x's sequence i's copies. The tables are the
-// three LoD levels, not a range per copy.
+// sequence_expand of an x with a LoD: output rows [starts[i], starts[i+1]) are the copies of x's
+// sequence i (rows [x_offsets[i], x_offsets[i+1])), one after another; starts are where each
+// sequence's first copy starts (expand_run_rows, then the scan). The tile search over starts finds
+// a row's sequence, and its place among the copies' rows, modulo the sequence's length, its row in
+// x: no search of y's level or of the copies' offsets for each row, which with one-row sequences
+// cost more dependent reads than the row's own move.
 template <typename W>
 __device__ void expand_rows(W *__restrict__ dst, const W *__restrict__ src, u64 row_words,
-                            const i64 *__restrict__ x_offsets, const i64 *__restrict__ repeats, u32 sequences,
-                            const i64 *__restrict__ out_offsets, u32 copies, u64 total_rows, u64 tile_rows) {
-  move_rows(dst, out_offsets, copies, total_rows, row_words, tile_rows, [&](u64 row, u32 c) {
-    // The last i with repeats[i] <= c: repeats[lo] <= c < repeats[hi] holds throughout (repeats[0]
-    // is 0 and repeats[sequences] the number of copies), and a sequence of no copies (an equal
-    // pair) is passed over because the search keeps the last such i.
-    u32 lo = 0, hi = sequences;
-    while (hi - lo > 1) {
-      const u32 mid = lo + (hi - lo) / 2;
-      if ((u64)repeats[mid] <= c) {
-        lo = mid;
-      } else {
-        hi = mid;
-      }
-    }
-    return src + ((u64)x_offsets[lo] + row - (u64)out_offsets[c]) * row_words;
+                            const i64 *__restrict__ x_offsets, const i64 *__restrict__ starts, u32 sequences,
+                            u64 total_rows, u64 tile_rows) {
+  move_rows(dst, starts, sequences, total_rows, row_words, tile_rows, [&](u64 row, u32 i) {
+    // The search passes over sequences of no rows, so sequence i has rows.
+    const u64 first = (u64)x_offsets[i], len = (u64)x_offsets[i + 1] - first;
+    u64 local = row - (u64)starts[i];
+    // A 64-bit division is a long routine; rows of the first copy, and one-row sequences, need none.
+    if (local >= len) local = len == 1 ? 0 : local % len;
+    return src + (first + local) * row_words;
   });
 }
 
 #define LODTENSOR_EXPAND_ROWS(W, SUFFIX)                                                             \
   extern "C" __global__ void expand_rows_##SUFFIX(W *dst, const W *src, u64 row_words,                 \
-                                                  const i64 *x_offsets, const i64 *repeats,             \
-                                                  u32 sequences, const i64 *out_offsets, u32 copies,    \
-                                                  u64 total_rows, u64 tile_rows) {                      \
-    expand_rows<W>(dst, src, row_words, x_offsets, repeats, sequences, out_offsets, copies, total_rows, \
-                   tile_rows);                                                                         \
+                                                  const i64 *x_offsets, const i64 *starts,              \
+                                                  u32 sequences, u64 total_rows, u64 tile_rows) {       \
+    expand_rows<W>(dst, src, row_words, x_offsets, starts, sequences, total_rows, tile_rows);          \
   }                                                                                                    \
   LODTENSOR_EXPORT_SYNC(expand_rows_##SUFFIX)
 
@@ -149,9 +142,10 @@ extern "C" __global__ void expand_run_rows(u64 *starts, const i64 *x_offsets, co
 }
 LODTENSOR_EXPORT(expand_run_rows)
 
-// Second step: out[c] = starts[i] + (c - repeats[i]) * (rows of x's sequence i) for each copy c <
-// copies, i being the sequence copy c is of, and out[copies] = starts[sequences], the row count. A
-// tile kernel over the copies, so each copy's sequence is found between those of its tile's ends.
+// The output's offsets (its LoD's device copy), from the scan: out[c] = starts[i] + (c - repeats[i])
+// * (rows of x's sequence i) for each copy c < copies, i being the sequence copy c is of, and
+// out[copies] = starts[sequences], the row count. A tile kernel over the copies, so each copy's
+// sequence is found between those of its tile's ends.
 extern "C" __global__ void expand_offsets(i64 *out, const i64 *x_offsets, const i64 *repeats, u32 sequences,
                                           const u64 *starts, u32 copies, u64 tile_rows) {
   if (blockIdx.x == 0 && threadIdx.x == 0) out[copies] = (i64)starts[sequences];
