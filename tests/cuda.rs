@@ -181,32 +181,10 @@ fn gpu_expand_of_large_batches_equals_cpu() {
         let (got, want) = (sequence_reverse(&got).unwrap(), sequence_reverse(&want).unwrap());
         assert_eq!(bytes_of(&got), want.tensor().bytes().unwrap(), "reversed by the kept offsets");
     });
-    // Rows of no bytes: a 2^60-row sequence copied 3 or 16 times among 300,000 empty ones.
-    let huge = 1usize << 60;
+    // Rows of no bytes: a 2^60-row sequence copied 3 or 16 times among 300,000 empty ones, refused
+    // before any launch when its rows overflow.
     for long_copies in [3, 16] {
-        let lengths: Vec<usize> = (0..300_001).map(|i| if i == 150_000 { huge } else { 0 }).collect();
-        let repeats: Vec<usize> = (0..300_001).map(|i| if i == 150_000 { long_copies } else { 1 }).collect();
-        let x = LoDTensor::new(
-            Tensor::zeros(DType::F32, Dim::new(&[huge, 0]).unwrap()).unwrap(),
-            Lod::from_lengths(&[lengths]).unwrap(),
-        )
-        .unwrap();
-        let copies = 300_000 + long_copies;
-        let y = LoDTensor::new(
-            Tensor::zeros(DType::F32, Dim::new(&[copies, 0]).unwrap()).unwrap(),
-            Lod::from_lengths(&[repeats]).unwrap(),
-        )
-        .unwrap();
-        let (xd, yd) = (to_place(&x, Place::Cuda(0)).unwrap(), to_place(&y, Place::Cuda(0)).unwrap());
-        common::with_1_and_4_threads(|| match (long_copies, sequence_expand(&xd, &yd, 0)) {
-            (3, Ok(out)) => {
-                let want: Vec<usize> = (0..=copies).map(|c| huge * c.saturating_sub(150_000).min(3)).collect();
-                assert!(out.lod().levels()[0] == want, "LoD");
-                assert_eq!(out.tensor().place(), Place::Cuda(0));
-            }
-            (16, Err(Error::OutOfMemory(m))) => assert!(m.contains("row count overflows"), "{m}"),
-            (_, other) => panic!("{long_copies} copies: {:?}", other.map(|_| ())),
-        });
+        common::expand_of_a_huge_sequence(long_copies, Place::Cuda(0));
     }
     synchronize(Place::Cuda(0)).unwrap();
 }
