@@ -244,7 +244,9 @@ impl<'a> ExpandOffsets<'a> {
                 at += times;
             }
         })?;
-        ensure!(fits.into_inner(), OutOfMemory, "output LoD: the row count overflows");
+        if !fits.into_inner() {
+            return Err(overflow());
+        }
         // SAFETY: the segments cover the copies, and each chunk wrote an offset for each of its
         // copies (it returns early only when the count overflows, which returned above); with the 0
         // that makes copies + 1.
@@ -269,6 +271,7 @@ fn add<const CHECKED: bool>(end: usize, (len, times): (usize, usize)) -> Option<
     }
 }
 
+/// The error of an output whose rows do not fit in `usize`, whichever pass finds it.
 fn overflow() -> crate::error::Error {
     err!(OutOfMemory, "output LoD: the row count overflows")
 }
