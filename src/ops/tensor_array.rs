@@ -422,16 +422,12 @@ pub fn unstack(x: &LoDTensor, axis: i64) -> Result<TensorArray> {
     if let Place::Cuda(_) = place {
         // All parts in one launch over a table of their device addresses.
         let parts = crate::backend::cuda::split_outer(x.tensor(), inner_bytes, n, outer, part_dims)?;
-        return Ok(TensorArray::from_vec(lists::collect(
-            parts.into_iter().map(LoDTensor::dense),
-            "unstack: elements",
-        )?));
+        return Ok(TensorArray::from_vec(parts));
     }
     // Part i is row i of each of the `outer` blocks of n rows of `inner_bytes`.
-    let parts = (0..n).map(|_| Tensor::uninit(x.tensor().dtype(), part_dims));
+    let parts = (0..n).map(|_| Tensor::uninit(x.tensor().dtype(), part_dims).map(LoDTensor::dense));
     let mut parts = lists::try_collect(n, parts, "unstack: elements")?;
-    let mut outs = lists::try_collect(n, parts.iter_mut().map(|t| t.bytes_mut()), "unstack: elements")?;
+    let mut outs = lists::try_collect(n, parts.iter_mut().map(|t| t.tensor_mut().bytes_mut()), "unstack: elements")?;
     split_outer(x.tensor().bytes()?, inner_bytes, outer, &mut outs)?;
-    let items = lists::collect(parts.into_iter().map(LoDTensor::dense), "unstack: elements")?;
-    Ok(TensorArray::from_vec(items))
+    Ok(TensorArray::from_vec(parts))
 }

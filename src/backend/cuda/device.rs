@@ -95,37 +95,81 @@ impl Device {
 
     /// A block of at least `len` bytes (`len` > 0) from the cache, or a new one.
     fn alloc(self: &Arc<Self>, len: usize) -> Result<DeviceBlock> {
-        let class =
-            size_class(len).ok_or_else(|| err!(OutOfMemory, "a device allocation of {len} bytes is too large"))?;
-        // Guarded blocks (the emulator under LODTENSOR_GUARD_PAGES=1) are exactly as long as asked
-        // and never cached, so that the guard page follows the request, not its size class.
-        let class = if exact_blocks() { len } else { class };
+        let class = class_of(len)?;
         let kept = if exact_blocks() { None } else { self.free.lock().expect("allocator lock").take(class) };
         let ptr = match kept {
             Some((ptr, _)) => ptr,
-            None => {
-                let ptr = match self.ctx.malloc(class) {
-                    Ok(p) => p,
-                    Err(Error::OutOfMemory(_)) => {
-                        // Cached blocks of other sizes may be what is missing: give them back and
-                        // retry.
-                        self.empty_cache()?;
-                        self.ctx.malloc(class).map_err(|e| match e {
-                            Error::OutOfMemory(m) => err!(
-                                OutOfMemory,
-                                "cuda:{}: {len} bytes requested (a block of {class}), {} held by live tensors; {m}",
-                                self.ordinal,
-                                self.in_use.load(Ordering::Relaxed)
-                            ),
-                            other => other,
-                        })?
-                    }
-                    Err(e) => return Err(e),
-                };
-                self.counters.add(Counter::DriverAllocations, 1);
-                ptr
-            }
+            None => self.fresh(len, class)?,
         };
+        self.count_handed_out(class, 1);
+        Ok(self.block(ptr, class))
+    }
+
+    /// `n` blocks of at least `len` bytes each (`len` > 0), each made into a `T` by `wrap`, in
+    /// order. The cached blocks are taken under one hold of the allocator's lock and counted
+    /// together: an op with thousands of outputs (an unstack) pays the lock and the counts once,
+    /// not once an output. On a failure the blocks made so far go back to the cache.
+    fn allocs<T>(
+        self: &Arc<Self>,
+        len: usize,
+        n: usize,
+        mut wrap: impl FnMut(DeviceBlock) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let class = class_of(len)?;
+        let mut out = lists::with_capacity(n, "device allocations")?;
+        let mut kept = lists::with_capacity(if exact_blocks() { 0 } else { n }, "device allocations: cached")?;
+        if !exact_blocks() {
+            let mut free = self.free.lock().expect("allocator lock");
+            kept.extend(std::iter::from_fn(|| free.take(class)).take(n).map(|(ptr, _)| ptr));
+        }
+        self.count_handed_out(class, kept.len());
+        // Every kept block is a `DeviceBlock` before the first `wrap`, so that an early return
+        // drops (caches) the ones not yet wrapped.
+        let kept = lists::collect(kept.into_iter().map(|ptr| self.block(ptr, class)), "device allocations: cached")?;
+        for block in kept {
+            out.push(wrap(block)?);
+        }
+        while out.len() < n {
+            let ptr = self.fresh(len, class)?;
+            self.count_handed_out(class, 1);
+            out.push(wrap(self.block(ptr, class))?);
+        }
+        Ok(out)
+    }
+
+    /// A new block of `class` bytes from the driver, for a request of `len`. When the driver has
+    /// no memory left, the cache is emptied (blocks of other sizes may be what is missing) and
+    /// the request tried once more.
+    fn fresh(&self, len: usize, class: usize) -> Result<DevicePtr> {
+        let ptr = match self.ctx.malloc(class) {
+            Ok(p) => p,
+            Err(Error::OutOfMemory(_)) => {
+                self.empty_cache()?;
+                self.ctx.malloc(class).map_err(|e| match e {
+                    Error::OutOfMemory(m) => err!(
+                        OutOfMemory,
+                        "cuda:{}: {len} bytes requested (a block of {class}), {} held by live tensors; {m}",
+                        self.ordinal,
+                        self.in_use.load(Ordering::Relaxed)
+                    ),
+                    other => other,
+                })?
+            }
+            Err(e) => return Err(e),
+        };
+        self.counters.add(Counter::DriverAllocations, 1);
+        Ok(ptr)
+    }
+
+    /// Counts `n` blocks of `class` bytes as handed out; before their `DeviceBlock`s exist, so
+    /// that a drop never takes back what was not counted.
+    fn count_handed_out(&self, class: usize, n: usize) {
+        self.in_use.fetch_add(class * n, Ordering::Relaxed);
+        self.counters.add(Counter::Allocations, n as u64);
+    }
+
+    /// The handle of block `ptr` of `class` bytes, handed out (counted by `count_handed_out`).
+    fn block(self: &Arc<Self>, ptr: DevicePtr, class: usize) -> DeviceBlock {
         // The emulator's test runs (`LODTENSOR_POISON_UNINIT=1`) fill every block handed out with
         // the host's poison byte, fresh or reused: a kernel that leaves part of its output
         // unwritten then gives the same wrong bytes on every run. A checking mode's fill, not the
@@ -134,9 +178,7 @@ impl Device {
         if crate::memory::poison_uninit() {
             self.ctx.poison(ptr, crate::memory::POISON, class);
         }
-        self.in_use.fetch_add(class, Ordering::Relaxed);
-        self.counters.add(Counter::Allocations, 1);
-        Ok(DeviceBlock { ptr, class, device: self.clone() })
+        DeviceBlock { ptr, class, device: self.clone() }
     }
 
     /// Frees every cached block (after the queued work that may still use them), and the memory
@@ -284,11 +326,37 @@ impl Device {
         let block = if len == 0 { None } else { Some(self.alloc(len)?) };
         Ok(Allocation::device(block, len, Place::Cuda(self.ordinal)))
     }
+
+    /// `n` new, uninitialised device allocations of `len` bytes each, each made into a `T` by
+    /// `wrap`, in order (see `allocs`).
+    pub(crate) fn allocations<T>(
+        self: &Arc<Self>,
+        len: usize,
+        n: usize,
+        mut wrap: impl FnMut(Arc<Allocation>) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let place = Place::Cuda(self.ordinal);
+        if len == 0 {
+            return lists::try_collect(
+                n,
+                (0..n).map(|_| wrap(Allocation::device(None, 0, place))),
+                "device allocations",
+            );
+        }
+        self.allocs(len, n, |block| wrap(Allocation::device(Some(block), len, place)))
+    }
 }
 
 /// Whether device blocks are made for each request and freed when dropped (see `alloc`).
 fn exact_blocks() -> bool {
     cfg!(feature = "cuda-emulator") && crate::memory::guard_pages()
+}
+
+/// The size of the block that serves a request of `len` bytes: its size class; the request itself
+/// where blocks are exact (guard pages: the guard page follows the request, not its size class).
+fn class_of(len: usize) -> Result<usize> {
+    let class = size_class(len).ok_or_else(|| err!(OutOfMemory, "a device allocation of {len} bytes is too large"))?;
+    Ok(if exact_blocks() { len } else { class })
 }
 
 /// A block of device memory from a device's cache; dropping it puts it back on its free list.
@@ -315,8 +383,11 @@ impl Drop for DeviceBlock {
             free.keep(self.class, (self.ptr, self.class))
         };
         // A drop cannot report a failure: if waiting for the queued work fails, the evicted
-        // blocks are kept for a later call to free (see `free_blocks`).
-        let _ = self.device.free_blocks(evicted);
+        // blocks are kept for a later call to free (see `free_blocks`). Nothing evicted, nothing
+        // to wait for: a drop that keeps its block takes the allocator's lock once, no other.
+        if !evicted.is_empty() {
+            let _ = self.device.free_blocks(evicted);
+        }
     }
 }
 
@@ -569,11 +640,26 @@ pub fn copy_all_to_host(srcs: &[&Tensor]) -> Result<Vec<Tensor>> {
 
 /// A new device tensor of `dims` and `dtype` on `d`, uninitialised (the caller's kernel writes it).
 pub(crate) fn new_tensor(d: &Arc<Device>, dtype: crate::dtype::DType, dims: Dim) -> Result<Tensor> {
-    let n = dims
-        .numel()
+    Tensor::from_allocation(d.allocation(tensor_bytes(dtype, &dims)?)?, dtype, dims)
+}
+
+/// The bytes of a `dtype` tensor of `dims`.
+fn tensor_bytes(dtype: crate::dtype::DType, dims: &Dim) -> Result<usize> {
+    dims.numel()
         .checked_mul(dtype.size())
-        .ok_or_else(|| err!(OutOfMemory, "dims: a {dtype} tensor of dims {dims:?} is too large"))?;
-    Tensor::from_allocation(d.allocation(n)?, dtype, dims)
+        .ok_or_else(|| err!(OutOfMemory, "dims: a {dtype} tensor of dims {dims:?} is too large"))
+}
+
+/// `n` new device tensors of `dims` and `dtype` on `d`, uninitialised, each made into a `T` by
+/// `wrap`, in order; the allocator's lock taken once for all of them (see `Device::allocs`).
+pub(crate) fn new_tensors<T>(
+    d: &Arc<Device>,
+    dtype: crate::dtype::DType,
+    dims: Dim,
+    n: usize,
+    mut wrap: impl FnMut(Tensor) -> T,
+) -> Result<Vec<T>> {
+    d.allocations(tensor_bytes(dtype, &dims)?, n, |a| Tensor::from_allocation(a, dtype, dims).map(&mut wrap))
 }
 
 /// A new device tensor of `dims` and `dtype` on `d`, zero-filled on the device's stream (a
@@ -622,6 +708,55 @@ mod tests {
             assert!(slot.lock().unwrap().is_some(), "{file} not loaded");
         }
         assert!(d.module("no_such_file.cu").is_err());
+    }
+
+    /// Blocks taken together come from the cache first (under one lock), then from the driver;
+    /// each is counted once, in use while held and cached when dropped. When making one into its
+    /// output fails, every block taken goes back to the cache and none is counted in use.
+    #[test]
+    fn blocks_taken_together_are_counted_and_go_back_on_a_failure() {
+        if devices_for_test().is_none() {
+            return;
+        }
+        // A device of its own (this test's counts are not another's).
+        let d = Arc::new(Device::open(0, usize::MAX).unwrap());
+        let class = class_of(5000).unwrap();
+        let held: Vec<DeviceBlock> = (0..3).map(|_| d.alloc(5000).unwrap()).collect();
+        let cached: Vec<DevicePtr> = held.iter().map(|b| b.ptr).collect();
+        drop(held);
+        // Under guard pages blocks are exact and never kept: all come from the driver.
+        let kept = if exact_blocks() { 0 } else { 3 };
+        assert_eq!(d.free.lock().unwrap().bytes(), kept * class);
+        let before = d.counters.read();
+        let blocks = d.allocs(5000, 5, Ok).unwrap();
+        let asked = d.counters.read().since(&before);
+        assert_eq!((asked.allocations, asked.driver_allocations), (5, 5 - kept as u64));
+        assert_eq!(d.in_use.load(Ordering::Relaxed), 5 * class);
+        let mut ptrs: Vec<DevicePtr> = blocks.iter().map(|b| b.ptr).collect();
+        assert!(ptrs[..kept].iter().all(|p| cached.contains(p)), "the cached blocks come first");
+        ptrs.sort_unstable();
+        ptrs.dedup();
+        assert_eq!(ptrs.len(), 5, "distinct blocks");
+        drop(blocks);
+        let kept = if exact_blocks() { 0 } else { 5 };
+        assert_eq!((d.in_use.load(Ordering::Relaxed), d.free.lock().unwrap().bytes()), (0, kept * class));
+
+        // The fourth output fails: the three made, the failing one and those not yet made are
+        // given back.
+        let mut made = 0;
+        let before = d.counters.read();
+        let failed = d.allocs(5000, 7, |b| {
+            made += 1;
+            if made == 4 {
+                return Err(err!(Internal, "planted"));
+            }
+            Ok(b)
+        });
+        assert!(failed.is_err());
+        let asked = d.counters.read().since(&before);
+        assert_eq!(asked.driver_allocations, if exact_blocks() { 4 } else { 0 });
+        assert_eq!((d.in_use.load(Ordering::Relaxed), d.free.lock().unwrap().bytes()), (0, kept * class));
+        assert_eq!(d.allocations(0, 3, Ok).unwrap().iter().map(|a| a.len()).collect::<Vec<_>>(), [0, 0, 0]);
     }
 
     /// Blocks given back while a wait for the device fails are kept, counted as kept, and freed

@@ -5,6 +5,7 @@ use super::seq_args::{DeviceStep, StepSources};
 use crate::dim::Dim;
 use crate::error::{err, Error, Result};
 use crate::lod::{Lod, LodLevel};
+use crate::lod_tensor::LoDTensor;
 use crate::memory::Allocation;
 use crate::tensor::Tensor;
 use std::ops::Range;
@@ -407,7 +408,7 @@ pub fn concat_outer(
 }
 
 /// A device tensor split into equal pieces along an axis.
-pub fn split_outer(_x: &Tensor, _inner: usize, _n: usize, _outer: usize, _part_dims: Dim) -> Result<Vec<Tensor>> {
+pub fn split_outer(_x: &Tensor, _inner: usize, _n: usize, _outer: usize, _part_dims: Dim) -> Result<Vec<LoDTensor>> {
     Err(missing("unstack"))
 }
 

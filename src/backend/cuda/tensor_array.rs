@@ -2,13 +2,14 @@
 //! concat/stack, unstack) in one launch each, the tensors' addresses and sizes uploaded as one
 //! table.
 
-use super::device::{new_tensor, Device};
+use super::device::{new_tensor, new_tensors, Device};
 use super::launch::{launch, max_blocks, upload, Args, BLOCK};
 use super::rows::gather_ranges_from;
 use super::seq_common::{device_of, upload_joined, word_for};
 use crate::dim::Dim;
 use crate::dtype::DType;
 use crate::error::{err, Result};
+use crate::lod_tensor::LoDTensor;
 use crate::memory::lists;
 use crate::tensor::Tensor;
 use std::ops::Range;
@@ -120,12 +121,13 @@ pub fn concat_outer(srcs: &[&Tensor], inner: &[usize], outer: usize, dtype: DTyp
     Ok(out)
 }
 
-/// The inverse for `n` equal pieces: piece `i` (a new tensor of `part_dims`) is bytes
+/// The inverse for `n` equal pieces: piece `i` (a new tensor of `part_dims`, without LoD) is bytes
 /// `[(o * n + i) * inner, (o * n + i + 1) * inner)` of `x` for every row `o < outer`.
-pub fn split_outer(x: &Tensor, inner: usize, n: usize, outer: usize, part_dims: Dim) -> Result<Vec<Tensor>> {
+pub fn split_outer(x: &Tensor, inner: usize, n: usize, outer: usize, part_dims: Dim) -> Result<Vec<LoDTensor>> {
     let d = device_of(x, "unstack")?;
-    let mut parts = lists::try_collect(n, (0..n).map(|_| new_tensor(&d, x.dtype(), part_dims)), "unstack: parts")?;
-    let addresses = lists::collect(parts.iter_mut().map(|t| t.as_mut_ptr() as u64), "unstack: part addresses")?;
+    let mut parts = new_tensors(&d, x.dtype(), part_dims, n, LoDTensor::dense)?;
+    let addresses =
+        lists::collect(parts.iter_mut().map(|t| t.tensor_mut().as_mut_ptr() as u64), "unstack: part addresses")?;
     let sizes = lists::filled(n, inner, "unstack: part sizes")?;
     pieces(&d, &addresses, &sizes, x.as_ptr() as u64, outer, false)?;
     Ok(parts)
