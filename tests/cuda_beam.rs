@@ -613,6 +613,17 @@ fn gpu_gather_states_equals_cpu() {
         lodtensor::beam_search_gather_states(&[&a, &b], &bad).map(|mut v| v.remove(0)),
         "parent 2 of states[1]",
     );
+    // Inputs on different places: both named, the state by its index.
+    let parents = LoDTensor::dense(Tensor::from_slice(&[0i64, 1], &[2]).unwrap());
+    let mixed = |r: lodtensor::Result<Vec<LoDTensor>>, names: [&str; 2]| match r {
+        Err(Error::InvalidArgument(m)) => {
+            assert!(names.iter().chain(&["cpu", "cuda:0"]).all(|n| m.contains(n)), "{m}")
+        }
+        other => panic!("expected InvalidArgument naming {names:?}, got {:?}", other.map(|v| v.len())),
+    };
+    mixed(lodtensor::beam_search_gather_states(&[&gpu(&a), &gpu(&a), &b], &gpu(&parents)), ["states[2]", "states[0]"]);
+    mixed(lodtensor::beam_search_gather_states(&[&a, &gpu(&b)], &parents), ["states[1]", "states[0]"]);
+    mixed(lodtensor::beam_search_gather_states(&[&gpu(&a), &gpu(&b)], &parents), ["parent_idx", "states[0]"]);
 }
 
 #[test]

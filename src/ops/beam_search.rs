@@ -9,7 +9,6 @@ use crate::dtype::{dispatch_dtype, DType, Scalar};
 use crate::error::{ensure, err, Result};
 use crate::lod::Lod;
 use crate::lod_tensor::LoDTensor;
-use crate::memory::lists;
 use crate::place::Place;
 use crate::tensor::Tensor;
 
@@ -320,7 +319,5 @@ pub fn beam_search_gather_state(state: &LoDTensor, parent_idx: &LoDTensor) -> Re
 /// Errors: those of `beam_search_gather_state`, naming `states[i]`; inputs on different places
 /// (`InvalidArgument`, naming both). On an error no result is returned.
 pub fn beam_search_gather_states(states: &[&LoDTensor], parent_idx: &LoDTensor) -> Result<Vec<LoDTensor>> {
-    let named = states.iter().enumerate().map(|(i, &s)| (format!("states[{i}]"), s));
-    let named = lists::collect(named, "states")?;
-    super::tensor_ops::gather_rows_of_all(&named, parent_idx, "parent_idx")
+    super::tensor_ops::gather_rows_of_all(states, &|i| format!("states[{i}]"), parent_idx, "parent_idx")
 }

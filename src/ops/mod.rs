@@ -9,14 +9,26 @@ use crate::tensor::Tensor;
 /// The common place of an op's inputs; inputs on different places are an error naming both (the
 /// library never copies between places behind the caller's back).
 pub(crate) fn common_place(inputs: &[(&str, &Tensor)]) -> Result<Place> {
-    let (first_name, first) = inputs.first().expect("an op has inputs");
-    let place = first.place();
-    for (name, t) in &inputs[1..] {
+    common_place_of(inputs.len(), |i| inputs[i].1, |i| inputs[i].0.to_string())
+}
+
+/// [`common_place`] of `n` inputs, input `i` being `tensor(i)`, named `name(i)`: the names made
+/// only for the error (an op of many inputs named by their index formats none on success).
+pub(crate) fn common_place_of<'a>(
+    n: usize,
+    tensor: impl Fn(usize) -> &'a Tensor,
+    name: impl Fn(usize) -> String,
+) -> Result<Place> {
+    assert!(n > 0, "an op has inputs");
+    let place = tensor(0).place();
+    for i in 1..n {
+        let p = tensor(i).place();
         ensure!(
-            t.place() == place,
+            p == place,
             InvalidArgument,
-            "{name}: is on {}, but {first_name} is on {place}; inputs must be on the same place",
-            t.place()
+            "{}: is on {p}, but {} is on {place}; inputs must be on the same place",
+            name(i),
+            name(0)
         );
     }
     Ok(place)

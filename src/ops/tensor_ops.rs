@@ -2,9 +2,9 @@
 //! filled with one value, dtype conversion, gathering rows by index, and log-softmax over the last
 //! axis.
 
-use super::common_place;
 use super::host_inputs::on_host;
 use super::support::{gather_each_into_new, int_column, is_column, row_runs};
+use super::{common_place, common_place_of};
 use crate::backend::cpu::convert::{self, dispatch_any_dtype, elements, elements_mut, CastElem, Value};
 use crate::backend::cpu::softmax::softmax_segments;
 use crate::backend::cuda;
@@ -81,16 +81,17 @@ pub fn gather_rows(x: &LoDTensor, index: &LoDTensor) -> Result<LoDTensor> {
 
 /// `gather_rows` with errors naming the caller's arguments (the decoder's `state`/`parent_idx`).
 pub(crate) fn gather_rows_named(x: &LoDTensor, x_name: &str, index: &LoDTensor, index_name: &str) -> Result<LoDTensor> {
-    let mut outs = gather_rows_of_all(&[(x_name.to_string(), x)], index, index_name)?;
+    let mut outs = gather_rows_of_all(&[x], &|_| x_name.to_string(), index, index_name)?;
     Ok(outs.pop().expect("one source, one result"))
 }
 
-/// `gather_rows` of each of `xs` (each named for its errors) by one index: the same checks, the
-/// first failing source named. On the host one job for all (`gather_each_into_new`); on a CUDA
-/// place with the index there, one launch for all the sources of a word size and one wait for all
-/// (their bad-value counts are one).
+/// `gather_rows` of each of `xs` (`xs[i]` named `name(i)` in its errors, the name made only for
+/// one) by one index: the same checks, the first failing source named. On the host one job for
+/// all (`gather_each_into_new`); on a CUDA place with the index there, one launch for all the
+/// sources of a word size and one wait for all (their bad-value counts are one).
 pub(crate) fn gather_rows_of_all(
-    xs: &[(String, &LoDTensor)],
+    xs: &[&LoDTensor],
+    name: &dyn Fn(usize) -> String,
     index: &LoDTensor,
     index_name: &str,
 ) -> Result<Vec<LoDTensor>> {
@@ -98,39 +99,41 @@ pub(crate) fn gather_rows_of_all(
         return Ok(vec![]);
     }
     let it = index.tensor();
-    let mut named: Vec<(&str, &Tensor)> = lists::with_capacity(xs.len() + 1, "inputs")?;
-    named.extend(xs.iter().map(|(name, x)| (name.as_str(), x.tensor())).chain([(index_name, it)]));
-    let place = common_place(&named)?;
-    let rows = xs.iter().map(|(name, x)| {
-        x.tensor().rows().map_err(|_| err!(InvalidArgument, "{name}: a 0-d tensor has no rows to gather"))
+    // The index is the last input.
+    let n = xs.len();
+    let tensor = |i: usize| if i < n { xs[i].tensor() } else { it };
+    let place = common_place_of(n + 1, tensor, |i| if i < n { name(i) } else { index_name.to_string() })?;
+    let rows = xs.iter().enumerate().map(|(i, x)| {
+        x.tensor().rows().map_err(|_| err!(InvalidArgument, "{}: a 0-d tensor has no rows to gather", name(i)))
     });
-    let rows = lists::try_collect(xs.len(), rows, "inputs: rows")?;
+    let rows = lists::try_collect(n, rows, "inputs: rows")?;
     if matches!(place, Place::Cuda(_)) && is_column(it) && matches!(it.dtype(), DType::I32 | DType::I64) {
         // The index stays on the device; a bad value is reported below, from a host copy.
         place.ensure_usable()?;
         let k = it.dims().as_slice()[0];
-        let srcs = xs.iter().map(|(_, x)| Ok((x.tensor(), x.dims().with_rows(k)?)));
-        let srcs = lists::try_collect(xs.len(), srcs, "inputs: sources")?;
+        let srcs = xs.iter().map(|x| Ok((x.tensor(), x.dims().with_rows(k)?)));
+        let srcs = lists::try_collect(n, srcs, "inputs: sources")?;
         if let Some(outs) = cuda::gather_rows_by_index(&srcs, it)? {
             return lists::collect(outs.into_iter().map(LoDTensor::dense), "results");
         }
     }
     let index = int_column(&on_host(it)?, index_name, None)?;
-    for ((x_name, _), &rows) in xs.iter().zip(&rows) {
-        if let Some((k, i)) = index.iter().enumerate().find(|(_, &i)| !(0..rows as i64).contains(&i)) {
+    for (i, &rows) in rows.iter().enumerate() {
+        if let Some((k, v)) = index.iter().enumerate().find(|(_, &v)| !(0..rows as i64).contains(&v)) {
             return Err(err!(
                 OutOfRange,
-                "{index_name}: {index_name}[{k}] = {i} is out of range [0, {rows}) of {x_name}'s rows"
+                "{index_name}: {index_name}[{k}] = {v} is out of range [0, {rows}) of {}'s rows",
+                name(i)
             ));
         }
     }
     let ranges = row_runs(index.iter().map(|&i| i as usize), "index: runs of rows")?;
     place.ensure_usable()?;
-    let gathers = xs.iter().map(|(_, x)| {
+    let gathers = xs.iter().map(|x| {
         let t = x.tensor();
         Ok((t, t.row_bytes(), &ranges[..], t.dims().with_rows(index.len())?))
     });
-    let gathers = lists::try_collect(xs.len(), gathers, "inputs: gathers")?;
+    let gathers = lists::try_collect(n, gathers, "inputs: gathers")?;
     lists::collect(gather_each_into_new(&gathers)?.into_iter().map(LoDTensor::dense), "results")
 }
 

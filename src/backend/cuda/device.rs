@@ -105,34 +105,54 @@ impl Device {
         Ok(self.block(ptr, class))
     }
 
-    /// `n` blocks of at least `len` bytes each (`len` > 0), each made into a `T` by `wrap`, in
-    /// order. The cached blocks are taken under one hold of the allocator's lock and counted
-    /// together: an op with thousands of outputs (an unstack) pays the lock and the counts once,
-    /// not once an output. On a failure the blocks made so far go back to the cache.
+    /// Blocks for `n` requests, request `i` of `len_of(i)` bytes (none for 0 bytes), each made
+    /// into a `T` by `wrap(i, block)`, in order. The cached blocks are taken under one hold of
+    /// the allocator's lock and counted together: an op with thousands of outputs (an unstack)
+    /// pays the lock and the counts once, not once an output. The others come from the driver
+    /// after it. On a failure the blocks taken so far go back to the cache.
     fn allocs<T>(
         self: &Arc<Self>,
-        len: usize,
         n: usize,
-        mut wrap: impl FnMut(DeviceBlock) -> Result<T>,
+        len_of: impl Fn(usize) -> usize,
+        mut wrap: impl FnMut(usize, Option<DeviceBlock>) -> Result<T>,
     ) -> Result<Vec<T>> {
-        let class = class_of(len)?;
-        let mut out = lists::with_capacity(n, "device allocations")?;
-        let mut kept = lists::with_capacity(if exact_blocks() { 0 } else { n }, "device allocations: cached")?;
-        if !exact_blocks() {
+        const WHAT: &str = "device allocations";
+        let classes = (0..n).map(|i| match len_of(i) {
+            0 => Ok(0),
+            len => class_of(len),
+        });
+        let classes = lists::try_collect(n, classes, WHAT)?;
+        let mut out = lists::with_capacity(n, WHAT)?;
+        // Filled while the lock is held, into room made before: nothing there may fail or drop a
+        // block (whose drop takes the lock).
+        let mut blocks = lists::with_capacity(n, WHAT)?;
+        let (mut bytes, mut taken) = (0, 0);
+        if exact_blocks() {
+            blocks.extend(classes.iter().map(|_| None));
+        } else {
             let mut free = self.free.lock().expect("allocator lock");
-            kept.extend(std::iter::from_fn(|| free.take(class)).take(n).map(|(ptr, _)| ptr));
+            blocks.extend(classes.iter().map(|&class| {
+                if class == 0 {
+                    return None;
+                }
+                let ptr = free.take(class)?.0;
+                (bytes, taken) = (bytes + class, taken + 1);
+                Some(self.block(ptr, class))
+            }));
         }
-        self.count_handed_out(class, kept.len());
-        // Every kept block is a `DeviceBlock` before the first `wrap`, so that an early return
-        // drops (caches) the ones not yet wrapped.
-        let kept = lists::collect(kept.into_iter().map(|ptr| self.block(ptr, class)), "device allocations: cached")?;
-        for block in kept {
-            out.push(wrap(block)?);
-        }
-        while out.len() < n {
-            let ptr = self.fresh(len, class)?;
-            self.count_handed_out(class, 1);
-            out.push(wrap(self.block(ptr, class))?);
+        // Counted before anything that can fail: a block dropped on a failure gives back its
+        // count.
+        self.count_handed_out(bytes, taken);
+        for (i, (slot, &class)) in blocks.iter_mut().zip(&classes).enumerate() {
+            let block = match slot.take() {
+                None if class > 0 => {
+                    let ptr = self.fresh(len_of(i), class)?;
+                    self.count_handed_out(class, 1);
+                    Some(self.block(ptr, class))
+                }
+                kept => kept,
+            };
+            out.push(wrap(i, block)?);
         }
         Ok(out)
     }
@@ -161,10 +181,10 @@ impl Device {
         Ok(ptr)
     }
 
-    /// Counts `n` blocks of `class` bytes as handed out; before their `DeviceBlock`s exist, so
-    /// that a drop never takes back what was not counted.
-    fn count_handed_out(&self, class: usize, n: usize) {
-        self.in_use.fetch_add(class * n, Ordering::Relaxed);
+    /// Counts `n` blocks of `bytes` bytes in all as handed out; before their `DeviceBlock`s can be
+    /// dropped, so that a drop never takes back what was not counted.
+    fn count_handed_out(&self, bytes: usize, n: usize) {
+        self.in_use.fetch_add(bytes, Ordering::Relaxed);
         self.counters.add(Counter::Allocations, n as u64);
     }
 
@@ -327,23 +347,16 @@ impl Device {
         Ok(Allocation::device(block, len, Place::Cuda(self.ordinal)))
     }
 
-    /// `n` new, uninitialised device allocations of `len` bytes each, each made into a `T` by
-    /// `wrap`, in order (see `allocs`).
+    /// `n` new, uninitialised device allocations, allocation `i` of `len_of(i)` bytes, each made
+    /// into a `T` by `wrap`, in order (see `allocs`).
     pub(crate) fn allocations<T>(
         self: &Arc<Self>,
-        len: usize,
         n: usize,
-        mut wrap: impl FnMut(Arc<Allocation>) -> Result<T>,
+        len_of: impl Fn(usize) -> usize,
+        mut wrap: impl FnMut(usize, Arc<Allocation>) -> Result<T>,
     ) -> Result<Vec<T>> {
         let place = Place::Cuda(self.ordinal);
-        if len == 0 {
-            return lists::try_collect(
-                n,
-                (0..n).map(|_| wrap(Allocation::device(None, 0, place))),
-                "device allocations",
-            );
-        }
-        self.allocs(len, n, |block| wrap(Allocation::device(Some(block), len, place)))
+        self.allocs(n, &len_of, |i, block| wrap(i, Allocation::device(block, len_of(i), place)))
     }
 }
 
@@ -650,16 +663,28 @@ fn tensor_bytes(dtype: crate::dtype::DType, dims: &Dim) -> Result<usize> {
         .ok_or_else(|| err!(OutOfMemory, "dims: a {dtype} tensor of dims {dims:?} is too large"))
 }
 
-/// `n` new device tensors of `dims` and `dtype` on `d`, uninitialised, each made into a `T` by
-/// `wrap`, in order; the allocator's lock taken once for all of them (see `Device::allocs`).
+/// `n` new device tensors on `d`, uninitialised, tensor `i` of the dtype and dims `spec(i)`, each
+/// made into a `T` by `wrap`, in order; the allocator's lock taken once for all of them (see
+/// `Device::allocs`).
 pub(crate) fn new_tensors<T>(
     d: &Arc<Device>,
-    dtype: crate::dtype::DType,
-    dims: Dim,
     n: usize,
+    spec: impl Fn(usize) -> (crate::dtype::DType, Dim),
     mut wrap: impl FnMut(Tensor) -> T,
 ) -> Result<Vec<T>> {
-    d.allocations(tensor_bytes(dtype, &dims)?, n, |a| Tensor::from_allocation(a, dtype, dims).map(&mut wrap))
+    let lens = (0..n).map(|i| {
+        let (dtype, dims) = spec(i);
+        tensor_bytes(dtype, &dims)
+    });
+    let lens = lists::try_collect(n, lens, "device outputs")?;
+    d.allocations(
+        n,
+        |i| lens[i],
+        |i, a| {
+            let (dtype, dims) = spec(i);
+            Tensor::from_allocation(a, dtype, dims).map(&mut wrap)
+        },
+    )
 }
 
 /// A new device tensor of `dims` and `dtype` on `d`, zero-filled on the device's stream (a
@@ -728,7 +753,7 @@ mod tests {
         let kept = if exact_blocks() { 0 } else { 3 };
         assert_eq!(d.free.lock().unwrap().bytes(), kept * class);
         let before = d.counters.read();
-        let blocks = d.allocs(5000, 5, Ok).unwrap();
+        let blocks: Vec<DeviceBlock> = d.allocs(5, |_| 5000, |_, b| Ok(b.unwrap())).unwrap();
         let asked = d.counters.read().since(&before);
         assert_eq!((asked.allocations, asked.driver_allocations), (5, 5 - kept as u64));
         assert_eq!(d.in_use.load(Ordering::Relaxed), 5 * class);
@@ -745,18 +770,25 @@ mod tests {
         // given back.
         let mut made = 0;
         let before = d.counters.read();
-        let failed = d.allocs(5000, 7, |b| {
-            made += 1;
-            if made == 4 {
-                return Err(err!(Internal, "planted"));
-            }
-            Ok(b)
-        });
+        let failed = d.allocs(
+            7,
+            |_| 5000,
+            |_, b| {
+                made += 1;
+                if made == 4 {
+                    return Err(err!(Internal, "planted"));
+                }
+                Ok(b)
+            },
+        );
         assert!(failed.is_err());
         let asked = d.counters.read().since(&before);
         assert_eq!(asked.driver_allocations, if exact_blocks() { 4 } else { 0 });
         assert_eq!((d.in_use.load(Ordering::Relaxed), d.free.lock().unwrap().bytes()), (0, kept * class));
-        assert_eq!(d.allocations(0, 3, Ok).unwrap().iter().map(|a| a.len()).collect::<Vec<_>>(), [0, 0, 0]);
+        let lens = [0, 5000, 0, 70_000];
+        let made = d.allocations(4, |i| lens[i], |_, a| Ok(a)).unwrap();
+        assert_eq!(made.iter().map(|a| a.len()).collect::<Vec<_>>(), lens);
+        assert_eq!(d.in_use.load(Ordering::Relaxed), class + class_of(70_000).unwrap());
     }
 
     /// Blocks given back while a wait for the device fails are kept, counted as kept, and freed

@@ -2,7 +2,7 @@
 //! and the kernels of expand, expand_as, concat, unpad, unpack and pack of rows, and gather_rows by
 //! a device index).
 
-use super::device::{device, new_tensor, Device};
+use super::device::{device, new_tensor, new_tensors, Device};
 use super::group::scan_exclusive;
 use super::kept_zero::BadCount;
 use super::launch::{index_width, launch_tiles, launch_unrolled, upload, Args, CHUNK};
@@ -257,8 +257,7 @@ pub fn gather_rows_by_index(srcs: &[(&Tensor, Dim)], index: &Tensor) -> Result<O
         return Ok(Some(vec![]));
     };
     let d = device_of(first, "gather_rows")?;
-    let outs = srcs.iter().map(|(src, dims)| new_tensor(&d, src.dtype(), *dims));
-    let mut outs = lists::try_collect(srcs.len(), outs, "gather_rows: outputs")?;
+    let mut outs = new_tensors(&d, srcs.len(), |i| (srcs[i].0.dtype(), srcs[i].1), |t| t)?;
     if index.numel() == 0 {
         return Ok(Some(outs));
     }

@@ -125,7 +125,7 @@ pub fn concat_outer(srcs: &[&Tensor], inner: &[usize], outer: usize, dtype: DTyp
 /// `[(o * n + i) * inner, (o * n + i + 1) * inner)` of `x` for every row `o < outer`.
 pub fn split_outer(x: &Tensor, inner: usize, n: usize, outer: usize, part_dims: Dim) -> Result<Vec<LoDTensor>> {
     let d = device_of(x, "unstack")?;
-    let mut parts = new_tensors(&d, x.dtype(), part_dims, n, LoDTensor::dense)?;
+    let mut parts = new_tensors(&d, n, |_| (x.dtype(), part_dims), LoDTensor::dense)?;
     let addresses =
         lists::collect(parts.iter_mut().map(|t| t.tensor_mut().as_mut_ptr() as u64), "unstack: part addresses")?;
     let sizes = lists::filled(n, inner, "unstack: part sizes")?;
