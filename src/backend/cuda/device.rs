@@ -786,7 +786,9 @@ mod tests {
         assert_eq!(asked.driver_allocations, if exact_blocks() { 4 } else { 0 });
         assert_eq!((d.in_use.load(Ordering::Relaxed), d.free.lock().unwrap().bytes()), (0, kept * class));
         let lens = [0, 5000, 0, 70_000];
+        let before = d.counters.read();
         let made = d.allocations(4, |i| lens[i], |_, a| Ok(a)).unwrap();
+        assert_eq!(d.counters.read().since(&before).allocations, 2, "no block for an empty request");
         assert_eq!(made.iter().map(|a| a.len()).collect::<Vec<_>>(), lens);
         assert_eq!(d.in_use.load(Ordering::Relaxed), class + class_of(70_000).unwrap());
     }
