@@ -328,6 +328,9 @@ static void test_export_errors(void) {
                      "out_array");
     CHECK_STATUS_MSG(lodtensor_to_arrow_record_batch(columns, names, 0, &schema, &array), LODTENSOR_INVALID_ARGUMENT,
                      "num_columns: 0");
+    /* Lists of length 0 may be NULL: the count is what is wrong. */
+    CHECK_STATUS_MSG(lodtensor_to_arrow_record_batch(NULL, NULL, 0, &schema, &array), LODTENSOR_INVALID_ARGUMENT,
+                     "num_columns: 0");
     names[1] = NULL;
     CHECK_STATUS_MSG(lodtensor_to_arrow_record_batch(columns, names, 2, &schema, &array), LODTENSOR_NULL_ARGUMENT,
                      "names[1]");
@@ -456,6 +459,10 @@ static void test_text_columns(void) {
     CHECK_STATUS_MSG(lodtensor_to_arrow_device_record_batch_encoded(columns, names, encodings, 2, &schema, NULL),
                      LODTENSOR_NULL_ARGUMENT, "out_array");
     CHECK_STATUS_MSG(lodtensor_to_arrow_record_batch_encoded(columns, names, encodings, 0, &schema, &array),
+                     LODTENSOR_INVALID_ARGUMENT, "num_columns: 0");
+    CHECK_STATUS_MSG(lodtensor_to_arrow_record_batch_encoded(NULL, NULL, NULL, 0, &schema, &array),
+                     LODTENSOR_INVALID_ARGUMENT, "num_columns: 0");
+    CHECK_STATUS_MSG(lodtensor_to_arrow_device_record_batch(NULL, NULL, 0, &schema, &device),
                      LODTENSOR_INVALID_ARGUMENT, "num_columns: 0");
     CHECK(memcmp(&schema, &schema_before, sizeof schema) == 0 && memcmp(&array, &array_before, sizeof array) == 0);
     CHECK(memcmp(&device, &device_before, sizeof device) == 0);

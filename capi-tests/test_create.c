@@ -135,6 +135,10 @@ static void test_failures(void) {
     static const int64_t huge_numel[2] = {(int64_t)1 << 40, (int64_t)1 << 40};
     static const int64_t huge_max[2] = {INT64_MAX, 2};
     static const int64_t huge_bytes[1] = {(int64_t)1 << 62}; /* numel fits, numel * 4 does not */
+    /* No elements, but a step along an axis past INT64_MAX elements, or bytes. */
+    static const int64_t empty_wide[3] = {0, (int64_t)1 << 40, (int64_t)1 << 40};
+    static const int64_t empty_wide_last[3] = {(int64_t)1 << 40, (int64_t)1 << 40, 0};
+    static const int64_t empty_wide_bytes[2] = {0, (int64_t)1 << 62};
     static const size_t sizes[1] = {3}, lod[3] = {0, 1, 4}, sizes2[2] = {2, 2}, lod4[4] = {0, 1, 0, 4};
     static const size_t bad_lod[3] = {0, 1, 5};
     struct bad_case cases[40];
@@ -184,7 +188,7 @@ static void test_failures(void) {
     BASE("level_sizes NULL, num_levels 1", LODTENSOR_NULL_ARGUMENT, "level_sizes"), cases[n++].level_sizes = NULL;
     BASE("lod NULL, lod_len 3", LODTENSOR_NULL_ARGUMENT, "lod"), cases[n++].lod = NULL;
     /* The LoD against the tensor. */
-    BASE("LoD ends at 5, 4 rows", LODTENSOR_INVALID_LOD, "rows"), cases[n++].lod = bad_lod;
+    BASE("LoD ends at 5, 4 rows", LODTENSOR_INVALID_LOD, "lod: "), cases[n++].lod = bad_lod;
     BASE("LoD on a 0-d tensor", LODTENSOR_INVALID_LOD, "lod"), cases[n].dims = NULL, cases[n].ndim = 0,
         cases[n++].data_len = 4;
     /* Sizes that overflow. */
@@ -194,6 +198,12 @@ static void test_failures(void) {
         cases[n].num_levels = 0, cases[n++].lod_len = 0;
     BASE("bytes overflow", LODTENSOR_OUT_OF_MEMORY, "bytes"), cases[n].dims = huge_bytes, cases[n].ndim = 1,
         cases[n].num_levels = 0, cases[n++].lod_len = 0;
+    BASE("no elements, rows of 2^80", LODTENSOR_OUT_OF_MEMORY, "dims"), cases[n].dims = empty_wide, cases[n].ndim = 3,
+        cases[n].data_len = 0, cases[n].num_levels = 0, cases[n++].lod_len = 0;
+    BASE("no elements, 2^80 rows", LODTENSOR_OUT_OF_MEMORY, "dims"), cases[n].dims = empty_wide_last,
+        cases[n].ndim = 3, cases[n].data_len = 0, cases[n].num_levels = 0, cases[n++].lod_len = 0;
+    BASE("no elements, rows of 2^64 bytes", LODTENSOR_OUT_OF_MEMORY, "bytes"), cases[n].dims = empty_wide_bytes,
+        cases[n].data_len = 0, cases[n].num_levels = 0, cases[n++].lod_len = 0;
 #undef BASE
 
     for (i = 0; i < n; ++i) {

@@ -170,7 +170,8 @@ static void test_append(void) {
     /* Paddle does not re-validate an appended LoD; we do: [[0,3,5,10],[0,7,10]] breaks rule 4
      * (level 0 ends at 10, level 1 has 2 sequences). */
     out = fx_sentinel();
-    CHECK_STATUS_MSG(lodtensor_lod_reset(x, NULL, two_level, 3, true, &out), LODTENSOR_INVALID_LOD, "level 0");
+    CHECK_STATUS_MSG(lodtensor_lod_reset(x, NULL, two_level, 3, true, &out), LODTENSOR_INVALID_LOD,
+                     "target_lod: appended to x's LoD: LoD level 0");
     CHECK_EQ_PTR(out, fx_sentinel());
 done:
     lodtensor_destroy(x);

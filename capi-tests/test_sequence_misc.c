@@ -111,6 +111,8 @@ static void test_concat(void) {
     CHECK_STATUS_MSG(sequence_concat(xs, 2, &out), LODTENSOR_NULL_ARGUMENT, "xs[1]");
     CHECK_STATUS_MSG(sequence_concat(xs, 1, &out), LODTENSOR_INVALID_ARGUMENT, "at least 2");
     CHECK_STATUS_MSG(sequence_concat(xs, 0, &out), LODTENSOR_INVALID_ARGUMENT, "at least 2");
+    /* A list of length 0 may be NULL: the count is what is wrong. */
+    CHECK_STATUS_MSG(sequence_concat(NULL, 0, &out), LODTENSOR_INVALID_ARGUMENT, "at least 2");
     xs[1] = tf;
     CHECK_STATUS_MSG(sequence_concat(xs, 2, &out), LODTENSOR_INVALID_ARGUMENT, "dtype");
     xs[1] = tw;

@@ -573,8 +573,9 @@ static void test_merge_failures(void) {
              CHECK_OK(lodtensor_create(fx_f32(), dims24, 2, eight, sizeof eight, 0, NULL, 0, NULL, 0, &wide)) &&
              CHECK_OK(lodtensor_create(fx_f32(), dims231, 3, six, sizeof six, 0, NULL, 0, NULL, 0, &deep)) &&
              CHECK_OK(lodtensor_create(fx_f32(), NULL, 0, &x, sizeof x, 0, NULL, 0, NULL, 0, &zero_d)) &&
-             /* 2^62 rows of nothing: no memory, but four of them overflow the row count. */
-             CHECK_OK(lodtensor_create(fx_f32(), huge, 2, NULL, 0, 0, NULL, 0, NULL, 0, &big));
+             /* 2^62 rows of nothing: no memory, but two of them pass INT64_MAX rows, and four
+              * overflow the row count. */
+             CHECK_OK(lodtensor_create(fx_u8(), huge, 2, NULL, 0, 0, NULL, 0, NULL, 0, &big));
     if (ok) {
         out = fx_sentinel();
         /* count 0: the list may be NULL (a buffer of length 0); nothing to merge. */
@@ -594,8 +595,16 @@ static void test_merge_failures(void) {
         CHECK_STATUS_MSG(lodtensor_merge(list, 2, &out), LODTENSOR_INVALID_ARGUMENT, "tensors[1]");
         list[1] = wide;
         CHECK_STATUS_MSG(lodtensor_merge(list, 2, &out), LODTENSOR_INVALID_ARGUMENT, "tensors[1]");
+        /* The same row width in another shape is no mismatch: the output takes f's row shape. */
         list[1] = deep;
-        CHECK_STATUS_MSG(lodtensor_merge(list, 2, &out), LODTENSOR_INVALID_ARGUMENT, "tensors[1]");
+        if (CHECK_OK(lodtensor_merge(list, 2, &out))) {
+            int64_t got[LODTENSOR_MAX_DIMS];
+            size_t ndim = 0;
+            CHECK_OK(lodtensor_dims(out, got, LODTENSOR_MAX_DIMS, &ndim));
+            CHECK(ndim == 2 && got[0] == 4 && got[1] == 3);
+            lodtensor_destroy(out);
+        }
+        out = fx_sentinel();
         list[1] = zero_d;
         CHECK_STATUS_MSG(lodtensor_merge(list, 2, &out), LODTENSOR_INVALID_ARGUMENT, "0-d");
         list[0] = zero_d;
@@ -608,6 +617,7 @@ static void test_merge_failures(void) {
         CHECK_STATUS_MSG(lodtensor_merge(list, 2, &out), LODTENSOR_INVALID_LOD, "tensors[1]");
         /* The total row count overflows. */
         list[0] = list[1] = list[2] = list[3] = big;
+        CHECK_STATUS_MSG(lodtensor_merge(list, 2, &out), LODTENSOR_OUT_OF_MEMORY, "dims");
         CHECK_STATUS_MSG(lodtensor_merge(list, 4, &out), LODTENSOR_OUT_OF_MEMORY, "row");
         CHECK_EQ_PTR(out, fx_sentinel());
     }

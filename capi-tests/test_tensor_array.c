@@ -169,7 +169,7 @@ static void test_to_tensor_and_unstack(void) {
     size_t sizes[3] = {0, 0, 0}, small[2], i, ndim = 0, n;
     int64_t dims[LODTENSOR_MAX_DIMS];
     const void *data = NULL;
-    int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1}, huge[2] = {0, INT64_MAX};
+    int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1}, huge[2] = {0, (int64_t)1 << 62};
 
     if (!CHECK_OK(tensor_array_create(&a))) {
         return;
@@ -263,13 +263,19 @@ static void test_to_tensor_and_unstack(void) {
     CHECK_OK(tensor_array_write(a, 0, t, false));
     lodtensor_destroy(t);
     CHECK_STATUS_MSG(tensor_array_to_tensor(a, 0, true, &keep, NULL, 0), LODTENSOR_INVALID_ARGUMENT, "dims");
-    /* Three [0, INT64_MAX] tensors: the concatenated size overflows. */
+    /* [0, 2^62] tensors of bytes: two concatenated pass INT64_MAX columns (dims are int64_t),
+     * five overflow the size. */
     CHECK_OK(tensor_array_clear(a));
-    CHECK_OK(make_zeros(fx_f32(), huge, 2, &big));
-    for (n = 0; n < 3; ++n) {
+    CHECK_OK(make_zeros(fx_u8(), huge, 2, &big));
+    for (n = 0; n < 5; ++n) {
         CHECK_OK(tensor_array_write(a, n, big, false));
     }
     CHECK_STATUS_MSG(tensor_array_to_tensor(a, 1, false, &keep, NULL, 0), LODTENSOR_OUT_OF_MEMORY, "overflow");
+    CHECK_OK(tensor_array_clear(a));
+    for (n = 0; n < 2; ++n) {
+        CHECK_OK(tensor_array_write(a, n, big, false));
+    }
+    CHECK_STATUS_MSG(tensor_array_to_tensor(a, 1, false, &keep, NULL, 0), LODTENSOR_OUT_OF_MEMORY, "dims");
     lodtensor_destroy(big);
     CHECK_EQ_PTR(keep, fx_sentinel());
     tensor_array_destroy(a);

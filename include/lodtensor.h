@@ -552,7 +552,9 @@ lodtensor_status_t lodtensor_copy(const struct lodtensor_t *t, struct lodtensor_
 // Creates a host tensor holding a copy of `data`.
 //
 // `dtype`: the element type. `dims`/`ndim`: the shape (`ndim` <= `LODTENSOR_MAX_DIMS`, every
-// dim >= 0; `dims` may be NULL when `ndim` is 0). `data`/`data_len`: exactly
+// dim >= 0, and the product of the non-zero dims times the element size at most `INT64_MAX`,
+// so that no count, row size or stride of any tensor overflows `int64_t`, even one of no
+// elements; `dims` may be NULL when `ndim` is 0). `data`/`data_len`: exactly
 // `numel * element size` bytes (NULL allowed when that is 0). The LoD: `lod_kind` is
 // `LODTENSOR_LOD_OFFSETS` or `LODTENSOR_LOD_LENGTHS`; `level_sizes[i]` is the number of values of
 // level i (top level first); `lod` holds all levels' values concatenated, `lod_len` in total.
@@ -563,7 +565,7 @@ lodtensor_status_t lodtensor_copy(const struct lodtensor_t *t, struct lodtensor_
 // LODTENSOR_UNSUPPORTED (unknown dtype), LODTENSOR_INVALID_ARGUMENT (more than 9 dims, a
 // negative dim, `data_len` wrong, bad `lod_kind`, level sizes not adding up to `lod_len`),
 // LODTENSOR_INVALID_LOD (a LoD rule broken, or the LoD does not end at `dims[0]`),
-// LODTENSOR_OUT_OF_MEMORY.
+// LODTENSOR_OUT_OF_MEMORY (no memory, or a shape past the bound above).
 lodtensor_status_t lodtensor_create(struct lodtensor_dtype_t dtype, const int64_t *dims, size_t ndim, const void *data, size_t data_len, int32_t lod_kind, const size_t *level_sizes, size_t num_levels, const size_t *lod, size_t lod_len, struct lodtensor_t **out);
 
 // The bound on the freed blocks that the cache of CUDA device `device` keeps, in `*out` (SIZE_MAX
@@ -991,10 +993,11 @@ lodtensor_status_t lodtensor_log_softmax(const struct lodtensor_t *x, struct lod
 
 // Concatenates `count` tensors along rows into a new tensor with its own memory, on their place
 // (on a CUDA device, one gather there); LoD levels are appended level by level. All need the
-// same number of LoD levels; those with rows need the same dtype, row shape (dims[1..]) and
-// place; 0-row tensors are not checked.
+// same number of LoD levels; those with rows need the same dtype, row width (elements per row:
+// `[2, 6]` and `[3, 2, 3]` merge, as in Paddle) and place; 0-row tensors are not checked. The
+// output has the row shape of the first tensor with rows.
 // Returns LODTENSOR_NULL_ARGUMENT (`tensors`, any `tensors[i]`, `out`),
-// LODTENSOR_INVALID_ARGUMENT (`count` 0, mismatched dtype/shape/place, a 0-d tensor),
+// LODTENSOR_INVALID_ARGUMENT (`count` 0, mismatched dtype/row width/place, a 0-d tensor),
 // LODTENSOR_INVALID_LOD (different numbers of LoD levels), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t lodtensor_merge(const struct lodtensor_t *const *tensors, size_t count, struct lodtensor_t **out);
 

@@ -5,7 +5,9 @@ use crate::error::{ensure, err, Result};
 /// The most dimensions a tensor may have.
 pub const MAX_DIMS: usize = 9;
 
-/// A shape of 0 to `MAX_DIMS` dimensions whose element count fits in `usize`.
+/// A shape of 0 to `MAX_DIMS` dimensions whose extent (the product of its non-zero dims) is at most
+/// `i64::MAX`, so that no product of its dims (an element count, a row width, a stride) overflows
+/// the C API's `int64_t`, even in a shape of no elements.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Dim {
     len: u8,
@@ -13,7 +15,8 @@ pub struct Dim {
 }
 
 impl Dim {
-    /// A checked shape: at most `MAX_DIMS` dims and an element count that does not overflow.
+    /// A checked shape: at most `MAX_DIMS` dims and an extent of at most `i64::MAX`
+    /// (`OutOfMemory` otherwise: a size overflowed).
     pub fn new(sizes: &[usize]) -> Result<Dim> {
         ensure!(
             sizes.len() <= MAX_DIMS,
@@ -24,7 +27,11 @@ impl Dim {
         let mut all = [0usize; MAX_DIMS];
         all[..sizes.len()].copy_from_slice(sizes);
         let dim = Dim { len: sizes.len() as u8, sizes: all };
-        dim.checked_numel().ok_or_else(|| err!(OutOfMemory, "dims: the element count of {dim:?} overflows"))?;
+        ensure!(
+            dim.extent().is_some_and(|e| e <= i64::MAX as usize),
+            OutOfMemory,
+            "dims: {dim:?} overflows: the product of the non-zero dims must be at most 2^63 - 1"
+        );
         Ok(dim)
     }
 
@@ -50,12 +57,14 @@ impl Dim {
     }
 
     pub fn numel(&self) -> usize {
-        // Checked at construction.
+        // Each product of dims is at most the extent, checked at construction.
         self.as_slice().iter().product()
     }
 
-    fn checked_numel(&self) -> Option<usize> {
-        self.as_slice().iter().try_fold(1usize, |acc, &s| acc.checked_mul(s))
+    /// The product of the non-zero dims (the element count were each 0 a 1), which bounds every
+    /// product of dims; `None` if it overflows `usize`.
+    pub(crate) fn extent(&self) -> Option<usize> {
+        self.as_slice().iter().filter(|&&s| s != 0).try_fold(1usize, |acc, &s| acc.checked_mul(s))
     }
 
     /// `dims[0]`, or `None` for a 0-d tensor.
@@ -97,6 +106,17 @@ mod tests {
         assert!(Dim::new(&[1; 10]).is_err());
         assert!(Dim::new(&[1; 9]).is_ok());
         assert!(Dim::new(&[usize::MAX, 2]).is_err());
+        // No elements, but steps along the axes that overflow: refused wherever the 0 is.
+        let (big, half) = (1usize << 62, 1usize << 31);
+        for sizes in [[big, 2, 0], [0, big, 2], [2, 0, big], [2 * half, 0, 2 * half]] {
+            assert!(matches!(Dim::new(&sizes), Err(crate::error::Error::OutOfMemory(m)) if m.contains("overflows")));
+        }
+        let widest = Dim::new(&[0, i64::MAX as usize, 1]).unwrap();
+        assert_eq!(
+            (widest.numel(), widest.row_width(), widest.extent()),
+            (0, i64::MAX as usize, Some(i64::MAX as usize))
+        );
+        assert!(Dim::new(&[big, 0, 1]).is_ok() && Dim::new(&[2 * big, 0]).is_err());
         assert!(Dim::from_i64(&[2, -1]).is_err());
     }
 }

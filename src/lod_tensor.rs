@@ -23,7 +23,7 @@ pub fn check_lod_for_dims(dims: &Dim, lod: &Lod) -> Result<()> {
         return Ok(());
     }
     let rows = dims.rows().ok_or_else(|| err!(InvalidLod, "lod: a 0-d tensor cannot carry a LoD"))?;
-    lod.check_rows(rows)
+    lod.check_rows(rows).map_err(|e| e.context("lod: "))
 }
 
 fn check_against(tensor: &Tensor, lod: &Lod) -> Result<()> {
@@ -131,8 +131,9 @@ impl LoDTensor {
 
     /// Concatenates along rows, appending each LoD level shifted by the level's running end.
     /// Every part needs the same number of LoD levels; parts with rows need the first such part's
-    /// dtype, row shape and place (0-row parts are not checked). The result owns new memory on
-    /// that place (on a CUDA device, one gather there).
+    /// dtype, row width (elements per row, as Paddle checks: `[2, 6]` and `[3, 2, 3]` merge) and
+    /// place (0-row parts are not checked). The result has that part's row shape and owns new
+    /// memory on its place (on a CUDA device, one gather there).
     pub fn merge(parts: &[&LoDTensor]) -> Result<LoDTensor> {
         let first = parts.first().ok_or_else(|| err!(InvalidArgument, "tensors: nothing to merge"))?;
         for (i, p) in parts.iter().enumerate() {
@@ -148,17 +149,17 @@ impl LoDTensor {
         let (proto_index, proto) =
             parts.iter().enumerate().find(|(_, p)| p.tensor.rows().unwrap_or(0) > 0).unwrap_or((0, first));
         let (dtype, place) = (proto.tensor.dtype(), proto.tensor.place());
-        let row_shape = &proto.tensor.dims().as_slice()[1..];
+        let width = proto.tensor.dims().row_width();
         let mut rows = 0usize;
         for (i, p) in parts.iter().enumerate() {
             let t = &p.tensor;
             let r = t.rows()?;
             if r > 0 {
                 ensure!(
-                    t.dtype() == dtype && &t.dims().as_slice()[1..] == row_shape && t.place() == place,
+                    t.dtype() == dtype && t.dims().row_width() == width && t.place() == place,
                     InvalidArgument,
                     "tensors[{i}]: {} {:?} on {} does not match tensors[{proto_index}]: {dtype} {:?} on {place}; \
-                     parts with rows must share dtype, row shape and place",
+                     parts with rows must share dtype, row width (elements per row) and place",
                     t.dtype(),
                     t.dims(),
                     t.place(),
@@ -238,6 +239,7 @@ impl LoDTensor {
         check_lod(std::slice::from_ref(&level), Some(rows)).map_err(|e| err!(InvalidLod, "{name}: {e}"))?;
         let mut levels = if append { lists::copy_of_levels(self.lod.levels(), "x: LoD")? } else { Vec::new() };
         levels.push(level);
-        LoDTensor::new(self.tensor.clone(), Lod::from_offsets(levels)?)
+        let lod = Lod::from_offsets(levels).map_err(|e| e.context(&format!("{name}: appended to x's LoD: ")))?;
+        LoDTensor::new(self.tensor.clone(), lod)
     }
 }

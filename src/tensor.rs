@@ -248,6 +248,7 @@ impl Tensor {
             self.dims,
             self.numel()
         );
+        nbytes_of(self.dtype, &dims)?;
         Ok(Tensor { alloc: self.alloc.clone(), offset: self.offset, dims, dtype: self.dtype })
     }
 
@@ -270,11 +271,18 @@ impl Tensor {
     }
 }
 
-/// Bytes needed for `dims` of `dtype`, or an error if that overflows.
+/// Bytes needed for `dims` of `dtype`, or an error if the shape's extent in bytes (see
+/// [`Dim::extent`]; it bounds the byte size, a row's bytes and every stride in bytes) passes
+/// `isize::MAX`.
 fn nbytes_of(dtype: DType, dims: &Dim) -> Result<usize> {
-    dims.numel()
-        .checked_mul(dtype.size())
-        .ok_or_else(|| err!(OutOfMemory, "dims: a {dtype} tensor of dims {dims:?} needs more than usize::MAX bytes"))
+    ensure!(
+        dims.extent().and_then(|e| e.checked_mul(dtype.size())).is_some_and(|b| b <= isize::MAX as usize),
+        OutOfMemory,
+        "dims: a {dtype} tensor of dims {dims:?} overflows: the product of its non-zero dims times {} bytes must be at most {}",
+        dtype.size(),
+        isize::MAX
+    );
+    Ok(dims.numel() * dtype.size())
 }
 
 impl std::fmt::Debug for Tensor {

@@ -813,6 +813,27 @@ fn beam_search_decode_worked_example_every_dtype() {
 }
 
 #[test]
+fn beam_search_decode_keeps_the_order_of_equal_scores() {
+    // Sentences of equal final scores keep their slots' order (a stable sort by `>`), -0 and +0
+    // included; a higher score still goes first.
+    let ids = TensorArray::from_vec(vec![lt(&[5i64, 6, 7], &[3], vec![vec![0, 3], vec![0, 1, 2, 3]])]);
+    for (finals, want) in [
+        ([-0.0f64, 0.0, -1.0], [5i64, 6, 7]),
+        ([0.0, -0.0, -1.0], [5, 6, 7]),
+        ([-1.0, -0.0, 0.0], [6, 7, 5]),
+        ([2.0, 3.0, 2.0], [6, 5, 7]),
+    ] {
+        let lod = vec![vec![0, 3], vec![0, 1, 2, 3]];
+        let f32s = TensorArray::from_vec(vec![lt(&finals.map(|x| x as f32), &[3], lod.clone())]);
+        let f64s = TensorArray::from_vec(vec![lt(&finals, &[3], lod)]);
+        for scores in [f32s, f64s] {
+            let (si, _) = beam_search_decode(&ids, &scores, 3, 1).unwrap();
+            assert_eq!(v::<i64>(&si), want, "final scores {finals:?}");
+        }
+    }
+}
+
+#[test]
 fn beam_search_decode_empty_slots_last_and_errors() {
     // One source, beam 3, a single candidate: two empty sentences after it.
     let ids = TensorArray::from_vec(vec![lt(&[7i64], &[1], vec![vec![0, 1], vec![0, 1]])]);

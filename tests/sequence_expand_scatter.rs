@@ -158,13 +158,14 @@ fn expand_errors() {
         sequence_expand(&one, &y_huge, 0)
     );
     // Copies whose rows add up past usize (rows of zero width take no memory): an error too.
+    // Bytes: a tensor's non-zero dims times its element size must fit in isize, so U8 rows.
     let long = LoDTensor::new(
-        Tensor::zeros(DType::F32, Dim::new(&[huge, 0]).unwrap()).unwrap(),
+        Tensor::zeros(DType::U8, Dim::new(&[huge, 0]).unwrap()).unwrap(),
         Lod::from_offsets(vec![vec![0, huge]]).unwrap(),
     )
     .unwrap();
     let sixteen = LoDTensor::new(
-        Tensor::zeros(DType::F32, Dim::new(&[16, 0]).unwrap()).unwrap(),
+        Tensor::zeros(DType::U8, Dim::new(&[16, 0]).unwrap()).unwrap(),
         Lod::from_offsets(vec![vec![0, 16]]).unwrap(),
     )
     .unwrap();
@@ -173,10 +174,15 @@ fn expand_errors() {
         "{:?}",
         sequence_expand(&long, &sixteen, 0)
     );
-    let fifteen =
-        LoDTensor::new(sixteen.tensor().slice_rows(0..15).unwrap(), Lod::from_offsets(vec![vec![0, 15]]).unwrap())
-            .unwrap();
-    assert_eq!(sequence_expand(&long, &fifteen, 0).unwrap().lod().levels()[0].last(), Some(&(15 * huge)));
+    // Rows that fit in usize but not in int64 (dims as the C API reports them) are refused too:
+    // seven copies of 2^60 rows are the most that fit.
+    let copies = |n: usize| {
+        LoDTensor::new(sixteen.tensor().slice_rows(0..n).unwrap(), Lod::from_offsets(vec![vec![0, n]]).unwrap())
+            .unwrap()
+    };
+    assert_eq!(sequence_expand(&long, &copies(7), 0).unwrap().lod().levels()[0].last(), Some(&(7 * huge)));
+    let eight = sequence_expand(&long, &copies(8), 0);
+    assert!(matches!(&eight, Err(Error::OutOfMemory(m)) if m.contains("overflows") && m.contains("dims")), "{eight:?}");
     // x's rows times the copies overflow, but the copies' rows fit: x's long sequence copied 3
     // times among 300,000 empty ones copied once each (enough to be made in many chunks). Then
     // the overflow found among those many chunks.

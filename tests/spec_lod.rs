@@ -283,7 +283,16 @@ fn merge_rules() {
         Lod::from_offsets(lod(&[&[0, 1]])).unwrap(),
     )
     .unwrap();
-    assert!(matches!(LoDTensor::merge(&[&a, &wide]), Err(Error::InvalidArgument(_))));
+    assert!(matches!(LoDTensor::merge(&[&a, &wide]), Err(Error::InvalidArgument(m)) if m.contains("row width")));
+    // Rows of the same width merge whatever their shape (Paddle checks numel / dims[0]): the
+    // output takes the first part's row shape.
+    let six = |rows: usize, shape: &[usize]| {
+        let data: Vec<f32> = (0..rows * 6).map(|i| i as f32).collect();
+        LoDTensor::dense(Tensor::from_slice(&data, &[&[rows][..], shape].concat()).unwrap())
+    };
+    let m = LoDTensor::merge(&[&six(0, &[7]), &six(2, &[6]), &six(3, &[2, 3])]).unwrap();
+    assert_eq!(m.dims().as_slice(), &[5, 6]);
+    assert_eq!(values(&m), [range_values(0..12), range_values(0..18)].concat());
     let ints =
         LoDTensor::new(Tensor::from_slice(&[1i32], &[1, 1]).unwrap(), Lod::from_offsets(lod(&[&[0, 1]])).unwrap())
             .unwrap();

@@ -129,9 +129,6 @@ pub(crate) unsafe fn lod(
         levels.push(lists::copy_of(level, "lod")?);
         rest = tail;
     }
-    if kind == LODTENSOR_LOD_LENGTHS {
-        Lod::from_lengths(&levels)
-    } else {
-        Lod::from_offsets(levels)
-    }
+    let lod = if kind == LODTENSOR_LOD_LENGTHS { Lod::from_lengths(&levels) } else { Lod::from_offsets(levels) };
+    lod.map_err(|e| e.context("lod: "))
 }

@@ -350,8 +350,6 @@ unsafe fn lend_batch<A>(
     export: fn(&[arrow::Column]) -> Result<(arrow::ArrowSchema, A)>,
 ) -> lodtensor_status_t {
     boundary(|| {
-        ensure!(!columns.is_null(), NullArgument, "columns: must not be NULL");
-        ensure!(!names.is_null(), NullArgument, "names: must not be NULL");
         let tensors = tensors_of(args::slice(columns, num_columns, "columns")?, "columns")?;
         let names = args::slice(names, num_columns, "names")?;
         let encodings = if encodings.is_null() { &[][..] } else { args::slice(encodings, num_columns, "encodings")? };

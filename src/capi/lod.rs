@@ -164,10 +164,11 @@ pub unsafe extern "C" fn lodtensor_split(
 
 /// Concatenates `count` tensors along rows into a new tensor with its own memory, on their place
 /// (on a CUDA device, one gather there); LoD levels are appended level by level. All need the
-/// same number of LoD levels; those with rows need the same dtype, row shape (dims[1..]) and
-/// place; 0-row tensors are not checked.
+/// same number of LoD levels; those with rows need the same dtype, row width (elements per row:
+/// `[2, 6]` and `[3, 2, 3]` merge, as in Paddle) and place; 0-row tensors are not checked. The
+/// output has the row shape of the first tensor with rows.
 /// Returns LODTENSOR_NULL_ARGUMENT (`tensors`, any `tensors[i]`, `out`),
-/// LODTENSOR_INVALID_ARGUMENT (`count` 0, mismatched dtype/shape/place, a 0-d tensor),
+/// LODTENSOR_INVALID_ARGUMENT (`count` 0, mismatched dtype/row width/place, a 0-d tensor),
 /// LODTENSOR_INVALID_LOD (different numbers of LoD levels), LODTENSOR_OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_merge(

@@ -62,20 +62,12 @@ pub unsafe extern "C" fn sequence_concat(
     out: *mut *mut lodtensor_t,
 ) -> lodtensor_status_t {
     boundary(|| {
-        ensure_not_null(xs, "xs")?;
         let handles = args::slice(xs, count, "xs")?;
         let out = Out::new(out, "out")?;
         let inputs = tensors_of(handles, "xs")?;
         new_handle(out, ops::sequence_concat(&inputs)?);
         Ok(())
     })
-}
-
-fn ensure_not_null<T>(p: *const T, name: &str) -> Result<()> {
-    if p.is_null() {
-        return Err(args::null(name));
-    }
-    Ok(())
 }
 
 /// Rows `[L[i] + offset[i], L[i] + offset[i] + length[i])` of each sequence `i` of `x`, whose LoD

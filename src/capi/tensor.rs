@@ -59,7 +59,9 @@ pub(crate) unsafe fn read<T>(
 /// Creates a host tensor holding a copy of `data`.
 ///
 /// `dtype`: the element type. `dims`/`ndim`: the shape (`ndim` <= `LODTENSOR_MAX_DIMS`, every
-/// dim >= 0; `dims` may be NULL when `ndim` is 0). `data`/`data_len`: exactly
+/// dim >= 0, and the product of the non-zero dims times the element size at most `INT64_MAX`,
+/// so that no count, row size or stride of any tensor overflows `int64_t`, even one of no
+/// elements; `dims` may be NULL when `ndim` is 0). `data`/`data_len`: exactly
 /// `numel * element size` bytes (NULL allowed when that is 0). The LoD: `lod_kind` is
 /// `LODTENSOR_LOD_OFFSETS` or `LODTENSOR_LOD_LENGTHS`; `level_sizes[i]` is the number of values of
 /// level i (top level first); `lod` holds all levels' values concatenated, `lod_len` in total.
@@ -70,7 +72,7 @@ pub(crate) unsafe fn read<T>(
 /// LODTENSOR_UNSUPPORTED (unknown dtype), LODTENSOR_INVALID_ARGUMENT (more than 9 dims, a
 /// negative dim, `data_len` wrong, bad `lod_kind`, level sizes not adding up to `lod_len`),
 /// LODTENSOR_INVALID_LOD (a LoD rule broken, or the LoD does not end at `dims[0]`),
-/// LODTENSOR_OUT_OF_MEMORY.
+/// LODTENSOR_OUT_OF_MEMORY (no memory, or a shape past the bound above).
 #[no_mangle]
 pub unsafe extern "C" fn lodtensor_create(
     dtype: lodtensor_dtype_t,

@@ -231,7 +231,7 @@ fn decode<T: Scalar>(
         }
         // Stable, descending by final score; empty sentences last.
         slots.sort_by(|a, b| match (a.scores.last(), b.scores.last()) {
-            (Some(x), Some(y)) => y.to_f64().total_cmp(&x.to_f64()),
+            (Some(x), Some(y)) => descending(x.to_f64(), y.to_f64()),
             (Some(_), None) => std::cmp::Ordering::Less,
             (None, Some(_)) => std::cmp::Ordering::Greater,
             (None, None) => std::cmp::Ordering::Equal,
@@ -325,4 +325,12 @@ pub fn beam_search_gather_tree(ids: &LoDTensor, parents: &LoDTensor) -> Result<L
         Ok(())
     })?;
     Ok(LoDTensor::dense(out))
+}
+
+/// The order of scores ranked highest first, for a stable sort: equal scores keep their order,
+/// -0 and +0 included (Paddle compares with `>`); NaN, which `>` cannot place, ranks by its sign
+/// bit as `f64::total_cmp` does (a positive NaN first).
+fn descending(x: f64, y: f64) -> std::cmp::Ordering {
+    // Adding +0 turns -0 into +0 and changes nothing else.
+    (y + 0.0).total_cmp(&(x + 0.0))
 }

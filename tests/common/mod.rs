@@ -77,8 +77,8 @@ pub fn with_1_and_4_threads<R>(run: impl Fn() -> R) -> (R, R) {
 /// sequence of 2^60 rows among 300,000 empty ones, each empty one copied once and the long one
 /// `long_copies` times (enough sequences for the host's offsets to be made in many chunks). Both
 /// inputs go to `place`; on 1 and 4 threads, the output's LoD is checked against a formula while
-/// its rows fit (up to 15 copies), and past that the op must be `OutOfMemory` "row count
-/// overflows".
+/// its rows fit in int64 (up to 7 copies), and past that the op must be `OutOfMemory` (the rows
+/// overflow the output's dims, or from 16 copies `usize`).
 pub fn expand_of_a_huge_sequence(long_copies: usize, place: lodtensor::Place) {
     use lodtensor::{sequence_expand, to_place, DType, Dim, Error, LoDTensor, Lod, Tensor};
     let huge = 1usize << 60;
@@ -87,19 +87,20 @@ pub fn expand_of_a_huge_sequence(long_copies: usize, place: lodtensor::Place) {
     let copies = 300_000 + long_copies;
     let of = |rows: usize, lengths: Vec<usize>| {
         let t = LoDTensor::new(
-            Tensor::zeros(DType::F32, Dim::new(&[rows, 0]).unwrap()).unwrap(),
+            Tensor::zeros(DType::U8, Dim::new(&[rows, 0]).unwrap()).unwrap(),
             Lod::from_lengths(&[lengths]).unwrap(),
         );
         to_place(&t.unwrap(), place).unwrap()
     };
     let (x, y) = (of(huge, lengths), of(copies, repeats));
-    with_1_and_4_threads(|| match (huge.checked_mul(long_copies), sequence_expand(&x, &y, 0)) {
+    let fits = huge.checked_mul(long_copies).filter(|&rows| rows <= i64::MAX as usize);
+    with_1_and_4_threads(|| match (fits, sequence_expand(&x, &y, 0)) {
         (Some(_), Ok(out)) => {
             let want: Vec<usize> = (0..=copies).map(|c| huge * c.saturating_sub(150_000).min(long_copies)).collect();
             assert!(out.lod().levels()[0] == want, "{long_copies} copies: LoD");
             assert_eq!(out.tensor().place(), place);
         }
-        (None, Err(Error::OutOfMemory(m))) => assert!(m.contains("row count overflows"), "{m}"),
+        (None, Err(Error::OutOfMemory(m))) => assert!(m.contains("overflows"), "{m}"),
         (_, other) => panic!("{long_copies} copies: {:?}", other.map(|_| ())),
     });
 }
