@@ -56,8 +56,13 @@ func (a *TensorArray) Len() (int, error) {
 // Read is element index as a new tensor sharing its memory (copy false) or with its own copy.
 func (a *TensorArray) Read(index int, copy bool) (*Tensor, error) {
 	defer runtime.KeepAlive(a)
+	var args cArgs
+	i := args.size("index", index)
+	if args.err != nil {
+		return nil, args.err
+	}
 	return handleOp(func(out **C.lodtensor_t) C.lodtensor_status_t {
-		return C.tensor_array_read(a.c(), C.size_t(index), C.bool(copy), out)
+		return C.tensor_array_read(a.c(), i, C.bool(copy), out)
 	})
 }
 
@@ -65,7 +70,12 @@ func (a *TensorArray) Read(index int, copy bool) (*Tensor, error) {
 func (a *TensorArray) Write(index int, t *Tensor, copy bool) error {
 	defer runtime.KeepAlive(a)
 	defer runtime.KeepAlive(t)
-	return call(func() C.lodtensor_status_t { return C.tensor_array_write(a.c(), C.size_t(index), t.c(), C.bool(copy)) })
+	var args cArgs
+	i := args.size("index", index)
+	if args.err != nil {
+		return args.err
+	}
+	return call(func() C.lodtensor_status_t { return C.tensor_array_write(a.c(), i, t.c(), C.bool(copy)) })
 }
 
 // Clear removes every element.
@@ -132,8 +142,13 @@ func (r *RankTable) c() *C.rank_table_t {
 // NewRankTable ranks the sequences of LoD level level of x.
 func NewRankTable(x *Tensor, level int) (*RankTable, error) {
 	defer runtime.KeepAlive(x)
+	var args cArgs
+	l := args.size("level", level)
+	if args.err != nil {
+		return nil, args.err
+	}
 	var out *C.rank_table_t
-	if err := call(func() C.lodtensor_status_t { return C.rank_table_create(x.c(), C.size_t(level), &out) }); err != nil {
+	if err := call(func() C.lodtensor_status_t { return C.rank_table_create(x.c(), l, &out) }); err != nil {
 		return nil, err
 	}
 	r := &RankTable{h: out}
@@ -204,8 +219,13 @@ func (r *RankTable) Items() (indices, lengths []int, err error) {
 func (r *RankTable) ShrinkRNNMemory(x *Tensor, step int) (*Tensor, error) {
 	defer runtime.KeepAlive(r)
 	defer runtime.KeepAlive(x)
+	var args cArgs
+	s := args.size("step", step)
+	if args.err != nil {
+		return nil, args.err
+	}
 	return handleOp(func(out **C.lodtensor_t) C.lodtensor_status_t {
-		return C.rank_table_shrink_rnn_memory(r.c(), x.c(), C.size_t(step), out)
+		return C.rank_table_shrink_rnn_memory(r.c(), x.c(), s, out)
 	})
 }
 

@@ -7,7 +7,9 @@ package lodtensor
 import "C"
 
 import (
+	"fmt"
 	"runtime"
+	"strings"
 	"unsafe"
 )
 
@@ -52,6 +54,10 @@ func lendBatch(columns []ArrowColumn,
 	names := make([]*C.char, len(columns))
 	encodings := make([]C.int32_t, len(columns))
 	for i, c := range columns {
+		// A C string ends at its first NUL: the field would get another name.
+		if strings.IndexByte(c.Name, 0) >= 0 {
+			return &Error{Status: InvalidArgument, Message: fmt.Sprintf("columns[%d]: the name %q holds a NUL byte", i, c.Name)}
+		}
 		handles[i] = c.Tensor.c()
 		names[i] = C.CString(c.Name)
 		defer C.free(unsafe.Pointer(names[i]))
@@ -85,17 +91,20 @@ func FromArrowDeviceRecordBatch(schema, array unsafe.Pointer) ([]*Tensor, error)
 	})
 }
 
-// takeBatch calls take with room for the columns the schema says, unless it is released (the call
-// checks the schema).
+// takeBatch calls take with room for the columns the schema says. The schema is the caller's, so
+// the library checks it before its n_children sizes anything: called with no room, take fails
+// with BufferTooSmall only for a schema it accepts, having counted the columns from it before
+// reading the array.
 func takeBatch(schema unsafe.Pointer,
 	take func(**C.lodtensor_t, C.size_t, *C.size_t) C.lodtensor_status_t) ([]*Tensor, error) {
-	room := 0
-	if s := (*C.struct_ArrowSchema)(schema); s != nil && s.release != nil && s.n_children > 0 {
-		room = int(s.n_children)
-	}
-	raw := make([]*C.lodtensor_t, room)
+	var raw []*C.lodtensor_t
 	var count C.size_t
-	if err := call(func() C.lodtensor_status_t { return take(ptrOf(raw), C.size_t(room), &count) }); err != nil {
+	err := call(func() C.lodtensor_status_t { return take(nil, 0, &count) })
+	if e, ok := err.(*Error); ok && e.Status == BufferTooSmall {
+		raw = make([]*C.lodtensor_t, int((*C.struct_ArrowSchema)(schema).n_children))
+		err = call(func() C.lodtensor_status_t { return take(ptrOf(raw), C.size_t(len(raw)), &count) })
+	}
+	if err != nil {
 		return nil, err
 	}
 	columns := make([]*Tensor, int(count))

@@ -25,8 +25,13 @@ import (
 func BeamSearchDecode(ids, scores *TensorArray, beamSize int, endID int64) (sentenceIDs, sentenceScores *Tensor, err error) {
 	defer runtime.KeepAlive(ids)
 	defer runtime.KeepAlive(scores)
+	var args cArgs
+	beam := args.size("beam_size", beamSize)
+	if args.err != nil {
+		return nil, nil, args.err
+	}
 	return handlePair(func(a, b **C.lodtensor_t) C.lodtensor_status_t {
-		return C.beam_search_decode(ids.c(), scores.c(), C.size_t(beamSize), C.int64_t(endID), a, b)
+		return C.beam_search_decode(ids.c(), scores.c(), beam, C.int64_t(endID), a, b)
 	})
 }
 
@@ -63,10 +68,14 @@ type Decoder struct {
 func NewDecoder(o DecoderOptions) (*Decoder, error) {
 	var c C.beam_search_decoder_options_t
 	C.beam_search_decoder_options_init(&c)
-	c.beam_size, c.vocab_size = C.size_t(o.BeamSize), C.size_t(o.VocabSize)
+	var args cArgs
+	c.beam_size, c.vocab_size = args.size("options.beam_size", o.BeamSize), args.size("options.vocab_size", o.VocabSize)
 	c.start_id, c.end_id = C.int64_t(o.StartID), C.int64_t(o.EndID)
-	c.max_length, c.min_length = C.size_t(o.MaxLength), C.size_t(o.MinLength)
-	c.length_penalty, c.num_hypotheses = C.double(o.LengthPenalty), C.size_t(o.NumHypotheses)
+	c.max_length, c.min_length = args.size("options.max_length", o.MaxLength), args.size("options.min_length", o.MinLength)
+	c.length_penalty, c.num_hypotheses = C.double(o.LengthPenalty), args.size("options.num_hypotheses", o.NumHypotheses)
+	if args.err != nil {
+		return nil, args.err
+	}
 	var out *C.beam_search_decoder_t
 	if err := call(func() C.lodtensor_status_t { return C.beam_search_decoder_create(&c, &out) }); err != nil {
 		return nil, err
@@ -126,6 +135,11 @@ type decoderContext struct {
 // and their scores (float32). An error from a callback comes back as an *Error with status
 // CallbackFailed wrapping it; a panic is re-raised here.
 func (d *Decoder) Run(numSources int, step, edit DecoderFunc) (ids, scores *Tensor, err error) {
+	var args cArgs
+	sources := args.size("num_sources", numSources)
+	if args.err != nil {
+		return nil, nil, args.err
+	}
 	ctx := &decoderContext{fns: [2]DecoderFunc{step, edit}}
 	handle := cgo.NewHandle(ctx)
 	defer handle.Delete()
@@ -135,13 +149,13 @@ func (d *Decoder) Run(numSources int, step, edit DecoderFunc) (ids, scores *Tens
 	}
 	if step == nil { // the library reports the NULL step function
 		return handlePair(func(a, b **C.lodtensor_t) C.lodtensor_status_t {
-			return C.beam_search_decoder_run(d.c(), C.size_t(numSources), nil, nil, nil, a, b)
+			return C.beam_search_decoder_run(d.c(), sources, nil, nil, nil, a, b)
 		})
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var a, b *C.lodtensor_t
-	s := C.lodtensorgo_decoder_run(d.c(), C.size_t(numSources), withEdit, C.uintptr_t(handle), &a, &b)
+	s := C.lodtensorgo_decoder_run(d.c(), sources, withEdit, C.uintptr_t(handle), &a, &b)
 	runtime.KeepAlive(d)
 	if err := ctx.result(s); err != nil {
 		return nil, nil, err
@@ -197,9 +211,14 @@ type tensorDecoderContext struct {
 // from the model comes back as an *Error with status CallbackFailed wrapping it; a panic is
 // re-raised here; a tensor of the wrong dims or dtype is an *Error of the library.
 func (d *Decoder) RunTensors(numSources int, step TensorModel) (ids, scores *Tensor, err error) {
+	var args cArgs
+	sources := args.size("num_sources", numSources)
+	if args.err != nil {
+		return nil, nil, args.err
+	}
 	if step == nil { // the library reports the NULL step function
 		return handlePair(func(a, b **C.lodtensor_t) C.lodtensor_status_t {
-			return C.beam_search_decoder_run_tensors(d.c(), C.size_t(numSources), nil, nil, a, b)
+			return C.beam_search_decoder_run_tensors(d.c(), sources, nil, nil, a, b)
 		})
 	}
 	ctx := &tensorDecoderContext{fn: step}
@@ -208,7 +227,7 @@ func (d *Decoder) RunTensors(numSources int, step TensorModel) (ids, scores *Ten
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var a, b *C.lodtensor_t
-	s := C.lodtensorgo_decoder_run_tensors(d.c(), C.size_t(numSources), C.uintptr_t(handle), &a, &b)
+	s := C.lodtensorgo_decoder_run_tensors(d.c(), sources, C.uintptr_t(handle), &a, &b)
 	runtime.KeepAlive(d)
 	if err := ctx.result(s); err != nil {
 		return nil, nil, err

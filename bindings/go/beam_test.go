@@ -205,6 +205,18 @@ func TestDecoderWithGoModel(t *testing.T) {
 	o.VocabSize = 0
 	_, err = lt.NewDecoder(o)
 	wantError(t, err, lt.InvalidArgument, "vocab_size")
+	// As a size_t, -1 would be huge: MaxLength -1 no limit at all.
+	o.VocabSize = 4
+	for name, field := range map[string]*int{"beam_size": &o.BeamSize, "vocab_size": &o.VocabSize,
+		"max_length": &o.MaxLength, "min_length": &o.MinLength, "num_hypotheses": &o.NumHypotheses} {
+		old := *field
+		*field = -1
+		_, err = lt.NewDecoder(o)
+		wantError(t, err, lt.InvalidArgument, "options."+name+": -1 is negative")
+		*field = old
+	}
+	_, _, err = dec.Run(-1, model, nil)
+	wantError(t, err, lt.InvalidArgument, "num_sources: -1 is negative")
 	ok(t, dec.Close())
 	ok(t, dec.Close())
 	_, _, err = dec.Run(2, model, nil)
@@ -376,6 +388,8 @@ func TestDecoderRunTensors(t *testing.T) {
 	wantError(t, err, lt.InvalidArgument, "dims")
 	_, _, err = dec.RunTensors(0, func(st *lt.BeamStep) (*lt.Tensor, error) { return toyTensor(st, lt.Float32) })
 	wantError(t, err, lt.InvalidArgument, "num_sources")
+	_, _, err = dec.RunTensors(-1, func(st *lt.BeamStep) (*lt.Tensor, error) { return toyTensor(st, lt.Float32) })
+	wantError(t, err, lt.InvalidArgument, "num_sources: -1 is negative")
 	_, _, err = dec.RunTensors(2, nil)
 	wantError(t, err, lt.NullArgument, "step_fn")
 }

@@ -36,15 +36,23 @@ import (
 // release must not panic: the library cannot pass a panic on to the caller of Close, so a panic
 // in release ends the program, as a panic in a goroutine of its own does.
 func FromBuffer(place Place, dtype DType, dims []int64, data uintptr, nbytes int, lod LoD, release func()) (*Tensor, error) {
+	var args cArgs
+	dataLen := args.size("data_len", nbytes)
+	if args.err != nil {
+		return nil, args.err
+	}
+	sizes, values, err := lod.flat()
+	if err != nil {
+		return nil, err
+	}
 	var handle cgo.Handle
 	if release != nil {
 		handle = cgo.NewHandle(release)
 	}
-	sizes, values := lod.flat()
 	var out *C.lodtensor_t
-	err := call(func() C.lodtensor_status_t {
+	err = call(func() C.lodtensor_status_t {
 		return C.lodtensorgo_from_buffer(place.c(), dtype.c(), (*C.int64_t)(unsafe.Pointer(ptrOf(dims))),
-			C.size_t(len(dims)), C.uintptr_t(data), C.size_t(nbytes), C.int32_t(lod.Kind), ptrOf(sizes),
+			C.size_t(len(dims)), C.uintptr_t(data), dataLen, C.int32_t(lod.Kind), ptrOf(sizes),
 			C.size_t(len(sizes)), ptrOf(values), C.size_t(len(values)), C.uintptr_t(handle), &out)
 	})
 	if err != nil {

@@ -60,6 +60,10 @@ func TestFromBufferErrors(t *testing.T) {
 	wantError(t, err, lt.InvalidArgument, "place")
 	_, err = lt.FromBuffer(lt.CPU, lt.Float32, []int64{4}, 0, 16, lt.LoD{}, release)
 	wantError(t, err, lt.NullArgument, "data")
+	_, err = lt.FromBuffer(lt.CPU, lt.Float32, []int64{4}, addr, -1, lt.LoD{}, release)
+	wantError(t, err, lt.InvalidArgument, "data_len: -1 is negative")
+	_, err = lt.FromBuffer(lt.CPU, lt.Float32, []int64{4}, addr, 16, lt.Lengths([]int{5, -1}), release)
+	wantError(t, err, lt.InvalidArgument, "LoD level 0: -1 is negative")
 	if _, err := lt.CUDADeviceCount(); err != nil {
 		_, err = lt.FromBuffer(lt.CUDA(0), lt.Float32, []int64{4}, addr, 16, lt.LoD{}, release)
 		wantError(t, err, lt.Unsupported, "")

@@ -8,7 +8,9 @@
 //
 // Errors: a failed call returns an *Error with the library's status and message. Each call locks
 // its goroutine to the OS thread across the C call and the read of the message, which the library
-// keeps per thread.
+// keeps per thread. An int that the C argument's type cannot hold (a negative size, count, index
+// or level; a CUDA device beyond int32) is an *Error with status InvalidArgument naming the
+// argument, not converted: it would wrap into another value, which the library might accept.
 //
 // Data: slices passed in are copied (NewTensor); Data copies out. View returns a zero-copy slice
 // over the library's memory, valid only while the tensor (or another handle sharing its memory)
@@ -85,12 +87,48 @@ func lastError(s C.lodtensor_status_t) *Error {
 	return &Error{Status: Status(s), Message: C.GoString(C.lodtensor_last_error_message())}
 }
 
+// cArgs converts the Go ints of one call to the C integer types of its arguments. A value the C
+// type cannot hold is refused rather than wrapped, since the library would act on another value
+// (a negative size as SIZE_MAX, device 1<<32 as device 0): err keeps the first one refused, for
+// the caller to return instead of making the call.
+type cArgs struct{ err error }
+
+// size is v as a size_t: a size, a count, an index or a level.
+func (a *cArgs) size(name string, v int) C.size_t { return cInt[C.size_t](a, name, v) }
+
+// int32 is v as an int32_t: a CUDA device.
+func (a *cArgs) int32(name string, v int) C.int32_t { return cInt[C.int32_t](a, name, v) }
+
+// The C types of cInt's constraint: cgo does not rewrite C names in a type parameter list.
+type (
+	cSize  = C.size_t
+	cInt32 = C.int32_t
+)
+
+func cInt[T cSize | cInt32](a *cArgs, name string, v int) T {
+	c := T(v)
+	// A negative int converted to size_t and back is itself again: the signs tell.
+	if a.err == nil && (int(c) != v || (c < 0) != (v < 0)) {
+		rule := "is negative"
+		if _, ok := any(c).(C.int32_t); ok {
+			rule = "is out of the range of int32_t"
+		}
+		a.err = &Error{Status: InvalidArgument, Message: fmt.Sprintf("%s: %d %s", name, v, rule)}
+	}
+	return c
+}
+
 // Version is the library's version, "MAJOR.MINOR.PATCH".
 func Version() string { return C.GoString(C.lodtensor_version()) }
 
 // SetNumThreads sizes the library's own thread pool (0: the default).
 func SetNumThreads(n int) error {
-	return call(func() C.lodtensor_status_t { return C.lodtensor_set_num_threads(C.size_t(n)) })
+	var args cArgs
+	num := args.size("num_threads", n)
+	if args.err != nil {
+		return args.err
+	}
+	return call(func() C.lodtensor_status_t { return C.lodtensor_set_num_threads(num) })
 }
 
 // NumThreads is the size of the library's thread pool.
@@ -103,7 +141,12 @@ func NumThreads() (int, error) {
 // SetHostCacheLimit bounds the freed host memory the library keeps for reuse (bytes; 0 keeps
 // nothing and frees what is kept).
 func SetHostCacheLimit(bytes int) error {
-	return call(func() C.lodtensor_status_t { return C.lodtensor_set_host_cache_limit(C.size_t(bytes)) })
+	var args cArgs
+	limit := args.size("bytes", bytes)
+	if args.err != nil {
+		return args.err
+	}
+	return call(func() C.lodtensor_status_t { return C.lodtensor_set_host_cache_limit(limit) })
 }
 
 // HostCacheInfo is the freed host memory kept for reuse now and the bound on it, in bytes.
@@ -196,14 +239,16 @@ func Offsets(levels ...[]int) LoD { return LoD{Kind: LoDOffsets, Levels: levels}
 
 // flat is the C encoding of a LoD: level sizes and all values, in Go memory holding no Go
 // pointers (so it may be passed to C).
-func (l LoD) flat() (sizes, values []C.size_t) {
-	for _, level := range l.Levels {
+func (l LoD) flat() (sizes, values []C.size_t, err error) {
+	var args cArgs
+	for i, level := range l.Levels {
 		sizes = append(sizes, C.size_t(len(level)))
+		name := fmt.Sprintf("LoD level %d", i)
 		for _, v := range level {
-			values = append(values, C.size_t(v))
+			values = append(values, args.size(name, v))
 		}
 	}
-	return sizes, values
+	return sizes, values, args.err
 }
 
 func ptrOf[T any](s []T) *T {
@@ -266,11 +311,19 @@ func NewTensor[T Element](data []T, dims []int64, lod LoD) (*Tensor, error) {
 
 // NewTensorBytes creates a host tensor of any dtype from nbytes bytes at data (copied).
 func NewTensorBytes(dtype DType, dims []int64, data unsafe.Pointer, nbytes int, lod LoD) (*Tensor, error) {
-	sizes, values := lod.flat()
+	var args cArgs
+	dataLen := args.size("data_len", nbytes)
+	if args.err != nil {
+		return nil, args.err
+	}
+	sizes, values, err := lod.flat()
+	if err != nil {
+		return nil, err
+	}
 	var out *C.lodtensor_t
-	err := call(func() C.lodtensor_status_t {
+	err = call(func() C.lodtensor_status_t {
 		return C.lodtensor_create(dtype.c(), (*C.int64_t)(unsafe.Pointer(ptrOf(dims))), C.size_t(len(dims)), data,
-			C.size_t(nbytes), C.int32_t(lod.Kind), ptrOf(sizes), C.size_t(len(sizes)), ptrOf(values),
+			dataLen, C.int32_t(lod.Kind), ptrOf(sizes), C.size_t(len(sizes)), ptrOf(values),
 			C.size_t(len(values)), &out)
 	})
 	if err != nil {
@@ -348,11 +401,16 @@ func (t *Tensor) LoDLevels() (int, error) {
 
 // LoDOffsets copies the offsets of one LoD level.
 func (t *Tensor) LoDOffsets(level int) ([]int, error) {
+	var args cArgs
+	l := args.size("level", level)
+	if args.err != nil {
+		return nil, args.err
+	}
 	var p *C.size_t
 	var n C.size_t
 	var out []int
 	err := call(func() C.lodtensor_status_t {
-		s := C.lodtensor_lod_offsets(t.c(), C.size_t(level), &p, &n)
+		s := C.lodtensor_lod_offsets(t.c(), l, &p, &n)
 		if s == C.LODTENSOR_OK {
 			out = make([]int, int(n))
 			for i, v := range unsafe.Slice(p, int(n)) {
@@ -380,9 +438,14 @@ func (t *Tensor) LoDLengths(level int) ([]int, error) {
 
 // SequenceRows is the row range [begin, end) of sequence index at LoD level level.
 func (t *Tensor) SequenceRows(level, index int) (begin, end int, err error) {
+	var args cArgs
+	l, i := args.size("level", level), args.size("index", index)
+	if args.err != nil {
+		return 0, 0, args.err
+	}
 	var b, e C.size_t
 	err = call(func() C.lodtensor_status_t {
-		return C.lodtensor_sequence_rows(t.c(), C.size_t(level), C.size_t(index), &b, &e)
+		return C.lodtensor_sequence_rows(t.c(), l, i, &b, &e)
 	})
 	runtime.KeepAlive(t)
 	return int(b), int(e), err
@@ -390,8 +453,11 @@ func (t *Tensor) SequenceRows(level, index int) (begin, end int, err error) {
 
 // SetLoD replaces the LoD (validated first; on failure the old one stays).
 func (t *Tensor) SetLoD(lod LoD) error {
-	sizes, values := lod.flat()
-	err := call(func() C.lodtensor_status_t {
+	sizes, values, err := lod.flat()
+	if err != nil {
+		return err
+	}
+	err = call(func() C.lodtensor_status_t {
 		return C.lodtensor_set_lod(t.c(), C.int32_t(lod.Kind), ptrOf(sizes), C.size_t(len(sizes)), ptrOf(values),
 			C.size_t(len(values)))
 	})
@@ -421,8 +487,13 @@ func (t *Tensor) Copy() (*Tensor, error) {
 // Slice is sequences [begin, end) of LoD level level, sharing t's memory.
 func (t *Tensor) Slice(level, begin, end int) (*Tensor, error) {
 	defer runtime.KeepAlive(t)
+	var args cArgs
+	l, b, e := args.size("level", level), args.size("begin", begin), args.size("end", end)
+	if args.err != nil {
+		return nil, args.err
+	}
 	return handleOp(func(out **C.lodtensor_t) C.lodtensor_status_t {
-		return C.lodtensor_slice(t.c(), C.size_t(level), C.size_t(begin), C.size_t(end), out)
+		return C.lodtensor_slice(t.c(), l, b, e, out)
 	})
 }
 
@@ -430,14 +501,16 @@ func (t *Tensor) Slice(level, begin, end int) (*Tensor, error) {
 // memory.
 func (t *Tensor) Split(numPieces int) ([]*Tensor, error) {
 	defer runtime.KeepAlive(t)
-	if numPieces <= 0 {
-		numPieces = 0
+	var args cArgs
+	n := args.size("num_pieces", numPieces)
+	if args.err != nil {
+		return nil, args.err
 	}
 	// Go memory holding C pointers (not Go pointers) may be passed to C.
 	raw := make([]*C.lodtensor_t, numPieces)
 	var count C.size_t
 	err := call(func() C.lodtensor_status_t {
-		return C.lodtensor_split(t.c(), C.size_t(numPieces), ptrOf(raw), C.size_t(numPieces), &count)
+		return C.lodtensor_split(t.c(), n, ptrOf(raw), n, &count)
 	})
 	if err != nil {
 		return nil, err
@@ -646,7 +719,10 @@ func (t *Tensor) ToDLPack() (unsafe.Pointer, error) {
 // library calls its deleter once, when the last handle over the memory is closed. On an error
 // nothing was taken: managed is still the caller's.
 func FromDLPack(managed unsafe.Pointer, lod LoD) (*Tensor, error) {
-	sizes, values := lod.flat()
+	sizes, values, err := lod.flat()
+	if err != nil {
+		return nil, err
+	}
 	return handleOp(func(out **C.lodtensor_t) C.lodtensor_status_t {
 		return C.lodtensor_from_dlpack((*C.struct_DLManagedTensorVersioned)(managed), C.int32_t(lod.Kind),
 			ptrOf(sizes), C.size_t(len(sizes)), ptrOf(values), C.size_t(len(values)), out)
@@ -665,7 +741,10 @@ func (t *Tensor) ToDLPackLegacy() (unsafe.Pointer, error) {
 // FromDLPackLegacy is FromDLPack for a *DLManagedTensor of DLPack before 1.0
 // (lodtensor_from_dlpack_legacy), with the same ownership.
 func FromDLPackLegacy(managed unsafe.Pointer, lod LoD) (*Tensor, error) {
-	sizes, values := lod.flat()
+	sizes, values, err := lod.flat()
+	if err != nil {
+		return nil, err
+	}
 	return handleOp(func(out **C.lodtensor_t) C.lodtensor_status_t {
 		return C.lodtensor_from_dlpack_legacy((*C.struct_DLManagedTensor)(managed), C.int32_t(lod.Kind),
 			ptrOf(sizes), C.size_t(len(sizes)), ptrOf(values), C.size_t(len(values)), out)
@@ -792,8 +871,13 @@ func CUDADeviceCount() (int, error) {
 // live tensors (and of the small blocks it keeps zeroed for its counting kernels), and the freed
 // blocks its cache keeps for reuse.
 func CUDAMemoryInfo(device int) (inUse, kept int, err error) {
+	var args cArgs
+	d := args.int32("device", device)
+	if args.err != nil {
+		return 0, 0, args.err
+	}
 	var u, k C.size_t
-	err = call(func() C.lodtensor_status_t { return C.lodtensor_cuda_memory_info(C.int32_t(device), &u, &k) })
+	err = call(func() C.lodtensor_status_t { return C.lodtensor_cuda_memory_info(d, &u, &k) })
 	return int(u), int(k), err
 }
 
@@ -815,9 +899,14 @@ const (
 // every counter, indexed by the CUDACounter* constants. Subtract two readings to see what a call
 // asked of the device.
 func CUDACounters(device int) ([]uint64, error) {
+	var args cArgs
+	d := args.int32("device", device)
+	if args.err != nil {
+		return nil, args.err
+	}
 	values := make([]C.uint64_t, C.LODTENSOR_CUDA_COUNTERS)
 	err := call(func() C.lodtensor_status_t {
-		return C.lodtensor_cuda_counters(C.int32_t(device), &values[0], C.size_t(len(values)))
+		return C.lodtensor_cuda_counters(d, &values[0], C.size_t(len(values)))
 	})
 	if err != nil {
 		return nil, err
@@ -832,8 +921,13 @@ func CUDACounters(device int) ([]uint64, error) {
 // CUDAFreeMemory is a CUDA device's free and total memory in bytes, as the driver reports them
 // (blocks the library's cache keeps count as used).
 func CUDAFreeMemory(device int) (free, total int, err error) {
+	var args cArgs
+	d := args.int32("device", device)
+	if args.err != nil {
+		return 0, 0, args.err
+	}
 	var f, t C.size_t
-	err = call(func() C.lodtensor_status_t { return C.lodtensor_cuda_free_memory(C.int32_t(device), &f, &t) })
+	err = call(func() C.lodtensor_status_t { return C.lodtensor_cuda_free_memory(d, &f, &t) })
 	return int(f), int(t), err
 }
 
@@ -841,7 +935,12 @@ func CUDAFreeMemory(device int) (free, total int, err error) {
 // the first call that needs it (compiling takes seconds; compiled files are kept on disk for
 // later processes). A server calls it at start-up.
 func CUDALoadKernels(device int) error {
-	return call(func() C.lodtensor_status_t { return C.lodtensor_cuda_load_kernels(C.int32_t(device)) })
+	var args cArgs
+	d := args.int32("device", device)
+	if args.err != nil {
+		return args.err
+	}
+	return call(func() C.lodtensor_status_t { return C.lodtensor_cuda_load_kernels(d) })
 }
 
 // CUDAStream is the stream all the library's work on a CUDA device goes to, in call order: a
@@ -849,29 +948,49 @@ func CUDALoadKernels(device int) error {
 // A model whose kernels run on it hands its tensors to the library's ops with no wait between;
 // work on another stream must be ordered with events (see lodtensor_cuda_stream in lodtensor.h).
 func CUDAStream(device int) (unsafe.Pointer, error) {
+	var args cArgs
+	d := args.int32("device", device)
+	if args.err != nil {
+		return nil, args.err
+	}
 	var s unsafe.Pointer
-	err := call(func() C.lodtensor_status_t { return C.lodtensor_cuda_stream(C.int32_t(device), &s) })
+	err := call(func() C.lodtensor_status_t { return C.lodtensor_cuda_stream(d, &s) })
 	return s, err
 }
 
 // CUDAEmptyCache gives the freed blocks that a CUDA device's cache keeps back to the driver.
 func CUDAEmptyCache(device int) error {
-	return call(func() C.lodtensor_status_t { return C.lodtensor_cuda_empty_cache(C.int32_t(device)) })
+	var args cArgs
+	d := args.int32("device", device)
+	if args.err != nil {
+		return args.err
+	}
+	return call(func() C.lodtensor_status_t { return C.lodtensor_cuda_empty_cache(d) })
 }
 
 // CUDASetCacheLimit bounds the freed blocks a CUDA device's cache keeps for reuse (bytes; 0 keeps
 // nothing; math.MaxUint64, the initial value, is no bound). Blocks over the new bound go back to
 // the driver now.
 func CUDASetCacheLimit(device int, bytes uint64) error {
+	var args cArgs
+	d := args.int32("device", device)
+	if args.err != nil {
+		return args.err
+	}
 	return call(func() C.lodtensor_status_t {
-		return C.lodtensor_cuda_set_cache_limit(C.int32_t(device), C.size_t(bytes))
+		return C.lodtensor_cuda_set_cache_limit(d, C.size_t(bytes))
 	})
 }
 
 // CUDACacheLimit is the bound on the freed blocks a CUDA device's cache keeps, in bytes
 // (math.MaxUint64 when there is none).
 func CUDACacheLimit(device int) (uint64, error) {
+	var args cArgs
+	d := args.int32("device", device)
+	if args.err != nil {
+		return 0, args.err
+	}
 	var l C.size_t
-	err := call(func() C.lodtensor_status_t { return C.lodtensor_cuda_cache_limit(C.int32_t(device), &l) })
+	err := call(func() C.lodtensor_status_t { return C.lodtensor_cuda_cache_limit(d, &l) })
 	return uint64(l), err
 }

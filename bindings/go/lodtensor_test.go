@@ -54,6 +54,10 @@ func wantError(t *testing.T, err error, status lt.Status, substr string) {
 
 func floats(t *testing.T, x *lt.Tensor) []float32 { return must[[]float32](t)(lt.Data[float32](x)) }
 
+// err2 and err3 are the error of a call with two or three results.
+func err2(_ any, err error) error    { return err }
+func err3(_, _ any, err error) error { return err }
+
 func iota(n int) []float32 {
 	v := make([]float32, n)
 	for i := range v {
@@ -186,6 +190,12 @@ func TestErrorsAndClose(t *testing.T) {
 	ok(t, err)
 	eq(t, "kept with limit 0", kept, 0)
 	ok(t, lt.SetHostCacheLimit(256<<20))
+	// As a size_t, -1 would be no bound at all.
+	wantError(t, lt.SetHostCacheLimit(-1), lt.InvalidArgument, "bytes: -1 is negative")
+	_, limit, err = lt.HostCacheInfo()
+	ok(t, err)
+	eq(t, "the bound kept", limit, 256<<20)
+	wantError(t, lt.SetNumThreads(-1), lt.InvalidArgument, "num_threads: -1 is negative")
 	eq(t, "status name", lt.InvalidLoD.String(), "invalid LoD")
 }
 
@@ -427,6 +437,12 @@ func TestArrowRecordBatch(t *testing.T) {
 	wantError(t, err, lt.NullArgument, "schema")
 	_, err = lt.FromArrowRecordBatch(schema, array) // both released above
 	wantError(t, err, lt.InvalidArgument, "schema: has been released")
+	// A C string ends at a NUL: such a name would reach Arrow cut short.
+	err = lt.ToArrowRecordBatch([]lt.ArrowColumn{{scores, "scores", lt.ArrowValues}, {ids, "ids\x00v2", lt.ArrowValues}},
+		schema, array)
+	wantError(t, err, lt.InvalidArgument, `columns[1]: the name "ids\x00v2" holds a NUL byte`)
+	eq(t, "the schema not written", arrowc.ReadSchema(schema).Released, true)
+	eq(t, "the array not written", arrowc.ReadArray(array).Released, true)
 
 	// A text column beside the scores: large_utf8 over the tensor's bytes; broken text refused.
 	words := must[*lt.Tensor](t)(lt.NewTensor([]uint8("tokyo"), []int64{5}, lt.Offsets([]int{0, 3, 5})))
@@ -450,6 +466,9 @@ func TestArrowRecordBatch(t *testing.T) {
 
 	dschema, device := arrowc.NewDevice()
 	defer arrowc.Free(dschema, device)
+	err = lt.ToArrowDeviceRecordBatch([]lt.ArrowColumn{{scores, "\x00", lt.ArrowValues}}, dschema, device)
+	wantError(t, err, lt.InvalidArgument, `columns[0]: the name "\x00" holds a NUL byte`)
+	eq(t, "the device schema not written", arrowc.ReadSchema(dschema).Released, true)
 	ok(t, lt.ToArrowDeviceRecordBatch([]lt.ArrowColumn{{scores, "scores", lt.ArrowValues}}, dschema, device))
 	d := arrowc.ReadDevice(device)
 	eq(t, "on ARROW_DEVICE_CPU", []any{d.DeviceType, d.DeviceID}, []any{int32(1), int64(-1)})
@@ -457,6 +476,95 @@ func TestArrowRecordBatch(t *testing.T) {
 	arrowc.ReleaseSchema(dschema)
 	eq(t, "the scores again", floats(t, taken[0]), []float32{0.5, 1.5})
 	ok(t, taken[0].Close())
+}
+
+// A record batch's n_children is the caller's to get wrong: a negative or huge count is an
+// *Error, not the size of a Go allocation, and the array stays the caller's.
+func TestArrowRecordBatchMalformedSchema(t *testing.T) {
+	x := must[*lt.Tensor](t)(lt.NewTensor([]float32{1, 2}, []int64{2}, lt.LoD{}))
+	defer x.Close()
+	columns := []lt.ArrowColumn{{x, "a", lt.ArrowValues}, {x, "b", lt.ArrowValues}}
+	schema, array := arrowc.New()
+	defer arrowc.Free(schema, array)
+	ok(t, lt.ToArrowRecordBatch(columns, schema, array))
+	dschema, device := arrowc.NewDevice()
+	defer arrowc.Free(dschema, device)
+	ok(t, lt.ToArrowDeviceRecordBatch(columns, dschema, device))
+	for _, n := range []int64{-1, 1 << 62, math.MaxInt64} {
+		old := arrowc.SetNChildren(schema, n)
+		_, err := lt.FromArrowRecordBatch(schema, array)
+		arrowc.SetNChildren(schema, old)
+		var e *lt.Error
+		if !errors.As(err, &e) {
+			t.Errorf("n_children %d: got %v, want an *lt.Error", n, err)
+		}
+		eq(t, fmt.Sprint("n_children ", n, ": the array untouched"), arrowc.ReadArray(array).Released, false)
+
+		old = arrowc.SetNChildren(dschema, n)
+		_, err = lt.FromArrowDeviceRecordBatch(dschema, device)
+		arrowc.SetNChildren(dschema, old)
+		if !errors.As(err, &e) {
+			t.Errorf("device, n_children %d: got %v, want an *lt.Error", n, err)
+		}
+		eq(t, fmt.Sprint("device, n_children ", n, ": the array untouched"),
+			arrowc.ReadArray(arrowc.DeviceArrayArray(device)).Released, false)
+	}
+	for _, taken := range [][]*lt.Tensor{must[[]*lt.Tensor](t)(lt.FromArrowRecordBatch(schema, array)),
+		must[[]*lt.Tensor](t)(lt.FromArrowDeviceRecordBatch(dschema, device))} {
+		eq(t, "the columns of the schema restored", len(taken), 2)
+		for _, c := range taken {
+			ok(t, c.Close())
+		}
+	}
+	arrowc.ReleaseSchema(schema)
+	arrowc.ReleaseSchema(dschema)
+}
+
+// A negative int for a size_t argument is refused by name, not converted into a huge value that
+// the library would act on or report as another number.
+func TestNegativeSizes(t *testing.T) {
+	x := must[*lt.Tensor](t)(lt.NewTensor(iota(10), []int64{10, 1}, lt.Lengths([]int{3, 2, 5})))
+	defer x.Close()
+	arr := must[*lt.TensorArray](t)(lt.NewTensorArray())
+	defer arr.Close()
+	table := must[*lt.RankTable](t)(lt.NewRankTable(x, 0))
+	defer table.Close()
+	noStep := func(int, *lt.Tensor, *lt.Tensor) (*lt.Tensor, *lt.Tensor, error) { return nil, nil, nil }
+	for _, c := range []struct {
+		what string
+		err  error
+		want string
+	}{
+		{"NewTensorBytes", err2(lt.NewTensorBytes(lt.Float32, []int64{0}, nil, -1, lt.LoD{})), "data_len: -1 is negative"},
+		{"NewTensor lengths", err2(lt.NewTensor(iota(10), []int64{10, 1}, lt.Lengths([]int{11, -1}))),
+			"LoD level 0: -1 is negative"},
+		{"NewTensor offsets", err2(lt.NewTensor(iota(10), []int64{10, 1}, lt.Offsets([]int{0, 1}, []int{0, -1, 10}))),
+			"LoD level 1: -1 is negative"},
+		{"SetLoD", x.SetLoD(lt.Lengths([]int{3, 8, -1})), "LoD level 0: -1 is negative"},
+		{"FromDLPack", err2(lt.FromDLPack(nil, lt.Lengths([]int{-2}))), "LoD level 0: -2 is negative"},
+		{"FromDLPackLegacy", err2(lt.FromDLPackLegacy(nil, lt.Lengths([]int{-2}))), "LoD level 0: -2 is negative"},
+		{"LoDOffsets", err2(x.LoDOffsets(-1)), "level: -1 is negative"},
+		{"LoDLengths", err2(x.LoDLengths(-1)), "level: -1 is negative"},
+		{"SequenceRows level", err3(x.SequenceRows(-1, 0)), "level: -1 is negative"},
+		{"SequenceRows index", err3(x.SequenceRows(0, -1)), "index: -1 is negative"},
+		{"Slice level", err2(x.Slice(-1, 0, 1)), "level: -1 is negative"},
+		{"Slice begin", err2(x.Slice(0, -1, 1)), "begin: -1 is negative"},
+		{"Slice end", err2(x.Slice(0, 0, -1)), "end: -1 is negative"},
+		{"Split", err2(x.Split(-1)), "num_pieces: -1 is negative"},
+		{"TensorArray.Read", err2(arr.Read(-1, false)), "index: -1 is negative"},
+		{"TensorArray.Write", arr.Write(-1, x, false), "index: -1 is negative"},
+		{"NewRankTable", err2(lt.NewRankTable(x, -1)), "level: -1 is negative"},
+		{"ShrinkRNNMemory", err2(table.ShrinkRNNMemory(x, -1)), "step: -1 is negative"},
+		{"DynamicRNN", err2(lt.DynamicRNN(x, -1, x, noStep)), "level: -1 is negative"},
+		{"TopK", err3(lt.TopK(x, -1, true)), "k: -1 is negative"},
+		{"BeamSearchStep level", err2(lt.BeamSearchStep(x, x, x, x, -1, 2, 1, true)), "level: -1 is negative"},
+		{"BeamSearchStep beam", err2(lt.BeamSearchStep(x, x, x, x, 0, -1, 1, true)), "beam_size: -1 is negative"},
+		{"BeamSearchFusedStep", err2(lt.BeamSearchFusedStep(x, x, x, -1, 1)), "beam_size: -1 is negative"},
+		{"BeamSearchDecode", err3(lt.BeamSearchDecode(arr, arr, -1, 1)), "beam_size: -1 is negative"},
+	} {
+		t.Run(c.what, func(t *testing.T) { wantError(t, c.err, lt.InvalidArgument, c.want) })
+	}
+	eq(t, "the LoD SetLoD refused to replace", must[[]int](t)(x.LoDOffsets(0)), []int{0, 3, 5, 10})
 }
 
 func TestPlaces(t *testing.T) {
@@ -529,6 +637,24 @@ func TestPlaces(t *testing.T) {
 	wantError(t, err, lt.InvalidArgument, "device")
 	_, err = x.ToPlace(lt.Place{DeviceType: 7})
 	wantError(t, err, lt.InvalidArgument, "place")
+
+	// A device beyond int32 is refused: converted, 1<<32 and -1<<32 would both be device 0.
+	for what, f := range map[string]func(device int) error{
+		"CUDAMemoryInfo":    func(d int) error { return err3(lt.CUDAMemoryInfo(d)) },
+		"CUDACounters":      func(d int) error { return err2(lt.CUDACounters(d)) },
+		"CUDAFreeMemory":    func(d int) error { return err3(lt.CUDAFreeMemory(d)) },
+		"CUDALoadKernels":   lt.CUDALoadKernels,
+		"CUDAStream":        func(d int) error { return err2(lt.CUDAStream(d)) },
+		"CUDAEmptyCache":    lt.CUDAEmptyCache,
+		"CUDASetCacheLimit": func(d int) error { return lt.CUDASetCacheLimit(d, 0) },
+		"CUDACacheLimit":    func(d int) error { return err2(lt.CUDACacheLimit(d)) },
+	} {
+		t.Run(what, func(t *testing.T) {
+			for _, device := range []int{1 << 32, -1 << 32} {
+				wantError(t, f(device), lt.InvalidArgument, fmt.Sprintf("device: %d is out of the range of int32_t", device))
+			}
+		})
+	}
 }
 
 // Each goroutine's error carries its own message although goroutines share OS threads: the

@@ -136,8 +136,13 @@ func LogSoftmax(x *Tensor) (*Tensor, error) {
 // int64 indices.
 func TopK(x *Tensor, k int, largest bool) (values, indices *Tensor, err error) {
 	defer runtime.KeepAlive(x)
+	var args cArgs
+	n := args.size("k", k)
+	if args.err != nil {
+		return nil, nil, args.err
+	}
 	return handlePair(func(a, b **C.lodtensor_t) C.lodtensor_status_t {
-		return C.lodtensor_topk(x.c(), C.size_t(k), C.bool(largest), a, b)
+		return C.lodtensor_topk(x.c(), n, C.bool(largest), a, b)
 	})
 }
 
@@ -167,18 +172,27 @@ func beamSelection(f func(a, b, c **C.lodtensor_t) C.lodtensor_status_t) (*BeamS
 func BeamSearchStep(preIDs, preScores, ids, scores *Tensor, level, beamSize int, endID int64,
 	isAccumulated bool) (*BeamSelection, error) {
 	defer runtime.KeepAlive([]*Tensor{preIDs, preScores, ids, scores})
+	var args cArgs
+	l, beam := args.size("level", level), args.size("beam_size", beamSize)
+	if args.err != nil {
+		return nil, args.err
+	}
 	return beamSelection(func(a, b, c **C.lodtensor_t) C.lodtensor_status_t {
-		return C.beam_search_step(preIDs.c(), preScores.c(), ids.c(), scores.c(), C.size_t(level), C.size_t(beamSize),
-			C.int64_t(endID), C.bool(isAccumulated), a, b, c)
+		return C.beam_search_step(preIDs.c(), preScores.c(), ids.c(), scores.c(), l, beam, C.int64_t(endID),
+			C.bool(isAccumulated), a, b, c)
 	})
 }
 
 // BeamSearchFusedStep is top-k of logProbs, plus the prefix scores, then BeamSearchStep, in one pass.
 func BeamSearchFusedStep(preIDs, preScores, logProbs *Tensor, beamSize int, endID int64) (*BeamSelection, error) {
 	defer runtime.KeepAlive([]*Tensor{preIDs, preScores, logProbs})
+	var args cArgs
+	beam := args.size("beam_size", beamSize)
+	if args.err != nil {
+		return nil, args.err
+	}
 	return beamSelection(func(a, b, c **C.lodtensor_t) C.lodtensor_status_t {
-		return C.beam_search_fused_step(preIDs.c(), preScores.c(), logProbs.c(), C.size_t(beamSize),
-			C.int64_t(endID), a, b, c)
+		return C.beam_search_fused_step(preIDs.c(), preScores.c(), logProbs.c(), beam, C.int64_t(endID), a, b, c)
 	})
 }
 

@@ -37,13 +37,18 @@ type rnnContext struct {
 // initState (one unit per sequence, original order), and returns the packed step outputs in the
 // original order. step runs on the calling goroutine.
 func DynamicRNN(x *Tensor, level int, initState *Tensor, step StepFunc) (*Tensor, error) {
+	var args cArgs
+	l := args.size("level", level)
+	if args.err != nil {
+		return nil, args.err
+	}
 	ctx := &rnnContext{step: step}
 	handle := cgo.NewHandle(ctx)
 	defer handle.Delete()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var out *C.lodtensor_t
-	s := C.lodtensorgo_dynamic_rnn(x.c(), C.size_t(level), initState.c(), C.uintptr_t(handle), &out)
+	s := C.lodtensorgo_dynamic_rnn(x.c(), l, initState.c(), C.uintptr_t(handle), &out)
 	runtime.KeepAlive(x)
 	runtime.KeepAlive(initState)
 	if err := ctx.result(s); err != nil {

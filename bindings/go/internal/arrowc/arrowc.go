@@ -189,3 +189,12 @@ func CountReleases(p unsafe.Pointer) { C.count_releases((*C.struct_ArrowArray)(p
 
 // Releases is how often the callback that CountReleases wrapped has run.
 func Releases() int { return int(C.releases()) }
+
+// SetNChildren writes n_children of the struct ArrowSchema at p, to make it malformed, and returns
+// the value it replaced (restore it before the schema is released: its release reads it).
+func SetNChildren(p unsafe.Pointer, n int64) (old int64) {
+	s := (*C.struct_ArrowSchema)(p)
+	old = int64(s.n_children)
+	s.n_children = C.int64_t(n)
+	return old
+}

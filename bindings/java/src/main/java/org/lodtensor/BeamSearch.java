@@ -5,7 +5,6 @@ import com.sun.jna.Native;
 import com.sun.jna.Pointer;
 import com.sun.jna.ptr.PointerByReference;
 import java.lang.ref.Cleaner;
-import java.lang.ref.Reference;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 
@@ -123,7 +122,8 @@ public final class BeamSearch implements AutoCloseable {
     /**
      * Decodes numSources sentences around the model (edit may be null): the best sentences per
      * source (int64 ids, LoD [source -> sentences, sentence -> tokens], best first, without the
-     * start token) and their float32 scores.
+     * start token) and their float32 scores. Log-probs over Integer.MAX_VALUE bytes do not fit the
+     * callbacks' buffer: CALLBACK_FAILED, caused by an UNSUPPORTED {@link LodTensorException}.
      */
     public Result run(long numSources, Model step, Model edit) {
         Throwable[] thrown = new Throwable[1];
@@ -131,9 +131,9 @@ public final class BeamSearch implements AutoCloseable {
         LodTensorLib.BeamStepFn editFn = edit == null ? null : adapt(edit, thrown);
         PointerByReference ids = new PointerByReference();
         PointerByReference scores = new PointerByReference();
-        int status = LIB.beam_search_decoder_run(handle.get(), numSources, stepFn, editFn, null, ids, scores);
-        Reference.reachabilityFence(stepFn);
-        Reference.reachabilityFence(editFn);
+        int status = NativeHandle.call(
+                () -> LIB.beam_search_decoder_run(handle.get(), numSources, stepFn, editFn, null, ids, scores),
+                this, stepFn, editFn);
         return result(status, thrown[0], ids, scores);
     }
 
@@ -164,8 +164,9 @@ public final class BeamSearch implements AutoCloseable {
         };
         PointerByReference ids = new PointerByReference();
         PointerByReference scores = new PointerByReference();
-        int status = LIB.beam_search_decoder_run_tensors(handle.get(), numSources, stepFn, null, ids, scores);
-        Reference.reachabilityFence(stepFn);
+        int status = NativeHandle.call(
+                () -> LIB.beam_search_decoder_run_tensors(handle.get(), numSources, stepFn, null, ids, scores),
+                this, stepFn);
         return result(status, thrown[0], ids, scores);
     }
 
@@ -187,7 +188,8 @@ public final class BeamSearch implements AutoCloseable {
     /** A copy of the library's step info; the parents' tensor shared where {@code withTensor}. */
     private static StepInfo stepInfo(Pointer infoPtr, boolean withTensor) {
         LodTensorLib.StepInfoT c = new LodTensorLib.StepInfoT(infoPtr);
-        int p = (int) c.num_prefixes;
+        int p = NativeHandle.arrayLength(c.num_prefixes, "the step's prefixes");
+        int vocab = NativeHandle.arrayLength(c.vocab_size, "the step's vocabulary");
         Tensor parents = null;
         if (withTensor && c.parent_idx_tensor != null) {
             PointerByReference shared = new PointerByReference();
@@ -196,17 +198,17 @@ public final class BeamSearch implements AutoCloseable {
         return new StepInfo(c.step, (int) c.num_sources, c.source_offsets.getLongArray(0, (int) c.num_sources + 1),
                 p == 0 ? new long[0] : c.ids.getLongArray(0, p),
                 p == 0 ? new long[0] : c.parent_idx.getLongArray(0, p),
-                p == 0 ? new float[0] : c.scores.getFloatArray(0, p), (int) c.vocab_size, parents);
+                p == 0 ? new float[0] : c.scores.getFloatArray(0, p), vocab, parents);
     }
 
     private static LodTensorLib.BeamStepFn adapt(Model model, Throwable[] thrown) {
         return (infoPtr, logProbs, userData) -> {
             try {
                 StepInfo info = stepInfo(infoPtr, false);
-                int p = info.numPrefixes();
-                int v = info.vocabSize();
-                FloatBuffer lp = (long) p * v == 0 ? FloatBuffer.allocate(0)
-                        : logProbs.getByteBuffer(0, 4L * p * v).order(ByteOrder.nativeOrder()).asFloatBuffer();
+                int bytes = NativeHandle.bufferCapacity((long) info.numPrefixes() * info.vocabSize(), 4,
+                        "the log-probs of " + info.numPrefixes() + " prefixes x " + info.vocabSize() + " tokens");
+                FloatBuffer lp = bytes == 0 ? FloatBuffer.allocate(0)
+                        : logProbs.getByteBuffer(0, bytes).order(ByteOrder.nativeOrder()).asFloatBuffer();
                 model.apply(info, lp);
                 return 0;
             } catch (Throwable t) {
@@ -241,8 +243,9 @@ public final class BeamSearch implements AutoCloseable {
         PointerByReference a = new PointerByReference();
         PointerByReference b = new PointerByReference();
         PointerByReference c = new PointerByReference();
-        return selection(LIB.beam_search_step(preIds.ptr(), preScores.ptr(), ids == null ? null : ids.ptr(),
-                scores.ptr(), level, beamSize, endId, isAccumulated, a, b, c), a, b, c);
+        return selection(NativeHandle.call(() -> LIB.beam_search_step(preIds.ptr(), preScores.ptr(),
+                ids == null ? null : ids.ptr(), scores.ptr(), level, beamSize, endId, isAccumulated, a, b, c),
+                preIds, preScores, ids, scores), a, b, c);
     }
 
     /** Top-k of logProbs, plus the prefix scores, then {@link #step}, in one pass. */
@@ -250,14 +253,15 @@ public final class BeamSearch implements AutoCloseable {
         PointerByReference a = new PointerByReference();
         PointerByReference b = new PointerByReference();
         PointerByReference c = new PointerByReference();
-        return selection(LIB.beam_search_fused_step(preIds.ptr(), preScores.ptr(), logProbs.ptr(), beamSize, endId,
-                a, b, c), a, b, c);
+        return selection(NativeHandle.call(() -> LIB.beam_search_fused_step(preIds.ptr(), preScores.ptr(),
+                logProbs.ptr(), beamSize, endId, a, b, c), preIds, preScores, logProbs), a, b, c);
     }
 
     /** Reorders decoder state: row i is row parentIdx[i] of state. */
     public static Tensor gatherState(Tensor state, Tensor parentIdx) {
         PointerByReference out = new PointerByReference();
-        return Tensor.out(LIB.beam_search_gather_state(state.ptr(), parentIdx.ptr(), out), out);
+        return Tensor.out(NativeHandle.call(() -> LIB.beam_search_gather_state(state.ptr(), parentIdx.ptr(), out),
+                state, parentIdx), out);
     }
 
     /**
@@ -270,7 +274,8 @@ public final class BeamSearch implements AutoCloseable {
             raw[i] = states[i].ptr();
         }
         Memory out = states.length == 0 ? null : new Memory((long) Native.POINTER_SIZE * states.length);
-        NativeHandle.check(LIB.beam_search_gather_states(raw, raw.length, parentIdx.ptr(), out));
+        NativeHandle.check(() -> LIB.beam_search_gather_states(raw, raw.length, parentIdx.ptr(), out), states,
+                parentIdx);
         Tensor[] result = new Tensor[states.length];
         for (int i = 0; i < states.length; i++) {
             result[i] = Tensor.adopt(out.getPointer((long) i * Native.POINTER_SIZE));
@@ -281,14 +286,15 @@ public final class BeamSearch implements AutoCloseable {
     /** Backtracks dense [T, B, beam] ids through their parents. */
     public static Tensor gatherTree(Tensor ids, Tensor parents) {
         PointerByReference out = new PointerByReference();
-        return Tensor.out(LIB.beam_search_gather_tree(ids.ptr(), parents.ptr(), out), out);
+        return Tensor.out(NativeHandle.call(() -> LIB.beam_search_gather_tree(ids.ptr(), parents.ptr(), out), ids,
+                parents), out);
     }
 
     /** Paddle's beam_search_decode: backtracks the steps' arrays into beamSize sentences per source. */
     public static Sequence.Pair decode(TensorArray ids, TensorArray scores, long beamSize, long endId) {
         PointerByReference a = new PointerByReference();
         PointerByReference b = new PointerByReference();
-        NativeHandle.check(LIB.beam_search_decode(ids.ptr(), scores.ptr(), beamSize, endId, a, b));
+        NativeHandle.check(() -> LIB.beam_search_decode(ids.ptr(), scores.ptr(), beamSize, endId, a, b), ids, scores);
         return new Sequence.Pair(Tensor.adopt(a.getValue()), Tensor.adopt(b.getValue()));
     }
 }

@@ -2,7 +2,6 @@ package org.lodtensor;
 
 import com.sun.jna.Pointer;
 import com.sun.jna.ptr.PointerByReference;
-import java.lang.ref.Reference;
 
 /** The dynamic-RNN driver (tensor_array_dynamic_rnn) with a step function written in Java. */
 public final class DynamicRnn {
@@ -57,9 +56,8 @@ public final class DynamicRnn {
             }
         };
         PointerByReference out = new PointerByReference();
-        int status = LodTensorLib.INSTANCE.tensor_array_dynamic_rnn(x.ptr(), level, initState.ptr(), callback, null,
-                out);
-        Reference.reachabilityFence(callback);
+        int status = NativeHandle.call(() -> LodTensorLib.INSTANCE.tensor_array_dynamic_rnn(x.ptr(), level,
+                initState.ptr(), callback, null, out), x, initState, callback);
         if (status != 0) {
             String message = LodTensorLib.INSTANCE.lodtensor_last_error_message();
             if (thrown[0] instanceof Error e) {

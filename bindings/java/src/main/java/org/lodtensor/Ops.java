@@ -32,13 +32,14 @@ public final class Ops {
     /** x's elements converted to dtype (Rust's {@code as} rules); the LoD is kept. */
     public static Tensor cast(Tensor x, DType dtype) {
         PointerByReference out = new PointerByReference();
-        return Tensor.out(LIB.lodtensor_cast(x.ptr(), new LodTensorLib.DTypeT(dtype), out), out);
+        return Tensor.out(NativeHandle.call(() -> LIB.lodtensor_cast(x.ptr(), new LodTensorLib.DTypeT(dtype), out), x),
+                out);
     }
 
     /** The rows index[0], index[1], ... of x. */
     public static Tensor gatherRows(Tensor x, Tensor index) {
         PointerByReference out = new PointerByReference();
-        return Tensor.out(LIB.lodtensor_gather_rows(x.ptr(), index.ptr(), out), out);
+        return Tensor.out(NativeHandle.call(() -> LIB.lodtensor_gather_rows(x.ptr(), index.ptr(), out), x, index), out);
     }
 
     /**
@@ -47,20 +48,22 @@ public final class Ops {
      */
     public static Tensor scatterRows(Tensor x, Tensor index, Tensor updates, int mode) {
         PointerByReference out = new PointerByReference();
-        return Tensor.out(LIB.lodtensor_scatter_rows(x.ptr(), index.ptr(), updates.ptr(), mode, out), out);
+        return Tensor.out(NativeHandle.call(
+                () -> LIB.lodtensor_scatter_rows(x.ptr(), index.ptr(), updates.ptr(), mode, out), x, index, updates),
+                out);
     }
 
     /** The log-softmax over the last axis. */
     public static Tensor logSoftmax(Tensor x) {
         PointerByReference out = new PointerByReference();
-        return Tensor.out(LIB.lodtensor_log_softmax(x.ptr(), out), out);
+        return Tensor.out(NativeHandle.call(() -> LIB.lodtensor_log_softmax(x.ptr(), out), x), out);
     }
 
     /** The k largest (or smallest) entries of every row of the last axis, sorted: (values, int64 indices). */
     public static Sequence.Pair topk(Tensor x, long k, boolean largest) {
         PointerByReference a = new PointerByReference();
         PointerByReference b = new PointerByReference();
-        NativeHandle.check(LIB.lodtensor_topk(x.ptr(), k, largest, a, b));
+        NativeHandle.check(() -> LIB.lodtensor_topk(x.ptr(), k, largest, a, b), x);
         return new Sequence.Pair(Tensor.adopt(a.getValue()), Tensor.adopt(b.getValue()));
     }
 }

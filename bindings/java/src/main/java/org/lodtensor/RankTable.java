@@ -24,7 +24,7 @@ public final class RankTable implements AutoCloseable {
     /** Ranks the sequences of LoD level level of x. */
     public static RankTable create(Tensor x, int level) {
         PointerByReference out = new PointerByReference();
-        NativeHandle.check(LIB.rank_table_create(x.ptr(), level, out));
+        NativeHandle.check(() -> LIB.rank_table_create(x.ptr(), level, out), x);
         return new RankTable(out.getValue());
     }
 
@@ -40,24 +40,25 @@ public final class RankTable implements AutoCloseable {
 
     public int size() {
         LongByReference r = new LongByReference();
-        return (int) size(LIB.rank_table_size(ptr(), r), r);
+        return NativeHandle.arrayLength(size(NativeHandle.call(() -> LIB.rank_table_size(ptr(), r), this), r),
+                "RankTable.size");
     }
 
     public int level() {
         LongByReference r = new LongByReference();
-        return (int) size(LIB.rank_table_level(ptr(), r), r);
+        return (int) size(NativeHandle.call(() -> LIB.rank_table_level(ptr(), r), this), r);
     }
 
     public long maxSequenceLen() {
         LongByReference r = new LongByReference();
-        return size(LIB.rank_table_max_sequence_len(ptr(), r), r);
+        return size(NativeHandle.call(() -> LIB.rank_table_max_sequence_len(ptr(), r), this), r);
     }
 
     /** The original indices of the sequences, longest first. */
     public long[] indices() {
         long[] idx = new long[size()];
         LongByReference n = new LongByReference();
-        NativeHandle.check(LIB.rank_table_items(ptr(), idx, null, idx.length, n));
+        NativeHandle.check(() -> LIB.rank_table_items(ptr(), idx, null, idx.length, n), this);
         return idx;
     }
 
@@ -65,19 +66,20 @@ public final class RankTable implements AutoCloseable {
     public long[] lengths() {
         long[] len = new long[size()];
         LongByReference n = new LongByReference();
-        NativeHandle.check(LIB.rank_table_items(ptr(), null, len, len.length, n));
+        NativeHandle.check(() -> LIB.rank_table_items(ptr(), null, len, len.length, n), this);
         return len;
     }
 
     /** The state of the sequences still alive at step (zero copy). */
     public Tensor shrinkRnnMemory(Tensor x, long step) {
         PointerByReference out = new PointerByReference();
-        return Tensor.out(LIB.rank_table_shrink_rnn_memory(ptr(), x.ptr(), step, out), out);
+        return Tensor.out(NativeHandle.call(() -> LIB.rank_table_shrink_rnn_memory(ptr(), x.ptr(), step, out), this, x),
+                out);
     }
 
     /** x's units (top-level sequences, or rows) in rank order. */
     public Tensor reorder(Tensor x) {
         PointerByReference out = new PointerByReference();
-        return Tensor.out(LIB.rank_table_reorder(ptr(), x.ptr(), out), out);
+        return Tensor.out(NativeHandle.call(() -> LIB.rank_table_reorder(ptr(), x.ptr(), out), this, x), out);
     }
 }

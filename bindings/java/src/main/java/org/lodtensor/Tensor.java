@@ -231,7 +231,7 @@ public final class Tensor implements AutoCloseable {
 
     public DType dtype() {
         LodTensorLib.DTypeOut d = new LodTensorLib.DTypeOut();
-        NativeHandle.check(LIB.lodtensor_dtype(ptr(), d));
+        NativeHandle.check(() -> LIB.lodtensor_dtype(ptr(), d), this);
         d.read();
         return new DType(d.code & 0xff, d.bits & 0xff, d.lanes & 0xffff);
     }
@@ -239,7 +239,7 @@ public final class Tensor implements AutoCloseable {
     /** The place as {device_type, device_id}: 1 = CPU, 2 = CUDA. */
     public int[] place() {
         LodTensorLib.PlaceOut p = new LodTensorLib.PlaceOut();
-        NativeHandle.check(LIB.lodtensor_place(ptr(), p));
+        NativeHandle.check(() -> LIB.lodtensor_place(ptr(), p), this);
         p.read();
         return new int[] {p.device_type, p.device_id};
     }
@@ -247,31 +247,34 @@ public final class Tensor implements AutoCloseable {
     public long[] dims() {
         long[] buf = new long[9];
         LongByReference n = new LongByReference();
-        NativeHandle.check(LIB.lodtensor_dims(ptr(), buf, buf.length, n));
+        NativeHandle.check(() -> LIB.lodtensor_dims(ptr(), buf, buf.length, n), this);
         return java.util.Arrays.copyOf(buf, (int) n.getValue());
     }
 
     public long numel() {
         LongByReference r = new LongByReference();
-        return size(LIB.lodtensor_numel(ptr(), r), r);
+        return size(NativeHandle.call(() -> LIB.lodtensor_numel(ptr(), r), this), r);
     }
 
     public long nbytes() {
         LongByReference r = new LongByReference();
-        return size(LIB.lodtensor_nbytes(ptr(), r), r);
+        return size(NativeHandle.call(() -> LIB.lodtensor_nbytes(ptr(), r), this), r);
     }
 
     public int lodLevels() {
         LongByReference r = new LongByReference();
-        return (int) size(LIB.lodtensor_lod_num_levels(ptr(), r), r);
+        return (int) size(NativeHandle.call(() -> LIB.lodtensor_lod_num_levels(ptr(), r), this), r);
     }
 
     /** The offsets of one LoD level (copied). */
     public long[] lodOffsets(int level) {
         PointerByReference p = new PointerByReference();
         LongByReference n = new LongByReference();
-        NativeHandle.check(LIB.lodtensor_lod_offsets(ptr(), level, p, n));
-        return p.getValue().getLongArray(0, (int) n.getValue());
+        // The offsets are the tensor's memory: copied before it may go.
+        return NativeHandle.keep(() -> {
+            NativeHandle.check(LIB.lodtensor_lod_offsets(ptr(), level, p, n));
+            return p.getValue().getLongArray(0, NativeHandle.arrayLength(n.getValue(), "lodOffsets"));
+        }, this);
     }
 
     /** The sequence lengths of one LoD level. */
@@ -288,13 +291,13 @@ public final class Tensor implements AutoCloseable {
     public long[] sequenceRows(int level, long index) {
         LongByReference b = new LongByReference();
         LongByReference e = new LongByReference();
-        NativeHandle.check(LIB.lodtensor_sequence_rows(ptr(), level, index, b, e));
+        NativeHandle.check(() -> LIB.lodtensor_sequence_rows(ptr(), level, index, b, e), this);
         return new long[] {b.getValue(), e.getValue()};
     }
 
     private Pointer data() {
         PointerByReference p = new PointerByReference();
-        NativeHandle.check(LIB.lodtensor_data(ptr(), p));
+        NativeHandle.check(() -> LIB.lodtensor_data(ptr(), p), this);
         return p.getValue();
     }
 
@@ -312,43 +315,52 @@ public final class Tensor implements AutoCloseable {
 
     /**
      * {@code read(address, numel)} of this tensor's elements (dtype {@code want}) in host memory:
-     * its own, or a host copy of a CUDA tensor's.
+     * its own, or a host copy of a CUDA tensor's. More elements than a Java array holds are
+     * UNSUPPORTED, before any copy.
      */
-    private <A> A readOnHost(DType want, BiFunction<Pointer, Integer, A> read) {
+    private <A> A readOnHost(DType want, String what, BiFunction<Pointer, Integer, A> read) {
         requireDType(want);
+        int n = NativeHandle.arrayLength(numel(), what);
         if (place()[0] != 1) {
             try (Tensor host = toPlace(1, 0)) {
-                return host.readOnHost(want, read);
+                return host.readOnHost(want, what, read);
             }
         }
-        return read.apply(data(), (int) numel());
+        // The copy reads this tensor's memory, which must not be freed under it.
+        return NativeHandle.keep(() -> read.apply(data(), n), this);
     }
 
-    /** The elements, copied (from a CUDA device through a host copy). */
+    /**
+     * The elements, copied (from a CUDA device through a host copy). More than a Java array
+     * holds (2^31 - 9) are UNSUPPORTED; so for the other toArray methods.
+     */
     public float[] toFloatArray() {
-        return readOnHost(DType.FLOAT32, (p, n) -> n == 0 ? new float[0] : p.getFloatArray(0, n));
+        return readOnHost(DType.FLOAT32, "toFloatArray", (p, n) -> n == 0 ? new float[0] : p.getFloatArray(0, n));
     }
 
     /** The elements, copied (from a CUDA device through a host copy). */
     public double[] toDoubleArray() {
-        return readOnHost(DType.FLOAT64, (p, n) -> n == 0 ? new double[0] : p.getDoubleArray(0, n));
+        return readOnHost(DType.FLOAT64, "toDoubleArray",
+                (p, n) -> n == 0 ? new double[0] : p.getDoubleArray(0, n));
     }
 
     /** The elements, copied (from a CUDA device through a host copy). */
     public int[] toIntArray() {
-        return readOnHost(DType.INT32, (p, n) -> n == 0 ? new int[0] : p.getIntArray(0, n));
+        return readOnHost(DType.INT32, "toIntArray", (p, n) -> n == 0 ? new int[0] : p.getIntArray(0, n));
     }
 
     /** The elements, copied (from a CUDA device through a host copy). */
     public long[] toLongArray() {
-        return readOnHost(DType.INT64, (p, n) -> n == 0 ? new long[0] : p.getLongArray(0, n));
+        return readOnHost(DType.INT64, "toLongArray", (p, n) -> n == 0 ? new long[0] : p.getLongArray(0, n));
     }
 
     /**
      * A zero-copy, writable view of the elements (native byte order), which must be on the host
-     * (a CUDA tensor is INVALID_ARGUMENT: copy it with {@link #toPlace} first). Valid only while
-     * this tensor (or another handle on the same memory) is open; writes are seen by every handle
-     * sharing the memory.
+     * (a CUDA tensor is INVALID_ARGUMENT: copy it with {@link #toPlace} first) and at most
+     * Integer.MAX_VALUE bytes (more is UNSUPPORTED). Valid only while this tensor (or another
+     * handle on the same memory) is open: the view, and every buffer made from it, keeps this
+     * tensor from the Cleaner, but {@link #close} frees the memory under it. Writes are seen by
+     * every handle sharing the memory.
      */
     public ByteBuffer view() {
         int[] place = place();
@@ -356,49 +368,53 @@ public final class Tensor implements AutoCloseable {
             throw new LodTensorException(Status.INVALID_ARGUMENT, "view: the tensor is on " + placeName(place)
                     + ", not on the host: copy it with toPlace(1, 0)");
         }
-        long n = nbytes();
+        int n = NativeHandle.bufferCapacity(nbytes(), 1, "view");
         PointerByReference p = new PointerByReference();
-        NativeHandle.check(LIB.lodtensor_data_mut(ptr(), p));
+        NativeHandle.check(() -> LIB.lodtensor_data_mut(ptr(), p), this);
         if (n == 0) {
             return ByteBuffer.allocateDirect(0).order(ByteOrder.nativeOrder());
         }
-        return p.getValue().getByteBuffer(0, n).order(ByteOrder.nativeOrder());
+        ByteBuffer view = p.getValue().getByteBuffer(0, n).order(ByteOrder.nativeOrder());
+        // Slices, duplicates and typed views of a direct buffer refer to it, so while any of them
+        // is reachable this registration (whose action holds the tensor) stays, and the tensor too.
+        NativeHandle.CLEANER.register(view, () -> Reference.reachabilityFence(this));
+        return view;
     }
 
     // ---- changing the LoD, views and pieces -----------------------------------------------------
 
     public void setLod(Lod lod) {
-        NativeHandle.check(LIB.lodtensor_set_lod(ptr(), lod.kind, lod.levelSizes, lod.levelSizes.length, lod.values,
-                lod.values.length));
+        NativeHandle.check(() -> LIB.lodtensor_set_lod(ptr(), lod.kind, lod.levelSizes, lod.levelSizes.length,
+                lod.values, lod.values.length), this);
     }
 
     public void clearLod() {
-        NativeHandle.check(LIB.lodtensor_clear_lod(ptr()));
+        NativeHandle.check(() -> LIB.lodtensor_clear_lod(ptr()), this);
     }
 
     /** A new handle on the same memory and LoD. */
     public Tensor share() {
         PointerByReference out = new PointerByReference();
-        return out(LIB.lodtensor_share(ptr(), out), out);
+        return out(NativeHandle.call(() -> LIB.lodtensor_share(ptr(), out), this), out);
     }
 
     /** A new tensor with its own copy of the elements. */
     public Tensor copy() {
         PointerByReference out = new PointerByReference();
-        return out(LIB.lodtensor_copy(ptr(), out), out);
+        return out(NativeHandle.call(() -> LIB.lodtensor_copy(ptr(), out), this), out);
     }
 
     /** Sequences [begin, end) of LoD level level, sharing this tensor's memory. */
     public Tensor slice(int level, long begin, long end) {
         PointerByReference out = new PointerByReference();
-        return out(LIB.lodtensor_slice(ptr(), level, begin, end, out), out);
+        return out(NativeHandle.call(() -> LIB.lodtensor_slice(ptr(), level, begin, end, out), this), out);
     }
 
     /** At most numPieces pieces of whole top-level sequences, sharing this tensor's memory. */
     public Tensor[] split(int numPieces) {
         Pointer[] raw = new Pointer[Math.max(numPieces, 0)];
         LongByReference count = new LongByReference();
-        NativeHandle.check(LIB.lodtensor_split(ptr(), numPieces, raw, raw.length, count));
+        NativeHandle.check(() -> LIB.lodtensor_split(ptr(), numPieces, raw, raw.length, count), this);
         Tensor[] pieces = new Tensor[(int) count.getValue()];
         for (int i = 0; i < pieces.length; i++) {
             pieces[i] = adopt(raw[i]);
@@ -413,25 +429,29 @@ public final class Tensor implements AutoCloseable {
             raw[i] = tensors[i].ptr();
         }
         PointerByReference out = new PointerByReference();
-        return out(LIB.lodtensor_merge(raw, raw.length, out), out);
+        return out(NativeHandle.call(() -> LIB.lodtensor_merge(raw, raw.length, out), (Object[]) tensors), out);
     }
 
     /** A new handle on this memory whose LoD is the target offsets (append: added below). */
     public Tensor lodReset(long[] targetOffsets, boolean append) {
         PointerByReference out = new PointerByReference();
-        return out(LIB.lodtensor_lod_reset(ptr(), null, targetOffsets, targetOffsets.length, append, out), out);
+        return out(NativeHandle.call(
+                () -> LIB.lodtensor_lod_reset(ptr(), null, targetOffsets, targetOffsets.length, append, out), this),
+                out);
     }
 
     /** lodReset taking the target from y (its LoD, or its int32/int64 elements). */
     public Tensor lodReset(Tensor y, boolean append) {
         PointerByReference out = new PointerByReference();
-        return out(LIB.lodtensor_lod_reset(ptr(), y.ptr(), null, 0, append, out), out);
+        return out(NativeHandle.call(() -> LIB.lodtensor_lod_reset(ptr(), y.ptr(), null, 0, append, out), this, y),
+                out);
     }
 
     /** A copy (elements and LoD) on a place (deviceType 1 = CPU, 2 = CUDA), always with its own memory. */
     public Tensor toPlace(int deviceType, int deviceId) {
         PointerByReference out = new PointerByReference();
-        return out(LIB.lodtensor_to_place(ptr(), new LodTensorLib.PlaceT(deviceType, deviceId), out), out);
+        return out(NativeHandle.call(
+                () -> LIB.lodtensor_to_place(ptr(), new LodTensorLib.PlaceT(deviceType, deviceId), out), this), out);
     }
 
     /**
@@ -441,7 +461,7 @@ public final class Tensor implements AutoCloseable {
      */
     public long toDlpack() {
         PointerByReference out = new PointerByReference();
-        NativeHandle.check(LIB.lodtensor_to_dlpack(ptr(), out));
+        NativeHandle.check(() -> LIB.lodtensor_to_dlpack(ptr(), out), this);
         return Pointer.nativeValue(out.getValue());
     }
 
@@ -463,7 +483,7 @@ public final class Tensor implements AutoCloseable {
      */
     public long toDlpackLegacy() {
         PointerByReference out = new PointerByReference();
-        NativeHandle.check(LIB.lodtensor_to_dlpack_legacy(ptr(), out));
+        NativeHandle.check(() -> LIB.lodtensor_to_dlpack_legacy(ptr(), out), this);
         return Pointer.nativeValue(out.getValue());
     }
 
@@ -488,7 +508,8 @@ public final class Tensor implements AutoCloseable {
      * released, also after this tensor is closed. When this throws, neither struct was written.
      */
     public void toArrow(long schemaAddress, long arrayAddress) {
-        NativeHandle.check(LIB.lodtensor_to_arrow(ptr(), nativePointer(schemaAddress), nativePointer(arrayAddress)));
+        NativeHandle.check(
+                () -> LIB.lodtensor_to_arrow(ptr(), nativePointer(schemaAddress), nativePointer(arrayAddress)), this);
     }
 
     /**
@@ -514,8 +535,8 @@ public final class Tensor implements AutoCloseable {
      * is released. When this throws, neither struct was written.
      */
     public void toArrowDevice(long schemaAddress, long arrayAddress) {
-        NativeHandle.check(
-                LIB.lodtensor_to_arrow_device(ptr(), nativePointer(schemaAddress), nativePointer(arrayAddress)));
+        NativeHandle.check(() -> LIB.lodtensor_to_arrow_device(ptr(), nativePointer(schemaAddress),
+                nativePointer(arrayAddress)), this);
     }
 
     /** {@link #toArrowStrings}: any bytes, as large_binary (LODTENSOR_ARROW_BINARY). */
@@ -533,8 +554,8 @@ public final class Tensor implements AutoCloseable {
      * throws, neither struct was written.
      */
     public void toArrowStrings(int encoding, long schemaAddress, long arrayAddress) {
-        NativeHandle.check(LIB.lodtensor_to_arrow_strings(
-                ptr(), encoding, nativePointer(schemaAddress), nativePointer(arrayAddress)));
+        NativeHandle.check(() -> LIB.lodtensor_to_arrow_strings(
+                ptr(), encoding, nativePointer(schemaAddress), nativePointer(arrayAddress)), this);
     }
 
     /**
@@ -542,8 +563,8 @@ public final class Tensor implements AutoCloseable {
      * as {@link #toArrowDevice} lends a tensor; UTF-8 on a device is checked there.
      */
     public void toArrowDeviceStrings(int encoding, long schemaAddress, long arrayAddress) {
-        NativeHandle.check(LIB.lodtensor_to_arrow_device_strings(
-                ptr(), encoding, nativePointer(schemaAddress), nativePointer(arrayAddress)));
+        NativeHandle.check(() -> LIB.lodtensor_to_arrow_device_strings(
+                ptr(), encoding, nativePointer(schemaAddress), nativePointer(arrayAddress)), this);
     }
 
     /**
@@ -617,13 +638,19 @@ public final class Tensor implements AutoCloseable {
             throw new IllegalArgumentException(columns.length + " columns but " + encodings.length
                     + " encodings; a record batch takes an encoding a column, or none");
         }
+        for (int i = 0; i < names.length; i++) {
+            // C strings end at the first NUL: such a name would reach Arrow cut short.
+            if (names[i] != null && names[i].indexOf('\0') >= 0) {
+                throw new IllegalArgumentException("names[" + i + "] \"" + names[i].replace("\0", "\\0")
+                        + "\" contains a NUL character, which a C string (Arrow's name) cannot hold");
+            }
+        }
         Pointer[] raw = new Pointer[columns.length];
         for (int i = 0; i < columns.length; i++) {
             raw[i] = columns[i] == null ? null : columns[i].ptr();
         }
         StringArray utf8 = new StringArray(names, "UTF-8");
-        NativeHandle.check(lend.call(raw, utf8, encodings, raw.length));
-        Reference.reachabilityFence(columns);
+        NativeHandle.check(() -> lend.call(raw, utf8, encodings, raw.length), (Object[]) columns);
     }
 
     /**
@@ -680,13 +707,13 @@ public final class Tensor implements AutoCloseable {
      */
     public byte[] serialize() {
         LongByReference n = new LongByReference();
-        NativeHandle.check(LIB.lodtensor_serialize(ptr(), null, 0, n));
-        if (n.getValue() > Integer.MAX_VALUE - 8) {
+        NativeHandle.check(() -> LIB.lodtensor_serialize(ptr(), null, 0, n), this);
+        if (n.getValue() > NativeHandle.MAX_ARRAY_LENGTH) {
             throw new LodTensorException(Status.UNSUPPORTED,
                     "serialize: the record's " + n.getValue() + " bytes do not fit a Java array");
         }
         byte[] bytes = new byte[(int) n.getValue()];
-        NativeHandle.check(LIB.lodtensor_serialize(ptr(), bytes, bytes.length, n));
+        NativeHandle.check(() -> LIB.lodtensor_serialize(ptr(), bytes, bytes.length, n), this);
         return bytes;
     }
 
@@ -720,19 +747,20 @@ public final class Tensor implements AutoCloseable {
 
     private static Tensor readRecord(ByteBuffer buf, RecordReader reader) {
         int n = buf.remaining();
-        Pointer p = null;
+        Pointer p;
         if (n > 0 && buf.isDirect()) {
             p = Native.getDirectBufferPointer(buf).share(buf.position());
         } else if (n > 0) {
             Memory m = new Memory(n);
             m.getByteBuffer(0, n).put(buf.duplicate());
             p = m;
+        } else {
+            p = null;
         }
         LongByReference consumed = new LongByReference();
         PointerByReference out = new PointerByReference();
-        Tensor t = out(reader.read(p, n, consumed, out), out);
-        Reference.reachabilityFence(p);
-        Reference.reachabilityFence(buf);
+        // A direct buffer's address does not keep the buffer (and its memory) reachable.
+        Tensor t = out(NativeHandle.call(() -> reader.read(p, n, consumed, out), p, buf), out);
         buf.position(buf.position() + (int) consumed.getValue());
         return t;
     }

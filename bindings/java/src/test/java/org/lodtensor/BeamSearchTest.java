@@ -2,11 +2,13 @@ package org.lodtensor;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.ref.WeakReference;
 import java.nio.FloatBuffer;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -178,6 +180,85 @@ class BeamSearchTest {
         LodTensorException bad = assertThrows(LodTensorException.class, () -> BeamSearch.decoder(o));
         assertEquals(Status.INVALID_ARGUMENT, bad.status());
         assertTrue(bad.detail().contains("vocab_size"), bad.detail());
+    }
+
+    /** decoderWithJavaModel's options: the toy table's model, nothing pruned. */
+    static BeamSearch.Options tableOptions() {
+        BeamSearch.Options o = BeamSearch.Options.defaults();
+        o.vocabSize = 4;
+        o.startId = 0;
+        o.endId = 1;
+        o.beamSize = 16;
+        o.maxLength = 3;
+        o.numHypotheses = 5;
+        return o;
+    }
+
+    /** The toy table's log-probs for the live prefixes of two sources, row-major. */
+    static float[] tableLogProbs(BeamSearch.StepInfo info) {
+        float[] lp = new float[info.numPrefixes() * 4];
+        for (int s = 0; s < 2; s++) {
+            for (int p = (int) info.sourceOffsets()[s]; p < info.sourceOffsets()[s + 1]; p++) {
+                for (int v = 0; v < 4; v++) {
+                    lp[p * 4 + v] = (float) TABLE[s][(int) info.ids()[p]][v];
+                }
+            }
+        }
+        return lp;
+    }
+
+    /** The decoder of the last run on a temporary decoder, watched for collection. */
+    static final List<WeakReference<BeamSearch>> DECODERS = new ArrayList<>();
+
+    static BeamSearch temporaryDecoder() {
+        BeamSearch d = BeamSearch.decoder(tableOptions());
+        DECODERS.clear();
+        DECODERS.add(new WeakReference<>(d));
+        return d;
+    }
+
+    /** A run on a decoder that nothing but the call refers to. */
+    static BeamSearch.Result runOnTemporary(BeamSearch.Model model) {
+        return temporaryDecoder().run(2, model, null);
+    }
+
+    static BeamSearch.Result runTensorsOnTemporary(BeamSearch.TensorModel model) {
+        return temporaryDecoder().runTensors(2, model);
+    }
+
+    /**
+     * A decoder stays reachable while it runs, though only the call refers to it (see
+     * LodTensorTest.tensorsOutliveTheCallsOnThem): the model collects garbage at the first step
+     * once the runs are compiled.
+     */
+    @Test
+    void aDecoderOutlivesItsRuns() throws Exception {
+        BeamSearch.Model model = (info, lp) -> lp.put(tableLogProbs(info));
+        BeamSearch.TensorModel tensorModel =
+                info -> Tensor.ofFloats(tableLogProbs(info), info.numPrefixes(), info.vocabSize());
+        for (int i = 0; i < 1000; i++) {
+            runOnTemporary(model).close();
+            runTensorsOnTemporary(tensorModel).close();
+        }
+        boolean[] collected = {false, false};
+        try (BeamSearch.Result r = runOnTemporary((info, lp) -> {
+            if (info.step() == 0) {
+                collected[0] = LodTensorTest.collects(DECODERS, 25);
+            }
+            model.apply(info, lp);
+        })) {
+            assertFalse(collected[0], "the decoder was collected during run");
+            checkDecoded(r, -1);
+        }
+        try (BeamSearch.Result r = runTensorsOnTemporary(info -> {
+            if (info.step() == 0) {
+                collected[1] = LodTensorTest.collects(DECODERS, 25);
+            }
+            return tensorModel.apply(info);
+        })) {
+            assertFalse(collected[1], "the decoder was collected during runTensors");
+            checkDecoded(r, -1);
+        }
     }
 
     static void fill(FloatBuffer lp) {

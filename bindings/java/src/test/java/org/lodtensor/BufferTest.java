@@ -3,10 +3,15 @@ package org.lodtensor;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import static org.lodtensor.LodTensorTest.expectError;
 import static org.lodtensor.LodTensorTest.iota;
 import static org.lodtensor.LodTensorTest.l;
 
+import com.sun.jna.Library;
+import com.sun.jna.Native;
+import com.sun.jna.Platform;
+import com.sun.jna.Pointer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -15,7 +20,7 @@ import org.junit.jupiter.api.Test;
 /**
  * {@link Tensor#fromBuffer} over memory the caller owns (another tensor's), on the host and on a
  * CUDA device, with its errors; {@link Tensor#address}; a CUDA tensor's elements read through a
- * host copy, and refused by {@link Tensor#view}.
+ * host copy, and refused by {@link Tensor#view}; a tensor larger than a Java array or buffer.
  */
 class BufferTest {
     @Test
@@ -125,6 +130,61 @@ class BufferTest {
             y.close();
         }
         assertEquals(1, released.get());
+    }
+
+    /** Sizes past a Java array (2^31 - 9 elements) or a ByteBuffer (2^31 - 1 bytes) are refused. */
+    @Test
+    void sizesPastJavaLimitsAreRefused() {
+        assertEquals(NativeHandle.MAX_ARRAY_LENGTH, NativeHandle.arrayLength(NativeHandle.MAX_ARRAY_LENGTH, "a"));
+        expectError(Status.UNSUPPORTED, "toIntArray: 2147483640 elements do not fit a Java array (at most 2147483639)",
+                () -> NativeHandle.arrayLength(NativeHandle.MAX_ARRAY_LENGTH + 1L, "toIntArray"));
+        expectError(Status.UNSUPPORTED, "a: 4294967299 elements",
+                () -> NativeHandle.arrayLength((1L << 32) + 3, "a"));
+        assertEquals(Integer.MAX_VALUE, NativeHandle.bufferCapacity(Integer.MAX_VALUE, 1, "view"));
+        expectError(Status.UNSUPPORTED, "view: 2147483648 bytes do not fit a ByteBuffer (at most 2147483647)",
+                () -> NativeHandle.bufferCapacity(1L << 31, 1, "view"));
+        // The beam search callbacks' log-probs, 4-byte floats.
+        assertEquals(Integer.MAX_VALUE - 3, NativeHandle.bufferCapacity((1L << 29) - 1, 4, "log-probs"));
+        expectError(Status.UNSUPPORTED, "log-probs: 536870912 x 4 bytes",
+                () -> NativeHandle.bufferCapacity(1L << 29, 4, "log-probs"));
+        expectError(Status.UNSUPPORTED, "log-probs: 4611686018427387904 x 4 bytes",
+                () -> NativeHandle.bufferCapacity(1L << 62, 4, "log-probs"));
+    }
+
+    /** The C library's mmap and munmap. */
+    interface LibC extends Library {
+        LibC C = Native.load("c", LibC.class);
+
+        Pointer mmap(Pointer addr, long length, int prot, int flags, int fd, long offset);
+
+        int munmap(Pointer addr, long length);
+    }
+
+    /**
+     * A host tensor of more elements than a Java array holds, over 8 GiB of address space that is
+     * never backed (read-only anonymous memory reads as zeros): copying it out or viewing it is
+     * UNSUPPORTED, not cut short.
+     */
+    @Test
+    void aTensorPastJavaLimits() {
+        assumeTrue(Platform.isLinux(), "mmap's flags are Linux's");
+        long numel = (1L << 31) + 3;
+        long nbytes = 4 * numel;
+        // PROT_READ; MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE (not counted against overcommit).
+        Pointer p = LibC.C.mmap(null, nbytes, 1, 0x02 | 0x20 | 0x4000, -1, 0);
+        assumeTrue(Pointer.nativeValue(p) != -1, "no room for 8 GiB of address space");
+        try (Tensor t = Tensor.fromBuffer(1, 0, DType.INT32, l(numel), Pointer.nativeValue(p), nbytes, Lod.NONE,
+                null)) {
+            assertEquals(numel, t.numel());
+            expectError(Status.UNSUPPORTED, "toIntArray: 2147483651 elements do not fit a Java array", t::toIntArray);
+            expectError(Status.UNSUPPORTED, "view: 8589934604 bytes do not fit a ByteBuffer", t::view);
+            try (Tensor head = Tensor.fromBuffer(1, 0, DType.INT32, l(4), Pointer.nativeValue(p), 16, Lod.NONE,
+                    null)) {
+                assertArrayEquals(new int[4], head.toIntArray()); // the same memory, within the limits
+            }
+        } finally {
+            LibC.C.munmap(p, nbytes);
+        }
     }
 
     private static int cudaDevices() {

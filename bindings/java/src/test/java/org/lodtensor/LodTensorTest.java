@@ -2,6 +2,7 @@ package org.lodtensor;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -14,7 +15,9 @@ import com.sun.jna.Function;
 import com.sun.jna.Memory;
 import com.sun.jna.Pointer;
 import java.lang.ref.Reference;
+import java.lang.ref.WeakReference;
 import java.nio.ByteBuffer;
+import java.nio.FloatBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
@@ -267,6 +270,24 @@ class LodTensorTest {
             assertThrows(IllegalArgumentException.class,
                     () -> Tensor.toArrowRecordBatch(columns, names, new int[] {Tensor.ARROW_UTF8}, schemaAddress,
                             arrayAddress));
+        }
+    }
+
+    /** A column name with a NUL, which a C string would cut, is refused; nothing is written. */
+    @Test
+    void arrowColumnNamesWithNulAreRefused() {
+        Memory schema = zeroed(72), array = zeroed(80);
+        long schemaAddress = Pointer.nativeValue(schema), arrayAddress = Pointer.nativeValue(array);
+        try (Tensor ids = Tensor.ofLongs(l(1, 2), 2); Tensor scores = Tensor.ofFloats(new float[] {1, 2}, 2)) {
+            Tensor[] columns = {ids, scores};
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> Tensor.toArrowRecordBatch(columns, new String[] {"ids", "score\0s_v2"}, schemaAddress,
+                            arrayAddress));
+            assertTrue(e.getMessage().contains("names[1]"), e.getMessage());
+            assertThrows(IllegalArgumentException.class, () -> Tensor.toArrowDeviceRecordBatch(columns,
+                    new String[] {"\0", "scores"}, schemaAddress, arrayAddress));
+            assertNull(schema.getPointer(56)); // not written
+            assertNull(array.getPointer(64));
         }
     }
 
@@ -808,6 +829,81 @@ class LodTensorTest {
                         DynamicRnn.run(x, 0, small, (step, in, prev) -> new DynamicRnn.StepResult(in.share())));
             }
         }
+    }
+
+    /**
+     * Collects garbage until one of the watched objects is collected, for at most {@code tries}
+     * rounds of 10 ms; true if one was.
+     */
+    static boolean collects(List<? extends Reference<?>> watched, int tries) throws InterruptedException {
+        for (int i = 0; i < tries; i++) {
+            for (Reference<?> r : watched) {
+                if (r.refersTo(null)) {
+                    return true;
+                }
+            }
+            System.gc();
+            Thread.sleep(10);
+        }
+        return false;
+    }
+
+    /** The tensors of the last {@link #rnnOverTemporaries}, watched for collection. */
+    static final List<WeakReference<Tensor>> TEMPORARIES = new ArrayList<>();
+
+    static Tensor watched(Tensor t) {
+        TEMPORARIES.add(new WeakReference<>(t));
+        return t;
+    }
+
+    /** The RNN over an x and an initial state that nothing but the call refers to. */
+    static Tensor rnnOverTemporaries(DynamicRnn.StepFunction fn) {
+        TEMPORARIES.clear();
+        return DynamicRnn.run(watched(Tensor.ofFloats(rnnX(), l(11, 2), Lod.lengths(LENS))), 0,
+                watched(Tensor.ofFloats(rnnH0(), 5, 2)), fn);
+    }
+
+    /**
+     * Compiled code drops an object as soon as it no longer needs it, which for a handle's owner
+     * is once the handle has been read: the binding must keep a call's tensors reachable until
+     * the call returns, or their Cleaner frees them under the library. The run is repeated until
+     * it is compiled, then its step function collects garbage while the RNN runs.
+     */
+    @Test
+    void tensorsOutliveTheCallsOnThem() throws Exception {
+        for (int i = 0; i < 1000; i++) {
+            rnnOverTemporaries((step, in, prev) -> addStep(in, prev)).close();
+        }
+        boolean[] collected = {false};
+        try (Tensor out = rnnOverTemporaries((step, in, prev) -> {
+            if (step == 0) {
+                collected[0] = collects(TEMPORARIES, 25);
+            }
+            return addStep(in, prev);
+        })) {
+            assertFalse(collected[0], "x or initState was collected while the RNN ran on it");
+            assertArrayEquals(rnnReference(), out.toFloatArray());
+            assertArrayEquals(l(0, 3, 3, 8, 9, 11), out.lodOffsets(0));
+        }
+    }
+
+    /** A view of a tensor that nothing else refers to. */
+    static FloatBuffer viewOfTemporary(List<WeakReference<Tensor>> watch) {
+        Tensor t = Tensor.ofFloats(iota(1024), 1024);
+        watch.add(new WeakReference<>(t));
+        return t.view().asFloatBuffer();
+    }
+
+    /** A view (and what is made from it) keeps its tensor, whose Cleaner would free the memory. */
+    @Test
+    void aViewKeepsItsTensor() throws Exception {
+        List<WeakReference<Tensor>> watch = new ArrayList<>();
+        FloatBuffer view = viewOfTemporary(watch);
+        assertFalse(collects(watch, 20), "the tensor was collected while its view was in use");
+        assertEquals(1023f, view.get(1023));
+        Reference.reachabilityFence(view);
+        view = null;
+        assertTrue(collects(watch, 500), "the tensor outlived its view");
     }
 
     @Test
