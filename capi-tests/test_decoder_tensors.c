@@ -31,7 +31,8 @@ enum misbehaviour {
     FAIL_WITH_HANDLE, /* returns 43 at step fail_at, after storing a handle (which must not leak) */
     LEAVE_NULL,     /* returns 0 at step fail_at but leaves *out_log_probs NULL */
     EXTRA_COLUMN,   /* returns [P, V + 1] at step fail_at */
-    FLAT            /* returns [P * V] at step fail_at */
+    FLAT,           /* returns [P * V] at step fail_at */
+    HAND_PARENTS    /* stores the borrowed info->parent_idx_tensor at step fail_at (never freed) */
 };
 
 /* Where the callback puts its tensor: the host, cuda:0, or a different place each step. */
@@ -145,6 +146,10 @@ static int32_t tensor_step(const beam_search_step_info_t *info, lodtensor_t **ou
     if (!parents_as_documented(m, info)) return 9;
     if (misbehave == FAIL) return 42;
     if (misbehave == LEAVE_NULL) return 0;
+    if (misbehave == HAND_PARENTS) {
+        *out_log_probs = (lodtensor_t *)info->parent_idx_tensor;
+        return 0;
+    }
     t = model_tensor(info, m->dtype, misbehave == EXTRA_COLUMN ? 1 : 0, misbehave == FLAT);
     if (t == NULL) return 6;
     if (place.device_type != LODTENSOR_DEVICE_CPU) {
@@ -315,6 +320,13 @@ static void test_on_cuda(void) {
     rotate.dtype = F32;
     compare(d1, 1, rotate, "float32, the place changing every step, one hypothesis");
     test_failures(ON_CUDA0);
+    {
+        /* After a step on a device the parents are a device tensor, borrowed for the call. */
+        beam_search_decoder_t *d = make_decoder(2, 0.0);
+        expect_failure(d, failing(F32, ON_CUDA0, HAND_PARENTS, 1), LODTENSOR_INVALID_ARGUMENT,
+                       "stored the borrowed info->parent_idx_tensor in out_log_probs at step 1", 2);
+        beam_search_decoder_destroy(d);
+    }
     beam_search_decoder_destroy(d3);
     beam_search_decoder_destroy(d1);
 }

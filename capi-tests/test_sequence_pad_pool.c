@@ -209,6 +209,8 @@ static void test_pool_failures(void) {
     CHECK_STATUS_MSG(sequence_pool(x, LODTENSOR_POOL_SUM, 0.0, NULL, &idx), LODTENSOR_NULL_ARGUMENT, "out");
     CHECK_STATUS_MSG(sequence_pool(x, 7, 0.0, &out, &idx), LODTENSOR_INVALID_ARGUMENT, "pool_type");
     CHECK_STATUS_MSG(sequence_pool(x, -1, 0.0, &out, &idx), LODTENSOR_INVALID_ARGUMENT, "pool_type");
+    /* A pad that float32 would round to infinity (infinity itself is a value). */
+    CHECK_STATUS_MSG(sequence_pool(x, LODTENSOR_POOL_SUM, 1e39, &out, &idx), LODTENSOR_INVALID_ARGUMENT, "pad_value");
     CHECK_STATUS_MSG(sequence_pool(dense, LODTENSOR_POOL_MAX, 0.0, &out, &idx), LODTENSOR_INVALID_LOD, "no LoD");
     CHECK_STATUS_MSG(sequence_pool(three, LODTENSOR_POOL_MAX, 0.0, &out, &idx), LODTENSOR_INVALID_LOD, "3 LoD");
     CHECK_STATUS_MSG(sequence_pool(xint, LODTENSOR_POOL_MAX, 0.0, &out, &idx), LODTENSOR_UNSUPPORTED, "int32");

@@ -446,7 +446,8 @@ lodtensor_status_t beam_search_decoder_run(const struct beam_search_decoder_t *d
 // destroyed.
 // Returns LODTENSOR_NULL_ARGUMENT (`decoder`, `step_fn`, `out_ids`, `out_scores`),
 // LODTENSOR_INVALID_ARGUMENT (`num_sources` == 0; `step_fn` returned 0 but left
-// `*out_log_probs` NULL; a returned tensor whose dims are not `[num_prefixes, vocab_size]`),
+// `*out_log_probs` NULL, or stored the borrowed `info->parent_idx_tensor` there; a returned
+// tensor whose dims are not `[num_prefixes, vocab_size]`),
 // LODTENSOR_CALLBACK_FAILED (`step_fn` returned non-zero; the message gives its status and the
 // step), LODTENSOR_UNSUPPORTED (a returned tensor neither float32, float16 nor bfloat16; on a
 // CUDA device in a build without CUDA), LODTENSOR_OUT_OF_MEMORY, LODTENSOR_INTERNAL (a CUDA
@@ -995,7 +996,8 @@ lodtensor_status_t lodtensor_log_softmax(const struct lodtensor_t *x, struct lod
 // (on a CUDA device, one gather there); LoD levels are appended level by level. All need the
 // same number of LoD levels; those with rows need the same dtype, row width (elements per row:
 // `[2, 6]` and `[3, 2, 3]` merge, as in Paddle) and place; 0-row tensors are not checked. The
-// output has the row shape of the first tensor with rows.
+// output has the row shape of the first tensor with rows (with none, the dtype, row shape and
+// place of `tensors[0]`).
 // Returns LODTENSOR_NULL_ARGUMENT (`tensors`, any `tensors[i]`, `out`),
 // LODTENSOR_INVALID_ARGUMENT (`count` 0, mismatched dtype/row width/place, a 0-d tensor),
 // LODTENSOR_INVALID_LOD (different numbers of LoD levels), LODTENSOR_OUT_OF_MEMORY.
@@ -1468,7 +1470,7 @@ lodtensor_status_t sequence_pad(const struct lodtensor_t *x, const struct lodten
 // the pooling runs there (results equal to the host's bit for bit, NaN payloads of sums aside) and
 // the outputs are on that device.
 // Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_ARGUMENT (unknown
-// `pool_type`), LODTENSOR_INVALID_LOD (`x` with no LoD or more than 2 levels),
+// `pool_type`; a finite `pad_value` that `x`'s dtype would round to infinity), LODTENSOR_INVALID_LOD (`x` with no LoD or more than 2 levels),
 // LODTENSOR_OUT_OF_RANGE (MAX/MIN on more than 2^31-1 rows), LODTENSOR_UNSUPPORTED (another
 // dtype; a CUDA place in a build without CUDA), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t sequence_pool(const struct lodtensor_t *x, int32_t pool_type, double pad_value, struct lodtensor_t **out, struct lodtensor_t **out_max_index);

@@ -133,7 +133,8 @@ impl LoDTensor {
     /// Every part needs the same number of LoD levels; parts with rows need the first such part's
     /// dtype, row width (elements per row, as Paddle checks: `[2, 6]` and `[3, 2, 3]` merge) and
     /// place (0-row parts are not checked). The result has that part's row shape and owns new
-    /// memory on its place (on a CUDA device, one gather there).
+    /// memory on its place (on a CUDA device, one gather there). When no part has rows the first
+    /// part gives the dtype, row shape and place (Paddle's result is then float32).
     pub fn merge(parts: &[&LoDTensor]) -> Result<LoDTensor> {
         let first = parts.first().ok_or_else(|| err!(InvalidArgument, "tensors: nothing to merge"))?;
         for (i, p) in parts.iter().enumerate() {

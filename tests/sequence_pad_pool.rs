@@ -124,6 +124,35 @@ fn pool_errors_and_dtypes() {
     assert!(
         matches!(sequence_pool(&three, PoolType::Sum, 0.0), Err(Error::InvalidLod(m)) if m.contains("3 LoD levels"))
     );
+    // A pad value the dtype would round to infinity is refused (as fill refuses it); the largest
+    // finite value, an infinity or a NaN is written as it is.
+    for (dtype, too_big, largest) in [
+        (DType::F16, 65520.0, f16::MAX.to_f64()),
+        (DType::BF16, 3.4e38, bf16::MAX.to_f64()),
+        (DType::F32, 3.5e38, f32::MAX as f64),
+    ] {
+        let t = Tensor::zeros(dtype, Dim::new(&[2, 1]).unwrap()).unwrap();
+        let x = LoDTensor::new(t, Lod::from_offsets(lod(&[&[0, 2, 2]])).unwrap()).unwrap();
+        for p in [PoolType::Sum, PoolType::Max, PoolType::First] {
+            let e = sequence_pool(&x, p, too_big);
+            assert!(matches!(&e, Err(Error::InvalidArgument(m)) if m.contains("pad_value")), "{dtype:?}: {e:?}");
+            for pad in [largest, f64::NEG_INFINITY, f64::NAN] {
+                let out = sequence_pool(&x, p, pad).unwrap().out;
+                let as_f32 = lodtensor::ops::cast(&out, DType::F32).unwrap();
+                let got = as_f32.tensor().as_slice::<f32>().unwrap()[1];
+                assert!(got == pad as f32 || (pad.is_nan() && got.is_nan()), "{dtype:?} pad {pad}: {got}");
+            }
+        }
+    }
+    // More sequences than rows (Paddle's kernel refuses it): the empty ones are padded.
+    let x = LoDTensor::from_slice(&[5f32], &[1, 1], lod(&[&[0, 1, 1, 1]])).unwrap();
+    assert_eq!(values(&sequence_pool(&x, PoolType::Max, 0.5).unwrap().out), [5., 0.5, 0.5]);
+    assert!(sequence_pool(
+        &lodtensor::ops::cast(&doc_x(&[&[0, 2, 5, 7, 7]]), DType::F64).unwrap(),
+        PoolType::Sum,
+        1e300
+    )
+    .is_ok());
     for dtype in [DType::Bool, DType::U8, DType::I8, DType::I16, DType::I32, DType::I64] {
         let t = Tensor::zeros(dtype, Dim::new(&[7, 1]).unwrap()).unwrap();
         let x = LoDTensor::new(t, Lod::from_offsets(lod(&[&[0, 7]])).unwrap()).unwrap();

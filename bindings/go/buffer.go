@@ -36,12 +36,7 @@ import (
 // release must not panic: the library cannot pass a panic on to the caller of Close, so a panic
 // in release ends the program, as a panic in a goroutine of its own does.
 func FromBuffer(place Place, dtype DType, dims []int64, data uintptr, nbytes int, lod LoD, release func()) (*Tensor, error) {
-	var args cArgs
-	dataLen := args.size("data_len", nbytes)
-	if args.err != nil {
-		return nil, args.err
-	}
-	sizes, values, err := lod.flat()
+	dataLen, sizes, values, err := dataArgs(nbytes, lod)
 	if err != nil {
 		return nil, err
 	}

@@ -237,6 +237,17 @@ func Lengths(levels ...[]int) LoD { return LoD{Kind: LoDLengths, Levels: levels}
 // Offsets is a LoD given as offsets per level (each level starts at 0).
 func Offsets(levels ...[]int) LoD { return LoD{Kind: LoDOffsets, Levels: levels} }
 
+// dataArgs are the C arguments of a tensor's data length and LoD, the first refused value (see
+// cArgs) as the error.
+func dataArgs(nbytes int, lod LoD) (dataLen C.size_t, sizes, values []C.size_t, err error) {
+	var args cArgs
+	if dataLen = args.size("data_len", nbytes); args.err != nil {
+		return 0, nil, nil, args.err
+	}
+	sizes, values, err = lod.flat()
+	return dataLen, sizes, values, err
+}
+
 // flat is the C encoding of a LoD: level sizes and all values, in Go memory holding no Go
 // pointers (so it may be passed to C).
 func (l LoD) flat() (sizes, values []C.size_t, err error) {
@@ -311,12 +322,7 @@ func NewTensor[T Element](data []T, dims []int64, lod LoD) (*Tensor, error) {
 
 // NewTensorBytes creates a host tensor of any dtype from nbytes bytes at data (copied).
 func NewTensorBytes(dtype DType, dims []int64, data unsafe.Pointer, nbytes int, lod LoD) (*Tensor, error) {
-	var args cArgs
-	dataLen := args.size("data_len", nbytes)
-	if args.err != nil {
-		return nil, args.err
-	}
-	sizes, values, err := lod.flat()
+	dataLen, sizes, values, err := dataArgs(nbytes, lod)
 	if err != nil {
 		return nil, err
 	}

@@ -507,6 +507,14 @@ unsafe fn call_tensor(
     let c = c_info(info, parents.as_ref());
     let mut log_probs: *mut lodtensor_t = std::ptr::null_mut();
     let status = f(&c, &mut log_probs, user_data);
+    // The parents' handle is the step's, on this stack: never the callback's to hand over.
+    ensure!(
+        log_probs.is_null() || !std::ptr::eq(log_probs.cast_const(), c.parent_idx_tensor),
+        InvalidArgument,
+        "step_fn: stored the borrowed info->parent_idx_tensor in out_log_probs at step {}; store a new handle \
+         (lodtensor_share one to keep)",
+        info.step
+    );
     // Ours from here on, also when the callback failed: dropped with the step.
     let taken = (!log_probs.is_null()).then(|| Box::from_raw(log_probs).inner);
     ensure!(status == 0, CallbackFailed, "step_fn: returned status {status} at step {}", info.step);
@@ -536,7 +544,8 @@ unsafe fn call_tensor(
 /// destroyed.
 /// Returns LODTENSOR_NULL_ARGUMENT (`decoder`, `step_fn`, `out_ids`, `out_scores`),
 /// LODTENSOR_INVALID_ARGUMENT (`num_sources` == 0; `step_fn` returned 0 but left
-/// `*out_log_probs` NULL; a returned tensor whose dims are not `[num_prefixes, vocab_size]`),
+/// `*out_log_probs` NULL, or stored the borrowed `info->parent_idx_tensor` there; a returned
+/// tensor whose dims are not `[num_prefixes, vocab_size]`),
 /// LODTENSOR_CALLBACK_FAILED (`step_fn` returned non-zero; the message gives its status and the
 /// step), LODTENSOR_UNSUPPORTED (a returned tensor neither float32, float16 nor bfloat16; on a
 /// CUDA device in a build without CUDA), LODTENSOR_OUT_OF_MEMORY, LODTENSOR_INTERNAL (a CUDA

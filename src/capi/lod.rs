@@ -166,7 +166,8 @@ pub unsafe extern "C" fn lodtensor_split(
 /// (on a CUDA device, one gather there); LoD levels are appended level by level. All need the
 /// same number of LoD levels; those with rows need the same dtype, row width (elements per row:
 /// `[2, 6]` and `[3, 2, 3]` merge, as in Paddle) and place; 0-row tensors are not checked. The
-/// output has the row shape of the first tensor with rows.
+/// output has the row shape of the first tensor with rows (with none, the dtype, row shape and
+/// place of `tensors[0]`).
 /// Returns LODTENSOR_NULL_ARGUMENT (`tensors`, any `tensors[i]`, `out`),
 /// LODTENSOR_INVALID_ARGUMENT (`count` 0, mismatched dtype/row width/place, a 0-d tensor),
 /// LODTENSOR_INVALID_LOD (different numbers of LoD levels), LODTENSOR_OUT_OF_MEMORY.

@@ -286,6 +286,14 @@ pub unsafe fn from_dlpack<M: ManagedTensor>(managed: *mut M, lod: Lod) -> Result
     let len = dims.numel().checked_mul(dtype.size()).ok_or_else(|| {
         err!(OutOfMemory, "managed: the elements of shape {shape:?} take more bytes than memory holds")
     })?;
+    // An offset from NULL is no address: checked here, as the sum would pass for one.
+    ensure!(
+        !t.data.is_null() || len == 0,
+        NullArgument,
+        "managed: data is NULL (byte_offset {}) for {} elements",
+        t.byte_offset,
+        dims.numel()
+    );
     let data = t.data.cast::<u8>().wrapping_add(t.byte_offset as usize);
     let release = m.deleter().map(|deleter| {
         let managed = Taken(managed);

@@ -1,6 +1,7 @@
 //! `sequence_pool`, `sequence_first_step` and `sequence_last_step` (spec §6): one output row per
 //! sequence of the last LoD level, pooled column by column.
 
+use super::tensor_ops::exact;
 use crate::backend::cpu::pooling::{pool_extreme, pool_select, pool_sum};
 use crate::backend::cuda::{self, element_bits, SumDivisor};
 use crate::dtype::{dispatch_dtype, DType, Scalar};
@@ -41,7 +42,9 @@ pub struct Pooled {
 /// Paddle's `sequence_pool`. `x` has 1 or 2 LoD levels; each sequence of the last level (rows
 /// `[L[-1][i], L[-1][i+1])`) becomes one output row, reduced column by column (trailing dims
 /// flattened). `out` is `[sequences, x.dims[1..]...]`, with LoD `[L[0]]` for a 2-level `x` and
-/// none for 1 level. An empty sequence gives `pad_value` in every column (and index -1).
+/// none for 1 level. An empty sequence gives `pad_value` in every column (and index -1), rounded
+/// to the dtype; a finite `pad_value` that would round to infinity is `InvalidArgument`. `x` may
+/// have fewer rows than sequences (empty sequences take none), which Paddle's kernel refuses.
 /// `max_index` (Max/Min only) has `out`'s dims, no LoD, and holds absolute row indices of `x`.
 ///
 /// dtypes: float32, float64, float16, bfloat16; others are `Unsupported`. Sums are accumulated
@@ -67,6 +70,8 @@ pub fn sequence_pool(x: &LoDTensor, pool: PoolType, pad_value: f64) -> Result<Po
             i32::MAX
         );
     }
+    // As fill does, a pad that the dtype would round to infinity is refused, not written.
+    dispatch_dtype!(xt.dtype(), "x", [F32, F64, F16, BF16], |T| exact::<T>(pad_value, "pad_value").map(drop))?;
     let dims = x.dims().with_rows(sequences)?;
     let mut max_index = None;
     let out = match xt.place() {

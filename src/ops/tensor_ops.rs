@@ -19,7 +19,7 @@ use crate::tensor::Tensor;
 /// `value` as a `T`, or an error if that would change it: integers and bool take only the values
 /// they hold exactly (no fraction, inside the range; bool only 0 and 1); floats round to nearest
 /// but must not overflow to infinity (NaN and ±infinity are kept).
-fn exact<T: CastElem>(value: f64) -> Result<T> {
+pub(crate) fn exact<T: CastElem>(value: f64, name: &str) -> Result<T> {
     let t = T::from_value(Value::Float(value));
     let ok = match t.to_value() {
         // The range test first: i64::MAX as f64 is 2^63, which i64 cannot hold.
@@ -30,11 +30,11 @@ fn exact<T: CastElem>(value: f64) -> Result<T> {
         return Ok(t);
     }
     Err(match T::DTYPE {
-        DType::Bool => err!(InvalidArgument, "value: {value} is not a bool; only 0 and 1 are"),
+        DType::Bool => err!(InvalidArgument, "{name}: {value} is not a bool; only 0 and 1 are"),
         DType::F16 | DType::BF16 | DType::F32 => {
-            err!(InvalidArgument, "value: {value} overflows {} (it would become infinity)", T::DTYPE)
+            err!(InvalidArgument, "{name}: {value} overflows {} (it would become infinity)", T::DTYPE)
         }
-        d => err!(InvalidArgument, "value: {value} is not exactly representable in {d} (a fraction, or out of range)"),
+        d => err!(InvalidArgument, "{name}: {value} is not exactly representable in {d} (a fraction, or out of range)"),
     })
 }
 
@@ -44,7 +44,7 @@ fn exact<T: CastElem>(value: f64) -> Result<T> {
 /// the result with `to_place`).
 pub fn fill(dtype: DType, dims: Dim, value: f64) -> Result<LoDTensor> {
     let mut out = Tensor::uninit(dtype, dims)?;
-    dispatch_any_dtype!(dtype, "dtype", |T| convert::fill(elements_mut::<T>(&mut out)?, exact::<T>(value)?))?;
+    dispatch_any_dtype!(dtype, "dtype", |T| convert::fill(elements_mut::<T>(&mut out)?, exact::<T>(value, "value")?))?;
     Ok(LoDTensor::dense(out))
 }
 
