@@ -1470,9 +1470,10 @@ lodtensor_status_t sequence_pad(const struct lodtensor_t *x, const struct lodten
 // the pooling runs there (results equal to the host's bit for bit, NaN payloads of sums aside) and
 // the outputs are on that device.
 // Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_ARGUMENT (unknown
-// `pool_type`; a finite `pad_value` that `x`'s dtype would round to infinity), LODTENSOR_INVALID_LOD (`x` with no LoD or more than 2 levels),
-// LODTENSOR_OUT_OF_RANGE (MAX/MIN on more than 2^31-1 rows), LODTENSOR_UNSUPPORTED (another
-// dtype; a CUDA place in a build without CUDA), LODTENSOR_OUT_OF_MEMORY.
+// `pool_type`; a finite `pad_value` that `x`'s dtype would round to infinity),
+// LODTENSOR_INVALID_LOD (`x` with no LoD or more than 2 levels), LODTENSOR_OUT_OF_RANGE
+// (MAX/MIN on more than 2^31-1 rows), LODTENSOR_UNSUPPORTED (another dtype; a CUDA place in a
+// build without CUDA), LODTENSOR_OUT_OF_MEMORY.
 lodtensor_status_t sequence_pool(const struct lodtensor_t *x, int32_t pool_type, double pad_value, struct lodtensor_t **out, struct lodtensor_t **out_max_index);
 
 // The elements of `x` (`[N, M]`, exactly one LoD level, any dtype) as a new tensor of

@@ -52,9 +52,10 @@ fn pool_type(code: i32) -> Result<PoolType> {
 /// the pooling runs there (results equal to the host's bit for bit, NaN payloads of sums aside) and
 /// the outputs are on that device.
 /// Returns LODTENSOR_NULL_ARGUMENT (`x`, `out`), LODTENSOR_INVALID_ARGUMENT (unknown
-/// `pool_type`; a finite `pad_value` that `x`'s dtype would round to infinity), LODTENSOR_INVALID_LOD (`x` with no LoD or more than 2 levels),
-/// LODTENSOR_OUT_OF_RANGE (MAX/MIN on more than 2^31-1 rows), LODTENSOR_UNSUPPORTED (another
-/// dtype; a CUDA place in a build without CUDA), LODTENSOR_OUT_OF_MEMORY.
+/// `pool_type`; a finite `pad_value` that `x`'s dtype would round to infinity),
+/// LODTENSOR_INVALID_LOD (`x` with no LoD or more than 2 levels), LODTENSOR_OUT_OF_RANGE
+/// (MAX/MIN on more than 2^31-1 rows), LODTENSOR_UNSUPPORTED (another dtype; a CUDA place in a
+/// build without CUDA), LODTENSOR_OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn sequence_pool(
     x: *const lodtensor_t,
