@@ -614,7 +614,8 @@ func onHost(t *Tensor) error {
 	return &Error{Status: InvalidArgument, Message: fmt.Sprintf("the tensor is on %v, not on the host: copy it with ToPlace(CPU)", p)}
 }
 
-// Data copies t's elements into a new Go slice (from a CUDA device through a host copy).
+// Data copies t's elements into a new Go slice (from a CUDA device through a host copy). A bool
+// byte other than 0 and 1 comes out as true (View shows the byte as it is).
 func Data[T Element](t *Tensor) ([]T, error) {
 	if p, err := t.Place(); err == nil && p != CPU {
 		host, err := t.ToPlace(CPU)
@@ -630,6 +631,15 @@ func Data[T Element](t *Tensor) ([]T, error) {
 	}
 	out := append([]T(nil), view...)
 	runtime.KeepAlive(t)
+	// Bool bytes are the library's as given (FromBuffer, DLPack take them as they are), but a Go
+	// bool must be 0 or 1: any other byte is true, as the library reads it.
+	if bools, ok := any(out).([]bool); ok && len(bools) > 0 {
+		for i, b := range unsafe.Slice((*byte)(unsafe.Pointer(&bools[0])), len(bools)) {
+			if b > 1 {
+				bools[i] = true
+			}
+		}
+	}
 	return out, nil
 }
 

@@ -66,6 +66,18 @@ func iota(n int) []float32 {
 	return v
 }
 
+// A bool byte other than 0 and 1, which the library keeps as given, is a proper Go true in Data.
+func TestDataOfBoolBytes(t *testing.T) {
+	b := []byte{2, 1, 0, 255}
+	x := must[*lt.Tensor](t)(lt.NewTensorBytes(lt.Bool, []int64{4}, unsafe.Pointer(&b[0]), len(b), lt.LoD{}))
+	defer x.Close()
+	v := must[[]bool](t)(lt.Data[bool](x))
+	eq(t, "bools", v, []bool{true, true, false, true})
+	if !(v[0] == v[1] && v[3] == v[1]) || *(*byte)(unsafe.Pointer(&v[0])) != 1 {
+		t.Errorf("Data[bool] kept a byte other than 1 for true: %v", *(*[4]byte)(unsafe.Pointer(&v[0])))
+	}
+}
+
 func TestCreateAndRead(t *testing.T) {
 	// Spec §1.2: lengths [[2,1],[2,2,3]] are offsets [[0,2,3],[0,2,4,7]], shape [7, 2].
 	x := must[*lt.Tensor](t)(lt.NewTensor(iota(14), []int64{7, 2}, lt.Lengths([]int{2, 1}, []int{2, 2, 3})))
