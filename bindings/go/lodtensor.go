@@ -512,17 +512,23 @@ func (t *Tensor) Split(numPieces int) ([]*Tensor, error) {
 	if args.err != nil {
 		return nil, args.err
 	}
-	// Go memory holding C pointers (not Go pointers) may be passed to C.
-	raw := make([]*C.lodtensor_t, numPieces)
+	// The call needs room for numPieces handles (it fills at most the batch's, or numPieces
+	// shares of an empty batch). C memory, so that a count no memory holds is an error from
+	// calloc, not a crash in make; 0 is the library's to refuse.
+	var raw **C.lodtensor_t
+	if numPieces > 0 {
+		if raw = (**C.lodtensor_t)(C.calloc(n, C.size_t(unsafe.Sizeof(raw)))); raw == nil {
+			return nil, &Error{Status: OutOfMemory, Message: fmt.Sprintf("num_pieces: no memory for %d handles", numPieces)}
+		}
+		defer C.free(unsafe.Pointer(raw))
+	}
 	var count C.size_t
-	err := call(func() C.lodtensor_status_t {
-		return C.lodtensor_split(t.c(), n, ptrOf(raw), n, &count)
-	})
+	err := call(func() C.lodtensor_status_t { return C.lodtensor_split(t.c(), n, raw, n, &count) })
 	if err != nil {
 		return nil, err
 	}
 	pieces := make([]*Tensor, int(count))
-	for i, h := range raw[:int(count)] {
+	for i, h := range unsafe.Slice(raw, int(count)) {
 		pieces[i] = newTensor(h)
 	}
 	return pieces, nil

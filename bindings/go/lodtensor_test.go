@@ -141,6 +141,14 @@ func TestSliceSplitMergeReset(t *testing.T) {
 	batch := must[*lt.Tensor](t)(lt.NewTensor(iota(20), []int64{20, 1},
 		lt.Lengths([]int{2, 2, 1, 1}, []int{1, 5, 2, 5, 2, 5})))
 	defer batch.Close()
+	// Room for more handles than memory holds is an error, not a crash; more pieces than
+	// sequences give a piece a sequence.
+	_, err := batch.Split(1 << 61)
+	wantError(t, err, lt.OutOfMemory, "num_pieces")
+	for _, p := range must[[]*lt.Tensor](t)(batch.Split(9)) {
+		eq(t, "one sequence a piece", len(must[[]int](t)(p.LoDOffsets(0))), 2)
+		ok(t, p.Close())
+	}
 	pieces := must[[]*lt.Tensor](t)(batch.Split(2))
 	eq(t, "pieces", len(pieces), 2)
 	eq(t, "piece 0", must[[]int](t)(pieces[0].LoDOffsets(1)), []int{0, 1, 6, 8, 13})
@@ -162,7 +170,7 @@ func TestSliceSplitMergeReset(t *testing.T) {
 	r2 := must[*lt.Tensor](t)(plain.LoDResetFrom(r, false))
 	defer r2.Close()
 	eq(t, "reset from y", must[[]int](t)(r2.LoDOffsets(0)), []int{0, 7, 10})
-	_, err := plain.LoDReset([]int64{0, 7, 9}, false)
+	_, err = plain.LoDReset([]int64{0, 7, 9}, false)
 	wantError(t, err, lt.InvalidLoD, "rows")
 }
 
