@@ -28,6 +28,11 @@ static void test_default_comes_from_the_environment(void) {
     CHECK_OK(lodtensor_set_num_threads(0));
     CHECK_OK(lodtensor_num_threads(&n));
     CHECK(n >= 1);
+    /* So does a count above the bound that lodtensor_set_num_threads refuses. */
+    CHECK(setenv("LODTENSOR_NUM_THREADS", "1500", 1) == 0);
+    CHECK_OK(lodtensor_set_num_threads(0));
+    CHECK_OK(lodtensor_num_threads(&n));
+    CHECK(n >= 1 && n <= 1024);
     CHECK(unsetenv("LODTENSOR_NUM_THREADS") == 0);
 }
 

@@ -229,7 +229,45 @@ static void test_release_on_destroying_thread(void) {
     CHECK(!pthread_equal(r.thread, pthread_self()));
 }
 
+/* ---- calls while a thread exits ------------------------------------------------------------ */
+
+/* What a failing call made from a thread-exit destructor returned, and whether its message
+ * pointer was NULL. */
+static int32_t exit_status = -1;
+static int exit_message_null = -1;
+static pthread_key_t exit_key;
+
+static void failing_call_at_exit(void *unused) {
+    size_t n;
+    (void)unused;
+    exit_status = lodtensor_numel(NULL, &n);
+    exit_message_null = lodtensor_last_error_message() == NULL;
+}
+
+/* Fails a call, which gives the thread its library message, then exits: the key's destructor
+ * runs after the thread's other thread-locals, the library's message among them, are gone. */
+static void *fail_then_exit(void *arg) {
+    size_t n;
+    pthread_setspecific(exit_key, arg);
+    (void)lodtensor_numel(NULL, &n);
+    return NULL;
+}
+
+static void test_failing_call_while_the_thread_exits(void) {
+    pthread_t thread;
+    static int marker;
+    if (!CHECK(pthread_key_create(&exit_key, failing_call_at_exit) == 0)) return;
+    if (CHECK(pthread_create(&thread, NULL, fail_then_exit, &marker) == 0)) {
+        CHECK(pthread_join(thread, NULL) == 0);
+        /* The process is still here, and the call said what was wrong by its status. */
+        CHECK_EQ_INT(exit_status, LODTENSOR_NULL_ARGUMENT);
+        CHECK_EQ_INT(exit_message_null, 0);
+    }
+    pthread_key_delete(exit_key);
+}
+
 int main(void) {
+    test_failing_call_while_the_thread_exits();
     test_last_error_is_per_thread();
     test_concurrent_reads();
     test_release_once_across_threads();

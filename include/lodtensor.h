@@ -951,7 +951,9 @@ lodtensor_status_t lodtensor_host_cache_info(size_t *out_kept, size_t *out_limit
 
 // The message of the last failed call on the calling thread: which argument broke which rule.
 // Never NULL ("" before any failure). Successful calls leave it unchanged. The pointer stays
-// valid until the next failing call on the same thread; copy it to keep it.
+// valid until the next failing call on the same thread; copy it to keep it. A call made while
+// the thread exits, after the library's per-thread state is gone (from a thread-exit destructor
+// that runs late), still returns its status, but its message is "".
 const char *lodtensor_last_error_message(void);
 
 // Copies the sequence lengths of LoD level `level` into `buf` and their count (the number of
@@ -1087,8 +1089,8 @@ lodtensor_status_t lodtensor_set_host_cache_limit(size_t bytes);
 lodtensor_status_t lodtensor_set_lod(struct lodtensor_t *t, int32_t lod_kind, const size_t *level_sizes, size_t num_levels, const size_t *lod, size_t lod_len);
 
 // Sets the number of threads of the library's own thread pool (the host program's pools are never
-// used). 0 restores the default: the `LODTENSOR_NUM_THREADS` environment variable if set, else
-// the number of available cores. Results of every operation are the same for any thread count.
+// used). 0 restores the default: the `LODTENSOR_NUM_THREADS` environment variable if it is a
+// count from 1 to 1024, else the number of available cores (at most 1024). Results of every operation are the same for any thread count.
 // Calls already running finish on the old pool.
 // Returns LODTENSOR_INVALID_ARGUMENT (more than 1024), LODTENSOR_INTERNAL (threads cannot start).
 lodtensor_status_t lodtensor_set_num_threads(size_t num_threads);

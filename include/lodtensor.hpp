@@ -4,10 +4,13 @@
 //   their destructor; TensorRef is a non-owning view of a tensor (what step functions receive).
 // - A failing C call throws lodtensor::Error, carrying the status code and the thread's last error
 //   message (read on the same thread, right after the call).
-// - Element data and LoD offsets are returned as Span views of the library's memory: no copy, valid
-//   while a handle on that memory lives (and, for the LoD, until it is changed). The only heap
-//   allocations of this layer are the handle lists of split()/merge() and the std::string of an
-//   Error; element data is never copied except where the C function copies it.
+// - Element data and LoD offsets are returned as Span views of the library's memory, no copy.
+//   Element data stays valid while any handle on that memory lives; LoD offsets belong to the
+//   handle they were read from, valid until that handle's LoD is changed or it is destroyed (as
+//   the C API says). The heap allocations of this layer are lists of handles, names and results
+//   (for the calls that take or return several) and the std::string of an Error; element data is
+//   never copied except where the C function copies it. The list for a call's results is made
+//   before the call, so an allocation that throws leaves nothing of the call's behind.
 // - Thread rules are those of the C API: many readers of one handle, one writer.
 #ifndef LODTENSOR_HPP
 #define LODTENSOR_HPP
@@ -195,7 +198,8 @@ class TensorReader {
     }
 
     std::size_t lod_levels() const { return get_size(lodtensor_lod_num_levels); }
-    // Offsets of one LoD level, zero copy: valid until the LoD changes or the memory's handles die.
+    // Offsets of one LoD level, zero copy: valid until this handle's LoD changes or this handle is
+    // destroyed (other handles on the same memory do not keep them).
     Span<const std::size_t> lod_offsets(std::size_t level) const {
         const std::size_t *p = nullptr;
         std::size_t n = 0;
@@ -374,10 +378,10 @@ Tensor TensorReader<D>::slice(std::size_t level, std::size_t begin, std::size_t 
 template <typename D>
 std::vector<Tensor> TensorReader<D>::split(std::size_t num_pieces) const {
     std::vector<lodtensor_t *> raw(num_pieces, nullptr);
+    std::vector<Tensor> pieces;
+    pieces.reserve(num_pieces);  // before the call: after it, nothing may throw
     std::size_t count = 0;
     check(lodtensor_split(h(), num_pieces, raw.data(), raw.size(), &count));
-    std::vector<Tensor> pieces;
-    pieces.reserve(count);
     for (std::size_t i = 0; i < count; ++i) pieces.emplace_back(raw[i]);
     return pieces;
 }
@@ -553,10 +557,10 @@ std::vector<Tensor> from_record_batch(lodtensor_status_t (*take)(const ArrowSche
     const bool readable = schema != nullptr && schema->release != nullptr && schema->n_children > 0;
     const std::size_t room = readable ? std::size_t(schema->n_children) : 0;
     std::vector<lodtensor_t *> raw(room, nullptr);
+    std::vector<Tensor> columns;
+    columns.reserve(room);  // before the call: after it, nothing may throw
     std::size_t count = 0;
     check(take(schema, array, raw.data(), raw.size(), &count));
-    std::vector<Tensor> columns;
-    columns.reserve(count);
     for (std::size_t i = 0; i < count; ++i) columns.emplace_back(raw[i]);
     return columns;
 }
@@ -1059,9 +1063,9 @@ inline std::vector<Tensor> beam_search_gather_states(Span<const TensorRef> state
     raw.reserve(states.size());
     for (const TensorRef &t : states) raw.push_back(t.get());
     std::vector<lodtensor_t *> outs(raw.size(), nullptr);
-    check(::beam_search_gather_states(raw.data(), raw.size(), parent_idx.get(), outs.data()));
     std::vector<Tensor> result;
-    result.reserve(outs.size());
+    result.reserve(outs.size());  // before the call: after it, nothing may throw
+    check(::beam_search_gather_states(raw.data(), raw.size(), parent_idx.get(), outs.data()));
     for (lodtensor_t *out : outs) result.emplace_back(out);
     return result;
 }

@@ -41,7 +41,9 @@ pub extern "C" fn lodtensor_status_str(code: i32) -> *const c_char {
 
 /// The message of the last failed call on the calling thread: which argument broke which rule.
 /// Never NULL ("" before any failure). Successful calls leave it unchanged. The pointer stays
-/// valid until the next failing call on the same thread; copy it to keep it.
+/// valid until the next failing call on the same thread; copy it to keep it. A call made while
+/// the thread exits, after the library's per-thread state is gone (from a thread-exit destructor
+/// that runs late), still returns its status, but its message is "".
 #[no_mangle]
 pub extern "C" fn lodtensor_last_error_message() -> *const c_char {
     boundary_str(c"", last_error_ptr)
@@ -56,8 +58,8 @@ pub extern "C" fn lodtensor_selftest_panic() -> lodtensor_status_t {
 }
 
 /// Sets the number of threads of the library's own thread pool (the host program's pools are never
-/// used). 0 restores the default: the `LODTENSOR_NUM_THREADS` environment variable if set, else
-/// the number of available cores. Results of every operation are the same for any thread count.
+/// used). 0 restores the default: the `LODTENSOR_NUM_THREADS` environment variable if it is a
+/// count from 1 to 1024, else the number of available cores (at most 1024). Results of every operation are the same for any thread count.
 /// Calls already running finish on the old pool.
 /// Returns LODTENSOR_INVALID_ARGUMENT (more than 1024), LODTENSOR_INTERNAL (threads cannot start).
 #[no_mangle]

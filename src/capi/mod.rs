@@ -51,15 +51,19 @@ thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
 }
 
+/// Keeps `message` as this thread's last error. A call made while the thread exits, after its
+/// thread-locals are gone (from a later thread-exit destructor of the caller's), keeps its status
+/// but has nowhere to put the message: it is dropped rather than a panic outside any catch.
 fn set_last_error(message: &str) {
     // Interior NULs would truncate the C string; they never come from our messages, but be safe.
     let c = CString::new(message.replace('\0', " ")).unwrap_or_default();
-    LAST_ERROR.with(|e| *e.borrow_mut() = c);
+    let _ = LAST_ERROR.try_with(|e| *e.borrow_mut() = c);
 }
 
-/// The text of the last failure on this thread (valid until the next failure on this thread).
+/// The text of the last failure on this thread (valid until the next failure on this thread);
+/// "" once the thread's thread-locals are gone.
 pub(crate) fn last_error_ptr() -> *const std::ffi::c_char {
-    LAST_ERROR.with(|e| e.borrow().as_ptr())
+    LAST_ERROR.try_with(|e| e.borrow().as_ptr()).unwrap_or(c"".as_ptr())
 }
 
 impl Error {

@@ -21,12 +21,17 @@ fn build(threads: usize) -> Result<Arc<ThreadPool>> {
         .map_err(|e| err!(Internal, "thread pool: cannot start {threads} thread(s): {e}"))
 }
 
+/// The most threads the pool may have.
+const MAX_THREADS: usize = 1024;
+
+/// `LODTENSOR_NUM_THREADS` when it is a count the pool may have (1 to `MAX_THREADS`), else the
+/// number of available cores.
 fn default_threads() -> usize {
     std::env::var("LODTENSOR_NUM_THREADS")
         .ok()
         .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .filter(|n| (1..=MAX_THREADS).contains(n))
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_THREADS))
 }
 
 /// The pool, started on first use.
@@ -44,7 +49,7 @@ pub fn pool() -> Result<Arc<ThreadPool>> {
 /// Replaces the pool with one of `threads` threads (0 = the default size). Work already running
 /// finishes on the old pool.
 pub fn set_num_threads(threads: usize) -> Result<()> {
-    ensure!(threads <= 1024, InvalidArgument, "num_threads: {threads} is more than 1024");
+    ensure!(threads <= MAX_THREADS, InvalidArgument, "num_threads: {threads} is more than {MAX_THREADS}");
     let threads = if threads == 0 { default_threads() } else { threads };
     let new = build(threads)?;
     *POOL.write().unwrap_or_else(|e| e.into_inner()) = Some(new);
