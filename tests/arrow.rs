@@ -8,7 +8,7 @@ mod arrow_producer;
 mod common;
 
 use arrow_producer::*;
-use common::Rng;
+use common::{rounds, Rng};
 use lodtensor::interop::arrow::{from_arrow, to_arrow, ArrowArray, ArrowSchema};
 use lodtensor::{DType, Error, LoDTensor, Lod, Tensor};
 use std::ffi::{c_void, CStr};
@@ -78,7 +78,7 @@ unsafe fn release(mut schema: ArrowSchema, mut array: ArrowArray) {
 #[test]
 fn exported_random_tensors_read_back_as_their_sequences() {
     let mut rng = Rng(7);
-    for round in 0..300 {
+    for round in 0..rounds(300) {
         let (dtype, format) = DTYPES[round % DTYPES.len()];
         let x = random_tensor(&mut rng, dtype);
         let (schema, array) = to_arrow(&x).unwrap();
@@ -186,7 +186,7 @@ fn sliced_lists_are_taken_zero_copy_and_released_once_by_the_last_handle() {
 fn random_arrow_arrays_are_taken_as_their_sequences() {
     static RELEASED: AtomicUsize = AtomicUsize::new(0);
     let mut rng = Rng(11);
-    for round in 0..400 {
+    for round in 0..rounds(400) {
         let (dtype, format) = DTYPES[round % DTYPES.len()];
         let levels = rng.below(3);
         let fixed: Vec<usize> = (0..rng.below(3)).map(|_| rng.below(4)).collect();
@@ -258,7 +258,7 @@ fn strings_and_binary_are_taken_as_byte_sequences_zero_copy() {
 fn random_binary_arrays_are_taken_as_their_bytes() {
     static RELEASED: AtomicUsize = AtomicUsize::new(0);
     let mut rng = Rng(13);
-    for round in 0..400 {
+    for round in 0..rounds(400) {
         let levels = rng.below(3);
         let fixed_size = round % 5 == 4;
         let (format, fixed) = if fixed_size {
@@ -352,7 +352,7 @@ fn text_is_lent_as_arrow_strings_zero_copy() {
     use lodtensor::interop::arrow::{to_arrow_strings, Encoding};
     let mut rng = Rng(17);
     let (mut lent, mut refused) = (0, 0);
-    for round in 0..600 {
+    for round in 0..rounds(600) {
         let outer = rng.below(3);
         let x = random_text(&mut rng, outer, round % 3 == 2);
         let encoding = if round % 4 == 3 { Encoding::Binary } else { Encoding::Utf8 };
@@ -384,7 +384,7 @@ fn text_is_lent_as_arrow_strings_zero_copy() {
         }
         lent += 1;
     }
-    assert!(lent > 300 && refused > 50, "{lent} lent, {refused} refused");
+    assert!(lent > rounds(300) && refused > rounds(50), "{lent} lent, {refused} refused");
 }
 
 #[test]
@@ -424,7 +424,7 @@ fn damaged_arrays_are_refused_or_taken_as_they_read() {
     static RELEASED: AtomicUsize = AtomicUsize::new(0);
     let mut rng = Rng(5);
     let (mut taken, mut refused) = (0, 0);
-    for round in 0..3000 {
+    for round in 0..rounds(3000) {
         let spec = damaged_spec(&mut rng, round);
         let (mut schema, mut array) = make(spec.clone(), &RELEASED);
         unsafe {
@@ -451,13 +451,13 @@ fn damaged_arrays_are_refused_or_taken_as_they_read() {
             (schema.release.unwrap())(&mut schema);
         }
     }
-    assert!(taken > 300 && refused > 300, "{taken} taken, {refused} refused");
+    assert!(taken > rounds(300) && refused > rounds(300), "{taken} taken, {refused} refused");
 }
 
 #[test]
 fn round_trips_keep_the_tensor() {
     let mut rng = Rng(3);
-    for round in 0..200 {
+    for round in 0..rounds(200) {
         let (dtype, _) = DTYPES[round % DTYPES.len()];
         let x = random_tensor(&mut rng, dtype);
         let (mut schema, mut array) = to_arrow(&x).unwrap();
@@ -679,7 +679,7 @@ fn the_memory_goes_with_the_last_array_released() {
 fn the_device_export_of_a_host_tensor_is_the_host_export_on_the_cpu() {
     use lodtensor::interop::arrow::{to_arrow_device, DEVICE_CPU};
     let mut rng = Rng(13);
-    for round in 0..50 {
+    for round in 0..rounds(50) {
         let (dtype, _) = DTYPES[round % DTYPES.len()];
         let x = random_tensor(&mut rng, dtype);
         let (schema, device) = to_arrow_device(&x).unwrap();
@@ -708,7 +708,7 @@ fn on_cpu(array: ArrowArray) -> lodtensor::interop::arrow::ArrowDeviceArray {
 fn device_arrays_on_the_host_are_taken_as_arrays() {
     use lodtensor::interop::arrow::{from_arrow_device, to_arrow_device, DEVICE_CUDA, DEVICE_CUDA_HOST};
     let mut rng = Rng(17);
-    for round in 0..50 {
+    for round in 0..rounds(50) {
         let (dtype, _) = DTYPES[round % DTYPES.len()];
         let x = random_tensor(&mut rng, dtype);
         let (mut schema, mut device) = to_arrow_device(&x).unwrap();
@@ -777,7 +777,7 @@ fn random_columns(rng: &mut Rng, entries: usize) -> Vec<LoDTensor> {
 #[test]
 fn record_batches_lend_each_column_as_its_own_export() {
     let mut rng = Rng(19);
-    for round in 0..200 {
+    for round in 0..rounds(200) {
         let entries = rng.below(5) + usize::from(round % 2 == 0);
         let columns = random_columns(&mut rng, entries);
         let names: Vec<String> = (0..columns.len()).map(|i| format!("col{i}")).collect();
@@ -806,7 +806,7 @@ fn record_batches_lend_each_column_as_its_own_export() {
 #[test]
 fn record_batches_round_trip_zero_copy() {
     let mut rng = Rng(23);
-    for _ in 0..200 {
+    for _ in 0..rounds(200) {
         let entries = 1 + rng.below(4);
         let columns = random_columns(&mut rng, entries);
         let named: Vec<Column> = columns.iter().map(|c| (c, "x", Values)).collect();
@@ -831,7 +831,7 @@ fn record_batches_round_trip_zero_copy() {
 fn a_sliced_record_batch_is_taken_as_its_rows_and_released_by_the_last_column() {
     static RELEASED: AtomicUsize = AtomicUsize::new(0);
     let mut rng = Rng(29);
-    for round in 0..300 {
+    for round in 0..rounds(300) {
         // Rows [offset, offset + length) of the struct; each column an array with its own offset
         // and room after the rows.
         let (offset, length) = (rng.below(3), rng.below(4) + usize::from(round % 3 != 0));
@@ -1061,7 +1061,7 @@ fn record_batches_hold_text_columns() {
     use lodtensor::interop::arrow::Encoding::{Binary, Utf8};
     let mut rng = Rng(41);
     let (mut lent, mut refused) = (0, 0);
-    for round in 0..300 {
+    for round in 0..rounds(300) {
         let outer = rng.below(3);
         let text = random_text(&mut rng, outer, round % 3 == 2);
         let encoding = if round % 4 == 3 { Binary } else { Utf8 };
@@ -1103,7 +1103,7 @@ fn record_batches_hold_text_columns() {
         }
         lent += 1;
     }
-    assert!(lent > 150 && refused > 30, "{lent} lent, {refused} refused");
+    assert!(lent > rounds(150) && refused > rounds(30), "{lent} lent, {refused} refused");
 
     // Broken text after another column: refused, nothing of either kept.
     static FREED: AtomicUsize = AtomicUsize::new(0);
@@ -1126,7 +1126,7 @@ fn record_batches_hold_text_columns() {
 fn record_batches_through_the_device_interface_on_the_host() {
     use lodtensor::interop::arrow::{from_arrow_device_record_batch, to_arrow_device_record_batch, DEVICE_CPU};
     let mut rng = Rng(31);
-    for _ in 0..50 {
+    for _ in 0..rounds(50) {
         let entries = 1 + rng.below(4);
         let columns = random_columns(&mut rng, entries);
         let named: Vec<Column> = columns.iter().map(|c| (c, "x", Values)).collect();
@@ -1161,7 +1161,7 @@ fn damaged_record_batches_are_refused_whole_or_taken_as_they_read() {
     static RELEASED: AtomicUsize = AtomicUsize::new(0);
     let mut rng = Rng(37);
     let (mut taken, mut refused) = (0, 0);
-    for round in 0..1500 {
+    for round in 0..rounds(1500) {
         let (columns, struct_length, struct_offset) = damaged_batch(&mut rng);
         let (mut schema, mut array) = make_batch(columns.clone(), struct_length, struct_offset, None, &RELEASED);
         unsafe {
@@ -1191,13 +1191,13 @@ fn damaged_record_batches_are_refused_whole_or_taken_as_they_read() {
             (schema.release.unwrap())(&mut schema);
         }
     }
-    assert!(taken > 150 && refused > 150, "{taken} taken, {refused} refused");
+    assert!(taken > rounds(150) && refused > rounds(150), "{taken} taken, {refused} refused");
 }
 
 #[test]
 fn the_columns_of_a_record_batch_may_go_on_other_threads() {
     static RELEASED: AtomicUsize = AtomicUsize::new(0);
-    for round in 0..200 {
+    for round in 0..rounds(200) {
         let columns = vec![f32_values(64), values_spec("l", bytes_of(&[5i64; 64]), 64, 0), f32_values(64)];
         let (mut schema, mut array) = make_batch(columns, 64, 0, None, &RELEASED);
         let before = RELEASED.load(Ordering::SeqCst);

@@ -141,11 +141,35 @@ pub const DTYPES: [(DType, &str); 9] = [
 /// points to; its release counts calls in `released` (the root's only) and frees the box.
 pub struct Made {
     pub format: CString,
-    pub buffers: Vec<Vec<u8>>,
+    pub buffers: Vec<Buffer>,
     pub buffer_ptrs: Vec<*const c_void>,
     pub child_array: Vec<*mut ArrowArray>,
     pub child_schema: Vec<*mut ArrowSchema>,
     pub released: Option<&'static AtomicUsize>,
+}
+
+/// A buffer's bytes at an address aligned to 8, as Arrow producers align them (a `Vec<u8>` is
+/// aligned to 1 only, which would make the reader's offsets and the library's elements unaligned).
+pub struct Buffer {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl Buffer {
+    fn new(bytes: &[u8]) -> Buffer {
+        let mut words = vec![0u64; bytes.len().div_ceil(8)];
+        // SAFETY: the words hold at least `bytes.len()` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), words.as_mut_ptr().cast::<u8>(), bytes.len()) };
+        Buffer { words, len: bytes.len() }
+    }
+}
+
+impl std::ops::Deref for Buffer {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: the words hold `len` initialized bytes.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr().cast::<u8>(), self.len) }
+    }
 }
 
 /// One array of a chain to make: its format, its length and offset, its buffers (validity first;
@@ -237,7 +261,7 @@ pub fn make_node(spec: Spec, released: Option<&'static AtomicUsize>) -> (ArrowSc
     let child = spec.child.map(|c| make_node(*c, None));
     let mut made = Box::new(Made {
         format: CString::new(spec.format).unwrap(),
-        buffers: spec.buffers.iter().map(|b| b.clone().unwrap_or_default()).collect(),
+        buffers: spec.buffers.iter().map(|b| Buffer::new(b.as_deref().unwrap_or_default())).collect(),
         buffer_ptrs: Vec::new(),
         child_array: Vec::new(),
         child_schema: Vec::new(),

@@ -17,6 +17,16 @@ pub fn caches_off_for_guard_pages() -> bool {
     on
 }
 
+/// The rounds of a randomized test: `n`, or a fiftieth of it (at least 2) under Miri, whose
+/// interpreter runs a round thousands of times slower (`scripts/miri.sh`).
+pub fn rounds(n: usize) -> usize {
+    if cfg!(miri) {
+        n.div_ceil(50).max(2)
+    } else {
+        n
+    }
+}
+
 /// Every pooling type.
 pub const POOLS: [PoolType; 7] =
     [PoolType::Sum, PoolType::Average, PoolType::Sqrt, PoolType::Max, PoolType::Min, PoolType::First, PoolType::Last];
