@@ -34,6 +34,8 @@ export MIRIFLAGS="-Zmiri-tree-borrows -Zmiri-permissive-provenance -Zmiri-disabl
 export PROPTEST_CASES=${PROPTEST_CASES:-4} HOSTILE_CASES=${HOSTILE_CASES:-3000} LODTENSOR_NUM_THREADS=2
 
 failed=() slow=()
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 for t in "${tests[@]}"; do
   if [[ $t == lib ]]; then target=(--lib); else target=(--test "$t"); fi
   section "miri: $t"
@@ -42,11 +44,11 @@ for t in "${tests[@]}"; do
   names=$(cargo +nightly miri test "${target[@]}" -- --list 2>/dev/null | sed -n 's/: test$//p' |
     grep -v -E 'memory::pages|large_lists_are_advised|kernel_cache')
   for name in $names; do
-    timeout "$timeout_s" cargo +nightly miri test -q "${target[@]}" -- --exact "$name" >"target/miri.log" 2>&1
+    timeout "$timeout_s" cargo +nightly miri test -q "${target[@]}" -- --exact "$name" >"$log" 2>&1
     case $? in
       0) echo "ok      $t $name" ;;
       124) echo "slow    $t $name (past ${timeout_s} s)"; slow+=("$t $name") ;;
-      *) echo "FAILED  $t $name"; cat target/miri.log; failed+=("$t $name") ;;
+      *) echo "FAILED  $t $name"; cat "$log"; failed+=("$t $name") ;;
     esac
   done
 done

@@ -60,7 +60,8 @@ fn no_input_panics_an_op_or_breaks_its_output() {
     assert_none(&failures);
     // Every op was called, and on some inputs it accepted: a generator that stopped reaching an
     // op, or whose inputs an op always refused, would test nothing but its argument checks.
+    // (Miri's few thousand calls, which look for undefined behaviour, are too few for the second.)
     eprintln!("(calls, Ok) per op: {ran:?}");
     assert_eq!(ran.len(), OPS, "ops called: {ran:?}");
-    assert!(ran.values().all(|&(_, ok)| ok > 0), "ops that never returned Ok: {ran:?}");
+    assert!(cfg!(miri) || ran.values().all(|&(_, ok)| ok > 0), "ops that never returned Ok: {ran:?}");
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{with_1_and_4_threads, Rng};
+use common::{pow2, with_1_and_4_threads, Rng};
 use half::{bf16, f16};
 use lodtensor::{scatter_rows, DType, Dim, Element, Error, LoDTensor, Lod, ScatterMode, Tensor};
 use proptest::prelude::*;
@@ -118,7 +118,7 @@ fn half_types_round_each_addition() {
     let h = scatter_rows(
         &dense(&[f16::ONE], &[1]),
         &index,
-        &dense(&[f16::from_f32(2f32.powi(-11)), f16::from_f32(2f32.powi(-11))], &[2]),
+        &dense(&[f16::from_f64(pow2(-11)), f16::from_f64(pow2(-11))], &[2]),
         Add,
     )
     .unwrap();
@@ -126,7 +126,7 @@ fn half_types_round_each_addition() {
     let b = scatter_rows(
         &dense(&[bf16::ONE], &[1]),
         &index,
-        &dense(&[bf16::from_f32(2f32.powi(-8)), bf16::from_f32(2f32.powi(-8))], &[2]),
+        &dense(&[bf16::from_f64(pow2(-8)), bf16::from_f64(pow2(-8))], &[2]),
         Add,
     )
     .unwrap();
@@ -135,11 +135,11 @@ fn half_types_round_each_addition() {
     let h3 = scatter_rows(
         &dense(&[f16::ONE], &[1]),
         &dense(&[0i64, 0, 0], &[3]),
-        &dense(&[f16::from_f32(2f32.powi(-11)), f16::from_f32(2f32.powi(-11)), f16::from_f32(2f32.powi(-10))], &[3]),
+        &dense(&[f16::from_f64(pow2(-11)), f16::from_f64(pow2(-11)), f16::from_f64(pow2(-10))], &[3]),
         Add,
     )
     .unwrap();
-    assert_eq!(values::<f16>(&h3), [f16::from_f32(1.0 + 2f32.powi(-10))]);
+    assert_eq!(values::<f16>(&h3), [f16::from_f64(1.0 + pow2(-10))]);
 }
 
 // Floats add in increasing position: x = 1e8 (float32 spacing 8 there), updates [3, 3, -1e8]:

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{with_1_and_4_threads, POOLS};
+use common::{pow2, with_1_and_4_threads, POOLS};
 use half::{bf16, f16};
 use lodtensor::dtype::Scalar;
 use lodtensor::{
@@ -102,14 +102,14 @@ fn pool_pad_value_rounds_to_nearest_in_half_types() {
     let lengths = lod(&[&[0, 1, 1]]);
     // float16 steps by 2^-10 in [1, 2): just below 1509.5 steps is 1509 of them.
     let x = LoDTensor::from_slice(&[f16::ONE], &[1, 1], lengths.clone()).unwrap();
-    let pad = (1024.0 + 485.5) / 1024.0 - 2f64.powi(-40);
+    let pad = (1024.0 + 485.5) / 1024.0 - pow2(-40);
     for p in POOLS {
         let out = sequence_pool(&x, p, pad).unwrap().out;
         assert_eq!(out.tensor().as_slice::<f16>().unwrap()[1], f16::from_f32(1509.0 / 1024.0), "{p:?}");
     }
     // bfloat16 steps by 2^-7: just below 3.5 steps above 1 is 3 of them.
     let x = LoDTensor::from_slice(&[bf16::ONE], &[1, 1], lengths).unwrap();
-    let pad = 1.0 + 3.5 / 128.0 - 2f64.powi(-40);
+    let pad = 1.0 + 3.5 / 128.0 - pow2(-40);
     for p in POOLS {
         let out = sequence_pool(&x, p, pad).unwrap().out;
         assert_eq!(out.tensor().as_slice::<bf16>().unwrap()[1], bf16::from_f32(1.0 + 3.0 / 128.0), "{p:?}");

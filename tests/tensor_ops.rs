@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{with_1_and_4_threads, Rng};
+use common::{pow2, with_1_and_4_threads, Rng};
 use half::{bf16, f16};
 use lodtensor::ops::{cast, fill, gather_rows, log_softmax};
 use lodtensor::{DType, Dim, Element, Error, LoDTensor, Lod, Tensor};
@@ -132,7 +132,7 @@ struct Tables {
 fn tables() -> Tables {
     Tables {
         f16: half_table(|b| f16::from_bits(b).to_f64(), 0x7C00, 65536.0),
-        bf16: half_table(|b| bf16::from_bits(b).to_f64(), 0x7F80, 2f64.powi(128)),
+        bf16: half_table(|b| bf16::from_bits(b).to_f64(), 0x7F80, pow2(128)),
     }
 }
 
@@ -222,11 +222,11 @@ fn source_bytes(d: DType, rng: &mut Rng) -> Vec<u8> {
         65519.99,
         65520.0,
         1e6,
-        2f64.powi(31),
-        -(2f64.powi(31)) - 1.0,
-        2f64.powi(53) + 1.0,
-        2f64.powi(63),
-        -(2f64.powi(63)),
+        pow2(31),
+        -pow2(31) - 1.0,
+        pow2(53) + 1.0,
+        pow2(63),
+        -pow2(63),
         1e20,
         -1e20,
         3.4e38,
@@ -247,7 +247,7 @@ fn source_bytes(d: DType, rng: &mut Rng) -> Vec<u8> {
             (bf16::from_bits(h).to_f64(), bf16::from_bits(h + 1).to_f64()),
         ] {
             let m = (a + b) / 2.0;
-            values.extend([m, m * (1.0 + 2f64.powi(-40)), m * (1.0 - 2f64.powi(-40)), -m]);
+            values.extend([m, m * (1.0 + pow2(-40)), m * (1.0 - pow2(-40)), -m]);
         }
     }
     let mut out = Vec::new();
@@ -325,8 +325,8 @@ fn cast_spot_values_and_lod() {
     let c = cast(&f, DType::F32).unwrap();
     assert!(!c.tensor().shares_memory_with(f.tensor()));
     // float16 from float64: correctly rounded even where the top 32 bits look like a tie.
-    let v = 1.0 + 2f64.powi(-11) + 2f64.powi(-40);
-    assert_eq!(vals::<f16>(&cast(&dense(&[v], &[1]), DType::F16).unwrap()), [f16::from_f32(1.0 + 2f32.powi(-10))]);
+    let v = 1.0 + pow2(-11) + pow2(-40);
+    assert_eq!(vals::<f16>(&cast(&dense(&[v], &[1]), DType::F16).unwrap()), [f16::from_f64(1.0 + pow2(-10))]);
 }
 
 // ---- fill --------------------------------------------------------------------------------------
@@ -343,7 +343,7 @@ fn fill_every_dtype() {
             assert!(raw(&out).chunks(d.size()).all(|c| c == want.as_slice()), "{d} {v}");
         }
     }
-    assert_eq!(vals::<i64>(&fill(DType::I64, Dim::new(&[2]).unwrap(), -(2f64.powi(63))).unwrap()), [i64::MIN; 2]);
+    assert_eq!(vals::<i64>(&fill(DType::I64, Dim::new(&[2]).unwrap(), -pow2(63)).unwrap()), [i64::MIN; 2]);
     assert_eq!(vals::<u8>(&fill(DType::U8, Dim::new(&[1]).unwrap(), 255.0).unwrap()), [255]);
     assert_eq!(vals::<i8>(&fill(DType::I8, Dim::new(&[]).unwrap(), -128.0).unwrap()), [-128]);
     assert_eq!(vals::<f32>(&fill(DType::F32, Dim::new(&[1]).unwrap(), 0.1).unwrap()), [0.1f32]);
@@ -366,8 +366,8 @@ fn fill_every_dtype() {
         (DType::U8, -1.0),
         (DType::I8, 128.0),
         (DType::I16, -32769.0),
-        (DType::I32, 2f64.powi(31)),
-        (DType::I64, 2f64.powi(63)),
+        (DType::I32, pow2(31)),
+        (DType::I64, pow2(63)),
         (DType::I64, f64::NAN),
         (DType::I32, f64::INFINITY),
         (DType::Bool, 2.0),
@@ -478,11 +478,11 @@ proptest! {
         let xh: Vec<f16> = x.iter().map(|&v| f16::from_f64(v / 10.0)).collect();
         let want = log_softmax_ref(&xh.iter().map(|v| v.to_f64()).collect::<Vec<_>>(), width);
         let got = vals::<f16>(&log_softmax(&dense(&xh, &[rows, width])).unwrap());
-        prop_assert!(got.iter().zip(&want).all(|(g, w)| (g.to_f64() - w).abs() <= w.abs() * 2f64.powi(-11) + 1e-7));
+        prop_assert!(got.iter().zip(&want).all(|(g, w)| (g.to_f64() - w).abs() <= w.abs() * pow2(-11) + 1e-7));
         let xb: Vec<bf16> = x.iter().map(|&v| bf16::from_f64(v)).collect();
         let want = log_softmax_ref(&xb.iter().map(|v| v.to_f64()).collect::<Vec<_>>(), width);
         let got = vals::<bf16>(&log_softmax(&dense(&xb, &[rows, width])).unwrap());
-        prop_assert!(got.iter().zip(&want).all(|(g, w)| (g.to_f64() - w).abs() <= w.abs() * 2f64.powi(-8) + 1e-7));
+        prop_assert!(got.iter().zip(&want).all(|(g, w)| (g.to_f64() - w).abs() <= w.abs() * pow2(-8) + 1e-7));
     }
 }
 

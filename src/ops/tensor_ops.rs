@@ -16,14 +16,18 @@ use crate::memory::lists;
 use crate::place::Place;
 use crate::tensor::Tensor;
 
+/// 2^63, exactly.
+const TWO_TO_63: f64 = 9_223_372_036_854_775_808.0;
+
 /// `value` as a `T`, or an error if that would change it: integers and bool take only the values
 /// they hold exactly (no fraction, inside the range; bool only 0 and 1); floats round to nearest
 /// but must not overflow to infinity (NaN and ±infinity are kept).
 pub(crate) fn exact<T: CastElem>(value: f64, name: &str) -> Result<T> {
     let t = T::from_value(Value::Float(value));
     let ok = match t.to_value() {
-        // The range test first: i64::MAX as f64 is 2^63, which i64 cannot hold.
-        Value::Int(i) => (-(2f64.powi(63))..2f64.powi(63)).contains(&value) && i as f64 == value,
+        // The range test first: i64::MAX as f64 is 2^63, which i64 cannot hold. The bound is a
+        // literal: `powi`'s precision is unspecified (Miri, for one, perturbs it).
+        Value::Int(i) => (-TWO_TO_63..TWO_TO_63).contains(&value) && i as f64 == value,
         Value::Float(f) => value.is_nan() || f.is_infinite() == value.is_infinite(),
     };
     if ok {

@@ -27,6 +27,22 @@ pub fn rounds(n: usize) -> usize {
     }
 }
 
+/// What a randomized test's count of one kind of outcome must exceed: `n`, or 0 under Miri, where
+/// [`rounds`] leaves too few rounds for a share.
+pub fn tally_floor(n: usize) -> usize {
+    if cfg!(miri) {
+        0
+    } else {
+        n
+    }
+}
+
+/// 2^k exactly, for a normal power (`powi`'s precision is unspecified, and Miri perturbs it).
+pub fn pow2(k: i32) -> f64 {
+    assert!((-1022..=1023).contains(&k), "2^{k} is not a normal f64");
+    f64::from_bits(((k + 1023) as u64) << 52)
+}
+
 /// Every pooling type.
 pub const POOLS: [PoolType; 7] =
     [PoolType::Sum, PoolType::Average, PoolType::Sqrt, PoolType::Max, PoolType::Min, PoolType::First, PoolType::Last];

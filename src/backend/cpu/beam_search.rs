@@ -181,7 +181,7 @@ fn offer_bar<T: Scalar>(last: f32, pre: f32) -> Option<T> {
         return None;
     }
     let gap = last as f64 - pre as f64;
-    let relative = if std::mem::size_of::<T>() == 2 { 2f64.powi(-7) } else { 2f64.powi(-22) };
+    let relative = if std::mem::size_of::<T>() == 2 { 1.0 / 128.0 } else { 1.0 / 4_194_304.0 }; // 2^-7, 2^-22
     let margin = (gap.abs() + (last as f64).abs()) * relative + 1e-6;
     Some(T::cast_f64(gap - margin))
 }
