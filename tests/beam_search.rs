@@ -127,7 +127,7 @@ fn check_top_k_dtype<T: Element + lodtensor::dtype::Scalar>(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::rounds(48) as u32, ..ProptestConfig::default() })]
 
     #[test]
     fn top_k_matches_a_stable_sort(rows in 0usize..40, width in 1usize..60, kk in 1usize..8, largest: bool, seed: u64) {
@@ -472,7 +472,7 @@ fn random_step_lod(rng: &mut Rng, sources: usize) -> Lod {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::rounds(96) as u32, ..ProptestConfig::default() })]
 
     #[test]
     fn beam_search_step_matches_a_plain_reference(
@@ -574,7 +574,7 @@ fn same_step(a: &lodtensor::BeamSearchStep, b: &lodtensor::BeamSearchStep) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::rounds(200) as u32, ..ProptestConfig::default() })]
 
     #[test]
     fn fused_step_agrees_with_top_k_then_beam_search(seed: u64, beam in 1usize..6) {

@@ -233,7 +233,7 @@ fn bytes_after_the_record_are_left_alone() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(ProptestConfig::with_cases(common::rounds(64) as u32))]
 
     /// Every dtype, 1-3 dims (zero-sized ones included) and LoDs of 1-4 levels with empty
     /// sequences: the record is the reference writer's, and reads back to the same tensor.

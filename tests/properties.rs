@@ -41,7 +41,7 @@ fn data(t: &LoDTensor) -> Vec<i32> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::rounds(256) as u32, ..ProptestConfig::default() })]
 
     #[test]
     fn lengths_offsets_round_trip(lengths in nested_lengths(12, 3)) {

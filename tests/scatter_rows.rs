@@ -301,7 +301,7 @@ fn every_dtype_small_cases() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::rounds(96) as u32, ..ProptestConfig::default() })]
 
     #[test]
     fn matches_sequential_loop(dt in 0usize..10, n in 0usize..40, m in 0usize..120, rank in 0usize..3,

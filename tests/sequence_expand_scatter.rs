@@ -417,7 +417,7 @@ fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::rounds(64) as u32, ..ProptestConfig::default() })]
 
     #[test]
     fn expand_matches_reference(n in 0usize..40, big in any::<bool>(), seed in any::<u64>(), dt in 0usize..10,

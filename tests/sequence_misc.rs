@@ -409,7 +409,7 @@ fn many_lengths() -> impl Strategy<Value = Vec<usize>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::rounds(48) as u32, ..ProptestConfig::default() })]
 
     #[test]
     fn reverse_matches_reference(lengths in many_lengths(), width in 0usize..4, seed in any::<u64>()) {
@@ -707,7 +707,7 @@ fn conv_doc_example() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::rounds(64) as u32, ..ProptestConfig::default() })]
 
     #[test]
     fn conv_matches_reference(lengths in lengths_strategy(20), n in 1usize..4, m in 1usize..4, length in 1usize..5, start in -4i64..3, trainable in any::<bool>(), seed in any::<u64>()) {

@@ -412,7 +412,7 @@ fn pad_reference(x: &[u8], row: usize, offsets: &[usize], padded: usize, pad_row
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::rounds(48) as u32, ..ProptestConfig::default() })]
 
     #[test]
     fn pool_matches_reference(n in 1usize..30, big in any::<bool>(), two_levels in any::<bool>(), width in 1usize..70,
