@@ -157,10 +157,12 @@ pub struct Buffer {
 
 impl Buffer {
     fn new(bytes: &[u8]) -> Buffer {
-        let mut words = vec![0u64; bytes.len().div_ceil(8)];
-        // SAFETY: the words hold at least `bytes.len()` bytes.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), words.as_mut_ptr().cast::<u8>(), bytes.len()) };
-        Buffer { words, len: bytes.len() }
+        let word = |c: &[u8]| {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            u64::from_ne_bytes(w)
+        };
+        Buffer { words: bytes.chunks(8).map(word).collect(), len: bytes.len() }
     }
 }
 
