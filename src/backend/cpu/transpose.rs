@@ -16,8 +16,8 @@ use super::{has_avx2, has_avx512bw};
 
 /// A form of the square for one word size: writes into the line at `dst[j]` word `j` of each of
 /// the lines at `src[0]`, `src[1]`, ..., for `j` below `64 / W`, the square's side; with streaming
-/// stores when its `bool` is true and a store is aligned to its size. The entries past the side
-/// are not read.
+/// stores when its `bool` is true and a store is aligned to its size (not under Miri, which has
+/// none). The entries past the side are not read.
 ///
 /// # Safety
 /// Each of the first `64 / W` entries of `src` is valid for reads of 64 bytes, and of `dst` for
@@ -183,7 +183,7 @@ unsafe fn lines_avx512<const W: usize>(src: &[*const u8; 64], dst: &[*mut u8; 64
         }
         for (q, &v) in r.iter().enumerate().take(side) {
             let d = dst[column::<W>(set, q / c_max, q % c_max)];
-            if stream && d.align_offset(64) == 0 {
+            if stream && !cfg!(miri) && d.align_offset(64) == 0 {
                 _mm512_stream_si512(d.cast(), v);
             } else {
                 _mm512_storeu_si512(d.cast(), v);
@@ -238,7 +238,7 @@ unsafe fn lines_avx2<const W: usize>(src: &[*const u8; 64], dst: &[*mut u8; 64],
                     ];
                     for (lane, v) in words {
                         let d = dst[column::<W>(set, lane, c)].add(32 * a);
-                        if stream && d.align_offset(32) == 0 {
+                        if stream && !cfg!(miri) && d.align_offset(32) == 0 {
                             _mm256_stream_si256(d.cast(), v);
                         } else {
                             _mm256_storeu_si256(d.cast(), v);
