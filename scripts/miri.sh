@@ -13,10 +13,12 @@
 # shrink under it: randomized tests run a fiftieth of their rounds (tests/common `rounds`),
 # proptest 4 cases, the hostile-input test 3000 calls. It runs the code paths of the x86-64
 # baseline (no AVX2 or AVX-512 kernels: the interpreter reports only the features the build
-# enables), on a pool of 2 threads (few test inputs reach the size that kernels split). Leaks are not reported: the tests hand exports to the C
-# interface's release, which valgrind checks in the C API tests, and leak some 'static counters
-# on purpose. Tree Borrows is the aliasing model (Stacked Borrows flags a known pattern inside
-# crossbeam-epoch, under rayon), with permissive provenance for the same reason.
+# enables), on a pool of 2 threads (few test inputs reach the size that kernels split). Leaks are
+# not reported: the tests hand exports to the C interface's release, which valgrind checks in the
+# C API tests, and leak some 'static counters on purpose. Tree Borrows is the aliasing model
+# (Stacked Borrows flags a known pattern inside crossbeam-epoch, under rayon), with permissive
+# provenance for the same reason. Impossible sizes (the tests that ask for 2^62 bytes) stop Miri
+# ("resource exhaustion"), where a native build fails the allocation.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
