@@ -610,6 +610,35 @@ fn results_do_not_depend_on_the_thread_count() {
     };
     let (one, four) = with_1_and_4_threads(run);
     assert!(one == four, "results differ between 1 and 4 threads");
+
+    // The kernels that split the work into chunks of whole sequences, against plain loops: at
+    // this size they make many chunks, on the pool.
+    let x = random(DType::F32, &[n, 1], vec![o.clone()], 7);
+    let xr = rows_of(&x);
+    let mut want = Vec::new();
+    for s in 0..lengths.len() {
+        (o[s]..o[s + 1]).rev().for_each(|r| want.extend_from_slice(&xr[r]));
+    }
+    assert!(one[3] == want, "sequence_reverse differs from the reference");
+    let xf = lodtensor::ops::cast(&random(DType::U8, &[n, 1], vec![o.clone()], 9), DType::F32).unwrap();
+    let xfr = rows_of(&xf);
+    want.clear();
+    for s in 0..lengths.len() {
+        for part in [&xr, &xr, &xfr] {
+            (o[s]..o[s + 1]).for_each(|r| want.extend_from_slice(&part[r]));
+        }
+    }
+    assert!(one[1] == want, "sequence_concat differs from the reference");
+    let xi = lodtensor::ops::cast(&random(DType::U8, &[n, 1], vec![o.clone()], 11), DType::I64).unwrap();
+    let xiv = vals::<i64>(&xi);
+    let as_bytes = |v: &[i64]| v.iter().flat_map(|e| e.to_ne_bytes()).collect::<Vec<u8>>();
+    assert!(one[5] == as_bytes(&enumerate_ref(&xiv, &o, 3, -1)), "sequence_enumerate differs from the reference");
+    assert!(one[6] == as_bytes(&erase_ref(&xiv, &o, &[0, 5, 7]).0), "sequence_erase differs from the reference");
+    let xc = lodtensor::ops::cast(&random(DType::I8, &[n, 2], vec![o.clone()], 5), DType::F64).unwrap();
+    let fc = lodtensor::ops::cast(&random(DType::I8, &[6, 4], vec![], 6), DType::F64).unwrap();
+    let want = conv_ref(&vals::<f64>(&xc), &o, 2, &vals::<f64>(&fc), 4, 3, -1, None);
+    let got: Vec<f64> = one[8].chunks_exact(4).map(|b| f32::from_ne_bytes(b.try_into().unwrap()) as f64).collect();
+    assert_close(&got, &want, 1e-3);
 }
 
 // ---- sequence_conv -------------------------------------------------------------------------------

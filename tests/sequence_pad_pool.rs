@@ -489,7 +489,18 @@ fn thousands_of_sequences_and_thread_count_determinism() {
     assert!(a.1.len() > 256 * 1024);
     assert!(a.0[0].len() > 256 * 1024 / 2);
     assert_eq!(a, b);
-    let (want, _) = pool_reference(&data, width, l.level(0).unwrap(), PoolType::Average, 0.0);
-    let got: Vec<f32> = a.0[1].chunks_exact(4).map(|c| f32::from_ne_bytes(c.try_into().unwrap())).collect();
-    assert_eq!(got, want);
+    // Every pooling and the padding, in many tasks of whole sequences, against plain loops.
+    let f32s =
+        |b: &[u8]| -> Vec<f32> { b.chunks_exact(4).map(|c| f32::from_ne_bytes(c.try_into().unwrap())).collect() };
+    for (&p, got) in POOLS.iter().zip(&a.0) {
+        let (want, _) = pool_reference(&data, width, l.level(0).unwrap(), p, 0.0);
+        assert!(f32s(got) == want, "{p:?} differs from the reference");
+    }
+    let longest = lengths.iter().copied().max().unwrap();
+    let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    assert!(
+        a.1 == pad_reference(&bytes, width * 4, l.level(0).unwrap(), longest, &[0; 64]),
+        "pad differs from the reference"
+    );
+    assert!(a.2 == bytes, "unpad does not give back x");
 }

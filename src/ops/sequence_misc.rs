@@ -50,7 +50,7 @@ pub fn sequence_softmax(x: &LoDTensor) -> Result<LoDTensor> {
     ensure_column(x.tensor(), "x", OP)?;
     let out = match place {
         crate::place::Place::Cpu => {
-            let mut out = Tensor::zeros(x.tensor().dtype(), *x.dims())?;
+            let mut out = Tensor::uninit(x.tensor().dtype(), *x.dims())?;
             dispatch_dtype!(x.tensor().dtype(), "x", [F16, BF16, F32, F64], |T| {
                 let (xs, out) = (x.tensor().as_slice::<T>()?, out.as_mut_slice::<T>()?);
                 match x.tensor().dtype() {
@@ -205,7 +205,7 @@ pub fn sequence_reverse(x: &LoDTensor) -> Result<LoDTensor> {
     let t = x.tensor();
     let out = match place {
         Place::Cpu => {
-            let mut out = Tensor::zeros(t.dtype(), *t.dims())?;
+            let mut out = Tensor::uninit(t.dtype(), *t.dims())?;
             kernels::reverse_rows(t.bytes()?, t.row_bytes(), lod, out.bytes_mut()?)?;
             out
         }
@@ -244,7 +244,7 @@ pub fn sequence_mask(x: &LoDTensor, maxlen: i64, out_dtype: DType) -> Result<LoD
         let dims = Dim::new(&dims)?;
         let out = match place {
             Place::Cpu => {
-                let mut out = Tensor::zeros(out_dtype, dims)?;
+                let mut out = Tensor::uninit(out_dtype, dims)?;
                 let xs = t.as_slice::<X>()?;
                 dispatch_any_dtype!(out_dtype, "out_dtype", |D| kernels::mask(
                     xs,
@@ -293,7 +293,7 @@ pub fn sequence_enumerate(x: &LoDTensor, win_size: i64, pad_value: i64) -> Resul
             .map_err(|_| err!(InvalidArgument, "pad_value: {pad_value} does not fit in {}", t.dtype()))?;
         match place {
             Place::Cpu => {
-                let mut out = Tensor::zeros(t.dtype(), dims)?;
+                let mut out = Tensor::uninit(t.dtype(), dims)?;
                 kernels::enumerate(t.as_slice::<T>()?, offsets, win, pad, out.as_mut_slice::<T>()?)?;
                 Ok(out)
             }
@@ -334,7 +334,7 @@ pub fn sequence_erase(x: &LoDTensor, tokens: &[i64]) -> Result<LoDTensor> {
         let dims = t.dims().with_rows(last[counts.len()])?;
         let out = match place {
             Place::Cpu => {
-                let mut out = Tensor::zeros(t.dtype(), dims)?;
+                let mut out = Tensor::uninit(t.dtype(), dims)?;
                 kernels::erase(xs, offsets, &tokens, &last, out.as_mut_slice::<T>()?)?;
                 out
             }
@@ -384,7 +384,7 @@ pub fn sequence_reshape(x: &LoDTensor, new_dim: i64) -> Result<LoDTensor> {
     let dims = Dim::new(&[t.numel() / new_dim, new_dim])?;
     let out = match place {
         Place::Cpu => {
-            let mut out = Tensor::zeros(t.dtype(), dims)?;
+            let mut out = Tensor::uninit(t.dtype(), dims)?;
             let bounds = chunk_bounds(t.numel(), CHUNK);
             let ranges = lists::collect(bounds.windows(2).map(|w| w[0]..w[1]), "sequence_reshape: chunks")?;
             gather_row_ranges(t.bytes()?, t.dtype().size(), &ranges, out.bytes_mut()?)?;
@@ -489,7 +489,7 @@ pub fn sequence_conv(
         let out = cuda::sequence_conv(x.tensor(), level, filter.tensor(), padding.map(|p| p.tensor()), &shape)?;
         return LoDTensor::new(out, x.lod().clone());
     }
-    let mut out = Tensor::zeros(dtype, Dim::new(&[xd[0], fd[1]])?)?;
+    let mut out = Tensor::uninit(dtype, Dim::new(&[xd[0], fd[1]])?)?;
     dispatch_dtype!(dtype, "x", [F32, F64], |T| {
         let pad = padding.map(|p| p.tensor().as_slice::<T>()).transpose()?;
         kernels::sequence_conv(

@@ -2,6 +2,24 @@
 //! rows or segments so that each output element is written by exactly one task: results never
 //! depend on the thread count. Small inputs stay on the calling thread.
 
+/// Runs `$f::<N>(args)` with `N` the row size when it is `Some` small power of two (the copies of
+/// rows then compile to a few loads and stores, not a call to `memcpy` each), else with `N` = 0
+/// (sizes read at run time). Defined before the kernel modules, which use it.
+macro_rules! by_row_size {
+    ($size:expr, $f:ident($($arg:expr),*)) => {
+        match $size {
+            Some(1) => $f::<1>($($arg),*),
+            Some(2) => $f::<2>($($arg),*),
+            Some(4) => $f::<4>($($arg),*),
+            Some(8) => $f::<8>($($arg),*),
+            Some(16) => $f::<16>($($arg),*),
+            Some(32) => $f::<32>($($arg),*),
+            Some(64) => $f::<64>($($arg),*),
+            _ => $f::<0>($($arg),*),
+        }
+    };
+}
+
 pub mod beam_search;
 pub mod convert;
 pub mod gather_tree;

@@ -1,9 +1,9 @@
 //! The padding kernel of `sequence_pad`: each sequence goes to the front of its fixed-size slot and
 //! the rest of the slot is filled with a pad row. Bytes, so one kernel serves every dtype.
 
-use super::pool::for_each_segment;
-use super::rows::{copy, store_fence, streams};
-use crate::error::{ensure, err, Result};
+use super::pool::for_each_row_chunk;
+use super::rows::{copy, store_fence, streams, TASK_BYTES};
+use crate::error::{ensure, Result};
 
 /// The padding is written from a run of pad rows at least this long, not row by row: a call per
 /// row of a few bytes (a padded id column) costs far more than the bytes.
@@ -23,18 +23,16 @@ pub fn pad_sequences(
 ) -> Result<()> {
     ensure!(pad_row.len() == row_bytes, Internal, "pad row of {} bytes for rows of {row_bytes}", pad_row.len());
     let slot = padded_length * row_bytes;
-    let slots = offsets.len().saturating_sub(1);
-    let mut bounds = Vec::new();
-    bounds.try_reserve_exact(slots + 1).map_err(|_| err!(OutOfMemory, "sequence_pad: {slots} slot bounds"))?;
-    bounds.extend((0..=slots).map(|i| i * slot));
     // Whole pad rows, so every piece of padding (a whole number of rows) is a prefix of it.
     let pattern = pad_row.repeat(PATTERN_MIN_BYTES.div_ceil(row_bytes.max(1)).min(padded_length));
-    let stream = streams(out.len(), slots);
-    for_each_segment(out, &bounds, |i, seg| {
-        let used = (offsets[i + 1] - offsets[i]) * row_bytes;
-        copy(&mut seg[..used], &src[offsets[i] * row_bytes..offsets[i + 1] * row_bytes], stream);
-        for piece in seg[used..].chunks_mut(pattern.len().max(1)) {
-            copy(piece, &pattern[..piece.len()], stream);
+    let stream = streams(out.len(), offsets.len().saturating_sub(1));
+    for_each_row_chunk(out, slot, TASK_BYTES.div_ceil(slot.max(1)), |slots, seg| {
+        for (i, seg) in slots.zip(seg.chunks_exact_mut(slot)) {
+            let used = (offsets[i + 1] - offsets[i]) * row_bytes;
+            copy(&mut seg[..used], &src[offsets[i] * row_bytes..offsets[i + 1] * row_bytes], stream);
+            for piece in seg[used..].chunks_mut(pattern.len().max(1)) {
+                copy(piece, &pattern[..piece.len()], stream);
+            }
         }
         if stream {
             store_fence();

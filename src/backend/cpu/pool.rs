@@ -5,6 +5,7 @@
 use crate::error::{ensure, err, Result};
 use crate::memory::lists;
 use rayon::{ThreadPool, ThreadPoolBuilder};
+use std::ops::Range;
 use std::sync::{Arc, RwLock};
 
 /// Below this many bytes of output, a kernel runs on the calling thread: waking the pool costs more.
@@ -71,6 +72,75 @@ pub fn for_each_segment<T: Send>(
     task: impl Fn(usize, &mut [T]) + Sync + Send,
 ) -> Result<()> {
     for_each_segment_with_work(out, bounds, std::mem::size_of_val(out), task)
+}
+
+/// Runs `task(rows, segment)` over chunks of `rows_per_task` whole rows of `row_len` elements of
+/// `out` (the last chunk perhaps shorter), `segment` being those rows: one task a chunk, with no
+/// list of bounds a row.
+pub fn for_each_row_chunk<T: Send>(
+    out: &mut [T],
+    row_len: usize,
+    rows_per_task: usize,
+    task: impl Fn(Range<usize>, &mut [T]) + Sync + Send,
+) -> Result<()> {
+    if row_len == 0 {
+        return Ok(()); // no element to write
+    }
+    let rows = out.len() / row_len;
+    let per = rows_per_task.max(1);
+    let bounds =
+        lists::collect((0..rows.div_ceil(per) + 1).map(|t| (t * per).min(rows) * row_len), "row chunks: bounds")?;
+    for_each_segment(out, &bounds, |t, seg| task(t * per..(t * per + seg.len() / row_len), seg))
+}
+
+/// Runs `task(sequences, segment)` over chunks of whole sequences of a LoD level (`offsets`, row
+/// offsets), each about `share` rows and sequences of work ([`work_chunks`]). Sequence `i`'s
+/// output starts at element `at(i)` of `out` (`at` rises from 0 to `out.len()` at the last
+/// offset), so a chunk's segment is `at(first)..at(end)`. One task a chunk, not a sequence: for
+/// sequences of a few rows, a task each and a list of their bounds cost more than the rows
+/// (benches/REPORT.md). Results do not depend on the thread count, as [`for_each_segment`]'s.
+pub fn for_each_sequence_chunk<T: Send>(
+    out: &mut [T],
+    offsets: &[usize],
+    share: usize,
+    at: impl Fn(usize) -> usize,
+    task: impl Fn(Range<usize>, &mut [T]) + Sync + Send,
+) -> Result<()> {
+    let chunks = work_chunks(offsets, share)?;
+    let bounds = lists::collect(chunks.iter().map(|&c| at(c)), "sequence chunks: bounds")?;
+    for_each_segment(out, &bounds, |t, seg| task(chunks[t]..chunks[t + 1], seg))
+}
+
+/// Bounds on the sequences of the level `offsets` for chunks of about `share` work each, a
+/// sequence's work being 1 and its length: a chunk ends where `i + offsets[i]` (rising with i)
+/// next passes a multiple of `share`, so that neither many empty sequences nor a few long ones make
+/// one chunk far longer than the others. A sequence is never split, so a long one is a chunk.
+pub fn work_chunks(offsets: &[usize], share: usize) -> Result<Vec<usize>> {
+    let n = offsets.len() - 1;
+    let share = share.max(1);
+    let most = n.min(n.saturating_add(offsets[n]) / share + 1);
+    let mut bounds = lists::with_capacity(most + 1, "sequence chunks")?;
+    bounds.push(0);
+    while let Some(&b) = bounds.last().filter(|&&b| b < n) {
+        let next = (b.saturating_add(offsets[b]) / share + 1).saturating_mul(share);
+        bounds.push(first_reaching(offsets, next).max(b + 1));
+    }
+    Ok(bounds)
+}
+
+/// The first `i` with `i + offsets[i] >= work`, or the last index if none: `i + offsets[i]` rises
+/// with `i`.
+fn first_reaching(offsets: &[usize], work: usize) -> usize {
+    let (mut lo, mut hi) = (0, offsets.len() - 1);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if mid.saturating_add(offsets[mid]) < work {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 /// Segment bounds in elements for sequences given by row offsets: `offsets[i] * unit`, for

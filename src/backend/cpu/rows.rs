@@ -376,7 +376,33 @@ pub(crate) fn copy(dst: &mut [u8], src: &[u8], stream: bool) {
         return;
     }
     let _ = stream;
-    dst.copy_from_slice(src);
+    copy_plain(dst, src);
+}
+
+/// `dst.copy_from_slice(src)`, with pieces of up to 16 bytes moved inline by two overlapping
+/// loads and stores: a call to `memcpy` for a piece of a few bytes (a row of one-row sequences of
+/// 4 bytes) cost more than the piece (benches/REPORT.md).
+#[inline(always)]
+fn copy_plain(dst: &mut [u8], src: &[u8]) {
+    let n = dst.len();
+    assert_eq!(n, src.len(), "copy: lengths differ");
+    match n {
+        0 => {}
+        1 => dst[0] = src[0],
+        2..=3 => {
+            dst[..2].copy_from_slice(&src[..2]);
+            dst[n - 2..].copy_from_slice(&src[n - 2..]);
+        }
+        4..=7 => {
+            dst[..4].copy_from_slice(&src[..4]);
+            dst[n - 4..].copy_from_slice(&src[n - 4..]);
+        }
+        8..=16 => {
+            dst[..8].copy_from_slice(&src[..8]);
+            dst[n - 8..].copy_from_slice(&src[n - 8..]);
+        }
+        _ => dst.copy_from_slice(src),
+    }
 }
 
 /// `dst.copy_from_slice(line)` for 64 bytes, with streaming stores when `stream` and `dst` is

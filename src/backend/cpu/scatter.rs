@@ -2,10 +2,10 @@
 //! `i` of the output. Parallel over output rows; each row's updates are applied by one task in id
 //! order, so duplicates accumulate in the same order whatever the thread count.
 
-use super::pool::for_each_segment;
-use super::rows::{copy_elements, store_fence, streams};
+use super::pool::for_each_row_chunk;
+use super::rows::{copy_elements, store_fence, streams, TASK_BYTES};
 use crate::dtype::Scalar;
-use crate::error::{err, Result};
+use crate::error::Result;
 
 /// `out` has rows of `width` elements. For each row `i` it first copies row `i` of `src` (when
 /// given; in-place callers pass `None`), then, for every `p` in `ids_offsets[i]..ids_offsets[i+1]`
@@ -23,23 +23,23 @@ pub fn scatter_add_rows<T: Scalar, I: Copy + Into<i64> + Sync>(
         return Ok(()); // no element to write, and no id can be in [0, 0)
     }
     let rows = out.len() / width;
-    let mut bounds = Vec::new();
-    bounds.try_reserve_exact(rows + 1).map_err(|_| err!(OutOfMemory, "scatter: {rows} row bounds"))?;
-    bounds.extend((0..=rows).map(|i| i * width));
     // A large copy is written with streaming stores by the row gathers' rule, each row counted as
     // a run of its own (it ends with a fence, before its updates read back their lines).
     let stream = src.is_some() && streams(std::mem::size_of_val(out), rows);
-    for_each_segment(out, &bounds, |i, row| {
-        if let Some(src) = src {
-            copy_elements(row, &src[i * width..(i + 1) * width], stream);
-            if stream {
-                store_fence();
+    let per = TASK_BYTES.div_ceil(width * std::mem::size_of::<T>());
+    for_each_row_chunk(out, width, per, |rows, seg| {
+        for (i, row) in rows.zip(seg.chunks_exact_mut(width)) {
+            if let Some(src) = src {
+                copy_elements(row, &src[i * width..(i + 1) * width], stream);
+                if stream {
+                    store_fence();
+                }
             }
-        }
-        if i + 1 < ids_offsets.len() {
-            for p in ids_offsets[i]..ids_offsets[i + 1] {
-                let c = ids[p].into() as usize;
-                row[c] = row[c].add(updates[p]);
+            if i + 1 < ids_offsets.len() {
+                for p in ids_offsets[i]..ids_offsets[i + 1] {
+                    let c = ids[p].into() as usize;
+                    row[c] = row[c].add(updates[p]);
+                }
             }
         }
     })

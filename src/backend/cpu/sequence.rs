@@ -3,8 +3,8 @@
 //! segments (one task per sequence or per chunk), so results never depend on the thread count.
 
 use super::convert::{chunk_bounds, CastElem, Value, CHUNK};
-use super::pool::{for_each_segment, for_each_segment_with_work, num_threads, scaled_bounds};
-use super::rows::TASK_BYTES;
+use super::pool::{for_each_segment, for_each_segment_with_work, for_each_sequence_chunk, num_threads, work_chunks};
+use super::rows::{copy, TASK_BYTES};
 use crate::dtype::Scalar;
 use crate::error::{ensure, err, Result};
 use crate::memory::lists;
@@ -14,14 +14,35 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// each sequence's rows in reverse order into the same place of `out`.
 pub fn reverse_rows(src: &[u8], row_bytes: usize, offsets: &[usize], out: &mut [u8]) -> Result<()> {
     ensure!(src.len() == out.len(), Internal, "reverse: {} bytes into {}", src.len(), out.len());
-    let bounds = scaled_bounds(offsets, row_bytes)?;
-    for_each_segment(out, &bounds, |i, seg| {
-        let end = offsets[i + 1];
-        for (k, row) in seg.chunks_exact_mut(row_bytes.max(1)).enumerate() {
-            let r = end - 1 - k;
-            row.copy_from_slice(&src[r * row_bytes..(r + 1) * row_bytes]);
+    if row_bytes == 0 {
+        return Ok(()); // no bytes to move
+    }
+    let share = TASK_BYTES.div_ceil(row_bytes);
+    for_each_sequence_chunk(
+        out,
+        offsets,
+        share,
+        |i| offsets[i] * row_bytes,
+        |seqs, seg| {
+            let offsets = &offsets[seqs.start..=seqs.end];
+            by_row_size!(Some(row_bytes), reverse_chunk(src, row_bytes, offsets, seg))
+        },
+    )
+}
+
+/// The sequences of one chunk of `reverse_rows` (`offsets`, their bounds) into `seg`, which starts
+/// at the first one's first row. `N` is `row_bytes` when not 0.
+#[inline(always)]
+fn reverse_chunk<const N: usize>(src: &[u8], row_bytes: usize, offsets: &[usize], seg: &mut [u8]) {
+    let row = if N == 0 { row_bytes } else { N };
+    let base = offsets[0];
+    for w in offsets.windows(2) {
+        let dst = &mut seg[(w[0] - base) * row..(w[1] - base) * row];
+        let from = &src[w[0] * row..w[1] * row];
+        for (d, s) in dst.chunks_exact_mut(row).zip(from.chunks_exact(row).rev()) {
+            d.copy_from_slice(s);
         }
-    })
+    }
 }
 
 /// `out[i * maxlen + j] = (j < x[i]) as D` (1 or 0 in `D`).
@@ -47,15 +68,28 @@ pub fn mask<X: Scalar, D: CastElem>(x: &[X], maxlen: usize, out: &mut [D]) -> Re
 /// `out[r * win + k] = x[r + k]` while `r + k` is inside r's sequence, else `pad`.
 pub fn enumerate<T: Copy + Send + Sync>(x: &[T], offsets: &[usize], win: usize, pad: T, out: &mut [T]) -> Result<()> {
     ensure!(x.len().checked_mul(win) == Some(out.len()), Internal, "enumerate: output size mismatch");
-    let bounds = scaled_bounds(offsets, win)?;
-    for_each_segment(out, &bounds, |i, seg| {
-        let xs = &x[offsets[i]..offsets[i + 1]];
-        for (r, row) in seg.chunks_exact_mut(win).enumerate() {
-            for (k, o) in row.iter_mut().enumerate() {
-                *o = xs.get(r + k).copied().unwrap_or(pad);
+    if win == 0 {
+        return Ok(()); // the output is empty
+    }
+    let share = TASK_BYTES.div_ceil(win * std::mem::size_of::<T>());
+    for_each_sequence_chunk(
+        out,
+        offsets,
+        share,
+        |i| offsets[i] * win,
+        |seqs, seg| {
+            let base = offsets[seqs.start];
+            for i in seqs {
+                let xs = &x[offsets[i]..offsets[i + 1]];
+                let rows = &mut seg[(offsets[i] - base) * win..(offsets[i + 1] - base) * win];
+                for (r, row) in rows.chunks_exact_mut(win).enumerate() {
+                    for (k, o) in row.iter_mut().enumerate() {
+                        *o = xs.get(r + k).copied().unwrap_or(pad);
+                    }
+                }
             }
-        }
-    })
+        },
+    )
 }
 
 /// How many elements of each sequence `[offsets[i], offsets[i+1])` of `x` survive erasing every
@@ -66,10 +100,19 @@ pub fn erase_counts<T: Copy + Into<i64> + Send + Sync>(
     tokens: &[i64],
 ) -> Result<Vec<usize>> {
     let mut counts = lists::filled(offsets.len() - 1, 0usize, "erase: survivors per sequence")?;
-    let bounds = lists::collect(0..counts.len() + 1, "erase: sequence bounds")?;
-    for_each_segment(&mut counts, &bounds, |i, c| {
-        c[0] = x[offsets[i]..offsets[i + 1]].iter().filter(|&&v| tokens.binary_search(&v.into()).is_err()).count();
-    })?;
+    let share = TASK_BYTES.div_ceil(std::mem::size_of::<T>());
+    for_each_sequence_chunk(
+        &mut counts,
+        offsets,
+        share,
+        |i| i,
+        |seqs, c| {
+            for (c, i) in c.iter_mut().zip(seqs) {
+                *c =
+                    x[offsets[i]..offsets[i + 1]].iter().filter(|&&v| tokens.binary_search(&v.into()).is_err()).count();
+            }
+        },
+    )?;
     Ok(counts)
 }
 
@@ -81,12 +124,23 @@ pub fn erase<T: Copy + Into<i64> + Send + Sync>(
     out_offsets: &[usize],
     out: &mut [T],
 ) -> Result<()> {
-    for_each_segment(out, out_offsets, |i, seg| {
-        let survivors = x[offsets[i]..offsets[i + 1]].iter().filter(|&&v| tokens.binary_search(&v.into()).is_err());
-        for (o, &v) in seg.iter_mut().zip(survivors) {
-            *o = v;
-        }
-    })
+    let share = TASK_BYTES.div_ceil(std::mem::size_of::<T>());
+    for_each_sequence_chunk(
+        out,
+        offsets,
+        share,
+        |i| out_offsets[i],
+        |seqs, seg| {
+            let base = out_offsets[seqs.start];
+            for i in seqs {
+                let survivors =
+                    x[offsets[i]..offsets[i + 1]].iter().filter(|&&v| tokens.binary_search(&v.into()).is_err());
+                for (o, &v) in seg[out_offsets[i] - base..out_offsets[i + 1] - base].iter_mut().zip(survivors) {
+                    *o = v;
+                }
+            }
+        },
+    )
 }
 
 /// Concatenates sequence by sequence: output sequence `i` is sequence `i` of `srcs[0]`, then of
@@ -106,20 +160,23 @@ pub fn concat_sequences(
         "sequence_concat: {rows} rows of {row_bytes} bytes for an output of {}",
         out.len()
     );
-    // Tasks of whole sequences, about TASK_BYTES of output each: a task a sequence cost more than
-    // the copy of sequences of a few rows, and a list of their bounds as much again.
-    let chunks = work_chunks(out_offsets, TASK_BYTES.div_ceil(row_bytes.max(1)))?;
-    let bounds = lists::collect(chunks.iter().map(|&c| out_offsets[c] * row_bytes), "sequence_concat: task bounds")?;
-    for_each_segment(out, &bounds, |t, seg| {
-        let mut at = 0;
-        for i in chunks[t]..chunks[t + 1] {
-            for (src, offs) in srcs.iter().zip(offsets) {
-                let part = &src[offs[i] * row_bytes..offs[i + 1] * row_bytes];
-                seg[at..at + part.len()].copy_from_slice(part);
-                at += part.len();
+    let share = TASK_BYTES.div_ceil(row_bytes.max(1));
+    for_each_sequence_chunk(
+        out,
+        out_offsets,
+        share,
+        |i| out_offsets[i] * row_bytes,
+        |seqs, seg| {
+            let mut at = 0;
+            for i in seqs {
+                for (src, offs) in srcs.iter().zip(offsets) {
+                    let part = &src[offs[i] * row_bytes..offs[i + 1] * row_bytes];
+                    copy(&mut seg[at..at + part.len()], part, false);
+                    at += part.len();
+                }
             }
-        }
-    })
+        },
+    )
 }
 
 /// sequence_concat's output offsets: offset `i` is the sum of `levels[j][i]` over the levels (at
@@ -285,37 +342,6 @@ fn expand_chunks(repeats: &[usize], threads: usize) -> Result<Vec<usize>> {
     work_chunks(repeats, share)
 }
 
-/// Bounds on the sequences of the level `offsets` for chunks of about `share` work each, a
-/// sequence's work being 1 and its length: a chunk ends where `i + offsets[i]` (rising with i)
-/// next passes a multiple of `share`, so that neither many empty sequences nor a few long ones make
-/// one chunk far longer than the others. A sequence is never split, so a long one is a chunk.
-fn work_chunks(offsets: &[usize], share: usize) -> Result<Vec<usize>> {
-    let n = offsets.len() - 1;
-    let most = n.min(n.saturating_add(offsets[n]) / share + 1);
-    let mut bounds = lists::with_capacity(most + 1, "sequence chunks")?;
-    bounds.push(0);
-    while let Some(&b) = bounds.last().filter(|&&b| b < n) {
-        let next = (b.saturating_add(offsets[b]) / share + 1).saturating_mul(share);
-        bounds.push(first_reaching(offsets, next).max(b + 1));
-    }
-    Ok(bounds)
-}
-
-/// The first `i` with `i + offsets[i] >= work`, or the last index if none: `i + offsets[i]` rises
-/// with `i`.
-fn first_reaching(offsets: &[usize], work: usize) -> usize {
-    let (mut lo, mut hi) = (0, offsets.len() - 1);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if mid.saturating_add(offsets[mid]) < work {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
-}
-
 /// The shape of a sequence convolution: `width` = N columns of x, `out_width` = M columns of the
 /// output, `context_length` rows of context starting `context_start` rows from each row, and
 /// `up_pad` (rows of `padding` used before a sequence; the rows after it follow).
@@ -344,28 +370,58 @@ where
     let (n, m) = (s.width, s.out_width);
     // Rows of no columns contribute nothing, however long the context.
     let context_length = if n == 0 { 0 } else { s.context_length };
-    let bounds = scaled_bounds(offsets, m)?;
-    for_each_segment(out, &bounds, |i, seg| {
-        let (start, len) = (offsets[i], offsets[i + 1] - offsets[i]);
-        for (r, row) in seg.chunks_exact_mut(m.max(1)).enumerate() {
-            row.fill(T::default());
-            for j in 0..context_length {
-                let p = r as i64 + s.context_start + j as i64;
-                let src = if (0..len as i64).contains(&p) {
-                    &x[(start + p as usize) * n..(start + p as usize + 1) * n]
-                } else if let Some(pad) = padding {
-                    let k = if p < 0 { (s.up_pad as i64 + p) as usize } else { s.up_pad + (p as usize - len) };
-                    &pad[k * n..(k + 1) * n]
-                } else {
-                    continue;
-                };
-                for (c, &a) in src.iter().enumerate() {
-                    let f = &filter[(j * n + c) * m..(j * n + c + 1) * m];
-                    for (o, &w) in row.iter_mut().zip(f) {
-                        *o = *o + a * w;
-                    }
+    if m == 0 {
+        return Ok(()); // the output is empty
+    }
+    let share = TASK_BYTES.div_ceil(m * std::mem::size_of::<T>());
+    for_each_sequence_chunk(
+        out,
+        offsets,
+        share,
+        |i| offsets[i] * m,
+        |seqs, seg| {
+            let base = offsets[seqs.start];
+            for i in seqs {
+                let (start, len) = (offsets[i], offsets[i + 1] - offsets[i]);
+                let rows = &mut seg[(start - base) * m..(start - base + len) * m];
+                conv_sequence(&x[start * n..(start + len) * n], len, filter, padding, s, context_length, rows);
+            }
+        },
+    )
+}
+
+/// The output rows of one sequence of [`sequence_conv`], its `len` rows `xs`.
+#[inline(always)]
+fn conv_sequence<T>(
+    xs: &[T],
+    len: usize,
+    filter: &[T],
+    padding: Option<&[T]>,
+    s: &ConvShape,
+    context_length: usize,
+    out: &mut [T],
+) where
+    T: Copy + Default + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
+{
+    let (n, m) = (s.width, s.out_width);
+    for (r, row) in out.chunks_exact_mut(m).enumerate() {
+        row.fill(T::default());
+        for j in 0..context_length {
+            let p = r as i64 + s.context_start + j as i64;
+            let src = if (0..len as i64).contains(&p) {
+                &xs[p as usize * n..(p as usize + 1) * n]
+            } else if let Some(pad) = padding {
+                let k = if p < 0 { (s.up_pad as i64 + p) as usize } else { s.up_pad + (p as usize - len) };
+                &pad[k * n..(k + 1) * n]
+            } else {
+                continue;
+            };
+            for (c, &a) in src.iter().enumerate() {
+                let f = &filter[(j * n + c) * m..(j * n + c + 1) * m];
+                for (o, &w) in row.iter_mut().zip(f) {
+                    *o = *o + a * w;
                 }
             }
         }
-    })
+    }
 }

@@ -66,23 +66,6 @@ fn rows_ahead(block_bytes: usize) -> usize {
     PREFETCH_AHEAD_BYTES.div_ceil(block_bytes.max(1))
 }
 
-/// Runs `$f::<N>(args)` with `N` the members' common row size when it is a small power of two
-/// (the copies then compile to a few loads and stores), else with `N` = 0 (sizes read at run time).
-macro_rules! by_row_size {
-    ($size:expr, $f:ident($($arg:expr),*)) => {
-        match $size {
-            Some(1) => $f::<1>($($arg),*),
-            Some(2) => $f::<2>($($arg),*),
-            Some(4) => $f::<4>($($arg),*),
-            Some(8) => $f::<8>($($arg),*),
-            Some(16) => $f::<16>($($arg),*),
-            Some(32) => $f::<32>($($arg),*),
-            Some(64) => $f::<64>($($arg),*),
-            _ => $f::<0>($($arg),*),
-        }
-    };
-}
-
 /// Splits `src`, `outer` rows of `outs.len()` member rows of `inner` bytes, into its members:
 /// `outs[i]` (exactly `outer * inner` bytes) receives member row `i` of every row, in order. The
 /// inverse of stacking; unstack along axis 0 is the case `outer` = 1.
