@@ -190,12 +190,15 @@ public final class BeamSearch implements AutoCloseable {
         LodTensorLib.StepInfoT c = new LodTensorLib.StepInfoT(infoPtr);
         int p = NativeHandle.arrayLength(c.num_prefixes, "the step's prefixes");
         int vocab = NativeHandle.arrayLength(c.vocab_size, "the step's vocabulary");
+        int sources = NativeHandle.intCount(c.num_sources, "the step's sources");
+        long[] sourceOffsets =
+                c.source_offsets.getLongArray(0, NativeHandle.arrayLength(c.num_sources + 1, "the step's source offsets"));
         Tensor parents = null;
         if (withTensor && c.parent_idx_tensor != null) {
             PointerByReference shared = new PointerByReference();
             parents = Tensor.out(LIB.lodtensor_share(c.parent_idx_tensor, shared), shared);
         }
-        return new StepInfo(c.step, (int) c.num_sources, c.source_offsets.getLongArray(0, (int) c.num_sources + 1),
+        return new StepInfo(c.step, sources, sourceOffsets,
                 p == 0 ? new long[0] : c.ids.getLongArray(0, p),
                 p == 0 ? new long[0] : c.parent_idx.getLongArray(0, p),
                 p == 0 ? new float[0] : c.scores.getFloatArray(0, p), vocab, parents);

@@ -111,6 +111,18 @@ final class NativeHandle implements Runnable {
     }
 
     /**
+     * A count the library gave for {@code what} (a number of elements, of levels) as a Java int:
+     * UNSUPPORTED over Integer.MAX_VALUE, rather than a wrapped-around, perhaps negative, value.
+     */
+    static int intCount(long n, String what) {
+        if (n < 0 || n > Integer.MAX_VALUE) {
+            throw new LodTensorException(Status.UNSUPPORTED, what + ": " + Long.toUnsignedString(n)
+                    + " does not fit a Java int (at most " + Integer.MAX_VALUE + ")");
+        }
+        return (int) n;
+    }
+
+    /**
      * {@code n} elements of {@code size} bytes as the capacity in bytes of a ByteBuffer for
      * {@code what}: UNSUPPORTED over Integer.MAX_VALUE bytes, rather than a buffer over the first
      * bytes only.

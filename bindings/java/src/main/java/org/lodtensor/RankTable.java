@@ -46,7 +46,8 @@ public final class RankTable implements AutoCloseable {
 
     public int level() {
         LongByReference r = new LongByReference();
-        return (int) size(NativeHandle.call(() -> LIB.rank_table_level(ptr(), r), this), r);
+        return NativeHandle.intCount(size(NativeHandle.call(() -> LIB.rank_table_level(ptr(), r), this), r),
+                "RankTable.level");
     }
 
     public long maxSequenceLen() {

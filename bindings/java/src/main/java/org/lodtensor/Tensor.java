@@ -261,9 +261,11 @@ public final class Tensor implements AutoCloseable {
         return size(NativeHandle.call(() -> LIB.lodtensor_nbytes(ptr(), r), this), r);
     }
 
+    /** The number of LoD levels; UNSUPPORTED past Integer.MAX_VALUE. */
     public int lodLevels() {
         LongByReference r = new LongByReference();
-        return (int) size(NativeHandle.call(() -> LIB.lodtensor_lod_num_levels(ptr(), r), this), r);
+        return NativeHandle.intCount(size(NativeHandle.call(() -> LIB.lodtensor_lod_num_levels(ptr(), r), this), r),
+                "Tensor.lodLevels");
     }
 
     /** The offsets of one LoD level (copied). */

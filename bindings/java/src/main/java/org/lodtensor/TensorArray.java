@@ -38,10 +38,11 @@ public final class TensorArray implements AutoCloseable {
         cleanable.clean();
     }
 
+    /** The number of elements; UNSUPPORTED past Integer.MAX_VALUE. */
     public int size() {
         LongByReference r = new LongByReference();
         NativeHandle.check(() -> LIB.tensor_array_size(ptr(), r), this);
-        return (int) r.getValue();
+        return NativeHandle.intCount(r.getValue(), "TensorArray.size");
     }
 
     /** Element index, sharing its memory (copy false) or as a private copy. */

@@ -149,6 +149,12 @@ class BufferTest {
                 () -> NativeHandle.bufferCapacity(1L << 29, 4, "log-probs"));
         expectError(Status.UNSUPPORTED, "log-probs: 4611686018427387904 x 4 bytes",
                 () -> NativeHandle.bufferCapacity(1L << 62, 4, "log-probs"));
+        // Counts returned as int (TensorArray.size, Tensor.lodLevels, RankTable.level).
+        assertEquals(Integer.MAX_VALUE, NativeHandle.intCount(Integer.MAX_VALUE, "TensorArray.size"));
+        expectError(Status.UNSUPPORTED, "TensorArray.size: 2147483648 does not fit a Java int (at most 2147483647)",
+                () -> NativeHandle.intCount(1L << 31, "TensorArray.size"));
+        expectError(Status.UNSUPPORTED, "Tensor.lodLevels: 18446744073709551615 does not fit a Java int",
+                () -> NativeHandle.intCount(-1L, "Tensor.lodLevels"));
     }
 
     /** The C library's mmap and munmap. */
