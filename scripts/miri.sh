@@ -17,7 +17,11 @@
 # not reported: the tests hand exports to the C interface's release, which valgrind checks in the
 # C API tests, and leak some 'static counters on purpose. Tree Borrows is the aliasing model
 # (Stacked Borrows flags a known pattern inside crossbeam-epoch, under rayon), with permissive
-# provenance for the same reason. Impossible sizes (the tests that ask for 2^62 bytes) stop Miri
+# provenance for the same reason. Floating-point results are deterministic
+# (-Zmiri-deterministic-floats): by default Miri adds a random rounding error to each call of
+# `exp`, `ln`, `powi` and the like, which the library allows for (it never trusts `powi` to be
+# exact), but the tests compare the decoder against an exhaustive search made of the same calls,
+# bit for bit. Impossible sizes (the tests that ask for 2^62 bytes) stop Miri
 # ("resource exhaustion"), where a native build fails the allocation.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -33,7 +37,7 @@ tests=("$@")
 ((${#tests[@]})) || tests=(lib spec_lod dlpack arrow paddle_format tensor_ops sequence_misc tensor_array
   sequence_pad_pool sequence_expand_scatter scatter_rows beam_search hostile_inputs)
 timeout_s=${MIRI_TIMEOUT:-150}
-export MIRIFLAGS="-Zmiri-tree-borrows -Zmiri-permissive-provenance -Zmiri-disable-isolation -Zmiri-ignore-leaks"
+export MIRIFLAGS="-Zmiri-tree-borrows -Zmiri-permissive-provenance -Zmiri-disable-isolation -Zmiri-ignore-leaks -Zmiri-deterministic-floats"
 export PROPTEST_CASES=${PROPTEST_CASES:-4} HOSTILE_CASES=${HOSTILE_CASES:-3000} LODTENSOR_NUM_THREADS=2
 
 failed=() slow=()
