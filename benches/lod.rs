@@ -4,7 +4,9 @@
 //! the ops a copy of their tensor's bytes (a plain `Tensor::copy`) timed between their runs. Not
 //! part of `cargo test` or CI.
 //!
-//!   cargo bench --bench lod
+//!   cargo bench --bench lod [-- NAME...]
+//!
+//! With names, only the cases whose name contains one of them run.
 
 use lodtensor::ops::{
     sequence_concat, sequence_expand, sequence_expand_as, sequence_pad, sequence_pool, sequence_reverse, to_place,
@@ -59,8 +61,12 @@ fn main() {
         ("sequence_reverse", Box::new(|| drop(black_box(sequence_reverse(&x).unwrap())))),
         ("sequence_pool sum", Box::new(|| drop(black_box(sequence_pool(&x, PoolType::Sum, 0.0).unwrap())))),
     ];
+    let only: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     println!("| case | median ms | copy of the tensor, ms |\n|---|---:|---:|");
     for (name, mut op) in cases {
+        if !only.is_empty() && !only.iter().any(|o| name.contains(o.as_str())) {
+            continue;
+        }
         let (op_ms, copy_ms) = pair(&mut op, &mut copy);
         println!("| {name} | {op_ms:.3} | {copy_ms:.3} |");
     }
