@@ -60,6 +60,8 @@ fn main() {
         ("sequence_pad (to the longest)", Box::new(|| drop(black_box(sequence_pad(&x, &pad, -1).unwrap())))),
         ("sequence_reverse", Box::new(|| drop(black_box(sequence_reverse(&x).unwrap())))),
         ("sequence_pool sum", Box::new(|| drop(black_box(sequence_pool(&x, PoolType::Sum, 0.0).unwrap())))),
+        ("sequence_pool last", Box::new(|| drop(black_box(sequence_pool(&x, PoolType::Last, 0.0).unwrap())))),
+        ("sequence_pool max", Box::new(|| drop(black_box(sequence_pool(&x, PoolType::Max, 0.0).unwrap())))),
     ];
     let only: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     println!("| case | median ms | copy of the tensor, ms |\n|---|---:|---:|");

@@ -4,10 +4,11 @@
 //! accumulators on the stack or in registers; nothing is allocated per sequence.
 
 use super::pool::for_each_sequence_chunk;
-use super::rows::TASK_BYTES;
+use super::rows::{copy_elements, TASK_BYTES};
 use super::{has_avx2, has_avx512};
 use crate::dtype::{DType, Scalar};
 use crate::error::{ensure, Result};
+use std::ops::Range;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 /// Runs `pool(i, row)` for each sequence `i` of `offsets` and its output row (`width` elements of
@@ -160,7 +161,7 @@ pub fn pool_select<T: Scalar>(
             seg.fill(pad);
         } else {
             let r = pick(start, end);
-            seg.copy_from_slice(&x[r * width..(r + 1) * width]);
+            copy_elements(seg, &x[r * width..(r + 1) * width], false);
         }
     })
 }
@@ -203,7 +204,7 @@ pub fn pool_extreme<T: Scalar>(
             return;
         }
         let rows = &x[start * width..end * width];
-        extreme_sequence(rows, width, start, &beats, forms, seg, idx);
+        extreme_sequence(rows, width, start..end, &beats, forms, seg, idx);
     })
 }
 
@@ -216,22 +217,24 @@ const EXTREME_WIDE: usize = 128;
 /// of a block stay in registers while the sequence, just read, comes from cache.
 const EXTREME_ROWS: usize = 32;
 
-/// The max/min kernel for one non-empty sequence (`rows`, rows of `width`, the first being row
-/// `start` of `x`): passes of `EXTREME_WIDE` columns (with AVX-512 the extremes and their rows
-/// together, else the extremes, then their rows), then blocks of `SUM_BLOCK` columns (values and
-/// rows together, in registers), then the last columns one by one; writes all of `seg` and `idx`. The block kernels are compiled for AVX2 too, each as its
-/// own function: with the whole sequence function compiled for AVX2, LLVM turned the 16-column
-/// block's index select into a mask and a branch per lane.
+/// The max/min kernel for one non-empty sequence (`rows`, rows `seq` of `x`, rows of `width`):
+/// passes of `EXTREME_WIDE` columns (with AVX-512 the extremes and their rows together, else the
+/// extremes, then their rows), then blocks of `SUM_BLOCK` columns (values and rows together, in
+/// registers), then the last columns one by one; writes all of `seg` and `idx`. The block
+/// kernels are compiled for AVX2 too, each as its own function: with the whole sequence function
+/// compiled for AVX2, LLVM turned the 16-column block's index select into a mask and a branch per
+/// lane.
 #[inline(always)]
 fn extreme_sequence<T: Scalar>(
     rows: &[T],
     width: usize,
-    start: usize,
+    seq: Range<usize>,
     beats: &impl Fn(T, T) -> bool,
     forms: Forms,
     seg: &mut [T],
     idx: &[AtomicI32],
 ) {
+    let start = seq.start;
     let mut c0 = 0;
     while forms.avx512 && c0 + EXTREME_WIDE <= width {
         // SAFETY: the CPU has AVX-512F (checked by the caller).
@@ -274,7 +277,7 @@ fn extreme_sequence<T: Scalar>(
         let mut best = [T::ZERO; SUM_BLOCK];
         let mut at = [start as i32; SUM_BLOCK];
         best[..n].copy_from_slice(&rows[c0..width]);
-        for (k, row) in rows.chunks_exact(width).enumerate().skip(1) {
+        for (k, row) in each_row(rows, width, seq.len()).enumerate().skip(1) {
             let r = (start + k) as i32;
             for ((b, a), &v) in best[..n].iter_mut().zip(&mut at[..n]).zip(&row[c0..]) {
                 let take = beats(v, *b);
@@ -509,7 +512,7 @@ mod tests {
                         let mut at = vec![-7; width];
                         // SAFETY: AtomicI32 has the layout of i32; `at` is not used meanwhile.
                         let idx: &[AtomicI32] = unsafe { &*(at.as_mut_slice() as *mut [i32] as *const [AtomicI32]) };
-                        extreme_sequence(&rows, width, start, &beats, f, &mut got, idx);
+                        extreme_sequence(&rows, width, start..start + len, &beats, f, &mut got, idx);
                         let same =
                             got.iter().zip(&want).all(|(g, w)| g == w || (g.to_f64().is_nan() && w.to_f64().is_nan()));
                         assert!(same, "{:?} values, width {width}, {len} rows, max {max}, {f:?}", T::DTYPE);

@@ -233,20 +233,38 @@ pub fn repeat_rows(src: &[u8], row_bytes: usize, offsets: &[usize], out: &mut [u
     // A repeated row, then the next row: the reads form one run.
     let stream = streams(out.len(), 1);
     for_each_segment(out, &bounds, |t, seg| {
-        // `seg` starts at output row `first`. The source row that output row `r` repeats is the
-        // last `h` with `offsets[h] <= r`.
-        let first = t * task_rows;
-        let mut h = offsets.partition_point(|&o| o <= first) - 1;
-        for (r, dst) in (first..).zip(seg.chunks_exact_mut(row_bytes)) {
-            while offsets[h + 1] <= r {
-                h += 1;
-            }
-            copy(dst, &src[h * row_bytes..(h + 1) * row_bytes], stream);
-        }
+        by_row_size!(Some(row_bytes), repeat_task(src, row_bytes, offsets, t * task_rows, seg, stream));
         if stream {
             store_fence();
         }
     })
+}
+
+/// One task of [`repeat_rows`]: `seg`, output rows from `first` on. `N` is `row_bytes` when not 0
+/// (rows of at most 64 bytes, never streamed, are then one or two moves each).
+#[inline(always)]
+fn repeat_task<const N: usize>(
+    src: &[u8],
+    row_bytes: usize,
+    offsets: &[usize],
+    first: usize,
+    seg: &mut [u8],
+    stream: bool,
+) {
+    let row = if N == 0 { row_bytes } else { N };
+    // The source row that output row `r` repeats is the last `h` with `offsets[h] <= r`.
+    let mut h = offsets.partition_point(|&o| o <= first) - 1;
+    for (r, dst) in (first..).zip(seg.chunks_exact_mut(row)) {
+        while offsets[h + 1] <= r {
+            h += 1;
+        }
+        let from = &src[h * row..(h + 1) * row];
+        if N == 0 {
+            copy(dst, from, stream);
+        } else {
+            dst.copy_from_slice(from);
+        }
+    }
 }
 
 /// Writes into `out` each sequence `i` of `src` (rows `[x[i], x[i+1])`, rows of `row_bytes` bytes)
