@@ -276,8 +276,8 @@ fn extreme_sequence<T: Scalar>(
         let n = width - c0;
         let mut best = [T::ZERO; SUM_BLOCK];
         let mut at = [start as i32; SUM_BLOCK];
-        best[..n].copy_from_slice(&rows[c0..width]);
-        for (k, row) in each_row(rows, width, seq.len()).enumerate().skip(1) {
+        copy_elements(&mut best[..n], &rows[c0..width], false);
+        for (k, row) in (1..seq.len()).zip(each_row(&rows[width..], width, seq.len() - 1)) {
             let r = (start + k) as i32;
             for ((b, a), &v) in best[..n].iter_mut().zip(&mut at[..n]).zip(&row[c0..]) {
                 let take = beats(v, *b);
@@ -302,7 +302,7 @@ struct Forms {
 /// Writes extremes and their rows to the output row and the index row.
 #[inline(always)]
 fn emit<T: Scalar>(best: &[T], at: &[i32], seg: &mut [T], idx: &[AtomicI32]) {
-    seg.copy_from_slice(best);
+    copy_elements(seg, best, false);
     for (d, &a) in idx.iter().zip(at) {
         d.store(a, Ordering::Relaxed);
     }

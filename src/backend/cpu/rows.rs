@@ -469,7 +469,7 @@ unsafe fn stream_lines(dst: *mut u8, src: *const u8, lines: usize) {
 }
 
 /// `copy` of elements of a dtype.
-#[inline]
+#[inline(always)]
 pub(crate) fn copy_elements<T: Element>(dst: &mut [T], src: &[T], stream: bool) {
     assert_eq!(dst.len(), src.len(), "copy: lengths differ");
     let n = std::mem::size_of_val(src);
