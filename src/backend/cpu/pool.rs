@@ -143,12 +143,6 @@ fn first_reaching(offsets: &[usize], work: usize) -> usize {
     lo
 }
 
-/// Segment bounds in elements for sequences given by row offsets: `offsets[i] * unit`, for
-/// outputs of `unit` elements a row.
-pub fn scaled_bounds(offsets: &[usize], unit: usize) -> Result<Vec<usize>> {
-    lists::collect(offsets.iter().map(|&o| o * unit), "segment bounds")
-}
-
 /// [`for_each_segment`] for kernels that read far more than they write (top-k, beam search,
 /// reductions): `work_bytes`, the bytes the tasks read and write together, decides between the
 /// pool and the calling thread instead of the output's size alone.
