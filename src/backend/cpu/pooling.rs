@@ -1,7 +1,7 @@
 //! The kernels of `sequence_pool`: per sequence of rows, per column, a sum (scaled), a selected row,
-//! or the row of the extreme value. Parallel over output rows (one per sequence). Each sequence
-//! is read in memory order (whole rows, up to `WIDE_BLOCK` columns per pass) with the
-//! accumulators on the stack or in registers; nothing is allocated per sequence.
+//! or the row of the extreme value. Parallel over chunks of whole sequences (one output row each).
+//! Each sequence is read in memory order (whole rows, up to `WIDE_BLOCK` columns per pass) with
+//! the accumulators on the stack or in registers; nothing is allocated per sequence.
 
 use super::pool::for_each_sequence_chunk;
 use super::rows::{copy_elements, TASK_BYTES};

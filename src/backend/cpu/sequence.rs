@@ -1,6 +1,7 @@
 //! Kernels of the sequence operators that do more than gather row ranges: reversing rows within
 //! sequences, the mask of lengths, sliding windows and token erasure. Each runs over output
-//! segments (one task per sequence or per chunk), so results never depend on the thread count.
+//! segments (one task per chunk of whole sequences or of elements), so results never depend on the
+//! thread count.
 
 use super::convert::{chunk_bounds, CastElem, Value, CHUNK};
 use super::pool::{for_each_segment, for_each_segment_with_work, for_each_sequence_chunk, num_threads, work_chunks};
