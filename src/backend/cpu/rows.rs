@@ -202,17 +202,15 @@ impl<'a> Ahead<'a> {
 }
 
 /// Writes into `out` row `h` of `src` (rows of `row_bytes` bytes) `offsets[h + 1] - offsets[h]`
-/// times, for each `h` in order: sequence_expand_as's repeat. `offsets` starts at 0 and does not
-/// decrease; `src` holds `offsets.len() - 1` rows and `out` `offsets.last()` rows. Unlike a list
-/// of one-row ranges, this needs no bookkeeping per output row; tasks split the output at row
-/// boundaries, inside a repeat too.
+/// times, for each `h` in order: sequence_expand_as's repeat. `offsets` is a valid LoD level (it
+/// starts at 0 and does not decrease, which the LoD checked when it was made, so it is not read
+/// through again here: at one-row sequences that pass cost a third of the op); `src` holds
+/// `offsets.len() - 1` rows and `out` `offsets.last()` rows. Unlike a list of one-row ranges, this
+/// needs no bookkeeping per output row; tasks split the output at row boundaries, inside a repeat
+/// too.
 pub fn repeat_rows(src: &[u8], row_bytes: usize, offsets: &[usize], out: &mut [u8]) -> Result<()> {
     let rows = offsets.len().saturating_sub(1);
-    ensure!(
-        offsets.first() == Some(&0) && offsets.windows(2).all(|w| w[0] <= w[1]),
-        Internal,
-        "repeat offsets do not start at 0 and rise"
-    );
+    ensure!(offsets.first() == Some(&0), Internal, "repeat offsets do not start at 0");
     ensure!(
         src.len() == rows * row_bytes,
         Internal,
@@ -668,9 +666,8 @@ mod tests {
                 }
             }
         }
-        // Offsets that fall, do not start at 0, or do not match the source or the output.
+        // Offsets that do not start at 0, or do not match the source or the output.
         let src = [1u8, 2, 3, 4];
-        assert!(repeat_rows(&src, 2, &[0, 2, 1], &mut [0u8; 2]).is_err());
         assert!(repeat_rows(&src, 2, &[1, 2, 3], &mut [0u8; 4]).is_err());
         assert!(repeat_rows(&src, 2, &[0, 1, 2, 3], &mut [0u8; 6]).is_err());
         assert!(repeat_rows(&src, 2, &[0, 1, 3], &mut [0u8; 4]).is_err());
