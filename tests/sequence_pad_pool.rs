@@ -504,3 +504,20 @@ fn thousands_of_sequences_and_thread_count_determinism() {
     );
     assert!(a.2 == bytes, "unpad does not give back x");
 }
+
+/// sequence_pad's Length for a batch whose lengths are written in many tasks on the pool: the
+/// lengths the LoD was made from, with 1 and 4 threads.
+#[test]
+fn lengths_of_many_sequences() {
+    let lengths = random_lengths(100_000, 3, 5);
+    let l = Lod::from_lengths(std::slice::from_ref(&lengths)).unwrap();
+    let rows = l.rows().unwrap();
+    let x = LoDTensor::new(Tensor::zeros(DType::I8, Dim::new(&[rows, 1]).unwrap()).unwrap(), l).unwrap();
+    let pad = LoDTensor::dense(Tensor::from_slice(&[1i8], &[1]).unwrap());
+    let run = || sequence_pad(&x, &pad, -1).unwrap().1.tensor().as_slice::<i64>().unwrap().to_vec();
+    let (one, four) = with_1_and_4_threads(run);
+    assert!(one.len() * 8 > 256 * 1024, "the lengths are not written on the pool");
+    let want: Vec<i64> = lengths.iter().map(|&n| n as i64).collect();
+    assert!(one == want, "Length differs from the lengths, 1 thread");
+    assert!(four == want, "Length differs from the lengths, 4 threads");
+}

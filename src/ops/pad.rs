@@ -4,7 +4,7 @@
 
 use super::common_place;
 use super::support::{gather_into_new, one_level_from_runs};
-use crate::backend::cpu::pad::pad_sequences;
+use crate::backend::cpu::pad::{pad_sequences, sequence_lengths};
 use crate::backend::cuda;
 use crate::dim::Dim;
 use crate::dtype::DType;
@@ -97,8 +97,9 @@ pub fn sequence_pad(x: &LoDTensor, pad_value: &LoDTensor, padded_length: i64) ->
             let pad_bytes = pt.bytes()?;
             let pad_row: Vec<u8> = if pt.numel() == 1 { pad_bytes.repeat(width) } else { pad_bytes.to_vec() };
             pad_sequences(xt.bytes()?, xt.row_bytes(), offsets, padded, &pad_row, out.bytes_mut()?)?;
-            let length = lists::collect(lengths().map(|len| len as i64), "sequence_pad: lengths")?;
-            (out, Tensor::from_slice(&length, &[sequences])?)
+            let mut length = Tensor::uninit(DType::I64, Dim::new(&[sequences])?)?;
+            sequence_lengths(offsets, length.as_mut_slice::<i64>()?)?;
+            (out, length)
         }
         // The lengths are made on the device, from the offsets' device copy the slots' launch reads.
         Place::Cuda(_) => cuda::pad_sequences(xt, xt.row_bytes(), level, padded, pt, dims)?,

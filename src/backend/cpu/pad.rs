@@ -39,3 +39,15 @@ pub fn pad_sequences(
         }
     })
 }
+
+/// `out[i] = offsets[i + 1] - offsets[i]`: sequence_pad's Length, written once, in chunks on the
+/// pool (a batch of millions of sequences has a Length of tens of MiB).
+pub fn sequence_lengths(offsets: &[usize], out: &mut [i64]) -> Result<()> {
+    ensure!(out.len() + 1 == offsets.len(), Internal, "{} lengths for {} offsets", out.len(), offsets.len());
+    let per_task = TASK_BYTES / std::mem::size_of::<i64>();
+    for_each_row_chunk(out, 1, per_task, |seqs, seg| {
+        for (o, w) in seg.iter_mut().zip(offsets[seqs.start..=seqs.end].windows(2)) {
+            *o = (w[1] - w[0]) as i64;
+        }
+    })
+}
