@@ -9,8 +9,8 @@
 //! With names, only the cases whose name contains one of them run.
 
 use lodtensor::ops::{
-    sequence_concat, sequence_expand, sequence_expand_as, sequence_pad, sequence_pool, sequence_reverse, to_place,
-    PoolType,
+    sequence_concat, sequence_expand, sequence_expand_as, sequence_pad, sequence_pool, sequence_reverse,
+    sequence_unpad, to_place, PoolType,
 };
 use lodtensor::{DType, Dim, LoDTensor, Lod, Place, Tensor};
 use std::hint::black_box;
@@ -47,6 +47,7 @@ fn main() {
     let dense = LoDTensor::dense(t.clone());
     let pad = LoDTensor::dense(Tensor::zeros(DType::F32, Dim::new(&[1]).unwrap()).unwrap());
     println!("{SEQUENCES} sequences of one 4-byte row; median ms of {RUNS} runs");
+    let (padded, length) = sequence_pad(&x, &pad, -1).unwrap();
     let mut copy = || drop(black_box(t.copy().unwrap()));
     type Case<'a> = (&'a str, Box<dyn FnMut() + 'a>);
     let cases: Vec<Case> = vec![
@@ -58,6 +59,7 @@ fn main() {
         ("sequence_expand (x with a LoD)", Box::new(|| drop(black_box(sequence_expand(&x, &x, 0).unwrap())))),
         ("sequence_concat of x and x", Box::new(|| drop(black_box(sequence_concat(&[&x, &x]).unwrap())))),
         ("sequence_pad (to the longest)", Box::new(|| drop(black_box(sequence_pad(&x, &pad, -1).unwrap())))),
+        ("sequence_unpad", Box::new(|| drop(black_box(sequence_unpad(&padded, &length).unwrap())))),
         ("sequence_reverse", Box::new(|| drop(black_box(sequence_reverse(&x).unwrap())))),
         ("sequence_pool sum", Box::new(|| drop(black_box(sequence_pool(&x, PoolType::Sum, 0.0).unwrap())))),
         ("sequence_pool last", Box::new(|| drop(black_box(sequence_pool(&x, PoolType::Last, 0.0).unwrap())))),

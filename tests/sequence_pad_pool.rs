@@ -505,6 +505,43 @@ fn thousands_of_sequences_and_thread_count_determinism() {
     assert!(a.2 == bytes, "unpad does not give back x");
 }
 
+/// sequence_unpad of slots of 4 KiB or more (which its copy prefetches piece by piece) in many
+/// tasks, streamed and not, against a plain loop over the slots, with 1 and 4 threads; int32
+/// lengths as well as int64.
+#[test]
+fn unpad_of_wide_slots_in_many_tasks() {
+    for (n, width) in [(300usize, 64usize), (1200, 256)] {
+        let padded = 16;
+        let row = width * 4;
+        let lengths = random_lengths(n, padded, n as u64);
+        let mut s = 77;
+        let bytes: Vec<u8> = (0..n * padded * row).map(|_| xorshift(&mut s) as u8).collect();
+        let x =
+            LoDTensor::dense(Tensor::from_bytes(DType::F32, Dim::new(&[n, padded, width]).unwrap(), &bytes).unwrap());
+        let want: Vec<u8> = lengths
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &len)| &bytes[i * padded * row..(i * padded + len) * row])
+            .copied()
+            .collect();
+        assert!(want.len() > 256 * 1024, "one task");
+        let l64: Vec<i64> = lengths.iter().map(|&v| v as i64).collect();
+        let l32: Vec<i32> = lengths.iter().map(|&v| v as i32).collect();
+        let l64 = LoDTensor::dense(Tensor::from_slice(&l64, &[n]).unwrap());
+        let l32 = LoDTensor::dense(Tensor::from_slice(&l32, &[n]).unwrap());
+        for length in [&l64, &l32] {
+            let (one, four) = with_1_and_4_threads(|| sequence_unpad(&x, length).unwrap());
+            for got in [one, four] {
+                assert!(got.tensor().bytes().unwrap() == want, "{n} slots of {width} columns: rows differ");
+                assert_eq!(
+                    got.lod().level(0).unwrap(),
+                    Lod::from_lengths(&[lengths.clone()]).unwrap().level(0).unwrap()
+                );
+            }
+        }
+    }
+}
+
 /// sequence_pad's Length for a batch whose lengths are written in many tasks on the pool: the
 /// lengths the LoD was made from, with 1 and 4 threads.
 #[test]

@@ -3,12 +3,13 @@
 //! every dtype (Paddle's CPU kernels list float32/float64/int32/int64).
 
 use super::common_place;
-use super::support::{gather_into_new, one_level_from_runs};
-use crate::backend::cpu::pad::{pad_sequences, sequence_lengths};
+use super::support::{gather_into_new, lod_of_built_level};
+use crate::backend::cpu::pad::{pad_sequences, sequence_lengths, unpad_sequences};
 use crate::backend::cuda;
 use crate::dim::Dim;
 use crate::dtype::DType;
 use crate::error::{ensure, err, Result};
+use crate::lod::Lod;
 use crate::lod_tensor::LoDTensor;
 use crate::memory::lists;
 use crate::place::Place;
@@ -142,37 +143,52 @@ pub fn sequence_unpad(x: &LoDTensor, length: &LoDTensor) -> Result<LoDTensor> {
             &host
         }
     };
-    let values: Vec<i64> = match lt.dtype() {
-        DType::I64 => lists::copy_of(lt.as_slice::<i64>()?, "sequence_unpad: lengths")?,
-        _ => lists::collect(lt.as_slice::<i32>()?.iter().map(|&v| v as i64), "sequence_unpad: lengths")?,
-    };
     let padded = d[1];
-    for (i, &v) in values.iter().enumerate() {
-        ensure!(v >= 0, InvalidArgument, "length: length[{i}] = {v} is negative");
-        ensure!(
-            v as u64 <= padded as u64,
-            InvalidArgument,
-            "length: length[{i}] = {v} is more than the padded length {padded} of x (dims[1])"
-        );
-    }
-    let lod = one_level_from_runs(values.len(), values.iter().map(|&v| (v as usize, 1)))?;
+    let lod = match lt.dtype() {
+        DType::I64 => unpad_lod(lt.as_slice::<i64>()?, padded)?,
+        _ => unpad_lod(lt.as_slice::<i32>()?, padded)?,
+    };
     let mut dims = vec![lod.rows().unwrap_or(0)];
     if d.len() == 2 {
         dims.push(1);
     } else {
         dims.extend_from_slice(&d[2..]);
     }
+    let dims = Dim::new(&dims)?;
     let step_bytes = d[2..].iter().product::<usize>() * x.tensor().dtype().size();
-    let tensor = match place {
+    let tensor = match (place, lod.levels().first()) {
+        // No sequences: a tensor of no rows on x's place.
+        (_, None) => gather_into_new(x.tensor(), step_bytes, &[], dims)?,
         // Each slot's rows found from the output's offsets, which its LoD then keeps on the device.
-        Place::Cuda(_) if !lod.is_empty() => {
-            cuda::unpad_rows(x.tensor(), step_bytes, padded, lod.lod_level(0)?, Dim::new(&dims)?)?
-        }
-        _ => {
-            let ranges = values.iter().enumerate().map(|(i, &v)| i * padded..i * padded + v as usize);
-            let ranges = lists::collect(ranges, "sequence_unpad: row ranges")?;
-            gather_into_new(x.tensor(), step_bytes, &ranges, Dim::new(&dims)?)?
+        (Place::Cuda(_), Some(_)) => cuda::unpad_rows(x.tensor(), step_bytes, padded, lod.lod_level(0)?, dims)?,
+        (Place::Cpu, Some(offsets)) => {
+            let mut out = Tensor::uninit(x.tensor().dtype(), dims)?;
+            unpad_sequences(x.tensor().bytes()?, step_bytes, offsets, padded, out.bytes_mut()?)?;
+            out
         }
     };
     LoDTensor::new(tensor, lod)
+}
+
+/// sequence_unpad's output LoD from its `lengths`, each checked to lie in `[0, padded]` as its
+/// offset is written: one pass over millions of lengths, not a check and then a sum.
+fn unpad_lod<T: Copy + Into<i64>>(lengths: &[T], padded: usize) -> Result<Lod> {
+    let n = lengths.len();
+    let mut offsets = lists::with_capacity(n.saturating_add(1), "output LoD")
+        .map_err(|_| err!(OutOfMemory, "output LoD: {n} sequences cannot be listed"))?;
+    offsets.push(0usize);
+    let mut end = 0usize;
+    for (i, &v) in lengths.iter().enumerate() {
+        let v: i64 = v.into();
+        ensure!(v >= 0, InvalidArgument, "length: length[{i}] = {v} is negative");
+        ensure!(
+            v as u64 <= padded as u64,
+            InvalidArgument,
+            "length: length[{i}] = {v} is more than the padded length {padded} of x (dims[1])"
+        );
+        // At most `padded` rows a slot of x, whose rows fit in usize, so the sum does too.
+        end += v as usize;
+        offsets.push(end);
+    }
+    Ok(lod_of_built_level(offsets))
 }

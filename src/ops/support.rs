@@ -3,35 +3,13 @@
 
 use crate::backend::cpu::rows::{gather_each, gather_row_ranges, RowGather};
 use crate::dim::Dim;
-use crate::error::{ensure, err, Result};
+use crate::error::{ensure, Result};
 use crate::lod::{Lod, LodLevel};
 use crate::lod_tensor::LoDTensor;
 use crate::memory::lists;
 use crate::place::Place;
 use crate::tensor::Tensor;
 use std::ops::Range;
-
-/// The output LoD of an op whose result is one level of `count` sequences, given as runs `(len,
-/// times)`: `times` sequences of `len` rows each (the list is reserved before the first run is
-/// read: a count too large to list is `OutOfMemory`, not an abort). The row count is checked once
-/// a run, so a run's offsets go with no check each. Zero sequences give no LoD
-/// ([`lod_of_built_level`]).
-pub(crate) fn one_level_from_runs(count: usize, runs: impl IntoIterator<Item = (usize, usize)>) -> Result<Lod> {
-    let mut offsets = lists::with_capacity(count.saturating_add(1), "output LoD")
-        .map_err(|_| err!(OutOfMemory, "output LoD: {count} sequences cannot be listed"))?;
-    offsets.push(0usize);
-    let mut end = 0usize;
-    for (len, times) in runs {
-        let next = len
-            .checked_mul(times)
-            .and_then(|rows| end.checked_add(rows))
-            .ok_or_else(|| err!(OutOfMemory, "output LoD: the row count overflows"))?;
-        offsets.extend((1..=times).map(|k| end + k * len));
-        end = next;
-    }
-    debug_assert_eq!(offsets.len(), count + 1, "the runs' count");
-    Ok(lod_of_built_level(offsets))
-}
 
 /// The LoD of one level of `offsets`, running sums of lengths from 0 (a valid level, not checked
 /// again), or none for no sequences: `[0]` is not a valid top level, so such a result is a plain

@@ -143,20 +143,21 @@ impl<'a> Plan<'a> {
     /// Task `t` into `seg`, its part of the output.
     fn copy_task(&self, t: usize, seg: &mut [u8], stream: bool) {
         let pieces = &self.pieces[self.first[t]..self.first[t + 1]];
-        copy_pieces(pieces, seg, stream);
+        copy_pieces(pieces.len(), |k| pieces[k], seg, stream);
         if stream {
             store_fence();
         }
     }
 }
 
-/// Copies `pieces` one after another into `out` (exactly as long), prefetching those ahead (see
-/// [`Ahead`]).
+/// Copies pieces `piece(0)`, ..., `piece(n - 1)` one after another into `out` (exactly as long),
+/// prefetching those ahead (see [`Ahead`]).
 #[inline]
-fn copy_pieces(pieces: &[&[u8]], out: &mut [u8], stream: bool) {
+pub(crate) fn copy_pieces<'a>(n: usize, piece: impl Fn(usize) -> &'a [u8] + Copy, out: &mut [u8], stream: bool) {
     let mut rest = out;
-    let mut ahead = Ahead::new(pieces);
-    for p in pieces {
+    let mut ahead = Ahead::new(n, piece);
+    for k in 0..n {
+        let p = piece(k);
         let (dst, tail) = rest.split_at_mut(p.len());
         for (d, s) in dst.chunks_mut(PREFETCH_STEP_BYTES).zip(p.chunks(PREFETCH_STEP_BYTES)) {
             ahead.advance(s.len());
@@ -166,21 +167,23 @@ fn copy_pieces(pieces: &[&[u8]], out: &mut [u8], stream: bool) {
     }
 }
 
-/// A cursor over the bytes of a gather's pieces, one after another, that prefetches every line
-/// it passes into the core's L2 cache. Kept [`PREFETCH_AHEAD_BYTES`] ahead of the copy, it has
-/// each piece's lines on their way before the copy reaches them. The hardware prefetcher starts
-/// over at each piece that does not follow the one before in memory: on Zen 4, sequence_unpad's
-/// 4096 pieces of 16 KiB were read at half the rate of one contiguous read without this.
-struct Ahead<'a> {
-    pieces: &'a [&'a [u8]],
+/// A cursor over the bytes of a gather's pieces (`piece(0..n)`), one after another, that
+/// prefetches every line it passes into the core's L2 cache. Kept [`PREFETCH_AHEAD_BYTES`] ahead
+/// of the copy, it has each piece's lines on their way before the copy reaches them. The hardware
+/// prefetcher starts over at each piece that does not follow the one before in memory: on Zen 4,
+/// sequence_unpad's 4096 pieces of 16 KiB were read at half the rate of one contiguous read
+/// without this.
+struct Ahead<F> {
+    n: usize,
+    piece: F,
     /// The next line to prefetch: byte `at` of piece `next`.
     next: usize,
     at: usize,
 }
 
-impl<'a> Ahead<'a> {
-    fn new(pieces: &'a [&'a [u8]]) -> Ahead<'a> {
-        let mut ahead = Ahead { pieces, next: 0, at: 0 };
+impl<'a, F: Fn(usize) -> &'a [u8]> Ahead<F> {
+    fn new(n: usize, piece: F) -> Ahead<F> {
+        let mut ahead = Ahead { n, piece, next: 0, at: 0 };
         ahead.advance(PREFETCH_AHEAD_BYTES);
         ahead
     }
@@ -188,7 +191,8 @@ impl<'a> Ahead<'a> {
     /// Prefetches the next `bytes` bytes of the pieces (fewer at their end).
     #[inline]
     fn advance(&mut self, mut bytes: usize) {
-        while let Some(p) = self.pieces.get(self.next) {
+        while self.next < self.n {
+            let p = (self.piece)(self.next);
             let n = (p.len() - self.at).min(bytes);
             prefetch_lines(p[self.at..].as_ptr(), n);
             self.at += n;
@@ -571,10 +575,10 @@ mod tests {
         let want: Vec<u8> = pieces.concat();
         for stream in [false, true] {
             let mut out = vec![0u8; want.len()];
-            copy_pieces(&pieces, &mut out, stream);
+            copy_pieces(pieces.len(), |k| pieces[k], &mut out, stream);
             assert!(out == want, "stream {stream}");
         }
-        let mut ahead = Ahead::new(&pieces);
+        let mut ahead = Ahead::new(pieces.len(), |k| pieces[k]);
         // 8 KiB in: pieces 0-4 hold 3073 bytes, so byte 8192 - 3073 of piece 5.
         assert_eq!((ahead.next, ahead.at), (5, PREFETCH_AHEAD_BYTES - 3073));
         ahead.advance(20_000 - ahead.at);
