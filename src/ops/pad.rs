@@ -186,7 +186,8 @@ fn unpad_lod<T: Copy + Into<i64>>(lengths: &[T], padded: usize) -> Result<Lod> {
             InvalidArgument,
             "length: length[{i}] = {v} is more than the padded length {padded} of x (dims[1])"
         );
-        // At most `padded` rows a slot of x, whose rows fit in usize, so the sum does too.
+        // Each length is at most `padded`, and the product of x's non-zero dims, `sequences x
+        // padded` among them, fits in i64 (Dim's rule), so the sum does too.
         end += v as usize;
         offsets.push(end);
     }

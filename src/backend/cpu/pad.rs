@@ -81,6 +81,7 @@ pub fn unpad_sequences(
         offsets[sequences],
         out.len()
     );
+    // A run a slot: full slots read on from the one before, so the pieces are at least this long.
     let stream = streams(out.len(), sequences);
     let share = TASK_BYTES.div_ceil(row_bytes.max(1));
     for_each_sequence_chunk(
