@@ -2,7 +2,7 @@
 //! fixed-size slot and the rest of the slot is filled with a pad row, and back. Bytes, so one
 //! kernel serves every dtype.
 
-use super::pool::{for_each_row_chunk, for_each_sequence_chunk};
+use super::pool::{for_each_row_chunk, for_each_sequence_rows_chunk};
 use super::rows::{copy, copy_pieces, store_fence, streams, TASK_BYTES};
 use crate::error::{ensure, Result};
 
@@ -83,31 +83,24 @@ pub fn unpad_sequences(
     );
     // A run a slot: full slots read on from the one before, so the pieces are at least this long.
     let stream = streams(out.len(), sequences);
-    let share = TASK_BYTES.div_ceil(row_bytes.max(1));
-    for_each_sequence_chunk(
-        out,
-        offsets,
-        share,
-        |i| offsets[i] * row_bytes,
-        |seqs, seg| {
-            let first = seqs.start;
-            let piece = |k: usize| {
-                let i = first + k;
-                &src[i * slot..i * slot + (offsets[i + 1] - offsets[i]) * row_bytes]
-            };
-            if slot < SPARSE_SLOT_BYTES {
-                let mut at = 0;
-                for k in 0..seqs.len() {
-                    let p = piece(k);
-                    copy(&mut seg[at..at + p.len()], p, stream);
-                    at += p.len();
-                }
-            } else {
-                copy_pieces(seqs.len(), piece, seg, stream);
+    for_each_sequence_rows_chunk(out, offsets, row_bytes, |seqs, seg| {
+        let first = seqs.start;
+        let piece = |k: usize| {
+            let i = first + k;
+            &src[i * slot..i * slot + (offsets[i + 1] - offsets[i]) * row_bytes]
+        };
+        if slot < SPARSE_SLOT_BYTES {
+            let mut at = 0;
+            for k in 0..seqs.len() {
+                let p = piece(k);
+                copy(&mut seg[at..at + p.len()], p, stream);
+                at += p.len();
             }
-            if stream {
-                store_fence();
-            }
-        },
-    )
+        } else {
+            copy_pieces(seqs.len(), piece, seg, stream);
+        }
+        if stream {
+            store_fence();
+        }
+    })
 }

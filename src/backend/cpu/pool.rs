@@ -2,6 +2,7 @@
 //! use it: [`for_each_segment`]. Sized by `set_num_threads`, else by the `LODTENSOR_NUM_THREADS`
 //! environment variable, else by the number of available cores.
 
+use super::rows::TASK_BYTES;
 use crate::error::{ensure, err, Result};
 use crate::memory::lists;
 use rayon::{ThreadPool, ThreadPoolBuilder};
@@ -109,6 +110,19 @@ pub fn for_each_sequence_chunk<T: Send>(
     let chunks = work_chunks(offsets, share)?;
     let bounds = lists::collect(chunks.iter().map(|&c| at(c)), "sequence chunks: bounds")?;
     for_each_segment(out, &bounds, |t, seg| task(chunks[t]..chunks[t + 1], seg))
+}
+
+/// [`for_each_sequence_chunk`] for an output of `row_len` elements a row of the level: sequence
+/// `i`'s rows start at element `offsets[i] * row_len`, and a chunk holds about `TASK_BYTES` of
+/// them.
+pub fn for_each_sequence_rows_chunk<T: Send>(
+    out: &mut [T],
+    offsets: &[usize],
+    row_len: usize,
+    task: impl Fn(Range<usize>, &mut [T]) + Sync + Send,
+) -> Result<()> {
+    let share = TASK_BYTES.div_ceil((row_len * std::mem::size_of::<T>()).max(1));
+    for_each_sequence_chunk(out, offsets, share, |i| offsets[i] * row_len, task)
 }
 
 /// Bounds on the sequences of the level `offsets` for chunks of about `share` work each, a

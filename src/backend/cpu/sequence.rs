@@ -4,7 +4,10 @@
 //! thread count.
 
 use super::convert::{chunk_bounds, CastElem, Value, CHUNK};
-use super::pool::{for_each_segment, for_each_segment_with_work, for_each_sequence_chunk, num_threads, work_chunks};
+use super::pool::{
+    for_each_segment, for_each_segment_with_work, for_each_sequence_chunk, for_each_sequence_rows_chunk, num_threads,
+    work_chunks,
+};
 use super::rows::{copy, TASK_BYTES};
 use crate::dtype::Scalar;
 use crate::error::{ensure, err, Result};
@@ -18,17 +21,10 @@ pub fn reverse_rows(src: &[u8], row_bytes: usize, offsets: &[usize], out: &mut [
     if row_bytes == 0 {
         return Ok(()); // no bytes to move
     }
-    let share = TASK_BYTES.div_ceil(row_bytes);
-    for_each_sequence_chunk(
-        out,
-        offsets,
-        share,
-        |i| offsets[i] * row_bytes,
-        |seqs, seg| {
-            let offsets = &offsets[seqs.start..=seqs.end];
-            by_row_size!(Some(row_bytes), reverse_chunk(src, row_bytes, offsets, seg))
-        },
-    )
+    for_each_sequence_rows_chunk(out, offsets, row_bytes, |seqs, seg| {
+        let offsets = &offsets[seqs.start..=seqs.end];
+        by_row_size!(Some(row_bytes), reverse_chunk(src, row_bytes, offsets, seg))
+    })
 }
 
 /// The sequences of one chunk of `reverse_rows` (`offsets`, their bounds) into `seg`, which starts
@@ -72,25 +68,18 @@ pub fn enumerate<T: Copy + Send + Sync>(x: &[T], offsets: &[usize], win: usize, 
     if win == 0 {
         return Ok(()); // the output is empty
     }
-    let share = TASK_BYTES.div_ceil(win * std::mem::size_of::<T>());
-    for_each_sequence_chunk(
-        out,
-        offsets,
-        share,
-        |i| offsets[i] * win,
-        |seqs, seg| {
-            let base = offsets[seqs.start];
-            for i in seqs {
-                let xs = &x[offsets[i]..offsets[i + 1]];
-                let rows = &mut seg[(offsets[i] - base) * win..(offsets[i + 1] - base) * win];
-                for (r, row) in rows.chunks_exact_mut(win).enumerate() {
-                    for (k, o) in row.iter_mut().enumerate() {
-                        *o = xs.get(r + k).copied().unwrap_or(pad);
-                    }
+    for_each_sequence_rows_chunk(out, offsets, win, |seqs, seg| {
+        let base = offsets[seqs.start];
+        for i in seqs {
+            let xs = &x[offsets[i]..offsets[i + 1]];
+            let rows = &mut seg[(offsets[i] - base) * win..(offsets[i + 1] - base) * win];
+            for (r, row) in rows.chunks_exact_mut(win).enumerate() {
+                for (k, o) in row.iter_mut().enumerate() {
+                    *o = xs.get(r + k).copied().unwrap_or(pad);
                 }
             }
-        },
-    )
+        }
+    })
 }
 
 /// How many elements of each sequence `[offsets[i], offsets[i+1])` of `x` survive erasing every
@@ -161,23 +150,16 @@ pub fn concat_sequences(
         "sequence_concat: {rows} rows of {row_bytes} bytes for an output of {}",
         out.len()
     );
-    let share = TASK_BYTES.div_ceil(row_bytes.max(1));
-    for_each_sequence_chunk(
-        out,
-        out_offsets,
-        share,
-        |i| out_offsets[i] * row_bytes,
-        |seqs, seg| {
-            let mut at = 0;
-            for i in seqs {
-                for (src, offs) in srcs.iter().zip(offsets) {
-                    let part = &src[offs[i] * row_bytes..offs[i + 1] * row_bytes];
-                    copy(&mut seg[at..at + part.len()], part, false);
-                    at += part.len();
-                }
+    for_each_sequence_rows_chunk(out, out_offsets, row_bytes, |seqs, seg| {
+        let mut at = 0;
+        for i in seqs {
+            for (src, offs) in srcs.iter().zip(offsets) {
+                let part = &src[offs[i] * row_bytes..offs[i + 1] * row_bytes];
+                copy(&mut seg[at..at + part.len()], part, false);
+                at += part.len();
             }
-        },
-    )
+        }
+    })
 }
 
 /// sequence_concat's output offsets: offset `i` is the sum of `levels[j][i]` over the levels (at
@@ -374,21 +356,14 @@ where
     if m == 0 {
         return Ok(()); // the output is empty
     }
-    let share = TASK_BYTES.div_ceil(m * std::mem::size_of::<T>());
-    for_each_sequence_chunk(
-        out,
-        offsets,
-        share,
-        |i| offsets[i] * m,
-        |seqs, seg| {
-            let base = offsets[seqs.start];
-            for i in seqs {
-                let (start, len) = (offsets[i], offsets[i + 1] - offsets[i]);
-                let rows = &mut seg[(start - base) * m..(start - base + len) * m];
-                conv_sequence(&x[start * n..(start + len) * n], len, filter, padding, s, context_length, rows);
-            }
-        },
-    )
+    for_each_sequence_rows_chunk(out, offsets, m, |seqs, seg| {
+        let base = offsets[seqs.start];
+        for i in seqs {
+            let (start, len) = (offsets[i], offsets[i + 1] - offsets[i]);
+            let rows = &mut seg[(start - base) * m..(start - base + len) * m];
+            conv_sequence(&x[start * n..(start + len) * n], len, filter, padding, s, context_length, rows);
+        }
+    })
 }
 
 /// The output rows of one sequence of [`sequence_conv`], its `len` rows `xs`.
