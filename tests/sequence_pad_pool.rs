@@ -234,6 +234,12 @@ fn unpad_errors() {
     assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("length[1] = 6")), "{e}");
     assert!(matches!(sequence_unpad(&x, &len(&[2, -1, 1])), Err(Error::InvalidArgument(m)) if m.contains("negative")));
     assert!(matches!(sequence_unpad(&x, &len(&[2, 1])), Err(Error::InvalidArgument(_))));
+    // The same checks on int32 lengths, which are read as they are, not widened into a copy.
+    let len32 = |v: &[i32]| LoDTensor::dense(Tensor::from_slice(v, &[v.len()]).unwrap());
+    let e = sequence_unpad(&x, &len32(&[2, 1, 6])).unwrap_err();
+    assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("length[2] = 6")), "{e}");
+    let e = sequence_unpad(&x, &len32(&[-3, 1, 1])).unwrap_err();
+    assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("length[0] = -3 is negative")), "{e}");
     let f = LoDTensor::dense(Tensor::from_slice(&[1f32, 1., 1.], &[3]).unwrap());
     assert!(matches!(sequence_unpad(&x, &f), Err(Error::Unsupported(_))));
     let rank1 = LoDTensor::dense(Tensor::from_slice(&[0f32; 3], &[3]).unwrap());

@@ -81,7 +81,8 @@ pub fn unpad_sequences(
         offsets[sequences],
         out.len()
     );
-    // A run a slot: full slots read on from the one before, so the pieces are at least this long.
+    // Each slot counted as a run of its own: full slots continue the one before, so the runs are
+    // at least this long, and streaming is never chosen for runs shorter than it needs.
     let stream = streams(out.len(), sequences);
     for_each_sequence_rows_chunk(out, offsets, row_bytes, |seqs, seg| {
         let first = seqs.start;
