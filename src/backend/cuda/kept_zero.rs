@@ -166,7 +166,7 @@ fn give_back(d: &Arc<Device>, block: Tensor, slot: usize) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::device::{device, devices_for_test};
+    use super::super::device::{device, devices_for_test, second_device_alone};
     use super::*;
 
     /// The u32 at device address `at`.
@@ -213,6 +213,7 @@ mod tests {
     fn bad_counts_in_flight_do_not_share_memory() {
         let Some(n) = devices_for_test() else { return };
         // The last device: the fewest other tests use it at the same time.
+        let _alone = second_device_alone();
         let d = device(n as u32 - 1).unwrap();
         let counts: Vec<BadCount> = (0..SLOTS + 2).map(|_| BadCount::new(&d).unwrap()).collect();
         let mut addresses: Vec<u64> = counts.iter().map(BadCount::address).collect();
@@ -249,6 +250,7 @@ mod tests {
     #[test]
     fn zeroed_counters_grow_and_stay_zero() {
         let Some(n) = devices_for_test() else { return };
+        let _alone = second_device_alone();
         let d = device(n as u32 - 1).unwrap();
         let small = zeroed_counters(&d, 40).unwrap();
         assert!(small.len() >= 40);

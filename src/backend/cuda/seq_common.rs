@@ -142,6 +142,7 @@ mod tests {
     #[test]
     fn ops_read_the_lods_device_copy() {
         let Some(devices) = super::super::device::devices_for_test() else { return };
+        let _alone = super::super::device::second_device_alone();
         let (own, planted) = (vec![0usize, 2, 2, 5], vec![0usize, 1, 4, 5]);
         let data: Vec<f32> = (0..20).map(|i| (i as f32 * 0.37).sin()).collect();
         let host = |offsets: &[usize], width: usize| {

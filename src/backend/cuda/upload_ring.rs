@@ -168,14 +168,19 @@ mod tests {
     /// event's record, query and wait), until it makes no call that fails. Each failed upload
     /// returns the driver's error and leaves the ring as it was, so that every upload arrives
     /// whole, lap after lap.
+    ///
+    /// On cuda:1, held alone: another test's work on the same device at once would make the
+    /// ring's queued copies, and no wait would be needed (so none could fail).
     #[cfg(feature = "cuda-emulator")]
     #[test]
     fn a_failed_driver_call_leaves_the_ring_as_it_was() {
+        use super::super::device::second_device_alone;
         use super::super::driver::failures;
         if devices_for_test().is_none() {
             return;
         }
-        let d = device(0).unwrap();
+        let _alone = second_device_alone();
+        let d = device(1).unwrap();
         let ring = UploadRing::default();
         let first = d.allocation(1).unwrap();
         ring.upload(&d.ctx, first.as_ptr() as DevicePtr, &[1]).unwrap(); // made
