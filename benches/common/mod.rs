@@ -250,7 +250,7 @@ pub fn cases(on: &dyn Fn(LoDTensor) -> LoDTensor, small: bool) -> Vec<Case> {
     }
 
     // sequence_pool.
-    for (n, hi, w) in [(4096, 64, 128), (65536, 32, 16)] {
+    for (n, hi, w) in [(4096, 64, 128), (65536, 32, 16), (262144, 128, 1), (262144, 32, 4)] {
         let n = s(n);
         let lengths: Vec<usize> = (0..n).map(|_| rng.range(1, hi)).collect();
         let x = Rc::new(on(sequences(&lengths, w, &mut rng)));
