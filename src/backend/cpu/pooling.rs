@@ -272,10 +272,10 @@ const EXTREME_ROWS: usize = 32;
 /// The max/min kernel for one non-empty sequence (`rows`, rows `seq` of `x`, rows of `width`):
 /// passes of `EXTREME_WIDE` columns (with AVX-512 the extremes and their rows together, else the
 /// extremes, then their rows), then blocks of `SUM_BLOCK` columns (values and rows together, in
-/// registers), then the last columns one by one; writes all of `seg` and `idx`. The block
-/// kernels are compiled for AVX2 too, each as its own function: with the whole sequence function
-/// compiled for AVX2, LLVM turned the 16-column block's index select into a mask and a branch per
-/// lane.
+/// registers), then the columns left, fewer than a block, in one block of their number
+/// (`narrow_columns`); writes all of `seg` and `idx`. The 16-column block and the wide passes are
+/// compiled for AVX2 too, each as its own function: with the whole sequence function compiled for
+/// AVX2, LLVM turned the 16-column block's index select into a mask and a branch per lane.
 #[inline(always)]
 fn extreme_sequence<T: Scalar>(
     rows: &[T],

@@ -717,9 +717,10 @@ pub(crate) fn devices_for_test() -> Option<usize> {
     }
 }
 
-/// Held by each unit test that works on cuda:1 (or on the last device), for all of its work there. The emulator makes a
-/// device's queued copies at any thread's next operation on that device, so a test that needs
-/// its copies left queued (the upload ring's failure test) must have the device to itself.
+/// Held by each unit test that works on cuda:1 (or on the last device), for all of its work
+/// there. The emulator makes a device's queued copies at any thread's next operation on that
+/// device, so a test that needs its copies left queued (the upload ring's failure test) must have
+/// the device to itself.
 #[cfg(test)]
 pub(crate) fn second_device_alone() -> std::sync::MutexGuard<'static, ()> {
     static ALONE: Mutex<()> = Mutex::new(());
