@@ -8,7 +8,6 @@ use super::rows::{copy_elements, TASK_BYTES};
 use super::{has_avx2, has_avx512};
 use crate::dtype::{DType, Scalar};
 use crate::error::{ensure, Result};
-use std::ops::Range;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 /// Runs `pool(i, row)` for each sequence `i` of `offsets` and its output row (`width` elements of
@@ -256,7 +255,7 @@ pub fn pool_extreme<T: Scalar>(
             return;
         }
         let rows = &x[start * width..end * width];
-        extreme_sequence(rows, width, start..end, &beats, forms, seg, idx);
+        extreme_sequence(rows, width, start, &beats, forms, seg, idx);
     })
 }
 
@@ -269,7 +268,7 @@ const EXTREME_WIDE: usize = 128;
 /// of a block stay in registers while the sequence, just read, comes from cache.
 const EXTREME_ROWS: usize = 32;
 
-/// The max/min kernel for one non-empty sequence (`rows`, rows `seq` of `x`, rows of `width`):
+/// The max/min kernel for one non-empty sequence (`rows`, rows of `width`, the first row `start`):
 /// passes of `EXTREME_WIDE` columns (with AVX-512 the extremes and their rows together, else the
 /// extremes, then their rows), then blocks of `SUM_BLOCK` columns (values and rows together, in
 /// registers), then the columns left, fewer than a block, in one block of their number
@@ -280,13 +279,12 @@ const EXTREME_ROWS: usize = 32;
 fn extreme_sequence<T: Scalar>(
     rows: &[T],
     width: usize,
-    seq: Range<usize>,
+    start: usize,
     beats: &impl Fn(T, T) -> bool,
     forms: Forms,
     seg: &mut [T],
     idx: &[AtomicI32],
 ) {
-    let start = seq.start;
     let mut c0 = 0;
     while forms.avx512 && c0 + EXTREME_WIDE <= width {
         // SAFETY: the CPU has AVX-512F (checked by the caller).
@@ -582,7 +580,7 @@ mod tests {
                         let mut at = vec![-7; width];
                         // SAFETY: AtomicI32 has the layout of i32; `at` is not used meanwhile.
                         let idx: &[AtomicI32] = unsafe { &*(at.as_mut_slice() as *mut [i32] as *const [AtomicI32]) };
-                        extreme_sequence(&rows, width, start..start + len, &beats, f, &mut got, idx);
+                        extreme_sequence(&rows, width, start, &beats, f, &mut got, idx);
                         let same =
                             got.iter().zip(&want).all(|(g, w)| g == w || (g.to_f64().is_nan() && w.to_f64().is_nan()));
                         assert!(same, "{:?} values, width {width}, {len} rows, max {max}, {f:?}", T::DTYPE);
