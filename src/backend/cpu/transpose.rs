@@ -215,12 +215,17 @@ unsafe fn lines_avx2<const W: usize>(src: &[*const u8; 64], dst: &[*mut u8; 64],
             bundle!(W, l, _mm256_unpacklo_epi8, _mm256_unpackhi_epi8, _mm256_unpacklo_epi16, _mm256_unpackhi_epi16)
         });
         for set in 0..per {
-            for a in 0..2 {
+            // Both quarters (halves `a` of the output lines) are made before any is stored, so
+            // that each output line's two halves are stored one after the other: stored a
+            // quarter at a time, eight lines apart, the stack of a [4096, 512] float matrix's
+            // columns took 1.3 times as long on Zen 3 (benches/REPORT.md).
+            let mut u = [[_mm256_setzero_si256(); 8]; 2];
+            for (a, u) in u.iter_mut().enumerate() {
                 let mut r = [_mm256_setzero_si256(); 8];
                 for (i, v) in r.iter_mut().enumerate().take(half) {
                     *v = bundles[half * a + i][set];
                 }
-                let u = in_lanes!(
+                *u = in_lanes!(
                     word,
                     r,
                     half,
@@ -229,15 +234,19 @@ unsafe fn lines_avx2<const W: usize>(src: &[*const u8; 64], dst: &[*mut u8; 64],
                     _mm256_unpacklo_epi64,
                     _mm256_unpackhi_epi64
                 );
-                // Lane 0 of registers c and C + c is word c of the quarter's lines; lane 1, word
-                // C + c: lanes 2b and 2b + 1 of the input lines.
-                for c in 0..c_max {
-                    let words = [
-                        (2 * b, _mm256_permute2x128_si256::<0x20>(u[c], u[c_max + c])),
-                        (2 * b + 1, _mm256_permute2x128_si256::<0x31>(u[c], u[c_max + c])),
-                    ];
-                    for (lane, v) in words {
-                        let d = dst[column::<W>(set, lane, c)].add(32 * a);
+            }
+            // Lane 0 of registers c and C + c is word c of a quarter's lines; lane 1, word
+            // C + c: lanes 2b and 2b + 1 of the input lines.
+            for c in 0..c_max {
+                for (lane, high) in [(2 * b, false), (2 * b + 1, true)] {
+                    let line = dst[column::<W>(set, lane, c)];
+                    for (a, u) in u.iter().enumerate() {
+                        let v = if high {
+                            _mm256_permute2x128_si256::<0x31>(u[c], u[c_max + c])
+                        } else {
+                            _mm256_permute2x128_si256::<0x20>(u[c], u[c_max + c])
+                        };
+                        let d = line.add(32 * a);
                         if stream && !cfg!(miri) && d.align_offset(32) == 0 {
                             _mm256_stream_si256(d.cast(), v);
                         } else {
