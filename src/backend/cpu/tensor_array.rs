@@ -6,9 +6,10 @@
 use super::pool::for_each_segment_with_work;
 use super::prefetch_lines;
 use super::rows::{copy, copy_line, store_fence, streams, PREFETCH_AHEAD_BYTES, STREAM_MIN_BYTES, TASK_BYTES};
-use super::transpose::transposer;
+use super::transpose::{transposer, Transpose};
 use crate::error::{ensure, Result};
 use crate::memory::lists;
+use std::cell::RefCell;
 use std::ops::Range;
 
 /// The rows of consecutive members are copied together, up to this many bytes of a row of the
@@ -24,12 +25,33 @@ const BLOCK_BYTES: usize = 1024;
 /// benches/REPORT.md).
 const PIECE_BYTES: usize = 1024;
 
-/// A concatenation through squares goes this many squares down the rows of each set of sources
-/// before the next set, so that it reads each source in runs of as many lines (1 KiB for rows of
-/// a 4-byte word), not a line of every source of the block in turn. Stacking the columns of a
-/// [4096, 512] float matrix took 2.5 ms on Zen 3 where it took 3.6 ms a square at a time; columns
-/// of 1 and 2 bytes took the same time either way (benches/REPORT.md).
-const TILE_SQUARES: usize = 16;
+/// A concatenation through squares takes this many rows at a time (a tile): it goes down the
+/// tile's squares for each set of sources before the next set, so that it reads each source in
+/// runs of several lines (8 lines for rows of a 4-byte word), not a line of every source of the
+/// block in turn. Where the output streams, the tile's rows are assembled in the thread's
+/// [`TILE`] and then streamed out whole, not a line of each of its rows at a time. On Zen 3 the
+/// stack of the columns of a [4096, 512] float matrix took 3.6 ms a square at a time, 2.5 ms in
+/// tiles of 256 rows stored in place, 2.2 ms in tiles of 128 rows streamed from the buffer; of
+/// uint8 columns 3.7 ms in place, 2.5 ms from the buffer. A buffer of 64 to 128 rows was the
+/// fastest for each word size (benches/REPORT.md).
+const TILE_ROWS: usize = 128;
+
+thread_local! {
+    /// The buffer where a thread assembles a tile of a streamed concatenation: `TILE_ROWS` rows of
+    /// a block, at most 128 KiB; kept for the thread's life so that a call does not allocate it.
+    static TILE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Whether `tile` holds `bytes` bytes, grown where it holds fewer and the allocation succeeds.
+fn tile_of(tile: &mut Vec<u8>, bytes: usize) -> bool {
+    if tile.len() < bytes {
+        if tile.try_reserve_exact(bytes - tile.len()).is_err() {
+            return false;
+        }
+        tile.resize(bytes, 0);
+    }
+    true
+}
 
 /// Rows of a size that the copies are not compiled for (`N` = 0) go this many at a time, each
 /// member's rows of the group one after another (in a split, rows shorter than a line only). Row
@@ -283,16 +305,16 @@ fn concat_task<const N: usize>(
     (first..first + ahead.min(rows)).for_each(|o| prefetch(o, 1));
     // Sources of rows of a line or less fill a line of the output `per_line` at a time; where the
     // CPU can, `per_line` rows of `per_line` sources at a time, through registers, in tiles of
-    // `TILE_SQUARES` such squares down the rows.
+    // `TILE_ROWS`.
     let per_line = 64usize.checked_div(N).map_or(1, |g| g.max(1));
     let square = if N > 0 { transposer::<N>() } else { None };
     let mut out_rows = dsts.iter_mut().flat_map(|d| d.chunks_exact_mut(block_bytes.max(1)));
-    let mut group: [Option<&mut [u8]>; 64 * TILE_SQUARES] = [const { None }; 64 * TILE_SQUARES];
+    let mut group: [Option<&mut [u8]>; TILE_ROWS] = [const { None }; TILE_ROWS];
     let mut o = first;
     loop {
         let mut k = 0;
         let take = match (square, N) {
-            (Some(_), _) => per_line * TILE_SQUARES,
+            (Some(_), _) => TILE_ROWS,
             (None, 0) => ODD_ROWS,
             (None, _) => 1,
         };
@@ -306,22 +328,12 @@ fn concat_task<const N: usize>(
         // The sources done through squares for rows `o..o + squared` of the tile (whole squares).
         let (mut done, squared) = (0, k / per_line * per_line);
         if let (Some(transpose), true) = (square, squared > 0) {
-            let (mut src, mut dst) = ([std::ptr::null(); 64], [std::ptr::null_mut(); 64]);
-            while done + per_line <= srcs.len() {
-                for g in (0..squared).step_by(per_line) {
-                    for (p, s) in src.iter_mut().zip(&srcs[done..done + per_line]) {
-                        *p = s[(o + g) * N..][..64].as_ptr();
-                    }
-                    for (p, row) in dst.iter_mut().zip(group[g..g + per_line].iter_mut().flatten()) {
-                        *p = row[done * N..][..64].as_mut_ptr();
-                    }
-                    // SAFETY: each of the first `per_line` pointers starts a line of its slice (the
-                    // slicing checked; the square's rows are filled), the output rows apart from
-                    // each other and from the sources.
-                    unsafe { transpose(&src, &dst, stream) };
-                }
-                done += per_line;
-            }
+            let rows = &mut group[..squared];
+            done = if stream {
+                TILE.with_borrow_mut(|tile| squares_streamed::<N>(transpose, srcs, o, rows, tile, block_bytes))
+            } else {
+                squares::<N>(transpose, srcs, o, rows, false)
+            };
         }
         if N == 0 {
             // Source by source, each source's rows of the group.
@@ -348,6 +360,66 @@ fn concat_task<const N: usize>(
         }
         o += k;
     }
+}
+
+/// Rows `o..o + rows.len()` of the first sources of `srcs` (rows of `N` bytes, not 0), as many
+/// as make whole squares, into the start of `rows` (all filled, a whole number of squares), a set
+/// of sources at a time down all the rows; returns the number of sources done.
+#[inline(always)]
+fn squares<const N: usize>(
+    transpose: Transpose,
+    srcs: &[&[u8]],
+    o: usize,
+    rows: &mut [Option<&mut [u8]>],
+    stream: bool,
+) -> usize {
+    let per_line = 64 / N;
+    let (mut src, mut dst) = ([std::ptr::null(); 64], [std::ptr::null_mut(); 64]);
+    let mut done = 0;
+    while done + per_line <= srcs.len() {
+        for g in (0..rows.len()).step_by(per_line) {
+            for (p, s) in src.iter_mut().zip(&srcs[done..done + per_line]) {
+                *p = s[(o + g) * N..][..64].as_ptr();
+            }
+            for (p, row) in dst.iter_mut().zip(rows[g..g + per_line].iter_mut().flatten()) {
+                *p = row[done * N..][..64].as_mut_ptr();
+            }
+            // SAFETY: each of the first `per_line` pointers starts a line of its slice (the slicing
+            // checked; the square's rows are filled), the rows apart from each other and from the
+            // sources.
+            unsafe { transpose(&src, &dst, stream) };
+        }
+        done += per_line;
+    }
+    done
+}
+
+/// [`squares`] into rows of `block_bytes` that stream: assembled in `tile` (grown to hold them;
+/// where it cannot grow, the squares stream into the rows themselves), then streamed out row by
+/// row.
+#[inline(always)]
+fn squares_streamed<const N: usize>(
+    transpose: Transpose,
+    srcs: &[&[u8]],
+    o: usize,
+    rows: &mut [Option<&mut [u8]>],
+    tile: &mut Vec<u8>,
+    block_bytes: usize,
+) -> usize {
+    if !tile_of(tile, rows.len() * block_bytes) {
+        return squares::<N>(transpose, srcs, o, rows, true);
+    }
+    let mut staged: [Option<&mut [u8]>; TILE_ROWS] = [const { None }; TILE_ROWS];
+    for (slot, row) in staged.iter_mut().zip(tile.chunks_exact_mut(block_bytes)) {
+        *slot = Some(row);
+    }
+    let staged = &mut staged[..rows.len()];
+    let done = squares::<N>(transpose, srcs, o, staged, false);
+    for (d, s) in rows.iter_mut().zip(staged.iter()) {
+        let (d, s) = (d.as_mut().expect("rows filled"), s.as_ref().expect("tile rows filled"));
+        copy(&mut d[..done * N], &s[..done * N], true);
+    }
+    done
 }
 
 /// Row `o` of `srcs` (rows of `N` bytes, not 0: other sizes go by groups in `concat_task`) into
@@ -431,7 +503,16 @@ mod tests {
         }
         // Large enough to stream: 4 MiB and more in rows of at least 1 KiB, or of a line or less
         // (written a line at a time), with tiles of rows that do not come out even.
-        for (inner, n, outer) in [(1029usize, 40usize, 110usize), (64, 300, 251), (4, 1024, 1100), (1, 2100, 2001)] {
+        // Of the blocks of rows of 2 and 8 bytes, the last has sources left over from its squares.
+        let streamed = [
+            (1029usize, 40usize, 110usize),
+            (64, 300, 251),
+            (4, 1024, 1100),
+            (1, 2100, 2001),
+            (2, 1100, 2000),
+            (8, 300, 2001),
+        ];
+        for (inner, n, outer) in streamed {
             assert!(inner * n * outer >= STREAM_MIN_BYTES);
             split_and_concat(inner, n, outer);
         }
