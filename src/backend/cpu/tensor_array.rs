@@ -326,15 +326,15 @@ fn concat_task<const N: usize>(
             break;
         }
         // The sources done through squares for rows `o..o + squared` of the tile (whole squares).
-        let (mut done, squared) = (0, k / per_line * per_line);
-        if let (Some(transpose), true) = (square, squared > 0) {
-            let rows = &mut group[..squared];
-            done = if stream {
-                TILE.with_borrow_mut(|tile| squares_streamed::<N>(transpose, srcs, o, rows, tile, block_bytes))
-            } else {
-                squares::<N>(transpose, srcs, o, rows, false)
-            };
-        }
+        let squared = k / per_line * per_line;
+        let done = match square {
+            Some(transpose) if squared > 0 && stream => TILE.with_borrow_mut(|tile| {
+                let tile = tile_of(tile, squared * block_bytes).then_some(&mut tile[..]);
+                squares_streamed::<N>(transpose, srcs, o, &mut group[..squared], tile, block_bytes)
+            }),
+            Some(transpose) if squared > 0 => squares::<N>(transpose, srcs, o, &mut group[..squared], false),
+            _ => 0,
+        };
         if N == 0 {
             // Source by source, each source's rows of the group.
             (o..o + k).for_each(|r| prefetch(r + ahead, 1));
@@ -394,21 +394,21 @@ fn squares<const N: usize>(
     done
 }
 
-/// [`squares`] into rows of `block_bytes` that stream: assembled in `tile` (grown to hold them;
-/// where it cannot grow, the squares stream into the rows themselves), then streamed out row by
-/// row.
+/// [`squares`] into rows of `block_bytes` that stream: assembled in `tile` (at least
+/// `rows.len()` rows of `block_bytes`), then streamed out row by row; without a tile (the
+/// thread's could not grow), the squares stream into the rows themselves.
 #[inline(always)]
 fn squares_streamed<const N: usize>(
     transpose: Transpose,
     srcs: &[&[u8]],
     o: usize,
     rows: &mut [Option<&mut [u8]>],
-    tile: &mut Vec<u8>,
+    tile: Option<&mut [u8]>,
     block_bytes: usize,
 ) -> usize {
-    if !tile_of(tile, rows.len() * block_bytes) {
+    let Some(tile) = tile else {
         return squares::<N>(transpose, srcs, o, rows, true);
-    }
+    };
     let mut staged: [Option<&mut [u8]>; TILE_ROWS] = [const { None }; TILE_ROWS];
     for (slot, row) in staged.iter_mut().zip(tile.chunks_exact_mut(block_bytes)) {
         *slot = Some(row);
@@ -525,6 +525,44 @@ mod tests {
             concat_outer(&srcs, &widths, outer, &mut out).unwrap();
             assert!(out == joined(&srcs_owned, &widths, outer), "concat of unequal sources, {outer} rows");
         }
+    }
+
+    /// A tile of squares streamed out through a buffer and, as when the thread's buffer cannot
+    /// grow, without one, against the plain loop: the rows of the sources the squares do.
+    #[test]
+    fn streamed_squares_with_and_without_a_buffer() {
+        fn check<const N: usize>() {
+            let Some(transpose) = transposer::<N>() else { return };
+            let per_line = 64 / N;
+            // Sources left over from the squares, rows of the sources starting a tile in.
+            let (n, outer, o, tile_rows) = (3 * per_line + 5, 3 * TILE_ROWS, TILE_ROWS, TILE_ROWS);
+            let widths = vec![N; n];
+            let members = members(&widths, outer);
+            let srcs: Vec<&[u8]> = members.iter().map(|m| &m[..]).collect();
+            let want = joined(&members, &widths, outer);
+            let block_bytes = n * N;
+            for buffered in [false, true] {
+                let mut out = vec![0u8; tile_rows * block_bytes];
+                let mut rows: Vec<Option<&mut [u8]>> = out.chunks_exact_mut(block_bytes).map(Some).collect();
+                let mut buffer = vec![0u8; tile_rows * block_bytes];
+                let tile = buffered.then_some(&mut buffer[..]);
+                let done = squares_streamed::<N>(transpose, &srcs, o, &mut rows, tile, block_bytes);
+                store_fence();
+                assert_eq!(done, 3 * per_line, "rows of {N} bytes");
+                for (r, row) in out.chunks_exact(block_bytes).enumerate() {
+                    let at = (o + r) * block_bytes;
+                    assert!(
+                        row[..done * N] == want[at..at + done * N],
+                        "rows of {N} bytes, row {r}, buffer {buffered}"
+                    );
+                    assert!(row[done * N..].iter().all(|&b| b == 0), "rows of {N} bytes, row {r}: past the squares");
+                }
+            }
+        }
+        check::<1>();
+        check::<2>();
+        check::<4>();
+        check::<8>();
     }
 
     /// Lengths that do not fit are errors and nothing is written.
