@@ -53,6 +53,18 @@ pub fn pool_sum<T: Scalar>(
     pad: T,
     out: &mut [T],
 ) -> Result<()> {
+    if width == 1 {
+        // One column: a sequence's values lie together, folded straight from the slice (the
+        // one-column block's loop, with its row arithmetic, ran about 10% slower; benches/REPORT.md).
+        return for_each_sequence(out, 1, offsets, |i, seg| {
+            let rows = &x[offsets[i]..offsets[i + 1]];
+            seg[0] = if rows.is_empty() {
+                pad
+            } else {
+                T::cast_f64(rows.iter().fold(0.0, |sum, v| sum + v.to_f64()) / divisor(rows.len()))
+            };
+        });
+    }
     let avx2 = has_avx2();
     for_each_sequence(out, width, offsets, |i, seg| {
         let (start, end) = (offsets[i], offsets[i + 1]);
@@ -240,6 +252,25 @@ pub fn pool_extreme<T: Scalar>(
     // SAFETY: AtomicI32 has the size and alignment of i32, and `index` is borrowed exclusively
     // for the whole call, so nothing else reads or writes it meanwhile.
     let index: &[AtomicI32] = unsafe { &*(index as *mut [i32] as *const [AtomicI32]) };
+    if width == 1 {
+        // One column: a plain loop over the sequence's values, which compiles to selects. The
+        // one-column block compiled to a branch a row, mispredicted whenever the extreme moved,
+        // and took twice as long (benches/REPORT.md).
+        return for_each_sequence(out, 1, offsets, |i, seg| {
+            let (start, end) = (offsets[i], offsets[i + 1]);
+            let (value, at) = if start == end {
+                (pad, -1)
+            } else {
+                let (mut best, mut at) = (x[start], start);
+                for (r, &v) in x[start + 1..end].iter().enumerate() {
+                    (best, at) = if beats(v, best) { (v, start + 1 + r) } else { (best, at) };
+                }
+                (best, at as i32)
+            };
+            seg[0] = value;
+            index[i].store(at, Ordering::Relaxed);
+        });
+    }
     let forms = Forms {
         avx2: has_avx2(),
         // The one-pass AVX-512 form needs the compare to be one instruction; f16 and bf16 compare
@@ -618,6 +649,54 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// `pool_extreme` over one column (its own loop) against the reference, sequence by sequence:
+    /// empty sequences, ties, NaN first and later, and zeros of both signs (the first one's bits
+    /// are the extreme's).
+    fn one_column_matches<T: Scalar>(value: impl Fn(u64) -> T) {
+        let mut seed = 0xC0105u64;
+        let mut next = move || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        let mut offsets = vec![0];
+        for k in 0..300 {
+            let len = if k % 7 == 3 { 0 } else { (next() % 50) as usize };
+            offsets.push(offsets[k] + len);
+        }
+        let x: Vec<T> = (0..offsets[300]).map(|_| value(next() % 8)).collect();
+        for max in [true, false] {
+            let beats = move |a: T, b: T| if max { a > b } else { a < b };
+            let mut got = vec![T::ZERO; 300];
+            let mut at = vec![-7; 300];
+            pool_extreme(&x, 1, &offsets, beats, value(5), &mut got, &mut at).unwrap();
+            for (i, seq) in offsets.windows(2).enumerate() {
+                let (want, want_at) = if seq[0] == seq[1] {
+                    (value(5), -1)
+                } else {
+                    let (w, a) = reference(&x[seq[0]..seq[1]], 1, seq[0], beats);
+                    (w[0], a[0])
+                };
+                let same = format!("{:?}", got[i]) == format!("{want:?}");
+                assert!(same, "{:?} sequence {i}: {:?} for {want:?}, max {max}", T::DTYPE, got[i]);
+                assert_eq!(at[i], want_at, "{:?} sequence {i}, max {max}", T::DTYPE);
+            }
+        }
+    }
+
+    #[test]
+    fn one_column_extremes_match_the_reference() {
+        // 6 is NaN, 7 is -0.0 beside 0's +0.0.
+        let v = |v: u64| match v {
+            6 => f64::NAN,
+            7 => -0.0,
+            _ => v as f64 - 2.0,
+        };
+        one_column_matches(|k| v(k) as f32);
+        one_column_matches(v);
+        one_column_matches(|k| half::f16::from_f64(v(k)));
+        one_column_matches(|k| half::bf16::from_f64(v(k)));
     }
 
     #[test]
