@@ -6,7 +6,7 @@
 use super::pool::for_each_segment_with_work;
 use super::prefetch_lines;
 use super::rows::{copy, copy_line, store_fence, streams, PREFETCH_AHEAD_BYTES, STREAM_MIN_BYTES, TASK_BYTES};
-use super::transpose::{transposer, Transpose};
+use super::transpose::{transposer, Square, Transpose};
 use crate::error::{ensure, Result};
 use crate::memory::lists;
 use std::cell::RefCell;
@@ -25,16 +25,24 @@ const BLOCK_BYTES: usize = 1024;
 /// benches/REPORT.md).
 const PIECE_BYTES: usize = 1024;
 
-/// A concatenation through squares takes this many rows at a time (a tile): it goes down the
-/// tile's squares for each set of sources before the next set, so that it reads each source in
-/// runs of several lines (8 lines for rows of a 4-byte word), not a line of every source of the
-/// block in turn. Where the output streams, the tile's rows are assembled in the thread's
-/// [`TILE`] and then streamed out whole, not a line of each of its rows at a time. On Zen 3 the
-/// stack of the columns of a [4096, 512] float matrix took 3.6 ms a square at a time, 2.5 ms in
-/// tiles of 256 rows stored in place, 2.2 ms in tiles of 128 rows streamed from the buffer; of
-/// uint8 columns 3.7 ms in place, 2.5 ms from the buffer. A buffer of 64 to 128 rows was the
-/// fastest for each word size (benches/REPORT.md).
+/// A concatenation through squares takes this many squares down the rows at a time (a tile): it
+/// goes down the tile's squares for each set of sources before the next set, so that it reads
+/// each source in runs of several lines (16 lines for rows of a 4-byte word), not a line of every
+/// source of the block in turn. On Zen 3 the stack of the columns of a [4096, 512] float matrix
+/// took 3.6 ms a square at a time, 2.5 ms in tiles of 16 squares; on Zen 4, with AVX-512's
+/// squares, tiles of 16 squares (256 rows) took 1.25-1.47 ms and of 128 rows 1.58-1.62
+/// (benches/REPORT.md).
+const TILE_SQUARES: usize = 16;
+
+/// A tile's rows where the squares store half lines ([`Square::half_lines`]) and the output
+/// streams: the tile's rows are assembled in the thread's [`TILE`], then streamed out whole, not
+/// half a line of each of its rows at a time. On Zen 3 the stack of the float columns took 2.5 ms
+/// in tiles streamed in place, 2.2 ms streamed from the buffer; of uint8 columns 3.7 and 2.5 ms.
+/// A buffer of 64 to 128 rows was the fastest for each word size there. With AVX-512's squares,
+/// which store whole lines, on Zen 4 the buffer made the same stacks slower (float columns
+/// 1.25-1.47 -> 1.85-2.00 ms), so they stream in place (benches/REPORT.md).
 const TILE_ROWS: usize = 128;
+const _: () = assert!(TILE_ROWS <= 64 * TILE_SQUARES && TILE_ROWS % 64 == 0, "a buffered tile is whole squares");
 
 thread_local! {
     /// The buffer where a thread assembles a tile of a streamed concatenation: `TILE_ROWS` rows of
@@ -184,7 +192,7 @@ fn split_task<const N: usize>(
         }
         // A full group's members go `group` at a time through registers where the CPU can.
         let mut m = 0;
-        if let (Some(transpose), true) = (square, k == group) {
+        if let (Some(Square { transpose, .. }), true) = (square, k == group) {
             let (mut src, mut dst) = ([std::ptr::null(); 64], [std::ptr::null_mut(); 64]);
             while m + group <= parts.len() {
                 for (s, l) in src.iter_mut().zip(&lines[..group]) {
@@ -305,16 +313,18 @@ fn concat_task<const N: usize>(
     (first..first + ahead.min(rows)).for_each(|o| prefetch(o, 1));
     // Sources of rows of a line or less fill a line of the output `per_line` at a time; where the
     // CPU can, `per_line` rows of `per_line` sources at a time, through registers, in tiles of
-    // `TILE_ROWS`.
+    // `TILE_SQUARES` squares, or of `TILE_ROWS` rows through the buffer.
     let per_line = 64usize.checked_div(N).map_or(1, |g| g.max(1));
     let square = if N > 0 { transposer::<N>() } else { None };
+    let buffered = stream && square.is_some_and(|s| s.half_lines);
     let mut out_rows = dsts.iter_mut().flat_map(|d| d.chunks_exact_mut(block_bytes.max(1)));
-    let mut group: [Option<&mut [u8]>; TILE_ROWS] = [const { None }; TILE_ROWS];
+    let mut group: [Option<&mut [u8]>; 64 * TILE_SQUARES] = [const { None }; 64 * TILE_SQUARES];
     let mut o = first;
     loop {
         let mut k = 0;
         let take = match (square, N) {
-            (Some(_), _) => TILE_ROWS,
+            (Some(_), _) if buffered => TILE_ROWS,
+            (Some(_), _) => per_line * TILE_SQUARES,
             (None, 0) => ODD_ROWS,
             (None, _) => 1,
         };
@@ -328,11 +338,13 @@ fn concat_task<const N: usize>(
         // The sources done through squares for rows `o..o + squared` of the tile (whole squares).
         let squared = k / per_line * per_line;
         let done = match square {
-            Some(transpose) if squared > 0 && stream => TILE.with_borrow_mut(|tile| {
+            Some(Square { transpose, .. }) if squared > 0 && buffered => TILE.with_borrow_mut(|tile| {
                 let tile = tile_of(tile, squared * block_bytes).then_some(&mut tile[..]);
                 squares_streamed::<N>(transpose, srcs, o, &mut group[..squared], tile, block_bytes)
             }),
-            Some(transpose) if squared > 0 => squares::<N>(transpose, srcs, o, &mut group[..squared], false),
+            Some(Square { transpose, .. }) if squared > 0 => {
+                squares::<N>(transpose, srcs, o, &mut group[..squared], stream)
+            }
             _ => 0,
         };
         if N == 0 {
@@ -532,7 +544,7 @@ mod tests {
     #[test]
     fn streamed_squares_with_and_without_a_buffer() {
         fn check<const N: usize>() {
-            let Some(transpose) = transposer::<N>() else { return };
+            let Some(Square { transpose, .. }) = transposer::<N>() else { return };
             let per_line = 64 / N;
             // Sources left over from the squares, rows of the sources starting a tile in.
             let (n, outer, o, tile_rows) = (3 * per_line + 5, 3 * TILE_ROWS, TILE_ROWS, TILE_ROWS);

@@ -24,26 +24,37 @@ use super::{has_avx2, has_avx512bw};
 /// writes of 64 bytes, none of them overlapping a line of `src`.
 pub(crate) type Transpose = unsafe fn(&[*const u8; 64], &[*mut u8; 64], bool);
 
+/// A form of the square, and how it stores an output line.
+#[derive(Clone, Copy)]
+pub(crate) struct Square {
+    pub transpose: Transpose,
+    /// Whether it stores each output line in two halves, one after the other (AVX2's), rather
+    /// than whole (AVX-512's, a line a register) or in plain stores (the portable form's). Where
+    /// the output streams, a caller may assemble whole lines first: half lines streamed straight
+    /// to the output were the slower way on Zen 3, whole lines the faster on Zen 4.
+    pub half_lines: bool,
+}
+
 /// The form of the square for words of `W` bytes on this CPU, chosen once by a caller for all its
 /// squares: for `W` 1, 2, 4 or 8, AVX-512's (F and BW), else AVX2's; else the portable one for `W`
 /// 1 or 2; else none. Rows of 4 or 8 bytes keep assembling lines without AVX2: the portable
 /// squares unstacked a [4096, 512] float matrix's columns slower (2.5-2.6 ms against 1.6-1.8) and
 /// stacked them faster (1.7-1.8 against 2.3-2.5), where rows of a byte took 4 ms against 17
 /// (benches/REPORT.md).
-pub(crate) fn transposer<const W: usize>() -> Option<Transpose> {
+pub(crate) fn transposer<const W: usize>() -> Option<Square> {
     if !matches!(W, 1 | 2 | 4 | 8) {
         return None;
     }
     #[cfg(target_arch = "x86_64")]
     {
         if has_avx512bw() {
-            return Some(lines_avx512::<W>);
+            return Some(Square { transpose: lines_avx512::<W>, half_lines: false });
         }
         if has_avx2() {
-            return Some(lines_avx2::<W>);
+            return Some(Square { transpose: lines_avx2::<W>, half_lines: true });
         }
     }
-    (W < 4).then_some(lines_portable::<W>)
+    (W < 4).then_some(Square { transpose: lines_portable::<W>, half_lines: false })
 }
 
 /// A [`Transpose`] in 64-bit integers, for any CPU: the square as 8 x 8 blocks, each of 8 / W
@@ -309,7 +320,8 @@ mod tests {
                 forms.push(([lines_avx2::<1>, lines_avx2::<2>, lines_avx2::<4>, lines_avx2::<8>], "AVX2"));
             }
         }
-        let picked = [transposer::<1>(), transposer::<2>(), transposer::<4>(), transposer::<8>()];
+        let picked = [transposer::<1>(), transposer::<2>(), transposer::<4>(), transposer::<8>()]
+            .map(|s| s.map(|s| s.transpose));
         if let [Some(one), Some(two), Some(four), Some(eight)] = picked {
             forms.push(([one, two, four, eight], "transposer"));
         }
