@@ -1079,8 +1079,8 @@ lodtensor_status_t lodtensor_serialize(const struct lodtensor_t *t, void *buf, s
 // frees what is over it at once; 0 frees everything kept and keeps nothing more. Device memory
 // is not affected (each CUDA device keeps its own blocks), nor is the buffer of at most 128 KiB
 // that a thread keeps for its life once it has stacked or concatenated an output of 4 MiB or
-// more along an inner axis in rows of 1, 2, 4 or 8 bytes (the columns of a matrix). Any thread
-// may call this at any time.
+// more along an inner axis in rows of 1, 2, 4 or 8 bytes (the columns of a matrix) on a CPU with
+// AVX2 and without AVX-512. Any thread may call this at any time.
 // Returns LODTENSOR_OK (it has no failure of its own; LODTENSOR_INTERNAL only for a bug).
 lodtensor_status_t lodtensor_set_host_cache_limit(size_t bytes);
 
