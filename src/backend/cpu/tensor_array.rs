@@ -42,7 +42,8 @@ const TILE_SQUARES: usize = 16;
 /// which store whole lines, on Zen 4 the buffer made the same stacks slower (float columns
 /// 1.25-1.47 -> 1.85-2.00 ms), so they stream in place (benches/REPORT.md).
 const TILE_ROWS: usize = 128;
-const _: () = assert!(TILE_ROWS <= 64 * TILE_SQUARES && TILE_ROWS.is_multiple_of(64), "a buffered tile is whole squares");
+const _: () =
+    assert!(TILE_ROWS <= 64 * TILE_SQUARES && TILE_ROWS.is_multiple_of(64), "a buffered tile is whole squares");
 
 thread_local! {
     /// The buffer where a thread assembles a tile of a streamed concatenation: `TILE_ROWS` rows of
