@@ -218,6 +218,14 @@ pub fn pool_select<T: Scalar>(
     pad: T,
     out: &mut [T],
 ) -> Result<()> {
+    if width == 1 {
+        // One column: the element assigned, not copied as a row (a call to the row copy for each
+        // of 2^22 one-row sequences took twice as long; benches/REPORT.md).
+        return for_each_sequence(out, 1, offsets, |i, seg| {
+            let (start, end) = (offsets[i], offsets[i + 1]);
+            seg[0] = if start == end { pad } else { x[pick(start, end)] };
+        });
+    }
     for_each_sequence(out, width, offsets, |i, seg| {
         let (start, end) = (offsets[i], offsets[i + 1]);
         if start == end {
