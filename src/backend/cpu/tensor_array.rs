@@ -46,8 +46,9 @@ const _: () =
     assert!(TILE_ROWS <= 64 * TILE_SQUARES && TILE_ROWS.is_multiple_of(64), "a buffered tile is whole squares");
 
 thread_local! {
-    /// The buffer where a thread assembles a tile of a streamed concatenation: `TILE_ROWS` rows of
-    /// a block, at most 128 KiB; kept for the thread's life so that a call does not allocate it.
+    /// The buffer where a thread assembles a tile of a streamed concatenation through squares that
+    /// store half lines: `TILE_ROWS` rows of a block, at most 128 KiB; kept for the thread's life
+    /// so that a call does not allocate it (never allocated where the squares store whole lines).
     static TILE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
