@@ -21,6 +21,7 @@ macro_rules! by_row_size {
 }
 
 pub mod beam_search;
+pub(crate) mod column_sum;
 pub mod convert;
 pub mod gather_tree;
 pub mod pad;

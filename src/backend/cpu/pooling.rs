@@ -3,6 +3,7 @@
 //! Each sequence is read in memory order (whole rows, up to `WIDE_BLOCK` columns per pass) with
 //! the accumulators on the stack or in registers; nothing is allocated per sequence.
 
+use super::column_sum::lane_sum;
 use super::pool::for_each_sequence_chunk;
 use super::rows::{copy_elements, TASK_BYTES};
 use super::{has_avx2, has_avx512};
@@ -55,13 +56,18 @@ pub fn pool_sum<T: Scalar>(
 ) -> Result<()> {
     if width == 1 {
         // One column: a sequence's values lie together, folded straight from the slice (the
-        // one-column block's loop, with its row arithmetic, ran about 10% slower; benches/REPORT.md).
+        // one-column block's loop, with its row arithmetic, ran about 10% slower), float32 values
+        // in vector lanes where that gives the same bits (`lane_sum`; benches/REPORT.md).
+        let float32 = as_float32(x);
         return for_each_sequence(out, 1, offsets, |i, seg| {
-            let rows = &x[offsets[i]..offsets[i + 1]];
+            let rows = offsets[i]..offsets[i + 1];
             seg[0] = if rows.is_empty() {
                 pad
             } else {
-                T::cast_f64(rows.iter().fold(0.0, |sum, v| sum + v.to_f64()) / divisor(rows.len()))
+                let n = rows.len();
+                let lanes = float32.and_then(|x| lane_sum(&x[rows.clone()]));
+                let sum = lanes.unwrap_or_else(|| x[rows].iter().fold(0.0, |sum, v| sum + v.to_f64()));
+                T::cast_f64(sum / divisor(n))
             };
         });
     }
@@ -103,6 +109,13 @@ pub fn pool_sum<T: Scalar>(
             narrow_columns(width - c0, SumColumns { rows, width, c0, d, out: &mut seg[c0..] });
         }
     })
+}
+
+/// `x` as float32 values, where its elements are.
+fn as_float32<T: Scalar>(x: &[T]) -> Option<&[f32]> {
+    // SAFETY: `T` is `f32` (the same type, so the same size, alignment and values).
+    let same = std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>();
+    same.then(|| unsafe { std::slice::from_raw_parts(x.as_ptr().cast::<f32>(), x.len()) })
 }
 
 /// A kernel over `W` columns of a sequence's rows, `W` a constant: its state is fixed-size arrays
