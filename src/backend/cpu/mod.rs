@@ -21,9 +21,9 @@ macro_rules! by_row_size {
 }
 
 pub mod beam_search;
-pub(crate) mod column_sum;
 pub mod convert;
 pub mod gather_tree;
+pub(crate) mod one_column;
 pub mod pad;
 pub mod pool;
 pub mod pooling;

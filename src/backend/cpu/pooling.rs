@@ -3,7 +3,7 @@
 //! Each sequence is read in memory order (whole rows, up to `WIDE_BLOCK` columns per pass) with
 //! the accumulators on the stack or in registers; nothing is allocated per sequence.
 
-use super::column_sum::lane_sum;
+use super::one_column::{lane_extreme, lane_sum};
 use super::pool::for_each_sequence_chunk;
 use super::rows::{copy_elements, TASK_BYTES};
 use super::{has_avx2, has_avx512};
@@ -274,13 +274,18 @@ pub fn pool_extreme<T: Scalar>(
     // for the whole call, so nothing else reads or writes it meanwhile.
     let index: &[AtomicI32] = unsafe { &*(index as *mut [i32] as *const [AtomicI32]) };
     if width == 1 {
-        // One column: a plain loop over the sequence's values, which compiles to selects. The
-        // one-column block compiled to a branch a row, mispredicted whenever the extreme moved,
-        // and took twice as long (benches/REPORT.md).
+        // One column: float32 values in vector lanes (`lane_extreme`); other types, and the runs
+        // the lanes leave, in a plain loop over the sequence's values, which compiles to selects
+        // (the one-column block compiled to a branch a row, mispredicted whenever the extreme
+        // moved, and took twice as long; benches/REPORT.md). `beats` is `>` or `<`, and says which.
+        let (float32, max) = (as_float32(x), beats(T::ONE, T::ZERO));
         return for_each_sequence(out, 1, offsets, |i, seg| {
             let (start, end) = (offsets[i], offsets[i + 1]);
+            let lanes = || float32.and_then(|x| lane_extreme(&x[start..end], start, max));
             let (value, at) = if start == end {
                 (pad, -1)
+            } else if let Some(at) = lanes() {
+                (x[at as usize], at)
             } else {
                 let (mut best, mut at) = (x[start], start);
                 for (r, &v) in x[start + 1..end].iter().enumerate() {
