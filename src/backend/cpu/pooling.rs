@@ -56,9 +56,9 @@ pub fn pool_sum<T: Scalar>(
 ) -> Result<()> {
     if width == 1 {
         // One column: a sequence's values lie together, folded straight from the slice (the
-        // one-column block's loop, with its row arithmetic, ran about 10% slower), float32 values
-        // in vector lanes where that gives the same bits (`lane_sum`; benches/REPORT.md).
-        let float32 = as_float32(x);
+        // one-column block's loop, with its row arithmetic, ran about 10% slower), long float32
+        // sequences in vector lanes where that gives the same bits (`lane_sum`; benches/REPORT.md).
+        let float32 = lane_column(x, offsets);
         return for_each_sequence(out, 1, offsets, |i, seg| {
             let rows = offsets[i]..offsets[i + 1];
             seg[0] = if rows.is_empty() {
@@ -111,11 +111,20 @@ pub fn pool_sum<T: Scalar>(
     })
 }
 
-/// `x` as float32 values, where its elements are.
-fn as_float32<T: Scalar>(x: &[T]) -> Option<&[f32]> {
+/// Sequences this many rows long on average or longer go through the one-column lane kernels
+/// (`one_column`): a sequence there costs a few reductions across the lanes, which took 6.8 ns
+/// for a one-row sequence against 1.7 in the plain loop; at U[1,4] rows (2.5 on average) both
+/// ran alike, at U[1,8] the lanes took 3.6 ms against 5.3 (benches/REPORT.md).
+const LANES_MIN_ROWS: usize = 4;
+
+/// `x`, a column of `offsets`' sequences, as float32 values where its elements are and its
+/// sequences are long enough for the lane kernels.
+fn lane_column<'a, T: Scalar>(x: &'a [T], offsets: &[usize]) -> Option<&'a [f32]> {
+    let rows = offsets.last().copied().unwrap_or(0) - offsets.first().copied().unwrap_or(0);
+    let long = rows >= LANES_MIN_ROWS * offsets.len().saturating_sub(1);
     // SAFETY: `T` is `f32` (the same type, so the same size, alignment and values).
     let same = std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>();
-    same.then(|| unsafe { std::slice::from_raw_parts(x.as_ptr().cast::<f32>(), x.len()) })
+    (long && same).then(|| unsafe { std::slice::from_raw_parts(x.as_ptr().cast::<f32>(), x.len()) })
 }
 
 /// A kernel over `W` columns of a sequence's rows, `W` a constant: its state is fixed-size arrays
@@ -274,11 +283,11 @@ pub fn pool_extreme<T: Scalar>(
     // for the whole call, so nothing else reads or writes it meanwhile.
     let index: &[AtomicI32] = unsafe { &*(index as *mut [i32] as *const [AtomicI32]) };
     if width == 1 {
-        // One column: float32 values in vector lanes (`lane_extreme`); other types, and the runs
-        // the lanes leave, in a plain loop over the sequence's values, which compiles to selects
+        // One column: long float32 sequences in vector lanes (`lane_extreme`); the others, and the
+        // runs the lanes leave, in a plain loop over the sequence's values, which compiles to selects
         // (the one-column block compiled to a branch a row, mispredicted whenever the extreme
         // moved, and took twice as long; benches/REPORT.md). `beats` is `>` or `<`, and says which.
-        let (float32, max) = (as_float32(x), beats(T::ONE, T::ZERO));
+        let (float32, max) = (lane_column(x, offsets), beats(T::ONE, T::ZERO));
         return for_each_sequence(out, 1, offsets, |i, seg| {
             let (start, end) = (offsets[i], offsets[i + 1]);
             let lanes = || float32.and_then(|x| lane_extreme(&x[start..end], start, max));
