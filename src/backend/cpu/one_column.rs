@@ -19,8 +19,8 @@
 //! value equal to `m` (values before it are below `m`, so it replaces, and none after it is above
 //! `m`). Each lane keeps the same loop over its share of the rows, from minus infinity (where NaN
 //! then never enters); then `m` is the greatest lane and the row the least among the lanes equal
-//! to it. A run whose `m` is minus infinity, whose first row the lanes never took, is left to the
-//! row-order loop.
+//! to it. A run whose `m` is minus infinity is left to the row-order loop: no lane took a row of
+//! it. The min is the same with the order reversed.
 
 /// The sum of `values` in f64, bit for bit the row-order fold from +0 (`fold(0.0, |s, v| s + v
 /// as f64)`), computed in vector lanes where the CPU has them and the bound above holds;
@@ -143,21 +143,29 @@ unsafe fn lane_sum_avx2(values: &[f32]) -> Option<f64> {
 pub(crate) fn lane_extreme(values: &[f32], start: usize, max: bool) -> Option<i32> {
     #[cfg(target_arch = "x86_64")]
     {
-        let form = match (super::has_avx512(), super::has_avx2(), max) {
-            (true, _, true) => extreme_avx512::<true>,
-            (true, _, false) => extreme_avx512::<false>,
-            (false, true, true) => extreme_avx2::<true>,
-            (false, true, false) => extreme_avx2::<false>,
-            (false, false, _) => return None,
-        };
-        // SAFETY: the form is one the CPU supports (checked above).
-        return unsafe { form(values, start) };
+        if super::has_avx512() {
+            // SAFETY: the CPU has AVX-512F (checked above).
+            return unsafe {
+                if max {
+                    extreme_avx512::<true>(values, start)
+                } else {
+                    extreme_avx512::<false>(values, start)
+                }
+            };
+        }
+        if super::has_avx2() {
+            // SAFETY: the CPU has AVX2 (checked above).
+            return unsafe {
+                if max {
+                    extreme_avx2::<true>(values, start)
+                } else {
+                    extreme_avx2::<false>(values, start)
+                }
+            };
+        }
     }
-    #[allow(unreachable_code)]
-    {
-        let _ = (values, start, max);
-        None
-    }
+    let _ = (values, start, max);
+    None
 }
 
 /// The extreme that every lane starts from: a run whose extreme it is is left to the row-order

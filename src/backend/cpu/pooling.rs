@@ -122,8 +122,8 @@ const LANES_MIN_ROWS: usize = 4;
 fn lane_column<'a, T: Scalar>(x: &'a [T], offsets: &[usize]) -> Option<&'a [f32]> {
     let rows = offsets.last().copied().unwrap_or(0) - offsets.first().copied().unwrap_or(0);
     let long = rows >= LANES_MIN_ROWS * offsets.len().saturating_sub(1);
-    // SAFETY: `T` is `f32` (the same type, so the same size, alignment and values).
     let same = std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>();
+    // SAFETY: `T` is `f32` (the same type, so the same size, alignment and values).
     (long && same).then(|| unsafe { std::slice::from_raw_parts(x.as_ptr().cast::<f32>(), x.len()) })
 }
 
@@ -290,10 +290,10 @@ pub fn pool_extreme<T: Scalar>(
         let (float32, max) = (lane_column(x, offsets), beats(T::ONE, T::ZERO));
         return for_each_sequence(out, 1, offsets, |i, seg| {
             let (start, end) = (offsets[i], offsets[i + 1]);
-            let lanes = || float32.and_then(|x| lane_extreme(&x[start..end], start, max));
+            let lanes = |x: &[f32]| lane_extreme(&x[start..end], start, max);
             let (value, at) = if start == end {
                 (pad, -1)
-            } else if let Some(at) = lanes() {
+            } else if let Some(at) = float32.and_then(lanes) {
                 (x[at as usize], at)
             } else {
                 let (mut best, mut at) = (x[start], start);
