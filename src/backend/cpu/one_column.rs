@@ -119,20 +119,26 @@ unsafe fn lane_sum_avx2(values: &[f32]) -> Option<f64> {
     let sum = _mm256_add_pd(low, high);
     let pair = _mm_add_pd(_mm256_castpd256_pd128(sum), _mm256_extractf128_pd::<1>(sum));
     let total = _mm_cvtsd_f64(_mm_add_sd(pair, _mm_unpackhi_pd(pair, pair)));
-    // Lanes half the width apart folded in registers (as in `extreme_avx2`), down to lane 0.
-    let (mut hi, mut lo) = (
-        _mm256_max_epu32(hi, _mm256_permute2x128_si256::<1>(hi, hi)),
-        _mm256_min_epu32(lo, _mm256_permute2x128_si256::<1>(lo, lo)),
-    );
-    (hi, lo) = (
-        _mm256_max_epu32(hi, _mm256_shuffle_epi32::<0b0100_1110>(hi)),
-        _mm256_min_epu32(lo, _mm256_shuffle_epi32::<0b0100_1110>(lo)),
-    );
-    (hi, lo) = (
-        _mm256_max_epu32(hi, _mm256_shuffle_epi32::<0b1011_0001>(hi)),
-        _mm256_min_epu32(lo, _mm256_shuffle_epi32::<0b1011_0001>(lo)),
-    );
+    let (hi, lo) = (across_lanes(hi, |a, b| _mm256_max_epu32(a, b)), across_lanes(lo, |a, b| _mm256_min_epu32(a, b)));
     exact(total, _mm256_cvtsi256_si32(hi) as u32, _mm256_cvtsi256_si32(lo) as u32, values.len())
+}
+
+/// `fold` of the 8 lanes of `v` (32-bit words), in every lane: lanes half the width apart folded
+/// in registers, three times. A vector stored and read back as elements waited for the store.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn across_lanes(
+    v: std::arch::x86_64::__m256i,
+    fold: impl Fn(std::arch::x86_64::__m256i, std::arch::x86_64::__m256i) -> std::arch::x86_64::__m256i,
+) -> std::arch::x86_64::__m256i {
+    use std::arch::x86_64::*;
+    let v = fold(v, _mm256_permute2x128_si256::<1>(v, v));
+    let v = fold(v, _mm256_shuffle_epi32::<0b0100_1110>(v));
+    fold(v, _mm256_shuffle_epi32::<0b1011_0001>(v))
 }
 
 /// The row of the extreme of `values` (rows `start..` of the tensor), as the row-order loop finds
@@ -253,21 +259,18 @@ unsafe fn extreme_avx2<const MAX: bool>(values: &[f32], start: usize) -> Option<
         let take = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail.len() as i32), lanes);
         step(_mm256_maskload_ps(tail.as_ptr(), take), _mm256_castsi256_ps(take));
     }
-    // In registers, each step folding lanes half the width apart: every lane ends with the result
-    // (a vector stored and read back as elements waits for the store).
-    let fold = |v: __m256, w: __m256| if MAX { _mm256_max_ps(v, w) } else { _mm256_min_ps(v, w) };
-    let mut m = fold(best, _mm256_permute2f128_ps::<1>(best, best));
-    m = fold(m, _mm256_shuffle_ps::<0b0100_1110>(m, m));
-    m = fold(m, _mm256_shuffle_ps::<0b1011_0001>(m, m));
+    // The floats' bits move through the lanes as words; the fold compares them as floats.
+    let fold = |v: __m256i, w: __m256i| {
+        let (v, w) = (_mm256_castsi256_ps(v), _mm256_castsi256_ps(w));
+        _mm256_castps_si256(if MAX { _mm256_max_ps(v, w) } else { _mm256_min_ps(v, w) })
+    };
+    let m = _mm256_castsi256_ps(across_lanes(_mm256_castps_si256(best), fold));
     if _mm256_cvtss_f32(m) == start_value::<MAX>() {
         return None;
     }
     let holders = _mm256_cmp_ps::<_CMP_EQ_OQ>(best, m);
     let rows = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(_mm256_set1_epi32(i32::MAX)), row, holders));
-    let mut r = _mm256_min_epi32(rows, _mm256_permute2x128_si256::<1>(rows, rows));
-    r = _mm256_min_epi32(r, _mm256_shuffle_epi32::<0b0100_1110>(r));
-    r = _mm256_min_epi32(r, _mm256_shuffle_epi32::<0b1011_0001>(r));
-    Some(_mm256_cvtsi256_si32(r))
+    Some(_mm256_cvtsi256_si32(across_lanes(rows, |a, b| _mm256_min_epi32(a, b))))
 }
 
 #[cfg(test)]
