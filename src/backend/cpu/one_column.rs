@@ -22,6 +22,8 @@
 //! to it. A run whose `m` is minus infinity is left to the row-order loop: no lane took a row of
 //! it. The min is the same with the order reversed.
 
+use super::pooling::read_ahead;
+
 /// The sum of `values` in f64, bit for bit the row-order fold from +0 (`fold(0.0, |s, v| s + v
 /// as f64)`), computed in vector lanes where the CPU has them and the bound above holds;
 /// `None` where it is left to the row-order loop.
@@ -78,9 +80,11 @@ unsafe fn lane_sum_avx512(values: &[f32]) -> Option<f64> {
     let chunks = values.chunks_exact(16);
     let tail = chunks.remainder();
     for c in chunks {
+        read_ahead(c);
         step(_mm512_loadu_ps(c.as_ptr()));
     }
     if !tail.is_empty() {
+        read_ahead(tail);
         // The lanes past the tail load as +0, which changes neither the sum nor the bounds.
         step(_mm512_maskz_loadu_ps((1u16 << tail.len()).wrapping_sub(1), tail.as_ptr()));
     }
@@ -109,9 +113,11 @@ unsafe fn lane_sum_avx2(values: &[f32]) -> Option<f64> {
     let chunks = values.chunks_exact(8);
     let tail = chunks.remainder();
     for c in chunks {
+        read_ahead(c);
         step(_mm256_loadu_ps(c.as_ptr()));
     }
     if !tail.is_empty() {
+        read_ahead(tail);
         // Lanes below the tail's length load (their mask's top bit set), the rest as +0.
         let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail.len() as i32), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
         step(_mm256_maskload_ps(tail.as_ptr(), mask));
@@ -213,9 +219,11 @@ unsafe fn extreme_avx512<const MAX: bool>(values: &[f32], start: usize) -> Optio
     let chunks = values.chunks_exact(16);
     let tail = chunks.remainder();
     for c in chunks {
+        read_ahead(c);
         step(_mm512_loadu_ps(c.as_ptr()), u16::MAX);
     }
     if !tail.is_empty() {
+        read_ahead(tail);
         let take = (1u16 << tail.len()).wrapping_sub(1);
         step(_mm512_maskz_loadu_ps(take, tail.as_ptr()), take);
     }
@@ -253,9 +261,11 @@ unsafe fn extreme_avx2<const MAX: bool>(values: &[f32], start: usize) -> Option<
     let chunks = values.chunks_exact(8);
     let tail = chunks.remainder();
     for c in chunks {
+        read_ahead(c);
         step(_mm256_loadu_ps(c.as_ptr()), _mm256_castsi256_ps(_mm256_set1_epi32(-1)));
     }
     if !tail.is_empty() {
+        read_ahead(tail);
         let take = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail.len() as i32), lanes);
         step(_mm256_maskload_ps(tail.as_ptr(), take), _mm256_castsi256_ps(take));
     }
