@@ -22,7 +22,7 @@
 //! to it. A run whose `m` is minus infinity is left to the row-order loop: no lane took a row of
 //! it. The min is the same with the order reversed.
 
-use super::pooling::read_ahead;
+use super::read_ahead;
 
 /// The sum of `values` in f64, bit for bit the row-order fold from +0 (`fold(0.0, |s, v| s + v
 /// as f64)`), computed in vector lanes where the CPU has them and the bound above holds;

@@ -5,8 +5,8 @@
 
 use super::one_column::{lane_extreme, lane_sum};
 use super::pool::for_each_sequence_chunk;
-use super::rows::{copy_elements, PREFETCH_AHEAD_BYTES, TASK_BYTES};
-use super::{has_avx2, has_avx512, prefetch_lines};
+use super::rows::{copy_elements, TASK_BYTES};
+use super::{has_avx2, has_avx512, read_ahead};
 use crate::dtype::{DType, Scalar};
 use crate::error::{ensure, Result};
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -110,16 +110,6 @@ pub fn pool_sum<T: Scalar>(
             narrow_columns(width - c0, SumColumns { rows, width, c0, d, out: &mut seg[c0..] });
         }
     })
-}
-
-/// Asks for the lines [`PREFETCH_AHEAD_BYTES`] past those of `values`, where the kernels will be
-/// some sequences on. Sequences lie one after another, so `x` is read in one stream, but each
-/// sequence's loop ends in a mispredicted branch, and over sequences of tens of rows the
-/// hardware prefetcher fell behind: with this, rows of 1, 4 and 16 float32 columns pooled
-/// 1.2-1.5x faster (benches/REPORT.md). Wide rows make long sequences, which it follows.
-#[inline(always)]
-pub(super) fn read_ahead<T>(values: &[T]) {
-    prefetch_lines(values.as_ptr().cast::<u8>().wrapping_add(PREFETCH_AHEAD_BYTES), std::mem::size_of_val(values));
 }
 
 /// Sequences this many rows long on average or longer go through the one-column lane kernels

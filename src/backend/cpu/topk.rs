@@ -3,8 +3,8 @@
 //! rejected with a branch-free comparison the compiler vectorizes, so the common case costs about
 //! one read of the row.
 
-use super::has_avx2;
 use super::pool::for_each_segment_with_work;
+use super::{has_avx2, has_avx512, read_ahead};
 use crate::dtype::Scalar;
 use crate::error::Result;
 
@@ -88,6 +88,9 @@ pub fn select_row<T: Scalar, const LARGEST: bool>(row: &[T], vals: &mut [T], idx
     }
     if k > THRESHOLD_MAX_K || row.len() < 4 * k * BLOCK {
         select_row_one_pass::<T, LARGEST>(row, vals, idx)
+    } else if has_avx512() {
+        // SAFETY: the CPU has AVX-512F and BW (checked at run time).
+        unsafe { select_row_threshold_avx512::<T, LARGEST>(row, vals, idx) }
     } else if has_avx2() {
         // SAFETY: the CPU has AVX2 (checked at run time).
         unsafe { select_row_threshold_avx2::<T, LARGEST>(row, vals, idx) }
@@ -105,6 +108,16 @@ unsafe fn select_row_threshold_avx2<T: Scalar, const LARGEST: bool>(row: &[T], v
     threshold_body::<T, LARGEST>(row, vals, idx)
 }
 
+/// [`threshold_body`] compiled with AVX-512 enabled: its compares of 16 float32 a vector and
+/// masks (benches/REPORT.md).
+///
+/// # Safety
+/// The CPU must support AVX-512F and AVX-512BW.
+#[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx512f,avx512bw"))]
+unsafe fn select_row_threshold_avx512<T: Scalar, const LARGEST: bool>(row: &[T], vals: &mut [T], idx: &mut [usize]) {
+    threshold_body::<T, LARGEST>(row, vals, idx)
+}
+
 /// The threshold path of [`select_row`] (k <= `THRESHOLD_MAX_K`, at least 4k blocks).
 #[inline(always)]
 fn threshold_body<T: Scalar, const LARGEST: bool>(row: &[T], vals: &mut [T], idx: &mut [usize]) {
@@ -118,6 +131,7 @@ fn threshold_body<T: Scalar, const LARGEST: bool>(row: &[T], vals: &mut [T], idx
         let rest = blocks.remainder();
         let nb = chunk.len() / BLOCK;
         for (b, block) in best.iter_mut().zip(blocks) {
+            read_ahead(block);
             (*b, nan_lanes) = block_summary::<T, LARGEST>(block.try_into().expect("a whole block"), nan_lanes);
         }
         let nan = std::hint::black_box(nan_lanes).iter().fold(0, |x, &b| x | b) != 0;
@@ -330,7 +344,10 @@ pub fn select_row_reaching<T: Scalar, const LARGEST: bool>(
     vals: &mut [T],
     idx: &mut [usize],
 ) -> Option<usize> {
-    if has_avx2() {
+    if has_avx512() {
+        // SAFETY: the CPU has AVX-512F and BW (checked at run time).
+        unsafe { reaching_avx512::<T, LARGEST>(row, bar, vals, idx) }
+    } else if has_avx2() {
         // SAFETY: the CPU has AVX2 (checked at run time).
         unsafe { reaching_avx2::<T, LARGEST>(row, bar, vals, idx) }
     } else {
@@ -344,6 +361,20 @@ pub fn select_row_reaching<T: Scalar, const LARGEST: bool>(
 /// The CPU must support AVX2.
 #[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx2"))]
 unsafe fn reaching_avx2<T: Scalar, const LARGEST: bool>(
+    row: &[T],
+    bar: T,
+    vals: &mut [T],
+    idx: &mut [usize],
+) -> Option<usize> {
+    reaching_body::<T, LARGEST>(row, bar, vals, idx)
+}
+
+/// [`select_row_reaching`] compiled with AVX-512 enabled.
+///
+/// # Safety
+/// The CPU must support AVX-512F and AVX-512BW.
+#[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx512f,avx512bw"))]
+unsafe fn reaching_avx512<T: Scalar, const LARGEST: bool>(
     row: &[T],
     bar: T,
     vals: &mut [T],
@@ -372,6 +403,7 @@ fn reaching_body<T: Scalar, const LARGEST: bool>(
             return None;
         }
         let block: &[T; ONE_PASS_BLOCK] = block.try_into().expect("a whole block");
+        read_ahead(block);
         if !any_reaches::<T, LARGEST, ONE_PASS_BLOCK>(block, t) {
             continue;
         }
@@ -486,4 +518,111 @@ pub fn top_k<T: Scalar>(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Threshold = unsafe fn(&[f32], &mut [f32], &mut [usize]);
+    type Reaching = unsafe fn(&[f32], f32, &mut [f32], &mut [usize]) -> Option<usize>;
+
+    /// Every form of the threshold path and of the reaching scan this CPU has, with its name:
+    /// the portable body and each instruction set's build of it.
+    fn forms<const LARGEST: bool>() -> Vec<(Threshold, Reaching, &'static str)> {
+        let mut forms: Vec<(Threshold, Reaching, &'static str)> =
+            vec![(threshold_body::<f32, LARGEST>, reaching_body::<f32, LARGEST>, "portable")];
+        if has_avx2() {
+            forms.push((select_row_threshold_avx2::<f32, LARGEST>, reaching_avx2::<f32, LARGEST>, "AVX2"));
+        }
+        if has_avx512() {
+            forms.push((select_row_threshold_avx512::<f32, LARGEST>, reaching_avx512::<f32, LARGEST>, "AVX-512"));
+        }
+        forms
+    }
+
+    /// The columns of `row` best first, by a stable sort: NaN first when `LARGEST`, else last;
+    /// equal values (zeros of either sign among them) by smaller column.
+    fn ranked<const LARGEST: bool>(row: &[f32]) -> Vec<usize> {
+        let key = |v: f32| match (v.is_nan(), LARGEST) {
+            (true, true) => f64::INFINITY,
+            (true, false) => f64::NEG_INFINITY,
+            (false, true) => v as f64,
+            (false, false) => -(v as f64),
+        };
+        let mut order: Vec<usize> = (0..row.len()).collect();
+        order.sort_by(|&a, &b| key(row[b]).partial_cmp(&key(row[a])).expect("keys are not NaN"));
+        order
+    }
+
+    /// Rows long enough for the threshold path (4k blocks and more, over several chunks), of few
+    /// distinct values (ties everywhere) or many, a NaN in some, k of 1 to 16.
+    fn rows(seed: u64) -> Vec<(Vec<f32>, usize)> {
+        let mut state = seed;
+        let mut next = move || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state >> 11
+        };
+        let mut rows = Vec::new();
+        for case in 0..60 {
+            let k = 1 + case % THRESHOLD_MAX_K;
+            let len = 4 * k * BLOCK + (next() % 10000) as usize * 2;
+            let distinct = if case % 3 == 0 { 5 } else { 1 << 20 };
+            let mut row: Vec<f32> = (0..len).map(|_| (next() % distinct) as f32 - (distinct / 2) as f32).collect();
+            if case % 4 == 1 {
+                let at = (next() % len as u64) as usize;
+                row[at] = f32::NAN;
+            }
+            if case % 8 == 3 {
+                // A NaN in the row's last, partial block (lengths here are odd).
+                row.push(f32::NAN);
+            }
+            if case % 5 == 2 {
+                // The best values late in the row, after the buffer has filled.
+                let at = len - 1 - (next() % 100) as usize;
+                row[at] = 2e6;
+                row[at - 1] = -2e6;
+            }
+            rows.push((row, k));
+        }
+        rows
+    }
+
+    /// Checks every form over [`rows`]; returns how many times each form's reaching scan answered.
+    fn check<const LARGEST: bool>() -> Vec<usize> {
+        let mut answered = vec![0; forms::<LARGEST>().len()];
+        for (row, k) in rows(if LARGEST { 1 } else { 2 }) {
+            let want = ranked::<LARGEST>(&row);
+            for (f, (threshold, reaching, name)) in forms::<LARGEST>().into_iter().enumerate() {
+                let (mut vals, mut idx) = (vec![0f32; k], vec![0usize; k]);
+                // SAFETY: `forms` lists only what this CPU supports.
+                unsafe { threshold(&row, &mut vals, &mut idx) };
+                assert_eq!(idx, want[..k], "{name} threshold, k {k}, largest {LARGEST}, {} columns", row.len());
+                assert!(vals.iter().zip(&idx).all(|(v, &i)| v.to_bits() == row[i].to_bits()), "{name} values");
+
+                // The reaching scan with a bar some of the k best reach, and with one none does.
+                for bar in [row[want[k / 2]], row[want[k - 1]], row[want[(2 * k).min(row.len() - 1)]]] {
+                    let (mut vals, mut idx) = (vec![0f32; k], vec![0usize; k]);
+                    // SAFETY: as above.
+                    let Some(n) = (unsafe { reaching(&row, bar, &mut vals, &mut idx) }) else {
+                        continue;
+                    };
+                    assert!(!row.iter().any(|v| v.is_nan()), "{name} reaching answered for a row with a NaN");
+                    answered[f] += 1;
+                    let reach = want.iter().take_while(|&&i| !beats::<f32, LARGEST>(bar, row[i])).count().min(k);
+                    assert!(n >= reach, "{name} reaching: {n} entries, {reach} reach the bar {bar}");
+                    assert_eq!(idx[..n], want[..n], "{name} reaching, k {k}, bar {bar}, largest {LARGEST}");
+                }
+            }
+        }
+        answered
+    }
+
+    #[test]
+    fn every_form_selects_the_sorted_rows_best() {
+        for answered in [check::<true>(), check::<false>()] {
+            // Of 180 scans, those with a NaN, or whose bar lets k elements in early, may decline.
+            assert!(answered.iter().all(|&n| n >= 60), "reaching scans answered: {answered:?}");
+        }
+    }
 }
