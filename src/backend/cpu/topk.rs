@@ -58,8 +58,10 @@ fn insert<T: Scalar, const LARGEST: bool>(vals: &mut [T], idx: &mut [usize], n: 
 const BLOCK: usize = 64;
 /// Blocks per chunk of the threshold pass: their summaries live on the stack.
 const CHUNK_BLOCKS: usize = 128;
-/// The largest k that takes the threshold path.
-const THRESHOLD_MAX_K: usize = 16;
+/// The largest k that takes the threshold path: the first chunk must hold k blocks, so that its
+/// bar fills the buffer. (At 16, top-k of 32000 values in one pass ran 1.2-1.4x slower for k =
+/// 17-32 and 1.7x for k = 50-100: benches/REPORT.md.)
+const THRESHOLD_MAX_K: usize = CHUNK_BLOCKS;
 /// At most this many bisection steps to find the bar of a chunk ([`kth_bar`]).
 const BISECTION_STEPS: usize = 12;
 /// Lanes of the threshold pass: 16 independent running bests per block, so the compiler keeps
@@ -72,7 +74,8 @@ const ALL_LANES: u32 = (1 << LANES) - 1;
 /// their column indices: descending (`LARGEST`) or ascending values, NaN above every number, equal
 /// values by smaller index.
 ///
-/// For a small k over a long row (a beam over a vocabulary) the row is read in chunks of
+/// For k up to `THRESHOLD_MAX_K` over a row of at least 4k blocks (a beam, or the candidates of
+/// a top-k sample, over a vocabulary) the row is read in chunks of
 /// `CHUNK_BLOCKS` blocks of `BLOCK` elements. A first, vectorized pass over a chunk notes each
 /// block's best element and whether the chunk may hold a NaN. Without a NaN, the k-th best of the
 /// block bests, `t`, is the k-th best of k real elements, so no element ranking below `t` can be
@@ -136,8 +139,8 @@ fn threshold_body<T: Scalar, const LARGEST: bool>(row: &[T], vals: &mut [T], idx
         }
         let nan = std::hint::black_box(nan_lanes).iter().fold(0, |x, &b| x | b) != 0;
         // The bar an element must reach: one that k block bests reach, or, once the buffer is
-        // full, its last entry if that ranks higher. The first chunk has at least 4k blocks
-        // (checked above), so the buffer is full after it.
+        // full, its last entry if that ranks higher. The first chunk has at least k blocks (the
+        // row has 4k, checked above, and k <= CHUNK_BLOCKS), so the buffer is full after it.
         let mut t = if nb >= k && !nan { Some(kth_bar::<T, LARGEST>(&best[..nb], k)) } else { None };
         if n == k {
             let worst = vals[k - 1];
@@ -556,7 +559,7 @@ mod tests {
     }
 
     /// Rows long enough for the threshold path (4k blocks and more, over several chunks), of few
-    /// distinct values (ties everywhere) or many, a NaN in some, k of 1 to 16.
+    /// distinct values (ties everywhere) or many, a NaN in some, k of 1 to `THRESHOLD_MAX_K`.
     fn rows(seed: u64) -> Vec<(Vec<f32>, usize)> {
         let mut state = seed;
         let mut next = move || {
@@ -565,7 +568,7 @@ mod tests {
         };
         let mut rows = Vec::new();
         for case in 0..60 {
-            let k = 1 + case % THRESHOLD_MAX_K;
+            let k = [1, 2, 3, 5, 8, 13, 16, 17, 32, 50, 100, THRESHOLD_MAX_K][case % 12];
             let len = 4 * k * BLOCK + (next() % 10000) as usize * 2;
             let distinct = if case % 3 == 0 { 5 } else { 1 << 20 };
             let mut row: Vec<f32> = (0..len).map(|_| (next() % distinct) as f32 - (distinct / 2) as f32).collect();
