@@ -158,16 +158,17 @@ unsafe fn lines_avx512<const W: usize>(src: &[*const u8; 64], dst: &[*mut u8; 64
     let side = 64 / word;
     let per = 4 / W.min(4);
     let c_max = 16 / word;
-    // Each line is loaded once: every bundle's sets first (kept on the stack for bytes).
-    let bundles: [[__m512i; 4]; 16] = std::array::from_fn(|i| {
+    // Each line is loaded once: every bundle's sets first (kept on the stack for bytes). In plain
+    // loops: built by `std::array::from_fn`, the bundle's closure was at times not inlined, and
+    // the unstack of uint8 columns took 1.2 times as long (benches/REPORT.md).
+    let mut bundles = [[_mm512_setzero_si512(); 4]; 16];
+    for (i, b) in bundles.iter_mut().enumerate().take(side) {
         let mut l = [_mm512_setzero_si512(); 4];
-        if i < side {
-            for (j, x) in l.iter_mut().enumerate().take(per) {
-                *x = _mm512_loadu_si512(src[per * i + j].cast());
-            }
+        for (j, x) in l.iter_mut().enumerate().take(per) {
+            *x = _mm512_loadu_si512(src[per * i + j].cast());
         }
-        bundle!(W, l, _mm512_unpacklo_epi8, _mm512_unpackhi_epi8, _mm512_unpacklo_epi16, _mm512_unpackhi_epi16)
-    });
+        *b = bundle!(W, l, _mm512_unpacklo_epi8, _mm512_unpackhi_epi8, _mm512_unpacklo_epi16, _mm512_unpackhi_epi16);
+    }
     for set in 0..per {
         let mut r: [__m512i; 16] = std::array::from_fn(|i| bundles[i][set]);
         let u = in_lanes!(
@@ -216,15 +217,15 @@ unsafe fn lines_avx2<const W: usize>(src: &[*const u8; 64], dst: &[*mut u8; 64],
     let c_max = 16 / word;
     for b in 0..2 {
         // Each half line is loaded once: every bundle's sets first.
-        let bundles: [[__m256i; 4]; 16] = std::array::from_fn(|i| {
+        let mut bundles = [[_mm256_setzero_si256(); 4]; 16];
+        for (i, out) in bundles.iter_mut().enumerate().take(2 * half) {
             let mut l = [_mm256_setzero_si256(); 4];
-            if i < 2 * half {
-                for (j, x) in l.iter_mut().enumerate().take(per) {
-                    *x = _mm256_loadu_si256(src[per * i + j].add(32 * b).cast());
-                }
+            for (j, x) in l.iter_mut().enumerate().take(per) {
+                *x = _mm256_loadu_si256(src[per * i + j].add(32 * b).cast());
             }
-            bundle!(W, l, _mm256_unpacklo_epi8, _mm256_unpackhi_epi8, _mm256_unpacklo_epi16, _mm256_unpackhi_epi16)
-        });
+            *out =
+                bundle!(W, l, _mm256_unpacklo_epi8, _mm256_unpackhi_epi8, _mm256_unpacklo_epi16, _mm256_unpackhi_epi16);
+        }
         for set in 0..per {
             // Both quarters (halves `a` of the output lines) are made before any is stored, so
             // that each output line's two halves are stored one after the other: stored a
