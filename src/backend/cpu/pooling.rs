@@ -6,7 +6,7 @@
 use super::one_column::{lane_extreme, lane_sum};
 use super::pool::for_each_sequence_chunk;
 use super::rows::{copy_elements, TASK_BYTES};
-use super::{has_avx2, has_avx512, read_ahead};
+use super::{has_avx2, has_avx512, has_avx512bw, read_ahead};
 use crate::dtype::{DType, Scalar};
 use crate::error::{ensure, Result};
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -72,7 +72,7 @@ pub fn pool_sum<T: Scalar>(
         });
     }
     let avx2 = has_avx2();
-    let avx512 = has_avx512();
+    let avx512 = has_avx512bw();
     for_each_sequence(out, width, offsets, |i, seg| {
         let (start, end) = (offsets[i], offsets[i + 1]);
         if start == end {
@@ -740,7 +740,7 @@ mod tests {
         if has_avx2() {
             forms.push((sum_narrow_avx2::<T>, "AVX2"));
         }
-        if has_avx512() {
+        if has_avx512bw() {
             forms.push((sum_narrow_avx512::<T>, "AVX-512"));
         }
         let mut seed = 0x5EEDu64;

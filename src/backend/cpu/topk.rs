@@ -4,7 +4,7 @@
 //! one read of the row.
 
 use super::pool::for_each_segment_with_work;
-use super::{has_avx2, has_avx512, read_ahead};
+use super::{has_avx2, has_avx512bw, read_ahead};
 use crate::dtype::Scalar;
 use crate::error::Result;
 
@@ -91,7 +91,7 @@ pub fn select_row<T: Scalar, const LARGEST: bool>(row: &[T], vals: &mut [T], idx
     }
     if k > THRESHOLD_MAX_K || row.len() < 4 * k * BLOCK {
         select_row_one_pass::<T, LARGEST>(row, vals, idx)
-    } else if has_avx512() {
+    } else if has_avx512bw() {
         // SAFETY: the CPU has AVX-512F and BW (checked at run time).
         unsafe { select_row_threshold_avx512::<T, LARGEST>(row, vals, idx) }
     } else if has_avx2() {
@@ -347,7 +347,7 @@ pub fn select_row_reaching<T: Scalar, const LARGEST: bool>(
     vals: &mut [T],
     idx: &mut [usize],
 ) -> Option<usize> {
-    if has_avx512() {
+    if has_avx512bw() {
         // SAFETY: the CPU has AVX-512F and BW (checked at run time).
         unsafe { reaching_avx512::<T, LARGEST>(row, bar, vals, idx) }
     } else if has_avx2() {
@@ -538,7 +538,7 @@ mod tests {
         if has_avx2() {
             forms.push((select_row_threshold_avx2::<f32, LARGEST>, reaching_avx2::<f32, LARGEST>, "AVX2"));
         }
-        if has_avx512() {
+        if has_avx512bw() {
             forms.push((select_row_threshold_avx512::<f32, LARGEST>, reaching_avx512::<f32, LARGEST>, "AVX-512"));
         }
         forms
