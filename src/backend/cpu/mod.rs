@@ -64,16 +64,42 @@ pub fn has_avx512bw() -> bool {
 }
 
 /// Asks for the lines [`rows::PREFETCH_AHEAD_BYTES`] past those of `values`, where a kernel
-/// reading one stream will be a little later. For kernels whose loops over the stream are short
-/// (a sequence, a block of a row) and end in a mispredicted branch: over sequences of tens of rows
-/// the hardware prefetcher fell behind, and with this, sequence_pool over rows of 1, 4 and 16
-/// float32 columns ran 1.2-1.5x faster (benches/REPORT.md).
+/// reading one stream will be a little later, on CPUs where that pays ([`reads_ahead`]). For
+/// kernels whose loops over the stream are short (a sequence, a block of a row) and end in a
+/// mispredicted branch: on an Intel Xeon the hardware prefetcher fell behind over sequences of
+/// tens of rows, and with this, sequence_pool over rows of 1, 4 and 16 float32 columns ran
+/// 1.2-1.5x faster (benches/REPORT.md).
 #[inline(always)]
 pub(crate) fn read_ahead<T>(values: &[T]) {
+    if !reads_ahead() {
+        return;
+    }
     prefetch_lines(
         values.as_ptr().cast::<u8>().wrapping_add(rows::PREFETCH_AHEAD_BYTES),
         std::mem::size_of_val(values),
     );
+}
+
+/// Whether [`read_ahead`] asks for lines: on Intel CPUs only. On an AMD EPYC (Zen 4) the same
+/// prefetches made the kernels slower, not faster: the fused beam step over 64 x 5 x 32000 took
+/// 2.25 ms with them against 1.66 without, sequence_pool over rows of 4 float32 columns 7.7
+/// against 6.7 (benches/REPORT.md). Decided once, from the CPU's vendor.
+#[inline(always)]
+fn reads_ahead() -> bool {
+    static INTEL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *INTEL.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            // SAFETY: every x86-64 CPU has CPUID, and leaf 0 (the vendor) always exists. (Safe
+            // to call in newer Rust, unsafe in older ones down to the crate's rust-version.)
+            #[allow(unused_unsafe)]
+            let id = unsafe { std::arch::x86_64::__cpuid(0) };
+            // The vendor is the 12 bytes of EBX, EDX, ECX: "GenuineIntel".
+            [id.ebx, id.edx, id.ecx] == [0x756e_6547, 0x4965_6e69, 0x6c65_746e]
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    })
 }
 
 /// Asks ahead of their use for the cache lines of `start`, `start + 64`, ... below `start +
