@@ -158,9 +158,9 @@ unsafe fn lines_avx512<const W: usize>(src: &[*const u8; 64], dst: &[*mut u8; 64
     let side = 64 / word;
     let per = 4 / W.min(4);
     let c_max = 16 / word;
-    // Each line is loaded once: every bundle's sets first (kept on the stack for bytes). In plain
-    // loops: built by `std::array::from_fn`, the bundle's closure was at times not inlined, and
-    // the unstack of uint8 columns took 1.2 times as long (benches/REPORT.md).
+    // Each line is loaded once: every bundle's sets first (kept on the stack for bytes). Built in
+    // a plain loop: as the closure of `std::array::from_fn`, a bundle was at times made out of
+    // line, and the unstack of uint8 columns took 1.2 times as long (benches/REPORT.md).
     let mut bundles = [[_mm512_setzero_si512(); 4]; 16];
     for (i, b) in bundles.iter_mut().enumerate().take(side) {
         let mut l = [_mm512_setzero_si512(); 4];
