@@ -87,19 +87,26 @@ pub(crate) fn read_ahead<T>(values: &[T]) {
 #[inline(always)]
 fn reads_ahead() -> bool {
     static INTEL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *INTEL.get_or_init(|| {
-        #[cfg(target_arch = "x86_64")]
-        {
-            // SAFETY: every x86-64 CPU has CPUID, and leaf 0 (the vendor) always exists. (Safe
-            // to call in newer Rust, unsafe in older ones down to the crate's rust-version.)
-            #[allow(unused_unsafe)]
-            let id = unsafe { std::arch::x86_64::__cpuid(0) };
-            // The vendor is the 12 bytes of EBX, EDX, ECX: "GenuineIntel".
-            [id.ebx, id.edx, id.ecx] == [0x756e_6547, 0x4965_6e69, 0x6c65_746e]
+    *INTEL.get_or_init(|| cpu_vendor() == Some(*b"GenuineIntel"))
+}
+
+/// The CPU's vendor as CPUID leaf 0 names it ("GenuineIntel", "AuthenticAMD", ...): the 12 bytes
+/// of EBX, EDX and ECX. None off x86-64.
+fn cpu_vendor() -> Option<[u8; 12]> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: every x86-64 CPU has CPUID, and leaf 0 always exists. (Safe to call in newer
+        // Rust, unsafe in older ones down to the crate's rust-version.)
+        #[allow(unused_unsafe)]
+        let id = unsafe { std::arch::x86_64::__cpuid(0) };
+        let mut vendor = [0u8; 12];
+        for (part, reg) in vendor.chunks_exact_mut(4).zip([id.ebx, id.edx, id.ecx]) {
+            part.copy_from_slice(&reg.to_le_bytes());
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        false
-    })
+        Some(vendor)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    None
 }
 
 /// Asks ahead of their use for the cache lines of `start`, `start + 64`, ... below `start +
@@ -120,5 +127,26 @@ pub(crate) fn prefetch_lines(start: *const u8, bytes: usize) {
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = (start, at);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The vendor read from CPUID is the one Linux reports, and the read-ahead follows it.
+    #[test]
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    fn the_vendor_is_the_one_linux_reports() {
+        let info = std::fs::read_to_string("/proc/cpuinfo").expect("/proc/cpuinfo");
+        let linux = info
+            .lines()
+            .find_map(|l| l.strip_prefix("vendor_id"))
+            .and_then(|l| l.split(':').nth(1))
+            .expect("a vendor_id line")
+            .trim();
+        let vendor = cpu_vendor().expect("x86-64 has CPUID");
+        assert_eq!(std::str::from_utf8(&vendor), Ok(linux));
+        assert_eq!(reads_ahead(), linux == "GenuineIntel");
     }
 }
