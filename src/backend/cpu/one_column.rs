@@ -1,17 +1,7 @@
-//! `sequence_pool` over rows of one float32 column, in vector lanes, with the bits and rows of
-//! the row-order loops. Over one column those loops are one chain of dependent steps a value (an
-//! addition, or a compare and a select), which held the sum and the max of 2^18 sequences of
-//! U[1,128] values to a fifth of the read bandwidth (benches/REPORT.md).
-//!
-//! **The sum** is in f64 in row order, so that the CPU and the device agree to the bit. An
-//! addition in f64 is exact when its result is representable, and if every partial sum of a
-//! run is, every order of the additions gives the same value: the exact sum. Every float32 value
-//! `v != 0` of biased exponent `e` is a multiple of 2^(max(e, 1) - 150) and below 2^(e - 126) in
-//! magnitude. So with `lo` and `hi` the least and greatest exponents of the run's nonzero values,
-//! every partial sum of `n` values is a multiple of 2^(max(lo, 1) - 150) below n * 2^(hi - 126),
-//! that is below n * 2^(hi - max(lo, 1) + 24) units, and representable in f64's 53 bits when
-//! n * 2^(hi - max(lo, 1)) <= 2^29. Runs that break that bound, or hold an infinity or a NaN, are
-//! left to the row-order loop.
+//! `sequence_pool`'s max and min over rows of one float32 column, in vector lanes, with the rows
+//! of the row-order loop. Over one column that loop is one chain of dependent steps a value (a
+//! compare and a select), which held the max of 2^18 sequences of U[1,128] values to a fifth of
+//! the read bandwidth (benches/REPORT.md). The sums are in `lane_sums`.
 //!
 //! **The max** (or min) of the row-order loop, where a value replaces the best only if greater
 //! (a strict compare, under which NaN never replaces and is never replaced), is: the first value
@@ -24,111 +14,6 @@
 
 use super::read_ahead;
 
-/// The sum of `values` in f64, bit for bit the row-order fold from +0 (`fold(0.0, |s, v| s + v
-/// as f64)`), computed in vector lanes where the CPU has them and the bound above holds;
-/// `None` where it is left to the row-order loop.
-#[inline]
-pub(crate) fn lane_sum(values: &[f32]) -> Option<f64> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if super::has_avx512() {
-            // SAFETY: the CPU has AVX-512F (checked above).
-            return unsafe { lane_sum_avx512(values) };
-        }
-        if super::has_avx2() {
-            // SAFETY: the CPU has AVX2 (checked above).
-            return unsafe { lane_sum_avx2(values) };
-        }
-    }
-    let _ = values;
-    None
-}
-
-/// `total` if it is the exact sum of `n` float32 values whose magnitudes' bits (the value's bits
-/// without the sign) have the greatest `hi` and, for the nonzero ones, the least `lo + 1`
-/// (`lo` = u32::MAX where every value is zero).
-fn exact(total: f64, hi: u32, lo: u32, n: usize) -> Option<f64> {
-    if lo == u32::MAX {
-        return Some(total); // all zeros: +0 either way
-    }
-    // Subnormals (exponent 0) count as exponent 1, whose unit they share.
-    let (hi, lo) = ((hi >> 23).max(1), ((lo + 1) >> 23).max(1));
-    let span = hi - lo; // hi >= lo: the greatest magnitude is at least the least nonzero one
-    (hi < 255 && span <= 29 && n <= 1usize << (29 - span)).then_some(total)
-}
-
-/// [`lane_sum`] in 512-bit registers: 16 values a step, in two f64 sums of 8 lanes.
-///
-/// # Safety
-/// The CPU must support AVX-512F.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn lane_sum_avx512(values: &[f32]) -> Option<f64> {
-    use std::arch::x86_64::*;
-    let (mut low, mut high) = (_mm512_setzero_pd(), _mm512_setzero_pd());
-    // The greatest magnitude's bits, and the least nonzero one's less one (zero wraps to the top).
-    let (mut hi, mut lo) = (_mm512_setzero_si512(), _mm512_set1_epi32(-1));
-    let (magnitude, one) = (_mm512_set1_epi32(0x7fff_ffff), _mm512_set1_epi32(1));
-    let mut step = |v: __m512| {
-        low = _mm512_add_pd(low, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
-        let upper = _mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v));
-        high = _mm512_add_pd(high, _mm512_cvtps_pd(_mm256_castpd_ps(upper)));
-        let m = _mm512_and_si512(_mm512_castps_si512(v), magnitude);
-        hi = _mm512_max_epu32(hi, m);
-        lo = _mm512_min_epu32(lo, _mm512_sub_epi32(m, one));
-    };
-    let chunks = values.chunks_exact(16);
-    let tail = chunks.remainder();
-    for c in chunks {
-        read_ahead(c);
-        step(_mm512_loadu_ps(c.as_ptr()));
-    }
-    if !tail.is_empty() {
-        read_ahead(tail);
-        // The lanes past the tail load as +0, which changes neither the sum nor the bounds.
-        step(_mm512_maskz_loadu_ps((1u16 << tail.len()).wrapping_sub(1), tail.as_ptr()));
-    }
-    let total = _mm512_reduce_add_pd(_mm512_add_pd(low, high));
-    exact(total, _mm512_reduce_max_epu32(hi), _mm512_reduce_min_epu32(lo), values.len())
-}
-
-/// [`lane_sum`] in 256-bit registers: 8 values a step, in two f64 sums of 4 lanes.
-///
-/// # Safety
-/// The CPU must support AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn lane_sum_avx2(values: &[f32]) -> Option<f64> {
-    use std::arch::x86_64::*;
-    let (mut low, mut high) = (_mm256_setzero_pd(), _mm256_setzero_pd());
-    let (mut hi, mut lo) = (_mm256_setzero_si256(), _mm256_set1_epi32(-1));
-    let (magnitude, one) = (_mm256_set1_epi32(0x7fff_ffff), _mm256_set1_epi32(1));
-    let mut step = |v: __m256| {
-        low = _mm256_add_pd(low, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
-        high = _mm256_add_pd(high, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(v)));
-        let m = _mm256_and_si256(_mm256_castps_si256(v), magnitude);
-        hi = _mm256_max_epu32(hi, m);
-        lo = _mm256_min_epu32(lo, _mm256_sub_epi32(m, one));
-    };
-    let chunks = values.chunks_exact(8);
-    let tail = chunks.remainder();
-    for c in chunks {
-        read_ahead(c);
-        step(_mm256_loadu_ps(c.as_ptr()));
-    }
-    if !tail.is_empty() {
-        read_ahead(tail);
-        // Lanes below the tail's length load (their mask's top bit set), the rest as +0.
-        let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail.len() as i32), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        step(_mm256_maskload_ps(tail.as_ptr(), mask));
-    }
-    let sum = _mm256_add_pd(low, high);
-    let pair = _mm_add_pd(_mm256_castpd256_pd128(sum), _mm256_extractf128_pd::<1>(sum));
-    let total = _mm_cvtsd_f64(_mm_add_sd(pair, _mm_unpackhi_pd(pair, pair)));
-    let (hi, lo) = (across_lanes(hi, |a, b| _mm256_max_epu32(a, b)), across_lanes(lo, |a, b| _mm256_min_epu32(a, b)));
-    exact(total, _mm256_cvtsi256_si32(hi) as u32, _mm256_cvtsi256_si32(lo) as u32, values.len())
-}
-
 /// `fold` of the 8 lanes of `v` (32-bit words), in every lane: lanes half the width apart folded
 /// in registers, three times. A vector stored and read back as elements waited for the store.
 ///
@@ -137,7 +22,7 @@ unsafe fn lane_sum_avx2(values: &[f32]) -> Option<f64> {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
-unsafe fn across_lanes(
+pub(crate) unsafe fn across_lanes(
     v: std::arch::x86_64::__m256i,
     fold: impl Fn(std::arch::x86_64::__m256i, std::arch::x86_64::__m256i) -> std::arch::x86_64::__m256i,
 ) -> std::arch::x86_64::__m256i {
@@ -286,117 +171,6 @@ unsafe fn extreme_avx2<const MAX: bool>(values: &[f32], start: usize) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn row_order(values: &[f32]) -> f64 {
-        values.iter().fold(0.0, |s, &v| s + v as f64)
-    }
-
-    type Form = unsafe fn(&[f32]) -> Option<f64>;
-
-    /// Every form this CPU has, with its name.
-    fn forms() -> Vec<(Form, &'static str)> {
-        let mut forms: Vec<(Form, &'static str)> = Vec::new();
-        #[cfg(target_arch = "x86_64")]
-        {
-            if crate::backend::cpu::has_avx512() {
-                forms.push((lane_sum_avx512, "AVX-512"));
-            }
-            if crate::backend::cpu::has_avx2() {
-                forms.push((lane_sum_avx2, "AVX2"));
-            }
-        }
-        forms
-    }
-
-    /// Runs of every length up to 40 and some longer, of values drawn over `exponents` (a range
-    /// of powers of two), with zeros and negative zeros among them, and subnormals if `subnormals`:
-    /// each form's sum, where it gives one, has the row-order sum's bits. Returns how many runs
-    /// each form summed.
-    fn check_runs(exponents: std::ops::Range<i32>, subnormals: bool, seed: u64) -> Vec<usize> {
-        let mut state = seed;
-        let mut next = move || {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            state >> 11
-        };
-        let forms = forms();
-        let mut summed = vec![0; forms.len()];
-        for len in (0..=40).chain([63, 64, 65, 127, 128, 129, 1000, 4097]) {
-            for _ in 0..20 {
-                let values: Vec<f32> = (0..len)
-                    .map(|_| {
-                        let r = next();
-                        match r % 16 {
-                            0 => 0.0,
-                            1 => -0.0,
-                            2 if subnormals => f32::from_bits((r >> 8) as u32 & 0x807f_ffff), // subnormal
-                            _ => {
-                                let span = (exponents.end - exponents.start) as u64;
-                                let e = exponents.start + ((r >> 8) % span) as i32;
-                                let m = 1.0 + ((r >> 20) & 0xff_ffff) as f32 / (1 << 24) as f32;
-                                let v = m * 2f32.powi(e);
-                                if r & 16 == 0 {
-                                    v
-                                } else {
-                                    -v
-                                }
-                            }
-                        }
-                    })
-                    .collect();
-                let want = row_order(&values);
-                for (k, (form, name)) in forms.iter().enumerate() {
-                    // SAFETY: `forms` lists only the forms this CPU supports.
-                    if let Some(got) = unsafe { form(&values) } {
-                        assert_eq!(got.to_bits(), want.to_bits(), "{name}, {len} values {values:?}");
-                        summed[k] += 1;
-                    }
-                }
-            }
-        }
-        summed
-    }
-
-    #[test]
-    fn lane_sums_have_the_row_order_bits() {
-        // Values within a few powers of two: the bound holds for most runs, and the lanes sum them.
-        for summed in check_runs(-3..3, false, 1) {
-            assert!(summed > 800, "the lanes summed only {summed} runs");
-        }
-        // Values of every magnitude: most runs are left to the row-order loop, the rest checked.
-        check_runs(-126..127, true, 2);
-        check_runs(-40..40, false, 3);
-        check_runs(-149..-120, true, 4);
-    }
-
-    #[test]
-    fn runs_that_round_are_left_to_the_row_order_loop() {
-        // Row order rounds 2^60 + 1 to 2^60 and ends at 0, where lanes would find 1.
-        let mut rounds = vec![0.0f32; 20];
-        (rounds[0], rounds[1], rounds[2]) = (2f32.powi(60), 1.0, -(2f32.powi(60)));
-        // Infinities and NaN: their sums are left to the loop, which gives the IEEE results.
-        // (Next to values of the top exponents, the span alone would admit them.)
-        let infinite = [1.0, f32::INFINITY, 2.0, f32::NEG_INFINITY];
-        let nan = [1.0, 2.0, f32::NAN];
-        let (big_infinite, big_nan) = ([2f32.powi(100), f32::INFINITY], [f32::NAN, -(2f32.powi(100))]);
-        // Exponents 20 apart allow 2^9 values.
-        let at_bound = vec![1.0f32; (1 << 9) - 1].into_iter().chain([2f32.powi(-20)]).collect::<Vec<_>>();
-        let over_bound = vec![1.0f32; 1 << 9].into_iter().chain([2f32.powi(-20)]).collect::<Vec<_>>();
-        for (form, name) in forms() {
-            // SAFETY: `forms` lists only the forms this CPU supports.
-            unsafe {
-                assert_eq!(form(&rounds), None, "{name}");
-                assert_eq!(row_order(&rounds), 0.0);
-                assert_eq!(form(&infinite), None, "{name}");
-                assert_eq!(form(&nan), None, "{name}");
-                assert_eq!(form(&big_infinite), None, "{name}");
-                assert_eq!(form(&big_nan), None, "{name}");
-                assert_eq!(form(&at_bound).map(f64::to_bits), Some(row_order(&at_bound).to_bits()), "{name}");
-                assert_eq!(form(&over_bound), None, "{name}");
-                assert_eq!(form(&[]).map(f64::to_bits), Some(0f64.to_bits()), "{name}");
-                assert_eq!(form(&[-0.0, -0.0]).map(f64::to_bits), Some(0f64.to_bits()), "{name}");
-            }
-        }
-    }
 
     type ExtremeForm = unsafe fn(&[f32], usize) -> Option<i32>;
 

@@ -3,37 +3,44 @@
 //! Each sequence is read in memory order (whole rows, up to `WIDE_BLOCK` columns per pass) with
 //! the accumulators on the stack or in registers; nothing is allocated per sequence.
 
-use super::one_column::{lane_extreme, lane_sum};
+use super::lane_sums;
+use super::one_column::lane_extreme;
 use super::pool::for_each_sequence_chunk;
 use super::rows::{copy_elements, TASK_BYTES};
 use super::{has_avx2, has_avx512, has_avx512bw, read_ahead};
 use crate::dtype::{DType, Scalar};
 use crate::error::{ensure, Result};
+use std::ops::Range;
 use std::sync::atomic::{AtomicI32, Ordering};
 
+/// Runs `task(seqs, rows)` over tasks of whole sequences of about `TASK_BYTES` of `x` each, `rows`
+/// being the output rows of sequences `seqs` (`width` elements of `out` each).
+fn for_each_sequence_task<T: Scalar>(
+    out: &mut [T],
+    width: usize,
+    offsets: &[usize],
+    task: impl Fn(Range<usize>, &mut [T]) + Sync + Send,
+) -> Result<()> {
+    if width == 0 {
+        return Ok(()); // no element to write
+    }
+    let share = TASK_BYTES.div_ceil(width * std::mem::size_of::<T>());
+    for_each_sequence_chunk(out, offsets, share, |i| i * width, task)
+}
+
 /// Runs `pool(i, row)` for each sequence `i` of `offsets` and its output row (`width` elements of
-/// `out`), in tasks of whole sequences of about `TASK_BYTES` of `x` each.
+/// `out`), in the tasks of [`for_each_sequence_task`].
 fn for_each_sequence<T: Scalar>(
     out: &mut [T],
     width: usize,
     offsets: &[usize],
     pool: impl Fn(usize, &mut [T]) + Sync + Send,
 ) -> Result<()> {
-    if width == 0 {
-        return Ok(()); // no element to write
-    }
-    let share = TASK_BYTES.div_ceil(width * std::mem::size_of::<T>());
-    for_each_sequence_chunk(
-        out,
-        offsets,
-        share,
-        |i| i * width,
-        |seqs, seg| {
-            for (i, row) in seqs.zip(seg.chunks_exact_mut(width)) {
-                pool(i, row);
-            }
-        },
-    )
+    for_each_sequence_task(out, width, offsets, |seqs, seg| {
+        for (i, row) in seqs.zip(seg.chunks_exact_mut(width)) {
+            pool(i, row);
+        }
+    })
 }
 
 /// Columns per register block of the sum and max/min kernels: 16 f64 accumulators take 8 of the
@@ -54,32 +61,22 @@ pub fn pool_sum<T: Scalar>(
     pad: T,
     out: &mut [T],
 ) -> Result<()> {
-    if width == 1 {
-        // One column: a sequence's values lie together, folded straight from the slice (the
-        // one-column block's loop, with its row arithmetic, ran about 10% slower), long float32
-        // sequences in vector lanes where that gives the same bits (`lane_sum`; benches/REPORT.md).
-        let float32 = lane_column(x, offsets);
-        return for_each_sequence(out, 1, offsets, |i, seg| {
-            let rows = offsets[i]..offsets[i + 1];
-            seg[0] = if rows.is_empty() {
-                pad
-            } else {
-                let n = rows.len();
-                let lanes = float32.and_then(|x| lane_sum(&x[rows.clone()]));
-                let sum = lanes.unwrap_or_else(|| x[rows].iter().fold(0.0, |sum, v| sum + v.to_f64()));
-                T::cast_f64(sum / divisor(n))
-            };
-        });
-    }
     let avx2 = has_avx2();
     let avx512 = has_avx512bw();
-    for_each_sequence(out, width, offsets, |i, seg| {
+    // A sequence's sums in row order.
+    let one = |i: usize, seg: &mut [T]| {
         let (start, end) = (offsets[i], offsets[i + 1]);
         if start == end {
             seg.fill(pad);
             return;
         }
         let d = divisor(end - start);
+        if width == 1 {
+            // One column: the values folded straight from the slice (the one-column block's loop,
+            // with its row arithmetic, ran about 10% slower).
+            seg[0] = T::cast_f64(x[start..end].iter().fold(0.0, |sum, v| sum + v.to_f64()) / d);
+            return;
+        }
         // One bounds check for the whole sequence; the block loops below index inside it.
         let rows = &x[start * width..end * width];
         if width > 2 * SUM_BLOCK {
@@ -111,7 +108,16 @@ pub fn pool_sum<T: Scalar>(
         } else {
             sum_narrow(rows, width, d, seg)
         }
-    })
+    };
+    if lanes_pay::<T>(width, offsets) {
+        // Float32 rows of 1, 2, 4 or 8 columns in vector lanes, with the same bits (`lane_sums`).
+        return for_each_sequence_task(out, width, offsets, |seqs, seg| {
+            if !lane_sums::sum_sequences(x, width, offsets, seqs.clone(), &divisor, pad, seg, one) {
+                seqs.zip(seg.chunks_exact_mut(width)).for_each(|(i, row)| one(i, row));
+            }
+        });
+    }
+    for_each_sequence(out, width, offsets, one)
 }
 
 /// The sums of columns of a sequence's `rows` (rows of `width`, at most `2 * SUM_BLOCK`), divided
@@ -152,20 +158,33 @@ unsafe fn sum_narrow_avx512<T: Scalar>(rows: &[T], width: usize, d: f64, out: &m
     sum_narrow(rows, width, d, out)
 }
 
-/// Sequences this many rows long on average or longer go through the one-column lane kernels
-/// (`one_column`): a sequence there costs a few reductions across the lanes, which took 6.8 ns
-/// for a one-row sequence against 1.7 in the plain loop; at U[1,4] rows (2.5 on average) both
-/// ran alike, at U[1,8] the lanes took 3.6 ms against 5.3 (benches/REPORT.md).
-const LANES_MIN_ROWS: usize = 4;
+/// Sequences this many values long on average or longer go through the lane kernels
+/// (`lane_sums`, `one_column`): a sequence there costs a few reductions across the lanes, which
+/// took 6.8 ns for a one-row sequence of one column against 1.7 in the plain loop; at U[1,4]
+/// rows (2.5 on average) both ran alike, at U[1,8] the lanes took 3.6 ms against 5.3
+/// (benches/REPORT.md).
+const LANES_MIN_VALUES: usize = 4;
+
+/// Whether the sequences of `offsets` average `LANES_MIN_VALUES` values or more, in rows of
+/// `width`.
+fn long_enough(width: usize, offsets: &[usize]) -> bool {
+    let rows = offsets.last().copied().unwrap_or(0) - offsets.first().copied().unwrap_or(0);
+    rows.saturating_mul(width) >= LANES_MIN_VALUES * offsets.len().saturating_sub(1)
+}
+
+/// Whether `pool_sum` takes the sequences of `x` to the lane kernels (`lane_sums`): float32 rows
+/// of a width they take on this CPU, long enough on average.
+fn lanes_pay<T: Scalar>(width: usize, offsets: &[usize]) -> bool {
+    T::DTYPE == DType::F32 && lane_sums::takes(width) && long_enough(width, offsets)
+}
 
 /// `x`, a column of `offsets`' sequences, as float32 values where its elements are and its
 /// sequences are long enough for the lane kernels.
 fn lane_column<'a, T: Scalar>(x: &'a [T], offsets: &[usize]) -> Option<&'a [f32]> {
-    let rows = offsets.last().copied().unwrap_or(0) - offsets.first().copied().unwrap_or(0);
-    let long = rows >= LANES_MIN_ROWS * offsets.len().saturating_sub(1);
-    let same = std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>();
-    // SAFETY: `T` is `f32` (the same type, so the same size, alignment and values).
-    (long && same).then(|| unsafe { std::slice::from_raw_parts(x.as_ptr().cast::<f32>(), x.len()) })
+    // SAFETY: `T` is `f32` (the element of exactly one dtype), so the same size, alignment and
+    // values.
+    let float32 = || unsafe { std::slice::from_raw_parts(x.as_ptr().cast::<f32>(), x.len()) };
+    (T::DTYPE == DType::F32 && long_enough(1, offsets)).then(float32)
 }
 
 /// A kernel over `W` columns of a sequence's rows, `W` a constant: its state is fixed-size arrays
