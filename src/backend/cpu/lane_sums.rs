@@ -221,9 +221,15 @@ unsafe fn sums_avx2<const W: usize, D: Fn(usize) -> f64>(
         read_ahead(values);
         let (mut low, mut high) = (_mm256_setzero_pd(), _mm256_setzero_pd());
         for at in (0..values.len()).step_by(8) {
-            // Lanes below the values left load (their mask's top bit set), the rest as +0.
-            let take = _mm256_cmpgt_epi32(_mm256_set1_epi32((values.len() - at).min(8) as i32), lanes);
-            let v = _mm256_maskload_ps(values.as_ptr().add(at), take);
+            let v = if values.len() - at >= 8 {
+                _mm256_loadu_ps(values.as_ptr().add(at))
+            } else {
+                // Lanes below the values left load (their mask's top bit set), the rest as +0.
+                // Only there: with a masked load (`vmaskmovps`) every step, rows of 4 columns
+                // took 12.4 ms against 4.6 on a Zen 4.
+                let take = _mm256_cmpgt_epi32(_mm256_set1_epi32((values.len() - at) as i32), lanes);
+                _mm256_maskload_ps(values.as_ptr().add(at), take)
+            };
             low = _mm256_add_pd(low, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
             high = _mm256_add_pd(high, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(v)));
             let m = _mm256_and_si256(_mm256_castps_si256(v), magnitude);
