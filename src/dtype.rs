@@ -117,6 +117,19 @@ macro_rules! element {
 // data is read through `u8` unless its values have been checked.
 element!(u8 => U8, i8 => I8, i16 => I16, i32 => I32, i64 => I64, f16 => F16, bf16 => BF16, f32 => F32, f64 => F64);
 
+/// `values` as elements of `U`, where `U` is `T` (each type is the element of exactly one dtype):
+/// for kernels written for one type, called from code written over the trait.
+pub(crate) fn retyped<T: Element, U: Element>(values: &[T]) -> Option<&[U]> {
+    // SAFETY: `U` is `T` (one dtype, one type), so the same size, alignment and values.
+    (T::DTYPE == U::DTYPE).then(|| unsafe { std::slice::from_raw_parts(values.as_ptr().cast(), values.len()) })
+}
+
+/// [`retyped`] for a slice to write.
+pub(crate) fn retyped_mut<T: Element, U: Element>(values: &mut [T]) -> Option<&mut [U]> {
+    // SAFETY: as in `retyped`; `values` is borrowed exclusively for the result's life.
+    (T::DTYPE == U::DTYPE).then(|| unsafe { std::slice::from_raw_parts_mut(values.as_mut_ptr().cast(), values.len()) })
+}
+
 /// A numeric element: the arithmetic kernels (pooling, softmax, scatter-add, fill, cast) are
 /// written once over this trait. f16 and bf16 compute through f32.
 pub trait Scalar: Element + PartialOrd + Default {

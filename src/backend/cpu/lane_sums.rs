@@ -22,9 +22,9 @@
 //! sequence at a time, and a sequence that breaks it in the row-order loop.
 
 #[cfg(target_arch = "x86_64")]
-use super::one_column::across_lanes;
+use super::lane_extremes::across_lanes;
 use super::read_ahead;
-use crate::dtype::{DType, Scalar};
+use crate::dtype::{retyped, retyped_mut, Scalar};
 use std::ops::Range;
 
 /// Sequences a check of the bound: the reductions it costs are spread over them, and a group that
@@ -51,7 +51,7 @@ pub(crate) fn sum_sequences<T: Scalar, D: Fn(usize) -> f64>(
     out: &mut [T],
     row_order: impl Fn(usize, &mut [T]),
 ) -> bool {
-    let (Some(x), Some(form)) = (float32(x), form::<D>(width)) else {
+    let (Some(x), Some(form)) = (retyped::<T, f32>(x), form::<D>(width)) else {
         return false;
     };
     let pad = pad.to_f64() as f32; // a float32, so exact
@@ -59,30 +59,17 @@ pub(crate) fn sum_sequences<T: Scalar, D: Fn(usize) -> f64>(
     for group in seqs.clone().step_by(GROUP).map(|g| g..(g + GROUP).min(seqs.end)) {
         let rows = &mut out[(group.start - first) * width..(group.end - first) * width];
         // SAFETY: `form` gives only builds this CPU supports.
-        if unsafe { form(x, offsets, group.clone(), divisor, pad, float32_mut(rows)) } {
+        if unsafe { form(x, offsets, group.clone(), divisor, pad, retyped_mut(rows).expect("float32 like x")) } {
             continue;
         }
         for (i, row) in group.clone().zip(rows.chunks_exact_mut(width)) {
             // SAFETY: as above.
-            if !unsafe { form(x, offsets, i..i + 1, divisor, pad, float32_mut(row)) } {
+            if !unsafe { form(x, offsets, i..i + 1, divisor, pad, retyped_mut(row).expect("float32 like x")) } {
                 row_order(i, row);
             }
         }
     }
     true
-}
-
-/// `values` as float32 values, where they are.
-fn float32<T: Scalar>(values: &[T]) -> Option<&[f32]> {
-    // SAFETY: `T` is `f32` (the same type, so the same size, alignment and values).
-    (T::DTYPE == DType::F32).then(|| unsafe { std::slice::from_raw_parts(values.as_ptr().cast(), values.len()) })
-}
-
-/// `values`, of a float32 `T` (checked by the caller), as float32 values.
-fn float32_mut<T: Scalar>(values: &mut [T]) -> &mut [f32] {
-    assert_eq!(T::DTYPE, DType::F32, "lane sums of float32 values only");
-    // SAFETY: `T` is `f32` (checked above), and `values` is borrowed exclusively for the result's life.
-    unsafe { std::slice::from_raw_parts_mut(values.as_mut_ptr().cast(), values.len()) }
 }
 
 /// Whether this CPU has lanes for rows of `width` float32 columns.

@@ -23,8 +23,8 @@ macro_rules! by_row_size {
 pub mod beam_search;
 pub mod convert;
 pub mod gather_tree;
+pub(crate) mod lane_extremes;
 pub(crate) mod lane_sums;
-pub(crate) mod one_column;
 pub mod pad;
 pub mod pool;
 pub mod pooling;

@@ -3,12 +3,12 @@
 //! Each sequence is read in memory order (whole rows, up to `WIDE_BLOCK` columns per pass) with
 //! the accumulators on the stack or in registers; nothing is allocated per sequence.
 
+use super::lane_extremes;
 use super::lane_sums;
-use super::one_column::lane_extreme;
 use super::pool::for_each_sequence_chunk;
 use super::rows::{copy_elements, TASK_BYTES};
 use super::{has_avx2, has_avx512, has_avx512bw, read_ahead};
-use crate::dtype::{DType, Scalar};
+use crate::dtype::{retyped, retyped_mut, DType, Scalar};
 use crate::error::{ensure, Result};
 use std::ops::Range;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -178,13 +178,11 @@ fn lanes_pay<T: Scalar>(width: usize, offsets: &[usize]) -> bool {
     T::DTYPE == DType::F32 && lane_sums::takes(width) && long_enough(width, offsets)
 }
 
-/// `x`, a column of `offsets`' sequences, as float32 values where its elements are and its
-/// sequences are long enough for the lane kernels.
-fn lane_column<'a, T: Scalar>(x: &'a [T], offsets: &[usize]) -> Option<&'a [f32]> {
-    // SAFETY: `T` is `f32` (the element of exactly one dtype), so the same size, alignment and
-    // values.
-    let float32 = || unsafe { std::slice::from_raw_parts(x.as_ptr().cast::<f32>(), x.len()) };
-    (T::DTYPE == DType::F32 && long_enough(1, offsets)).then(float32)
+/// The lane kernel of `pool_extreme` (`lane_extremes`) for the sequences of `x`, rows of `width`,
+/// the max if `max`, else the min: for float32 rows of a width it takes on this CPU, long enough
+/// on average.
+fn lane_extreme_form<T: Scalar>(width: usize, offsets: &[usize], max: bool) -> Option<lane_extremes::Form> {
+    (T::DTYPE == DType::F32 && long_enough(width, offsets)).then(|| lane_extremes::form(width, max)).flatten()
 }
 
 /// A kernel over `W` columns of a sequence's rows, `W` a constant: its state is fixed-size arrays
@@ -342,28 +340,35 @@ pub fn pool_extreme<T: Scalar>(
     // SAFETY: AtomicI32 has the size and alignment of i32, and `index` is borrowed exclusively
     // for the whole call, so nothing else reads or writes it meanwhile.
     let index: &[AtomicI32] = unsafe { &*(index as *mut [i32] as *const [AtomicI32]) };
+    // Float32 rows of 1, 2, 4 or 8 columns in vector lanes (`lane_extremes`); `beats` is `>` or
+    // `<`, and says which.
+    let lanes = lane_extreme_form::<T>(width, offsets, beats(T::ONE, T::ZERO));
+    let lanes = lanes.zip(retyped::<T, f32>(x));
     if width == 1 {
-        // One column: long float32 sequences in vector lanes (`lane_extreme`); the others, and the
-        // runs the lanes leave, in a plain loop over the sequence's values, which compiles to selects
-        // (the one-column block compiled to a branch a row, mispredicted whenever the extreme
-        // moved, and took twice as long; benches/REPORT.md). `beats` is `>` or `<`, and says which.
-        let (float32, max) = (lane_column(x, offsets), beats(T::ONE, T::ZERO));
+        // One column: the sequences the lanes leave, or all, in a plain loop over the values, which
+        // compiles to selects (the one-column block compiled to a branch a row, mispredicted
+        // whenever the extreme moved, and took twice as long; benches/REPORT.md).
         return for_each_sequence(out, 1, offsets, |i, seg| {
             let (start, end) = (offsets[i], offsets[i + 1]);
-            let lanes = |x: &[f32]| lane_extreme(&x[start..end], start, max);
-            let (value, at) = if start == end {
-                (pad, -1)
-            } else if let Some(at) = float32.and_then(lanes) {
-                (x[at as usize], at)
-            } else {
-                let (mut best, mut at) = (x[start], start);
-                for (r, &v) in x[start + 1..end].iter().enumerate() {
-                    (best, at) = if beats(v, best) { (v, start + 1 + r) } else { (best, at) };
+            let idx = &index[i..i + 1];
+            if start == end {
+                seg[0] = pad;
+                idx[0].store(-1, Ordering::Relaxed);
+                return;
+            }
+            if let Some((form, x)) = lanes {
+                let seg = retyped_mut(seg).expect("float32 like x");
+                // SAFETY: `form` is a build this CPU supports; the sequence is not empty.
+                if unsafe { form(&x[start..end], start, seg, idx) } {
+                    return;
                 }
-                (best, at as i32)
-            };
-            seg[0] = value;
-            index[i].store(at, Ordering::Relaxed);
+            }
+            let (mut best, mut at) = (x[start], start);
+            for (r, &v) in x[start + 1..end].iter().enumerate() {
+                (best, at) = if beats(v, best) { (v, start + 1 + r) } else { (best, at) };
+            }
+            seg[0] = best;
+            idx[0].store(at as i32, Ordering::Relaxed);
         });
     }
     let forms = Forms {
@@ -381,6 +386,13 @@ pub fn pool_extreme<T: Scalar>(
             return;
         }
         let rows = &x[start * width..end * width];
+        if let Some((form, x)) = lanes {
+            let seg = retyped_mut(seg).expect("float32 like x");
+            // SAFETY: `form` is a build this CPU supports; the sequence is not empty.
+            if unsafe { form(&x[start * width..end * width], start, seg, idx) } {
+                return;
+            }
+        }
         if width <= 2 * SUM_BLOCK {
             read_ahead(rows); // as pool_sum does, for the same rows
         }
@@ -798,52 +810,59 @@ mod tests {
         narrow_sums_add_in_row_order::<f64>();
     }
 
-    /// `pool_extreme` over one column (its own loop) against the reference, sequence by sequence:
-    /// empty sequences, ties, NaN first and later, and zeros of both signs (the first one's bits
-    /// are the extreme's).
-    fn one_column_matches<T: Scalar>(value: impl Fn(u64) -> T) {
+    /// `pool_extreme` over narrow rows (one column has its own loop, float32 rows of 1, 2, 4 and 8
+    /// columns the lanes) against the reference, sequence by sequence: empty sequences, ties, NaN
+    /// first and later, and zeros of both signs (the first one's bits are the extreme's).
+    fn narrow_extremes_match<T: Scalar>(value: impl Fn(u64) -> T) {
         let mut seed = 0xC0105u64;
         let mut next = move || {
             seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             seed >> 33
         };
-        let mut offsets = vec![0];
-        for k in 0..300 {
-            let len = if k % 7 == 3 { 0 } else { (next() % 50) as usize };
-            offsets.push(offsets[k] + len);
-        }
-        let x: Vec<T> = (0..offsets[300]).map(|_| value(next() % 8)).collect();
-        for max in [true, false] {
-            let beats = move |a: T, b: T| if max { a > b } else { a < b };
-            let mut got = vec![T::ZERO; 300];
-            let mut at = vec![-7; 300];
-            pool_extreme(&x, 1, &offsets, beats, value(5), &mut got, &mut at).unwrap();
-            for (i, seq) in offsets.windows(2).enumerate() {
-                let (want, want_at) = if seq[0] == seq[1] {
-                    (value(5), -1)
-                } else {
-                    let (w, a) = reference(&x[seq[0]..seq[1]], 1, seq[0], beats);
-                    (w[0], a[0])
-                };
-                let same = format!("{:?}", got[i]) == format!("{want:?}");
-                assert!(same, "{:?} sequence {i}: {:?} for {want:?}, max {max}", T::DTYPE, got[i]);
-                assert_eq!(at[i], want_at, "{:?} sequence {i}, max {max}", T::DTYPE);
+        for width in [1, 2, 3, 4, 8] {
+            let mut offsets = vec![0];
+            for k in 0..300 {
+                let len = if k % 7 == 3 { 0 } else { (next() % 50) as usize };
+                offsets.push(offsets[k] + len);
+            }
+            let x: Vec<T> = (0..offsets[300] * width).map(|_| value(next() % 8)).collect();
+            for max in [true, false] {
+                let beats = move |a: T, b: T| if max { a > b } else { a < b };
+                let mut got = vec![T::ZERO; 300 * width];
+                let mut at = vec![-7; 300 * width];
+                pool_extreme(&x, width, &offsets, beats, value(5), &mut got, &mut at).unwrap();
+                for (i, seq) in offsets.windows(2).enumerate() {
+                    let (want, want_at) = if seq[0] == seq[1] {
+                        (vec![value(5); width], vec![-1; width])
+                    } else {
+                        reference(&x[seq[0] * width..seq[1] * width], width, seq[0], beats)
+                    };
+                    let row = i * width..(i + 1) * width;
+                    let same = format!("{:?}", &got[row.clone()]) == format!("{want:?}");
+                    assert!(
+                        same,
+                        "{:?} width {width} sequence {i}: {:?} for {want:?}, max {max}",
+                        T::DTYPE,
+                        &got[row.clone()]
+                    );
+                    assert_eq!(at[row], want_at, "{:?} width {width} sequence {i}, max {max}", T::DTYPE);
+                }
             }
         }
     }
 
     #[test]
-    fn one_column_extremes_match_the_reference() {
+    fn narrow_extremes_match_the_reference() {
         // 6 is NaN, 7 is -0.0 beside 0's +0.0.
         let v = |v: u64| match v {
             6 => f64::NAN,
             7 => -0.0,
             _ => v as f64 - 2.0,
         };
-        one_column_matches(|k| v(k) as f32);
-        one_column_matches(v);
-        one_column_matches(|k| half::f16::from_f64(v(k)));
-        one_column_matches(|k| half::bf16::from_f64(v(k)));
+        narrow_extremes_match(|k| v(k) as f32);
+        narrow_extremes_match(v);
+        narrow_extremes_match(|k| half::f16::from_f64(v(k)));
+        narrow_extremes_match(|k| half::bf16::from_f64(v(k)));
     }
 
     #[test]
