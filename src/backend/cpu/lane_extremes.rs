@@ -88,8 +88,12 @@ unsafe fn extremes_avx512<const MAX: bool, const W: usize>(
     let first_rows = _mm512_srlv_epi32(lanes, _mm512_set1_epi32(W.trailing_zeros() as i32));
     let mut rows = _mm512_add_epi32(_mm512_set1_epi32(start as i32), first_rows);
     for at in (0..values.len()).step_by(16) {
-        let take = u16::MAX >> 16usize.saturating_sub(values.len() - at);
-        let v = _mm512_maskz_loadu_ps(take, values.as_ptr().add(at));
+        let (v, take) = if values.len() - at >= 16 {
+            (_mm512_loadu_ps(values.as_ptr().add(at)), u16::MAX)
+        } else {
+            let take = u16::MAX >> (16 - (values.len() - at));
+            (_mm512_maskz_loadu_ps(take, values.as_ptr().add(at)), take)
+        };
         // Ordered compares: false where either side is NaN.
         let m = if MAX {
             _mm512_mask_cmp_ps_mask::<_CMP_GT_OQ>(take, v, best)
