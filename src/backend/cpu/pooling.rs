@@ -159,7 +159,7 @@ unsafe fn sum_narrow_avx512<T: Scalar>(rows: &[T], width: usize, d: f64, out: &m
 }
 
 /// Sequences this many values long on average or longer go through the lane kernels
-/// (`lane_sums`, `one_column`): a sequence there costs a few reductions across the lanes, which
+/// (`lane_sums`, `lane_extremes`): a sequence there costs a few reductions across the lanes, which
 /// took 6.8 ns for a one-row sequence of one column against 1.7 in the plain loop; at U[1,4]
 /// rows (2.5 on average) both ran alike, at U[1,8] the lanes took 3.6 ms against 5.3
 /// (benches/REPORT.md).
@@ -172,15 +172,16 @@ fn long_enough(width: usize, offsets: &[usize]) -> bool {
     rows.saturating_mul(width) >= LANES_MIN_VALUES * offsets.len().saturating_sub(1)
 }
 
-/// Whether `pool_sum` takes the sequences of `x` to the lane kernels (`lane_sums`): float32 rows
-/// of a width they take on this CPU, long enough on average.
+/// Whether `pool_sum` takes the sequences of `offsets`, rows of `width` elements of `T`, to the
+/// lane kernels (`lane_sums`): float32 rows of a width they take on this CPU, long enough on
+/// average.
 fn lanes_pay<T: Scalar>(width: usize, offsets: &[usize]) -> bool {
     T::DTYPE == DType::F32 && lane_sums::takes(width) && long_enough(width, offsets)
 }
 
-/// The lane kernel of `pool_extreme` (`lane_extremes`) for the sequences of `x`, rows of `width`,
-/// the max if `max`, else the min: for float32 rows of a width it takes on this CPU, long enough
-/// on average.
+/// The lane kernel of `pool_extreme` (`lane_extremes`) for the sequences of `offsets`, rows of
+/// `width` elements of `T`, the max if `max`, else the min: for float32 rows of a width it takes
+/// on this CPU, long enough on average.
 fn lane_extreme_form<T: Scalar>(width: usize, offsets: &[usize], max: bool) -> Option<lane_extremes::Form> {
     (T::DTYPE == DType::F32 && long_enough(width, offsets)).then(|| lane_extremes::form(width, max)).flatten()
 }
