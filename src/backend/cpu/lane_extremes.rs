@@ -11,9 +11,9 @@
 //! column `j % W`; each lane keeps the row-order loop over its share of the rows, from minus
 //! infinity (where NaN then never enters); then `m` is the greatest of the column's lanes and the
 //! row the least among those equal to it, found by folding lanes onto the first `W` in pairs (for
-//! one column, by reductions across the lanes). A
-//! sequence with a column whose `m` is minus infinity is left to the row-order loop: no lane took a
-//! row of it. The min is the same with the order reversed.
+//! one column, by reductions across the lanes). A sequence with a column whose `m` is minus
+//! infinity is left to the row-order loop: no lane took a row of it. The min is the same with the
+//! order reversed.
 
 use super::read_ahead;
 use std::sync::atomic::AtomicI32;

@@ -17,9 +17,10 @@
 //! **The lanes.** A vector of a sequence's values holds whole rows, `W` dividing its lane count, so
 //! lane `j` always holds column `j % W`; the lanes' sums are folded by column at the end. The bound
 //! is checked once for a group of sequences, on the greatest and least magnitudes of all its values
-//! and its longest sequence, kept in registers across the group: a check a sequence (two reductions
-//! across the lanes) cost about as much as the sums. A group that breaks the bound is summed again a
-//! sequence at a time, and a sequence that breaks it in the row-order loop.
+//! and its longest sequence, kept in registers across the group (with a check a sequence, two
+//! reductions across the lanes each, one column of 2^18 sequences of U[1,32] rows took 3.0 ms
+//! against 2.0). A group that breaks the bound is summed again a sequence at a time, and a sequence
+//! that breaks it in the row-order loop.
 
 #[cfg(target_arch = "x86_64")]
 use super::lane_extremes::across_lanes;
