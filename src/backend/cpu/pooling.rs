@@ -165,25 +165,32 @@ unsafe fn sum_narrow_avx512<T: Scalar>(rows: &[T], width: usize, d: f64, out: &m
 /// (benches/REPORT.md).
 const LANES_MIN_VALUES: usize = 4;
 
-/// Whether the sequences of `offsets` average `LANES_MIN_VALUES` values or more, in rows of
-/// `width`.
-fn long_enough(width: usize, offsets: &[usize]) -> bool {
-    let rows = offsets.last().copied().unwrap_or(0) - offsets.first().copied().unwrap_or(0);
-    rows.saturating_mul(width) >= LANES_MIN_VALUES * offsets.len().saturating_sub(1)
+/// Rows a sequence must average for the max/min over rows of 4 or 8 columns to go through the lanes:
+/// their fold by column costs more than the reductions of one column. Over rows of 4 columns, the
+/// lanes took 13.8 ms against 7.5 for 2^20 sequences of one row, 8.8 against 8.4 for 2^19 of U[1,8]
+/// rows, 5.1 against 5.2 and 5.9 against 6.9 for 2^18 of U[1,16] and U[1,32] (benches/REPORT.md).
+const FOLD_MIN_ROWS: usize = 8;
+
+/// Whether the sequences of `offsets` average `rows` rows or more.
+fn long_enough(offsets: &[usize], rows: usize) -> bool {
+    let total = offsets.last().copied().unwrap_or(0) - offsets.first().copied().unwrap_or(0);
+    total >= rows.saturating_mul(offsets.len().saturating_sub(1))
 }
 
 /// Whether `pool_sum` takes the sequences of `offsets`, rows of `width` elements of `T`, to the
-/// lane kernels (`lane_sums`): float32 rows of a width they take on this CPU, long enough on
-/// average.
+/// lane kernels (`lane_sums`): float32 rows of a width they take on this CPU, sequences of
+/// `LANES_MIN_VALUES` values or more on average.
 fn lanes_pay<T: Scalar>(width: usize, offsets: &[usize]) -> bool {
-    T::DTYPE == DType::F32 && lane_sums::takes(width) && long_enough(width, offsets)
+    T::DTYPE == DType::F32 && lane_sums::takes(width) && long_enough(offsets, LANES_MIN_VALUES.div_ceil(width))
 }
 
 /// The lane kernel of `pool_extreme` (`lane_extremes`) for the sequences of `offsets`, rows of
 /// `width` elements of `T`, the max if `max`, else the min: for float32 rows of a width it takes
-/// on this CPU, long enough on average.
+/// on this CPU, sequences of `LANES_MIN_VALUES` rows or more on average (`FOLD_MIN_ROWS` for
+/// rows of 4 or 8 columns).
 fn lane_extreme_form<T: Scalar>(width: usize, offsets: &[usize], max: bool) -> Option<lane_extremes::Form> {
-    (T::DTYPE == DType::F32 && long_enough(width, offsets)).then(|| lane_extremes::form(width, max)).flatten()
+    let rows = if width >= 4 { FOLD_MIN_ROWS } else { LANES_MIN_VALUES };
+    (T::DTYPE == DType::F32 && long_enough(offsets, rows)).then(|| lane_extremes::form(width, max)).flatten()
 }
 
 /// A kernel over `W` columns of a sequence's rows, `W` a constant: its state is fixed-size arrays
