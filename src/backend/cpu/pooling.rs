@@ -85,14 +85,14 @@ pub fn pool_sum<T: Scalar>(
             // row stride, 8 passes for 128 columns, which ran at a third of the read bandwidth).
             for c0 in (0..width).step_by(WIDE_BLOCK) {
                 let c1 = (c0 + WIDE_BLOCK).min(width);
-                let mut acc = [0f64; WIDE_BLOCK];
+                let mut acc = Lines([0f64; WIDE_BLOCK]); // on lines: see `Lines`
                 if avx2 {
                     // SAFETY: the CPU has AVX2 (checked above).
-                    unsafe { sum_columns_avx2(rows, width, c0..c1, &mut acc) }
+                    unsafe { sum_columns_avx2(rows, width, c0..c1, &mut acc.0) }
                 } else {
-                    sum_columns(rows, width, c0..c1, &mut acc)
+                    sum_columns(rows, width, c0..c1, &mut acc.0)
                 }
-                for (o, a) in seg[c0..c1].iter_mut().zip(&acc) {
+                for (o, a) in seg[c0..c1].iter_mut().zip(&acc.0) {
                     *o = T::cast_f64(a / d);
                 }
             }
